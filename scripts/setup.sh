@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Installs what kvfleet's build, tests and benchmarks need on Debian 12:
+# Debian packages (apt-get, only when one is missing) and a virtualenv at
+# <repo>/.venv with pinned PyPI packages (pip, only when a pin is unmet).
+# Idempotent: a second run checks and returns in about a second.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$repo/.venv"
+
+DEB_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libpcre2-dev libspdlog-dev libfmt-dev libssl-dev
+)
+# Exact pins: the reference tests compare numbers, so the oracle's own
+# dependencies must not drift under us.
+PY_PINS=(
+  numpy==2.4.6
+  gguf==0.19.0
+  tokenizers==0.23.3
+  jinja2==3.1.6
+  sentencepiece==0.2.3
+)
+
+log() { echo "setup: $*"; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+deb_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  deb_installed "$p" || missing+=("$p")
+done
+# Debian's python3 ships venv without ensurepip; python3-venv adds it.
+if [[ ! -x "$venv/bin/python" ]] && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  deb_installed python3-venv || missing+=(python3-venv)
+fi
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "Debian packages: all ${#DEB_PACKAGES[@]} present"
+fi
+
+# A venv whose interpreter no longer runs (its base Python moved) is rebuilt.
+if [[ -x "$venv/bin/python" ]] && ! "$venv/bin/python" -c '' 2>/dev/null; then
+  log "virtualenv at $venv is broken; recreating it"
+  python3 -m venv --clear "$venv"
+elif [[ ! -x "$venv/bin/python" ]]; then
+  log "creating virtualenv at $venv"
+  python3 -m venv "$venv"
+fi
+
+pins_met() {
+  "$venv/bin/python" - "${PY_PINS[@]}" <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    try:
+        if version(name) != want:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+PY
+}
+
+if pins_met; then
+  log "Python packages: ${PY_PINS[*]} present in $venv"
+else
+  log "installing Python packages into $venv: ${PY_PINS[*]}"
+  "$venv/bin/python" -m pip install --disable-pip-version-check -q "${PY_PINS[@]}"
+  pins_met || { log "pinned versions still not met after pip install"; exit 1; }
+fi
+log "done"
