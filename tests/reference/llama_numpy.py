@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Independent numpy reference of the Llama forward pass, read from a GGUF file.
+
+This is an oracle for kvfleet's model executor. It shares no code with
+kvfleet: the file is parsed by the `gguf` PyPI package (GGUFReader) and every
+weight is dequantized by that package's own `gguf.quants.dequantize`; the math
+below is written from the published Llama architecture:
+
+  x = token_embd[ids]
+  per layer:
+    h   = rmsnorm(x) * attn_norm                 rmsnorm(x) = x / sqrt(mean(x^2) + eps)
+    q,k,v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv)     (biases: Qwen2-style files)
+    q,k = rope(q), rope(k)
+    k,v rounded to float16                        (kvfleet's KV cache stores float16)
+    a   = softmax(q k^T / sqrt(head_dim) + causal mask) v    (grouped-query: q head h
+                                                   reads kv head h // (n_head / n_kv_head))
+    x   = x + a Wo^T
+    h   = rmsnorm(x) * ffn_norm
+    x   = x + W_down (silu(W_gate h) * W_up h)
+  logits = (rmsnorm(x) * output_norm) W_out^T     (W_out = output.weight, or the tied
+                                                   token_embd.weight when absent)
+
+RoPE follows the GGUF / llama.cpp convention. For arch `llama` it is the
+"normal" mode: adjacent pairs (x[2i], x[2i+1]) rotate by pos * base^(-2i/rot_dim)
+(the HF->GGUF converter permuted the q/k weights so that this matches HF's
+rotate_half). For `qwen2` it is the "neox" mode: pairs (x[i], x[i + rot_dim/2]).
+Only the first rope.dimension_count dims of each head rotate; a linear
+rope scaling factor divides the position.
+
+Precision: weights, activations and the KV cache values are float32 (after the
+float16 rounding of K and V); matrix products go through numpy's BLAS in
+float32, RMSNorm statistics and the softmax are taken in float64. Pass
+dtype=np.float64 to LlamaReference to run everything in float64 instead.
+
+The reference keeps a KV cache of its own (per layer, per position), so a
+greedy continuation costs one single-token pass per new token.
+
+Run on its own:
+  llama_numpy.py [--model PATH] [--prompt TEXT] [--max-tokens N]
+prints the greedy continuation of the chat-formatted prompt; --self-test
+checks that the default model answers "What is the capital of France?" with
+Paris.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+import numpy as np
+from gguf import GGUFReader
+from gguf.quants import dequantize
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_MODEL = os.path.join(
+    _HERE, "..", "..", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+# GGUF token types (llama.cpp's llama_token_type).
+_TOKEN_TYPE_CONTROL = 3
+_TOKEN_TYPE_USER_DEFINED = 4
+
+
+def field(reader: GGUFReader, key: str, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        return default
+    return f.contents()
+
+
+@dataclasses.dataclass
+class Hparams:
+    arch: str
+    n_layer: int
+    n_embd: int
+    n_ff: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    rms_eps: float
+    rope_base: float
+    rope_dim: int
+    rope_neox: bool
+    rope_scale: float  # positions are divided by this (linear scaling)
+    n_ctx: int
+    n_vocab: int
+
+    @staticmethod
+    def from_reader(reader: GGUFReader) -> "Hparams":
+        arch = field(reader, "general.architecture")
+        if arch not in ("llama", "qwen2"):
+            raise ValueError(f"unsupported architecture {arch!r} (llama, qwen2)")
+
+        def req(key):
+            v = field(reader, f"{arch}.{key}")
+            if v is None:
+                raise ValueError(f"GGUF lacks {arch}.{key}")
+            return v
+
+        n_embd = int(req("embedding_length"))
+        n_head = int(req("attention.head_count"))
+        head_dim = n_embd // n_head
+        rope_scale = 1.0
+        if field(reader, f"{arch}.rope.scaling.type") == "linear":
+            rope_scale = float(field(reader, f"{arch}.rope.scaling.factor", 1.0))
+        elif field(reader, f"{arch}.rope.scale_linear") is not None:
+            rope_scale = float(field(reader, f"{arch}.rope.scale_linear"))
+        tokens = field(reader, "tokenizer.ggml.tokens")
+        n_vocab = int(field(reader, f"{arch}.vocab_size", len(tokens) if tokens else 0))
+        return Hparams(
+            arch=arch,
+            n_layer=int(req("block_count")),
+            n_embd=n_embd,
+            n_ff=int(req("feed_forward_length")),
+            n_head=n_head,
+            n_head_kv=int(field(reader, f"{arch}.attention.head_count_kv", n_head)),
+            head_dim=head_dim,
+            rms_eps=float(req("attention.layer_norm_rms_epsilon")),
+            rope_base=float(field(reader, f"{arch}.rope.freq_base", 10000.0)),
+            rope_dim=int(field(reader, f"{arch}.rope.dimension_count", head_dim)),
+            rope_neox=(arch == "qwen2"),
+            rope_scale=rope_scale if rope_scale > 0 else 1.0,
+            n_ctx=int(req("context_length")),
+            n_vocab=n_vocab,
+        )
+
+
+class KVCache:
+    """Per-layer K and V for positions 0..len-1, already rounded to float16."""
+
+    def __init__(self, hp: Hparams, dtype):
+        self.k = [np.zeros((0, hp.n_head_kv, hp.head_dim), dtype) for _ in range(hp.n_layer)]
+        self.v = [np.zeros((0, hp.n_head_kv, hp.head_dim), dtype) for _ in range(hp.n_layer)]
+
+    def __len__(self) -> int:
+        return self.k[0].shape[0]
+
+
+class LlamaReference:
+    def __init__(self, path: str, dtype=np.float32):
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self.reader = GGUFReader(path)
+        self.hp = Hparams.from_reader(self.reader)
+        self.tensor_types = {}
+        self.w = {}
+        for t in self.reader.tensors:
+            self.tensor_types[t.name] = t.tensor_type.name
+            arr = dequantize(t.data, t.tensor_type)
+            # GGUF lists dims fastest-first; numpy wants slowest-first: a
+            # matrix with GGUF shape [in, out] becomes (out, in).
+            shape = tuple(int(d) for d in reversed(t.shape))
+            self.w[t.name] = np.ascontiguousarray(arr.reshape(shape), dtype=self.dtype)
+        hp = self.hp
+        if hp.n_vocab == 0:
+            hp.n_vocab = self.w["token_embd.weight"].shape[0]
+        self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
+        # RoPE inverse frequencies, one per rotated pair.
+        i = np.arange(hp.rope_dim // 2, dtype=np.float64)
+        self.inv_freq = hp.rope_base ** (-2.0 * i / hp.rope_dim)
+
+    # --- building blocks -------------------------------------------------
+    def _rmsnorm(self, x, weight):
+        x64 = x.astype(np.float64)
+        scale = 1.0 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + self.hp.rms_eps)
+        return (x64 * scale).astype(self.dtype) * weight
+
+    def _linear(self, x, name):
+        y = x @ self.w[name + ".weight"].T
+        b = self.w.get(name + ".bias")
+        return y + b if b is not None else y
+
+    def _rope(self, x, positions):
+        """x: [T, heads, head_dim]; rotates the first rope_dim dims of each head."""
+        hp = self.hp
+        pos = positions.astype(np.float64) / hp.rope_scale
+        theta = pos[:, None] * self.inv_freq[None, :]  # [T, rope_dim/2]
+        cos = np.cos(theta)[:, None, :]
+        sin = np.sin(theta)[:, None, :]
+        out = x.astype(np.float64)  # copy
+        r = out[..., : hp.rope_dim]
+        if hp.rope_neox:
+            half = hp.rope_dim // 2
+            x0, x1 = r[..., :half].copy(), r[..., half:].copy()
+            r[..., :half] = x0 * cos - x1 * sin
+            r[..., half:] = x0 * sin + x1 * cos
+        else:
+            x0, x1 = r[..., 0::2].copy(), r[..., 1::2].copy()
+            r[..., 0::2] = x0 * cos - x1 * sin
+            r[..., 1::2] = x0 * sin + x1 * cos
+        return out.astype(self.dtype)
+
+    def _attention(self, q, k_all, v_all, start):
+        """q: [T, n_head, hd] for positions start..start+T-1; k_all/v_all: [start+T, n_kv, hd]."""
+        hp = self.hp
+        T = q.shape[0]
+        S = k_all.shape[0]
+        group = hp.n_head // hp.n_head_kv
+        scale = 1.0 / np.sqrt(hp.head_dim)
+        # Causal: query at position start+t sees keys 0..start+t.
+        mask = np.arange(S)[None, :] > (start + np.arange(T))[:, None]  # [T, S]
+        out = np.empty((T, hp.n_head, hp.head_dim), self.dtype)
+        for h in range(hp.n_head):
+            kv = h // group
+            s = (q[:, h, :] @ k_all[:, kv, :].T).astype(np.float64) * scale  # [T, S]
+            s[mask] = -np.inf
+            s -= s.max(axis=1, keepdims=True)
+            p = np.exp(s)
+            p /= p.sum(axis=1, keepdims=True)
+            out[:, h, :] = (p.astype(self.dtype) @ v_all[:, kv, :])
+        return out
+
+    # --- forward ---------------------------------------------------------
+    def new_cache(self) -> KVCache:
+        return KVCache(self.hp, self.dtype)
+
+    def forward(self, token_ids, cache: KVCache, all_logits: bool = False):
+        """Runs the new tokens after what `cache` holds; returns the logits of
+        the last position ([n_vocab]) or of every new position ([T, n_vocab])."""
+        hp = self.hp
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if ids.size == 0:
+            raise ValueError("empty token list")
+        if ids.min() < 0 or ids.max() >= self.w["token_embd.weight"].shape[0]:
+            raise ValueError(f"token id out of range in {ids.tolist()}")
+        start = len(cache)
+        T = ids.size
+        positions = np.arange(start, start + T)
+        x = self.w["token_embd.weight"][ids].astype(self.dtype)
+        for l in range(hp.n_layer):
+            p = f"blk.{l}."
+            h = self._rmsnorm(x, self.w[p + "attn_norm.weight"])
+            q = self._linear(h, p + "attn_q").reshape(T, hp.n_head, hp.head_dim)
+            k = self._linear(h, p + "attn_k").reshape(T, hp.n_head_kv, hp.head_dim)
+            v = self._linear(h, p + "attn_v").reshape(T, hp.n_head_kv, hp.head_dim)
+            q = self._rope(q, positions)
+            k = self._rope(k, positions)
+            # The KV cache holds float16: round K (after RoPE) and V as kvfleet stores them.
+            k = k.astype(np.float16).astype(self.dtype)
+            v = v.astype(np.float16).astype(self.dtype)
+            cache.k[l] = np.concatenate([cache.k[l], k])
+            cache.v[l] = np.concatenate([cache.v[l], v])
+            a = self._attention(q, cache.k[l], cache.v[l], start)
+            x = x + self._linear(a.reshape(T, hp.n_head * hp.head_dim), p + "attn_output")
+            h = self._rmsnorm(x, self.w[p + "ffn_norm.weight"])
+            g = self._linear(h, p + "ffn_gate")
+            u = self._linear(h, p + "ffn_up")
+            silu = g / (1.0 + np.exp(-g.astype(np.float64))).astype(self.dtype)
+            x = x + self._linear(silu * u, p + "ffn_down")
+        if not all_logits:
+            x = x[-1:]
+        x = self._rmsnorm(x, self.w["output_norm.weight"])
+        logits = x @ self.out_w.T
+        return logits if all_logits else logits[0]
+
+    def logits(self, prompt) -> np.ndarray:
+        """Next-token logits after `prompt` (list of token ids), as float64."""
+        return self.forward(prompt, self.new_cache()).astype(np.float64)
+
+    def greedy(self, prompt, n: int, eos: int | None = None):
+        """Greedy continuation: returns (tokens, logits per step [n, vocab] float64).
+        Step 0's logits are those after the prompt. Stops early at `eos` if given."""
+        cache = self.new_cache()
+        logits = self.forward(prompt, cache)
+        out, steps = [], []
+        for _ in range(n):
+            steps.append(logits.astype(np.float64))
+            tok = int(np.argmax(logits))
+            out.append(tok)
+            if eos is not None and tok == eos:
+                break
+            if len(out) < n:
+                logits = self.forward([tok], cache)
+        return out, np.array(steps)
+
+
+# --- tokenizer (Hugging Face `tokenizers`, built from the GGUF vocabulary) --
+
+_GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+_LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def build_tokenizer(reader: GGUFReader):
+    """A byte-level BPE tokenizer from tokenizer.ggml.{tokens,merges,token_type}.
+    Control and user-defined tokens become special tokens, matched whole."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    model = field(reader, "tokenizer.ggml.model")
+    if model != "gpt2":
+        raise ValueError(f"only byte-level BPE ('gpt2') vocabularies are supported, got {model!r}")
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    types = field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
+    merges = [tuple(m.split(" ", 1)) for m in field(reader, "tokenizer.ggml.merges") or []]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False,
+                               ignore_merges=False))
+    pre = field(reader, "tokenizer.ggml.pre", "default")
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    if pre in ("smollm", "starcoder", "refact", "codeshell"):
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    elif pre in ("llama-bpe", "llama3", "smaug-bpe"):
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(_LLAMA3_REGEX), behavior="isolated"), byte_level])
+    elif pre in ("qwen2",):
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(_QWEN2_REGEX), behavior="isolated"), byte_level])
+    else:  # gpt2 / default
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(_GPT2_REGEX), behavior="isolated"), byte_level])
+    tok.decoder = decoders.ByteLevel()
+    special = [AddedToken(t, special=True, normalized=False)
+               for t, ty in zip(tokens, types)
+               if ty in (_TOKEN_TYPE_CONTROL, _TOKEN_TYPE_USER_DEFINED)]
+    if special:
+        tok.add_special_tokens(special)
+    return tok
+
+
+def chat_prompt(reader: GGUFReader, user_text: str) -> str:
+    """Renders the GGUF's chat template for one user message (generation prompt on)."""
+    import jinja2.sandbox
+
+    template = field(reader, "tokenizer.chat_template")
+    if not template:  # ChatML, the SmolLM2 / Qwen2 format
+        return f"<|im_start|>user\n{user_text}<|im_end|>\n<|im_start|>assistant\n"
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(template).render(
+        messages=[{"role": "user", "content": user_text}], add_generation_prompt=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default=DEFAULT_MODEL)
+    ap.add_argument("--prompt", default="What is the capital of France?")
+    ap.add_argument("--max-tokens", type=int, default=24)
+    ap.add_argument("--float64", action="store_true", help="compute in float64")
+    ap.add_argument("--self-test", action="store_true",
+                    help="fail unless the continuation mentions Paris")
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    ref = LlamaReference(args.model, np.float64 if args.float64 else np.float32)
+    tok = build_tokenizer(ref.reader)
+    text = chat_prompt(ref.reader, args.prompt)
+    ids = tok.encode(text, add_special_tokens=False).ids
+    t1 = time.perf_counter()
+    eos = field(ref.reader, "tokenizer.ggml.eos_token_id")
+    out, _ = ref.greedy(ids, args.max_tokens, eos=None if eos is None else int(eos))
+    t2 = time.perf_counter()
+    answer = tok.decode(out, skip_special_tokens=True)
+    print(f"model: {os.path.basename(args.model)} ({ref.hp.arch}, {ref.hp.n_layer} layers, "
+          f"vocab {ref.hp.n_vocab}); load {t1 - t0:.1f}s, {len(ids)}+{len(out)} tokens "
+          f"in {t2 - t1:.1f}s")
+    print(f"prompt ids: {ids}")
+    print(f"output ids: {out}")
+    print(f"answer: {answer!r}")
+    if args.self_test and "Paris" not in answer:
+        print("FAIL: expected the answer to mention Paris", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
