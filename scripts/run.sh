@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The run command: set up, fetch the default model, build, then ask it one
+# question. Usage: scripts/run.sh ["your question"] [extra kvfleet generate args]
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+bash scripts/setup.sh >&2
+bash scripts/fetch_model.sh >&2
+if [[ ! -f build/CMakeCache.txt ]]; then
+  cmake -S . -B build -G Ninja >&2
+fi
+cmake --build build -j2 >&2
+
+question="${1:-What is the capital of France?}"
+(($# > 0)) && shift
+exec build/tools/kvfleet/kvfleet generate \
+  --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat "$question" "$@"

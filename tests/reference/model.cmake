@@ -1,0 +1,26 @@
+# kvfleet's model executor against the independent numpy reference
+# (llama_numpy.py: the gguf package's reader and dequantization, no kvfleet
+# code). Needs the project's virtualenv (scripts/setup.sh) and, for the
+# SmolLM2 test, the default model (scripts/fetch_model.sh).
+if(NOT TARGET kvfleet)
+  message(STATUS "kvfleet: no kvfleet CLI target yet; model reference tests not registered")
+  return()
+endif()
+
+# Logits and 32-token greedy continuations on 21 prompts of the real model.
+# PROCESSORS 2: the numpy reference and the kvfleet runs overlap.
+add_test(NAME reference.model.smollm2
+  COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py
+          --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_DEFAULT_MODEL})
+set_tests_properties(reference.model.smollm2 PROPERTIES
+  LABELS reference PROCESSORS 2 TIMEOUT 600)
+
+# Every tensor type kvfleet reads, on a tiny random model it writes itself.
+foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1)
+  string(TOLOWER ${dtype} name)
+  add_test(NAME reference.model.tiny_${name}
+    COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py
+            --kvfleet $<TARGET_FILE:kvfleet> --tiny-dtype ${dtype} --seed 7)
+  set_tests_properties(reference.model.tiny_${name} PROPERTIES
+    LABELS reference TIMEOUT 300)
+endforeach()
