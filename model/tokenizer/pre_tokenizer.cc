@@ -1,0 +1,75 @@
+#include "model/tokenizer/pre_tokenizer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::model {
+namespace {
+
+// \s and \S are spelled out as the Unicode White_Space set, which is what
+// Oniguruma (Hugging Face tokenizers) and Python's regex match. PCRE2's UCP
+// \s differs from it (it also matches U+180E), and which code points it
+// covers has moved between PCRE2 releases.
+constexpr std::string_view kSpace =
+    R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+std::string WithExplicitSpace(std::string_view pattern) {
+  const std::string space(kSpace);
+  return absl::StrReplaceAll(std::string(pattern), {{R"([^\s)", "[^" + space},
+                                                    {R"(\s)", "[" + space + "]"},
+                                                    {R"(\S)", "[^" + space + "]"}});
+}
+
+// GPT-2's pattern, as in encoder.py and in the ByteLevel pre-tokenizer.
+constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// Llama 3's pattern, from its tokenizer.json.
+constexpr std::string_view kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Digits(individual_digits=True): every numeric character (Unicode N*, as
+// Rust's char::is_numeric) on its own.
+constexpr std::string_view kEachDigitPattern = R"(\p{N})";
+
+}  // namespace
+
+std::string_view PreTokenizer::SupportedNames() { return "smollm, llama-bpe, default, gpt2"; }
+
+absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
+  std::vector<std::string> patterns;
+  bool ignore_merges = false;
+  if (name == "smollm") {
+    patterns = {std::string(kEachDigitPattern), WithExplicitSpace(kGpt2Pattern)};
+  } else if (name == "llama-bpe") {
+    patterns = {WithExplicitSpace(kLlama3Pattern)};
+    ignore_merges = true;
+  } else if (name == "default" || name == "gpt2") {
+    patterns = {WithExplicitSpace(kGpt2Pattern)};
+  } else {
+    return absl::UnimplementedError(absl::StrCat("byte-level BPE pre-tokenizer '", std::string(name),
+                                                 "' (tokenizer.ggml.pre) is not supported; supported: ",
+                                                 std::string(SupportedNames())));
+  }
+  std::vector<RegexSplitter> stages;
+  for (const std::string& pattern : patterns) {
+    ASSIGN_OR_RETURN(RegexSplitter stage, RegexSplitter::Create(pattern));
+    stages.push_back(std::move(stage));
+  }
+  return PreTokenizer(std::string(name), std::move(stages), ignore_merges);
+}
+
+absl::Status PreTokenizer::Split(std::string_view text, std::vector<std::string_view>* pieces) const {
+  std::vector<std::string_view> current = {text};
+  std::vector<std::string_view> next;
+  for (const RegexSplitter& stage : stages_) {
+    next.clear();
+    for (std::string_view piece : current) RETURN_IF_ERROR(stage.Split(piece, &next));
+    current.swap(next);
+  }
+  pieces->insert(pieces->end(), current.begin(), current.end());
+  return absl::OkStatus();
+}
+
+}  // namespace kvfleet::model
