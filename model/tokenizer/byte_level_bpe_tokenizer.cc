@@ -1,7 +1,5 @@
 #include "model/tokenizer/byte_level_bpe_tokenizer.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/byte_level.h"
@@ -61,10 +59,12 @@ void ByteLevelBpeTokenizer::EncodePiece(std::string_view piece, std::vector<Toke
     }
   }
   symbols->clear();
-  for (char c : piece) symbols->push_back(byte_token_[static_cast<uint8_t>(c)]);
-  const auto first = static_cast<std::ptrdiff_t>(out->size());
+  for (char c : piece) {
+    // A byte without a token is left out before merging, so its neighbours
+    // may merge across it (Hugging Face's BPE without an unk token does this).
+    if (const TokenId id = byte_token_[static_cast<uint8_t>(c)]; id >= 0) symbols->push_back(id);
+  }
   merges_.Apply(*symbols, out);
-  out->erase(std::remove(out->begin() + first, out->end(), TokenId{-1}), out->end());
 }
 
 void ByteLevelBpeTokenizer::AppendPiece(TokenId id, std::string* out) const {

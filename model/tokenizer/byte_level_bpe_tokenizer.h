@@ -36,7 +36,8 @@ class ByteLevelBpeTokenizer final : public VocabTokenizer {
   PreTokenizer pre_;
   BpeMerges merges_;
   // The token of each byte's byte-level character; -1 where the vocabulary
-  // lacks it (such a byte is dropped, as Hugging Face does without an unk).
+  // lacks it (SmolLM2 has none for 0x04, 0xF1, ...): such a byte is dropped,
+  // as Hugging Face does without an unk token.
   std::array<TokenId, 256> byte_token_{};
 };
 

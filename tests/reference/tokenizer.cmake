@@ -1,0 +1,31 @@
+# kvfleet's tokenizers and chat templates against independent oracles:
+# Hugging Face `tokenizers` built from the GGUF vocabulary (read with the
+# `gguf` package), `sentencepiece`, and jinja2 rendering the real template
+# strings. tokenize_dump is the C++ side; the Python scripts generate the
+# inputs (seeded) and compare.
+add_executable(tokenize_dump tokenize_dump.cc)
+target_link_libraries(tokenize_dump PRIVATE kvfleet_tokenizer kvfleet_gguf)
+
+set(_tok_ref ${CMAKE_CURRENT_SOURCE_DIR})
+
+# SmolLM2's own pre-tokenizer ("smollm": digits, then the GPT-2 regex).
+add_test(NAME reference.tokenizer.smollm2
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL}
+          --pre smollm --count 1500 --seed 1)
+# The Llama 3 split regex ("llama-bpe") over the same vocabulary.
+add_test(NAME reference.tokenizer.llama_bpe
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL}
+          --pre llama-bpe --count 1500 --seed 2)
+# SentencePiece BPE: a tiny model trained here, written to a GGUF.
+add_test(NAME reference.tokenizer.sentencepiece
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_spm_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --count 1200 --seed 3)
+# Chat templates: SmolLM2's (from the GGUF) and Llama 3's, rendered by jinja2.
+add_test(NAME reference.tokenizer.chat_template
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_chat_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL} --seed 4)
+set_tests_properties(reference.tokenizer.smollm2 reference.tokenizer.llama_bpe
+  reference.tokenizer.sentencepiece reference.tokenizer.chat_template
+  PROPERTIES LABELS reference TIMEOUT 300)
