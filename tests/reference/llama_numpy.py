@@ -25,12 +25,18 @@ RoPE follows the GGUF / llama.cpp convention. For arch `llama` it is the
 (the HF->GGUF converter permuted the q/k weights so that this matches HF's
 rotate_half). For `qwen2` it is the "neox" mode: pairs (x[i], x[i + rot_dim/2]).
 Only the first rope.dimension_count dims of each head rotate; a linear
-rope scaling factor divides the position.
+rope scaling factor divides the position; a rope_freqs.weight tensor (Llama
+3.1 files) divides each pair's frequency.
 
-Precision: weights, activations and the KV cache values are float32 (after the
-float16 rounding of K and V); matrix products go through numpy's BLAS in
-float32, RMSNorm statistics and the softmax are taken in float64. Pass
-dtype=np.float64 to LlamaReference to run everything in float64 instead.
+Precision: the dequantized weights are held in float32 (exact: every GGUF
+type here dequantizes to float32 values). Each forward pass runs in a compute
+dtype of the caller's choice, float64 or float32 (default: the constructor's
+`dtype`): activations, matrix products (numpy BLAS), RoPE and attention in
+that dtype; RMSNorm statistics and the softmax always in float64. The KV
+cache holds the float16-rounded K and V as float32 (exact). `greedy()` can
+run the prompt in float64 and the single-token decode steps in float32,
+which is what model_reference.py does: the logits it compares come from a
+float64 pass, and the decode loop stays fast.
 
 The reference keeps a KV cache of its own (per layer, per position), so a
 greedy continuation costs one single-token pass per new token.
@@ -141,7 +147,8 @@ class KVCache:
 class LlamaReference:
     def __init__(self, path: str, dtype=np.float32):
         self.path = path
-        self.dtype = np.dtype(dtype)
+        self.dtype = np.dtype(dtype)  # default compute dtype
+        wdtype = np.float64 if self.dtype == np.float64 else np.float32
         self.reader = GGUFReader(path)
         self.hp = Hparams.from_reader(self.reader)
         self.tensor_types = {}
@@ -152,7 +159,7 @@ class LlamaReference:
             # GGUF lists dims fastest-first; numpy wants slowest-first: a
             # matrix with GGUF shape [in, out] becomes (out, in).
             shape = tuple(int(d) for d in reversed(t.shape))
-            self.w[t.name] = np.ascontiguousarray(arr.reshape(shape), dtype=self.dtype)
+            self.w[t.name] = np.ascontiguousarray(arr.reshape(shape), dtype=wdtype)
         hp = self.hp
         if hp.n_vocab == 0:
             hp.n_vocab = self.w["token_embd.weight"].shape[0]
@@ -160,12 +167,15 @@ class LlamaReference:
         # RoPE inverse frequencies, one per rotated pair.
         i = np.arange(hp.rope_dim // 2, dtype=np.float64)
         self.inv_freq = hp.rope_base ** (-2.0 * i / hp.rope_dim)
+        # Llama 3.1-style files carry per-pair frequency divisors.
+        if "rope_freqs.weight" in self.w:
+            self.inv_freq = self.inv_freq / self.w["rope_freqs.weight"].astype(np.float64)
 
     # --- building blocks -------------------------------------------------
     def _rmsnorm(self, x, weight):
         x64 = x.astype(np.float64)
         scale = 1.0 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + self.hp.rms_eps)
-        return (x64 * scale).astype(self.dtype) * weight
+        return (x64 * scale).astype(x.dtype) * weight.astype(x.dtype)
 
     def _linear(self, x, name):
         y = x @ self.w[name + ".weight"].T
@@ -190,7 +200,7 @@ class LlamaReference:
             x0, x1 = r[..., 0::2].copy(), r[..., 1::2].copy()
             r[..., 0::2] = x0 * cos - x1 * sin
             r[..., 1::2] = x0 * sin + x1 * cos
-        return out.astype(self.dtype)
+        return out.astype(x.dtype)
 
     def _attention(self, q, k_all, v_all, start):
         """q: [T, n_head, hd] for positions start..start+T-1; k_all/v_all: [start+T, n_kv, hd]."""
@@ -201,7 +211,7 @@ class LlamaReference:
         scale = 1.0 / np.sqrt(hp.head_dim)
         # Causal: query at position start+t sees keys 0..start+t.
         mask = np.arange(S)[None, :] > (start + np.arange(T))[:, None]  # [T, S]
-        out = np.empty((T, hp.n_head, hp.head_dim), self.dtype)
+        out = np.empty((T, hp.n_head, hp.head_dim), q.dtype)
         for h in range(hp.n_head):
             kv = h // group
             s = (q[:, h, :] @ k_all[:, kv, :].T).astype(np.float64) * scale  # [T, S]
@@ -209,17 +219,19 @@ class LlamaReference:
             s -= s.max(axis=1, keepdims=True)
             p = np.exp(s)
             p /= p.sum(axis=1, keepdims=True)
-            out[:, h, :] = (p.astype(self.dtype) @ v_all[:, kv, :])
+            out[:, h, :] = p.astype(q.dtype) @ v_all[:, kv, :]
         return out
 
     # --- forward ---------------------------------------------------------
     def new_cache(self) -> KVCache:
-        return KVCache(self.hp, self.dtype)
+        return KVCache(self.hp, np.float32)
 
-    def forward(self, token_ids, cache: KVCache, all_logits: bool = False):
+    def forward(self, token_ids, cache: KVCache, all_logits: bool = False, dtype=None):
         """Runs the new tokens after what `cache` holds; returns the logits of
-        the last position ([n_vocab]) or of every new position ([T, n_vocab])."""
+        the last position ([n_vocab]) or of every new position ([T, n_vocab]),
+        computed in `dtype` (default: the constructor's)."""
         hp = self.hp
+        cdt = np.dtype(dtype or self.dtype)
         ids = np.asarray(token_ids, dtype=np.int64)
         if ids.size == 0:
             raise ValueError("empty token list")
@@ -228,7 +240,7 @@ class LlamaReference:
         start = len(cache)
         T = ids.size
         positions = np.arange(start, start + T)
-        x = self.w["token_embd.weight"][ids].astype(self.dtype)
+        x = self.w["token_embd.weight"][ids].astype(cdt)
         for l in range(hp.n_layer):
             p = f"blk.{l}."
             h = self._rmsnorm(x, self.w[p + "attn_norm.weight"])
@@ -238,8 +250,8 @@ class LlamaReference:
             q = self._rope(q, positions)
             k = self._rope(k, positions)
             # The KV cache holds float16: round K (after RoPE) and V as kvfleet stores them.
-            k = k.astype(np.float16).astype(self.dtype)
-            v = v.astype(np.float16).astype(self.dtype)
+            k = k.astype(np.float16).astype(np.float32)
+            v = v.astype(np.float16).astype(np.float32)
             cache.k[l] = np.concatenate([cache.k[l], k])
             cache.v[l] = np.concatenate([cache.v[l], v])
             a = self._attention(q, cache.k[l], cache.v[l], start)
@@ -247,7 +259,7 @@ class LlamaReference:
             h = self._rmsnorm(x, self.w[p + "ffn_norm.weight"])
             g = self._linear(h, p + "ffn_gate")
             u = self._linear(h, p + "ffn_up")
-            silu = g / (1.0 + np.exp(-g.astype(np.float64))).astype(self.dtype)
+            silu = g / (1.0 + np.exp(-g.astype(np.float64))).astype(cdt)
             x = x + self._linear(silu * u, p + "ffn_down")
         if not all_logits:
             x = x[-1:]
@@ -255,15 +267,17 @@ class LlamaReference:
         logits = x @ self.out_w.T
         return logits if all_logits else logits[0]
 
-    def logits(self, prompt) -> np.ndarray:
+    def logits(self, prompt, dtype=None) -> np.ndarray:
         """Next-token logits after `prompt` (list of token ids), as float64."""
-        return self.forward(prompt, self.new_cache()).astype(np.float64)
+        return self.forward(prompt, self.new_cache(), dtype=dtype).astype(np.float64)
 
-    def greedy(self, prompt, n: int, eos: int | None = None):
+    def greedy(self, prompt, n: int, eos: int | None = None, prompt_dtype=None,
+               decode_dtype=None):
         """Greedy continuation: returns (tokens, logits per step [n, vocab] float64).
-        Step 0's logits are those after the prompt. Stops early at `eos` if given."""
+        Step 0's logits are those after the prompt (computed in `prompt_dtype`);
+        later steps run in `decode_dtype`. Stops early at `eos` if given."""
         cache = self.new_cache()
-        logits = self.forward(prompt, cache)
+        logits = self.forward(prompt, cache, dtype=prompt_dtype)
         out, steps = [], []
         for _ in range(n):
             steps.append(logits.astype(np.float64))
@@ -272,7 +286,7 @@ class LlamaReference:
             if eos is not None and tok == eos:
                 break
             if len(out) < n:
-                logits = self.forward([tok], cache)
+                logits = self.forward([tok], cache, dtype=decode_dtype)
         return out, np.array(steps)
 
 

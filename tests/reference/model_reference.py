@@ -24,17 +24,23 @@ bound about 0.03..0.07) and tiny random models with much smaller logits.
 Why this bound:
   - Both sides use the same dequantized weights (dequantization is exact in
     float32), so what remains is arithmetic: kvfleet computes in float32 with
-    its own summation order; the reference computes in float64 (with
-    --float32, in float32 through BLAS).
+    its own summation order; the reference computes the prompt pass, whose
+    logits are compared, in float64 (--precision float32 makes it float32),
+    and its greedy decode steps in float32 (--precision float64: float64).
   - Both round K and V to float16 for the KV cache. A float32-level
     difference in a K or V value can flip its float16 rounding by one ulp
     (2^-11 relative), which is far larger than float32 noise; 30 layers
-    carry it to the logits. Measured: the float32 reference against the
-    float64 one differs by up to 5.5e-3 on SmolLM2 prompts (logits up to
-    34), i.e. ~1.6e-4 of the scale; the bound leaves a 10x margin over that.
-  - Real bugs are far above it: RoPE on the wrong pairs, a wrong RMSNorm
-    epsilon, dropping the float16 rounding, an off-by-one in the causal mask
-    or the wrong GQA head mapping each move logits by 0.1 to several units.
+    carry it to the logits.
+  - Measured on the 21 SmolLM2 prompts: a float32 run of the reference
+    against its float64 run differs by up to 1.1e-2 (logits up to 35), about
+    0.22 of the bound; so an honest float32 engine sits ~5x inside it.
+  - Real bugs land far outside it (measured, max |delta| / bound): RoPE base
+    1e4 instead of 1e5: 120x; RoPE on halves instead of adjacent pairs:
+    500x; q head h reading kv head h % n_kv instead of h // group: 770x; a
+    causal mask that hides the token's own position: 490x; even one layer's
+    ffn_norm weights off by 1%: 2.4x. (Too small to see, by design: an RMSNorm
+    epsilon of 1e-6 instead of 1e-5, or skipping the float16 rounding of
+    K/V: 0.5x and 0.25x, the size of float32 noise.)
 Greedy continuations must be identical. The one exception is a genuine tie:
 if the two diverge at step j, kvfleet's logits for the common prefix are
 fetched and must match the reference's within the tolerance, and the two
@@ -56,7 +62,12 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+# One BLAS thread: kvfleet runs beside the reference (and ctest runs tests in
+# parallel); an oversubscribed threaded BLAS slows the reference down tenfold.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_numpy  # noqa: E402  (the reference sits next to this script)
@@ -233,7 +244,9 @@ def compare_greedy(kv, workdir, label, ids, ours, ref_tokens, ref_steps, n_vocab
     return len(ours), None
 
 
-def run(kv: Kvfleet, ref: llama_numpy.LlamaReference, prompts, gen: int, workdir: str):
+def run(kv: Kvfleet, ref: llama_numpy.LlamaReference, prompts, gen: int, workdir: str,
+        dtypes):
+    """dtypes: the reference's (prompt pass, decode step) compute dtypes."""
     n_vocab = ref.w["token_embd.weight"].shape[0]
     worst, worst_tol, worst_where = 0.0, 0.0, ""
     failures, ties = [], []
@@ -243,7 +256,8 @@ def run(kv: Kvfleet, ref: llama_numpy.LlamaReference, prompts, gen: int, workdir
                 for _, ids in prompts]
         for (label, ids), (logits_job, gen_job) in zip(prompts, jobs):
             t0 = time.perf_counter()
-            ref_tokens, ref_steps = ref.greedy(ids, gen)
+            ref_tokens, ref_steps = ref.greedy(ids, gen, prompt_dtype=dtypes[0],
+                                               decode_dtype=dtypes[1])
             t_ref = time.perf_counter() - t0
             try:
                 d, tol = compare_logits(label, ids, logits_job.result(), ref_steps[0])
@@ -272,14 +286,16 @@ def main(argv=None) -> int:
     ap.add_argument("--prompts", type=int, default=5, help="number of random prompts (tiny model)")
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1, help="kvfleet logits --threads")
-    ap.add_argument("--float32", action="store_true",
-                    help="run the reference in float32 instead of float64")
+    ap.add_argument("--precision", choices=("mixed", "float64", "float32"), default="mixed",
+                    help="reference compute dtype: mixed = float64 for the prompt pass (whose "
+                         "logits are compared) and float32 for greedy decode steps")
     args = ap.parse_args(argv)
 
     if not os.access(args.kvfleet, os.X_OK):
         print(f"FAIL: kvfleet binary {args.kvfleet} is not executable", file=sys.stderr)
         return 1
-    dtype = np.float32 if args.float32 else np.float64
+    prompt_dtype = np.float32 if args.precision == "float32" else np.float64
+    decode_dtype = np.float64 if args.precision == "float64" else np.float32
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kvfleet_model_reference_") as workdir:
         try:
@@ -291,7 +307,7 @@ def main(argv=None) -> int:
                 model = os.path.join(workdir, f"tiny_{args.tiny_dtype}.gguf")
                 Kvfleet(args.kvfleet, model, args.threads).tiny_model(
                     model, args.tiny_dtype, args.seed)
-            ref = llama_numpy.LlamaReference(model, dtype)
+            ref = llama_numpy.LlamaReference(model, np.float32)
             kv = Kvfleet(args.kvfleet, model, args.threads)
             if args.model:
                 prompts = real_prompts(ref)
@@ -306,8 +322,9 @@ def main(argv=None) -> int:
         hp = ref.hp
         print(f"model {os.path.basename(model)}: {hp.arch}, {hp.n_layer} layers, hidden "
               f"{hp.n_embd}, heads {hp.n_head}/{hp.n_head_kv}, vocab {hp.n_vocab}; reference in "
-              f"{np.dtype(dtype).name}; {len(prompts)} prompts x {args.gen_tokens} greedy tokens")
-        worst, worst_tol, where, failures, ties = run(kv, ref, prompts, args.gen_tokens, workdir)
+              f"{args.precision} precision; {len(prompts)} prompts x {args.gen_tokens} greedy tokens")
+        worst, worst_tol, where, failures, ties = run(kv, ref, prompts, args.gen_tokens, workdir,
+                                                   (prompt_dtype, decode_dtype))
 
     print(f"largest |delta| (relative to its tolerance): {worst:.3e} on {where}, "
           f"tolerance there {worst_tol:.3e} (= {ATOL:g} + {RTOL:g} * max|logit|)")

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""CPU throughput of kvfleet against llama.cpp on the same GGUF, same machine, same run.
+
+For each thread count it measures, for both engines:
+  prefill: tokens/s evaluating one prompt of --prompt-tokens tokens in one batch;
+  decode:  tokens/s generating --gen-tokens tokens greedily, one at a time,
+           after that prompt (each step: one forward pass + argmax).
+Each number is the median of --repeats runs (after one warm-up run per engine
+and thread count). kvfleet is measured through `kvfleet bench-model`, which
+prints one JSON line {"prefill_tokens_per_s": x, "decode_tokens_per_s": y};
+llama.cpp through llama-cpp-python's Llama (bench/setup_llamacpp.sh installs
+it): prefill = Llama.eval(prompt) with n_batch >= prompt, decode = eval of
+one token at a time with the argmax of the last logits.
+
+Not part of CI. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DEFAULT_MODEL = os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+DEFAULT_KVFLEET = os.path.join(REPO, "build", "tools", "kvfleet", "kvfleet")
+
+_TEXT = (
+    "The old lighthouse stood at the end of a narrow spit of rock, and for a hundred "
+    "years its keepers had written the weather into a leather book every evening. "
+    "When the light was automated, the last keeper carried the books up the hill to "
+    "the village library, where they sat on a shelf until a student of climate found "
+    "them. She counted the storms, the fogs and the calm days, decade by decade, and "
+    "drew a chart that surprised everyone: the winters had grown wetter, the summers "
+    "windier, and the number of clear days had fallen by a third. "
+)
+
+
+def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens):
+    cmd = [binary, "bench-model", "--model", model, "--threads", str(threads),
+           "--prompt-tokens", str(prompt_tokens), "--gen-tokens", str(gen_tokens)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stderr[-1000:]}")
+    for line in reversed(p.stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            r = json.loads(line)
+            return float(r["prefill_tokens_per_s"]), float(r["decode_tokens_per_s"])
+    raise RuntimeError(f"`{' '.join(cmd)}` printed no JSON line: {p.stdout[-500:]}")
+
+
+class LlamaCpp:
+    def __init__(self, model, threads, prompt_tokens, gen_tokens):
+        import numpy as np
+        from llama_cpp import Llama
+
+        self.np = np
+        n_ctx = prompt_tokens + gen_tokens + 16
+        self.llm = Llama(model_path=model, n_ctx=n_ctx, n_batch=max(prompt_tokens, 32),
+                         n_ubatch=max(prompt_tokens, 32), n_threads=threads,
+                         n_threads_batch=threads, logits_all=False, verbose=False)
+        text = _TEXT
+        ids = self.llm.tokenize(text.encode(), add_bos=False, special=False)
+        while len(ids) < prompt_tokens:
+            text += _TEXT
+            ids = self.llm.tokenize(text.encode(), add_bos=False, special=False)
+        self.prompt = ids[:prompt_tokens]
+        self.gen_tokens = gen_tokens
+
+    def once(self):
+        llm, np = self.llm, self.np
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(self.prompt)
+        t1 = time.perf_counter()
+        for _ in range(self.gen_tokens):
+            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            llm.eval([tok])
+        t2 = time.perf_counter()
+        return len(self.prompt) / (t1 - t0), self.gen_tokens / (t2 - t1)
+
+
+def median_of(fn, repeats):
+    fn()  # warm-up
+    runs = [fn() for _ in range(repeats)]
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def fmt(x):
+    return "n/a" if x is None else f"{x:,.1f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kvfleet", default=DEFAULT_KVFLEET)
+    ap.add_argument("--model", default=DEFAULT_MODEL)
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+
+    if not os.path.exists(args.model):
+        print(f"model {args.model} not found: run scripts/fetch_model.sh", file=sys.stderr)
+        return 1
+    threads = [int(t) for t in args.threads.split(",")]
+    results = []
+    for n in threads:
+        row = {"threads": n}
+        try:
+            row["kvfleet"] = median_of(lambda: kvfleet_once(
+                args.kvfleet, args.model, n, args.prompt_tokens, args.gen_tokens), args.repeats)
+        except (OSError, RuntimeError) as e:
+            print(f"kvfleet, {n} threads: {e}", file=sys.stderr)
+            row["kvfleet"] = (None, None)
+        try:
+            engine = LlamaCpp(args.model, n, args.prompt_tokens, args.gen_tokens)
+            row["llama.cpp"] = median_of(engine.once, args.repeats)
+            del engine
+        except ImportError:
+            print("llama_cpp is not installed: run bench/setup_llamacpp.sh", file=sys.stderr)
+            row["llama.cpp"] = (None, None)
+        results.append(row)
+
+    print(f"\n{os.path.basename(args.model)}: prefill {args.prompt_tokens} tokens, decode "
+          f"{args.gen_tokens} tokens, median of {args.repeats}")
+    print(f"{'threads':>7}  {'phase':<8} {'kvfleet tok/s':>14} {'llama.cpp tok/s':>16} "
+          f"{'kvfleet/llama.cpp':>18}")
+    for row in results:
+        for i, phase in enumerate(("prefill", "decode")):
+            a, b = row["kvfleet"][i], row["llama.cpp"][i]
+            ratio = f"{a / b:.2f}x" if a and b else "n/a"
+            print(f"{row['threads']:>7}  {phase:<8} {fmt(a):>14} {fmt(b):>16} {ratio:>18}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": os.path.basename(args.model), "prompt_tokens": args.prompt_tokens,
+                       "gen_tokens": args.gen_tokens, "repeats": args.repeats,
+                       "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
