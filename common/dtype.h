@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+
 
 namespace kvfleet {
 
@@ -19,7 +19,7 @@ enum class DType : int32_t {
 };
 
 struct DTypeTraits {
-  std::string_view name;
+  const char* name;
   int64_t block_elems;  // elements per block (1 for plain floats)
   int64_t block_bytes;  // bytes per block
 };
@@ -36,7 +36,7 @@ constexpr DTypeTraits Traits(DType t) {
   return {"?", 1, 0};
 }
 
-constexpr std::string_view DTypeName(DType t) { return Traits(t).name; }
+constexpr const char* DTypeName(DType t) { return Traits(t).name; }
 
 // Bytes of one row of `elems` elements; elems must be a multiple of the block.
 constexpr int64_t RowBytes(DType t, int64_t elems) {

@@ -25,7 +25,7 @@ class Cursor {
   size_t pos() const { return pos_; }
 
   template <typename T>
-  absl::StatusOr<T> Read(std::string_view what) {
+  absl::StatusOr<T> Read(absl::string_view what) {
     if (bytes_.size() - pos_ < sizeof(T)) return Truncated(what);
     T v;
     std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
@@ -33,7 +33,7 @@ class Cursor {
     return v;
   }
 
-  absl::StatusOr<std::string> ReadString(std::string_view what) {
+  absl::StatusOr<std::string> ReadString(absl::string_view what) {
     ASSIGN_OR_RETURN(uint64_t len, Read<uint64_t>(what));
     if (len > kMaxStringBytes) {
       return absl::InvalidArgumentError(
@@ -45,7 +45,7 @@ class Cursor {
     return s;
   }
 
-  absl::Status Truncated(std::string_view what) const {
+  absl::Status Truncated(absl::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": file is truncated: ", what, " at byte ", pos_,
                                                    " runs past the end of the file (", bytes_.size(), " bytes)"));
   }
@@ -92,16 +92,6 @@ absl::StatusOr<DType> DTypeFromCode(uint32_t code) {
   return absl::UnimplementedError(absl::StrCat(
       "unsupported tensor type code ", code, " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1; "
       "requantize the model with one of these)"));
-}
-
-std::string ScalarTypeName(const GgufScalar& s) {
-  switch (s.index()) {
-    case 0: return "signed integer";
-    case 1: return "unsigned integer";
-    case 2: return "float";
-    case 3: return "bool";
-    default: return "string";
-  }
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/cpu/simd.h"
+
+namespace kvfleet::kernels {
+
+void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float sum_sq = Dot8(xr, xr, static_cast<int>(n));
+    const float scale = 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * scale) * weight[i];
+  }
+}
+
+void SwiGlu(const float* gate, const float* up, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    out[i] = (g / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void AddInPlace(float* y, const float* x, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) y[i] += x[i];
+}
+
+void AddBias(float* y, const float* bias, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) AddInPlace(y + r * n, bias, n);
+}
+
+}  // namespace kvfleet::kernels

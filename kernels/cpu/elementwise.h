@@ -1,0 +1,27 @@
+// Row-wise and element-wise CPU kernels of the Llama forward pass. Each row is
+// computed by a fixed sequence of operations independent of how many rows are
+// processed together (DESIGN.md, Exactness).
+//
+// Shapes are row-major; `rows` rows of `n` floats.
+//
+//   RmsNorm(x, weight, y, rows, n, 1e-5f);
+//   SwiGlu(gate, up, out, rows * ffn);
+#pragma once
+
+#include <cstdint>
+
+namespace kvfleet::kernels {
+
+// y[r] = x[r] / sqrt(mean(x[r]²) + eps) · weight. n a multiple of 8. y may alias x.
+void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps);
+
+// out[i] = silu(gate[i]) · up[i], silu(v) = v / (1 + e^−v). out may alias gate.
+void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
+
+// y[i] += x[i].
+void AddInPlace(float* y, const float* x, int64_t count);
+
+// y[r] += bias, for `rows` rows of n.
+void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
+
+}  // namespace kvfleet::kernels

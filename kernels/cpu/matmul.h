@@ -1,0 +1,43 @@
+// y = x · Wᵀ for a weight matrix W stored in any supported type.
+//
+// Shapes (row-major):
+//   w: [n, k] in w_type   (GGUF's [ne0 = k, ne1 = n]; one output feature per row)
+//   x: [m, k] float32     (one token per row)
+//   y: [m, n] float32
+//
+// Exactness: y[i][j] is computed by one fixed sequence of operations that
+// depends only on row j of W and row i of x — never on m, on how rows are
+// tiled, or on the thread count. So a token's result is identical whether it
+// is computed alone or in a batch (DESIGN.md, Exactness).
+//
+// Weights stay in their storage type; each thread dequantizes a few rows at a
+// time into a small scratch buffer.
+//
+//   MatMulParams p{.w_type = DType::kQ4_1, .w = data, .n = 1536, .k = 576, .x = x, .m = 7, .y = y};
+//   MatMul(p, pool);
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "common/thread_pool.h"
+
+namespace kvfleet::kernels {
+
+struct MatMulParams {
+  DType w_type = DType::kF32;
+  const void* w = nullptr;  // [n, k]
+  int64_t n = 0;
+  int64_t k = 0;            // multiple of 32
+  const float* x = nullptr; // [m, k]
+  int64_t m = 0;
+  float* y = nullptr;       // [m, n]
+};
+
+void MatMul(const MatMulParams& p, ThreadPool& pool);
+
+// The per-element reference: y = Σ_k dequant(w)[k] · x[k] in the same order
+// as MatMul. Tests compare MatMul against it bit for bit.
+float DotReference(const float* w_dequantized, const float* x, int64_t k);
+
+}  // namespace kvfleet::kernels

@@ -1,0 +1,22 @@
+// Conversion of rows between float32 and every supported storage type.
+//
+// DequantizeRow is the reference semantics that every matmul path (CPU SIMD
+// today, CUDA later) reproduces exactly. QuantizeRow follows ggml's reference
+// quantizers, so files written by kvfleet's tools load anywhere.
+//
+//   std::vector<uint8_t> q(RowBytes(DType::kQ4_1, n));
+//   QuantizeRow(DType::kQ4_1, src, q.data(), n);
+//   DequantizeRow(DType::kQ4_1, q.data(), dst, n);
+#pragma once
+
+#include <cstdint>
+
+#include "common/dtype.h"
+
+namespace kvfleet::kernels {
+
+// n must be a multiple of the type's block size.
+void DequantizeRow(DType type, const void* src, float* dst, int64_t n);
+void QuantizeRow(DType type, const float* src, void* dst, int64_t n);
+
+}  // namespace kvfleet::kernels

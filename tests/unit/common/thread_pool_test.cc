@@ -1,0 +1,34 @@
+#include "common/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace kvfleet {
+namespace {
+
+TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 5, 64, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.ParallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i]++;
+      }, 4);
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n;
+    }
+  }
+}
+
+TEST(ThreadPoolTest, RangesStartOnGrainBoundaries) {
+  ThreadPool pool(3);
+  std::atomic<bool> misaligned{false};
+  pool.ParallelFor(100, [&](int64_t b, int64_t) {
+    if (b % 8 != 0) misaligned = true;
+  }, 8);
+  EXPECT_FALSE(misaligned);
+}
+
+}  // namespace
+}  // namespace kvfleet

@@ -1,0 +1,67 @@
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/quantize.h"
+
+namespace kvfleet::kernels {
+namespace {
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(static_cast<int32_t>(gen() % 2001) - 1000) / 1000.0f;
+  return v;
+}
+
+struct Case {
+  int64_t n, k, m;
+};
+
+class MatMulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatMulTest, EqualsReferenceBitForBitAndIsBatchInvariant) {
+  const DType t = GetParam();
+  for (Case c : {Case{7, 64, 1}, Case{33, 96, 5}, Case{64, 576, 9}}) {
+    const std::vector<float> wf = Random(c.n * c.k, 1);
+    std::vector<uint8_t> w(RowBytes(t, c.n * c.k));
+    for (int64_t r = 0; r < c.n; ++r) {
+      QuantizeRow(t, wf.data() + r * c.k, w.data() + r * RowBytes(t, c.k), c.k);
+    }
+    const std::vector<float> x = Random(c.m * c.k, 2);
+    std::vector<float> y(c.m * c.n);
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      MatMul({.w_type = t, .w = w.data(), .n = c.n, .k = c.k, .x = x.data(), .m = c.m, .y = y.data()}, pool);
+      std::vector<float> wrow(c.k);
+      for (int64_t j = 0; j < c.n; ++j) {
+        DequantizeRow(t, w.data() + j * RowBytes(t, c.k), wrow.data(), c.k);
+        double exact_sum_bound = 0;
+        for (int64_t i = 0; i < c.m; ++i) {
+          const float ref = DotReference(wrow.data(), x.data() + i * c.k, c.k);
+          ASSERT_EQ(y[i * c.n + j], ref) << DTypeName(t) << " row " << i << " col " << j << " threads " << threads;
+          double exact = 0;
+          for (int64_t kk = 0; kk < c.k; ++kk) exact += static_cast<double>(wrow[kk]) * x[i * c.k + kk];
+          exact_sum_bound = std::max(exact_sum_bound, std::abs(exact - ref));
+        }
+        EXPECT_LT(exact_sum_bound, 1e-3);
+      }
+      // Each row alone gives the same bits as in the batch.
+      for (int64_t i = 0; i < c.m; ++i) {
+        std::vector<float> alone(c.n);
+        MatMul({.w_type = t, .w = w.data(), .n = c.n, .k = c.k, .x = x.data() + i * c.k, .m = 1, .y = alone.data()},
+               pool);
+        for (int64_t j = 0; j < c.n; ++j) ASSERT_EQ(alone[j], y[i * c.n + j]);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulTest, ::testing::ValuesIn(kAllDTypes),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace kvfleet::kernels

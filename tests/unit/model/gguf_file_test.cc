@@ -1,0 +1,113 @@
+#include "model/gguf_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/kv_sizing.h"
+#include "model/gguf_writer.h"
+#include "model/llama_model.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::model {
+namespace {
+
+TEST(GgufFileTest, RoundTripsMetadataOfEveryTypeAndTensors) {
+  testing::TempDir dir;
+  GgufWriter w;
+  w.SetString("s", "hello");
+  w.SetUint32("u", 7);
+  w.SetInt32("i", -3);
+  w.SetFloat32("f", 0.5f);
+  w.SetBool("b", true);
+  w.SetStringArray("sa", {"a", "bc", ""});
+  w.SetInt32Array("ia", {1, -2, 3});
+  w.SetFloat32Array("fa", {1.5f, -2.0f});
+  std::vector<uint8_t> data(4 * 32);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i);
+  w.AddTensor("t0", {32}, DType::kF32, data);
+  w.AddTensor("t1", {32, 2}, DType::kF16, data);
+  ASSERT_TRUE(w.WriteFile(dir.Path("x.gguf")).ok());
+
+  auto file = GgufFile::Open(dir.Path("x.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  const GgufFile& f = **file;
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(*f.GetString("s"), "hello");
+  EXPECT_EQ(*f.GetInt("u"), 7);
+  EXPECT_EQ(*f.GetInt("i"), -3);
+  EXPECT_EQ(*f.GetFloat("f"), 0.5);
+  EXPECT_EQ(*f.GetFloat("u"), 7.0);  // integers read as numbers too
+  EXPECT_TRUE(*f.GetBool("b"));
+  EXPECT_EQ(*f.GetStringArray("sa"), (std::vector<std::string>{"a", "bc", ""}));
+  EXPECT_EQ(*f.GetIntArray("ia"), (std::vector<int64_t>{1, -2, 3}));
+  EXPECT_EQ(*f.GetFloatArray("fa"), (std::vector<float>{1.5f, -2.0f}));
+  ASSERT_EQ(f.tensors().size(), 2u);
+  const TensorInfo* t1 = f.FindTensor("t1");
+  ASSERT_NE(t1, nullptr);
+  EXPECT_EQ(t1->shape, (std::vector<int64_t>{32, 2}));
+  EXPECT_EQ(t1->dtype, DType::kF16);
+  EXPECT_EQ(t1->num_bytes, 128);
+  EXPECT_EQ(std::memcmp(t1->data, data.data(), 128), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t1->data) % 32, 0u);
+  EXPECT_EQ(f.FindTensor("nope"), nullptr);
+}
+
+TEST(GgufFileTest, TypedGettersNameTheKeyOnMismatch) {
+  testing::TempDir dir;
+  GgufWriter w;
+  w.SetString("general.architecture", "llama");
+  ASSERT_TRUE(w.WriteFile(dir.Path("x.gguf")).ok());
+  auto f = GgufFile::Open(dir.Path("x.gguf"));
+  ASSERT_TRUE(f.ok());
+  auto i = (*f)->GetInt("general.architecture");
+  EXPECT_EQ(i.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(i.status().message().find("general.architecture"), std::string::npos);
+  auto missing = (*f)->GetString("llama.block_count");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("llama.block_count"), std::string::npos);
+}
+
+TEST(GgufFileTest, TinyModelOfEveryTypeLoads) {
+  testing::TempDir dir;
+  for (DType t : kAllDTypes) {
+    tools::TinyModelOptions o{.dtype = t, .seed = 3};
+    const std::string path = dir.Path(std::string(DTypeName(t)) + ".gguf");
+    ASSERT_TRUE(tools::WriteTinyModel(o, path).ok());
+    auto m = LlamaModel::Load(path);
+    ASSERT_TRUE(m.ok()) << DTypeName(t) << ": " << m.status();
+    const LlamaHparams& hp = (*m)->hparams();
+    EXPECT_EQ(hp.num_layers, o.num_layers);
+    EXPECT_EQ(hp.num_kv_heads, o.num_kv_heads);
+    EXPECT_EQ(hp.head_dim, o.hidden_size / o.num_heads);
+    EXPECT_EQ(hp.vocab_size, tools::TinyVocabSize());
+    EXPECT_FALSE(hp.tied_embeddings);
+    EXPECT_EQ((*m)->weights().layers[1].ffn_down.dtype, t);
+  }
+}
+
+TEST(GgufFileTest, DefaultModelHyperparametersAndKvCost) {
+  const std::string path = KVFLEET_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "default model not fetched: run scripts/fetch_model.sh";
+  auto m = LlamaModel::Load(path);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const LlamaHparams& hp = (*m)->hparams();
+  EXPECT_EQ(hp.architecture, "llama");
+  EXPECT_EQ(hp.num_layers, 30);
+  EXPECT_EQ(hp.num_heads, 9);
+  EXPECT_EQ(hp.num_kv_heads, 3);
+  EXPECT_EQ(hp.head_dim, 64);
+  EXPECT_EQ(hp.hidden_size, 576);
+  EXPECT_EQ(hp.ffn_size, 1536);
+  EXPECT_EQ(hp.vocab_size, 49152);
+  EXPECT_EQ(hp.context_length, 8192);
+  EXPECT_DOUBLE_EQ(hp.rope_theta, 100000.0);
+  EXPECT_TRUE(hp.tied_embeddings);
+  EXPECT_EQ(KvBytesPerToken(hp.kv_shape(), 2), 23040);
+  EXPECT_EQ((*m)->weights().token_embd.dtype, DType::kQ8_0);
+  EXPECT_EQ((*m)->weights().layers[0].attn_q.dtype, DType::kQ4_1);
+}
+
+}  // namespace
+}  // namespace kvfleet::model

@@ -1,0 +1,65 @@
+// kvfleet bench-model: prefill and decode throughput of one sequence on CPU.
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "common/status_macros.h"
+#include "services/worker/engine/simple_generator.h"
+#include "tools/kvfleet/commands.h"
+#include "tools/kvfleet/flags.h"
+#include "tools/kvfleet/local_model.h"
+
+namespace kvfleet::tools {
+
+namespace {
+constexpr char kUsage[] = R"(usage: kvfleet bench-model --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--repeats N]
+
+Runs a prompt of random tokens through prefill, then greedy decoding, and
+prints one JSON line with the median tokens/s of each phase.
+)";
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+absl::Status RunBenchModel(const Args& args) {
+  if (WantsHelp(args)) return PrintHelp(kUsage);
+  ASSIGN_OR_RETURN(Flags flags,
+                   Flags::Parse(args, {"model", "threads", "prompt-tokens", "gen-tokens", "repeats"}, {}));
+  ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
+  ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
+  ASSIGN_OR_RETURN(int64_t prompt_tokens, flags.GetInt("prompt-tokens", 128));
+  ASSIGN_OR_RETURN(int64_t gen_tokens, flags.GetInt("gen-tokens", 64));
+  ASSIGN_OR_RETURN(int64_t repeats, flags.GetInt("repeats", 3));
+  if (prompt_tokens < 1 || gen_tokens < 2 || repeats < 1) {
+    return absl::InvalidArgumentError("--prompt-tokens >= 1, --gen-tokens >= 2 and --repeats >= 1 are required");
+  }
+  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, static_cast<int>(threads), prompt_tokens + gen_tokens));
+
+  engine::GenerateRequest request;
+  std::mt19937 rng(1234);
+  for (int64_t i = 0; i < prompt_tokens; ++i) {
+    request.prompt.push_back(static_cast<model::TokenId>(rng() % m.model->hparams().vocab_size));
+  }
+  request.sampling.temperature = 0.0f;
+  request.stopping.max_tokens = static_cast<int32_t>(gen_tokens);
+  request.stopping.ignore_eos = true;
+  request.prefill_chunk_tokens = static_cast<int32_t>(prompt_tokens);
+
+  engine::SimpleGenerator generator(*m.executor);
+  std::vector<double> prefill, decode;
+  for (int64_t r = 0; r < repeats; ++r) {
+    ASSIGN_OR_RETURN(engine::GenerateResult result, generator.Generate(request, [](model::TokenId) {}));
+    prefill.push_back(static_cast<double>(prompt_tokens) / result.prefill_seconds);
+    decode.push_back(static_cast<double>(gen_tokens - 1) / result.decode_seconds);
+  }
+  std::printf("{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, "
+              "\"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f}\n",
+              static_cast<long long>(threads), static_cast<long long>(prompt_tokens),
+              static_cast<long long>(gen_tokens), Median(prefill), Median(decode));
+  return absl::OkStatus();
+}
+
+}  // namespace kvfleet::tools

@@ -1,0 +1,148 @@
+// kvfleet generate: one prompt or chat turn through the model on this
+// machine's CPU, streamed to stdout as it is generated.
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/tokenizer/incremental_detokenizer.h"
+#include "model/tokenizer/tokenizer.h"
+#include "services/worker/engine/simple_generator.h"
+#include "tools/kvfleet/commands.h"
+#include "tools/kvfleet/flags.h"
+#include "tools/kvfleet/local_model.h"
+
+namespace kvfleet::tools {
+
+namespace {
+constexpr char kUsage[] = R"(usage: kvfleet generate [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
+                        [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
+                        [--min-p P] [--repetition-penalty R] [--presence-penalty P]
+                        [--frequency-penalty F] [--seed N] [--stop-token-ids 1,2] [--ignore-eos]
+                        [--threads N] [--output text|ids]
+
+--chat sends TEXT as a user message through the model's chat template (with
+--system as the system message); --prompt continues raw text. Text streams to
+stdout as it is generated; a summary goes to stderr. --output ids prints the
+generated token ids as one comma-separated line instead.
+--model defaults to models/SmolLM2-135M-Instruct.Q4_1.gguf.
+)";
+
+constexpr char kDefaultModel[] = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+absl::Status ReadSampling(const Flags& f, engine::SamplingParams& s, engine::StoppingParams& stop) {
+  ASSIGN_OR_RETURN(double temperature, f.GetDouble("temperature", 0.0));
+  ASSIGN_OR_RETURN(int64_t top_k, f.GetInt("top-k", 0));
+  ASSIGN_OR_RETURN(double top_p, f.GetDouble("top-p", 1.0));
+  ASSIGN_OR_RETURN(double min_p, f.GetDouble("min-p", 0.0));
+  ASSIGN_OR_RETURN(double rep, f.GetDouble("repetition-penalty", 1.0));
+  ASSIGN_OR_RETURN(double presence, f.GetDouble("presence-penalty", 0.0));
+  ASSIGN_OR_RETURN(double frequency, f.GetDouble("frequency-penalty", 0.0));
+  ASSIGN_OR_RETURN(int64_t max_tokens, f.GetInt("max-tokens", 256));
+  ASSIGN_OR_RETURN(stop.stop_token_ids, f.GetTokenIds("stop-token-ids"));
+  s.temperature = static_cast<float>(temperature);
+  s.top_k = static_cast<int32_t>(top_k);
+  s.top_p = static_cast<float>(top_p);
+  s.min_p = static_cast<float>(min_p);
+  s.repetition_penalty = static_cast<float>(rep);
+  s.presence_penalty = static_cast<float>(presence);
+  s.frequency_penalty = static_cast<float>(frequency);
+  if (f.Has("seed")) {
+    ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed", 0));
+    s.seed = static_cast<uint64_t>(seed);
+  }
+  stop.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, 1 << 30));
+  stop.ignore_eos = f.GetSwitch("ignore-eos");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<model::TokenId>> BuildPrompt(const Flags& f, const model::Tokenizer& tok,
+                                                        const model::Vocabulary& vocab) {
+  const int sources = f.Has("chat") + f.Has("prompt") + f.Has("prompt-token-ids");
+  if (sources != 1) {
+    return absl::InvalidArgumentError("give exactly one of --chat, --prompt or --prompt-token-ids");
+  }
+  if (f.Has("prompt-token-ids")) return f.GetTokenIds("prompt-token-ids");
+  if (f.Has("prompt")) {
+    return tok.Encode(f.GetString("prompt", ""), {.add_special = true, .parse_special = false});
+  }
+  ASSIGN_OR_RETURN(model::ChatTemplate tmpl, model::ChatTemplate::FromTemplateSource(vocab.chat_template));
+  std::vector<model::ChatMessage> messages;
+  if (f.Has("system")) messages.push_back({.role = "system", .content = f.GetString("system", "")});
+  messages.push_back({.role = "user", .content = f.GetString("chat", "")});
+  ASSIGN_OR_RETURN(std::string text, tmpl.Apply(messages, /*add_generation_prompt=*/true));
+  // The template's own markers are control tokens; parse them as such.
+  return tok.Encode(text, {.add_special = true, .parse_special = true});
+}
+
+}  // namespace
+
+absl::Status RunGenerate(const Args& args) {
+  if (WantsHelp(args)) return PrintHelp(kUsage);
+  ASSIGN_OR_RETURN(Flags flags,
+                   Flags::Parse(args,
+                                {"model", "chat", "system", "prompt", "prompt-token-ids", "max-tokens", "temperature",
+                                 "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
+                                 "frequency-penalty", "seed", "stop-token-ids", "threads", "output"},
+                                {"ignore-eos"}));
+  const std::string output = flags.GetString("output", "text");
+  if (output != "text" && output != "ids") {
+    return absl::InvalidArgumentError(absl::StrCat("--output must be text or ids, got '", output, "'"));
+  }
+  engine::GenerateRequest request;
+  RETURN_IF_ERROR(ReadSampling(flags, request.sampling, request.stopping));
+  ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
+
+  const std::string path = flags.GetString("model", kDefaultModel);
+  ASSIGN_OR_RETURN(auto model, model::LlamaModel::Load(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(model->vocabulary()));
+  ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, model->vocabulary()));
+  const std::span<const model::TokenId> stops = tok->StopTokens();
+  request.end_of_turn_tokens.assign(stops.begin(), stops.end());
+
+  const int64_t total = static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens;
+  const int64_t context = model->hparams().context_length;
+  if (total > context) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the prompt has ", request.prompt.size(), " tokens and --max-tokens is ", request.stopping.max_tokens, ": ",
+        total, " exceeds the model's context length of ", context, "; shorten the prompt or lower --max-tokens"));
+  }
+  engine::CpuExecutorOptions options{.num_blocks = (total + 15) / 16, .block_size = 16,
+                                     .num_threads = static_cast<int>(threads)};
+  ASSIGN_OR_RETURN(auto executor, engine::CpuExecutor::Create(*model, options));
+  engine::SimpleGenerator generator(*executor);
+
+  model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
+  absl::Status stream_status;
+  auto on_token = [&](model::TokenId id) {
+    if (output != "text") return;
+    auto delta = detok.Push(id);
+    if (!delta.ok()) {
+      stream_status.Update(delta.status());
+      return;
+    }
+    std::fwrite(delta->data(), 1, delta->size(), stdout);
+    std::fflush(stdout);
+  };
+  ASSIGN_OR_RETURN(engine::GenerateResult result, generator.Generate(request, on_token));
+  RETURN_IF_ERROR(stream_status);
+  if (output == "text") {
+    const std::string rest = detok.Finish();
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    std::printf("\n");
+  } else {
+    std::printf("%s\n", absl::StrJoin(result.tokens, ",").c_str());
+  }
+  const double decode_rate =
+      result.tokens.size() > 1 ? (result.tokens.size() - 1) / std::max(result.decode_seconds, 1e-9) : 0.0;
+  std::fprintf(stderr, "[%zu prompt tokens, %zu generated, finish: %s, seed %llu; prefill %.1f tok/s, decode %.1f tok/s]\n",
+               request.prompt.size(), result.tokens.size(),
+               std::string(engine::FinishReasonName(result.finish_reason)).c_str(),
+               static_cast<unsigned long long>(result.seed),
+               request.prompt.size() / std::max(result.prefill_seconds, 1e-9), decode_rate);
+  return absl::OkStatus();
+}
+
+}  // namespace kvfleet::tools

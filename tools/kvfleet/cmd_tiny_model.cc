@@ -1,0 +1,54 @@
+// kvfleet tiny-model: a small random-weight GGUF for tests.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "tools/kvfleet/commands.h"
+#include "tools/kvfleet/flags.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::tools {
+
+namespace {
+constexpr char kUsage[] = R"(usage: kvfleet tiny-model --out PATH [--dtype F32|F16|BF16|Q8_0|Q4_0|Q4_1] [--seed N]
+                          [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--ffn N]
+                          [--context N] [--tied]
+
+Writes a random-weight Llama GGUF with a small byte-level BPE vocabulary and
+a ChatML chat template. The same options and seed always give the same file.
+)";
+
+absl::StatusOr<DType> ParseDType(const std::string& name) {
+  for (DType t : kAllDTypes) {
+    if (name == DTypeName(t)) return t;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--dtype '", name, "' is not one of F32, F16, BF16, Q8_0, Q4_0, Q4_1"));
+}
+}  // namespace
+
+absl::Status RunTinyModel(const Args& args) {
+  if (WantsHelp(args)) return PrintHelp(kUsage);
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             {"out", "dtype", "seed", "layers", "hidden", "heads", "kv-heads",
+                                              "ffn", "context"},
+                                             {"tied"}));
+  ASSIGN_OR_RETURN(std::string out, flags.GetString("out"));
+  TinyModelOptions o;
+  ASSIGN_OR_RETURN(o.dtype, ParseDType(flags.GetString("dtype", "F32")));
+  ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
+  o.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(o.num_layers, flags.GetInt("layers", o.num_layers));
+  ASSIGN_OR_RETURN(o.hidden_size, flags.GetInt("hidden", o.hidden_size));
+  ASSIGN_OR_RETURN(o.num_heads, flags.GetInt("heads", o.num_heads));
+  ASSIGN_OR_RETURN(o.num_kv_heads, flags.GetInt("kv-heads", o.num_kv_heads));
+  ASSIGN_OR_RETURN(o.ffn_size, flags.GetInt("ffn", o.ffn_size));
+  ASSIGN_OR_RETURN(o.context_length, flags.GetInt("context", o.context_length));
+  o.tied_embeddings = flags.GetSwitch("tied");
+  RETURN_IF_ERROR(WriteTinyModel(o, out));
+  std::printf("wrote %s (%s, seed %llu)\n", out.c_str(), std::string(DTypeName(o.dtype)).c_str(),
+              static_cast<unsigned long long>(o.seed));
+  return absl::OkStatus();
+}
+
+}  // namespace kvfleet::tools

@@ -1,0 +1,20 @@
+// The kvfleet CLI's subcommands. Each takes its arguments after the command
+// name and returns a status; main() prints a failed status and exits 1.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace kvfleet::tools {
+
+using Args = std::vector<std::string>;
+
+absl::Status RunGenerate(const Args& args);
+absl::Status RunModelInfo(const Args& args);
+absl::Status RunLogits(const Args& args);
+absl::Status RunTinyModel(const Args& args);
+absl::Status RunBenchModel(const Args& args);
+
+}  // namespace kvfleet::tools

@@ -1,0 +1,50 @@
+// Command-line flags of one kvfleet subcommand: `--name value`,
+// `--name=value` and bare `--switch`. Unknown flags and malformed values are
+// errors that name the flag, so a typo never silently falls back to a default.
+//
+//   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "threads"}, {"ignore-eos"}));
+//   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/token_id.h"
+
+namespace kvfleet::tools {
+
+class Flags {
+ public:
+  // `valued` flags take a value; `switches` do not.
+  static absl::StatusOr<Flags> Parse(const std::vector<std::string>& args, const std::set<std::string>& valued,
+                                     const std::set<std::string>& switches);
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  absl::StatusOr<std::string> GetString(const std::string& name) const;  // required
+  std::string GetString(const std::string& name, const std::string& fallback) const;
+  absl::StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback) const;
+  absl::StatusOr<double> GetDouble(const std::string& name, double fallback) const;
+  bool GetSwitch(const std::string& name) const { return Has(name); }
+  // A comma-separated list of token ids ("1,2,3").
+  absl::StatusOr<std::vector<model::TokenId>> GetTokenIds(const std::string& name) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace kvfleet::tools
+
+namespace kvfleet::tools {
+
+// True when the arguments ask for --help (or -h).
+bool WantsHelp(const std::vector<std::string>& args);
+
+// Prints a command's usage to stdout; returns OK so commands can
+// `return PrintHelp(kUsage);`.
+absl::Status PrintHelp(const char* usage);
+
+}  // namespace kvfleet::tools

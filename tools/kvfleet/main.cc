@@ -1,0 +1,55 @@
+// kvfleet: the command-line entry point. Wires subcommands; the work lives
+// in the libraries.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+#include "tools/kvfleet/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  absl::Status (*run)(const kvfleet::tools::Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"generate", "generate text (or chat) with a model on this machine's CPU", kvfleet::tools::RunGenerate},
+    {"model-info", "show a model's hyperparameters, tensor types and KV cache cost", kvfleet::tools::RunModelInfo},
+    {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
+    {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
+    {"bench-model", "measure prefill and decode tokens/s", kvfleet::tools::RunBenchModel},
+};
+
+void PrintUsage() {
+  std::cerr << "usage: kvfleet <command> [flags]\n\ncommands:\n";
+  for (const Command& c : kCommands) std::fprintf(stderr, "  %-12s %s\n", c.name, c.summary);
+  std::cerr << "\nRun `kvfleet <command> --help` for a command's flags.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kvfleet::InitLogging(std::getenv("KVFLEET_LOG") ? std::getenv("KVFLEET_LOG") : "warn");
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
+    PrintUsage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string name = argv[1];
+  const kvfleet::tools::Args args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    const absl::Status status = c.run(args);
+    if (!status.ok()) {
+      std::cerr << "kvfleet " << name << ": " << status.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  std::cerr << "kvfleet: unknown command '" << name << "'\n\n";
+  PrintUsage();
+  return 2;
+}

@@ -1,0 +1,111 @@
+#include "tools/tiny_model/tiny_model.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/quantize.h"
+#include "tools/tiny_model/tiny_vocabulary.h"
+
+namespace kvfleet::tools {
+namespace {
+
+// Deterministic on every platform: std::mt19937_64 is fully specified, the
+// standard distributions are not, so values are derived from raw bits here.
+class Random {
+ public:
+  explicit Random(uint64_t seed) : gen_(seed) {}
+  float Uniform(float lo, float hi) {
+    const double u = static_cast<double>(gen_() >> 11) * 0x1.0p-53;
+    return static_cast<float>(lo + (hi - lo) * u);
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+std::vector<uint8_t> Encode(DType dtype, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(RowBytes(dtype, static_cast<int64_t>(values.size())));
+  kernels::QuantizeRow(dtype, values.data(), bytes.data(), static_cast<int64_t>(values.size()));
+  return bytes;
+}
+
+void AddMatrix(model::GgufWriter& w, Random& rng, const std::string& name, int64_t rows, int64_t cols,
+               DType dtype) {
+  // Scale like a trained model's fan-in so activations stay O(1).
+  const float a = 1.7f / std::sqrt(static_cast<float>(cols));
+  std::vector<float> v(rows * cols);
+  for (float& x : v) x = rng.Uniform(-a, a);
+  w.AddTensor(name, {cols, rows}, dtype, Encode(dtype, v));
+}
+
+void AddNorm(model::GgufWriter& w, Random& rng, const std::string& name, int64_t n) {
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.Uniform(0.8f, 1.2f);
+  w.AddTensor(name, {n}, DType::kF32, Encode(DType::kF32, v));
+}
+
+}  // namespace
+
+int64_t TinyVocabSize() { return static_cast<int64_t>(MakeTinyVocabulary().tokens.size()); }
+
+absl::Status TinyModelOptions::Validate() const {
+  auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("tiny model: ", what)); };
+  if (num_layers < 1) return bad("num_layers must be >= 1");
+  if (hidden_size < 32 || hidden_size % 32 != 0) return bad("hidden_size must be a positive multiple of 32");
+  if (ffn_size < 32 || ffn_size % 32 != 0) return bad("ffn_size must be a positive multiple of 32");
+  if (num_heads < 1 || hidden_size % num_heads != 0) return bad("num_heads must divide hidden_size");
+  if (num_kv_heads < 1 || num_heads % num_kv_heads != 0) return bad("num_kv_heads must divide num_heads");
+  if ((hidden_size / num_heads) % 8 != 0) return bad("head dimension must be a multiple of 8");
+  if (context_length < 1) return bad("context_length must be >= 1");
+  return absl::OkStatus();
+}
+
+absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
+  RETURN_IF_ERROR(o.Validate());
+  const TinyVocabulary vocab = MakeTinyVocabulary();
+  const int64_t n_vocab = static_cast<int64_t>(vocab.tokens.size());
+  const int64_t head_dim = o.hidden_size / o.num_heads;
+  w.SetString("general.architecture", "llama");
+  w.SetString("general.name", absl::StrCat("kvfleet tiny ", DTypeName(o.dtype), " seed ", o.seed));
+  w.SetUint32("llama.context_length", static_cast<uint32_t>(o.context_length));
+  w.SetUint32("llama.embedding_length", static_cast<uint32_t>(o.hidden_size));
+  w.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(o.ffn_size));
+  w.SetUint32("llama.block_count", static_cast<uint32_t>(o.num_layers));
+  w.SetUint32("llama.attention.head_count", static_cast<uint32_t>(o.num_heads));
+  w.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(o.num_kv_heads));
+  w.SetUint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
+  w.SetFloat32("llama.rope.freq_base", o.rope_theta);
+  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.SetUint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  AddTinyVocabulary(vocab, w);
+
+  Random rng(o.seed);
+  AddMatrix(w, rng, "token_embd.weight", n_vocab, o.hidden_size, o.dtype);
+  for (int64_t l = 0; l < o.num_layers; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    AddNorm(w, rng, p + "attn_norm.weight", o.hidden_size);
+    AddMatrix(w, rng, p + "attn_q.weight", o.num_heads * head_dim, o.hidden_size, o.dtype);
+    AddMatrix(w, rng, p + "attn_k.weight", o.num_kv_heads * head_dim, o.hidden_size, o.dtype);
+    AddMatrix(w, rng, p + "attn_v.weight", o.num_kv_heads * head_dim, o.hidden_size, o.dtype);
+    AddMatrix(w, rng, p + "attn_output.weight", o.hidden_size, o.num_heads * head_dim, o.dtype);
+    AddNorm(w, rng, p + "ffn_norm.weight", o.hidden_size);
+    AddMatrix(w, rng, p + "ffn_gate.weight", o.ffn_size, o.hidden_size, o.dtype);
+    AddMatrix(w, rng, p + "ffn_up.weight", o.ffn_size, o.hidden_size, o.dtype);
+    AddMatrix(w, rng, p + "ffn_down.weight", o.hidden_size, o.ffn_size, o.dtype);
+  }
+  AddNorm(w, rng, "output_norm.weight", o.hidden_size);
+  if (!o.tied_embeddings) AddMatrix(w, rng, "output.weight", n_vocab, o.hidden_size, o.dtype);
+  return absl::OkStatus();
+}
+
+absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& path) {
+  model::GgufWriter w;
+  RETURN_IF_ERROR(BuildTinyModel(options, w));
+  return w.WriteFile(path);
+}
+
+}  // namespace kvfleet::tools

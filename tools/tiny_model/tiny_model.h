@@ -1,0 +1,42 @@
+// Builds small random-weight Llama-family GGUF files of any shape and tensor
+// type, with a small but valid byte-level BPE vocabulary and a ChatML chat
+// template. Unit tests and reference tests use them where the real model
+// would be too slow or too fixed.
+//
+//   TinyModelOptions o{.dtype = DType::kQ4_1, .seed = 7};
+//   RETURN_IF_ERROR(WriteTinyModel(o, "/tmp/tiny.gguf"));
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/dtype.h"
+#include "model/gguf_writer.h"
+
+namespace kvfleet::tools {
+
+struct TinyModelOptions {
+  DType dtype = DType::kF32;  // of every matrix, embeddings included
+  uint64_t seed = 1;
+  int64_t num_layers = 2;
+  int64_t hidden_size = 64;   // multiple of 32
+  int64_t num_heads = 4;
+  int64_t num_kv_heads = 2;
+  int64_t ffn_size = 128;     // multiple of 32
+  int64_t context_length = 256;
+  float rope_theta = 10000.0f;
+  bool tied_embeddings = false;
+
+  absl::Status Validate() const;
+};
+
+// Fills a writer (so tests can add, drop or corrupt entries before writing).
+absl::Status BuildTinyModel(const TinyModelOptions& options, model::GgufWriter& writer);
+
+absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& path);
+
+// The number of tokens in the tiny vocabulary (3 specials, 256 bytes, merges).
+int64_t TinyVocabSize();
+
+}  // namespace kvfleet::tools
