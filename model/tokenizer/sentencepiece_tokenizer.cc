@@ -97,12 +97,12 @@ std::vector<SentencePieceTokenizer::Symbol> SentencePieceTokenizer::Merge(std::s
 }
 
 absl::Status SentencePieceTokenizer::Emit(std::string_view piece, const RevMerges& rev_merges,
-                                          std::vector<TokenId>* out) const {
+                                          size_t fragment_start, std::vector<TokenId>* out) const {
   if (std::optional<TokenId> id = FindToken(piece)) {
     if (type(*id) == TokenType::kUnused) {
       if (auto it = rev_merges.find(piece); it != rev_merges.end()) {
-        RETURN_IF_ERROR(Emit(it->second.first, rev_merges, out));
-        return Emit(it->second.second, rev_merges, out);
+        RETURN_IF_ERROR(Emit(it->second.first, rev_merges, fragment_start, out));
+        return Emit(it->second.second, rev_merges, fragment_start, out);
       }
     }
     out->push_back(*id);
@@ -114,7 +114,10 @@ absl::Status SentencePieceTokenizer::Emit(std::string_view piece, const RevMerge
     return absl::OkStatus();
   }
   if (vocab().unk.has_value()) {
-    out->push_back(*vocab().unk);
+    // sentencepiece merges a run of unknown characters into one unk token
+    // (the run never mixes with known pieces: none contains an unknown
+    // character); `fragment_start` keeps the run inside this fragment.
+    if (out->size() <= fragment_start || out->back() != *vocab().unk) out->push_back(*vocab().unk);
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat("character '", std::string(piece),
@@ -136,8 +139,10 @@ absl::Status SentencePieceTokenizer::EncodeFragment(std::string_view text, bool 
   }
   RevMerges rev_merges;
   const std::vector<Symbol> symbols = Merge(escaped, &rev_merges);
+  const size_t fragment_start = out->size();
   for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
-    RETURN_IF_ERROR(Emit(std::string_view(escaped).substr(symbols[i].start, symbols[i].length), rev_merges, out));
+    const std::string_view piece = std::string_view(escaped).substr(symbols[i].start, symbols[i].length);
+    RETURN_IF_ERROR(Emit(piece, rev_merges, fragment_start, out));
   }
   return absl::OkStatus();
 }

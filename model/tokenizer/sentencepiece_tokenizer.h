@@ -7,8 +7,9 @@
 // repeatedly the adjacent pair whose concatenation is the vocabulary piece
 // with the highest score merges (ties: leftmost first). A final symbol that
 // is not a piece is a character outside the vocabulary: it becomes its
-// UTF-8 bytes as <0xXX> tokens (byte fallback), or the unk token when the
-// vocabulary has no byte tokens. Unused pieces may be merged through but
+// UTF-8 bytes as <0xXX> tokens (byte fallback), or, when the vocabulary has
+// no byte tokens, the unk token (one per run of such characters, as
+// sentencepiece does). Unused pieces may be merged through but
 // are then split back into their halves, as in sentencepiece.
 //
 // Thread-safety: immutable after Create.
@@ -49,7 +50,8 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   // unused or undefined pieces; never control, byte or unknown).
   std::optional<TokenId> MergeTarget(std::string_view piece) const;
   std::vector<Symbol> Merge(std::string_view text, RevMerges* rev_merges) const;
-  absl::Status Emit(std::string_view piece, const RevMerges& rev_merges, std::vector<TokenId>* out) const;
+  absl::Status Emit(std::string_view piece, const RevMerges& rev_merges, size_t fragment_start,
+                    std::vector<TokenId>* out) const;
 
   // <0xXX> token of each byte; -1 where missing. byte_fallback_ when all 256 exist.
   std::array<TokenId, 256> byte_token_{};

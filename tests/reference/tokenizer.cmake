@@ -22,10 +22,13 @@ add_test(NAME reference.tokenizer.llama_bpe
 add_test(NAME reference.tokenizer.sentencepiece
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_spm_reference.py
           --dump $<TARGET_FILE:tokenize_dump> --count 1200 --seed 3)
+add_test(NAME reference.tokenizer.sentencepiece_unk
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_spm_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --count 1200 --seed 5 --no-byte-fallback)
 # Chat templates: SmolLM2's (from the GGUF) and Llama 3's, rendered by jinja2.
 add_test(NAME reference.tokenizer.chat_template
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_chat_reference.py
           --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL} --seed 4)
 set_tests_properties(reference.tokenizer.smollm2 reference.tokenizer.llama_bpe
-  reference.tokenizer.sentencepiece reference.tokenizer.chat_template
+  reference.tokenizer.sentencepiece reference.tokenizer.sentencepiece_unk reference.tokenizer.chat_template
   PROPERTIES LABELS reference TIMEOUT 300)
