@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "kernels/cpu/dequant_block.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/simd.h"
 
@@ -15,18 +16,90 @@ namespace {
 // Weight rows dequantized together; each shares every load of x.
 constexpr int64_t kRowTile = 4;
 
-// Dot products of kRows dequantized weight rows with one x row. Each pair has
-// its own accumulator that walks k in steps of 8, then a fixed horizontal sum:
-// the same operation order as DotReference.
-template <int kRows>
-void DotRows(const float* const* w, const float* x, int64_t k, float* out) {
-  __m256 acc[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+// Dot products of four dequantized weight rows (w, w + k, w + 2k, w + 3k)
+// with one x row. Each pair has its own accumulator that walks k in steps of
+// 8, then a fixed horizontal sum: the same operation order as DotOne. The
+// accumulators are named registers: an array here ends up on the stack.
+void DotFour(const float* w, const float* x, int64_t k, float* out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  const float* w1 = w + k;
+  const float* w2 = w + 2 * k;
+  const float* w3 = w + 3 * k;
   for (int64_t i = 0; i < k; i += 8) {
     const __m256 xv = _mm256_loadu_ps(x + i);
-    for (int r = 0; r < kRows; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w[r] + i), xv, acc[r]);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), xv, a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xv, a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xv, a3);
   }
-  for (int r = 0; r < kRows; ++r) out[r] = HorizontalSum(acc[r]);
+  out[0] = HorizontalSum(a0);
+  out[1] = HorizontalSum(a1);
+  out[2] = HorizontalSum(a2);
+  out[3] = HorizontalSum(a3);
+}
+
+float DotOne(const float* w, const float* x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), acc);
+  return HorizontalSum(acc);
+}
+
+// Below this many x rows, dequantizing into registers beats dequantizing
+// into scratch (decode steps). Both paths give identical bits.
+constexpr int64_t kFusedMaxRows = 3;
+
+// acc += block · x[32b .. 32b+31], in element order.
+inline __m256 FmaBlock(const Block32& w, const float* x, __m256 acc) {
+  acc = _mm256_fmadd_ps(w.v0, _mm256_loadu_ps(x), acc);
+  acc = _mm256_fmadd_ps(w.v1, _mm256_loadu_ps(x + 8), acc);
+  acc = _mm256_fmadd_ps(w.v2, _mm256_loadu_ps(x + 16), acc);
+  return _mm256_fmadd_ps(w.v3, _mm256_loadu_ps(x + 24), acc);
+}
+
+template <DType T>
+void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+  const int64_t row_bytes = RowBytes(T, p.k);
+  const int64_t blocks = p.k / 32;
+  const auto* w = static_cast<const uint8_t*>(p.w);
+  for (int64_t i = 0; i < p.m; ++i) {
+    const float* x = p.x + i * p.k;
+    float* y = p.y + i * p.n;
+    int64_t j = row_begin;
+    for (; j + 4 <= row_end; j += 4) {
+      const uint8_t* r0 = w + j * row_bytes;
+      const uint8_t* r1 = r0 + row_bytes;
+      const uint8_t* r2 = r1 + row_bytes;
+      const uint8_t* r3 = r2 + row_bytes;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* xb = x + 32 * b;
+        a0 = FmaBlock(LoadBlock32<T>(r0, b), xb, a0);
+        a1 = FmaBlock(LoadBlock32<T>(r1, b), xb, a1);
+        a2 = FmaBlock(LoadBlock32<T>(r2, b), xb, a2);
+        a3 = FmaBlock(LoadBlock32<T>(r3, b), xb, a3);
+      }
+      y[j] = HorizontalSum(a0);
+      y[j + 1] = HorizontalSum(a1);
+      y[j + 2] = HorizontalSum(a2);
+      y[j + 3] = HorizontalSum(a3);
+    }
+    for (; j < row_end; ++j) {
+      __m256 a = _mm256_setzero_ps();
+      for (int64_t b = 0; b < blocks; ++b) a = FmaBlock(LoadBlock32<T>(w + j * row_bytes, b), x + 32 * b, a);
+      y[j] = HorizontalSum(a);
+    }
+  }
+}
+
+void FusedMatMul(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+  switch (p.w_type) {
+    case DType::kF32: return FusedMatMulRows<DType::kF32>(p, row_begin, row_end);
+    case DType::kF16: return FusedMatMulRows<DType::kF16>(p, row_begin, row_end);
+    case DType::kBF16: return FusedMatMulRows<DType::kBF16>(p, row_begin, row_end);
+    case DType::kQ8_0: return FusedMatMulRows<DType::kQ8_0>(p, row_begin, row_end);
+    case DType::kQ4_0: return FusedMatMulRows<DType::kQ4_0>(p, row_begin, row_end);
+    case DType::kQ4_1: return FusedMatMulRows<DType::kQ4_1>(p, row_begin, row_end);
+  }
 }
 
 void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
@@ -36,21 +109,16 @@ void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
   const auto* w_bytes = static_cast<const uint8_t*>(p.w);
   for (int64_t j = row_begin; j < row_end; j += kRowTile) {
     const int64_t rows = std::min(kRowTile, row_end - j);
-    const float* w[kRowTile];
     for (int64_t r = 0; r < rows; ++r) {
-      float* dst = scratch.data() + r * p.k;
-      DequantizeRow(p.w_type, w_bytes + (j + r) * row_bytes, dst, p.k);
-      w[r] = dst;
+      DequantizeRow(p.w_type, w_bytes + (j + r) * row_bytes, scratch.data() + r * p.k, p.k);
     }
-    float out[kRowTile];
     for (int64_t i = 0; i < p.m; ++i) {
       const float* x = p.x + i * p.k;
       float* y = p.y + i * p.n + j;
       if (rows == kRowTile) {
-        DotRows<kRowTile>(w, x, p.k, out);
-        for (int64_t r = 0; r < kRowTile; ++r) y[r] = out[r];
+        DotFour(scratch.data(), x, p.k, y);
       } else {
-        for (int64_t r = 0; r < rows; ++r) DotRows<1>(&w[r], x, p.k, &y[r]);
+        for (int64_t r = 0; r < rows; ++r) y[r] = DotOne(scratch.data() + r * p.k, x, p.k);
       }
     }
   }
@@ -58,16 +126,15 @@ void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
 
 }  // namespace
 
-float DotReference(const float* w, const float* x, int64_t k) {
-  float out;
-  DotRows<1>(&w, x, k, &out);
-  return out;
-}
+float DotReference(const float* w, const float* x, int64_t k) { return DotOne(w, x, k); }
 
 void MatMul(const MatMulParams& p, ThreadPool& pool) {
   CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";
-  pool.ParallelFor(
-      p.n, [&p](int64_t begin, int64_t end) { MatMulRows(p, begin, end); }, kRowTile);
+  if (p.m <= kFusedMaxRows) {
+    pool.ParallelFor(p.n, [&p](int64_t begin, int64_t end) { FusedMatMul(p, begin, end); }, kRowTile);
+  } else {
+    pool.ParallelFor(p.n, [&p](int64_t begin, int64_t end) { MatMulRows(p, begin, end); }, kRowTile);
+  }
 }
 
 }  // namespace kvfleet::kernels

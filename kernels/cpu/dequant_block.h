@@ -1,0 +1,86 @@
+// Dequantization of one 32-element block of a weight row into four AVX2
+// registers. This is the single definition of every format's values: the
+// row dequantizer and the fused matmul both call it, so the two paths see
+// bit-identical weights.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "kernels/cpu/float16.h"
+#include "kernels/cpu/quant_blocks.h"
+
+namespace kvfleet::kernels {
+
+struct Block32 {
+  __m256 v0, v1, v2, v3;  // elements 0–7, 8–15, 16–23, 24–31
+};
+
+namespace internal {
+
+inline __m256 U8x8ToFloat(__m128i bytes) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)); }
+inline __m256 I8x8ToFloat(__m128i bytes) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)); }
+inline __m256 Bf16x8ToFloat(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+inline __m256 F16x8ToFloat(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+}  // namespace internal
+
+// Block `b` of a row stored as T.
+template <DType T>
+inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
+  using namespace internal;
+  if constexpr (T == DType::kF32) {
+    const float* p = reinterpret_cast<const float*>(row) + 32 * b;
+    return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24)};
+  } else if constexpr (T == DType::kF16) {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + 32 * b;
+    return {F16x8ToFloat(p), F16x8ToFloat(p + 8), F16x8ToFloat(p + 16), F16x8ToFloat(p + 24)};
+  } else if constexpr (T == DType::kBF16) {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + 32 * b;
+    return {Bf16x8ToFloat(p), Bf16x8ToFloat(p + 8), Bf16x8ToFloat(p + 16), Bf16x8ToFloat(p + 24)};
+  } else if constexpr (T == DType::kQ8_0) {
+    const BlockQ8_0& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
+    const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.qs));
+    const __m128i lo = _mm256_castsi256_si128(raw), hi = _mm256_extracti128_si256(raw, 1);
+    return {_mm256_mul_ps(I8x8ToFloat(lo), d), _mm256_mul_ps(I8x8ToFloat(_mm_srli_si128(lo, 8)), d),
+            _mm256_mul_ps(I8x8ToFloat(hi), d), _mm256_mul_ps(I8x8ToFloat(_mm_srli_si128(hi, 8)), d)};
+  } else {
+    // Q4_0 and Q4_1: element i in the low nibble of qs[i], element i+16 in the high one.
+    const uint8_t* qs;
+    __m256 d, m;
+    if constexpr (T == DType::kQ4_0) {
+      const BlockQ4_0& q = reinterpret_cast<const BlockQ4_0*>(row)[b];
+      qs = q.qs;
+      d = _mm256_set1_ps(HalfToFloat(q.d));
+    } else {
+      const BlockQ4_1& q = reinterpret_cast<const BlockQ4_1*>(row)[b];
+      qs = q.qs;
+      d = _mm256_set1_ps(HalfToFloat(q.d));
+      m = _mm256_set1_ps(HalfToFloat(q.m));
+    }
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_and_si128(raw, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+    const __m256 q0 = U8x8ToFloat(lo), q1 = U8x8ToFloat(_mm_srli_si128(lo, 8));
+    const __m256 q2 = U8x8ToFloat(hi), q3 = U8x8ToFloat(_mm_srli_si128(hi, 8));
+    if constexpr (T == DType::kQ4_0) {
+      const __m256 eight = _mm256_set1_ps(8.0f);
+      return {_mm256_mul_ps(_mm256_sub_ps(q0, eight), d), _mm256_mul_ps(_mm256_sub_ps(q1, eight), d),
+              _mm256_mul_ps(_mm256_sub_ps(q2, eight), d), _mm256_mul_ps(_mm256_sub_ps(q3, eight), d)};
+    } else {
+      return {_mm256_add_ps(_mm256_mul_ps(q0, d), m), _mm256_add_ps(_mm256_mul_ps(q1, d), m),
+              _mm256_add_ps(_mm256_mul_ps(q2, d), m), _mm256_add_ps(_mm256_mul_ps(q3, d), m)};
+    }
+  }
+}
+
+}  // namespace kvfleet::kernels
