@@ -49,11 +49,16 @@ LLAMA31_PREAMBLE = ("{{- bos_token }}{{- '<|start_header_id|>system<|end_header_
                     "+ '<|eot_id|>' }}{% endfor %}")
 
 
+_COMPILED = {}
+
+
 def render(source, messages, add_generation_prompt, bos_token):
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[jinja2.ext.loopcontrols])
-    return env.from_string(source).render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                          bos_token=bos_token, eos_token="")
+    if source not in _COMPILED:
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=[jinja2.ext.loopcontrols])
+        _COMPILED[source] = env.from_string(source)
+    return _COMPILED[source].render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                    bos_token=bos_token, eos_token="")
 
 
 def random_content(rng):
