@@ -144,7 +144,7 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(args.model):
         print(f"SKIP: model {args.model} not found (scripts/fetch_model.sh fetches it)")
-        return 1
+        return 77  # ctest's SKIP_RETURN_CODE
     rng = random.Random(args.seed)
     cases = [(m, gen) for m in message_lists(rng, args.count) for gen in (False, True)]
     meta = read_tokenizer_metadata(args.model)
