@@ -157,7 +157,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromTemplateSource(std::string_view s
   }
   t.bos_token_ = options.bos_token;
   t.renders_bos_ = Contains(source, "bos_token");
-  t.trims_content_ = Contains(source, "trim");
+  t.trims_content_ = Contains(source, "| trim") || Contains(source, "|trim");
   t.has_tool_format_ = Contains(source, "tool_response") || Contains(source, "ipython");
   return t;
 }
