@@ -8,8 +8,8 @@ namespace kvfleet::model {
 namespace {
 
 struct Alphabet {
-  std::array<std::string, 256> shown;        // byte -> UTF-8 of its character
-  std::array<int16_t, 512> byte_of{};         // code point (< 512) -> byte, -1 if none
+  std::array<std::string, 256> shown;  // byte -> UTF-8 of its character
+  std::array<int16_t, 512> byte_of{};  // code point (< 512) -> byte, -1 if none
 
   Alphabet() {
     byte_of.fill(-1);

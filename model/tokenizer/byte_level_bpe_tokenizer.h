@@ -25,8 +25,7 @@ class ByteLevelBpeTokenizer final : public VocabTokenizer {
   static absl::StatusOr<std::unique_ptr<ByteLevelBpeTokenizer>> Create(Vocabulary vocab);
 
  private:
-  ByteLevelBpeTokenizer(Vocabulary vocab, PreTokenizer pre)
-      : VocabTokenizer(std::move(vocab)), pre_(std::move(pre)) {}
+  ByteLevelBpeTokenizer(Vocabulary vocab, PreTokenizer pre) : VocabTokenizer(std::move(vocab)), pre_(std::move(pre)) {}
   absl::Status Init();
 
   absl::Status EncodeFragment(std::string_view text, bool after_special, std::vector<TokenId>* out) const override;

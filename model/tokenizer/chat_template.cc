@@ -42,13 +42,26 @@ std::optional<std::string> UnescapeJinja(std::string_view raw) {
     }
     if (++i == raw.size()) return std::nullopt;
     switch (raw[i]) {
-      case 'n': out.push_back('\n'); break;
-      case 't': out.push_back('\t'); break;
-      case 'r': out.push_back('\r'); break;
-      case '\\': out.push_back('\\'); break;
-      case '\'': out.push_back('\''); break;
-      case '"': out.push_back('"'); break;
-      default: return std::nullopt;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '\'':
+        out.push_back('\'');
+        break;
+      case '"':
+        out.push_back('"');
+        break;
+      default:
+        return std::nullopt;
     }
   }
   return out;
@@ -136,24 +149,23 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromTemplateSource(std::string_view s
   } else if (Contains(source, "<|start_header_id|>")) {
     t.family_ = Family::kLlama3;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("chat template not recognised (it uses neither <|im_start|> "
-                                                   "nor <|start_header_id|>); ", std::string(kSupported)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chat template not recognised (it uses neither <|im_start|> "
+                     "nor <|start_header_id|>); ",
+                     std::string(kSupported)));
   }
   for (const Unsupported& u : kUnsupported) {
     if (Contains(source, u.marker)) {
-      return absl::UnimplementedError(absl::StrCat("chat template of the ", std::string(t.family_name()), " family uses ",
-                                                   std::string(u.what), ", which kvfleet does not render; ",
-                                                   std::string(kSupported),
-                                                   " without tool calls or reasoning blocks"));
+      return absl::UnimplementedError(absl::StrCat(
+          "chat template of the ", std::string(t.family_name()), " family uses ", std::string(u.what),
+          ", which kvfleet does not render; ", std::string(kSupported), " without tool calls or reasoning blocks"));
     }
   }
   if (t.family_ == Family::kChatMl) {
-    ASSIGN_OR_RETURN(t.default_system_prompt_,
-                     FindDefaultSystemPrompt(source, "<|im_start|>system", 1, "<|im_end|>"));
+    ASSIGN_OR_RETURN(t.default_system_prompt_, FindDefaultSystemPrompt(source, "<|im_start|>system", 1, "<|im_end|>"));
   } else {
-    ASSIGN_OR_RETURN(t.default_system_prompt_, FindDefaultSystemPrompt(
-                                                   source, "<|start_header_id|>system<|end_header_id|>", 2,
-                                                   "<|eot_id|>"));
+    ASSIGN_OR_RETURN(t.default_system_prompt_,
+                     FindDefaultSystemPrompt(source, "<|start_header_id|>system<|end_header_id|>", 2, "<|eot_id|>"));
   }
   t.bos_token_ = options.bos_token;
   t.renders_bos_ = Contains(source, "bos_token");
@@ -186,8 +198,8 @@ absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> mes
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (!IsKnownRole(m.role)) {
-      return absl::InvalidArgumentError(absl::StrCat("chat message ", i, " has role '", m.role,
-                                                     "'; roles are system, user, assistant and tool"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("chat message ", i, " has role '", m.role, "'; roles are system, user, assistant and tool"));
     }
     if (m.role == "tool" && has_tool_format_) {
       return absl::UnimplementedError(absl::StrCat("chat message ", i, ": this ", std::string(family_name()),

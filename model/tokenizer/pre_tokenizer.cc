@@ -16,9 +16,8 @@ constexpr std::string_view kSpace =
 
 std::string WithExplicitSpace(std::string_view pattern) {
   const std::string space(kSpace);
-  return absl::StrReplaceAll(std::string(pattern), {{R"([^\s)", "[^" + space},
-                                                    {R"(\s)", "[" + space + "]"},
-                                                    {R"(\S)", "[^" + space + "]"}});
+  return absl::StrReplaceAll(std::string(pattern),
+                             {{R"([^\s)", "[^" + space}, {R"(\s)", "[" + space + "]"}, {R"(\S)", "[^" + space + "]"}});
 }
 
 // GPT-2's pattern, as in encoder.py and in the ByteLevel pre-tokenizer.
@@ -48,9 +47,9 @@ absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
   } else if (name == "default" || name == "gpt2") {
     patterns = {WithExplicitSpace(kGpt2Pattern)};
   } else {
-    return absl::UnimplementedError(absl::StrCat("byte-level BPE pre-tokenizer '", std::string(name),
-                                                 "' (tokenizer.ggml.pre) is not supported; supported: ",
-                                                 std::string(SupportedNames())));
+    return absl::UnimplementedError(
+        absl::StrCat("byte-level BPE pre-tokenizer '", std::string(name),
+                     "' (tokenizer.ggml.pre) is not supported; supported: ", std::string(SupportedNames())));
   }
   std::vector<RegexSplitter> stages;
   for (const std::string& pattern : patterns) {

@@ -25,8 +25,8 @@ void RegexSplitter::CodeDeleter::operator()(void* code) const { pcre2_code_free(
 absl::StatusOr<RegexSplitter> RegexSplitter::Create(std::string_view pattern) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &error, &offset, nullptr);
   if (code == nullptr) {
     return absl::InternalError(absl::StrCat("pre-tokenizer pattern does not compile at offset ", offset, ": ",
                                             Pcre2Message(error), " (pattern: ", std::string(pattern), ")"));

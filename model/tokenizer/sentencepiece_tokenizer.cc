@@ -96,8 +96,8 @@ std::vector<SentencePieceTokenizer::Symbol> SentencePieceTokenizer::Merge(std::s
   return symbols;
 }
 
-absl::Status SentencePieceTokenizer::Emit(std::string_view piece, const RevMerges& rev_merges,
-                                          size_t fragment_start, std::vector<TokenId>* out) const {
+absl::Status SentencePieceTokenizer::Emit(std::string_view piece, const RevMerges& rev_merges, size_t fragment_start,
+                                          std::vector<TokenId>* out) const {
   if (std::optional<TokenId> id = FindToken(piece)) {
     if (type(*id) == TokenType::kUnused) {
       if (auto it = rev_merges.find(piece); it != rev_merges.end()) {

@@ -16,9 +16,8 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocabulary& vocab) {
   }
   for (auto& candidates : by_first_byte_) {
     // Longest first; among equal texts the lowest id, so the choice is stable.
-    std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return a.text.size() > b.text.size();
-    });
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.text.size() > b.text.size(); });
   }
 }
 

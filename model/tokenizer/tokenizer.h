@@ -59,8 +59,7 @@ class Tokenizer {
   // The bytes of the text; not necessarily valid UTF-8 (a sequence may end
   // in the middle of a character). INVALID_ARGUMENT for an id outside
   // [0, vocab_size).
-  virtual absl::StatusOr<std::string> Decode(std::span<const TokenId> ids,
-                                             const DecodeOptions& options = {}) const = 0;
+  virtual absl::StatusOr<std::string> Decode(std::span<const TokenId> ids, const DecodeOptions& options = {}) const = 0;
 
   // Appends what token `id` adds to a decoded text, given `state`, and
   // updates `state`. Decode(ids) is exactly this over ids from a fresh state.

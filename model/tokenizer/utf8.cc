@@ -20,11 +20,16 @@ size_t LeadLength(uint8_t b) {
 // what rules out overlongs, surrogates and code points above U+10FFFF.
 bool FirstContinuationOk(uint8_t lead, uint8_t b) {
   switch (lead) {
-    case 0xE0: return b >= 0xA0 && b <= 0xBF;
-    case 0xED: return b >= 0x80 && b <= 0x9F;
-    case 0xF0: return b >= 0x90 && b <= 0xBF;
-    case 0xF4: return b >= 0x80 && b <= 0x8F;
-    default: return b >= 0x80 && b <= 0xBF;
+    case 0xE0:
+      return b >= 0xA0 && b <= 0xBF;
+    case 0xED:
+      return b >= 0x80 && b <= 0x9F;
+    case 0xF0:
+      return b >= 0x90 && b <= 0xBF;
+    case 0xF4:
+      return b >= 0x80 && b <= 0x8F;
+    default:
+      return b >= 0x80 && b <= 0xBF;
   }
 }
 
@@ -67,9 +72,15 @@ size_t DecodeUtf8(std::string_view text, size_t pos, char32_t* codepoint) {
   if (unit.kind != Utf8Unit::kValid) return 0;
   const auto* p = reinterpret_cast<const uint8_t*>(text.data() + pos);
   switch (unit.length) {
-    case 1: *codepoint = p[0]; break;
-    case 2: *codepoint = (char32_t{p[0] & 0x1Fu} << 6) | (p[1] & 0x3Fu); break;
-    case 3: *codepoint = (char32_t{p[0] & 0x0Fu} << 12) | (char32_t{p[1] & 0x3Fu} << 6) | (p[2] & 0x3Fu); break;
+    case 1:
+      *codepoint = p[0];
+      break;
+    case 2:
+      *codepoint = (char32_t{p[0] & 0x1Fu} << 6) | (p[1] & 0x3Fu);
+      break;
+    case 3:
+      *codepoint = (char32_t{p[0] & 0x0Fu} << 12) | (char32_t{p[1] & 0x3Fu} << 6) | (p[2] & 0x3Fu);
+      break;
     default:
       *codepoint = (char32_t{p[0] & 0x07u} << 18) | (char32_t{p[1] & 0x3Fu} << 12) | (char32_t{p[2] & 0x3Fu} << 6) |
                    (p[3] & 0x3Fu);

@@ -33,12 +33,12 @@ absl::Status VocabTokenizer::InitBase() {
   if (n == 0) return absl::InvalidArgumentError("vocabulary has no tokens");
   if (vocab_.token_types.empty()) vocab_.token_types.assign(n, TokenType::kNormal);
   if (static_cast<int32_t>(vocab_.token_types.size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat("vocabulary has ", vocab_.token_types.size(),
-                                                   " token types for ", n, " tokens"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("vocabulary has ", vocab_.token_types.size(), " token types for ", n, " tokens"));
   }
   if (!vocab_.scores.empty() && static_cast<int32_t>(vocab_.scores.size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat("vocabulary has ", vocab_.scores.size(), " scores for ", n,
-                                                   " tokens"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("vocabulary has ", vocab_.scores.size(), " scores for ", n, " tokens"));
   }
   RETURN_IF_ERROR(CheckOptionalId(vocab_.bos, "BOS", n));
   RETURN_IF_ERROR(CheckOptionalId(vocab_.eos, "EOS", n));
@@ -82,8 +82,7 @@ std::optional<TokenId> VocabTokenizer::FindToken(std::string_view text) const {
   return it->second;
 }
 
-absl::StatusOr<std::vector<TokenId>> VocabTokenizer::Encode(std::string_view text,
-                                                             const EncodeOptions& options) const {
+absl::StatusOr<std::vector<TokenId>> VocabTokenizer::Encode(std::string_view text, const EncodeOptions& options) const {
   RETURN_IF_ERROR(ValidateUtf8(text));
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 3 + 2);
@@ -114,8 +113,7 @@ absl::Status VocabTokenizer::AppendDecoded(TokenId id, const DecodeOptions& opti
   const size_t start = out->size();
   AppendPiece(id, out);
   // Only a text token's space can be the prefix SentencePiece added.
-  if (state->at_start && DropsSpacePrefix() && !IsSpecialTokenType(t) && out->size() > start &&
-      (*out)[start] == ' ') {
+  if (state->at_start && DropsSpacePrefix() && !IsSpecialTokenType(t) && out->size() > start && (*out)[start] == ' ') {
     out->erase(start, 1);
   }
   state->at_start = false;

@@ -48,8 +48,7 @@ class VocabTokenizer : public Tokenizer {
   // Appends the ids of `text`, a fragment that holds no special token.
   // `after_special` is true at the start of the input and right after a
   // special token (SentencePiece adds its space prefix there).
-  virtual absl::Status EncodeFragment(std::string_view text, bool after_special,
-                                      std::vector<TokenId>* out) const = 0;
+  virtual absl::Status EncodeFragment(std::string_view text, bool after_special, std::vector<TokenId>* out) const = 0;
   // Appends the bytes of the valid token `id`.
   virtual void AppendPiece(TokenId id, std::string* out) const = 0;
   // Whether decoding drops one leading space from the first decoded token

@@ -29,9 +29,24 @@ std::vector<TokenId> MustEncode(const Tokenizer& tok, std::string_view text, Enc
 
 // "▁" is U+2581, SentencePiece's visible space.
 Vocabulary HelloVocabulary() {
-  return SentencePieceVocabulary({{"▁", -1}, {"h", -2}, {"e", -2}, {"l", -2}, {"o", -2}, {"w", -2}, {"r", -2},
-                                  {"d", -2}, {"ll", -3}, {"▁h", -4}, {"▁he", -5}, {"▁hell", -6}, {"▁hello", -7},
-                                  {"or", -8}, {"▁w", -9}, {"▁wor", -10}, {"ld", -11}, {"▁world", -12}});
+  return SentencePieceVocabulary({{"▁", -1},
+                                  {"h", -2},
+                                  {"e", -2},
+                                  {"l", -2},
+                                  {"o", -2},
+                                  {"w", -2},
+                                  {"r", -2},
+                                  {"d", -2},
+                                  {"ll", -3},
+                                  {"▁h", -4},
+                                  {"▁he", -5},
+                                  {"▁hell", -6},
+                                  {"▁hello", -7},
+                                  {"or", -8},
+                                  {"▁w", -9},
+                                  {"▁wor", -10},
+                                  {"ld", -11},
+                                  {"▁world", -12}});
 }
 
 TEST(SentencePieceTest, SpacesBecomeMarksWithAPrefix) {
@@ -39,8 +54,7 @@ TEST(SentencePieceTest, SpacesBecomeMarksWithAPrefix) {
   auto tok = MustCreate(v);
   EXPECT_THAT(MustEncode(*tok, "hello world"), ElementsAre(Id(v, "▁hello"), Id(v, "▁world")));
   v.add_space_prefix = false;
-  EXPECT_THAT(MustEncode(*MustCreate(v), "hello"),
-              ElementsAre(Id(v, "h"), Id(v, "e"), Id(v, "ll"), Id(v, "o")));
+  EXPECT_THAT(MustEncode(*MustCreate(v), "hello"), ElementsAre(Id(v, "h"), Id(v, "e"), Id(v, "ll"), Id(v, "o")));
 }
 
 TEST(SentencePieceTest, HigherScoreMergesFirst) {

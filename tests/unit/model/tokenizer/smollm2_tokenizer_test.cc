@@ -73,14 +73,15 @@ TEST_F(SmolLm2TokenizerTest, ChatPromptEncodesToTheTurnTokens) {
   ASSERT_TRUE(prompt.ok()) << prompt.status();
   std::vector<TokenId> ids = Encode(*prompt);
   ASSERT_GE(ids.size(), 4u);
-  EXPECT_EQ(ids.front(), 1);  // <|im_start|> system ...
+  EXPECT_EQ(ids.front(), 1);                            // <|im_start|> system ...
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 3);  // system, user, assistant turns
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 2);
   EXPECT_EQ(*tok_->Decode(ids), *prompt);
 }
 
 TEST_F(SmolLm2TokenizerTest, StreamingEqualsDecode) {
-  const std::string text = "Emoji 👨‍👩‍👧‍👦 and 🏳️‍🌈, CJK 漢字, Thai สวัสดี, numbers 3.14159.";
+  const std::string text =
+      "Emoji 👨‍👩‍👧‍👦 and 🏳️‍🌈, CJK 漢字, Thai สวัสดี, numbers 3.14159.";
   std::vector<TokenId> ids = Encode(text);
   IncrementalDetokenizer detok(*tok_);
   std::string streamed;

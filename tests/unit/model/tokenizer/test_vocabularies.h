@@ -55,8 +55,7 @@ inline TokenId ByteId(uint8_t b) { return 3 + b; }
 
 // SentencePiece-style: 0 <unk>, 1 <s> (BOS), 2 </s> (EOS), then, when
 // `bytes`, <0x00>..<0xFF> (3..258), then `pieces` with their scores.
-inline Vocabulary SentencePieceVocabulary(const std::vector<std::pair<std::string, float>>& pieces,
-                                          bool bytes = true) {
+inline Vocabulary SentencePieceVocabulary(const std::vector<std::pair<std::string, float>>& pieces, bool bytes = true) {
   Vocabulary v;
   v.model = "llama";
   AddToken(v, "<unk>", TokenType::kUnknown);

@@ -24,8 +24,13 @@ TEST(Utf8Test, ClassifiesSequences) {
     size_t subpart;
   };
   for (const Case& c : {Case{"\x80", 1}, Case{"\xC0\x80", 1}, Case{"\xE0\x80\x80", 1}, Case{"\xED\xA0\x80", 1},
-                        Case{"\xF4\x90\x80\x80", 1}, Case{"\xF5", 1}, Case{"\xE2\x82" "A", 2},
-                        Case{"\xF0\x9F\x98" "A", 3}}) {
+                        Case{"\xF4\x90\x80\x80", 1}, Case{"\xF5", 1},
+                        Case{"\xE2\x82"
+                             "A",
+                             2},
+                        Case{"\xF0\x9F\x98"
+                             "A",
+                             3}}) {
     const Utf8Unit u = Scan(c.bytes);
     EXPECT_EQ(u.kind, Utf8Unit::kInvalid) << ::testing::PrintToString(c.bytes);
     EXPECT_EQ(u.length, c.subpart) << ::testing::PrintToString(c.bytes);
