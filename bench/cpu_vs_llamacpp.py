@@ -42,7 +42,8 @@ _TEXT = (
 
 def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens):
     cmd = [binary, "bench-model", "--model", model, "--threads", str(threads),
-           "--prompt-tokens", str(prompt_tokens), "--gen-tokens", str(gen_tokens)]
+           "--prompt-tokens", str(prompt_tokens), "--gen-tokens", str(gen_tokens),
+           "--repeats", "1"]  # the median is taken here, over separate runs
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stderr[-1000:]}")

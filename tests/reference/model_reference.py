@@ -161,7 +161,8 @@ class Kvfleet:
     def generate(self, ids, n):
         out = self._run(["generate", "--model", self.model, "--prompt-token-ids",
                          ",".join(map(str, ids)), "--max-tokens", str(n),
-                         "--temperature", "0", "--ignore-eos", "--output", "ids"],
+                         "--temperature", "0", "--ignore-eos", "--output", "ids",
+                         "--threads", str(self.threads)],
                         "kvfleet generate")
         lines = [l.strip() for l in out.splitlines() if l.strip()]
         try:
@@ -293,7 +294,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="tiny-model seed and prompt seed")
     ap.add_argument("--prompts", type=int, default=8, help="number of random prompts (tiny model)")
     ap.add_argument("--gen-tokens", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=1, help="kvfleet logits --threads")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="kvfleet --threads (kvfleet runs beside the numpy reference)")
     ap.add_argument("--precision", choices=("mixed", "float64", "float32"), default="mixed",
                     help="reference compute dtype: mixed = float64 for the prompt pass (whose "
                          "logits are compared) and float32 for greedy decode steps")
