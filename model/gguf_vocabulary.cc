@@ -82,6 +82,9 @@ absl::StatusOr<Vocabulary> ReadGgufVocabulary(const GgufFile& file) {
   RETURN_IF_ERROR(ReadOptionalId(file, "tokenizer.ggml.eot_token_id", size, v.eot));
   RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_bos_token", v.add_bos));
   RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_eos_token", v.add_eos));
+  // SentencePiece vocabularies add a leading space unless told otherwise;
+  // many Llama 2 GGUFs omit the key (llama.cpp defaults it the same way).
+  v.add_space_prefix = v.model == "llama";
   RETURN_IF_ERROR(ReadOptionalBool(file, "tokenizer.ggml.add_space_prefix", v.add_space_prefix));
   if (file.Has("tokenizer.chat_template")) {
     ASSIGN_OR_RETURN(v.chat_template, file.GetString("tokenizer.chat_template"));

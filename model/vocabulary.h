@@ -5,7 +5,7 @@
 // tokenizer.json.
 //
 //   ASSIGN_OR_RETURN(Vocabulary vocab, ReadGgufVocabulary(gguf));
-//   ASSIGN_OR_RETURN(auto tok, Tokenizer::Create(vocab));
+//   ASSIGN_OR_RETURN(auto tok, CreateTokenizer(vocab));
 #pragma once
 
 #include <cstdint>

@@ -73,8 +73,9 @@ absl::StatusOr<std::vector<model::TokenId>> BuildPrompt(const Flags& f, const mo
   if (f.Has("system")) messages.push_back({.role = "system", .content = f.GetString("system", "")});
   messages.push_back({.role = "user", .content = f.GetString("chat", "")});
   ASSIGN_OR_RETURN(std::string text, tmpl.Apply(messages, /*add_generation_prompt=*/true));
-  // The template's own markers are control tokens; parse them as such.
-  return tok.Encode(text, {.add_special = true, .parse_special = true});
+  // The template's own markers are control tokens; parse them as such. A
+  // template that writes the BOS text itself must not get a second BOS.
+  return tok.Encode(text, {.add_special = !tmpl.renders_bos(), .parse_special = true});
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ absl::StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args, const s
                                    const std::set<std::string>& switches) {
   Flags flags;
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
+    absl::string_view arg = args[i];
     if (!absl::ConsumePrefix(&arg, "--")) {
       return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args[i], "' (flags start with --)"));
     }
@@ -76,7 +76,7 @@ absl::StatusOr<std::vector<model::TokenId>> Flags::GetTokenIds(const std::string
   std::vector<model::TokenId> ids;
   auto it = values_.find(name);
   if (it == values_.end()) return ids;
-  for (std::string_view part : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
+  for (absl::string_view part : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
     int32_t id;
     if (!absl::SimpleAtoi(part, &id)) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", part, "' is not a token id"));
