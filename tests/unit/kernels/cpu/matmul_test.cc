@@ -2,20 +2,15 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 #include <vector>
 
 #include "kernels/cpu/quantize.h"
+#include "tests/testing/random_data.h"
 
 namespace kvfleet::kernels {
 namespace {
 
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(static_cast<int32_t>(gen() % 2001) - 1000) / 1000.0f;
-  return v;
-}
+using ::kvfleet::testing::RandomFloats;
 
 struct Case {
   int64_t n, k, m;
@@ -26,12 +21,12 @@ class MatMulTest : public ::testing::TestWithParam<DType> {};
 TEST_P(MatMulTest, EqualsReferenceBitForBitAndIsBatchInvariant) {
   const DType t = GetParam();
   for (Case c : {Case{7, 64, 1}, Case{33, 96, 5}, Case{64, 576, 9}}) {
-    const std::vector<float> wf = Random(c.n * c.k, 1);
+    const std::vector<float> wf = RandomFloats(c.n * c.k, 1, 1.0f);
     std::vector<uint8_t> w(RowBytes(t, c.n * c.k));
     for (int64_t r = 0; r < c.n; ++r) {
       QuantizeRow(t, wf.data() + r * c.k, w.data() + r * RowBytes(t, c.k), c.k);
     }
-    const std::vector<float> x = Random(c.m * c.k, 2);
+    const std::vector<float> x = RandomFloats(c.m * c.k, 2, 1.0f);
     std::vector<float> y(c.m * c.n);
     for (int threads : {1, 3}) {
       ThreadPool pool(threads);

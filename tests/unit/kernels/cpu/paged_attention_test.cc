@@ -3,22 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "kernels/cpu/float16.h"
+#include "tests/testing/random_data.h"
 
 namespace kvfleet::kernels {
 namespace {
 
-constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 16, kBlock = 4, kBlocks = 32;
+using ::kvfleet::testing::RandomFloats;
 
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(static_cast<int32_t>(gen() % 2001) - 1000) / 500.0f;
-  return v;
-}
+constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 16, kBlock = 4, kBlocks = 32;
 
 struct Cache {
   KvCacheLayout layout{kBlocks, kKvHeads, kBlock, kDim};
@@ -38,17 +33,23 @@ std::vector<float> Attend(Cache& cache, const std::vector<int32_t>& table, const
   TokenPlacement last{positions.data() + (len - queries), seq.data(), tables};
   std::vector<float> out(queries * kHeads * kDim);
   ThreadPool pool(2);
-  PagedAttention({.layout = cache.layout, .where = last, .num_tokens = queries, .num_heads = kHeads,
-                  .scale = 0.25f, .q = q.data() + (len - queries) * kHeads * kDim, .k_cache = cache.k.data(),
-                  .v_cache = cache.v.data(), .out = out.data()},
+  PagedAttention({.layout = cache.layout,
+                  .where = last,
+                  .num_tokens = queries,
+                  .num_heads = kHeads,
+                  .scale = 0.25f,
+                  .q = q.data() + (len - queries) * kHeads * kDim,
+                  .k_cache = cache.k.data(),
+                  .v_cache = cache.v.data(),
+                  .out = out.data()},
                  pool);
   return out;
 }
 
 TEST(PagedAttentionTest, MatchesNaiveCausalAttentionInDouble) {
   const int64_t len = 13;
-  const auto k = Random(len * kKvHeads * kDim, 1), v = Random(len * kKvHeads * kDim, 2);
-  const auto q = Random(len * kHeads * kDim, 3);
+  const auto k = RandomFloats(len * kKvHeads * kDim, 1, 2.0f), v = RandomFloats(len * kKvHeads * kDim, 2, 2.0f);
+  const auto q = RandomFloats(len * kHeads * kDim, 3, 2.0f);
   Cache cache;
   const std::vector<int32_t> table = {5, 0, 9, 2};
   const auto out = Attend(cache, table, k, v, q, len, len);
@@ -77,8 +78,8 @@ TEST(PagedAttentionTest, MatchesNaiveCausalAttentionInDouble) {
 
 TEST(PagedAttentionTest, IndependentOfBlockPlacementAndOfBatching) {
   const int64_t len = 11;
-  const auto k = Random(len * kKvHeads * kDim, 4), v = Random(len * kKvHeads * kDim, 5);
-  const auto q = Random(len * kHeads * kDim, 6);
+  const auto k = RandomFloats(len * kKvHeads * kDim, 4, 2.0f), v = RandomFloats(len * kKvHeads * kDim, 5, 2.0f);
+  const auto q = RandomFloats(len * kHeads * kDim, 6, 2.0f);
   Cache a, b;
   const auto all = Attend(a, {0, 1, 2}, k, v, q, len, len);
   const auto last_only = Attend(b, {30, 7, 19}, k, v, q, len, 1);

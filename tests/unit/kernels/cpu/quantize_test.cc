@@ -3,38 +3,39 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "kernels/cpu/float16.h"
 #include "kernels/cpu/quant_blocks.h"
+#include "tests/testing/random_data.h"
 
 namespace kvfleet::kernels {
 namespace {
 
-std::vector<float> RandomRow(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(static_cast<int32_t>(gen() % 20001) - 10000) / 5000.0f;
-  return v;
-}
+using ::kvfleet::testing::RandomFloats;
 
 // Worst-case rounding error of one element, relative to the block's range.
 float Tolerance(DType t, float block_range) {
   switch (t) {
-    case DType::kF32: return 0.0f;
-    case DType::kF16: return block_range * 1e-3f;
-    case DType::kBF16: return block_range * 8e-3f;
-    case DType::kQ8_0: return block_range / 127.0f;
-    case DType::kQ4_0: return block_range / 8.0f;
-    case DType::kQ4_1: return block_range / 15.0f;
+    case DType::kF32:
+      return 0.0f;
+    case DType::kF16:
+      return block_range * 1e-3f;
+    case DType::kBF16:
+      return block_range * 8e-3f;
+    case DType::kQ8_0:
+      return block_range / 127.0f;
+    case DType::kQ4_0:
+      return block_range / 8.0f;
+    case DType::kQ4_1:
+      return block_range / 15.0f;
   }
   return 0;
 }
 
 TEST(QuantizeTest, RoundTripErrorIsWithinTheFormatsResolution) {
   const int64_t n = 256;
-  const std::vector<float> src = RandomRow(n, 1);
+  const std::vector<float> src = RandomFloats(n, 1, 2.0f);
   for (DType t : kAllDTypes) {
     std::vector<uint8_t> q(RowBytes(t, n));
     std::vector<float> back(n);

@@ -12,20 +12,10 @@ namespace {
 using ::kvfleet::model::testing::ByteId;
 using ::kvfleet::model::testing::ByteLevelVocabulary;
 using ::kvfleet::model::testing::Id;
+using ::kvfleet::model::testing::MustCreate;
+using ::kvfleet::model::testing::MustEncode;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::unique_ptr<Tokenizer> MustCreate(const Vocabulary& v) {
-  auto tok = CreateTokenizer(v);
-  EXPECT_TRUE(tok.ok()) << tok.status();
-  return tok.ok() ? std::move(*tok) : nullptr;
-}
-
-std::vector<TokenId> MustEncode(const Tokenizer& tok, std::string_view text, EncodeOptions options = {}) {
-  auto ids = tok.Encode(text, options);
-  EXPECT_TRUE(ids.ok()) << ids.status();
-  return ids.ok() ? *ids : std::vector<TokenId>{};
-}
 
 // Ranked so that "hello" builds through "ll", "ell", "hell" and " the"
 // through "Ġt", "he".

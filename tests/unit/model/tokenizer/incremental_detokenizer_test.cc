@@ -14,15 +14,11 @@ namespace {
 using ::kvfleet::model::testing::ByteId;
 using ::kvfleet::model::testing::ByteLevelVocabulary;
 using ::kvfleet::model::testing::Id;
+using ::kvfleet::model::testing::MustCreate;
+using ::kvfleet::model::testing::MustEncode;
 using ::kvfleet::model::testing::SentencePieceVocabulary;
 
 constexpr std::string_view kFffd = "\xEF\xBF\xBD";
-
-std::unique_ptr<Tokenizer> MustCreate(const Vocabulary& v) {
-  auto tok = CreateTokenizer(v);
-  EXPECT_TRUE(tok.ok()) << tok.status();
-  return std::move(*tok);
-}
 
 // Pushes every id, checking that no delta carries a broken character.
 std::vector<std::string> PushAll(IncrementalDetokenizer& detok, const std::vector<TokenId>& ids) {

@@ -11,21 +11,11 @@ namespace {
 
 using ::kvfleet::model::testing::AddToken;
 using ::kvfleet::model::testing::Id;
+using ::kvfleet::model::testing::MustCreate;
+using ::kvfleet::model::testing::MustEncode;
 using ::kvfleet::model::testing::SentencePieceVocabulary;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::unique_ptr<Tokenizer> MustCreate(const Vocabulary& v) {
-  auto tok = CreateTokenizer(v);
-  EXPECT_TRUE(tok.ok()) << tok.status();
-  return tok.ok() ? std::move(*tok) : nullptr;
-}
-
-std::vector<TokenId> MustEncode(const Tokenizer& tok, std::string_view text, EncodeOptions options = {}) {
-  auto ids = tok.Encode(text, options);
-  EXPECT_TRUE(ids.ok()) << ids.status();
-  return ids.ok() ? *ids : std::vector<TokenId>{};
-}
 
 // "▁" is U+2581, SentencePiece's visible space.
 Vocabulary HelloVocabulary() {

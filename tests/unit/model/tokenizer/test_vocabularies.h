@@ -5,6 +5,7 @@
 //   TokenId the = Id(v, "Ġthe");
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "model/tokenizer/byte_level.h"
+#include "model/tokenizer/tokenizer.h"
 #include "model/vocabulary.h"
 
 namespace kvfleet::model::testing {
@@ -71,6 +73,20 @@ inline Vocabulary SentencePieceVocabulary(const std::vector<std::pair<std::strin
   v.eos = 2;
   v.add_space_prefix = true;
   return v;
+}
+
+// Creates a tokenizer or fails the test.
+inline std::unique_ptr<Tokenizer> MustCreate(const Vocabulary& v) {
+  auto tok = CreateTokenizer(v);
+  EXPECT_TRUE(tok.ok()) << tok.status();
+  return tok.ok() ? std::move(*tok) : nullptr;
+}
+
+// Encodes or fails the test.
+inline std::vector<TokenId> MustEncode(const Tokenizer& tok, std::string_view text, EncodeOptions options = {}) {
+  auto ids = tok.Encode(text, options);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  return ids.ok() ? *ids : std::vector<TokenId>{};
 }
 
 }  // namespace kvfleet::model::testing
