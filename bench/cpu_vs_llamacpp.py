@@ -57,10 +57,11 @@ def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens):
 
 class LlamaCpp:
     def __init__(self, model, threads, prompt_tokens, gen_tokens):
+        import llama_cpp
         import numpy as np
         from llama_cpp import Llama
 
-        self.np = np
+        self.np, self.lib = np, llama_cpp
         n_ctx = prompt_tokens + gen_tokens + 16
         self.llm = Llama(model_path=model, n_ctx=n_ctx, n_batch=max(prompt_tokens, 32),
                          n_ubatch=max(prompt_tokens, 32), n_threads=threads,
@@ -72,6 +73,7 @@ class LlamaCpp:
             ids = self.llm.tokenize(text.encode(), add_bos=False, special=False)
         self.prompt = ids[:prompt_tokens]
         self.gen_tokens = gen_tokens
+        self.n_vocab = self.llm.n_vocab()
 
     def once(self):
         llm, np = self.llm, self.np
@@ -80,7 +82,9 @@ class LlamaCpp:
         llm.eval(self.prompt)
         t1 = time.perf_counter()
         for _ in range(self.gen_tokens):
-            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            # Llama.eval keeps no logits unless logits_all; read the last row.
+            last = self.lib.llama_get_logits_ith(llm.ctx, -1)
+            tok = int(np.argmax(np.ctypeslib.as_array(last, shape=(self.n_vocab,))))
             llm.eval([tok])
         t2 = time.perf_counter()
         return len(self.prompt) / (t1 - t0), self.gen_tokens / (t2 - t1)
