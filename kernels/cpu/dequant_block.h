@@ -77,8 +77,9 @@ inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
       return {_mm256_mul_ps(_mm256_sub_ps(q0, eight), d), _mm256_mul_ps(_mm256_sub_ps(q1, eight), d),
               _mm256_mul_ps(_mm256_sub_ps(q2, eight), d), _mm256_mul_ps(_mm256_sub_ps(q3, eight), d)};
     } else {
-      return {_mm256_add_ps(_mm256_mul_ps(q0, d), m), _mm256_add_ps(_mm256_mul_ps(q1, d), m),
-              _mm256_add_ps(_mm256_mul_ps(q2, d), m), _mm256_add_ps(_mm256_mul_ps(q3, d), m)};
+      // q · d + m with one rounding (fused): one instruction fewer per 8 values.
+      return {_mm256_fmadd_ps(q0, d, m), _mm256_fmadd_ps(q1, d, m), _mm256_fmadd_ps(q2, d, m),
+              _mm256_fmadd_ps(q3, d, m)};
     }
   }
 }

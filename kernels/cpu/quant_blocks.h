@@ -20,7 +20,7 @@ struct BlockQ4_0 {
 struct BlockQ4_1 {
   uint16_t d;          // f16 scale
   uint16_t m;          // f16 minimum
-  uint8_t qs[16];      // nibbles as in Q4_0; value = q · d + m
+  uint8_t qs[16];      // nibbles as in Q4_0; value = q · d + m (computed as one fused multiply-add)
 };
 #pragma pack(pop)
 

@@ -136,6 +136,7 @@ absl::Status RunGenerate(const Args& args) {
   } else {
     std::printf("%s\n", absl::StrJoin(result.tokens, ",").c_str());
   }
+  std::fflush(stdout);  // the text before the summary on a shared terminal
   const double decode_rate =
       result.tokens.size() > 1 ? (result.tokens.size() - 1) / std::max(result.decode_seconds, 1e-9) : 0.0;
   std::fprintf(stderr, "[%zu prompt tokens, %zu generated, finish: %s, seed %llu; prefill %.1f tok/s, decode %.1f tok/s]\n",
