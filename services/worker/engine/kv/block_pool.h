@@ -1,0 +1,85 @@
+// The pool of physical KV blocks: reference counts, the free list and the
+// prefix cache (content hash → block). Blocks are integer ids; the executor
+// holds their contents, this class only decides who uses which.
+//
+// A block is in exactly one of three states:
+//   in use  — reference count > 0 (held by one or more requests);
+//   cached  — count 0, holds a hash: its contents are reusable until evicted;
+//   empty   — count 0, no hash.
+// Cached and empty blocks sit in one free list in least-recently-released
+// order. Allocate() takes the head (evicting its hash, if any); a cache hit
+// on a cached block unlinks it from the middle in O(1). Every operation is
+// O(1) except Clear().
+//
+// "No free block" is an expected outcome (Allocate returns nullopt), which
+// the scheduler answers with preemption, not an error.
+//
+// Thread-safety: none; the engine thread owns the pool.
+//
+//   BlockPool pool(1024, &listener);
+//   std::optional<BlockId> b = pool.Allocate();
+//   pool.Commit(*b, hash, parent);   // the block is full: publish it
+//   pool.Release(*b);                // now cached; reusable by hash
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/block_hash.h"
+#include "common/ids.h"
+#include "services/worker/engine/kv/kv_event_listener.h"
+
+namespace kvfleet::engine {
+
+struct BlockPoolStats {
+  int32_t total = 0;
+  int32_t used = 0;    // reference count > 0
+  int32_t cached = 0;  // count 0 with a hash
+  int32_t empty = 0;   // count 0 without a hash
+  int32_t free() const { return cached + empty; }
+};
+
+class BlockPool {
+ public:
+  // listener may be null; it must outlive the pool.
+  BlockPool(int32_t num_blocks, KvEventListener* listener);
+
+  int32_t num_blocks() const;
+  // Blocks Allocate() can hand out right now (cached ones included).
+  int32_t num_free() const;
+
+  // Takes the least recently released free block with one reference. A
+  // cached block loses its hash first (OnBlockRemoved). nullopt when none.
+  std::optional<BlockId> Allocate();
+
+  // The block cached under `hash`, with one more reference (unlinked from the
+  // free list if it had none). nullopt on a miss. Moves nothing on a miss.
+  std::optional<BlockId> AcquireCached(const BlockHash& hash);
+
+  // Read-only cache probe: would AcquireCached hit?
+  bool IsCached(const BlockHash& hash) const;
+
+  void Retain(BlockId block);
+  // At count 0 the block goes to the tail of the free list, keeping its hash.
+  void Release(BlockId block);
+
+  // The block (in use) is full: cache it under `hash` (OnBlockStored). If
+  // another block already holds that hash, this one stays unhashed — the
+  // first copy keeps serving hits.
+  void Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent);
+
+  // Drops every cached hash (OnAllCleared). No block may be in use (CHECK).
+  void Clear();
+
+  int32_t ref_count(BlockId block) const;
+  std::optional<BlockHash> hash_of(BlockId block) const;
+  BlockPoolStats Stats() const;
+
+ private:
+  // ... (implementation: per-block ref counts, hashes, an intrusive doubly
+  // linked free list over block ids, and the hash → block map)
+};
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,27 @@
+// Hooks through which the block pool reports which KV blocks it holds, for
+// the cachemanager (the worker's gRPC layer turns them into KV events). No
+// transport here: the engine only calls an interface.
+//
+// Calls come from the engine thread, in the order the pool changes.
+#pragma once
+
+#include <optional>
+#include <span>
+
+#include "common/block_hash.h"
+
+namespace kvfleet::engine {
+
+class KvEventListener {
+ public:
+  virtual ~KvEventListener() = default;
+  // A full block's KV is now cached under `hash`; `parent` is the hash of the
+  // block before it in its sequence (none for a sequence's first block).
+  virtual void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) = 0;
+  // The block cached under `hash` was evicted; its contents are gone.
+  virtual void OnBlockRemoved(const BlockHash& hash) = 0;
+  // Every cached block was dropped at once.
+  virtual void OnAllCleared() = 0;
+};
+
+}  // namespace kvfleet::engine
