@@ -1,0 +1,103 @@
+#include "common/block_hash.h"
+
+#include <openssl/sha.h>
+
+#include <array>
+#include <string>
+
+#include "common/check.h"
+
+// The exact bytes hashed. Router, worker and cachemanager must agree on them
+// bit for bit, so they are pinned here and by a known-answer test
+// (tests/unit/common/block_hash_test.cc). All integers are little-endian;
+// `u64(x)` is 8 bytes, `i32(x)` is 4 bytes (two's complement).
+//
+//   root  = SHA-256( "kvfleet-root" 0x00
+//                    ‖ u64(len(model_id))   ‖ model_id bytes
+//                    ‖ u64(len(cache_salt)) ‖ cache_salt bytes )
+//   chain = SHA-256( u64(parent.hi) ‖ u64(parent.lo)
+//                    ‖ u64(number of tokens) ‖ i32(token) for each token
+//                    ‖ u64(len(extra)) ‖ extra bytes )
+//
+// Every variable-length field is length-prefixed, so no two different inputs
+// encode to the same bytes ("ab"+"c" vs "a"+"bc"). The root's tag keeps a root
+// input from ever looking like a chain input. Of the 32-byte digest the first
+// 16 bytes are kept: bytes 0..7 read big-endian are `hi`, bytes 8..15 are
+// `lo`, so ToHex() equals the first 32 hex digits of the SHA-256 hex digest.
+
+namespace kvfleet {
+namespace {
+
+void AppendU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void AppendI32(std::string& out, int32_t v) {
+  const auto u = static_cast<uint32_t>(v);
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+}
+
+void AppendBytes(std::string& out, std::string_view bytes) {
+  AppendU64(out, bytes.size());
+  out.append(bytes.data(), bytes.size());
+}
+
+BlockHash Digest(const std::string& input) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> md{};
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), md.data());
+  BlockHash h;
+  for (int i = 0; i < 8; ++i) {
+    h.hi = (h.hi << 8) | md[i];
+    h.lo = (h.lo << 8) | md[8 + i];
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string BlockHash::ToHex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    out[15 - i] = kDigits[(hi >> (4 * i)) & 0xf];
+    out[31 - i] = kDigits[(lo >> (4 * i)) & 0xf];
+  }
+  return out;
+}
+
+BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt) {
+  static constexpr std::string_view kTag("kvfleet-root\0", 13);
+  std::string input;
+  input.reserve(kTag.size() + 16 + model_id.size() + cache_salt.size());
+  input.append(kTag.data(), kTag.size());
+  AppendBytes(input, model_id);
+  AppendBytes(input, cache_salt);
+  return Digest(input);
+}
+
+BlockHash ChainBlockHash(const BlockHash& parent, std::span<const int32_t> tokens, std::string_view extra) {
+  std::string input;
+  input.reserve(32 + 4 * tokens.size() + extra.size());
+  AppendU64(input, parent.hi);
+  AppendU64(input, parent.lo);
+  AppendU64(input, tokens.size());
+  for (int32_t t : tokens) AppendI32(input, t);
+  AppendBytes(input, extra);
+  return Digest(input);
+}
+
+std::vector<BlockHash> HashFullBlocks(const BlockHash& root, std::span<const int32_t> tokens, int64_t block_size) {
+  CHECK_GT(block_size, 0) << "block_size " << block_size;
+  const auto n = static_cast<int64_t>(tokens.size()) / block_size;
+  std::vector<BlockHash> hashes;
+  hashes.reserve(static_cast<size_t>(n));
+  BlockHash parent = root;
+  for (int64_t i = 0; i < n; ++i) {
+    parent =
+        ChainBlockHash(parent, tokens.subspan(static_cast<size_t>(i * block_size), static_cast<size_t>(block_size)));
+    hashes.push_back(parent);
+  }
+  return hashes;
+}
+
+}  // namespace kvfleet
