@@ -61,13 +61,17 @@ class BlockPool {
   // Read-only cache probe: would AcquireCached hit?
   bool IsCached(const BlockHash& hash) const;
 
+  // One more reference to a block in use (CHECK: count > 0); free blocks
+  // are taken only through Allocate() or AcquireCached().
   void Retain(BlockId block);
   // At count 0 the block goes to the tail of the free list, keeping its hash.
+  // CHECK: count > 0.
   void Release(BlockId block);
 
   // The block (in use) is full: cache it under `hash` (OnBlockStored). If
   // another block already holds that hash, this one stays unhashed — the
-  // first copy keeps serving hits.
+  // first copy keeps serving hits. Committing a block again under the hash it
+  // already holds does nothing; under another hash is a bug (CHECK).
   void Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent);
 
   // Drops every cached hash (OnAllCleared). No block may be in use (CHECK).
@@ -78,8 +82,28 @@ class BlockPool {
   BlockPoolStats Stats() const;
 
  private:
-  // ... (implementation: per-block ref counts, hashes, an intrusive doubly
-  // linked free list over block ids, and the hash → block map)
+  static constexpr int32_t kNone = -1;
+
+  void CheckId(BlockId block) const;
+  // The intrusive free list: O(1) push at the tail and unlink anywhere.
+  void PushTail(int32_t b);
+  void Unlink(int32_t b);
+  // Takes a free block (already unlinked) into use with one reference.
+  void TakeIntoUse(int32_t b);
+
+  KvEventListener* listener_;
+  std::vector<int32_t> ref_counts_;
+  std::vector<std::optional<BlockHash>> hashes_;
+  // Free-list links by block id; kNone ends the list. Meaningful only for
+  // blocks with reference count 0 (exactly the blocks on the list).
+  std::vector<int32_t> prev_;
+  std::vector<int32_t> next_;
+  int32_t head_ = kNone;  // least recently released: evicted first
+  int32_t tail_ = kNone;  // most recently released
+  absl::flat_hash_map<BlockHash, BlockId> cache_;
+  // Counters that keep Stats() O(1).
+  int32_t num_free_ = 0;         // blocks on the free list
+  int32_t num_free_cached_ = 0;  // blocks on the free list holding a hash
 };
 
 }  // namespace kvfleet::engine
