@@ -1,8 +1,6 @@
 // Why a generation ended. Shared by the engine, the worker API and metrics.
 #pragma once
 
-
-
 namespace kvfleet::engine {
 
 enum class FinishReason {
@@ -14,10 +12,14 @@ enum class FinishReason {
 
 constexpr const char* FinishReasonName(FinishReason r) {
   switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "?";
 }

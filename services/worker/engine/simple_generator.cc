@@ -62,11 +62,11 @@ absl::StatusOr<GenerateResult> SimpleGenerator::Generate(const GenerateRequest& 
   for (int64_t pos = 0; pos < static_cast<int64_t>(r.prompt.size()); pos += chunk) {
     const int64_t n = std::min<int64_t>(chunk, static_cast<int64_t>(r.prompt.size()) - pos);
     ForwardBatch batch;
-    batch.chunks.push_back({.tokens = std::span(r.prompt).subspan(pos, n),
-                            .start_position = static_cast<int32_t>(pos),
-                            .block_table = table,
-                            .logits = pos + n == static_cast<int64_t>(r.prompt.size()) ? LogitsWanted::kLast
-                                                                                      : LogitsWanted::kNone});
+    batch.chunks.push_back(
+        {.tokens = std::span(r.prompt).subspan(pos, n),
+         .start_position = static_cast<int32_t>(pos),
+         .block_table = table,
+         .logits = pos + n == static_cast<int64_t>(r.prompt.size()) ? LogitsWanted::kLast : LogitsWanted::kNone});
     ASSIGN_OR_RETURN(ForwardOutput out, executor_.Forward(batch));
     if (!out.logits.empty()) last_logits = std::move(out.logits);
   }
@@ -82,8 +82,7 @@ absl::StatusOr<GenerateResult> SimpleGenerator::Generate(const GenerateRequest& 
     on_token(next);
     const bool is_stop = std::find(r.stopping.stop_token_ids.begin(), r.stopping.stop_token_ids.end(), next) !=
                              r.stopping.stop_token_ids.end() ||
-                         (!r.stopping.ignore_eos && std::find(r.end_of_turn_tokens.begin(),
-                                                              r.end_of_turn_tokens.end(),
+                         (!r.stopping.ignore_eos && std::find(r.end_of_turn_tokens.begin(), r.end_of_turn_tokens.end(),
                                                               next) != r.end_of_turn_tokens.end());
     if (is_stop) {
       result.finish_reason = FinishReason::kStop;

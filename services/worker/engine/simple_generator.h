@@ -33,7 +33,7 @@ struct GenerateRequest {
 struct GenerateResult {
   std::vector<model::TokenId> tokens;
   FinishReason finish_reason = FinishReason::kLength;
-  uint64_t seed = 0;          // the seed used (drawn when the request had none)
+  uint64_t seed = 0;  // the seed used (drawn when the request had none)
   double prefill_seconds = 0;
   double decode_seconds = 0;  // from the first token to the last
 };

@@ -32,7 +32,8 @@ class SimpleGeneratorTest : public ::testing::Test {
 };
 
 TEST_F(SimpleGeneratorTest, GreedyIsDeterministicAndChunkingDoesNotChangeIt) {
-  GenerateRequest r{.prompt = {10, 20, 30, 40, 50, 60, 70}, .sampling = {.temperature = 0.0f},
+  GenerateRequest r{.prompt = {10, 20, 30, 40, 50, 60, 70},
+                    .sampling = {.temperature = 0.0f},
                     .stopping = {.max_tokens = 16, .ignore_eos = true}};
   const auto whole = Run(r);
   EXPECT_EQ(whole.tokens.size(), 16u);
@@ -42,7 +43,8 @@ TEST_F(SimpleGeneratorTest, GreedyIsDeterministicAndChunkingDoesNotChangeIt) {
 }
 
 TEST_F(SimpleGeneratorTest, SeededSamplingReproducesAndSeedsDiffer) {
-  GenerateRequest r{.prompt = {5, 6, 7}, .sampling = {.temperature = 1.0f, .seed = 99},
+  GenerateRequest r{.prompt = {5, 6, 7},
+                    .sampling = {.temperature = 1.0f, .seed = 99},
                     .stopping = {.max_tokens = 24, .ignore_eos = true}};
   const auto a = Run(r);
   EXPECT_EQ(Run(r).tokens, a.tokens);
@@ -52,8 +54,8 @@ TEST_F(SimpleGeneratorTest, SeededSamplingReproducesAndSeedsDiffer) {
 }
 
 TEST_F(SimpleGeneratorTest, StopsAtStopTokenAndIncludesIt) {
-  GenerateRequest r{.prompt = {5, 6, 7}, .sampling = {.temperature = 0.0f},
-                    .stopping = {.max_tokens = 16, .ignore_eos = true}};
+  GenerateRequest r{
+      .prompt = {5, 6, 7}, .sampling = {.temperature = 0.0f}, .stopping = {.max_tokens = 16, .ignore_eos = true}};
   const auto free_run = Run(r);
   r.stopping.stop_token_ids = {free_run.tokens[3]};
   const auto stopped = Run(r);

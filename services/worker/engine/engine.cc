@@ -1,0 +1,240 @@
+#include "services/worker/engine/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::engine {
+
+absl::Status EngineOptions::Validate() const { return scheduler.Validate(); }
+
+Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener)
+    : executor_(executor),
+      options_(options),
+      pool_(static_cast<int32_t>(executor.info().num_blocks), listener),
+      kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
+      scheduler_(options.scheduler, kv_) {
+  CHECK(options.Validate().ok()) << options.Validate();
+  PublishStats();
+}
+
+Engine::~Engine() { Stop(); }
+
+absl::Status Engine::Validate(const EngineRequest& r) const {
+  const ExecutorInfo& info = executor_.info();
+  if (r.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty; send at least one token");
+  RETURN_IF_ERROR(r.sampling.Validate());
+  RETURN_IF_ERROR(r.stopping.Validate(info.vocab_size));
+  for (model::TokenId t : r.prompt) {
+    if (t < 0 || t >= info.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt token id ", t, " is outside the vocabulary [0, ", info.vocab_size, ")"));
+    }
+  }
+  const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stopping.max_tokens;
+  if (total > info.context_length) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", r.prompt.size(), " tokens and max_tokens is ",
+                                                   r.stopping.max_tokens, ": ", total,
+                                                   " exceeds the model's context length of ", info.context_length,
+                                                   " tokens; shorten the prompt or lower max_tokens"));
+  }
+  if (kv_.BlocksFor(total) > pool_.num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens = ", total, " tokens needs ",
+                                                   kv_.BlocksFor(total), " KV blocks but the whole cache has ",
+                                                   pool_.num_blocks(), "; lower max_tokens"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
+  CHECK(sink != nullptr);
+  RETURN_IF_ERROR(Validate(request));
+  const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!active_ids_.insert(request.id).second) {
+      return absl::AlreadyExistsError(absl::StrCat("request id ", request.id.value(), " is already in flight"));
+    }
+    inbox_.submitted.push_back(std::make_unique<Request>(std::move(request), seed, 0, sink));
+  }
+  wake_.notify_one();
+  return absl::OkStatus();
+}
+
+void Engine::Cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.cancelled.push_back(id);
+  }
+  wake_.notify_one();
+}
+
+bool Engine::HasWork() const {
+  if (!requests_.empty()) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return !inbox_.submitted.empty() || !inbox_.cancelled.empty();
+}
+
+void Engine::DrainInbox() {
+  Inbox inbox;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::swap(inbox, inbox_);
+  }
+  for (auto& req : inbox.submitted) {
+    req->arrival = next_arrival_++;
+    Request* raw = req.get();
+    requests_[raw->id()] = std::move(req);
+    scheduler_.Add(raw);
+  }
+  for (RequestId id : inbox.cancelled) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) Finish(*it->second, FinishReason::kCancelled);
+  }
+}
+
+void Engine::Finish(Request& req, FinishReason reason) {
+  scheduler_.Remove(&req);
+  req.state = RequestState::kFinished;
+  RequestOutput out{.id = req.id(), .finished = true, .finish_reason = reason};
+  out.usage = {.prompt_tokens = req.num_prompt_tokens(),
+               .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
+               .generated_tokens = req.num_output_tokens()};
+  req.sink->OnOutput(std::move(out));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_ids_.erase(req.id());
+  }
+  requests_.erase(req.id());  // destroys req
+}
+
+bool Engine::IsStopToken(const Request& req, model::TokenId token) const {
+  const auto& stops = req.params.stopping.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return true;
+  if (req.params.stopping.ignore_eos) return false;
+  return std::find(options_.end_of_turn_tokens.begin(), options_.end_of_turn_tokens.end(), token) !=
+         options_.end_of_turn_tokens.end();
+}
+
+absl::Status Engine::Step() {
+  DrainInbox();
+  const SchedulerOutput scheduled = scheduler_.Schedule();
+  if (scheduled.empty()) {
+    PublishStats();
+    return absl::OkStatus();
+  }
+  ForwardBatch batch;
+  batch.chunks.reserve(scheduled.chunks.size());
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    const Request& r = *c.request;
+    const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
+    batch.chunks.push_back({.tokens = std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens),
+                            .start_position = r.num_computed_tokens,
+                            .block_table = r.block_table,
+                            .logits = reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone});
+  }
+  absl::StatusOr<ForwardOutput> forward = executor_.Forward(batch);
+  if (!forward.ok()) {
+    KVFLEET_LOG_ERROR("engine step failed: {}", forward.status().ToString());
+    for (const ScheduledChunk& c : scheduled.chunks) Finish(*c.request, FinishReason::kError);
+    PublishStats();
+    return forward.status();
+  }
+  ProcessOutputs(scheduled, *forward);
+  ++steps_;
+  PublishStats();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.last_step_tokens = scheduled.num_tokens;
+  return absl::OkStatus();
+}
+
+void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward) {
+  for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
+    Request& req = *scheduled.chunks[i].request;
+    req.num_computed_tokens += scheduled.chunks[i].num_tokens;
+    kv_.CommitFullBlocks(req);
+    if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk; no token yet
+
+    const int64_t position = req.num_tokens();
+    const model::TokenId token = req.sampler.Sample(forward.Row(forward.first_row[i]), position);
+    req.sampler.Accept(token);
+    req.tokens.push_back(token);
+    const bool stop = IsStopToken(req, token);
+    const bool length = req.num_output_tokens() >= req.params.stopping.max_tokens;
+    if (stop || length) {
+      // The token and the end travel together in one output.
+      RequestOutput out{.id = req.id(), .new_tokens = {token}};
+      req.sink->OnOutput(std::move(out));
+      Finish(req, stop ? FinishReason::kStop : FinishReason::kLength);
+      continue;
+    }
+    req.sink->OnOutput({.id = req.id(), .new_tokens = {token}});
+  }
+}
+
+void Engine::PublishStats() {
+  EngineStats s;
+  s.running = scheduler_.num_running();
+  s.waiting = scheduler_.num_waiting();
+  const BlockPoolStats pool = pool_.Stats();
+  s.blocks_total = pool.total;
+  s.blocks_used = pool.used;
+  s.blocks_cached = pool.cached;
+  s.blocks_free = pool.free();
+  s.prefix_queried_tokens = kv_.counters().queried_tokens;
+  s.prefix_hit_tokens = kv_.counters().hit_tokens;
+  s.preemptions = scheduler_.num_preemptions();
+  s.steps = steps_;
+  int64_t allocated = 0, filled = 0;
+  for (const Request* r : scheduler_.running()) {
+    allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();
+    filled += r->num_computed_tokens;
+  }
+  s.kv_waste = allocated > 0 ? 1.0 - static_cast<double>(filled) / static_cast<double>(allocated) : 0.0;
+  std::lock_guard<std::mutex> lock(mu_);
+  s.last_step_tokens = stats_.last_step_tokens;
+  stats_ = s;
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Engine::Start() {
+  CHECK(!thread_.joinable()) << "engine already started";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::Loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] {
+        return stop_ || !requests_.empty() || !inbox_.submitted.empty() || !inbox_.cancelled.empty();
+      });
+      if (stop_) return;
+    }
+    const absl::Status status = Step();
+    if (!status.ok()) KVFLEET_LOG_ERROR("engine: {}", status.ToString());
+  }
+}
+
+}  // namespace kvfleet::engine

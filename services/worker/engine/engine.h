@@ -1,0 +1,115 @@
+// The worker's engine: continuous batching over a paged KV cache.
+//
+// Owns every request, the block pool, the KV cache manager and the
+// scheduler; drives a ModelExecutor. All of that state belongs to one engine
+// thread and takes no locks. Other threads talk to it only through the
+// inbox (Submit, Cancel) and read Stats() snapshots; outputs leave through
+// each request's OutputSink.
+//
+// One step: take the inbox, schedule (decode tokens and prefill chunks under
+// one token budget), run one forward pass for the whole batch, sample a
+// token for every request that reached the end of its known tokens, publish
+// full blocks to the prefix cache, stream outputs, and free the blocks of
+// finished requests.
+//
+// Step() can be called directly (tests drive the engine synchronously);
+// Start() runs steps on the engine's own thread until Stop().
+//
+//   Engine engine(executor, {.model_id = "SmolLM2"});
+//   RETURN_IF_ERROR(engine.Submit(std::move(request), &sink));
+//   while (engine.HasWork()) RETURN_IF_ERROR(engine.Step());
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "services/worker/engine/engine_stats.h"
+#include "services/worker/engine/executor/model_executor.h"
+#include "services/worker/engine/kv/block_pool.h"
+#include "services/worker/engine/kv/kv_cache_manager.h"
+#include "services/worker/engine/request.h"
+#include "services/worker/engine/scheduler/scheduler.h"
+
+namespace kvfleet::engine {
+
+struct EngineOptions {
+  std::string model_id;  // roots the block hashes
+  SchedulerConfig scheduler;
+  bool enable_prefix_caching = true;
+  std::vector<model::TokenId> end_of_turn_tokens;  // the model's own stop tokens
+
+  absl::Status Validate() const;
+};
+
+class Engine {
+ public:
+  // The executor's cache geometry sizes the block pool. `listener` (may be
+  // null) receives KV events on the engine thread; both must outlive the engine.
+  Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. INVALID_ARGUMENT for a request that is malformed or can never
+  // fit (prompt + max_tokens over the context or over the whole pool). The
+  // sink must outlive the request (until it receives finished = true).
+  absl::Status Submit(EngineRequest request, OutputSink* sink);
+  // Thread-safe. The request finishes with kCancelled at the next step and its
+  // blocks are freed; unknown or finished ids are ignored.
+  void Cancel(RequestId id);
+
+  // One scheduling step on the calling thread. Errors are the executor's.
+  absl::Status Step();
+  // Requests queued, waiting or running (engine thread, or when stopped).
+  bool HasWork() const;
+
+  // Runs steps on the engine's own thread until Stop().
+  void Start();
+  void Stop();
+
+  // Thread-safe snapshot, updated after every step.
+  EngineStats Stats() const;
+
+ private:
+  struct Inbox {
+    std::vector<std::unique_ptr<Request>> submitted;
+    std::vector<RequestId> cancelled;
+  };
+
+  absl::Status Validate(const EngineRequest& request) const;
+  void DrainInbox();
+  void Finish(Request& req, FinishReason reason);
+  // Samples, streams and retires after a forward pass.
+  void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
+  bool IsStopToken(const Request& req, model::TokenId token) const;
+  void PublishStats();
+  void Loop();
+
+  ModelExecutor& executor_;
+  EngineOptions options_;
+  BlockPool pool_;
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
+  uint64_t next_arrival_ = 0;
+  int64_t steps_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  Inbox inbox_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<RequestId> active_ids_ ABSL_GUARDED_BY(mu_);  // submitted, not yet finished
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace kvfleet::engine

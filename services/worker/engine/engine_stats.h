@@ -1,0 +1,25 @@
+// The engine's counters and gauges, as later exported to Prometheus.
+#pragma once
+
+#include <cstdint>
+
+namespace kvfleet::engine {
+
+struct EngineStats {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;    // held by requests
+  int32_t blocks_cached = 0;  // free but reusable by prefix hash
+  int32_t blocks_free = 0;    // allocatable (cached included)
+  int64_t prefix_queried_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t last_step_tokens = 0;
+  // Allocated-but-unfilled token slots over allocated slots, across the
+  // blocks of running requests: the memory paging wastes.
+  double kv_waste = 0.0;
+};
+
+}  // namespace kvfleet::engine

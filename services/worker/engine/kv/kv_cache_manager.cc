@@ -1,0 +1,81 @@
+#include "services/worker/engine/kv/kv_cache_manager.h"
+
+#include <algorithm>
+#include <span>
+
+#include "common/check.h"
+
+namespace kvfleet::engine {
+
+KvCacheManager::KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching)
+    : pool_(pool),
+      block_size_(block_size),
+      model_id_(std::move(model_id)),
+      enable_prefix_caching_(enable_prefix_caching) {
+  CHECK_GT(block_size, 0);
+}
+
+BlockHash KvCacheManager::RootFor(const Request& req) const { return RootBlockHash(model_id_, req.params.cache_salt); }
+
+int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
+  CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
+  const bool first_admission = req.cached_prompt_tokens < 0;
+  if (first_admission) counters_.queried_tokens += req.num_prompt_tokens();
+  int32_t hit_tokens = 0;
+  if (enable_prefix_caching_) {
+    // At most (n - 1) / block_size blocks: the last token is always computed.
+    const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
+    BlockHash parent = RootFor(req);
+    for (int32_t b = 0; b < max_blocks; ++b) {
+      const std::span<const int32_t> tokens(req.tokens.data() + b * block_size_, block_size_);
+      const BlockHash hash = ChainBlockHash(parent, tokens);
+      const std::optional<BlockId> block = pool_.AcquireCached(hash);
+      if (!block) break;
+      req.block_table.push_back(*block);
+      req.block_hashes.push_back(hash);
+      parent = hash;
+    }
+    hit_tokens = static_cast<int32_t>(req.block_table.size()) * block_size_;
+  }
+  req.num_computed_tokens = hit_tokens;
+  if (first_admission) {
+    req.cached_prompt_tokens = std::min(hit_tokens, req.num_prompt_tokens());
+    counters_.hit_tokens += req.cached_prompt_tokens;
+  }
+  return hit_tokens;
+}
+
+bool KvCacheManager::Allocate(Request& req, int32_t num_new_tokens) {
+  const int32_t needed = BlocksFor(req.num_computed_tokens + num_new_tokens);
+  const int32_t missing = needed - static_cast<int32_t>(req.block_table.size());
+  if (missing <= 0) return true;
+  if (pool_.num_free() < missing) return false;
+  for (int32_t i = 0; i < missing; ++i) {
+    const std::optional<BlockId> block = pool_.Allocate();
+    CHECK(block.has_value()) << "pool reported free blocks it could not allocate";
+    req.block_table.push_back(*block);
+  }
+  return true;
+}
+
+void KvCacheManager::CommitFullBlocks(Request& req) {
+  if (!enable_prefix_caching_) return;
+  const int32_t full = req.num_computed_tokens / block_size_;
+  while (static_cast<int32_t>(req.block_hashes.size()) < full) {
+    const int32_t b = static_cast<int32_t>(req.block_hashes.size());
+    const std::optional<BlockHash> parent = b == 0 ? std::nullopt : std::optional<BlockHash>(req.block_hashes.back());
+    const BlockHash hash = ChainBlockHash(parent.value_or(RootFor(req)),
+                                          std::span<const int32_t>(req.tokens.data() + b * block_size_, block_size_));
+    pool_.Commit(req.block_table[b], hash, parent);
+    req.block_hashes.push_back(hash);
+  }
+}
+
+void KvCacheManager::Free(Request& req) {
+  for (auto it = req.block_table.rbegin(); it != req.block_table.rend(); ++it) pool_.Release(*it);
+  req.block_table.clear();
+  req.block_hashes.clear();
+  req.num_computed_tokens = 0;
+}
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,92 @@
+// What a client submits to the engine, what it gets back, and the engine's
+// per-request state.
+//
+//   EngineRequest r{.id = RequestId(7), .prompt = ids, .stopping = {.max_tokens = 64}};
+//   RETURN_IF_ERROR(engine.Submit(std::move(r), &sink));
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/block_hash.h"
+#include "common/ids.h"
+#include "model/token_id.h"
+#include "services/worker/engine/finish_reason.h"
+#include "services/worker/engine/sampler/sampler.h"
+#include "services/worker/engine/sampler/sampling_params.h"
+
+namespace kvfleet::engine {
+
+struct EngineRequest {
+  RequestId id;
+  std::vector<model::TokenId> prompt;
+  SamplingParams sampling;
+  StoppingParams stopping;
+  int32_t priority = 0;    // lower runs first; FIFO within a priority
+  std::string cache_salt;  // separates tenants' prefix caches
+};
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t cached_prompt_tokens = 0;  // served from the prefix cache at admission
+  int32_t generated_tokens = 0;
+};
+
+// One delivery to a request's sink: new tokens, and at the end the reason.
+struct RequestOutput {
+  RequestId id;
+  std::vector<model::TokenId> new_tokens;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kLength;
+  Usage usage;
+};
+
+// Receives a request's outputs. Called on the engine thread: it must not
+// block (hand the output to another thread or queue it).
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual void OnOutput(RequestOutput output) = 0;
+};
+
+enum class RequestState { kWaiting, kRunning, kFinished };
+
+// The engine's state for one request. Owned by the engine; the scheduler and
+// the KV cache manager see it by pointer.
+struct Request {
+  Request(EngineRequest params, uint64_t seed, uint64_t arrival, OutputSink* sink)
+      : params(std::move(params)),
+        tokens(this->params.prompt),
+        sampler(this->params.sampling, seed, this->params.prompt),
+        seed(seed),
+        arrival(arrival),
+        sink(sink) {}
+
+  RequestId id() const { return params.id; }
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_prompt_tokens() const { return static_cast<int32_t>(params.prompt.size()); }
+  int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens(); }
+  // Tokens whose KV is still to be computed (the prompt's rest, or the last
+  // sampled token).
+  int32_t num_pending_tokens() const { return num_tokens() - num_computed_tokens; }
+
+  EngineRequest params;
+  std::vector<model::TokenId> tokens;  // prompt, then every sampled token
+  Sampler sampler;
+  uint64_t seed;
+  uint64_t arrival;  // admission order; kept across preemption
+  OutputSink* sink;
+
+  RequestState state = RequestState::kWaiting;
+  int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache
+  std::vector<BlockId> block_table;
+  std::vector<BlockHash> block_hashes;  // of the full blocks committed so far
+  int32_t cached_prompt_tokens = -1;    // set at first admission
+  int32_t num_preemptions = 0;
+  bool cancel_requested = false;
+};
+
+}  // namespace kvfleet::engine

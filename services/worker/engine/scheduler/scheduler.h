@@ -1,0 +1,92 @@
+// Iteration-level scheduling (continuous batching). Each step fills one
+// token budget with, in order:
+//   1. running requests, oldest first: a decode token each, or the next
+//      chunk of a prompt still being prefilled;
+//   2. waiting requests, by priority then arrival: the cached prefix is
+//      reused, the rest prefilled in chunks that fit the budget.
+// There are no prefill and decode phases: every request's computed tokens
+// simply catch up with its known tokens.
+//
+// When the pool has no block for a running request, the newest running
+// request is preempted by recompute: its blocks are freed and it returns to
+// the front of the waiting queue with its tokens so far (greedy and seeded
+// outputs are unchanged, since sampling depends only on seed and position).
+//
+// static_batching (benchmark baseline only): waiting requests are admitted
+// only when nothing runs, and a batch runs until all of it has finished.
+//
+// Thread-safety: none; the engine thread owns it.
+//
+//   Scheduler s(config, kv);
+//   s.Add(&req);
+//   SchedulerOutput out = s.Schedule();
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "services/worker/engine/kv/kv_cache_manager.h"
+#include "services/worker/engine/request.h"
+
+namespace kvfleet::engine {
+
+struct SchedulerConfig {
+  int32_t max_num_batched_tokens = 512;  // tokens computed per step, all requests together
+  int32_t max_num_seqs = 64;             // requests running at once
+  bool static_batching = false;
+
+  absl::Status Validate() const;
+};
+
+struct ScheduledChunk {
+  Request* request;
+  int32_t num_tokens;  // computed this step, from request->num_computed_tokens on
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;
+  std::vector<Request*> preempted;
+  int32_t num_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+  // Queues a request (state kWaiting, no blocks).
+  void Add(Request* req);
+  // Removes a request wherever it is and frees its blocks.
+  void Remove(Request* req);
+
+  SchedulerOutput Schedule();
+
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  const std::list<Request*>& running() const { return running_; }
+
+ private:
+  struct WaitingOrder {
+    bool operator()(const Request* a, const Request* b) const {
+      if (a->params.priority != b->params.priority) return a->params.priority < b->params.priority;
+      return a->arrival < b->arrival;
+    }
+  };
+
+  void ScheduleRunning(SchedulerOutput& out, int32_t& budget);
+  void AdmitWaiting(SchedulerOutput& out, int32_t& budget);
+  // Frees the newest running request's blocks and queues it again.
+  Request* PreemptNewest(SchedulerOutput& out);
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  std::list<Request*> running_;  // in admission order
+  std::set<Request*, WaitingOrder> waiting_;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace kvfleet::engine
