@@ -27,4 +27,24 @@ constexpr int64_t KvTokensThatFit(const KvShape& shape, int64_t bytes_per_value,
   return per_token > 0 ? budget_bytes / per_token : 0;
 }
 
+// How a memory budget turns into KV blocks, as the worker logs it at start.
+struct KvCachePlan {
+  int64_t bytes_per_token = 0;
+  int64_t num_blocks = 0;
+  int64_t tokens = 0;                  // num_blocks × block_size
+  int64_t full_context_sequences = 0;  // sequences of context_length tokens that fit at once
+};
+
+constexpr KvCachePlan PlanKvCache(const KvShape& shape, int64_t bytes_per_value, int64_t block_size,
+                                  int64_t budget_bytes, int64_t context_length) {
+  KvCachePlan plan;
+  plan.bytes_per_token = KvBytesPerToken(shape, bytes_per_value);
+  if (plan.bytes_per_token <= 0 || block_size <= 0) return plan;
+  plan.num_blocks = budget_bytes / (plan.bytes_per_token * block_size);
+  plan.tokens = plan.num_blocks * block_size;
+  const int64_t blocks_per_sequence = (context_length + block_size - 1) / block_size;
+  plan.full_context_sequences = blocks_per_sequence > 0 ? plan.num_blocks / blocks_per_sequence : 0;
+  return plan;
+}
+
 }  // namespace kvfleet

@@ -4,7 +4,6 @@
 #include <random>
 
 #include "common/status_macros.h"
-#include "services/worker/engine/simple_generator.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/flags.h"
 #include "tools/kvfleet/local_model.h"
@@ -38,7 +37,7 @@ absl::Status RunBenchModel(const Args& args) {
   }
   ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, static_cast<int>(threads), prompt_tokens + gen_tokens));
 
-  engine::GenerateRequest request;
+  engine::EngineRequest request{.id = RequestId(1)};
   std::mt19937 rng(1234);
   for (int64_t i = 0; i < prompt_tokens; ++i) {
     request.prompt.push_back(static_cast<model::TokenId>(rng() % m.model->hparams().vocab_size));
@@ -46,12 +45,11 @@ absl::Status RunBenchModel(const Args& args) {
   request.sampling.temperature = 0.0f;
   request.stopping.max_tokens = static_cast<int32_t>(gen_tokens);
   request.stopping.ignore_eos = true;
-  request.prefill_chunk_tokens = static_cast<int32_t>(prompt_tokens);
 
-  engine::SimpleGenerator generator(*m.executor);
   std::vector<double> prefill, decode;
   for (int64_t r = 0; r < repeats; ++r) {
-    ASSIGN_OR_RETURN(engine::GenerateResult result, generator.Generate(request, [](model::TokenId) {}));
+    ASSIGN_OR_RETURN(OneRequestResult result,
+                     RunOneRequest(m, request, {}, [](model::TokenId) { return absl::OkStatus(); }));
     prefill.push_back(static_cast<double>(prompt_tokens) / result.prefill_seconds);
     decode.push_back(static_cast<double>(gen_tokens - 1) / result.decode_seconds);
   }

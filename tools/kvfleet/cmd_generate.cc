@@ -9,7 +9,9 @@
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
-#include "services/worker/engine/simple_generator.h"
+#include <random>
+
+#include "services/worker/engine/request.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/flags.h"
 #include "tools/kvfleet/local_model.h"
@@ -92,43 +94,40 @@ absl::Status RunGenerate(const Args& args) {
   if (output != "text" && output != "ids") {
     return absl::InvalidArgumentError(absl::StrCat("--output must be text or ids, got '", output, "'"));
   }
-  engine::GenerateRequest request;
+  engine::EngineRequest request{.id = RequestId(1)};
   RETURN_IF_ERROR(ReadSampling(flags, request.sampling, request.stopping));
+  // Drawn here rather than in the engine so the summary can print it.
+  const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
+  request.sampling.seed = seed;
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
 
   const std::string path = flags.GetString("model", kDefaultModel);
-  ASSIGN_OR_RETURN(auto model, model::LlamaModel::Load(path));
-  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(model->vocabulary()));
-  ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, model->vocabulary()));
+  ASSIGN_OR_RETURN(auto vocab_model, model::LlamaModel::Load(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(vocab_model->vocabulary()));
+  ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, vocab_model->vocabulary()));
   const std::span<const model::TokenId> stops = tok->StopTokens();
-  request.end_of_turn_tokens.assign(stops.begin(), stops.end());
 
   const int64_t total = static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens;
-  const int64_t context = model->hparams().context_length;
+  const int64_t context = vocab_model->hparams().context_length;
   if (total > context) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the prompt has ", request.prompt.size(), " tokens and --max-tokens is ", request.stopping.max_tokens, ": ",
         total, " exceeds the model's context length of ", context, "; shorten the prompt or lower --max-tokens"));
   }
-  engine::CpuExecutorOptions options{.num_blocks = (total + 15) / 16, .block_size = 16,
-                                     .num_threads = static_cast<int>(threads)};
-  ASSIGN_OR_RETURN(auto executor, engine::CpuExecutor::Create(*model, options));
-  engine::SimpleGenerator generator(*executor);
+  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, static_cast<int>(threads), total));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
-  absl::Status stream_status;
-  auto on_token = [&](model::TokenId id) {
-    if (output != "text") return;
-    auto delta = detok.Push(id);
-    if (!delta.ok()) {
-      stream_status.Update(delta.status());
-      return;
-    }
-    std::fwrite(delta->data(), 1, delta->size(), stdout);
+  auto on_token = [&](model::TokenId id) -> absl::Status {
+    if (output != "text") return absl::OkStatus();
+    ASSIGN_OR_RETURN(std::string delta, detok.Push(id));
+    std::fwrite(delta.data(), 1, delta.size(), stdout);
     std::fflush(stdout);
+    return absl::OkStatus();
   };
-  ASSIGN_OR_RETURN(engine::GenerateResult result, generator.Generate(request, on_token));
-  RETURN_IF_ERROR(stream_status);
+  const size_t prompt_tokens = request.prompt.size();
+  ASSIGN_OR_RETURN(OneRequestResult result,
+                   RunOneRequest(m, std::move(request), std::vector<model::TokenId>(stops.begin(), stops.end()),
+                                 on_token));
   if (output == "text") {
     const std::string rest = detok.Finish();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
@@ -139,11 +138,11 @@ absl::Status RunGenerate(const Args& args) {
   std::fflush(stdout);  // the text before the summary on a shared terminal
   const double decode_rate =
       result.tokens.size() > 1 ? (result.tokens.size() - 1) / std::max(result.decode_seconds, 1e-9) : 0.0;
-  std::fprintf(stderr, "[%zu prompt tokens, %zu generated, finish: %s, seed %llu; prefill %.1f tok/s, decode %.1f tok/s]\n",
-               request.prompt.size(), result.tokens.size(),
-               std::string(engine::FinishReasonName(result.finish_reason)).c_str(),
-               static_cast<unsigned long long>(result.seed),
-               request.prompt.size() / std::max(result.prefill_seconds, 1e-9), decode_rate);
+  std::fprintf(stderr,
+               "[%zu prompt tokens, %zu generated, finish: %s, seed %llu; prefill %.1f tok/s, decode %.1f tok/s]\n",
+               prompt_tokens, result.tokens.size(), engine::FinishReasonName(result.finish_reason),
+               static_cast<unsigned long long>(seed), prompt_tokens / std::max(result.prefill_seconds, 1e-9),
+               decode_rate);
   return absl::OkStatus();
 }
 

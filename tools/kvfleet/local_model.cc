@@ -1,10 +1,49 @@
 #include "tools/kvfleet/local_model.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/status_macros.h"
+#include "services/worker/engine/engine.h"
 
 namespace kvfleet::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Forwards tokens to the caller and remembers when they came.
+class TimingSink : public engine::OutputSink {
+ public:
+  explicit TimingSink(const std::function<absl::Status(model::TokenId)>& on_token) : on_token_(on_token) {}
+
+  void OnOutput(engine::RequestOutput out) override {
+    for (model::TokenId t : out.new_tokens) {
+      if (result.tokens.empty()) first_token = Clock::now();
+      result.tokens.push_back(t);
+      if (status.ok()) status = on_token_(t);
+    }
+    if (out.finished) {
+      finished = true;
+      last_token = Clock::now();
+      result.finish_reason = out.finish_reason;
+      result.usage = out.usage;
+    }
+  }
+
+  OneRequestResult result;
+  absl::Status status;
+  bool finished = false;
+  Clock::time_point first_token, last_token;
+
+ private:
+  const std::function<absl::Status(model::TokenId)>& on_token_;
+};
+
+}  // namespace
 
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, int threads, int64_t max_sequence_tokens) {
   LocalModel m;
@@ -16,6 +55,27 @@ absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, int threads, 
   options.num_threads = threads;
   ASSIGN_OR_RETURN(m.executor, engine::CpuExecutor::Create(*m.model, options));
   return m;
+}
+
+absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,
+                                               const std::vector<model::TokenId>& end_of_turn_tokens,
+                                               const std::function<absl::Status(model::TokenId)>& on_token) {
+  const int32_t prompt_tokens = static_cast<int32_t>(request.prompt.size());
+  engine::Engine engine(*m.executor, {.model_id = m.model->hparams().name,
+                                      .scheduler = {.max_num_batched_tokens = std::max(512, prompt_tokens)},
+                                      .end_of_turn_tokens = end_of_turn_tokens});
+  TimingSink sink(on_token);
+  const RequestId id = request.id;
+  const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(engine.Submit(std::move(request), &sink));
+  while (engine.HasWork()) {
+    RETURN_IF_ERROR(engine.Step());
+    if (!sink.status.ok() && !sink.finished) engine.Cancel(id);
+  }
+  RETURN_IF_ERROR(sink.status);
+  sink.result.prefill_seconds = Seconds(start, sink.first_token);
+  sink.result.decode_seconds = Seconds(sink.first_token, sink.last_token);
+  return std::move(sink.result);
 }
 
 }  // namespace kvfleet::tools

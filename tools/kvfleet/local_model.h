@@ -1,16 +1,19 @@
-// A model and a CPU executor sized for one sequence, as the CLI commands
-// use them.
+// A model, a CPU executor sized for one sequence, and one request run
+// through the continuous-batching engine, as the CLI commands use them.
 //
 //   ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, /*threads=*/2, /*max_sequence_tokens=*/1024));
-//   SimpleGenerator gen(*m.executor);
+//   ASSIGN_OR_RETURN(OneRequestResult r, RunOneRequest(m, request, stops, on_token));
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
 #include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/request.h"
 
 namespace kvfleet::tools {
 
@@ -20,7 +23,21 @@ struct LocalModel {
 };
 
 // max_sequence_tokens is capped at the model's context length; the KV cache
-// holds exactly that many tokens.
+// holds exactly that many tokens (whole blocks).
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, int threads, int64_t max_sequence_tokens);
+
+struct OneRequestResult {
+  std::vector<model::TokenId> tokens;
+  engine::FinishReason finish_reason = engine::FinishReason::kLength;
+  engine::Usage usage;
+  double prefill_seconds = 0;  // submission to first token
+  double decode_seconds = 0;   // first token to last
+};
+
+// Runs one request to completion on this thread. on_token sees every token
+// as soon as it is sampled; an error from it cancels the request.
+absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,
+                                               const std::vector<model::TokenId>& end_of_turn_tokens,
+                                               const std::function<absl::Status(model::TokenId)>& on_token);
 
 }  // namespace kvfleet::tools

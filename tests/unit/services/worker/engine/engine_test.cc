@@ -189,6 +189,20 @@ TEST_F(EngineTest, EveryBlockReturnsAfterFinishAndCancel) {
   EXPECT_EQ(s.running + s.waiting, 0);
 }
 
+TEST_F(EngineTest, StopsAtAStopTokenAndDeliversIt) {
+  EngineRequest r{.id = RequestId(1), .prompt = {5, 6, 7}, .sampling = {.temperature = 0.0f},
+                  .stopping = {.max_tokens = 16, .ignore_eos = true}};
+  const std::vector<model::TokenId> free_run = Alone(r);
+  ASSERT_EQ(free_run.size(), 16u);
+  r.stopping.stop_token_ids = {free_run[3]};
+  const Run stopped = RunAll({r}, {});
+  // Stops at the first occurrence of that token, which may come earlier.
+  const auto first = std::find(free_run.begin(), free_run.end(), free_run[3]);
+  EXPECT_EQ(stopped.tokens.at(1), std::vector<model::TokenId>(free_run.begin(), first + 1));
+  EXPECT_EQ(stopped.usage.at(1).generated_tokens, static_cast<int32_t>(first - free_run.begin()) + 1);
+  EXPECT_EQ(stopped.usage.at(1).prompt_tokens, 3);
+}
+
 TEST_F(EngineTest, ImpossibleRequestsAreRejectedAtSubmission) {
   auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 8, .block_size = kBlockSize, .num_threads = 1});
   Engine engine(*executor, {.model_id = "tiny"});
