@@ -1,0 +1,73 @@
+// engine_bench: benchmarks of the engine against baselines measured in the
+// same run. See engine_bench.h for what each subcommand does and
+// bench/README.md for how to read the output.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/engine_bench.h"
+#include "common/logging.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: engine_bench SUBCOMMAND [--flag value ...]
+
+Model-free simulations (the real scheduler, KV cache manager and block pool):
+  kv-waste             KV slots allocated but unfilled: paged blocks vs a
+                       contiguous max_model_len reservation per request
+                       [--requests 2000 --seed 1 --budget-mib 1024 --max-model-len 2048
+                        --prompt-median 200 --prompt-sigma 1 --output-median 100
+                        --output-sigma 1 --max-num-seqs 256 --max-num-batched-tokens 2048]
+  concurrency          requests running at once in a fixed KV budget, same trace
+                       [same flags; --budget-mib 64,1024]
+
+On the default model (CPU executor):
+  continuous-vs-static continuous vs static batching, same requests
+                       [--requests 24 --prompt-min 16 --prompt-max 128 --output-min 8
+                        --output-max 96 --max-num-seqs 8 --arrival-rate 0 --threads 2 --seed 1]
+  shared-prefix        prefix caching on vs off, requests sharing a prefix
+                       [--requests 32 --prefix 512 --suffix 16 --output 16
+                        --max-num-batched-tokens 512 --threads 2 --seed 1]
+  aggregate-decode     aggregate decode tokens/s for N streams (one JSON line per N;
+                       bench/engine_vs_llamacpp.py compares it with llama.cpp)
+                       [--streams 1,4,8,16,32 --prompt-tokens 32 --gen-tokens 32
+                        --repeats 3 --threads 2 --seed 1]
+Every model subcommand takes --model PATH (default: the project's default model).
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using kvfleet::bench::Flags;
+  kvfleet::InitLogging("warn");
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  absl::StatusOr<Flags> flags = Flags::Parse(std::vector<std::string>(argv + 2, argv + argc));
+  if (!flags.ok()) {
+    std::fprintf(stderr, "engine_bench %s: %s\n", command.c_str(), flags.status().ToString().c_str());
+    return 2;
+  }
+  absl::Status status;
+  if (command == "kv-waste") {
+    status = kvfleet::bench::RunKvWaste(*flags);
+  } else if (command == "concurrency") {
+    status = kvfleet::bench::RunConcurrency(*flags);
+  } else if (command == "continuous-vs-static") {
+    status = kvfleet::bench::RunContinuousVsStatic(*flags);
+  } else if (command == "shared-prefix") {
+    status = kvfleet::bench::RunSharedPrefix(*flags);
+  } else if (command == "aggregate-decode") {
+    status = kvfleet::bench::RunAggregateDecode(*flags);
+  } else {
+    std::fprintf(stderr, "engine_bench: unknown subcommand '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "engine_bench %s: %s\n", command.c_str(), status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+// engine_bench: benchmarks of the continuous-batching engine, each printing
+// its baseline, the kvfleet figure and their ratio from the same run.
+//
+// Two kinds of benchmark live here:
+//   - model-free simulations (kv-waste, concurrency) that drive the real
+//     scheduler, KV cache manager and block pool with a synthetic trace and
+//     count token slots: exact, machine-independent figures;
+//   - model runs (continuous-vs-static, shared-prefix, aggregate-decode) that
+//     drive the real Engine over the CPU executor and time it with
+//     steady_clock: wall-clock figures, noisy on a shared machine.
+//
+// Not a library and not a test: nothing here is run in CI. See bench/README.md.
+//
+//   engine_bench kv-waste --requests 2000 --seed 1
+//   engine_bench aggregate-decode --streams 1,4,8,16,32
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/llama_model.h"
+#include "services/worker/engine/executor/cpu_executor.h"
+
+namespace kvfleet::bench {
+
+// "--name value" and "--name=value" flags after the subcommand. Each getter
+// marks its flag as known; Finish() rejects the flags nobody asked for.
+class Flags {
+ public:
+  static absl::StatusOr<Flags> Parse(const std::vector<std::string>& args);
+
+  absl::StatusOr<int64_t> Int(const std::string& name, int64_t fallback);
+  absl::StatusOr<double> Double(const std::string& name, double fallback);
+  std::string String(const std::string& name, const std::string& fallback);
+  absl::StatusOr<std::vector<int64_t>> IntList(const std::string& name, const std::string& fallback);
+  absl::Status Finish() const;
+
+ private:
+  absl::flat_hash_map<std::string, std::string> values_;
+  absl::flat_hash_map<std::string, bool> used_;
+};
+
+// The default model, set by CMake (KVFLEET_DEFAULT_MODEL).
+std::string DefaultModelPath();
+
+// Nearest-rank percentile (p in [0, 100]) of an unsorted sample; 0 if empty.
+double Percentile(std::vector<double> values, double p);
+
+// The model, and a CPU executor over it with 16-token blocks (it borrows
+// the model, which must outlive it).
+absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& path);
+absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> MakeExecutor(const model::LlamaModel& model, int64_t num_blocks,
+                                                                  int num_threads);
+
+// The subcommands; each parses its own flags.
+absl::Status RunKvWaste(Flags& flags);
+absl::Status RunConcurrency(Flags& flags);
+absl::Status RunContinuousVsStatic(Flags& flags);
+absl::Status RunSharedPrefix(Flags& flags);
+absl::Status RunAggregateDecode(Flags& flags);
+
+}  // namespace kvfleet::bench
