@@ -45,6 +45,10 @@ class Flags {
   absl::flat_hash_map<std::string, bool> used_;
 };
 
+// /proc/loadavg's 1, 5 and 15-minute figures and the core count, to say
+// how busy the machine was while a timed benchmark ran.
+std::string LoadAverage();
+
 // The default model, set by CMake (KVFLEET_DEFAULT_MODEL).
 std::string DefaultModelPath();
 

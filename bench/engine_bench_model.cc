@@ -192,8 +192,8 @@ absl::Status RunContinuousVsStatic(Flags& flags) {
     job.arrival_s = t;
     jobs.push_back(std::move(job));
   }
-  std::printf("continuous-vs-static: %s, %lld threads. %s\n", path.c_str(), static_cast<long long>(threads),
-              kNoiseNote);
+  std::printf("continuous-vs-static: %s, %lld threads. %s Load average: %s\n", path.c_str(),
+              static_cast<long long>(threads), kNoiseNote, LoadAverage().c_str());
   std::printf("%lld requests, %s; prompt U[%lld, %lld], output U[%lld, %lld] tokens (greedy, ignore_eos, seed "
               "%lld); max_num_seqs %lld, max_num_batched_tokens %d, %lld KV blocks (no preemption)\n",
               static_cast<long long>(num_requests),
@@ -223,6 +223,7 @@ absl::Status RunContinuousVsStatic(Flags& flags) {
               "better; target: throughput >= 2x at equal or better p50)\n",
               tput, Percentile(cont.Latencies(), 50) / Percentile(stat.Latencies(), 50),
               Percentile(cont.Latencies(), 99) / Percentile(stat.Latencies(), 99));
+  std::printf("%sload average at the end: %s\n", "", LoadAverage().c_str());
   return absl::OkStatus();
 }
 
@@ -257,7 +258,8 @@ absl::Status RunSharedPrefix(Flags& flags) {
     prompt_tokens += static_cast<int64_t>(job.prompt.size());
     jobs.push_back(std::move(job));
   }
-  std::printf("shared-prefix: %s, %lld threads. %s\n", path.c_str(), static_cast<long long>(threads), kNoiseNote);
+  std::printf("shared-prefix: %s, %lld threads. %s Load average: %s\n", path.c_str(),
+              static_cast<long long>(threads), kNoiseNote, LoadAverage().c_str());
   std::printf("%lld requests at t=0: a shared %lld-token prefix + a unique %lld-token suffix, %lld output tokens "
               "(greedy, ignore_eos); max_num_seqs %lld, max_num_batched_tokens %lld, %lld KV blocks of 16\n",
               static_cast<long long>(num_requests), static_cast<long long>(prefix_len),
@@ -288,6 +290,7 @@ absl::Status RunSharedPrefix(Flags& flags) {
               static_cast<double>(off.peak_blocks_used) / on.peak_blocks_used,
               static_cast<double>(computed(off)) / static_cast<double>(computed(on)), off.wall_s / on.wall_s,
               static_cast<long long>(prompt_tokens));
+  std::printf("%sload average at the end: %s\n", "", LoadAverage().c_str());
   return absl::OkStatus();
 }
 
@@ -351,9 +354,9 @@ absl::Status RunAggregateDecode(Flags& flags) {
   const int64_t vocab = model->hparams().vocab_size;
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::printf("# aggregate-decode: %s, %lld threads, prompt %lld tokens, %lld generated per stream (greedy, "
-              "ignore_eos), median of %lld after one warm-up. %s\n",
+              "ignore_eos), median of %lld after one warm-up. %s Load average: %s\n",
               path.c_str(), static_cast<long long>(threads), static_cast<long long>(prompt_len),
-              static_cast<long long>(gen), static_cast<long long>(repeats), kNoiseNote);
+              static_cast<long long>(gen), static_cast<long long>(repeats), kNoiseNote, LoadAverage().c_str());
   double first = 0;  // the first row's aggregate tokens/s: the scaling baseline
   for (int64_t n : streams) {
     ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, n * BlocksFor(prompt_len + gen), static_cast<int>(threads)));
@@ -377,6 +380,7 @@ absl::Status RunAggregateDecode(Flags& flags) {
                 static_cast<long long>(med.decode_steps));
     std::fflush(stdout);
   }
+  std::printf("%sload average at the end: %s\n", "# ", LoadAverage().c_str());
   return absl::OkStatus();
 }
 

@@ -2,7 +2,9 @@
 // subcommands.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -79,6 +81,19 @@ absl::Status Flags::Finish() const {
     if (!used_.contains(name)) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
   }
   return absl::OkStatus();
+}
+
+std::string LoadAverage() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return "unknown";
+  double one = 0, five = 0, fifteen = 0;
+  const int got = std::fscanf(f, "%lf %lf %lf", &one, &five, &fifteen);
+  std::fclose(f);
+  if (got != 3) return "unknown";
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%.2f %.2f %.2f on %u cores", one, five, fifteen,
+                std::thread::hardware_concurrency());
+  return buf;
 }
 
 std::string DefaultModelPath() { return KVFLEET_DEFAULT_MODEL_PATH; }

@@ -33,6 +33,14 @@ NOISE_NOTE = ("Wall-clock figures from a shared, noisy 2-core machine: "
               "compare the ratios, not the absolute numbers.")
 
 
+def load_average():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3]) + f" on {os.cpu_count()} cores"
+    except OSError:
+        return "unknown"
+
+
 def kvfleet_rates(binary, model, streams, threads, prompt_tokens, gen_tokens, repeats, seed):
     cmd = [binary, "aggregate-decode", "--model", model, "--streams", ",".join(map(str, streams)),
            "--threads", str(threads), "--prompt-tokens", str(prompt_tokens),
@@ -58,7 +66,9 @@ class LlamaCppBatch:
     def __init__(self, model_path, threads):
         import llama_cpp
         import numpy as np
+        from llama_cpp import _logger
 
+        _logger.set_verbose(False)  # llama.cpp's own logging: errors only
         self.lib, self.np = llama_cpp, np
         llama_cpp.llama_backend_init()
         mparams = llama_cpp.llama_model_default_params()
@@ -150,7 +160,7 @@ def main(argv=None) -> int:
     if args.gen_tokens < 2 or args.prompt_tokens < 1 or args.repeats < 1 or min(streams) < 1:
         print("need --gen-tokens >= 2, --prompt-tokens >= 1, --repeats >= 1, streams >= 1", file=sys.stderr)
         return 2
-    print(NOISE_NOTE, flush=True)
+    print(f"{NOISE_NOTE} Load average at start: {load_average()}", flush=True)
     try:
         kv = kvfleet_rates(args.engine_bench, args.model, streams, args.threads, args.prompt_tokens,
                            args.gen_tokens, args.repeats, args.seed)
@@ -169,7 +179,8 @@ def main(argv=None) -> int:
         lc[n], unified = engine.rate(n, args.prompt_tokens, args.gen_tokens, args.repeats, rng)
     engine.close()
 
-    print(f"\n{os.path.basename(args.model)}: {args.prompt_tokens}-token prompts, {args.gen_tokens} tokens "
+    print(f"\nload average at the end: {load_average()}")
+    print(f"{os.path.basename(args.model)}: {args.prompt_tokens}-token prompts, {args.gen_tokens} tokens "
           f"generated per stream (greedy, no stop), {args.threads} threads, median of {args.repeats} after a "
           f"warm-up; llama.cpp kv_unified={unified}")
     print(f"{'streams':>7} {'kvfleet tok/s':>14} {'llama.cpp tok/s':>16} {'kvfleet/llama.cpp':>18}")
