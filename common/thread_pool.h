@@ -43,7 +43,7 @@ class ThreadPool {
   // A decode step runs a few hundred short loops; waking sleeping threads for
   // each costs more than the loop. Threads spin this many pause
   // instructions (tens of microseconds) before they sleep.
-  static constexpr int kSpinIterations = 20000;
+  static constexpr int kSpinIterations = 2000;
 
   int num_threads_;
   std::vector<std::thread> workers_;
