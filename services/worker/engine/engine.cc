@@ -19,7 +19,7 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
       scheduler_(options.scheduler, kv_) {
   CHECK(options.Validate().ok()) << options.Validate();
-  PublishStats();
+  PublishStats(0);
 }
 
 Engine::~Engine() { Stop(); }
@@ -124,7 +124,7 @@ absl::Status Engine::Step() {
   DrainInbox();
   const SchedulerOutput scheduled = scheduler_.Schedule();
   if (scheduled.empty()) {
-    PublishStats();
+    PublishStats(0);
     return absl::OkStatus();
   }
   ForwardBatch batch;
@@ -141,14 +141,12 @@ absl::Status Engine::Step() {
   if (!forward.ok()) {
     KVFLEET_LOG_ERROR("engine step failed: {}", forward.status().ToString());
     for (const ScheduledChunk& c : scheduled.chunks) Finish(*c.request, FinishReason::kError);
-    PublishStats();
+    PublishStats(0);
     return forward.status();
   }
   ProcessOutputs(scheduled, *forward);
   ++steps_;
-  PublishStats();
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.last_step_tokens = scheduled.num_tokens;
+  PublishStats(scheduled.num_tokens);
   return absl::OkStatus();
 }
 
@@ -176,8 +174,9 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutpu
   }
 }
 
-void Engine::PublishStats() {
+void Engine::PublishStats(int64_t last_step_tokens) {
   EngineStats s;
+  s.last_step_tokens = last_step_tokens;
   s.running = scheduler_.num_running();
   s.waiting = scheduler_.num_waiting();
   const BlockPoolStats pool = pool_.Stats();
@@ -196,7 +195,6 @@ void Engine::PublishStats() {
   }
   s.kv_waste = allocated > 0 ? 1.0 - static_cast<double>(filled) / static_cast<double>(allocated) : 0.0;
   std::lock_guard<std::mutex> lock(mu_);
-  s.last_step_tokens = stats_.last_step_tokens;
   stats_ = s;
 }
 

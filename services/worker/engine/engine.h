@@ -91,7 +91,7 @@ class Engine {
   // Samples, streams and retires after a forward pass.
   void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
   bool IsStopToken(const Request& req, model::TokenId token) const;
-  void PublishStats();
+  void PublishStats(int64_t last_step_tokens);
   void Loop();
 
   ModelExecutor& executor_;

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/kv_sizing.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul.h"
@@ -28,6 +29,26 @@ absl::Status CpuExecutorOptions::Validate() const {
   if (block_size <= 0 || block_size > 1024) return absl::InvalidArgumentError("block_size must be in [1, 1024]");
   if (num_threads < 0) return absl::InvalidArgumentError("num_threads must be >= 0");
   return absl::OkStatus();
+}
+
+absl::StatusOr<CpuExecutorOptions> CpuExecutorOptions::ForMemoryBudget(const model::LlamaHparams& hp,
+                                                                       int64_t kv_cache_bytes, int64_t block_size,
+                                                                       int num_threads) {
+  const KvCachePlan plan =
+      PlanKvCache(hp.kv_shape(), sizeof(uint16_t), block_size, kv_cache_bytes, hp.context_length);
+  if (plan.num_blocks < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("a KV cache of ", kv_cache_bytes, " bytes holds no block of ",
+                                                   block_size, " tokens at ", plan.bytes_per_token,
+                                                   " bytes per token; give it more memory"));
+  }
+  KVFLEET_LOG_INFO(
+      "KV cache: {} bytes per token (2 x {} layers x {} kv heads x {} x 2 bytes); {} bytes hold {} blocks of {} "
+      "tokens = {} tokens, {} full-context ({}-token) sequences",
+      plan.bytes_per_token, hp.num_layers, hp.num_kv_heads, hp.head_dim, kv_cache_bytes, plan.num_blocks, block_size,
+      plan.tokens, plan.full_context_sequences, hp.context_length);
+  CpuExecutorOptions options{.num_blocks = plan.num_blocks, .block_size = block_size, .num_threads = num_threads};
+  RETURN_IF_ERROR(options.Validate());
+  return options;
 }
 
 absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::LlamaModel& model,

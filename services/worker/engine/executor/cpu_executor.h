@@ -28,6 +28,12 @@ struct CpuExecutorOptions {
   int num_threads = 0;      // 0: one per hardware thread
 
   absl::Status Validate() const;
+
+  // Options whose cache fills `kv_cache_bytes` (DESIGN.md formula at 16-bit),
+  // logging the plan: bytes per token, blocks, and how many full-context
+  // sequences fit. INVALID_ARGUMENT when not even one block fits.
+  static absl::StatusOr<CpuExecutorOptions> ForMemoryBudget(const model::LlamaHparams& hp, int64_t kv_cache_bytes,
+                                                            int64_t block_size, int num_threads);
 };
 
 class CpuExecutor : public ModelExecutor {

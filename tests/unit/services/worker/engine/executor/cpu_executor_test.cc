@@ -119,3 +119,24 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, CpuExecutorTest, ::testing::ValuesIn(kAllDTyp
 
 }  // namespace
 }  // namespace kvfleet::engine
+
+namespace kvfleet::engine {
+namespace {
+
+TEST(CpuExecutorOptionsTest, MemoryBudgetSizesThePool) {
+  model::LlamaHparams hp;
+  hp.num_layers = 30;
+  hp.num_kv_heads = 3;
+  hp.head_dim = 64;
+  hp.context_length = 8192;
+  auto options = CpuExecutorOptions::ForMemoryBudget(hp, int64_t{1} << 30, 16, 2);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->num_blocks, 2912);  // 2^30 / (23,040 B × 16)
+  EXPECT_EQ(options->block_size, 16);
+  const auto tiny = CpuExecutorOptions::ForMemoryBudget(hp, 1000, 16, 2);
+  EXPECT_EQ(tiny.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(tiny.status().message().find("23040 bytes per token"), std::string::npos) << tiny.status();
+}
+
+}  // namespace
+}  // namespace kvfleet::engine
