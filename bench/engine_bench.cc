@@ -1,11 +1,12 @@
 // engine_bench: benchmarks of the engine against baselines measured in the
 // same run. See engine_bench.h for what each subcommand does and
 // bench/README.md for how to read the output.
+#include "bench/engine_bench.h"
+
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "bench/engine_bench.h"
 #include "common/logging.h"
 
 namespace {
@@ -24,7 +25,8 @@ Model-free simulations (the real scheduler, KV cache manager and block pool):
 On the default model (CPU executor):
   continuous-vs-static continuous vs static batching, same requests
                        [--requests 24 --prompt-min 16 --prompt-max 128 --output-min 8
-                        --output-max 96 --max-num-seqs 8 --arrival-rate 0 --threads 2 --seed 1]
+                        --output-max 96 --max-num-seqs 8 --arrival-rate 0 --repeats 1
+                        --threads 2 --seed 1]
   shared-prefix        prefix caching on vs off, requests sharing a prefix
                        [--requests 32 --prefix 512 --suffix 16 --output 16
                         --max-num-batched-tokens 512 --threads 2 --seed 1]

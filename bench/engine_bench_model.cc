@@ -59,7 +59,7 @@ struct RunOptions {
 };
 
 struct RunResult {
-  double wall_s = 0;  // start to the last finish
+  double wall_s = 0;              // start to the last finish
   std::vector<TimingSink> sinks;  // one per job, in job order
   int32_t peak_blocks_used = 0;
   engine::EngineStats stats;  // after the last step
@@ -112,9 +112,8 @@ absl::Status CheckAllFinished(const RunResult& res, const std::vector<Job>& jobs
 // latency still counts from its arrival time.
 absl::StatusOr<RunResult> RunJobs(engine::ModelExecutor& executor, const RunOptions& options,
                                   const std::vector<Job>& jobs) {
-  engine::Engine engine(executor, {.model_id = "bench",
-                                   .scheduler = options.scheduler,
-                                   .enable_prefix_caching = options.prefix_caching});
+  engine::Engine engine(
+      executor, {.model_id = "bench", .scheduler = options.scheduler, .enable_prefix_caching = options.prefix_caching});
   RunResult res;
   res.sinks.resize(jobs.size());  // never resized again: the engine holds pointers
   const Clock::time_point start = Clock::now();
@@ -122,8 +121,8 @@ absl::StatusOr<RunResult> RunJobs(engine::ModelExecutor& executor, const RunOpti
   while (true) {
     const double now_s = Seconds(Clock::now() - start);
     for (; next < jobs.size() && jobs[next].arrival_s <= now_s; ++next) {
-      res.sinks[next].arrival = start + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(jobs[next].arrival_s));
+      res.sinks[next].arrival =
+          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(jobs[next].arrival_s));
       RETURN_IF_ERROR(engine.Submit(MakeRequest(next, jobs[next]), &res.sinks[next]));
     }
     if (!engine.HasWork()) {
@@ -146,151 +145,210 @@ int64_t BlocksFor(int64_t tokens) { return (tokens + 15) / 16; }
 
 // ---- continuous-vs-static ----------------------------------------------------
 
+struct CvsConfig {
+  std::string model_path;
+  int64_t threads, num_requests, prompt_min, prompt_max, output_min, output_max, max_num_seqs, repeats, seed;
+  double arrival_rate;  // requests/s; 0: all at t=0
+};
+
+absl::StatusOr<CvsConfig> ReadCvsConfig(Flags& flags) {
+  CvsConfig c;
+  c.model_path = flags.String("model", DefaultModelPath());
+  ASSIGN_OR_RETURN(c.threads, flags.Int("threads", 2));
+  ASSIGN_OR_RETURN(c.num_requests, flags.Int("requests", 24));
+  ASSIGN_OR_RETURN(c.prompt_min, flags.Int("prompt-min", 16));
+  ASSIGN_OR_RETURN(c.prompt_max, flags.Int("prompt-max", 128));
+  ASSIGN_OR_RETURN(c.output_min, flags.Int("output-min", 8));
+  ASSIGN_OR_RETURN(c.output_max, flags.Int("output-max", 96));
+  ASSIGN_OR_RETURN(c.max_num_seqs, flags.Int("max-num-seqs", 8));
+  ASSIGN_OR_RETURN(c.repeats, flags.Int("repeats", 1));
+  ASSIGN_OR_RETURN(c.arrival_rate, flags.Double("arrival-rate", 0));
+  ASSIGN_OR_RETURN(c.seed, flags.Int("seed", 1));
+  RETURN_IF_ERROR(flags.Finish());
+  if (c.num_requests < 1 || c.prompt_min < 1 || c.prompt_max < c.prompt_min || c.output_min < 1 ||
+      c.output_max < c.output_min || c.max_num_seqs < 1 || c.threads < 1 || c.repeats < 1 || c.arrival_rate < 0) {
+    return absl::InvalidArgumentError(
+        "need --requests, --max-num-seqs, --threads, --repeats >= 1, 1 <= min <= max "
+        "for prompts and outputs, --arrival-rate >= 0");
+  }
+  return c;
+}
+
+std::vector<Job> MakeCvsJobs(const CvsConfig& c, int64_t vocab) {
+  std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
+  std::uniform_int_distribution<int64_t> prompt_len(c.prompt_min, c.prompt_max);
+  std::uniform_int_distribution<int64_t> output_len(c.output_min, c.output_max);
+  std::exponential_distribution<double> gap(c.arrival_rate > 0 ? c.arrival_rate : 1.0);
+  std::vector<Job> jobs;
+  double t = 0;
+  for (int64_t i = 0; i < c.num_requests; ++i) {
+    Job job{.prompt = RandomTokens(rng, prompt_len(rng), vocab), .max_tokens = static_cast<int32_t>(output_len(rng))};
+    if (c.arrival_rate > 0 && i > 0) t += gap(rng);
+    job.arrival_s = t;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+double Throughput(const RunResult& r) { return static_cast<double>(r.generated()) / r.wall_s; }
+
+// The run with the median throughput.
+const RunResult& MedianRun(std::vector<RunResult>& runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const RunResult& a, const RunResult& b) { return Throughput(a) < Throughput(b); });
+  return runs[runs.size() / 2];
+}
+
 void PrintModeRow(const char* name, const RunResult& r) {
-  std::printf("%-26s %8.2f %14.1f %14.2f %14.2f %14.2f %8lld\n", name, r.wall_s,
-              static_cast<double>(r.generated()) / r.wall_s, Percentile(r.Latencies(), 50),
-              Percentile(r.Latencies(), 99), Percentile(r.TimesToFirstToken(), 50),
+  std::printf("%-26s %8.2f %14.1f %14.2f %14.2f %14.2f %8lld\n", name, r.wall_s, Throughput(r),
+              Percentile(r.Latencies(), 50), Percentile(r.Latencies(), 99), Percentile(r.TimesToFirstToken(), 50),
               static_cast<long long>(r.stats.steps));
+}
+
+void PrintCvsResults(const RunResult& stat, const RunResult& cont) {
+  std::printf("%-26s %8s %14s %14s %14s %14s %8s\n", "mode", "wall s", "output tok/s", "p50 latency s", "p99 latency s",
+              "p50 TTFT s", "steps");
+  PrintModeRow("baseline: static batching", stat);
+  PrintModeRow("kvfleet: continuous", cont);
+  std::printf(
+      "ratio kvfleet/baseline: throughput %.2fx, p50 latency %.2fx, p99 latency %.2fx, steps %.2fx "
+      "(latency and steps: lower is better; target: throughput >= 2x at equal or better p50)\n",
+      Throughput(cont) / Throughput(stat), Percentile(cont.Latencies(), 50) / Percentile(stat.Latencies(), 50),
+      Percentile(cont.Latencies(), 99) / Percentile(stat.Latencies(), 99),
+      static_cast<double>(cont.stats.steps) / static_cast<double>(stat.stats.steps));
+}
+
+// ---- shared-prefix -----------------------------------------------------------
+
+struct SharedPrefixConfig {
+  std::string model_path;
+  int64_t threads, num_requests, prefix_len, suffix_len, output_len, batched_tokens, seed;
+};
+
+absl::StatusOr<SharedPrefixConfig> ReadSharedPrefixConfig(Flags& flags) {
+  SharedPrefixConfig c;
+  c.model_path = flags.String("model", DefaultModelPath());
+  ASSIGN_OR_RETURN(c.threads, flags.Int("threads", 2));
+  ASSIGN_OR_RETURN(c.num_requests, flags.Int("requests", 32));
+  ASSIGN_OR_RETURN(c.prefix_len, flags.Int("prefix", 512));
+  ASSIGN_OR_RETURN(c.suffix_len, flags.Int("suffix", 16));
+  ASSIGN_OR_RETURN(c.output_len, flags.Int("output", 16));
+  ASSIGN_OR_RETURN(c.batched_tokens, flags.Int("max-num-batched-tokens", 512));
+  ASSIGN_OR_RETURN(c.seed, flags.Int("seed", 1));
+  RETURN_IF_ERROR(flags.Finish());
+  if (c.num_requests < 1 || c.prefix_len < 0 || c.suffix_len < 1 || c.output_len < 1 || c.batched_tokens < 1 ||
+      c.threads < 1) {
+    return absl::InvalidArgumentError(
+        "need --requests, --suffix, --output, --threads and --max-num-batched-tokens "
+        ">= 1 and --prefix >= 0");
+  }
+  return c;
+}
+
+// Every request: the same prefix, then its own random suffix.
+std::vector<Job> MakeSharedPrefixJobs(const SharedPrefixConfig& c, int64_t vocab) {
+  std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
+  const std::vector<model::TokenId> prefix = RandomTokens(rng, c.prefix_len, vocab);
+  std::vector<Job> jobs;
+  for (int64_t i = 0; i < c.num_requests; ++i) {
+    Job job{.prompt = prefix, .max_tokens = static_cast<int32_t>(c.output_len)};
+    const std::vector<model::TokenId> suffix = RandomTokens(rng, c.suffix_len, vocab);
+    job.prompt.insert(job.prompt.end(), suffix.begin(), suffix.end());
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+// Σ prompt − Σ cached prompt tokens: the prompt tokens the run computed.
+int64_t PrefillComputed(const RunResult& r) {
+  int64_t n = 0;
+  for (const TimingSink& s : r.sinks) n += s.usage.prompt_tokens - s.usage.cached_prompt_tokens;
+  return n;
+}
+
+void PrintSharedPrefixResults(const RunResult& off, const RunResult& on) {
+  std::printf("%-32s %18s %24s %8s %12s\n", "prefix caching", "peak KV blocks", "prefill tokens computed", "wall s",
+              "preemptions");
+  auto row = [](const char* name, const RunResult& r) {
+    std::printf("%-32s %18d %24lld %8.2f %12lld\n", name, r.peak_blocks_used,
+                static_cast<long long>(PrefillComputed(r)), r.wall_s, static_cast<long long>(r.stats.preemptions));
+  };
+  row("baseline: off", off);
+  row("kvfleet: on", on);
+  std::printf("ratio baseline/kvfleet: peak blocks %.2fx, prefill tokens %.2fx, wall time %.2fx\n",
+              static_cast<double>(off.peak_blocks_used) / on.peak_blocks_used,
+              static_cast<double>(PrefillComputed(off)) / static_cast<double>(PrefillComputed(on)),
+              off.wall_s / on.wall_s);
 }
 
 }  // namespace
 
 absl::Status RunContinuousVsStatic(Flags& flags) {
-  const std::string path = flags.String("model", DefaultModelPath());
-  ASSIGN_OR_RETURN(int64_t threads, flags.Int("threads", 2));
-  ASSIGN_OR_RETURN(int64_t num_requests, flags.Int("requests", 24));
-  ASSIGN_OR_RETURN(int64_t prompt_min, flags.Int("prompt-min", 16));
-  ASSIGN_OR_RETURN(int64_t prompt_max, flags.Int("prompt-max", 128));
-  ASSIGN_OR_RETURN(int64_t output_min, flags.Int("output-min", 8));
-  ASSIGN_OR_RETURN(int64_t output_max, flags.Int("output-max", 96));
-  ASSIGN_OR_RETURN(int64_t max_num_seqs, flags.Int("max-num-seqs", 8));
-  ASSIGN_OR_RETURN(double rate, flags.Double("arrival-rate", 0));
-  ASSIGN_OR_RETURN(int64_t seed, flags.Int("seed", 1));
-  RETURN_IF_ERROR(flags.Finish());
-  if (num_requests < 1 || prompt_min < 1 || prompt_max < prompt_min || output_min < 1 || output_max < output_min ||
-      max_num_seqs < 1 || threads < 1 || rate < 0) {
-    return absl::InvalidArgumentError("need --requests >= 1, 1 <= min <= max for prompts and outputs, "
-                                      "--max-num-seqs >= 1, --threads >= 1, --arrival-rate >= 0");
-  }
-  ASSIGN_OR_RETURN(auto model, LoadModel(path));
-  // Enough blocks for max_num_seqs of the longest requests: memory never
+  ASSIGN_OR_RETURN(const CvsConfig c, ReadCvsConfig(flags));
+  ASSIGN_OR_RETURN(auto model, LoadModel(c.model_path));
+  // Enough blocks for max_num_seqs of the longest requests, so memory never
   // limits either mode, and a token budget that admits a whole static batch
   // of the longest prompts in one step, so static batches are always full.
-  const int64_t num_blocks = max_num_seqs * BlocksFor(prompt_max + output_max) + max_num_seqs;
-  const int32_t batched_tokens = static_cast<int32_t>(std::max<int64_t>(512, max_num_seqs * prompt_max));
-  ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, num_blocks, static_cast<int>(threads)));
+  const int64_t num_blocks = c.max_num_seqs * BlocksFor(c.prompt_max + c.output_max) + c.max_num_seqs;
+  const int32_t batched_tokens = static_cast<int32_t>(std::max<int64_t>(512, c.max_num_seqs * c.prompt_max));
+  ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, num_blocks, static_cast<int>(c.threads)));
+  const std::vector<Job> jobs = MakeCvsJobs(c, model->hparams().vocab_size);
+  const std::string arrivals = c.arrival_rate > 0 ? absl::StrCat("Poisson arrivals at ", c.arrival_rate, " req/s")
+                                                  : std::string("all arriving at t=0");
+  std::printf("continuous-vs-static: %s, %lld threads. %s Load average: %s\n", c.model_path.c_str(),
+              static_cast<long long>(c.threads), kNoiseNote, LoadAverage().c_str());
+  std::printf(
+      "%lld requests, %s; prompt U[%lld, %lld], output U[%lld, %lld] tokens (greedy, ignore_eos, seed %lld); "
+      "max_num_seqs %lld, max_num_batched_tokens %d, %lld KV blocks (no preemption); median of %lld "
+      "alternating runs per mode after a warm-up\n",
+      static_cast<long long>(c.num_requests), arrivals.c_str(), static_cast<long long>(c.prompt_min),
+      static_cast<long long>(c.prompt_max), static_cast<long long>(c.output_min), static_cast<long long>(c.output_max),
+      static_cast<long long>(c.seed), static_cast<long long>(c.max_num_seqs), batched_tokens,
+      static_cast<long long>(num_blocks), static_cast<long long>(c.repeats));
 
-  std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  std::uniform_int_distribution<int64_t> prompt_len(prompt_min, prompt_max);
-  std::uniform_int_distribution<int32_t> output_len(static_cast<int32_t>(output_min), static_cast<int32_t>(output_max));
-  std::exponential_distribution<double> gap(rate > 0 ? rate : 1.0);
-  std::vector<Job> jobs;
-  double t = 0;
-  for (int64_t i = 0; i < num_requests; ++i) {
-    Job job{.prompt = RandomTokens(rng, prompt_len(rng), model->hparams().vocab_size), .max_tokens = output_len(rng)};
-    if (rate > 0 && i > 0) t += gap(rng);
-    job.arrival_s = t;
-    jobs.push_back(std::move(job));
+  RunOptions options{
+      .scheduler = {.max_num_batched_tokens = batched_tokens, .max_num_seqs = static_cast<int32_t>(c.max_num_seqs)}};
+  // Warm-up: first touches of weights and KV pages stay out of both modes.
+  RETURN_IF_ERROR(RunJobs(*executor, options, {{.prompt = jobs[0].prompt, .max_tokens = 4}}).status());
+  std::vector<RunResult> stat, cont;
+  for (int64_t r = 0; r < c.repeats; ++r) {
+    options.scheduler.static_batching = true;
+    ASSIGN_OR_RETURN(RunResult s, RunJobs(*executor, options, jobs));
+    stat.push_back(std::move(s));
+    options.scheduler.static_batching = false;
+    ASSIGN_OR_RETURN(RunResult k, RunJobs(*executor, options, jobs));
+    cont.push_back(std::move(k));
   }
-  std::printf("continuous-vs-static: %s, %lld threads. %s Load average: %s\n", path.c_str(),
-              static_cast<long long>(threads), kNoiseNote, LoadAverage().c_str());
-  std::printf("%lld requests, %s; prompt U[%lld, %lld], output U[%lld, %lld] tokens (greedy, ignore_eos, seed "
-              "%lld); max_num_seqs %lld, max_num_batched_tokens %d, %lld KV blocks (no preemption)\n",
-              static_cast<long long>(num_requests),
-              rate > 0 ? absl::StrCat("Poisson arrivals at ", rate, " req/s").c_str() : "all arriving at t=0",
-              static_cast<long long>(prompt_min), static_cast<long long>(prompt_max),
-              static_cast<long long>(output_min), static_cast<long long>(output_max), static_cast<long long>(seed),
-              static_cast<long long>(max_num_seqs), batched_tokens, static_cast<long long>(num_blocks));
-
-  // Warm-up: first touches of weights and KV pages stay out of both runs.
-  RETURN_IF_ERROR(RunJobs(*executor, {.scheduler = {.max_num_batched_tokens = batched_tokens}},
-                          {{.prompt = jobs[0].prompt, .max_tokens = 4}})
-                      .status());
-  RunOptions options{.scheduler = {.max_num_batched_tokens = batched_tokens,
-                                   .max_num_seqs = static_cast<int32_t>(max_num_seqs)}};
-  options.scheduler.static_batching = true;
-  ASSIGN_OR_RETURN(RunResult stat, RunJobs(*executor, options, jobs));
-  options.scheduler.static_batching = false;
-  ASSIGN_OR_RETURN(RunResult cont, RunJobs(*executor, options, jobs));
-
-  std::printf("%-26s %8s %14s %14s %14s %14s %8s\n", "mode", "wall s", "output tok/s", "p50 latency s",
-              "p99 latency s", "p50 TTFT s", "steps");
-  PrintModeRow("baseline: static batching", stat);
-  PrintModeRow("kvfleet: continuous", cont);
-  const double tput = (static_cast<double>(cont.generated()) / cont.wall_s) /
-                      (static_cast<double>(stat.generated()) / stat.wall_s);
-  std::printf("ratio kvfleet/baseline: throughput %.2fx, p50 latency %.2fx, p99 latency %.2fx (latency: lower is "
-              "better; target: throughput >= 2x at equal or better p50)\n",
-              tput, Percentile(cont.Latencies(), 50) / Percentile(stat.Latencies(), 50),
-              Percentile(cont.Latencies(), 99) / Percentile(stat.Latencies(), 99));
-  std::printf("%sload average at the end: %s\n", "", LoadAverage().c_str());
+  PrintCvsResults(MedianRun(stat), MedianRun(cont));
+  std::printf("load average at the end: %s\n", LoadAverage().c_str());
   return absl::OkStatus();
 }
 
 absl::Status RunSharedPrefix(Flags& flags) {
-  const std::string path = flags.String("model", DefaultModelPath());
-  ASSIGN_OR_RETURN(int64_t threads, flags.Int("threads", 2));
-  ASSIGN_OR_RETURN(int64_t num_requests, flags.Int("requests", 32));
-  ASSIGN_OR_RETURN(int64_t prefix_len, flags.Int("prefix", 512));
-  ASSIGN_OR_RETURN(int64_t suffix_len, flags.Int("suffix", 16));
-  ASSIGN_OR_RETURN(int64_t output_len, flags.Int("output", 16));
-  ASSIGN_OR_RETURN(int64_t batched, flags.Int("max-num-batched-tokens", 512));
-  ASSIGN_OR_RETURN(int64_t seed, flags.Int("seed", 1));
-  RETURN_IF_ERROR(flags.Finish());
-  if (num_requests < 1 || prefix_len < 0 || suffix_len < 1 || output_len < 1 || batched < 1 || threads < 1) {
-    return absl::InvalidArgumentError("need --requests, --suffix, --output, --threads and --max-num-batched-tokens "
-                                      ">= 1 and --prefix >= 0");
-  }
-  ASSIGN_OR_RETURN(auto model, LoadModel(path));
-  // Room for every request at once without sharing: memory never limits
-  // the run without prefix caching either.
-  const int64_t num_blocks = num_requests * BlocksFor(prefix_len + suffix_len + output_len) + 16;
-  ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, num_blocks, static_cast<int>(threads)));
-  std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  const int64_t vocab = model->hparams().vocab_size;
-  const std::vector<model::TokenId> prefix = RandomTokens(rng, prefix_len, vocab);
-  std::vector<Job> jobs;
-  int64_t prompt_tokens = 0;
-  for (int64_t i = 0; i < num_requests; ++i) {
-    Job job{.prompt = prefix, .max_tokens = static_cast<int32_t>(output_len)};
-    const std::vector<model::TokenId> suffix = RandomTokens(rng, suffix_len, vocab);
-    job.prompt.insert(job.prompt.end(), suffix.begin(), suffix.end());
-    prompt_tokens += static_cast<int64_t>(job.prompt.size());
-    jobs.push_back(std::move(job));
-  }
-  std::printf("shared-prefix: %s, %lld threads. %s Load average: %s\n", path.c_str(),
-              static_cast<long long>(threads), kNoiseNote, LoadAverage().c_str());
-  std::printf("%lld requests at t=0: a shared %lld-token prefix + a unique %lld-token suffix, %lld output tokens "
-              "(greedy, ignore_eos); max_num_seqs %lld, max_num_batched_tokens %lld, %lld KV blocks of 16\n",
-              static_cast<long long>(num_requests), static_cast<long long>(prefix_len),
-              static_cast<long long>(suffix_len), static_cast<long long>(output_len),
-              static_cast<long long>(num_requests), static_cast<long long>(batched),
-              static_cast<long long>(num_blocks));
-  const engine::SchedulerConfig sched{.max_num_batched_tokens = static_cast<int32_t>(batched),
-                                      .max_num_seqs = static_cast<int32_t>(num_requests)};
+  ASSIGN_OR_RETURN(const SharedPrefixConfig c, ReadSharedPrefixConfig(flags));
+  ASSIGN_OR_RETURN(auto model, LoadModel(c.model_path));
+  // Room for every request at once without sharing: memory never limits the
+  // run without prefix caching either.
+  const int64_t num_blocks = c.num_requests * BlocksFor(c.prefix_len + c.suffix_len + c.output_len) + 16;
+  ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, num_blocks, static_cast<int>(c.threads)));
+  const std::vector<Job> jobs = MakeSharedPrefixJobs(c, model->hparams().vocab_size);
+  std::printf("shared-prefix: %s, %lld threads. %s Load average: %s\n", c.model_path.c_str(),
+              static_cast<long long>(c.threads), kNoiseNote, LoadAverage().c_str());
+  std::printf(
+      "%lld requests at t=0: a shared %lld-token prefix + a unique %lld-token suffix (%lld prompt tokens in "
+      "all), %lld output tokens each (greedy, ignore_eos); max_num_seqs %lld, max_num_batched_tokens %lld, "
+      "%lld KV blocks of 16\n",
+      static_cast<long long>(c.num_requests), static_cast<long long>(c.prefix_len),
+      static_cast<long long>(c.suffix_len), static_cast<long long>(c.num_requests * (c.prefix_len + c.suffix_len)),
+      static_cast<long long>(c.output_len), static_cast<long long>(c.num_requests),
+      static_cast<long long>(c.batched_tokens), static_cast<long long>(num_blocks));
+  const engine::SchedulerConfig sched{.max_num_batched_tokens = static_cast<int32_t>(c.batched_tokens),
+                                      .max_num_seqs = static_cast<int32_t>(c.num_requests)};
   RETURN_IF_ERROR(RunJobs(*executor, {.scheduler = sched}, {{.prompt = jobs[0].prompt, .max_tokens = 2}}).status());
   ASSIGN_OR_RETURN(RunResult off, RunJobs(*executor, {.scheduler = sched, .prefix_caching = false}, jobs));
   ASSIGN_OR_RETURN(RunResult on, RunJobs(*executor, {.scheduler = sched, .prefix_caching = true}, jobs));
-
-  auto computed = [&](const RunResult& r) {
-    int64_t cached = 0;
-    for (const TimingSink& s : r.sinks) cached += s.usage.cached_prompt_tokens;
-    return prompt_tokens - cached;
-  };
-  std::printf("%-32s %18s %24s %8s %12s\n", "prefix caching", "peak KV blocks", "prefill tokens computed",
-              "wall s", "preemptions");
-  auto row = [&](const char* name, const RunResult& r) {
-    std::printf("%-32s %18d %24lld %8.2f %12lld\n", name, r.peak_blocks_used,
-                static_cast<long long>(computed(r)), r.wall_s, static_cast<long long>(r.stats.preemptions));
-  };
-  row("baseline: off", off);
-  row("kvfleet: on", on);
-  std::printf("ratio baseline/kvfleet: peak blocks %.2fx, prefill tokens %.2fx, wall time %.2fx "
-              "(prompt tokens in all: %lld)\n",
-              static_cast<double>(off.peak_blocks_used) / on.peak_blocks_used,
-              static_cast<double>(computed(off)) / static_cast<double>(computed(on)), off.wall_s / on.wall_s,
-              static_cast<long long>(prompt_tokens));
-  std::printf("%sload average at the end: %s\n", "", LoadAverage().c_str());
+  PrintSharedPrefixResults(off, on);
+  std::printf("load average at the end: %s\n", LoadAverage().c_str());
   return absl::OkStatus();
 }
 
@@ -305,8 +363,8 @@ struct DecodeRun {
 // N streams: one step prefills every prompt (the token budget holds them
 // all) and samples each stream's first token; every later step decodes one
 // token per stream. Only those later steps are timed.
-absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t streams, int64_t prompt_len,
-                                     int64_t gen, std::mt19937_64& rng, int64_t vocab) {
+absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t streams, int64_t prompt_len, int64_t gen,
+                                     std::mt19937_64& rng, int64_t vocab) {
   engine::Engine engine(executor, {.model_id = "bench",
                                    .scheduler = {.max_num_batched_tokens = static_cast<int32_t>(streams * prompt_len),
                                                  .max_num_seqs = static_cast<int32_t>(streams)},
@@ -353,10 +411,11 @@ absl::Status RunAggregateDecode(Flags& flags) {
   ASSIGN_OR_RETURN(auto model, LoadModel(path));
   const int64_t vocab = model->hparams().vocab_size;
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  std::printf("# aggregate-decode: %s, %lld threads, prompt %lld tokens, %lld generated per stream (greedy, "
-              "ignore_eos), median of %lld after one warm-up. %s Load average: %s\n",
-              path.c_str(), static_cast<long long>(threads), static_cast<long long>(prompt_len),
-              static_cast<long long>(gen), static_cast<long long>(repeats), kNoiseNote, LoadAverage().c_str());
+  std::printf(
+      "# aggregate-decode: %s, %lld threads, prompt %lld tokens, %lld generated per stream (greedy, "
+      "ignore_eos), median of %lld after one warm-up. %s Load average: %s\n",
+      path.c_str(), static_cast<long long>(threads), static_cast<long long>(prompt_len), static_cast<long long>(gen),
+      static_cast<long long>(repeats), kNoiseNote, LoadAverage().c_str());
   double first = 0;  // the first row's aggregate tokens/s: the scaling baseline
   for (int64_t n : streams) {
     ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, n * BlocksFor(prompt_len + gen), static_cast<int>(threads)));
@@ -373,14 +432,14 @@ absl::Status RunAggregateDecode(Flags& flags) {
     std::printf("# %3lld streams: %8.1f decode tok/s aggregate, %.2fx the %lld-stream figure\n",
                 static_cast<long long>(n), med.decode_tokens_per_s, med.decode_tokens_per_s / first,
                 static_cast<long long>(streams.front()));
-    std::printf("{\"streams\": %lld, \"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, "
-                "\"decode_tokens_per_s\": %.2f, \"prefill_s\": %.4f, \"decode_steps\": %lld}\n",
-                static_cast<long long>(n), static_cast<long long>(threads), static_cast<long long>(prompt_len),
-                static_cast<long long>(gen), med.decode_tokens_per_s, med.prefill_s,
-                static_cast<long long>(med.decode_steps));
+    std::printf(
+        "{\"streams\": %lld, \"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, "
+        "\"decode_tokens_per_s\": %.2f, \"prefill_s\": %.4f, \"decode_steps\": %lld}\n",
+        static_cast<long long>(n), static_cast<long long>(threads), static_cast<long long>(prompt_len),
+        static_cast<long long>(gen), med.decode_tokens_per_s, med.prefill_s, static_cast<long long>(med.decode_steps));
     std::fflush(stdout);
   }
-  std::printf("%sload average at the end: %s\n", "# ", LoadAverage().c_str());
+  std::printf("# load average at the end: %s\n", LoadAverage().c_str());
   return absl::OkStatus();
 }
 

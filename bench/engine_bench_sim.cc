@@ -66,10 +66,11 @@ std::vector<TraceRequest> MakeTrace(const TraceOptions& o) {
 void PrintLengths(const char* what, const std::vector<double>& v, double median, double sigma, const char* cap) {
   double sum = 0;
   for (double x : v) sum += x;
-  std::printf("  %s tokens: lognormal(median %.0f, sigma %.2f), %s -> median %.0f, mean %.1f, p90 %.0f, p99 %.0f, "
-              "max %.0f\n",
-              what, median, sigma, cap, Percentile(v, 50), sum / static_cast<double>(v.size()), Percentile(v, 90),
-              Percentile(v, 99), Percentile(v, 100));
+  std::printf(
+      "  %s tokens: lognormal(median %.0f, sigma %.2f), %s -> median %.0f, mean %.1f, p90 %.0f, p99 %.0f, "
+      "max %.0f\n",
+      what, median, sigma, cap, Percentile(v, 50), sum / static_cast<double>(v.size()), Percentile(v, 90),
+      Percentile(v, 99), Percentile(v, 100));
 }
 
 void PrintTrace(const TraceOptions& o, const std::vector<TraceRequest>& trace) {
@@ -232,9 +233,8 @@ absl::StatusOr<SimFlags> ReadSimFlags(Flags& flags) {
   f.max_num_seqs = static_cast<int32_t>(seqs);
   ASSIGN_OR_RETURN(int64_t batched, flags.Int("max-num-batched-tokens", 2048));
   f.max_num_batched_tokens = static_cast<int32_t>(batched);
-  if (f.trace.num_requests < 1 || len < 2 || len > (1 << 20) || seqs < 1 || batched < 1 ||
-      f.trace.prompt_median <= 0 || f.trace.output_median <= 0 || f.trace.prompt_sigma < 0 ||
-      f.trace.output_sigma < 0) {
+  if (f.trace.num_requests < 1 || len < 2 || len > (1 << 20) || seqs < 1 || batched < 1 || f.trace.prompt_median <= 0 ||
+      f.trace.output_median <= 0 || f.trace.prompt_sigma < 0 || f.trace.output_sigma < 0) {
     return absl::InvalidArgumentError(
         "--requests, --max-num-seqs, --max-num-batched-tokens and the medians must be positive, the sigmas >= 0, "
         "--max-model-len in [2, 2^20]");
@@ -243,13 +243,15 @@ absl::StatusOr<SimFlags> ReadSimFlags(Flags& flags) {
 }
 
 void PrintHeader(const char* name, const SimFlags& f) {
-  std::printf("%s: the real scheduler + KV cache manager + block pool, no model. Figures are token-slot counts "
-              "over simulated steps: deterministic for a seed, no timing (machine noise does not apply).\n",
-              name);
-  std::printf("KV bytes per token %lld (default model, 16-bit); max_num_seqs %d, max_num_batched_tokens %d, paged "
-              "block %d tokens\n",
-              static_cast<long long>(KvBytesPerToken(kDefaultModelKvShape, kBytesPerValue)), f.max_num_seqs,
-              f.max_num_batched_tokens, kPagedBlockSize);
+  std::printf(
+      "%s: the real scheduler + KV cache manager + block pool, no model. Figures are token-slot counts "
+      "over simulated steps: deterministic for a seed, no timing (machine noise does not apply).\n",
+      name);
+  std::printf(
+      "KV bytes per token %lld (default model, 16-bit); max_num_seqs %d, max_num_batched_tokens %d, paged "
+      "block %d tokens\n",
+      static_cast<long long>(KvBytesPerToken(kDefaultModelKvShape, kBytesPerValue)), f.max_num_seqs,
+      f.max_num_batched_tokens, kPagedBlockSize);
 }
 
 double RecomputeOverhead(const SimResult& r) {
@@ -275,8 +277,8 @@ absl::Status RunKvWaste(Flags& flags) {
   std::printf("KV budget %lld MiB = %lld token slots\n", static_cast<long long>(budget_mib),
               static_cast<long long>(pair.token_slots));
   std::printf("waste = allocated-but-unfilled slots / allocated slots over running requests, mean over steps\n");
-  std::printf("%-34s %16s %12s %14s %10s %12s\n", "system", "waste saturated", "waste all", "saturated steps",
-              "steps", "preemptions");
+  std::printf("%-34s %16s %12s %14s %10s %12s\n", "system", "waste saturated", "waste all", "saturated steps", "steps",
+              "preemptions");
   auto row = [](const char* name, const SimResult& r) {
     std::printf("%-34s %15.2f%% %11.2f%% %14lld %10lld %12lld\n", name, 100 * r.waste_saturated, 100 * r.waste_all,
                 static_cast<long long>(r.saturated_steps), static_cast<long long>(r.steps),
@@ -284,10 +286,10 @@ absl::Status RunKvWaste(Flags& flags) {
   };
   row("baseline: contiguous max_model_len", pair.contiguous);
   row("kvfleet: paged, 16-token blocks", pair.paged);
-  std::printf("ratio baseline/kvfleet waste: %.1fx saturated, %.1fx all steps (targets: kvfleet < 4%%, baseline "
-              "60-80%%)\n",
-              pair.contiguous.waste_saturated / pair.paged.waste_saturated,
-              pair.contiguous.waste_all / pair.paged.waste_all);
+  std::printf(
+      "ratio baseline/kvfleet waste: %.1fx saturated, %.1fx all steps (targets: kvfleet < 4%%, baseline "
+      "60-80%%)\n",
+      pair.contiguous.waste_saturated / pair.paged.waste_saturated, pair.contiguous.waste_all / pair.paged.waste_all);
   return absl::OkStatus();
 }
 
@@ -298,9 +300,10 @@ absl::Status RunConcurrency(Flags& flags) {
   const std::vector<TraceRequest> trace = MakeTrace(f.trace);
   PrintHeader("concurrency", f);
   PrintTrace(f.trace, trace);
-  std::printf("requests running at once, mean over saturated steps (requests waiting) and max over all steps;\n"
-              "baseline: contiguous reservation of max_model_len per request; kvfleet: paged 16-token blocks, "
-              "preemption by recompute\n");
+  std::printf(
+      "requests running at once, mean over saturated steps (requests waiting) and max over all steps;\n"
+      "baseline: contiguous reservation of max_model_len per request; kvfleet: paged 16-token blocks, "
+      "preemption by recompute\n");
   std::printf("%10s %12s %20s %20s %12s %12s %14s\n", "budget MiB", "token slots", "baseline mean / max",
               "kvfleet mean / max", "ratio mean", "preemptions", "recompute +%");
   for (int64_t budget : budgets) {
