@@ -3,7 +3,19 @@
 # Debian packages (apt-get, only when one is missing) and a virtualenv at
 # <repo>/.venv with pinned PyPI packages (pip, only when a pin is unmet).
 # Idempotent: a second run checks and returns in about a second.
+#
+#   scripts/setup.sh                    # build + tests (what CI needs)
+#   scripts/setup.sh --with-benchmarks  # also llama-cpp-python, the benchmarks' baseline
+#                                       # (builds llama.cpp from source: many minutes on 2 cores)
 set -euo pipefail
+
+with_benchmarks=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-benchmarks) with_benchmarks=1 ;;
+    *) echo "setup: unknown argument '$arg' (known: --with-benchmarks)" >&2; exit 2 ;;
+  esac
+done
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
@@ -79,5 +91,26 @@ else
   log "installing Python packages into $venv: ${PY_PINS[*]}"
   "$venv/bin/python" -m pip install --disable-pip-version-check -q "${PY_PINS[@]}"
   pins_met || { log "pinned versions still not met after pip install"; exit 1; }
+fi
+if ((with_benchmarks)); then
+  bench_pin="llama-cpp-python==0.3.36"
+  if "$venv/bin/python" - "$bench_pin" <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+name, want = sys.argv[1].split("==")
+try:
+    sys.exit(0 if version(name) == want else 1)
+except PackageNotFoundError:
+    sys.exit(1)
+PY
+  then
+    log "benchmarks: $bench_pin present in $venv"
+  else
+    log "benchmarks: building $bench_pin from source (CPU only; many minutes)"
+    export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON -DLLAMA_CURL=OFF}"
+    export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q \
+      --no-binary llama-cpp-python --no-cache-dir "$bench_pin"
+  fi
 fi
 log "done"
