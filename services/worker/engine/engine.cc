@@ -97,10 +97,10 @@ void Engine::DrainInbox() {
   }
 }
 
-void Engine::Finish(Request& req, FinishReason reason) {
+void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens) {
   scheduler_.Remove(&req);
   req.state = RequestState::kFinished;
-  RequestOutput out{.id = req.id(), .finished = true, .finish_reason = reason};
+  RequestOutput out{.id = req.id(), .new_tokens = std::move(last_tokens), .finished = true, .finish_reason = reason};
   out.usage = {.prompt_tokens = req.num_prompt_tokens(),
                .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
                .generated_tokens = req.num_output_tokens()};
@@ -164,10 +164,8 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutpu
     const bool stop = IsStopToken(req, token);
     const bool length = req.num_output_tokens() >= req.params.stopping.max_tokens;
     if (stop || length) {
-      // The token and the end travel together in one output.
-      RequestOutput out{.id = req.id(), .new_tokens = {token}};
-      req.sink->OnOutput(std::move(out));
-      Finish(req, stop ? FinishReason::kStop : FinishReason::kLength);
+      // The last token and the end travel together in one output.
+      Finish(req, stop ? FinishReason::kStop : FinishReason::kLength, {token});
       continue;
     }
     req.sink->OnOutput({.id = req.id(), .new_tokens = {token}});

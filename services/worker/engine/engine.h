@@ -87,7 +87,9 @@ class Engine {
 
   absl::Status Validate(const EngineRequest& request) const;
   void DrainInbox();
-  void Finish(Request& req, FinishReason reason);
+  // Frees the request's blocks, sends its final output (with last_tokens,
+  // if any) and destroys it.
+  void Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens = {});
   // Samples, streams and retires after a forward pass.
   void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
   bool IsStopToken(const Request& req, model::TokenId token) const;

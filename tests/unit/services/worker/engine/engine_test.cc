@@ -203,6 +203,20 @@ TEST_F(EngineTest, StopsAtAStopTokenAndDeliversIt) {
   EXPECT_EQ(stopped.usage.at(1).prompt_tokens, 3);
 }
 
+TEST_F(EngineTest, OneOutputPerTokenAndTheLastCarriesTheEnd) {
+  auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 32, .block_size = kBlockSize, .num_threads = 1});
+  Engine engine(*executor, {.model_id = "tiny"});
+  CollectingSink sink;
+  ASSERT_TRUE(engine.Submit({.id = RequestId(1), .prompt = {4, 5}, .stopping = {.max_tokens = 5, .ignore_eos = true}},
+                            &sink)
+                  .ok());
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  EXPECT_EQ(sink.outputs(), 5);
+  EXPECT_EQ(sink.tokens().size(), 5u);
+  EXPECT_EQ(sink.reason(), FinishReason::kLength);
+  EXPECT_EQ(sink.usage().generated_tokens, 5);
+}
+
 TEST_F(EngineTest, ImpossibleRequestsAreRejectedAtSubmission) {
   auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 8, .block_size = kBlockSize, .num_threads = 1});
   Engine engine(*executor, {.model_id = "tiny"});
