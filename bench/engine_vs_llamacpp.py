@@ -52,6 +52,8 @@ def kvfleet_rates(binary, model, streams, threads, prompt_tokens, gen_tokens, re
     rates = {}
     for line in p.stdout.splitlines():
         line = line.strip()
+        if line.startswith("#"):
+            print(line, flush=True)  # engine_bench's own summary lines
         if line.startswith("{"):
             r = json.loads(line)
             rates[int(r["streams"])] = float(r["decode_tokens_per_s"])
