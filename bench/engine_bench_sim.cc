@@ -63,26 +63,30 @@ std::vector<TraceRequest> MakeTrace(const TraceOptions& o) {
   return trace;
 }
 
-void PrintLengths(const char* what, const std::vector<double>& v, double median, double sigma, const char* cap) {
+void PrintLengths(const char* what, const std::vector<double>& v, double median, double sigma, const char* cap,
+                  int64_t capped) {
   double sum = 0;
   for (double x : v) sum += x;
   std::printf(
-      "  %s tokens: lognormal(median %.0f, sigma %.2f), %s -> median %.0f, mean %.1f, p90 %.0f, p99 %.0f, "
-      "max %.0f\n",
-      what, median, sigma, cap, Percentile(v, 50), sum / static_cast<double>(v.size()), Percentile(v, 90),
-      Percentile(v, 99), Percentile(v, 100));
+      "  %s tokens: lognormal(median %.0f, sigma %.2f), %s (%lld capped) -> median %.0f, mean %.1f, p90 %.0f, "
+      "p99 %.0f, max %.0f\n",
+      what, median, sigma, cap, static_cast<long long>(capped), Percentile(v, 50), sum / static_cast<double>(v.size()),
+      Percentile(v, 90), Percentile(v, 99), Percentile(v, 100));
 }
 
 void PrintTrace(const TraceOptions& o, const std::vector<TraceRequest>& trace) {
   std::vector<double> prompts, outputs;
+  int64_t prompts_capped = 0, outputs_capped = 0;
   for (const TraceRequest& r : trace) {
     prompts.push_back(r.prompt_tokens);
     outputs.push_back(r.output_tokens);
+    prompts_capped += r.prompt_tokens == o.max_model_len - 1;
+    outputs_capped += r.prompt_tokens + r.output_tokens == o.max_model_len;  // an exact fit counts too
   }
   std::printf("trace: %lld requests, all queued at step 0, seed %llu, max_model_len %d\n",
               static_cast<long long>(o.num_requests), static_cast<unsigned long long>(o.seed), o.max_model_len);
-  PrintLengths("prompt", prompts, o.prompt_median, o.prompt_sigma, "capped at max_model_len-1");
-  PrintLengths("output", outputs, o.output_median, o.output_sigma, "capped at max_model_len-prompt");
+  PrintLengths("prompt", prompts, o.prompt_median, o.prompt_sigma, "capped at max_model_len-1", prompts_capped);
+  PrintLengths("output", outputs, o.output_median, o.output_sigma, "capped at max_model_len-prompt", outputs_capped);
 }
 
 struct SimConfig {
