@@ -7,7 +7,10 @@
 namespace kvfleet {
 namespace {
 
-// Spins until pred() holds or the budget runs out; returns pred().
+// Chunks per thread: enough that a late or descheduled thread's share is
+// picked up by the others, few enough that claiming stays cheap.
+constexpr int64_t kChunksPerThread = 4;
+
 template <typename Pred>
 bool SpinUntil(Pred pred, int iterations) {
   for (int i = 0; i < iterations; ++i) {
@@ -22,9 +25,7 @@ bool SpinUntil(Pred pred, int iterations) {
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads > 0 ? num_threads
                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
-  for (int i = 1; i < num_threads_; ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
-  }
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -36,51 +37,66 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+void ThreadPool::RunChunks() {
+  while (true) {
+    const int64_t c = next_chunk_.fetch_add(1);
+    if (c >= num_chunks_) return;
+    const int64_t begin = c * chunk_size_;
+    (*job_)(begin, std::min(job_n_, begin + chunk_size_));
+    done_chunks_.fetch_add(1);
+  }
+}
+
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  const int64_t chunks = (n + grain - 1) / grain;
-  const int parts = static_cast<int>(std::min<int64_t>(num_threads_, chunks));
-  if (parts <= 1) {
+  const int64_t grains = (n + grain - 1) / grain;
+  if (num_threads_ == 1 || grains == 1) {
     fn(0, n);
     return;
   }
-  ranges_.assign(num_threads_, {0, 0});
-  for (int p = 0; p < parts; ++p) {
-    ranges_[p] = {std::min(n, chunks * p / parts * grain), std::min(n, chunks * (p + 1) / parts * grain)};
-  }
-  job_ = &fn;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  const int64_t chunks = std::min<int64_t>(grains, num_threads_ * kChunksPerThread);
   {
-    // Under the mutex so a worker about to sleep cannot miss the bump.
+    // Workers join a job under the mutex, so they never see it half set up,
+    // and one about to sleep cannot miss the bump.
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    job_ = &fn;
+    job_n_ = n;
+    chunk_size_ = (grains + chunks - 1) / chunks * grain;
+    num_chunks_ = (n + chunk_size_ - 1) / chunk_size_;
+    done_chunks_.store(0);
+    next_chunk_.store(0);
+    generation_.fetch_add(1);
   }
   work_cv_.notify_all();
-  fn(ranges_[0].first, ranges_[0].second);
-  auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!SpinUntil(all_done, kSpinIterations)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, all_done);
-  }
-  job_ = nullptr;
+  RunChunks();
+  // Every chunk is claimed; wait for those still running and for every worker
+  // that joined, before `fn` goes out of scope. No worker can join now: there
+  // is nothing left to claim.
+  while (done_chunks_.load() < num_chunks_ || active_.load() > 0) _mm_pause();
 }
 
-void ThreadPool::WorkerLoop(int index) {
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
-    auto has_work = [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; };
+    auto has_work = [&] { return stop_.load() || generation_.load() != seen; };
     if (!SpinUntil(has_work, kSpinIterations)) {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, has_work);
     }
     if (stop_.load()) return;
-    seen = generation_.load(std::memory_order_acquire);
-    const auto [begin, end] = ranges_[index];
-    if (begin < end) (*job_)(begin, end);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    bool joined = false;
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      done_cv_.notify_one();
+      seen = generation_.load();
+      if (next_chunk_.load() < num_chunks_) {
+        active_.fetch_add(1);
+        joined = true;
+      }
+    }
+    if (joined) {
+      RunChunks();
+      active_.fetch_sub(1);
     }
   }
 }

@@ -1,9 +1,11 @@
 // A fixed-size pool of worker threads for data-parallel loops.
 //
-// ParallelFor splits [0, n) into one contiguous range per thread and blocks
-// until every range is done. The split never changes what any index computes:
-// kernels keep a fixed reduction order per output row, so results are
-// identical for any thread count (DESIGN.md, Exactness).
+// ParallelFor cuts [0, n) into small chunks (multiples of `grain`) that the
+// calling thread and the workers claim from a shared counter until none are
+// left. Claiming, rather than a fixed split, keeps a loop from stalling when
+// the OS deschedules a worker on a busy machine: the others take its share.
+// Which thread computes an index never changes what it computes: kernels keep
+// a fixed reduction order per output row (DESIGN.md, Exactness).
 //
 // Thread-safety: ParallelFor may be called from one thread at a time (the
 // engine thread owns its pool).
@@ -32,30 +34,35 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // Calls fn(begin, end) over disjoint ranges covering [0, n); the calling
-  // thread takes the first range. Ranges are multiples of `grain` (except
-  // the last) so callers can keep SIMD-friendly chunks.
+  // Calls fn(begin, end) over disjoint ranges covering [0, n) and returns
+  // when all are done. Range starts are multiples of `grain`.
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
  private:
-  void WorkerLoop(int index);
+  // Claims and runs chunks of the current job until none are left.
+  void RunChunks();
+  void WorkerLoop();
 
-  // A decode step runs a few hundred short loops; waking sleeping threads for
-  // each costs more than the loop. Threads spin this many pause
-  // instructions (tens of microseconds) before they sleep.
+  // Workers spin briefly before sleeping: a decode step runs a few hundred
+  // short loops and a futex wake-up for each costs more than the loop.
   static constexpr int kSpinIterations = 2000;
 
   int num_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  // Written by the caller before generation_ is bumped; read by workers after
-  // they observe the new generation.
+
+  // The current job: written under mu_, read by workers that joined it.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  std::vector<std::pair<int64_t, int64_t>> ranges_;
+  int64_t job_n_ = 0;
+  int64_t chunk_size_ = 1;
+  int64_t num_chunks_ = 0;
+  std::atomic<int64_t> next_chunk_{0};
+  std::atomic<int64_t> done_chunks_{0};
+  // Workers that joined the current job (under mu_); the caller waits for
+  // zero before `fn` may go away.
+  std::atomic<int> active_{0};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
 };
 

@@ -30,5 +30,19 @@ TEST(ThreadPoolTest, RangesStartOnGrainBoundaries) {
   EXPECT_FALSE(misaligned);
 }
 
+TEST(ThreadPoolTest, ManyShortLoopsInARowLoseNothing) {
+  // The pattern of a decode step: hundreds of tiny loops back to back, where
+  // a late worker must never run a chunk of a finished or later loop.
+  ThreadPool pool(3);
+  for (int round = 0; round < 20000; ++round) {
+    const int64_t n = 1 + round % 37;
+    std::vector<int> hits(n, 0);
+    pool.ParallelFor(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << "round " << round << " index " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kvfleet
