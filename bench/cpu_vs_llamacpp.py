@@ -8,7 +8,7 @@ For each thread count it measures, for both engines:
 Each number is the median of --repeats runs (after one warm-up run per engine
 and thread count). kvfleet is measured through `kvfleet bench-model`, which
 prints one JSON line {"prefill_tokens_per_s": x, "decode_tokens_per_s": y};
-llama.cpp through llama-cpp-python's Llama (bench/setup_llamacpp.sh installs
+llama.cpp through llama-cpp-python's Llama (scripts/setup.sh --with-benchmarks installs
 it): prefill = Llama.eval(prompt) with n_batch >= prompt, decode = eval of
 one token at a time with the argmax of the last logits.
 
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
             row["llama.cpp"] = median_of(engine.once, args.repeats)
             del engine
         except ImportError:
-            print("llama_cpp is not installed: run bench/setup_llamacpp.sh", file=sys.stderr)
+            print("llama_cpp is not installed: run scripts/setup.sh --with-benchmarks", file=sys.stderr)
             row["llama.cpp"] = (None, None)
         results.append(row)
 

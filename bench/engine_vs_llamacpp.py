@@ -11,7 +11,7 @@ kvfleet: `engine_bench aggregate-decode`, which drives the continuous-batching E
 CPU executor and prints one JSON line per N.
 llama.cpp: llama-cpp-python's low-level batch API in this process: one context per N with
 n_seq_max = N, one seq_id per stream, llama_batch_init / llama_decode, logits for the last
-token of each stream only, the KV cache cleared between runs (bench/setup_llamacpp.sh installs it).
+token of each stream only, the KV cache cleared between runs (scripts/setup.sh --with-benchmarks installs it).
 
 Not part of CI. See bench/README.md.
 """
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
         import random
         engine = LlamaCppBatch(args.model, args.threads)
     except ImportError:
-        print("llama_cpp is not installed: run bench/setup_llamacpp.sh", file=sys.stderr)
+        print("llama_cpp is not installed: run scripts/setup.sh --with-benchmarks", file=sys.stderr)
         return 1
     rng = random.Random(args.seed)
     lc, unified = {}, False
