@@ -19,8 +19,6 @@ BlockHash KvCacheManager::RootFor(const Request& req) const { return RootBlockHa
 
 int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
-  const bool first_admission = req.cached_prompt_tokens < 0;
-  if (first_admission) counters_.queried_tokens += req.num_prompt_tokens();
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_) {
     // At most (n - 1) / block_size blocks: the last token is always computed.
@@ -38,11 +36,14 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
     hit_tokens = static_cast<int32_t>(req.block_table.size()) * block_size_;
   }
   req.num_computed_tokens = hit_tokens;
-  if (first_admission) {
-    req.cached_prompt_tokens = std::min(hit_tokens, req.num_prompt_tokens());
-    counters_.hit_tokens += req.cached_prompt_tokens;
-  }
   return hit_tokens;
+}
+
+void KvCacheManager::RecordAdmission(Request& req) {
+  if (req.cached_prompt_tokens >= 0) return;  // a re-admission after preemption
+  req.cached_prompt_tokens = std::min(req.num_computed_tokens, req.num_prompt_tokens());
+  counters_.queried_tokens += req.num_prompt_tokens();
+  counters_.hit_tokens += req.cached_prompt_tokens;
 }
 
 bool KvCacheManager::Allocate(Request& req, int32_t num_new_tokens) {

@@ -11,6 +11,7 @@
 //
 //   KvCacheManager kv(pool, /*block_size=*/16, "SmolLM2");
 //   kv.AcquireCachedPrefix(req);                  // at admission
+//   kv.RecordAdmission(req);                      // once it is admitted
 //   if (!kv.Allocate(req, n)) { /* preempt someone */ }
 //   ... executor computes n tokens ...
 //   req.num_computed_tokens += n; kv.CommitFullBlocks(req);
@@ -42,6 +43,10 @@ class KvCacheManager {
   // is always computed, for its logits) and marks those tokens computed.
   // Returns the number of tokens served from cache.
   int32_t AcquireCachedPrefix(Request& req);
+
+  // Counts the prefix-cache query and hit of a request's first admission
+  // (not of re-admissions after preemption), once it is admitted.
+  void RecordAdmission(Request& req);
 
   // Makes the block table cover num_computed_tokens + num_new_tokens. All or
   // nothing: false (and no change) when the pool has too few free blocks.

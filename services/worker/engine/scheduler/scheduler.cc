@@ -89,6 +89,7 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
       break;
     }
     waiting_.erase(waiting_.begin());
+    kv_.RecordAdmission(*req);
     req->state = RequestState::kRunning;
     running_.push_back(req);
     out.chunks.push_back({req, n});

@@ -37,20 +37,25 @@ TEST(KvCacheManagerTest, ReusesTheLongestCachedPrefixButNeverTheLastToken) {
   std::vector<model::TokenId> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   Request a = MakeRequest(1, prompt);
   EXPECT_EQ(kv.AcquireCachedPrefix(a), 0);
+  kv.RecordAdmission(a);
   Compute(kv, a);
   EXPECT_EQ(a.block_hashes.size(), 2u);  // two full blocks published
 
   Request b = MakeRequest(2, {1, 2, 3, 4, 5, 6, 7, 8, 42});
   EXPECT_EQ(kv.AcquireCachedPrefix(b), 8);
+  kv.RecordAdmission(b);
+  kv.RecordAdmission(b);  // counted once
   EXPECT_EQ(b.block_table, std::vector<BlockId>(a.block_table.begin(), a.block_table.begin() + 2));
   EXPECT_EQ(pool.ref_count(a.block_table[0]), 2);
 
   // Exactly two full blocks: the last token is recomputed, so only one block hits.
   Request c = MakeRequest(3, {1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_EQ(kv.AcquireCachedPrefix(c), 4);
+  kv.RecordAdmission(c);
 
   Request other_tenant = MakeRequest(4, prompt, "salt");
   EXPECT_EQ(kv.AcquireCachedPrefix(other_tenant), 0);
+  kv.RecordAdmission(other_tenant);
   EXPECT_EQ(kv.counters().queried_tokens, 10 + 9 + 8 + 10);
   EXPECT_EQ(kv.counters().hit_tokens, 8 + 4);
 }
