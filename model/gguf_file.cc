@@ -120,9 +120,9 @@ absl::Status GgufFile::Parse() {
   ASSIGN_OR_RETURN(uint64_t kv_count, c.Read<uint64_t>("metadata count"));
   // Each entry takes at least a few bytes; a count beyond that is corrupt.
   if (tensor_count > bytes.size() / 8 || kv_count > bytes.size() / 8) {
-    return absl::InvalidArgumentError(absl::StrCat(p, ": implausible counts: ", tensor_count, " tensors, ",
-                                                   kv_count, " metadata entries in a ", bytes.size(),
-                                                   "-byte file"));
+    return absl::InvalidArgumentError(absl::StrCat(p, ": ", tensor_count, " tensors and ", kv_count,
+                                                   " metadata entries cannot fit in a ", bytes.size(),
+                                                   "-byte file; the file is truncated or corrupt"));
   }
 
   for (uint64_t i = 0; i < kv_count; ++i) {
