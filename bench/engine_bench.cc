@@ -4,6 +4,8 @@
 #include "bench/engine_bench.h"
 
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,14 +42,33 @@ Every model subcommand takes --model PATH (default: the project's default model)
 }  // namespace
 
 int main(int argc, char** argv) {
-  using kvfleet::bench::Flags;
+  using kvfleet::tools::Flags;
   kvfleet::InitLogging("warn");
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
-  absl::StatusOr<Flags> flags = Flags::Parse(std::vector<std::string>(argv + 2, argv + argc));
+  // The flags each subcommand accepts; anything else is an error.
+  const std::set<std::string> sim = {
+      "requests",      "seed",         "max-model-len", "prompt-median",          "prompt-sigma",
+      "output-median", "output-sigma", "max-num-seqs",  "max-num-batched-tokens", "budget-mib"};
+  const std::map<std::string, std::set<std::string>> accepted = {
+      {"kv-waste", sim},
+      {"concurrency", sim},
+      {"continuous-vs-static",
+       {"model", "threads", "requests", "prompt-min", "prompt-max", "output-min", "output-max", "max-num-seqs",
+        "repeats", "arrival-rate", "seed"}},
+      {"shared-prefix",
+       {"model", "threads", "requests", "prefix", "suffix", "output", "max-num-batched-tokens", "seed"}},
+      {"aggregate-decode", {"model", "threads", "streams", "prompt-tokens", "gen-tokens", "repeats", "seed"}},
+  };
+  const auto known = accepted.find(command);
+  if (known == accepted.end()) {
+    std::fprintf(stderr, "engine_bench: unknown subcommand '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  }
+  absl::StatusOr<Flags> flags = Flags::Parse(std::vector<std::string>(argv + 2, argv + argc), known->second, {});
   if (!flags.ok()) {
     std::fprintf(stderr, "engine_bench %s: %s\n", command.c_str(), flags.status().ToString().c_str());
     return 2;
@@ -63,9 +84,6 @@ int main(int argc, char** argv) {
     status = kvfleet::bench::RunSharedPrefix(*flags);
   } else if (command == "aggregate-decode") {
     status = kvfleet::bench::RunAggregateDecode(*flags);
-  } else {
-    std::fprintf(stderr, "engine_bench: unknown subcommand '%s'\n\n%s", command.c_str(), kUsage);
-    return 2;
   }
   if (!status.ok()) {
     std::fprintf(stderr, "engine_bench %s: %s\n", command.c_str(), status.ToString().c_str());

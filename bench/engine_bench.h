@@ -20,30 +20,17 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
 #include "services/worker/engine/executor/cpu_executor.h"
+#include "tools/flags/flags.h"
 
 namespace kvfleet::bench {
 
 // "--name value" and "--name=value" flags after the subcommand. Each getter
 // marks its flag as known; Finish() rejects the flags nobody asked for.
-class Flags {
- public:
-  static absl::StatusOr<Flags> Parse(const std::vector<std::string>& args);
-
-  absl::StatusOr<int64_t> Int(const std::string& name, int64_t fallback);
-  absl::StatusOr<double> Double(const std::string& name, double fallback);
-  std::string String(const std::string& name, const std::string& fallback);
-  absl::StatusOr<std::vector<int64_t>> IntList(const std::string& name, const std::string& fallback);
-  absl::Status Finish() const;
-
- private:
-  absl::flat_hash_map<std::string, std::string> values_;
-  absl::flat_hash_map<std::string, bool> used_;
-};
+using tools::Flags;
 
 // /proc/loadavg's 1, 5 and 15-minute figures and the core count, to say
 // how busy the machine was while a timed benchmark ran.
@@ -62,10 +49,10 @@ absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> MakeExecutor(const model::L
                                                                   int num_threads);
 
 // The subcommands; each parses its own flags.
-absl::Status RunKvWaste(Flags& flags);
-absl::Status RunConcurrency(Flags& flags);
-absl::Status RunContinuousVsStatic(Flags& flags);
-absl::Status RunSharedPrefix(Flags& flags);
-absl::Status RunAggregateDecode(Flags& flags);
+absl::Status RunKvWaste(const Flags& flags);
+absl::Status RunConcurrency(const Flags& flags);
+absl::Status RunContinuousVsStatic(const Flags& flags);
+absl::Status RunSharedPrefix(const Flags& flags);
+absl::Status RunAggregateDecode(const Flags& flags);
 
 }  // namespace kvfleet::bench

@@ -151,20 +151,19 @@ struct CvsConfig {
   double arrival_rate;  // requests/s; 0: all at t=0
 };
 
-absl::StatusOr<CvsConfig> ReadCvsConfig(Flags& flags) {
+absl::StatusOr<CvsConfig> ReadCvsConfig(const Flags& flags) {
   CvsConfig c;
-  c.model_path = flags.String("model", DefaultModelPath());
-  ASSIGN_OR_RETURN(c.threads, flags.Int("threads", 2));
-  ASSIGN_OR_RETURN(c.num_requests, flags.Int("requests", 24));
-  ASSIGN_OR_RETURN(c.prompt_min, flags.Int("prompt-min", 16));
-  ASSIGN_OR_RETURN(c.prompt_max, flags.Int("prompt-max", 128));
-  ASSIGN_OR_RETURN(c.output_min, flags.Int("output-min", 8));
-  ASSIGN_OR_RETURN(c.output_max, flags.Int("output-max", 96));
-  ASSIGN_OR_RETURN(c.max_num_seqs, flags.Int("max-num-seqs", 8));
-  ASSIGN_OR_RETURN(c.repeats, flags.Int("repeats", 1));
-  ASSIGN_OR_RETURN(c.arrival_rate, flags.Double("arrival-rate", 0));
-  ASSIGN_OR_RETURN(c.seed, flags.Int("seed", 1));
-  RETURN_IF_ERROR(flags.Finish());
+  c.model_path = flags.GetString("model", DefaultModelPath());
+  ASSIGN_OR_RETURN(c.threads, flags.GetInt("threads", 2));
+  ASSIGN_OR_RETURN(c.num_requests, flags.GetInt("requests", 24));
+  ASSIGN_OR_RETURN(c.prompt_min, flags.GetInt("prompt-min", 16));
+  ASSIGN_OR_RETURN(c.prompt_max, flags.GetInt("prompt-max", 128));
+  ASSIGN_OR_RETURN(c.output_min, flags.GetInt("output-min", 8));
+  ASSIGN_OR_RETURN(c.output_max, flags.GetInt("output-max", 96));
+  ASSIGN_OR_RETURN(c.max_num_seqs, flags.GetInt("max-num-seqs", 8));
+  ASSIGN_OR_RETURN(c.repeats, flags.GetInt("repeats", 1));
+  ASSIGN_OR_RETURN(c.arrival_rate, flags.GetDouble("arrival-rate", 0));
+  ASSIGN_OR_RETURN(c.seed, flags.GetInt("seed", 1));
   if (c.num_requests < 1 || c.prompt_min < 1 || c.prompt_max < c.prompt_min || c.output_min < 1 ||
       c.output_max < c.output_min || c.max_num_seqs < 1 || c.threads < 1 || c.repeats < 1 || c.arrival_rate < 0) {
     return absl::InvalidArgumentError(
@@ -225,17 +224,16 @@ struct SharedPrefixConfig {
   int64_t threads, num_requests, prefix_len, suffix_len, output_len, batched_tokens, seed;
 };
 
-absl::StatusOr<SharedPrefixConfig> ReadSharedPrefixConfig(Flags& flags) {
+absl::StatusOr<SharedPrefixConfig> ReadSharedPrefixConfig(const Flags& flags) {
   SharedPrefixConfig c;
-  c.model_path = flags.String("model", DefaultModelPath());
-  ASSIGN_OR_RETURN(c.threads, flags.Int("threads", 2));
-  ASSIGN_OR_RETURN(c.num_requests, flags.Int("requests", 32));
-  ASSIGN_OR_RETURN(c.prefix_len, flags.Int("prefix", 512));
-  ASSIGN_OR_RETURN(c.suffix_len, flags.Int("suffix", 16));
-  ASSIGN_OR_RETURN(c.output_len, flags.Int("output", 16));
-  ASSIGN_OR_RETURN(c.batched_tokens, flags.Int("max-num-batched-tokens", 512));
-  ASSIGN_OR_RETURN(c.seed, flags.Int("seed", 1));
-  RETURN_IF_ERROR(flags.Finish());
+  c.model_path = flags.GetString("model", DefaultModelPath());
+  ASSIGN_OR_RETURN(c.threads, flags.GetInt("threads", 2));
+  ASSIGN_OR_RETURN(c.num_requests, flags.GetInt("requests", 32));
+  ASSIGN_OR_RETURN(c.prefix_len, flags.GetInt("prefix", 512));
+  ASSIGN_OR_RETURN(c.suffix_len, flags.GetInt("suffix", 16));
+  ASSIGN_OR_RETURN(c.output_len, flags.GetInt("output", 16));
+  ASSIGN_OR_RETURN(c.batched_tokens, flags.GetInt("max-num-batched-tokens", 512));
+  ASSIGN_OR_RETURN(c.seed, flags.GetInt("seed", 1));
   if (c.num_requests < 1 || c.prefix_len < 0 || c.suffix_len < 1 || c.output_len < 1 || c.batched_tokens < 1 ||
       c.threads < 1) {
     return absl::InvalidArgumentError(
@@ -283,7 +281,7 @@ void PrintSharedPrefixResults(const RunResult& off, const RunResult& on) {
 
 }  // namespace
 
-absl::Status RunContinuousVsStatic(Flags& flags) {
+absl::Status RunContinuousVsStatic(const Flags& flags) {
   ASSIGN_OR_RETURN(const CvsConfig c, ReadCvsConfig(flags));
   ASSIGN_OR_RETURN(auto model, LoadModel(c.model_path));
   // Enough blocks for max_num_seqs of the longest requests, so memory never
@@ -324,7 +322,7 @@ absl::Status RunContinuousVsStatic(Flags& flags) {
   return absl::OkStatus();
 }
 
-absl::Status RunSharedPrefix(Flags& flags) {
+absl::Status RunSharedPrefix(const Flags& flags) {
   ASSIGN_OR_RETURN(const SharedPrefixConfig c, ReadSharedPrefixConfig(flags));
   ASSIGN_OR_RETURN(auto model, LoadModel(c.model_path));
   // Room for every request at once without sharing: memory never limits the
@@ -396,15 +394,14 @@ absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t st
 
 }  // namespace
 
-absl::Status RunAggregateDecode(Flags& flags) {
-  const std::string path = flags.String("model", DefaultModelPath());
-  ASSIGN_OR_RETURN(int64_t threads, flags.Int("threads", 2));
-  ASSIGN_OR_RETURN(std::vector<int64_t> streams, flags.IntList("streams", "1,4,8,16,32"));
-  ASSIGN_OR_RETURN(int64_t prompt_len, flags.Int("prompt-tokens", 32));
-  ASSIGN_OR_RETURN(int64_t gen, flags.Int("gen-tokens", 32));
-  ASSIGN_OR_RETURN(int64_t repeats, flags.Int("repeats", 3));
-  ASSIGN_OR_RETURN(int64_t seed, flags.Int("seed", 1));
-  RETURN_IF_ERROR(flags.Finish());
+absl::Status RunAggregateDecode(const Flags& flags) {
+  const std::string path = flags.GetString("model", DefaultModelPath());
+  ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 2));
+  ASSIGN_OR_RETURN(std::vector<int64_t> streams, flags.GetIntList("streams", "1,4,8,16,32"));
+  ASSIGN_OR_RETURN(int64_t prompt_len, flags.GetInt("prompt-tokens", 32));
+  ASSIGN_OR_RETURN(int64_t gen, flags.GetInt("gen-tokens", 32));
+  ASSIGN_OR_RETURN(int64_t repeats, flags.GetInt("repeats", 3));
+  ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   if (prompt_len < 1 || gen < 2 || repeats < 1 || threads < 1) {
     return absl::InvalidArgumentError("need --prompt-tokens >= 1, --gen-tokens >= 2, --repeats >= 1, --threads >= 1");
   }

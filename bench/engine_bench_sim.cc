@@ -222,20 +222,20 @@ struct SimFlags {
   int32_t max_num_batched_tokens = 2048;
 };
 
-absl::StatusOr<SimFlags> ReadSimFlags(Flags& flags) {
+absl::StatusOr<SimFlags> ReadSimFlags(const Flags& flags) {
   SimFlags f;
-  ASSIGN_OR_RETURN(f.trace.num_requests, flags.Int("requests", 2000));
-  ASSIGN_OR_RETURN(int64_t seed, flags.Int("seed", 1));
+  ASSIGN_OR_RETURN(f.trace.num_requests, flags.GetInt("requests", 2000));
+  ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   f.trace.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(int64_t len, flags.Int("max-model-len", 2048));
+  ASSIGN_OR_RETURN(int64_t len, flags.GetInt("max-model-len", 2048));
   f.trace.max_model_len = static_cast<int32_t>(len);
-  ASSIGN_OR_RETURN(f.trace.prompt_median, flags.Double("prompt-median", 200));
-  ASSIGN_OR_RETURN(f.trace.prompt_sigma, flags.Double("prompt-sigma", 1.0));
-  ASSIGN_OR_RETURN(f.trace.output_median, flags.Double("output-median", 100));
-  ASSIGN_OR_RETURN(f.trace.output_sigma, flags.Double("output-sigma", 1.0));
-  ASSIGN_OR_RETURN(int64_t seqs, flags.Int("max-num-seqs", 256));
+  ASSIGN_OR_RETURN(f.trace.prompt_median, flags.GetDouble("prompt-median", 200));
+  ASSIGN_OR_RETURN(f.trace.prompt_sigma, flags.GetDouble("prompt-sigma", 1.0));
+  ASSIGN_OR_RETURN(f.trace.output_median, flags.GetDouble("output-median", 100));
+  ASSIGN_OR_RETURN(f.trace.output_sigma, flags.GetDouble("output-sigma", 1.0));
+  ASSIGN_OR_RETURN(int64_t seqs, flags.GetInt("max-num-seqs", 256));
   f.max_num_seqs = static_cast<int32_t>(seqs);
-  ASSIGN_OR_RETURN(int64_t batched, flags.Int("max-num-batched-tokens", 2048));
+  ASSIGN_OR_RETURN(int64_t batched, flags.GetInt("max-num-batched-tokens", 2048));
   f.max_num_batched_tokens = static_cast<int32_t>(batched);
   if (f.trace.num_requests < 1 || len < 2 || len > (1 << 20) || seqs < 1 || batched < 1 || f.trace.prompt_median <= 0 ||
       f.trace.output_median <= 0 || f.trace.prompt_sigma < 0 || f.trace.output_sigma < 0) {
@@ -270,10 +270,9 @@ std::string MeanMax(const SimResult& r) {
 
 }  // namespace
 
-absl::Status RunKvWaste(Flags& flags) {
+absl::Status RunKvWaste(const Flags& flags) {
   ASSIGN_OR_RETURN(SimFlags f, ReadSimFlags(flags));
-  ASSIGN_OR_RETURN(int64_t budget_mib, flags.Int("budget-mib", 1024));
-  RETURN_IF_ERROR(flags.Finish());
+  ASSIGN_OR_RETURN(int64_t budget_mib, flags.GetInt("budget-mib", 1024));
   const std::vector<TraceRequest> trace = MakeTrace(f.trace);
   PrintHeader("kv-waste", f);
   PrintTrace(f.trace, trace);
@@ -297,10 +296,9 @@ absl::Status RunKvWaste(Flags& flags) {
   return absl::OkStatus();
 }
 
-absl::Status RunConcurrency(Flags& flags) {
+absl::Status RunConcurrency(const Flags& flags) {
   ASSIGN_OR_RETURN(SimFlags f, ReadSimFlags(flags));
-  ASSIGN_OR_RETURN(std::vector<int64_t> budgets, flags.IntList("budget-mib", "64,1024"));
-  RETURN_IF_ERROR(flags.Finish());
+  ASSIGN_OR_RETURN(std::vector<int64_t> budgets, flags.GetIntList("budget-mib", "64,1024"));
   const std::vector<TraceRequest> trace = MakeTrace(f.trace);
   PrintHeader("concurrency", f);
   PrintTrace(f.trace, trace);

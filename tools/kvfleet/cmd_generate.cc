@@ -13,7 +13,7 @@
 
 #include "services/worker/engine/request.h"
 #include "tools/kvfleet/commands.h"
-#include "tools/kvfleet/flags.h"
+#include "tools/flags/flags.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {

@@ -7,7 +7,7 @@
 #include "common/status_macros.h"
 #include "model/llama_model.h"
 #include "tools/kvfleet/commands.h"
-#include "tools/kvfleet/flags.h"
+#include "tools/flags/flags.h"
 
 namespace kvfleet::tools {
 

@@ -1,4 +1,5 @@
-// Command-line flags of one kvfleet subcommand: `--name value`,
+// Command-line flags of one subcommand of a kvfleet tool (the CLI, the
+// benchmarks): `--name value`,
 // `--name=value` and bare `--switch`. Unknown flags and malformed values are
 // errors that name the flag, so a typo never silently falls back to a default.
 //
@@ -31,6 +32,8 @@ class Flags {
   bool GetSwitch(const std::string& name) const { return Has(name); }
   // A comma-separated list of token ids ("1,2,3").
   absl::StatusOr<std::vector<model::TokenId>> GetTokenIds(const std::string& name) const;
+  // A comma-separated list of integers; `fallback` (same syntax) when absent.
+  absl::StatusOr<std::vector<int64_t>> GetIntList(const std::string& name, const std::string& fallback) const;
 
  private:
   std::map<std::string, std::string> values_;

@@ -1,4 +1,4 @@
-#include "tools/kvfleet/flags.h"
+#include "tools/flags/flags.h"
 
 #include <cstdio>
 
@@ -84,6 +84,20 @@ absl::StatusOr<std::vector<model::TokenId>> Flags::GetTokenIds(const std::string
     ids.push_back(id);
   }
   return ids;
+}
+
+absl::StatusOr<std::vector<int64_t>> Flags::GetIntList(const std::string& name, const std::string& fallback) const {
+  const std::string text = GetString(name, fallback);
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(part, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", part, "' is not an integer"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs at least one integer"));
+  return out;
 }
 
 }  // namespace kvfleet::tools
