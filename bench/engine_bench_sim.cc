@@ -94,6 +94,7 @@ struct SimConfig {
   int32_t num_blocks;
   int32_t max_num_seqs;
   int32_t max_num_batched_tokens;
+  int32_t growth_reserve_blocks = engine::SchedulerConfig{}.growth_reserve_blocks;
 };
 
 // Figures over steps. "Saturated" steps end with requests still waiting: the
@@ -132,8 +133,10 @@ int64_t ApplyStep(const engine::SchedulerOutput& out, engine::Scheduler& schedul
 absl::StatusOr<SimResult> Simulate(const std::vector<TraceRequest>& trace, const SimConfig& config) {
   engine::BlockPool pool(config.num_blocks, nullptr);
   engine::KvCacheManager kv(pool, config.block_size, "sim", /*enable_prefix_caching=*/false);
-  engine::Scheduler scheduler(
-      {.max_num_batched_tokens = config.max_num_batched_tokens, .max_num_seqs = config.max_num_seqs}, kv);
+  engine::Scheduler scheduler({.max_num_batched_tokens = config.max_num_batched_tokens,
+                               .max_num_seqs = config.max_num_seqs,
+                               .growth_reserve_blocks = config.growth_reserve_blocks},
+                              kv);
   SimResult res;
   std::vector<std::unique_ptr<engine::Request>> requests;
   requests.reserve(trace.size());
@@ -199,10 +202,12 @@ absl::StatusOr<SimPair> SimulateBoth(const std::vector<TraceRequest>& trace, con
   SimPair pair;
   pair.token_slots = KvTokensThatFit(kDefaultModelKvShape, kBytesPerValue, budget_mib << 20);
   const int32_t len = trace_options.max_model_len;
+  // A contiguous reservation never grows, so it keeps no growth reserve.
   const SimConfig contiguous{.block_size = len,
                              .num_blocks = static_cast<int32_t>(pair.token_slots / len),
                              .max_num_seqs = max_num_seqs,
-                             .max_num_batched_tokens = max_num_batched_tokens};
+                             .max_num_batched_tokens = max_num_batched_tokens,
+                             .growth_reserve_blocks = 0};
   const SimConfig paged{.block_size = kPagedBlockSize,
                         .num_blocks = static_cast<int32_t>(pair.token_slots / kPagedBlockSize),
                         .max_num_seqs = max_num_seqs,

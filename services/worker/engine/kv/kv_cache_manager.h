@@ -36,6 +36,7 @@ class KvCacheManager {
   KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching = true);
 
   int32_t block_size() const { return block_size_; }
+  int32_t num_free_blocks() const { return pool_.num_free(); }
   int32_t BlocksFor(int64_t tokens) const { return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_); }
 
   // For a request that holds no blocks: takes the longest run of its leading

@@ -84,8 +84,12 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
     Request* req = *waiting_.begin();
     kv_.AcquireCachedPrefix(*req);
     const int32_t n = std::min(req->num_pending_tokens(), budget);
-    if (!kv_.Allocate(*req, n)) {
-      kv_.Free(*req);  // give the cached prefix back; try again next step
+    // Admit only while every running request keeps a block to grow into:
+    // admitting into the last free blocks only buys a preemption (and its
+    // recompute) a few steps later. An idle engine always admits.
+    const int32_t reserve = config_.growth_reserve_blocks * static_cast<int32_t>(running_.size() + 1);
+    if (!kv_.Allocate(*req, n) || (!running_.empty() && kv_.num_free_blocks() < reserve)) {
+      kv_.Free(*req);  // give the blocks and the cached prefix back; try again next step
       break;
     }
     waiting_.erase(waiting_.begin());

@@ -3,7 +3,8 @@
 //   1. running requests, oldest first: a decode token each, or the next
 //      chunk of a prompt still being prefilled;
 //   2. waiting requests, by priority then arrival: the cached prefix is
-//      reused, the rest prefilled in chunks that fit the budget.
+//      reused, the rest prefilled in chunks that fit the budget, while each
+//      running request keeps growth_reserve_blocks free blocks to grow into.
 // There are no prefill and decode phases: every request's computed tokens
 // simply catch up with its known tokens.
 //
@@ -37,6 +38,9 @@ struct SchedulerConfig {
   int32_t max_num_batched_tokens = 512;  // tokens computed per step, all requests together
   int32_t max_num_seqs = 64;             // requests running at once
   bool static_batching = false;
+  // Free blocks kept per running request when admitting a new one (0: admit
+  // while any block is free).
+  int32_t growth_reserve_blocks = 1;
 
   absl::Status Validate() const;
 };

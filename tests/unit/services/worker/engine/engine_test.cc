@@ -154,7 +154,8 @@ TEST_F(EngineTest, PreemptionByRecomputeKeepsOutputs) {
   const Run roomy = RunAll(requests, {.max_num_batched_tokens = 128});
   // 16 blocks of 4 tokens: enough for any one request (≤ 59 tokens), far too
   // few for ten at once.
-  const Run tight = RunAll(requests, {.max_num_batched_tokens = 128}, /*num_blocks=*/16);
+  // No growth reserve: admit into the last blocks, so growth must preempt.
+  const Run tight = RunAll(requests, {.max_num_batched_tokens = 128, .growth_reserve_blocks = 0}, /*num_blocks=*/16);
   EXPECT_GT(tight.stats.preemptions, 0);
   EXPECT_EQ(tight.tokens, roomy.tokens);
   EXPECT_EQ(tight.stats.blocks_used, 0);
@@ -190,7 +191,9 @@ TEST_F(EngineTest, EveryBlockReturnsAfterFinishAndCancel) {
 }
 
 TEST_F(EngineTest, StopsAtAStopTokenAndDeliversIt) {
-  EngineRequest r{.id = RequestId(1), .prompt = {5, 6, 7}, .sampling = {.temperature = 0.0f},
+  EngineRequest r{.id = RequestId(1),
+                  .prompt = {5, 6, 7},
+                  .sampling = {.temperature = 0.0f},
                   .stopping = {.max_tokens = 16, .ignore_eos = true}};
   const std::vector<model::TokenId> free_run = Alone(r);
   ASSERT_EQ(free_run.size(), 16u);
@@ -207,9 +210,9 @@ TEST_F(EngineTest, OneOutputPerTokenAndTheLastCarriesTheEnd) {
   auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 32, .block_size = kBlockSize, .num_threads = 1});
   Engine engine(*executor, {.model_id = "tiny"});
   CollectingSink sink;
-  ASSERT_TRUE(engine.Submit({.id = RequestId(1), .prompt = {4, 5}, .stopping = {.max_tokens = 5, .ignore_eos = true}},
-                            &sink)
-                  .ok());
+  ASSERT_TRUE(
+      engine.Submit({.id = RequestId(1), .prompt = {4, 5}, .stopping = {.max_tokens = 5, .ignore_eos = true}}, &sink)
+          .ok());
   while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
   EXPECT_EQ(sink.outputs(), 5);
   EXPECT_EQ(sink.tokens().size(), 5u);

@@ -110,6 +110,22 @@ TEST_F(SchedulerTest, NoStarvationUnderContinuousArrivals) {
   }
 }
 
+TEST_F(SchedulerTest, GrowthReserveHoldsBackAdmissionsThatWouldPreempt) {
+  // Same pool and requests as above, with one block kept per running request:
+  // the third request waits instead of squeezing into the last free blocks.
+  Init({.max_num_batched_tokens = 64, .max_num_seqs = 4, .growth_reserve_blocks = 1}, 6);
+  Request* a = Add(8, 12);
+  Request* b = Add(8, 12);
+  Request* c = Add(4, 2);
+  const SchedulerOutput first = Step();
+  ASSERT_EQ(first.chunks.size(), 2u);  // a and b; c would leave less than one free block each
+  for (int step = 0; step < 500; ++step) Step();
+  EXPECT_EQ(a->state, RequestState::kFinished);
+  EXPECT_EQ(b->state, RequestState::kFinished);
+  EXPECT_EQ(c->state, RequestState::kFinished);
+  EXPECT_EQ(pool_->Stats().used, 0);
+}
+
 TEST_F(SchedulerTest, PriorityThenArrival) {
   Init({.max_num_batched_tokens = 4, .max_num_seqs = 1}, 64);
   Request* low = Add(4, 1, /*priority=*/1);
@@ -124,7 +140,7 @@ TEST_F(SchedulerTest, PriorityThenArrival) {
 TEST_F(SchedulerTest, OutOfBlocksPreemptsTheNewestWhichReturnsFirst) {
   // 6 blocks of 4: two requests of 8-token prompts fit (2 blocks each), but
   // their growth does not.
-  Init({.max_num_batched_tokens = 64, .max_num_seqs = 4}, 6);
+  Init({.max_num_batched_tokens = 64, .max_num_seqs = 4, .growth_reserve_blocks = 0}, 6);
   Request* a = Add(8, 12);
   Request* b = Add(8, 12);
   Request* c = Add(4, 2);
