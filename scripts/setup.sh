@@ -24,6 +24,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libspdlog-dev libfmt-dev libssl-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
 )
 # Exact pins: the reference tests compare numbers, so the oracle's own
 # dependencies must not drift under us.
