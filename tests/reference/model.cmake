@@ -2,11 +2,6 @@
 # (llama_numpy.py: the gguf package's reader and dequantization, no kvfleet
 # code). Needs the project's virtualenv (scripts/setup.sh) and, for the
 # SmolLM2 test, the default model (scripts/fetch_model.sh).
-if(NOT TARGET kvfleet)
-  message(STATUS "kvfleet: no kvfleet CLI target yet; model reference tests not registered")
-  return()
-endif()
-
 # Logits and 32-token greedy continuations on 21 prompts of the real model
 # (skipped, exit 77, when the model has not been fetched).
 # PROCESSORS 2: the numpy reference and the kvfleet runs overlap.

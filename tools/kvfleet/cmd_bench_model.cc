@@ -4,14 +4,15 @@
 #include <random>
 
 #include "common/status_macros.h"
-#include "tools/kvfleet/commands.h"
 #include "tools/flags/flags.h"
+#include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"(usage: kvfleet bench-model --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--repeats N]
+constexpr char kUsage[] =
+    R"(usage: kvfleet bench-model --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--repeats N]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
 prints one JSON line with the median tokens/s of each phase.
@@ -25,8 +26,7 @@ double Median(std::vector<double> v) {
 
 absl::Status RunBenchModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags,
-                   Flags::Parse(args, {"model", "threads", "prompt-tokens", "gen-tokens", "repeats"}, {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "threads", "prompt-tokens", "gen-tokens", "repeats"}, {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   ASSIGN_OR_RETURN(int64_t prompt_tokens, flags.GetInt("prompt-tokens", 128));
@@ -53,10 +53,11 @@ absl::Status RunBenchModel(const Args& args) {
     prefill.push_back(static_cast<double>(prompt_tokens) / result.prefill_seconds);
     decode.push_back(static_cast<double>(gen_tokens - 1) / result.decode_seconds);
   }
-  std::printf("{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, "
-              "\"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f}\n",
-              static_cast<long long>(threads), static_cast<long long>(prompt_tokens),
-              static_cast<long long>(gen_tokens), Median(prefill), Median(decode));
+  std::printf(
+      "{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, "
+      "\"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f}\n",
+      static_cast<long long>(threads), static_cast<long long>(prompt_tokens), static_cast<long long>(gen_tokens),
+      Median(prefill), Median(decode));
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 // machine's CPU, streamed to stdout as it is generated.
 #include <cstdio>
 #include <iostream>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,17 +10,16 @@
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
-#include <random>
-
 #include "services/worker/engine/request.h"
-#include "tools/kvfleet/commands.h"
 #include "tools/flags/flags.h"
+#include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"(usage: kvfleet generate [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
+constexpr char kUsage[] =
+    R"(usage: kvfleet generate [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
                         [--min-p P] [--repetition-penalty R] [--presence-penalty P]
                         [--frequency-penalty F] [--seed N] [--stop-token-ids 1,2] [--ignore-eos]
@@ -102,19 +102,16 @@ absl::Status RunGenerate(const Args& args) {
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
 
   const std::string path = flags.GetString("model", kDefaultModel);
-  ASSIGN_OR_RETURN(auto vocab_model, model::LlamaModel::Load(path));
-  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(vocab_model->vocabulary()));
-  ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, vocab_model->vocabulary()));
+  LocalModel m;
+  ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
+  ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, m.model->vocabulary()));
   const std::span<const model::TokenId> stops = tok->StopTokens();
-
-  const int64_t total = static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens;
-  const int64_t context = vocab_model->hparams().context_length;
-  if (total > context) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the prompt has ", request.prompt.size(), " tokens and --max-tokens is ", request.stopping.max_tokens, ": ",
-        total, " exceeds the model's context length of ", context, "; shorten the prompt or lower --max-tokens"));
-  }
-  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, static_cast<int>(threads), total));
+  // Sized for this request; one that exceeds the context is rejected by the
+  // engine with both numbers.
+  ASSIGN_OR_RETURN(m.executor,
+                   CreateLocalExecutor(*m.model, static_cast<int>(threads),
+                                       static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {
@@ -125,9 +122,9 @@ absl::Status RunGenerate(const Args& args) {
     return absl::OkStatus();
   };
   const size_t prompt_tokens = request.prompt.size();
-  ASSIGN_OR_RETURN(OneRequestResult result,
-                   RunOneRequest(m, std::move(request), std::vector<model::TokenId>(stops.begin(), stops.end()),
-                                 on_token));
+  ASSIGN_OR_RETURN(
+      OneRequestResult result,
+      RunOneRequest(m, std::move(request), std::vector<model::TokenId>(stops.begin(), stops.end()), on_token));
   if (output == "text") {
     const std::string rest = detok.Finish();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
@@ -138,11 +135,10 @@ absl::Status RunGenerate(const Args& args) {
   std::fflush(stdout);  // the text before the summary on a shared terminal
   const double decode_rate =
       result.tokens.size() > 1 ? (result.tokens.size() - 1) / std::max(result.decode_seconds, 1e-9) : 0.0;
-  std::fprintf(stderr,
-               "[%zu prompt tokens, %zu generated, finish: %s, seed %llu; prefill %.1f tok/s, decode %.1f tok/s]\n",
-               prompt_tokens, result.tokens.size(), engine::FinishReasonName(result.finish_reason),
-               static_cast<unsigned long long>(seed), prompt_tokens / std::max(result.prefill_seconds, 1e-9),
-               decode_rate);
+  std::fprintf(
+      stderr, "[%zu prompt tokens, %zu generated, finish: %s, seed %llu; prefill %.1f tok/s, decode %.1f tok/s]\n",
+      prompt_tokens, result.tokens.size(), engine::FinishReasonName(result.finish_reason),
+      static_cast<unsigned long long>(seed), prompt_tokens / std::max(result.prefill_seconds, 1e-9), decode_rate);
   return absl::OkStatus();
 }
 

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "tools/kvfleet/commands.h"
 #include "tools/flags/flags.h"
+#include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {

@@ -3,8 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "tools/kvfleet/commands.h"
 #include "tools/flags/flags.h"
+#include "tools/kvfleet/commands.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::tools {
@@ -29,10 +29,10 @@ absl::StatusOr<DType> ParseDType(const std::string& name) {
 
 absl::Status RunTinyModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
-                                             {"out", "dtype", "seed", "layers", "hidden", "heads", "kv-heads",
-                                              "ffn", "context"},
-                                             {"tied"}));
+  ASSIGN_OR_RETURN(
+      Flags flags,
+      Flags::Parse(args, {"out", "dtype", "seed", "layers", "hidden", "heads", "kv-heads", "ffn", "context"},
+                   {"tied"}));
   ASSIGN_OR_RETURN(std::string out, flags.GetString("out"));
   TinyModelOptions o;
   ASSIGN_OR_RETURN(o.dtype, ParseDType(flags.GetString("dtype", "F32")));

@@ -22,8 +22,12 @@ struct LocalModel {
   std::unique_ptr<engine::CpuExecutor> executor;
 };
 
-// max_sequence_tokens is capped at the model's context length; the KV cache
-// holds exactly that many tokens (whole blocks).
+// A CPU executor over `model` (which must outlive it) whose KV cache holds
+// max_sequence_tokens, capped at the model's context length, in whole blocks.
+absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> CreateLocalExecutor(const model::LlamaModel& model, int threads,
+                                                                         int64_t max_sequence_tokens);
+
+// Loads the model and creates its executor.
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, int threads, int64_t max_sequence_tokens);
 
 struct OneRequestResult {
