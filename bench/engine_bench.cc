@@ -42,7 +42,7 @@ Every model subcommand takes --model PATH (default: the project's default model)
 }  // namespace
 
 int main(int argc, char** argv) {
-  using kvfleet::tools::Flags;
+  using kvfleet::flags::Flags;
   kvfleet::InitLogging("warn");
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);

@@ -24,13 +24,11 @@
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
 #include "services/worker/engine/executor/cpu_executor.h"
-#include "tools/flags/flags.h"
+#include "common/flags/flags.h"
 
 namespace kvfleet::bench {
 
-// "--name value" and "--name=value" flags after the subcommand. Each getter
-// marks its flag as known; Finish() rejects the flags nobody asked for.
-using tools::Flags;
+using flags::Flags;
 
 // /proc/loadavg's 1, 5 and 15-minute figures and the core count, to say
 // how busy the machine was while a timed benchmark ran.

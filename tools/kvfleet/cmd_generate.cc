@@ -11,7 +11,7 @@
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/worker/engine/request.h"
-#include "tools/flags/flags.h"
+#include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 

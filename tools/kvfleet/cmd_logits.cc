@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "tools/flags/flags.h"
+#include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 

@@ -6,7 +6,7 @@
 #include "common/kv_sizing.h"
 #include "common/status_macros.h"
 #include "model/llama_model.h"
-#include "tools/flags/flags.h"
+#include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
 
 namespace kvfleet::tools {

@@ -6,8 +6,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/flags/flags.h"
 
 namespace kvfleet::tools {
+
+using flags::Flags;
+using flags::PrintHelp;
+using flags::WantsHelp;
 
 using Args = std::vector<std::string>;
 

@@ -1,4 +1,4 @@
-#include "tools/flags/flags.h"
+#include "common/flags/flags.h"
 
 #include <cstdio>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace kvfleet::tools {
+namespace kvfleet::flags {
 
 absl::StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args, const std::set<std::string>& valued,
                                    const std::set<std::string>& switches) {
@@ -100,9 +100,9 @@ absl::StatusOr<std::vector<int64_t>> Flags::GetIntList(const std::string& name, 
   return out;
 }
 
-}  // namespace kvfleet::tools
+}  // namespace kvfleet::flags
 
-namespace kvfleet::tools {
+namespace kvfleet::flags {
 
 bool WantsHelp(const std::vector<std::string>& args) {
   for (const std::string& a : args) {
@@ -116,4 +116,4 @@ absl::Status PrintHelp(const char* usage) {
   return absl::OkStatus();
 }
 
-}  // namespace kvfleet::tools
+}  // namespace kvfleet::flags

@@ -1,5 +1,5 @@
 // Command-line flags of one subcommand of a kvfleet tool (the CLI, the
-// benchmarks): `--name value`,
+// services, the benchmarks): `--name value`,
 // `--name=value` and bare `--switch`. Unknown flags and malformed values are
 // errors that name the flag, so a typo never silently falls back to a default.
 //
@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "model/token_id.h"
 
-namespace kvfleet::tools {
+namespace kvfleet::flags {
 
 class Flags {
  public:
@@ -39,9 +39,9 @@ class Flags {
   std::map<std::string, std::string> values_;
 };
 
-}  // namespace kvfleet::tools
+}  // namespace kvfleet::flags
 
-namespace kvfleet::tools {
+namespace kvfleet::flags {
 
 // True when the arguments ask for --help (or -h).
 bool WantsHelp(const std::vector<std::string>& args);
@@ -50,4 +50,4 @@ bool WantsHelp(const std::vector<std::string>& args);
 // `return PrintHelp(kUsage);`.
 absl::Status PrintHelp(const char* usage);
 
-}  // namespace kvfleet::tools
+}  // namespace kvfleet::flags
