@@ -25,6 +25,7 @@ DEB_PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libspdlog-dev libfmt-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  nlohmann-json3-dev
 )
 # Exact pins: the reference tests compare numbers, so the oracle's own
 # dependencies must not drift under us.
