@@ -15,11 +15,13 @@ class CollectingSink : public engine::OutputSink {
   void OnOutput(engine::RequestOutput output) override {
     std::lock_guard<std::mutex> lock(mu_);
     tokens_.insert(tokens_.end(), output.new_tokens.begin(), output.new_tokens.end());
+    logprobs_.insert(logprobs_.end(), output.logprobs.begin(), output.logprobs.end());
     ++outputs_;
     if (output.finished) {
       finished_ = true;
       reason_ = output.finish_reason;
       usage_ = output.usage;
+      queue_seconds_ = output.queue_seconds;
       done_.notify_all();
     }
   }
@@ -45,6 +47,14 @@ class CollectingSink : public engine::OutputSink {
     std::lock_guard<std::mutex> lock(mu_);
     return usage_;
   }
+  std::vector<engine::TokenLogprobs> logprobs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return logprobs_;
+  }
+  double queue_seconds() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queue_seconds_;
+  }
   int outputs() const {
     std::lock_guard<std::mutex> lock(mu_);
     return outputs_;
@@ -57,6 +67,8 @@ class CollectingSink : public engine::OutputSink {
   bool finished_ = false;
   engine::FinishReason reason_ = engine::FinishReason::kError;
   engine::Usage usage_;
+  std::vector<engine::TokenLogprobs> logprobs_;
+  double queue_seconds_ = -1.0;
   int outputs_ = 0;
 };
 

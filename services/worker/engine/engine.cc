@@ -28,6 +28,7 @@ absl::Status Engine::Validate(const EngineRequest& r) const {
   const ExecutorInfo& info = executor_.info();
   if (r.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty; send at least one token");
   RETURN_IF_ERROR(r.sampling.Validate());
+  RETURN_IF_ERROR(r.logprobs.Validate());
   RETURN_IF_ERROR(r.stopping.Validate(info.vocab_size));
   for (model::TokenId t : r.prompt) {
     if (t < 0 || t >= info.vocab_size) {
@@ -56,6 +57,12 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const int64_t waiting = static_cast<int64_t>(inbox_.submitted.size()) + stats_.waiting;
+    if (options_.max_waiting_requests > 0 && waiting >= options_.max_waiting_requests) {
+      return absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", waiting,
+                                                       " requests wait for a running slot); retry later or "
+                                                       "send the request to another worker"));
+    }
     if (!active_ids_.insert(request.id).second) {
       return absl::AlreadyExistsError(absl::StrCat("request id ", request.id.value(), " is already in flight"));
     }
@@ -97,10 +104,18 @@ void Engine::DrainInbox() {
   }
 }
 
-void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens) {
+void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens,
+                    std::vector<TokenLogprobs> last_logprobs) {
   scheduler_.Remove(&req);
   req.state = RequestState::kFinished;
-  RequestOutput out{.id = req.id(), .new_tokens = std::move(last_tokens), .finished = true, .finish_reason = reason};
+  RequestOutput out{.id = req.id(),
+                    .new_tokens = std::move(last_tokens),
+                    .logprobs = std::move(last_logprobs),
+                    .finished = true,
+                    .finish_reason = reason};
+  if (req.first_scheduled_at) {
+    out.queue_seconds = std::chrono::duration<double>(*req.first_scheduled_at - req.submitted_at).count();
+  }
   out.usage = {.prompt_tokens = req.num_prompt_tokens(),
                .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
                .generated_tokens = req.num_output_tokens()};
@@ -121,11 +136,15 @@ bool Engine::IsStopToken(const Request& req, model::TokenId token) const {
 }
 
 absl::Status Engine::Step() {
+  const auto start = std::chrono::steady_clock::now();
   DrainInbox();
   const SchedulerOutput scheduled = scheduler_.Schedule();
   if (scheduled.empty()) {
     PublishStats(0);
     return absl::OkStatus();
+  }
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    if (!c.request->first_scheduled_at) c.request->first_scheduled_at = start;
   }
   ForwardBatch batch;
   batch.chunks.reserve(scheduled.chunks.size());
@@ -144,10 +163,23 @@ absl::Status Engine::Step() {
     PublishStats(0);
     return forward.status();
   }
+  ReportStep(scheduled, start);  // before outputs retire the requests it reads
   ProcessOutputs(scheduled, *forward);
   ++steps_;
   PublishStats(scheduled.num_tokens);
   return absl::OkStatus();
+}
+
+void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const {
+  if (options_.step_observer == nullptr) return;
+  StepReport report{.num_tokens = scheduled.num_tokens,
+                    .num_sequences = static_cast<int32_t>(scheduled.chunks.size())};
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    const bool produces_token = c.request->num_computed_tokens + c.num_tokens == c.request->num_tokens();
+    report.num_prefill_tokens += produces_token ? c.num_tokens - 1 : c.num_tokens;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  options_.step_observer->OnStep(report);
 }
 
 void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward) {
@@ -161,14 +193,18 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutpu
     const model::TokenId token = req.sampler.Sample(forward.Row(forward.first_row[i]), position);
     req.sampler.Accept(token);
     req.tokens.push_back(token);
+    std::vector<TokenLogprobs> logprobs;
+    if (req.params.logprobs.enabled) {
+      logprobs.push_back(ComputeLogprobs(forward.Row(forward.first_row[i]), token, req.params.logprobs.top_n));
+    }
     const bool stop = IsStopToken(req, token);
     const bool length = req.num_output_tokens() >= req.params.stopping.max_tokens;
     if (stop || length) {
       // The last token and the end travel together in one output.
-      Finish(req, stop ? FinishReason::kStop : FinishReason::kLength, {token});
+      Finish(req, stop ? FinishReason::kStop : FinishReason::kLength, {token}, std::move(logprobs));
       continue;
     }
-    req.sink->OnOutput({.id = req.id(), .new_tokens = {token}});
+    req.sink->OnOutput({.id = req.id(), .new_tokens = {token}, .logprobs = std::move(logprobs)});
   }
 }
 
@@ -186,6 +222,10 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.prefix_hit_tokens = kv_.counters().hit_tokens;
   s.preemptions = scheduler_.num_preemptions();
   s.steps = steps_;
+  for (const auto& [id, r] : requests_) {
+    const bool decoding = r->num_output_tokens() > 0 && r->num_pending_tokens() <= 1;
+    if (!decoding) s.pending_prefill_tokens += r->num_pending_tokens();
+  }
   int64_t allocated = 0, filled = 0;
   for (const Request* r : scheduler_.running()) {
     allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();
@@ -194,11 +234,17 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.kv_waste = allocated > 0 ? 1.0 - static_cast<double>(filled) / static_cast<double>(allocated) : 0.0;
   std::lock_guard<std::mutex> lock(mu_);
   stats_ = s;
+  last_progress_ = std::chrono::steady_clock::now();
 }
 
 EngineStats Engine::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+EngineHeartbeat Engine::Heartbeat() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {.in_flight = static_cast<int64_t>(active_ids_.size()), .last_progress = last_progress_};
 }
 
 void Engine::Start() {
@@ -227,6 +273,8 @@ void Engine::Loop() {
         return stop_ || !requests_.empty() || !inbox_.submitted.empty() || !inbox_.cancelled.empty();
       });
       if (stop_) return;
+      // Waiting idle is not stalling: progress is measured from the wake.
+      last_progress_ = std::chrono::steady_clock::now();
     }
     const absl::Status status = Step();
     if (!status.ok()) KVFLEET_LOG_ERROR("engine: {}", status.ToString());

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,7 @@
 #include "services/worker/engine/kv/kv_cache_manager.h"
 #include "services/worker/engine/request.h"
 #include "services/worker/engine/scheduler/scheduler.h"
+#include "services/worker/engine/step_observer.h"
 
 namespace kvfleet::engine {
 
@@ -46,8 +48,19 @@ struct EngineOptions {
   SchedulerConfig scheduler;
   bool enable_prefix_caching = true;
   std::vector<model::TokenId> end_of_turn_tokens;  // the model's own stop tokens
+  // Submit refuses (RESOURCE_EXHAUSTED) while this many requests wait for a
+  // running slot; 0: unbounded.
+  int32_t max_waiting_requests = 0;
+  StepObserver* step_observer = nullptr;  // may be null; must outlive the engine
 
   absl::Status Validate() const;
+};
+
+// Liveness of the engine loop, for a watchdog: the loop is stalled when
+// requests are in flight and it has made no progress for a while.
+struct EngineHeartbeat {
+  int64_t in_flight = 0;  // submitted, not yet finished
+  std::chrono::steady_clock::time_point last_progress;  // last step end, or wake from idle
 };
 
 class Engine {
@@ -60,7 +73,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Thread-safe. INVALID_ARGUMENT for a request that is malformed or can never
-  // fit (prompt + max_tokens over the context or over the whole pool). The
+  // fit (prompt + max_tokens over the context or over the whole pool);
+  // RESOURCE_EXHAUSTED when max_waiting_requests are already waiting. The
   // sink must outlive the request (until it receives finished = true).
   absl::Status Submit(EngineRequest request, OutputSink* sink);
   // Thread-safe. The request finishes with kCancelled at the next step and its
@@ -78,6 +92,10 @@ class Engine {
 
   // Thread-safe snapshot, updated after every step.
   EngineStats Stats() const;
+  // Thread-safe.
+  EngineHeartbeat Heartbeat() const;
+
+  const EngineOptions& options() const { return options_; }
 
  private:
   struct Inbox {
@@ -89,11 +107,13 @@ class Engine {
   void DrainInbox();
   // Frees the request's blocks, sends its final output (with last_tokens,
   // if any) and destroys it.
-  void Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens = {});
+  void Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens = {},
+              std::vector<TokenLogprobs> last_logprobs = {});
   // Samples, streams and retires after a forward pass.
   void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
   bool IsStopToken(const Request& req, model::TokenId token) const;
   void PublishStats(int64_t last_step_tokens);
+  void ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const;
   void Loop();
 
   ModelExecutor& executor_;
@@ -110,6 +130,7 @@ class Engine {
   Inbox inbox_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<RequestId> active_ids_ ABSL_GUARDED_BY(mu_);  // submitted, not yet finished
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point last_progress_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -12,6 +12,7 @@ struct EngineStats {
   int32_t blocks_used = 0;    // held by requests
   int32_t blocks_cached = 0;  // free but reusable by prefix hash
   int32_t blocks_free = 0;    // allocatable (cached included)
+  int64_t pending_prefill_tokens = 0;  // prompt (and recompute) tokens not yet computed
   int64_t prefix_queried_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t preemptions = 0;

@@ -5,8 +5,10 @@
 //   RETURN_IF_ERROR(engine.Submit(std::move(r), &sink));
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "common/ids.h"
 #include "model/token_id.h"
 #include "services/worker/engine/finish_reason.h"
+#include "services/worker/engine/sampler/logprobs.h"
 #include "services/worker/engine/sampler/sampler.h"
 #include "services/worker/engine/sampler/sampling_params.h"
 
@@ -27,6 +30,7 @@ struct EngineRequest {
   StoppingParams stopping;
   int32_t priority = 0;    // lower runs first; FIFO within a priority
   std::string cache_salt;  // separates tenants' prefix caches
+  LogprobsParams logprobs;
 };
 
 struct Usage {
@@ -39,9 +43,13 @@ struct Usage {
 struct RequestOutput {
   RequestId id;
   std::vector<model::TokenId> new_tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per new token, when asked for
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
   Usage usage;
+  // On the final output: seconds from Submit to the first step that ran the
+  // request; -1 when it never ran (cancelled while waiting).
+  double queue_seconds = -1.0;
 };
 
 // Receives a request's outputs. Called on the engine thread: it must not
@@ -85,6 +93,8 @@ struct Request {
   std::vector<BlockId> block_table;
   std::vector<BlockHash> block_hashes;  // of the full blocks committed so far
   int32_t cached_prompt_tokens = -1;    // set at first admission
+  std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
   int32_t num_preemptions = 0;
   bool cancel_requested = false;
 };

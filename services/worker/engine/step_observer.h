@@ -1,0 +1,26 @@
+// A hook the engine calls after every step that ran the model, so a service
+// can time steps (Prometheus histograms) without the engine knowing about
+// metrics. Called on the engine thread: it must be quick and never block.
+//
+//   struct Timer : StepObserver { void OnStep(const StepReport& r) override { hist.Observe(r.seconds); } };
+//   EngineOptions{.step_observer = &timer};
+#pragma once
+
+#include <cstdint>
+
+namespace kvfleet::engine {
+
+struct StepReport {
+  double seconds = 0.0;             // schedule + forward + sampling + streaming
+  int32_t num_tokens = 0;           // computed this step (prefill chunks and decode tokens)
+  int32_t num_sequences = 0;        // requests in the batch
+  int32_t num_prefill_tokens = 0;   // of num_tokens, those that produced no new token
+};
+
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  virtual void OnStep(const StepReport& report) = 0;
+};
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,119 @@
+// What the worker service relies on besides exactness: admission limits,
+// the heartbeat its watchdog reads, step reports, queue time and logprobs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "services/worker/engine/engine.h"
+#include "services/worker/engine/executor/cpu_executor.h"
+#include "tests/testing/collecting_sink.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::engine {
+namespace {
+
+using ::kvfleet::testing::CollectingSink;
+
+class EngineHooksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kF32, .seed = 5}, dir_.Path("t.gguf")).ok());
+    model_ = std::move(*model::LlamaModel::Load(dir_.Path("t.gguf")));
+    executor_ = std::move(*CpuExecutor::Create(*model_, {.num_blocks = 64, .block_size = 4, .num_threads = 1}));
+  }
+  static EngineRequest Greedy(uint64_t id, int max_tokens) {
+    return {.id = RequestId(id), .prompt = {5, 6, 7, 8, 9}, .sampling = {.temperature = 0.0f},
+            .stopping = {.max_tokens = max_tokens, .ignore_eos = true}};
+  }
+  kvfleet::testing::TempDir dir_;
+  std::unique_ptr<model::LlamaModel> model_;
+  std::unique_ptr<CpuExecutor> executor_;
+};
+
+TEST_F(EngineHooksTest, WaitingQueueLimitRefusesWithResourceExhausted) {
+  Engine engine(*executor_, {.model_id = "tiny", .max_waiting_requests = 2});
+  CollectingSink a, b, c;
+  ASSERT_TRUE(engine.Submit(Greedy(1, 2), &a).ok());
+  ASSERT_TRUE(engine.Submit(Greedy(2, 2), &b).ok());
+  const absl::Status full = engine.Submit(Greedy(3, 2), &c);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("waiting queue is full"), std::string::npos) << full;
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  EXPECT_TRUE(a.finished() && b.finished());
+  EXPECT_TRUE(engine.Submit(Greedy(3, 2), &c).ok()) << "the queue drained; the limit must lift";
+}
+
+TEST_F(EngineHooksTest, HeartbeatCountsInFlightRequests) {
+  Engine engine(*executor_, {.model_id = "tiny"});
+  EXPECT_EQ(engine.Heartbeat().in_flight, 0);
+  CollectingSink sink;
+  ASSERT_TRUE(engine.Submit(Greedy(1, 3), &sink).ok());
+  EXPECT_EQ(engine.Heartbeat().in_flight, 1);
+  const auto before = engine.Heartbeat().last_progress;
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  EXPECT_EQ(engine.Heartbeat().in_flight, 0);
+  EXPECT_GE(engine.Heartbeat().last_progress, before);
+}
+
+struct RecordingObserver : StepObserver {
+  void OnStep(const StepReport& r) override { reports.push_back(r); }
+  std::vector<StepReport> reports;
+};
+
+TEST_F(EngineHooksTest, StepObserverSeesEveryForwardPass) {
+  RecordingObserver observer;
+  Engine engine(*executor_, {.model_id = "tiny", .step_observer = &observer});
+  CollectingSink sink;
+  ASSERT_TRUE(engine.Submit(Greedy(1, 4), &sink).ok());
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  ASSERT_EQ(observer.reports.size(), 4u);  // one prefill (with the first token), three decodes
+  EXPECT_EQ(observer.reports[0].num_tokens, 5);
+  EXPECT_EQ(observer.reports[0].num_prefill_tokens, 4);
+  EXPECT_EQ(observer.reports[1].num_tokens, 1);
+  EXPECT_EQ(observer.reports[1].num_prefill_tokens, 0);
+  for (const StepReport& r : observer.reports) {
+    EXPECT_EQ(r.num_sequences, 1);
+    EXPECT_GE(r.seconds, 0.0);
+  }
+}
+
+TEST_F(EngineHooksTest, QueueTimeOnlyForRequestsThatRan) {
+  Engine engine(*executor_, {.model_id = "tiny"});
+  CollectingSink ran, cancelled;
+  ASSERT_TRUE(engine.Submit(Greedy(1, 2), &ran).ok());
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  EXPECT_GE(ran.queue_seconds(), 0.0);
+  ASSERT_TRUE(engine.Submit(Greedy(2, 2), &cancelled).ok());
+  engine.Cancel(RequestId(2));
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  EXPECT_EQ(cancelled.reason(), FinishReason::kCancelled);
+  EXPECT_LT(cancelled.queue_seconds(), 0.0);
+}
+
+TEST_F(EngineHooksTest, LogprobsAccompanyEveryTokenAndLeaveTokensUnchanged) {
+  Engine engine(*executor_, {.model_id = "tiny"});
+  CollectingSink plain, with;
+  EngineRequest r = Greedy(1, 6);
+  ASSERT_TRUE(engine.Submit(r, &plain).ok());
+  r.id = RequestId(2);
+  r.logprobs = {.enabled = true, .top_n = 3};
+  ASSERT_TRUE(engine.Submit(r, &with).ok());
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  ASSERT_EQ(plain.tokens(), with.tokens());
+  EXPECT_TRUE(plain.logprobs().empty());
+  const auto lps = with.logprobs();
+  ASSERT_EQ(lps.size(), with.tokens().size());
+  for (size_t i = 0; i < lps.size(); ++i) {
+    EXPECT_EQ(lps[i].token, with.tokens()[i]);
+    ASSERT_EQ(lps[i].top.size(), 3u);
+    // Greedy picks the argmax, which is the top alternative.
+    EXPECT_EQ(lps[i].top[0].first, lps[i].token);
+    EXPECT_FLOAT_EQ(lps[i].top[0].second, lps[i].logprob);
+    EXPECT_LE(lps[i].logprob, 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace kvfleet::engine
