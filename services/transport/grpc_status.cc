@@ -1,0 +1,17 @@
+#include "services/transport/grpc_status.h"
+
+#include "absl/strings/ascii.h"
+
+namespace kvfleet::transport {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+std::string StatusCodeLabel(absl::StatusCode code) {
+  return absl::AsciiStrToLower(absl::StatusCodeToString(code));
+}
+
+}  // namespace kvfleet::transport

@@ -1,0 +1,21 @@
+// absl::Status → grpc::Status, the only place a library's status becomes a
+// wire status (STYLE.md: only the gRPC layer does this). Codes map one to
+// one; the message is kept, since library messages are written for people.
+//
+//   return ToGrpcStatus(engine.Submit(...));
+#pragma once
+
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+
+namespace kvfleet::transport {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// "invalid_argument", "resource_exhausted", ...: a metric label.
+std::string StatusCodeLabel(absl::StatusCode code);
+
+}  // namespace kvfleet::transport

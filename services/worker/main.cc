@@ -1,0 +1,156 @@
+// kvfleet-worker: wires the engine, the gRPC service, health, metrics and
+// drain together. The order matters: the server is bound (health
+// NOT_SERVING) before the model loads, so an orchestrator sees a live but
+// not-ready process; SIGTERM drains before exit.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/flags/flags.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "model/llama_model.h"
+#include "model/tokenizer/tokenizer.h"
+#include "services/transport/grpc_server.h"
+#include "services/transport/metrics_exposer.h"
+#include "services/transport/termination_signals.h"
+#include "services/worker/engine/engine.h"
+#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/server/health_watchdog.h"
+#include "services/worker/server/worker_metrics.h"
+#include "services/worker/server/worker_options.h"
+#include "services/worker/server/worker_service.h"
+
+namespace kvfleet::worker {
+namespace {
+
+using transport::TerminationSignals;
+
+// What exists only once the model has loaded.
+struct LoadedModel {
+  std::unique_ptr<model::LlamaModel> model;
+  std::unique_ptr<engine::CpuExecutor> executor;
+  std::vector<model::TokenId> end_of_turn;
+};
+
+absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o) {
+  LoadedModel m;
+  ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(o.model_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
+  m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
+  ASSIGN_OR_RETURN(int64_t kv_bytes, ResolveKvCacheBytes(o.kv_cache_memory));
+  ASSIGN_OR_RETURN(engine::CpuExecutorOptions exec_options,
+                   engine::CpuExecutorOptions::ForMemoryBudget(m.model->hparams(), kv_bytes, o.block_size, o.threads));
+  ASSIGN_OR_RETURN(m.executor, engine::CpuExecutor::Create(*m.model, exec_options));
+  return m;
+}
+
+v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
+  const engine::ExecutorInfo& e = m.executor->info();
+  v1::WorkerInfo info;
+  info.set_model_id(o.model_id);
+  info.set_vocab_size(static_cast<int32_t>(e.vocab_size));
+  info.set_block_size(static_cast<int32_t>(e.block_size));
+  info.set_max_context(static_cast<int32_t>(e.context_length));
+  info.set_kv_capacity_blocks(static_cast<int32_t>(e.num_blocks));
+  info.set_kv_capacity_tokens(e.num_blocks * e.block_size);
+  info.set_kv_bytes_per_token(KvBytesPerToken(m.model->hparams().kv_shape(), 2));
+  for (model::TokenId t : m.end_of_turn) info.add_end_of_turn_token_ids(t);
+  info.set_max_num_seqs(o.scheduler.max_num_seqs);
+  info.set_max_waiting_requests(o.max_waiting_requests);
+  return info;
+}
+
+// SIGTERM: stop taking requests, let the running ones finish (a second
+// signal or the drain timeout cuts that short), then stop.
+void Drain(const WorkerOptions& o, WorkerService& service, HealthWatchdog& watchdog, engine::Engine& engine) {
+  KVFLEET_LOG_INFO("draining: {} streams in flight, up to {} ms", service.active_streams(), o.drain_timeout.count());
+  watchdog.SetDraining(true);
+  service.BeginDrain();
+  const auto deadline = std::chrono::steady_clock::now() + o.drain_timeout;
+  while (service.active_streams() > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (TerminationSignals::Poll(std::chrono::milliseconds(20))) {
+      KVFLEET_LOG_WARN("second signal: cancelling the remaining streams");
+      break;
+    }
+  }
+  if (service.active_streams() > 0) {
+    KVFLEET_LOG_WARN("drain: cancelling {} streams still running", service.active_streams());
+    service.CancelAll();
+    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (service.active_streams() > 0 && std::chrono::steady_clock::now() < grace) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+absl::Status Run(const WorkerOptions& o) {
+  WorkerMetrics metrics;
+  ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
+                   transport::StartMetricsExposer(o.metrics_host, o.metrics_port));
+  exposer->RegisterCollectable(metrics.registry());
+  WorkerService service(metrics);
+  ASSIGN_OR_RETURN(transport::RunningServer server,
+                   transport::StartGrpcServer({.address = o.listen,
+                                               .services = {&service},
+                                               .max_receive_message_bytes = o.max_message_bytes,
+                                               .health_service_names = {"kvfleet.v1.Worker"}}));
+  std::printf("kvfleet-worker listening grpc=%s metrics=%s:%d\n", server.address.c_str(), o.metrics_host.c_str(),
+              exposer->port());
+  std::fflush(stdout);
+
+  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o));
+  engine::Engine engine(*m.executor, {.model_id = o.model_id,
+                                      .scheduler = o.scheduler,
+                                      .enable_prefix_caching = o.enable_prefix_caching,
+                                      .end_of_turn_tokens = m.end_of_turn,
+                                      .max_waiting_requests = o.max_waiting_requests,
+                                      .step_observer = &metrics});
+  auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
+  exposer->RegisterCollectable(engine_stats);
+  engine.Start();
+  service.Attach(engine, MakeInfo(o, m));
+  HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
+                          [&server](bool serving) { server.SetServing(serving); });
+  watchdog.SetLoaded(true);
+  watchdog.Start();
+  KVFLEET_LOG_INFO("serving {} on {}", o.model_id, server.address);
+  std::printf("kvfleet-worker ready\n");
+  std::fflush(stdout);
+
+  const int sig = TerminationSignals::Wait();
+  KVFLEET_LOG_INFO("received signal {}", sig);
+  Drain(o, service, watchdog, engine);
+  server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  watchdog.Stop();
+  engine.Stop();
+  KVFLEET_LOG_INFO("stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kvfleet::worker
+
+int main(int argc, char** argv) {
+  using namespace kvfleet;
+  // Before any thread exists, so only TerminationSignals::Wait sees them.
+  transport::TerminationSignals::Block();
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (flags::WantsHelp(args)) {
+    std::fputs(worker::kWorkerUsage, stdout);
+    return 0;
+  }
+  absl::StatusOr<worker::WorkerOptions> options = worker::ParseWorkerOptions(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "kvfleet-worker: %s\n(see --help)\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  InitLogging(options->log_level);
+  const absl::Status status = worker::Run(*options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "kvfleet-worker: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,87 @@
+#include "services/worker/server/health_watchdog.h"
+
+#include "common/logging.h"
+
+namespace kvfleet::worker {
+
+HealthWatchdog::HealthWatchdog(HeartbeatFn heartbeat, HealthWatchdogOptions options, OnChange on_change)
+    : heartbeat_(std::move(heartbeat)), options_(options), on_change_(std::move(on_change)) {}
+
+HealthWatchdog::~HealthWatchdog() { Stop(); }
+
+void HealthWatchdog::SetLoaded(bool loaded) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loaded_ = loaded;
+  }
+  Publish();
+}
+
+void HealthWatchdog::SetDraining(bool draining) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = draining;
+  }
+  Publish();
+}
+
+bool HealthWatchdog::Check(Clock::time_point now) {
+  const engine::EngineHeartbeat beat = heartbeat_ ? heartbeat_() : engine::EngineHeartbeat{};
+  const bool stalled = beat.in_flight > 0 && now - beat.last_progress > options_.stall_timeout;
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed = stalled != stalled_;
+    stalled_ = stalled;
+  }
+  if (changed && stalled) {
+    KVFLEET_LOG_ERROR("engine loop stalled: {} requests in flight and no step for over {} ms; health NOT_SERVING",
+                      beat.in_flight, options_.stall_timeout.count());
+  } else if (changed) {
+    KVFLEET_LOG_INFO("engine loop progressing again");
+  }
+  Publish();
+  std::lock_guard<std::mutex> lock(mu_);
+  return *reported_;
+}
+
+bool HealthWatchdog::stalled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stalled_;
+}
+
+void HealthWatchdog::Publish() {
+  // Serialized so two racing changes reach the callback in the order decided.
+  std::lock_guard<std::mutex> publishing(publish_mu_);
+  bool serving = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    serving = loaded_ && !draining_ && !stalled_;
+    if (reported_ == serving) return;
+    reported_ = serving;
+  }
+  if (on_change_) on_change_(serving);
+}
+
+void HealthWatchdog::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      Check(Clock::now());
+      lock.lock();
+      wake_.wait_for(lock, options_.period, [this] { return stop_; });
+    }
+  });
+}
+
+void HealthWatchdog::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace kvfleet::worker

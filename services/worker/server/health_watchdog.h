@@ -1,0 +1,69 @@
+// Decides whether the worker is healthy, from three facts: the model has
+// loaded, the worker is not draining, and the engine loop is not stalled
+// (requests in flight but no step finished for `stall_timeout`). Reports
+// every change through a callback (which flips grpc.health.v1).
+//
+// Check(now) is the whole policy and is what tests call with chosen times;
+// Start() runs it on a thread every `period`.
+//
+// Thread-safety: all methods are thread-safe. The callback runs on the
+// calling or watchdog thread, one call at a time, in order.
+//
+//   HealthWatchdog dog([&] { return engine.Heartbeat(); }, {.stall_timeout = 60s}, set_serving);
+//   dog.SetLoaded(true); dog.Start();
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "services/worker/engine/engine.h"
+
+namespace kvfleet::worker {
+
+struct HealthWatchdogOptions {
+  std::chrono::milliseconds stall_timeout{60000};
+  std::chrono::milliseconds period{500};
+};
+
+class HealthWatchdog {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using HeartbeatFn = std::function<engine::EngineHeartbeat()>;
+  using OnChange = std::function<void(bool serving)>;
+
+  HealthWatchdog(HeartbeatFn heartbeat, HealthWatchdogOptions options, OnChange on_change);
+  ~HealthWatchdog();
+
+  void SetLoaded(bool loaded);
+  void SetDraining(bool draining);
+  // Evaluates health at `now` and reports a change. Returns serving.
+  bool Check(Clock::time_point now);
+  bool stalled() const;
+
+  void Start();
+  void Stop();
+
+ private:
+  void Publish();
+
+  HeartbeatFn heartbeat_;
+  HealthWatchdogOptions options_;
+  OnChange on_change_;
+
+  std::mutex publish_mu_;  // held across deciding and reporting, never inside mu_
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool loaded_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<bool> reported_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace kvfleet::worker

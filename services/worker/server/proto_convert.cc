@@ -1,0 +1,103 @@
+#include "services/worker/server/proto_convert.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvfleet::worker {
+namespace {
+
+engine::SamplingParams ToSampling(const v1::SamplingParams& p) {
+  engine::SamplingParams s;
+  s.temperature = p.temperature();  // proto default 0: greedy
+  s.top_k = p.top_k();
+  if (p.has_top_p()) s.top_p = p.top_p();
+  s.min_p = p.min_p();
+  if (p.has_repetition_penalty()) s.repetition_penalty = p.repetition_penalty();
+  s.presence_penalty = p.presence_penalty();
+  s.frequency_penalty = p.frequency_penalty();
+  if (p.has_seed()) s.seed = p.seed();
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, RequestId id,
+                                                      int64_t context_length) {
+  if (request.request_id().size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id is ", request.request_id().size(),
+                                                   " bytes; at most ", kMaxRequestIdBytes, " are allowed"));
+  }
+  if (request.cache_salt().size() > kMaxCacheSaltBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", request.cache_salt().size(), " bytes; at most ",
+                                                   kMaxCacheSaltBytes, " are allowed"));
+  }
+  engine::EngineRequest r{.id = id, .priority = request.priority(), .cache_salt = request.cache_salt()};
+  r.prompt.assign(request.prompt_token_ids().begin(), request.prompt_token_ids().end());
+  r.sampling = ToSampling(request.sampling());
+  const v1::StoppingParams& stopping = request.stopping();
+  r.stopping.max_tokens = stopping.max_tokens();
+  if (r.stopping.max_tokens == 0) {
+    const int64_t room = context_length - static_cast<int64_t>(r.prompt.size());
+    if (room < 1 && !r.prompt.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("the prompt has ", r.prompt.size(),
+                                                     " tokens, which leaves no room in the model's context of ",
+                                                     context_length, " tokens; shorten the prompt"));
+    }
+    r.stopping.max_tokens = static_cast<int32_t>(std::max<int64_t>(room, 1));
+  }
+  r.stopping.stop_token_ids.assign(stopping.stop_token_ids().begin(), stopping.stop_token_ids().end());
+  r.stopping.ignore_eos = stopping.ignore_eos();
+  r.logprobs = {.enabled = request.logprobs(), .top_n = request.top_logprobs()};
+  return r;
+}
+
+v1::FinishReason ToProto(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::kStop:
+      return v1::FINISH_REASON_STOP;
+    case engine::FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case engine::FinishReason::kCancelled:
+      return v1::FINISH_REASON_CANCELLED;
+    case engine::FinishReason::kError:
+      return v1::FINISH_REASON_ERROR;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* response) {
+  for (model::TokenId t : output.new_tokens) response->add_token_ids(t);
+  for (const engine::TokenLogprobs& lp : output.logprobs) {
+    v1::TokenLogprob* out = response->add_logprobs();
+    out->set_token_id(lp.token);
+    out->set_logprob(lp.logprob);
+    for (const auto& [token, logprob] : lp.top) {
+      v1::TopLogprob* top = out->add_top();
+      top->set_token_id(token);
+      top->set_logprob(logprob);
+    }
+  }
+  if (!output.finished) return;
+  response->set_finish_reason(ToProto(output.finish_reason));
+  v1::Usage* usage = response->mutable_usage();
+  usage->set_prompt_tokens(output.usage.prompt_tokens);
+  usage->set_cached_prompt_tokens(output.usage.cached_prompt_tokens);
+  usage->set_generated_tokens(output.usage.generated_tokens);
+}
+
+v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool draining) {
+  v1::WorkerStats out;
+  out.set_running(s.running);
+  out.set_waiting(s.waiting);
+  out.set_blocks_total(s.blocks_total);
+  out.set_blocks_used(s.blocks_used);
+  out.set_blocks_cached(s.blocks_cached);
+  out.set_blocks_free(s.blocks_free);
+  out.set_pending_prefill_tokens(s.pending_prefill_tokens);
+  out.set_load(max_num_seqs > 0 ? static_cast<double>(s.running + s.waiting) / max_num_seqs : 0.0);
+  out.set_kv_usage(s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
+  out.set_draining(draining);
+  out.set_steps(s.steps);
+  return out;
+}
+
+}  // namespace kvfleet::worker

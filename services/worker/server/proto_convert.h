@@ -1,0 +1,36 @@
+// Translation between the worker's protobuf messages and the engine's plain
+// structs. Checks what only the wire format can get wrong (field sizes,
+// unset means default); the engine's own Validate checks the values, so
+// the CLI and the worker reject the same requests with the same messages.
+//
+//   ASSIGN_OR_RETURN(engine::EngineRequest r, ToEngineRequest(proto, RequestId(7), context_length));
+//   FillResponse(output, &response);
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "common/ids.h"
+#include "kvfleet/v1/worker.pb.h"
+#include "services/worker/engine/engine_stats.h"
+#include "services/worker/engine/request.h"
+
+namespace kvfleet::worker {
+
+inline constexpr size_t kMaxRequestIdBytes = 128;
+inline constexpr size_t kMaxCacheSaltBytes = 256;
+
+// max_tokens 0 (unset) becomes "the rest of the context".
+absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, RequestId id,
+                                                      int64_t context_length);
+
+v1::FinishReason ToProto(engine::FinishReason reason);
+
+// Appends an engine output's tokens (and logprobs) to `response`; on the
+// final output also sets the finish reason and usage. Appending lets the
+// server merge outputs that queued behind a slow client into one message.
+void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* response);
+
+v1::WorkerStats ToProto(const engine::EngineStats& stats, int32_t max_num_seqs, bool draining);
+
+}  // namespace kvfleet::worker

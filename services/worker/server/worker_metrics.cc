@@ -1,0 +1,150 @@
+#include "services/worker/server/worker_metrics.h"
+
+#include <prometheus/metric_family.h>
+
+namespace kvfleet::worker {
+namespace {
+
+using prometheus::Histogram;
+
+// Latency buckets for LLM serving: from a millisecond (a cached decode step
+// on a GPU) to minutes (a long generation on a CPU).
+const Histogram::BucketBoundaries& TtftBuckets() {
+  static const Histogram::BucketBoundaries b = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                                0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+  return b;
+}
+const Histogram::BucketBoundaries& InterTokenBuckets() {
+  static const Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+                                                0.075, 0.1,    0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1.0,  2.5};
+  return b;
+}
+const Histogram::BucketBoundaries& RequestBuckets() {
+  static const Histogram::BucketBoundaries b = {0.1,  0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,  5.0,  10.0,
+                                                15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0};
+  return b;
+}
+const Histogram::BucketBoundaries& StepTokenBuckets() {
+  static const Histogram::BucketBoundaries b = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+  return b;
+}
+
+Histogram* AddHistogram(prometheus::Registry& r, const char* name, const char* help,
+                        const Histogram::BucketBoundaries& buckets) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, buckets);
+}
+
+prometheus::Counter* AddCounter(prometheus::Registry& r, const char* name, const char* help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  prometheus::Registry& r = *registry_;
+  rejected_ = &prometheus::BuildCounter()
+                   .Name("kvfleet_worker_requests_rejected_total")
+                   .Help("Generate calls refused before reaching the engine, by gRPC status code")
+                   .Register(r);
+  auto& finished = prometheus::BuildCounter()
+                       .Name("kvfleet_worker_requests_total")
+                       .Help("Requests that reached the engine and finished, by finish reason")
+                       .Register(r);
+  for (engine::FinishReason reason : {engine::FinishReason::kStop, engine::FinishReason::kLength,
+                                      engine::FinishReason::kCancelled, engine::FinishReason::kError}) {
+    finished_[static_cast<size_t>(reason)] = &finished.Add({{"finish_reason", engine::FinishReasonName(reason)}});
+  }
+  prompt_tokens_ = AddCounter(r, "kvfleet_worker_prompt_tokens_total", "Prompt tokens of finished requests");
+  cached_prompt_tokens_ = AddCounter(r, "kvfleet_worker_cached_prompt_tokens_total",
+                                     "Prompt tokens of finished requests served from the prefix cache");
+  generated_tokens_ = AddCounter(r, "kvfleet_worker_generated_tokens_total", "Tokens generated");
+  ttft_ = AddHistogram(r, "kvfleet_worker_time_to_first_token_seconds",
+                       "From the request's arrival to its first generated token", TtftBuckets());
+  inter_token_ = AddHistogram(r, "kvfleet_worker_inter_token_latency_seconds",
+                              "Between consecutive generated tokens of one request", InterTokenBuckets());
+  e2e_ = AddHistogram(r, "kvfleet_worker_e2e_request_latency_seconds",
+                      "From the request's arrival to its end, all finish reasons", RequestBuckets());
+  queue_ = AddHistogram(r, "kvfleet_worker_queue_time_seconds",
+                        "From the request's arrival to the first engine step that ran it", RequestBuckets());
+  step_seconds_ = AddHistogram(r, "kvfleet_worker_engine_step_seconds",
+                               "Duration of one engine step that ran the model", InterTokenBuckets());
+  step_tokens_ = AddHistogram(r, "kvfleet_worker_engine_step_tokens",
+                              "Tokens computed in one engine step (prefill and decode)", StepTokenBuckets());
+}
+
+void WorkerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"code", code}}).Increment(); }
+
+void WorkerMetrics::RecordFirstToken(double seconds) { ttft_->Observe(seconds); }
+
+void WorkerMetrics::RecordInterToken(double seconds) { inter_token_->Observe(seconds); }
+
+void WorkerMetrics::RecordFinished(engine::FinishReason reason, const engine::Usage& usage, double e2e_seconds,
+                                   double queue_seconds) {
+  finished_[static_cast<size_t>(reason)]->Increment();
+  prompt_tokens_->Increment(usage.prompt_tokens);
+  cached_prompt_tokens_->Increment(usage.cached_prompt_tokens);
+  generated_tokens_->Increment(usage.generated_tokens);
+  e2e_->Observe(e2e_seconds);
+  if (queue_seconds >= 0) queue_->Observe(queue_seconds);
+}
+
+void WorkerMetrics::OnStep(const engine::StepReport& report) {
+  step_seconds_->Observe(report.seconds);
+  step_tokens_->Observe(report.num_tokens);
+}
+
+namespace {
+
+prometheus::MetricFamily Family(const char* name, const char* help, prometheus::MetricType type) {
+  return {.name = name, .help = help, .type = type};
+}
+
+void AddValue(prometheus::MetricFamily& f, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  if (f.type == prometheus::MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
+  using prometheus::MetricType;
+  const engine::EngineStats s = stats_();
+  std::vector<prometheus::MetricFamily> out;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    out.push_back(Family(name, help, MetricType::Gauge));
+    AddValue(out.back(), v);
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    out.push_back(Family(name, help, MetricType::Counter));
+    AddValue(out.back(), v);
+  };
+  gauge("kvfleet_worker_requests_running", "Requests in the running batch", s.running);
+  gauge("kvfleet_worker_requests_waiting", "Requests waiting for a running slot", s.waiting);
+  out.push_back(Family("kvfleet_worker_kv_blocks", "KV cache blocks by state", MetricType::Gauge));
+  AddValue(out.back(), s.blocks_used, {{"state", "used"}});
+  AddValue(out.back(), s.blocks_cached, {{"state", "cached"}});
+  AddValue(out.back(), s.blocks_free - s.blocks_cached, {{"state", "empty"}});
+  gauge("kvfleet_worker_kv_blocks_total", "KV cache capacity in blocks", s.blocks_total);
+  gauge("kvfleet_worker_kv_usage_ratio", "Blocks held by requests over all blocks",
+        s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
+  gauge("kvfleet_worker_kv_waste_ratio", "Allocated but unfilled token slots over allocated slots, running requests",
+        s.kv_waste);
+  gauge("kvfleet_worker_pending_prefill_tokens", "Prompt and recompute tokens not yet computed",
+        static_cast<double>(s.pending_prefill_tokens));
+  counter("kvfleet_worker_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache",
+          static_cast<double>(s.prefix_queried_tokens));
+  counter("kvfleet_worker_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache",
+          static_cast<double>(s.prefix_hit_tokens));
+  counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
+          static_cast<double>(s.preemptions));
+  counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
+  return out;
+}
+
+}  // namespace kvfleet::worker

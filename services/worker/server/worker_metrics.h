@@ -1,0 +1,76 @@
+// The worker's Prometheus metrics (docs/metrics.md lists each one).
+//
+// Two sources: per-request events that the gRPC layer records as they
+// happen (counters and latency histograms, in a prometheus::Registry), and
+// the engine's own gauges and counters, read from Engine::Stats() at scrape
+// time by EngineStatsCollector so they are exact and cost nothing between
+// scrapes. Step timings arrive through the engine's StepObserver hook.
+//
+// Labels are of low cardinality only: a finish reason or a status code,
+// never a request id.
+//
+// Thread-safety: every method is thread-safe (prometheus-cpp metrics are).
+//
+//   WorkerMetrics metrics;
+//   exposer.RegisterCollectable(metrics.registry());
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "services/worker/engine/engine_stats.h"
+#include "services/worker/engine/finish_reason.h"
+#include "services/worker/engine/request.h"
+#include "services/worker/engine/step_observer.h"
+
+namespace kvfleet::worker {
+
+class WorkerMetrics : public engine::StepObserver {
+ public:
+  WorkerMetrics();
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+  // A request the worker refused before it reached the engine; `code` is a
+  // gRPC status code name in lower case ("invalid_argument", ...).
+  void RecordRejected(const std::string& code);
+  void RecordFirstToken(double seconds_since_arrival);
+  void RecordInterToken(double seconds);
+  void RecordFinished(engine::FinishReason reason, const engine::Usage& usage, double e2e_seconds,
+                      double queue_seconds);
+
+  void OnStep(const engine::StepReport& report) override;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* rejected_;
+  std::array<prometheus::Counter*, 4> finished_{};  // by engine::FinishReason
+  prometheus::Counter* prompt_tokens_;
+  prometheus::Counter* cached_prompt_tokens_;
+  prometheus::Counter* generated_tokens_;
+  prometheus::Histogram* ttft_;
+  prometheus::Histogram* inter_token_;
+  prometheus::Histogram* e2e_;
+  prometheus::Histogram* queue_;
+  prometheus::Histogram* step_seconds_;
+  prometheus::Histogram* step_tokens_;
+};
+
+// The engine's gauges and counters, read at scrape time.
+class EngineStatsCollector : public prometheus::Collectable {
+ public:
+  explicit EngineStatsCollector(std::function<engine::EngineStats()> stats) : stats_(std::move(stats)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<engine::EngineStats()> stats_;
+};
+
+}  // namespace kvfleet::worker

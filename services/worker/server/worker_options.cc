@@ -1,0 +1,100 @@
+#include "services/worker/server/worker_options.h"
+
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/flags/flags.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::worker {
+
+const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (proto/kvfleet/v1/worker.proto)
+
+  --model PATH                 GGUF model file (required)
+  --model-id ID                name that roots prefix-cache hashes (default: file name without .gguf)
+  --listen HOST:PORT           gRPC address (default 127.0.0.1:50051; port 0 picks a free one)
+  --metrics-port N             Prometheus /metrics port (default 9464; 0 picks a free one)
+  --metrics-host HOST          (default 0.0.0.0)
+  --kv-cache-memory SIZE       KV cache budget: bytes (2GiB, 512MiB) or a fraction of available memory (0.2);
+                               default 1GiB
+  --block-size N               tokens per KV block (default 16)
+  --threads N                  CPU threads for the model (default: all)
+  --max-num-seqs N             requests running at once (default 64)
+  --max-num-batched-tokens N   tokens per engine step (default 512)
+  --max-waiting-requests N     queue beyond max-num-seqs before RESOURCE_EXHAUSTED (default 256; 0: unbounded)
+  --no-prefix-caching          turn the prefix cache off
+  --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
+  --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
+  --max-message-bytes N        largest request accepted (default 1048576)
+  --log-level LEVEL            trace, debug, info, warn, error (default info); logs go to stderr
+
+On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT" once bound,
+then "kvfleet-worker ready" once the model is loaded and health is SERVING.
+)";
+
+namespace {
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      flags::Flags f,
+      flags::Flags::Parse(args,
+                          {"model", "model-id", "listen", "metrics-port", "metrics-host", "kv-cache-memory",
+                           "block-size", "threads", "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests",
+                           "drain-timeout", "stall-timeout", "max-message-bytes", "log-level"},
+                          {"no-prefix-caching"}));
+  WorkerOptions o;
+  ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
+  o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());
+  o.listen = f.GetString("listen", o.listen);
+  o.metrics_host = f.GetString("metrics-host", o.metrics_host);
+  ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics-port", o.metrics_port));
+  o.metrics_port = static_cast<int>(metrics_port);
+  o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
+  ASSIGN_OR_RETURN(o.block_size, f.GetInt("block-size", o.block_size));
+  ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
+  o.threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(int64_t seqs, f.GetInt("max-num-seqs", o.scheduler.max_num_seqs));
+  ASSIGN_OR_RETURN(int64_t batched, f.GetInt("max-num-batched-tokens", o.scheduler.max_num_batched_tokens));
+  o.scheduler.max_num_seqs = static_cast<int32_t>(seqs);
+  o.scheduler.max_num_batched_tokens = static_cast<int32_t>(batched);
+  RETURN_IF_ERROR(o.scheduler.Validate());
+  ASSIGN_OR_RETURN(int64_t waiting, f.GetInt("max-waiting-requests", o.max_waiting_requests));
+  if (waiting < 0) return absl::InvalidArgumentError("--max-waiting-requests must be >= 0 (0: unbounded)");
+  o.max_waiting_requests = static_cast<int32_t>(waiting);
+  o.enable_prefix_caching = !f.GetSwitch("no-prefix-caching");
+  ASSIGN_OR_RETURN(double drain, f.GetDouble("drain-timeout", 30.0));
+  ASSIGN_OR_RETURN(double stall, f.GetDouble("stall-timeout", 60.0));
+  if (drain < 0 || stall <= 0) {
+    return absl::InvalidArgumentError("--drain-timeout must be >= 0 and --stall-timeout > 0 (seconds)");
+  }
+  o.drain_timeout = Millis(drain);
+  o.stall_timeout = Millis(stall);
+  ASSIGN_OR_RETURN(int64_t message_bytes, f.GetInt("max-message-bytes", o.max_message_bytes));
+  if (message_bytes < 1024) return absl::InvalidArgumentError("--max-message-bytes must be >= 1024");
+  o.max_message_bytes = static_cast<int32_t>(message_bytes);
+  o.log_level = f.GetString("log-level", o.log_level);
+  return o;
+}
+
+absl::StatusOr<int64_t> ResolveKvCacheBytes(const std::string& spec) {
+  double fraction = 0.0;
+  if (absl::SimpleAtod(spec, &fraction) && spec.find('.') != std::string::npos) {
+    if (!(fraction > 0.0 && fraction <= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kv-cache-memory ", spec, ": a fraction must be in (0, 1]; or give a size like 2GiB"));
+    }
+    ASSIGN_OR_RETURN(int64_t available, AvailableMemoryBytes());
+    return static_cast<int64_t>(fraction * static_cast<double>(available));
+  }
+  return ParseByteSize(spec);
+}
+
+}  // namespace kvfleet::worker

@@ -1,0 +1,96 @@
+#include "services/worker/server/worker_service.h"
+
+#include <vector>
+
+#include "common/logging.h"
+#include "services/worker/server/generate_reactor.h"
+#include "services/worker/server/proto_convert.h"
+
+namespace kvfleet::worker {
+namespace {
+
+// A stream that is over before it starts.
+class RefusedStream final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+void WorkerService::Attach(engine::Engine& engine, v1::WorkerInfo info) {
+  info_ = std::move(info);
+  engine_.store(&engine);  // publishes info_ too
+}
+
+void WorkerService::BeginDrain() { draining_.store(true); }
+
+void WorkerService::CancelAll() {
+  engine::Engine* engine = engine_.load();
+  if (engine == nullptr) return;
+  std::vector<RequestId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids.assign(active_.begin(), active_.end());
+  }
+  for (RequestId id : ids) engine->Cancel(id);
+}
+
+int64_t WorkerService::active_streams() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(active_.size());
+}
+
+void WorkerService::StreamStarted(RequestId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_.insert(id);
+}
+
+void WorkerService::StreamEnded(RequestId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_.erase(id);
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* WorkerService::Unavailable(const char* why) {
+  metrics_.RecordRejected("unavailable");
+  return new RefusedStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* WorkerService::Generate(grpc::CallbackServerContext* context,
+                                                                        const v1::GenerateRequest* request) {
+  engine::Engine* engine = engine_.load();
+  if (engine == nullptr) return Unavailable("the worker is still loading its model; retry shortly or elsewhere");
+  if (draining_.load()) return Unavailable("the worker is draining for shutdown; send the request elsewhere");
+  const RequestId id(next_id_.fetch_add(1));
+  if (!request->request_id().empty()) {
+    KVFLEET_LOG_DEBUG("request {} is engine request {}", request->request_id(), id.value());
+  }
+  return new GenerateReactor(*this, *engine, context, *request, id);
+}
+
+grpc::ServerUnaryReactor* WorkerService::GetInfo(grpc::CallbackServerContext* context, const v1::GetInfoRequest*,
+                                                 v1::WorkerInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (engine_.load() == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is still loading its model"));
+    return reactor;
+  }
+  *response = info_;
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::GetStats(grpc::CallbackServerContext* context, const v1::GetStatsRequest*,
+                                                  v1::WorkerStats* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine::Engine* engine = engine_.load();
+  if (engine == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is still loading its model"));
+    return reactor;
+  }
+  *response = ToProto(engine->Stats(), info_.max_num_seqs(), draining_.load());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace kvfleet::worker

@@ -1,0 +1,69 @@
+// The worker's gRPC service (proto/kvfleet/v1/worker.proto), callback API.
+//
+// Before Attach() (the model is loading) and after BeginDrain(), Generate
+// answers UNAVAILABLE so a router goes elsewhere. Each accepted Generate is
+// a GenerateReactor that owns the stream; this class only counts and
+// cancels them. GetInfo and GetStats answer inline from snapshots: no call
+// ever waits for the engine thread.
+//
+// Thread-safety: all methods are thread-safe.
+//
+//   WorkerService service(metrics);
+//   service.Attach(engine, info);      // now serving
+//   service.BeginDrain(); ... service.CancelAll();
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "common/ids.h"
+#include "kvfleet/v1/worker.grpc.pb.h"
+#include "services/worker/engine/engine.h"
+#include "services/worker/server/worker_metrics.h"
+
+namespace kvfleet::worker {
+
+class WorkerService final : public v1::Worker::CallbackService {
+ public:
+  explicit WorkerService(WorkerMetrics& metrics) : metrics_(metrics) {}
+
+  // The engine is running: Generate accepts requests. `engine` must outlive
+  // every stream (stop the gRPC server before destroying it).
+  void Attach(engine::Engine& engine, v1::WorkerInfo info);
+  // New Generate calls get UNAVAILABLE; running streams continue.
+  void BeginDrain();
+  // Cancels every running stream; each ends UNAVAILABLE.
+  void CancelAll();
+  int64_t active_streams() const;
+  bool draining() const { return draining_.load(); }
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* context,
+                                                           const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context, const v1::GetInfoRequest* request,
+                                    v1::WorkerInfo* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
+                                     v1::WorkerStats* response) override;
+
+  // For GenerateReactor.
+  void StreamStarted(RequestId id);
+  void StreamEnded(RequestId id);
+  WorkerMetrics& metrics() { return metrics_; }
+  int64_t context_length() const { return info_.max_context(); }
+
+ private:
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Unavailable(const char* why);
+
+  WorkerMetrics& metrics_;
+  std::atomic<engine::Engine*> engine_{nullptr};
+  v1::WorkerInfo info_;  // written once, before engine_ is published
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+
+  mutable std::mutex mu_;
+  absl::flat_hash_set<RequestId> active_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kvfleet::worker
