@@ -1,4 +1,5 @@
 # kvfleet_add_test(NAME name SOURCES a.cc b.cc DEPS lib1 lib2 [LABELS l1 l2])
+# Labels default to "unit"; integration tests pass LABELS integration.
 # One gtest binary per call, registered with ctest through gtest discovery so
 # each TEST shows up by name in the summary.
 include(GoogleTest)
@@ -9,7 +10,10 @@ function(kvfleet_add_test)
   target_compile_definitions(${T_NAME} PRIVATE
     KVFLEET_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     KVFLEET_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  set(labels unit ${T_LABELS})
+  set(labels ${T_LABELS})
+  if(NOT labels)
+    set(labels unit)
+  endif()
   gtest_discover_tests(${T_NAME}
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
     PROPERTIES LABELS "${labels}"

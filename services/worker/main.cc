@@ -55,7 +55,7 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   info.set_max_context(static_cast<int32_t>(e.context_length));
   info.set_kv_capacity_blocks(static_cast<int32_t>(e.num_blocks));
   info.set_kv_capacity_tokens(e.num_blocks * e.block_size);
-  info.set_kv_bytes_per_token(KvBytesPerToken(m.model->hparams().kv_shape(), 2));
+  info.set_kv_bytes_per_token(e.kv_bytes_per_token);
   for (model::TokenId t : m.end_of_turn) info.add_end_of_turn_token_ids(t);
   info.set_max_num_seqs(o.scheduler.max_num_seqs);
   info.set_max_waiting_requests(o.max_waiting_requests);

@@ -57,7 +57,11 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const int64_t waiting = static_cast<int64_t>(inbox_.submitted.size()) + stats_.waiting;
+    // Everything in flight beyond the running slots waits. Counted from the
+    // in-flight set rather than the last step's stats, so a burst that
+    // arrives between two steps is counted exactly.
+    const int64_t waiting =
+        static_cast<int64_t>(active_ids_.size()) - options_.scheduler.max_num_seqs;
     if (options_.max_waiting_requests > 0 && waiting >= options_.max_waiting_requests) {
       return absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", waiting,
                                                        " requests wait for a running slot); retry later or "

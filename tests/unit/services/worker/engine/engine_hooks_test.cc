@@ -33,15 +33,17 @@ class EngineHooksTest : public ::testing::Test {
 };
 
 TEST_F(EngineHooksTest, WaitingQueueLimitRefusesWithResourceExhausted) {
-  Engine engine(*executor_, {.model_id = "tiny", .max_waiting_requests = 2});
-  CollectingSink a, b, c;
+  // One running slot and two waiting places: the fourth request is refused.
+  Engine engine(*executor_, {.model_id = "tiny", .scheduler = {.max_num_seqs = 1}, .max_waiting_requests = 2});
+  CollectingSink a, b, c, d;
   ASSERT_TRUE(engine.Submit(Greedy(1, 2), &a).ok());
   ASSERT_TRUE(engine.Submit(Greedy(2, 2), &b).ok());
+  ASSERT_TRUE(engine.Submit(Greedy(4, 2), &d).ok());
   const absl::Status full = engine.Submit(Greedy(3, 2), &c);
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_NE(full.message().find("waiting queue is full"), std::string::npos) << full;
   while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
-  EXPECT_TRUE(a.finished() && b.finished());
+  EXPECT_TRUE(a.finished() && b.finished() && d.finished());
   EXPECT_TRUE(engine.Submit(Greedy(3, 2), &c).ok()) << "the queue drained; the limit must lift";
 }
 
