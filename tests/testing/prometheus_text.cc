@@ -72,7 +72,8 @@ absl::StatusOr<std::map<std::string, std::string>> ConsumeLabels(absl::string_vi
 absl::StatusOr<double> ParseValue(absl::string_view text) {
   if (text == "+Inf" || text == "Inf") return std::numeric_limits<double>::infinity();
   if (text == "-Inf") return -std::numeric_limits<double>::infinity();
-  if (text == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  // The format says "NaN"; prometheus-cpp writes "Nan".
+  if (text == "NaN" || text == "Nan") return std::numeric_limits<double>::quiet_NaN();
   double v = 0;
   if (!absl::SimpleAtod(text, &v)) return absl::InvalidArgumentError(absl::StrCat("bad value '", text, "'"));
   return v;

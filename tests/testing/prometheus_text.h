@@ -5,9 +5,9 @@
 // Owns the samples in the order they appeared and the `# TYPE` of each
 // family. Histogram and summary samples keep their suffixed names
 // (`x_bucket{le="0.5"}`, `x_sum`, `x_count`); `le` is an ordinary label.
-// Values "+Inf", "-Inf" and "NaN" parse to the IEEE values; timestamps are
-// accepted and dropped. Thread-safety: immutable after Parse; const methods
-// are safe from any thread.
+// Values "+Inf", "-Inf" and "NaN" (prometheus-cpp writes "Nan") parse to
+// the IEEE values; timestamps are accepted and dropped.
+// Thread-safety: immutable after Parse; const methods are safe from any thread.
 //
 //   ASSIGN_OR_RETURN(PrometheusScrape scrape, PrometheusScrape::Parse(body));
 //   std::optional<double> n = scrape.Value("kvfleet_requests_total", {{"status", "ok"}});

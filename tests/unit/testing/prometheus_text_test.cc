@@ -23,13 +23,15 @@ kvfleet_ttft_seconds_bucket{le="0.5"} 3
 kvfleet_ttft_seconds_bucket{le="+Inf"} 4
 kvfleet_odd{a="x",b="y",} NaN 1700000000000
 kvfleet_neg -Inf
+# TYPE exposer_request_latencies summary
+exposer_request_latencies{quantile="0.5"} Nan
 kvfleet_big 1.5e+06
 )";
 
 TEST(PrometheusTextTest, ParsesARealisticScrape) {
   absl::StatusOr<PrometheusScrape> scrape = PrometheusScrape::Parse(kScrape);
   ASSERT_TRUE(scrape.ok()) << scrape.status();
-  EXPECT_EQ(scrape->samples().size(), 11u);
+  EXPECT_EQ(scrape->samples().size(), 12u);
   EXPECT_EQ(scrape->Value("kvfleet_requests_total", {{"status", "ok"}}), 12.0);
   EXPECT_EQ(scrape->Value("kvfleet_requests_total", {{"status", "error"}, {"reason", "say \"hi\"\\n"}}), 3.0);
   EXPECT_EQ(scrape->Value("kvfleet_requests_total"), std::nullopt) << "labels must match exactly";
@@ -57,6 +59,9 @@ TEST(PrometheusTextTest, SpecialValuesAndTimestamps) {
   ASSERT_TRUE(odd.has_value());
   EXPECT_TRUE(std::isnan(*odd));
   EXPECT_EQ(scrape.Value("kvfleet_neg"), -INFINITY);
+  std::optional<double> nan = scrape.Value("exposer_request_latencies", {{"quantile", "0.5"}});
+  ASSERT_TRUE(nan.has_value());
+  EXPECT_TRUE(std::isnan(*nan)) << "prometheus-cpp's spelling";
 }
 
 TEST(PrometheusTextTest, MalformedLinesNameTheLine) {
