@@ -21,5 +21,6 @@ absl::Status RunModelInfo(const Args& args);
 absl::Status RunLogits(const Args& args);
 absl::Status RunTinyModel(const Args& args);
 absl::Status RunBenchModel(const Args& args);
+absl::Status RunLoadClient(const Args& args);
 
 }  // namespace kvfleet::tools

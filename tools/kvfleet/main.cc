@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
     {"bench-model", "measure prefill and decode tokens/s", kvfleet::tools::RunBenchModel},
+    {"load", "drive a worker with concurrent streams; throughput and latency percentiles", kvfleet::tools::RunLoadClient},
 };
 
 void PrintUsage() {
