@@ -19,6 +19,9 @@ class MetricsExposer {
   explicit MetricsExposer(std::unique_ptr<prometheus::Exposer> exposer, int port)
       : exposer_(std::move(exposer)), port_(port) {}
   void RegisterCollectable(const std::weak_ptr<prometheus::Collectable>& c) { exposer_->RegisterCollectable(c); }
+  // Waits for a scrape in progress, so what the collectable reads may be
+  // destroyed afterwards.
+  void RemoveCollectable(const std::weak_ptr<prometheus::Collectable>& c) { exposer_->RemoveCollectable(c); }
   int port() const { return port_; }
 
  private:

@@ -124,6 +124,7 @@ absl::Status Run(const WorkerOptions& o) {
   Drain(o, service, watchdog, engine);
   server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   watchdog.Stop();
+  exposer->RemoveCollectable(engine_stats);  // no scrape may read the engine past here
   engine.Stop();
   KVFLEET_LOG_INFO("stopped");
   return absl::OkStatus();

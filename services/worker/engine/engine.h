@@ -86,7 +86,9 @@ class Engine {
   // Requests queued, waiting or running (engine thread, or when stopped).
   bool HasWork() const;
 
-  // Runs steps on the engine's own thread until Stop().
+  // Runs steps on the engine's own thread until Stop(). Requests still in
+  // flight at Stop() get no final output: stop only once they are done (or
+  // their sinks no longer care), as the worker does after draining.
   void Start();
   void Stop();
 

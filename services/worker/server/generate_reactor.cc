@@ -15,9 +15,20 @@ GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine,
     : service_(service), engine_(engine), call_(call), id_(id) {
   service_.StreamStarted(id_);
   absl::StatusOr<engine::EngineRequest> converted = ToEngineRequest(request, id_, service_.context_length());
-  absl::Status status = converted.status();
-  if (status.ok()) status = engine_.Submit(*std::move(converted), this);
-  if (!status.ok()) Refuse(status);
+  if (!converted.ok()) {
+    Refuse(converted.status());
+    return;
+  }
+  // Once submitted, the engine may finish the request and gRPC delete this
+  // reactor before the constructor returns: only the parameters from here on.
+  const absl::Status status = engine.Submit(*std::move(converted), this);
+  if (!status.ok()) {
+    Refuse(status);
+    return;
+  }
+  // A drain that gave up on running streams may have listed this one before
+  // its Submit, when cancelling it had no effect yet.
+  if (service.cancelling_all()) engine.Cancel(id);
 }
 
 GenerateReactor::~GenerateReactor() { service_.StreamEnded(id_); }
@@ -102,17 +113,23 @@ void GenerateReactor::OnOutput(engine::RequestOutput output) {
 
 void GenerateReactor::OnWriteDone(bool ok) {
   Action action = Action::kNone;
+  bool broken = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
-    if (!ok && !client_gone_) {
-      // The stream broke under the write; OnCancel follows and cancels the request.
+    if (!ok) {
+      // The stream broke under the write: nobody will read the rest.
+      broken = !client_gone_;
       client_gone_ = true;
       has_pending_ = false;
+      if (!finish_status_ || finish_status_->ok()) {
+        finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke while writing");
+      }
     }
     action = NextAction();
   }
-  Perform(action);
+  if (broken) engine_.Cancel(id_);  // before Perform: a Finish may end this reactor
+  if (action != Action::kNone) Perform(action);
 }
 
 void GenerateReactor::OnCancel() {
@@ -131,7 +148,7 @@ void GenerateReactor::OnCancel() {
     }
     action = NextAction();
   }
-  Perform(action);
+  if (action != Action::kNone) Perform(action);
 }
 
 void GenerateReactor::OnDone() {

@@ -28,6 +28,7 @@ void WorkerService::BeginDrain() { draining_.store(true); }
 void WorkerService::CancelAll() {
   engine::Engine* engine = engine_.load();
   if (engine == nullptr) return;
+  cancelling_all_.store(true);
   std::vector<RequestId> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);

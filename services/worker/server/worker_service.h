@@ -39,6 +39,7 @@ class WorkerService final : public v1::Worker::CallbackService {
   void CancelAll();
   int64_t active_streams() const;
   bool draining() const { return draining_.load(); }
+  bool cancelling_all() const { return cancelling_all_.load(); }
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* context,
                                                            const v1::GenerateRequest* request) override;
@@ -60,6 +61,7 @@ class WorkerService final : public v1::Worker::CallbackService {
   std::atomic<engine::Engine*> engine_{nullptr};
   v1::WorkerInfo info_;  // written once, before engine_ is published
   std::atomic<bool> draining_{false};
+  std::atomic<bool> cancelling_all_{false};
   std::atomic<uint64_t> next_id_{1};
 
   mutable std::mutex mu_;

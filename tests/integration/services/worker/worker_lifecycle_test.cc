@@ -1,0 +1,106 @@
+// SIGTERM drains: health turns NOT_SERVING, new requests get UNAVAILABLE,
+// in-flight streams finish (or are cut at --drain-timeout), exit 0.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/integration/services/worker/worker_harness.h"
+
+namespace kvfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Starts `n` long streams and returns once each has its first token.
+class InFlight {
+ public:
+  InFlight(WorkerHarness& harness, int n, int max_tokens) : results_(n) {
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([&, i, max_tokens] {
+        results_[i] = harness.Generate(TinyRequest(i, 12, max_tokens), std::nullopt, [this](const StreamResult&) {
+          ++started_;
+          return false;
+        });
+      });
+    }
+  }
+  bool WaitAllStarted(int n) {
+    return WaitUntil([&] { return started_.load() >= n; }, milliseconds(60000));
+  }
+  std::vector<StreamResult>& Join() {
+    for (auto& t : threads_) t.join();
+    return results_;
+  }
+
+ private:
+  std::vector<StreamResult> results_;
+  std::vector<std::thread> threads_;
+  std::atomic<int> started_{0};
+};
+
+TEST(WorkerLifecycleTest, SigtermLetsSixteenInFlightStreamsFinishThenExitsZero) {
+  WorkerHarness harness;
+  ASSERT_TRUE(harness.Start({"--max-num-seqs", "16"}).ok());
+  constexpr int kStreams = 16, kTokens = 400;
+  InFlight streams(harness, kStreams, kTokens);
+  ASSERT_TRUE(streams.WaitAllStarted(kStreams));
+  harness.worker().process().Signal(SIGTERM);
+
+  EXPECT_TRUE(WaitUntil([&] { return !harness.Serving().value_or(true); }, milliseconds(5000)))
+      << "health should turn NOT_SERVING while draining";
+  StreamResult late;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        late = harness.Generate(TinyRequest(99, 4, 2), milliseconds(5000));
+        return late.status.error_code() == grpc::StatusCode::UNAVAILABLE;
+      },
+      milliseconds(5000)))
+      << "a new request during drain should get UNAVAILABLE, got " << late.status.error_code();
+  EXPECT_NE(late.status.error_message().find("draining"), std::string::npos) << late.status.error_message();
+
+  for (const StreamResult& r : streams.Join()) {
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.tokens.size(), static_cast<size_t>(kTokens));
+    EXPECT_EQ(r.finish_reason, v1::FINISH_REASON_LENGTH);
+  }
+  const absl::StatusOr<int> exit_code = harness.worker().process().Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+  EXPECT_EQ(*exit_code, 0);
+}
+
+TEST(WorkerLifecycleTest, DrainTimeoutEndsRemainingStreamsUnavailableAndStillExitsZero) {
+  WorkerHarness harness;
+  ASSERT_TRUE(harness.Start({"--max-num-seqs", "4", "--drain-timeout", "0.3"}).ok());
+  InFlight streams(harness, 4, kTinyContext - 12);
+  ASSERT_TRUE(streams.WaitAllStarted(4));
+  harness.worker().process().Signal(SIGTERM);
+  for (const StreamResult& r : streams.Join()) {
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
+    EXPECT_NE(r.status.error_message().find("retry"), std::string::npos) << r.status.error_message();
+  }
+  const absl::StatusOr<int> exit_code = harness.worker().process().Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+  EXPECT_EQ(*exit_code, 0);
+}
+
+TEST(WorkerLifecycleTest, ACorruptModelFileExitsNonZeroNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.Path("broken.gguf");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    std::fputs("GGUF but not really", f);
+    std::fclose(f);
+  }
+  auto worker = WorkerProcess::Start({.binary = KVFLEET_WORKER_BINARY,
+                                      .model_path = path,
+                                      .stderr_path = dir.Path("worker.log"),
+                                      .ready_timeout = absl::Seconds(30)});
+  ASSERT_FALSE(worker.ok());
+  EXPECT_NE(worker.status().message().find("broken.gguf"), std::string::npos) << worker.status();
+}
+
+}  // namespace
+}  // namespace kvfleet::testing

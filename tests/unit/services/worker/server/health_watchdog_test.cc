@@ -1,0 +1,106 @@
+#include "services/worker/server/health_watchdog.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "tests/testing/collecting_sink.h"
+
+namespace kvfleet::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct Reported {
+  std::vector<bool> changes;
+  HealthWatchdog::OnChange fn() {
+    return [this](bool serving) { changes.push_back(serving); };
+  }
+};
+
+TEST(HealthWatchdogTest, ServingOnlyWhenLoadedAndNotDraining) {
+  Reported r;
+  HealthWatchdog dog(nullptr, {}, r.fn());
+  EXPECT_FALSE(dog.Check(Clock::now()));
+  dog.SetLoaded(true);
+  dog.SetDraining(true);
+  dog.SetDraining(false);
+  EXPECT_EQ(r.changes, (std::vector<bool>{false, true, false, true}));
+}
+
+TEST(HealthWatchdogTest, StallNeedsWorkInFlightAndNoProgress) {
+  const Clock::time_point t0 = Clock::now();
+  engine::EngineHeartbeat beat{.in_flight = 0, .last_progress = t0};
+  Reported r;
+  HealthWatchdog dog([&] { return beat; }, {.stall_timeout = milliseconds(100)}, r.fn());
+  dog.SetLoaded(true);
+  EXPECT_TRUE(dog.Check(t0 + milliseconds(500))) << "idle for long is not a stall";
+  beat.in_flight = 3;
+  EXPECT_TRUE(dog.Check(t0 + milliseconds(50)));
+  EXPECT_FALSE(dog.Check(t0 + milliseconds(150)));
+  EXPECT_TRUE(dog.stalled());
+  beat.last_progress = t0 + milliseconds(140);
+  EXPECT_TRUE(dog.Check(t0 + milliseconds(150)));
+  EXPECT_EQ(r.changes, (std::vector<bool>{true, false, true}));
+}
+
+// An executor whose forward pass blocks until released: a stalled engine loop.
+class BlockingExecutor : public engine::ModelExecutor {
+ public:
+  BlockingExecutor() { info_ = {.vocab_size = 8, .context_length = 64, .block_size = 4, .num_blocks = 32}; }
+  const engine::ExecutorInfo& info() const override { return info_; }
+  absl::StatusOr<engine::ForwardOutput> Forward(const engine::ForwardBatch& batch) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_ = true;
+    entered_cv_.notify_all();
+    release_cv_.wait(lock, [this] { return released_; });
+    engine::ForwardOutput out{.vocab_size = 8};
+    for (size_t i = 0; i < batch.chunks.size(); ++i) out.first_row.push_back(static_cast<int64_t>(i));
+    out.logits.assign(batch.chunks.size() * 8, 0.0f);
+    return out;
+  }
+  void WaitEntered() {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_cv_.wait(lock, [this] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    release_cv_.notify_all();
+  }
+
+ private:
+  engine::ExecutorInfo info_;
+  std::mutex mu_;
+  std::condition_variable entered_cv_, release_cv_;
+  bool entered_ = false, released_ = false;
+};
+
+TEST(HealthWatchdogTest, ABlockedEngineLoopTurnsHealthNotServing) {
+  BlockingExecutor executor;
+  engine::Engine engine(executor, {.model_id = "fake"});
+  engine.Start();
+  Reported r;
+  HealthWatchdog dog([&] { return engine.Heartbeat(); }, {.stall_timeout = milliseconds(200)}, r.fn());
+  dog.SetLoaded(true);
+  kvfleet::testing::CollectingSink sink;
+  ASSERT_TRUE(engine.Submit({.id = RequestId(1), .prompt = {1, 2}, .sampling = {.temperature = 0.0f},
+                             .stopping = {.max_tokens = 1}},
+                            &sink)
+                  .ok());
+  executor.WaitEntered();
+  const Clock::time_point stuck_since = engine.Heartbeat().last_progress;
+  EXPECT_FALSE(dog.Check(stuck_since + milliseconds(1000)));
+  executor.Release();
+  sink.WaitFinished();
+  engine.Stop();
+  EXPECT_TRUE(dog.Check(Clock::now())) << "no request in flight any more";
+  EXPECT_EQ(r.changes, (std::vector<bool>{true, false, true}));
+}
+
+}  // namespace
+}  // namespace kvfleet::worker

@@ -1,0 +1,92 @@
+#include "services/worker/server/proto_convert.h"
+
+#include <gtest/gtest.h>
+
+namespace kvfleet::worker {
+namespace {
+
+v1::GenerateRequest Basic() {
+  v1::GenerateRequest r;
+  r.add_prompt_token_ids(3);
+  r.add_prompt_token_ids(4);
+  return r;
+}
+
+TEST(ProtoConvertTest, UnsetFieldsMeanGreedyAndTheRestOfTheContext) {
+  auto r = ToEngineRequest(Basic(), RequestId(9), /*context_length=*/100);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->id, RequestId(9));
+  EXPECT_EQ(r->prompt, (std::vector<model::TokenId>{3, 4}));
+  EXPECT_TRUE(r->sampling.greedy());
+  EXPECT_EQ(r->sampling.top_p, 1.0f);
+  EXPECT_EQ(r->sampling.repetition_penalty, 1.0f);
+  EXPECT_FALSE(r->sampling.seed.has_value());
+  EXPECT_EQ(r->stopping.max_tokens, 98);
+  EXPECT_FALSE(r->logprobs.enabled);
+}
+
+TEST(ProtoConvertTest, EveryFieldCarriesOver) {
+  v1::GenerateRequest p = Basic();
+  p.mutable_sampling()->set_temperature(0.7f);
+  p.mutable_sampling()->set_top_k(5);
+  p.mutable_sampling()->set_top_p(0.9f);
+  p.mutable_sampling()->set_seed(42);
+  p.mutable_stopping()->set_max_tokens(7);
+  p.mutable_stopping()->add_stop_token_ids(11);
+  p.mutable_stopping()->set_ignore_eos(true);
+  p.set_cache_salt("tenant-a");
+  p.set_priority(-2);
+  p.set_logprobs(true);
+  p.set_top_logprobs(3);
+  auto r = ToEngineRequest(p, RequestId(1), 100);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sampling.temperature, 0.7f);
+  EXPECT_EQ(r->sampling.top_k, 5);
+  EXPECT_EQ(r->sampling.top_p, 0.9f);
+  EXPECT_EQ(r->sampling.seed, 42u);
+  EXPECT_EQ(r->stopping.max_tokens, 7);
+  EXPECT_EQ(r->stopping.stop_token_ids, (std::vector<model::TokenId>{11}));
+  EXPECT_TRUE(r->stopping.ignore_eos);
+  EXPECT_EQ(r->cache_salt, "tenant-a");
+  EXPECT_EQ(r->priority, -2);
+  EXPECT_TRUE(r->logprobs.enabled);
+  EXPECT_EQ(r->logprobs.top_n, 3);
+}
+
+TEST(ProtoConvertTest, OversizedStringsAndAFullContextAreRefused) {
+  v1::GenerateRequest p = Basic();
+  p.set_request_id(std::string(200, 'x'));
+  EXPECT_NE(ToEngineRequest(p, RequestId(1), 100).status().message().find("request_id"), std::string::npos);
+  p = Basic();
+  p.set_cache_salt(std::string(300, 'x'));
+  EXPECT_NE(ToEngineRequest(p, RequestId(1), 100).status().message().find("cache_salt"), std::string::npos);
+  const auto full = ToEngineRequest(Basic(), RequestId(1), /*context_length=*/2);
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(full.status().message().find("2 tokens"), std::string::npos) << full.status();
+}
+
+TEST(ProtoConvertTest, OutputsMergeAndTheLastCarriesTheEnd) {
+  v1::GenerateResponse response;
+  AppendOutput({.new_tokens = {5}, .logprobs = {{.token = 5, .logprob = -0.5f, .top = {{5, -0.5f}}}}}, &response);
+  AppendOutput({.new_tokens = {6},
+                .finished = true,
+                .finish_reason = engine::FinishReason::kLength,
+                .usage = {.prompt_tokens = 2, .cached_prompt_tokens = 1, .generated_tokens = 2}},
+               &response);
+  EXPECT_EQ(response.token_ids_size(), 2);
+  EXPECT_EQ(response.token_ids(1), 6);
+  ASSERT_EQ(response.logprobs_size(), 1);
+  EXPECT_EQ(response.logprobs(0).top(0).token_id(), 5);
+  EXPECT_EQ(response.finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(response.usage().cached_prompt_tokens(), 1);
+}
+
+TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
+  const v1::WorkerStats s = ToProto({.running = 4, .waiting = 4, .blocks_total = 10, .blocks_used = 5}, 8, true);
+  EXPECT_DOUBLE_EQ(s.load(), 1.0);
+  EXPECT_DOUBLE_EQ(s.kv_usage(), 0.5);
+  EXPECT_TRUE(s.draining());
+}
+
+}  // namespace
+}  // namespace kvfleet::worker
