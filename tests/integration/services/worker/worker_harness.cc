@@ -42,7 +42,11 @@ StreamResult WorkerHarness::Generate(v1::Worker::Stub& stub, const v1::GenerateR
                                      std::optional<std::chrono::milliseconds> deadline,
                                      const std::function<bool(const StreamResult&)>& cancel_when) const {
   grpc::ClientContext context;
-  if (deadline) context.set_deadline(std::chrono::system_clock::now() + *deadline);
+  // Never hang a test: without a deadline of its own a call gets two minutes.
+  context.set_deadline(std::chrono::system_clock::now() + deadline.value_or(std::chrono::minutes(2)));
+  // Many channels connecting at once on a loaded machine: a failed connect
+  // attempt is retried by the channel instead of failing the call.
+  context.set_wait_for_ready(true);
   StreamResult result;
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader = stub.Generate(&context, request);
   v1::GenerateResponse response;
@@ -66,6 +70,7 @@ StreamResult WorkerHarness::Generate(v1::Worker::Stub& stub, const v1::GenerateR
 absl::StatusOr<v1::WorkerStats> WorkerHarness::Stats() const {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.set_wait_for_ready(true);
   v1::WorkerStats stats;
   const grpc::Status s = Stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
   if (!s.ok()) return absl::UnavailableError(absl::StrCat("GetStats: ", s.error_message()));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/services/worker/worker_harness.h"
 
 namespace kvfleet::testing {
@@ -138,6 +139,28 @@ TEST_F(WorkerStreamingTest, InfoAndHealthDescribeTheLoadedWorker) {
   EXPECT_EQ(info.kv_capacity_blocks(), info.kv_capacity_tokens() / 16);
   EXPECT_EQ(harness_.Serving("").value_or(false), true);
   EXPECT_EQ(harness_.Serving("kvfleet.v1.Worker").value_or(false), true);
+}
+
+TEST_F(WorkerStreamingTest, ReflectionListsTheWorkerAndHealthServices) {
+  namespace reflection = grpc::reflection::v1alpha;
+  auto channel = grpc::CreateChannel(harness_.worker().address(), grpc::InsecureChannelCredentials());
+  auto stub = reflection::ServerReflection::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->ServerReflectionInfo(&context);
+  reflection::ServerReflectionRequest request;
+  request.set_list_services("");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  reflection::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::vector<std::string> names;
+  for (const auto& service : response.list_services_response().service()) names.push_back(service.name());
+  EXPECT_NE(std::find(names.begin(), names.end(), "kvfleet.v1.Worker"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "grpc.health.v1.Health"), names.end());
+  while (stream->Read(&response)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace
