@@ -58,6 +58,11 @@ class RecordingKvListener : public engine::KvEventListener {
     events_.push_back(KvEvent::Cleared());
     live_.clear();
   }
+  void OnSnapshot(std::span<const BlockHash> hashes) override {
+    snapshots_.emplace_back(hashes.begin(), hashes.end());
+  }
+  // Every snapshot received, oldest first.
+  const std::vector<std::vector<BlockHash>>& snapshots() const { return snapshots_; }
 
   const std::vector<KvEvent>& events() const { return events_; }
   // Stored minus removed since the last clear.
@@ -67,6 +72,7 @@ class RecordingKvListener : public engine::KvEventListener {
 
  private:
   std::vector<KvEvent> events_;
+  std::vector<std::vector<BlockHash>> snapshots_;
   absl::flat_hash_set<BlockHash> live_;
   std::vector<std::string> errors_;
 };

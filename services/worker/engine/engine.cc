@@ -15,6 +15,7 @@ absl::Status EngineOptions::Validate() const { return scheduler.Validate(); }
 Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener)
     : executor_(executor),
       options_(options),
+      listener_(listener),
       pool_(static_cast<int32_t>(executor.info().num_blocks), listener),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
       scheduler_(options.scheduler, kv_) {
@@ -84,10 +85,18 @@ void Engine::Cancel(RequestId id) {
   wake_.notify_one();
 }
 
+void Engine::RequestKvSnapshot() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.snapshot = true;
+  }
+  wake_.notify_one();
+}
+
 bool Engine::HasWork() const {
   if (!requests_.empty()) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  return !inbox_.submitted.empty() || !inbox_.cancelled.empty();
+  return !inbox_.empty();
 }
 
 void Engine::DrainInbox() {
@@ -106,6 +115,7 @@ void Engine::DrainInbox() {
     auto it = requests_.find(id);
     if (it != requests_.end()) Finish(*it->second, FinishReason::kCancelled);
   }
+  if (inbox.snapshot && listener_ != nullptr) listener_->OnSnapshot(pool_.CachedHashes());
 }
 
 void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens,
@@ -274,7 +284,7 @@ void Engine::Loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [this] {
-        return stop_ || !requests_.empty() || !inbox_.submitted.empty() || !inbox_.cancelled.empty();
+        return stop_ || !requests_.empty() || !inbox_.empty();
       });
       if (stop_) return;
       // Waiting idle is not stalling: progress is measured from the wake.

@@ -80,6 +80,9 @@ class Engine {
   // Thread-safe. The request finishes with kCancelled at the next step and its
   // blocks are freed; unknown or finished ids are ignored.
   void Cancel(RequestId id);
+  // Thread-safe. At the next step (even when idle) the engine thread calls
+  // the KV event listener's OnSnapshot with every cached hash.
+  void RequestKvSnapshot();
 
   // One scheduling step on the calling thread. Errors are the executor's.
   absl::Status Step();
@@ -103,6 +106,8 @@ class Engine {
   struct Inbox {
     std::vector<std::unique_ptr<Request>> submitted;
     std::vector<RequestId> cancelled;
+    bool snapshot = false;
+    bool empty() const { return submitted.empty() && cancelled.empty() && !snapshot; }
   };
 
   absl::Status Validate(const EngineRequest& request) const;
@@ -120,6 +125,7 @@ class Engine {
 
   ModelExecutor& executor_;
   EngineOptions options_;
+  KvEventListener* listener_;
   BlockPool pool_;
   KvCacheManager kv_;
   Scheduler scheduler_;

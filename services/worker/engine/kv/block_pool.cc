@@ -112,6 +112,13 @@ std::optional<BlockHash> BlockPool::hash_of(BlockId block) const {
   return hashes_[static_cast<size_t>(block.value())];
 }
 
+std::vector<BlockHash> BlockPool::CachedHashes() const {
+  std::vector<BlockHash> out;
+  out.reserve(cache_.size());
+  for (const auto& [hash, block] : cache_) out.push_back(hash);
+  return out;
+}
+
 BlockPoolStats BlockPool::Stats() const {
   return BlockPoolStats{
       .total = num_blocks(),

@@ -79,6 +79,8 @@ class BlockPool {
 
   int32_t ref_count(BlockId block) const;
   std::optional<BlockHash> hash_of(BlockId block) const;
+  // Every hash the pool holds (in use or cached), in no particular order. O(cached).
+  std::vector<BlockHash> CachedHashes() const;
   BlockPoolStats Stats() const;
 
  private:

@@ -22,6 +22,9 @@ class KvEventListener {
   virtual void OnBlockRemoved(const BlockHash& hash) = 0;
   // Every cached block was dropped at once.
   virtual void OnAllCleared() = 0;
+  // Answers Engine::RequestKvSnapshot: every hash cached right now, in the
+  // same order as the other calls, so it supersedes everything before it.
+  virtual void OnSnapshot(std::span<const BlockHash> hashes) {}
 };
 
 }  // namespace kvfleet::engine

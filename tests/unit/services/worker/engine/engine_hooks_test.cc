@@ -8,6 +8,7 @@
 #include "services/worker/engine/engine.h"
 #include "services/worker/engine/executor/cpu_executor.h"
 #include "tests/testing/collecting_sink.h"
+#include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -115,6 +116,26 @@ TEST_F(EngineHooksTest, LogprobsAccompanyEveryTokenAndLeaveTokensUnchanged) {
     EXPECT_FLOAT_EQ(lps[i].top[0].second, lps[i].logprob);
     EXPECT_LE(lps[i].logprob, 0.0f);
   }
+}
+
+TEST_F(EngineHooksTest, KvSnapshotListsExactlyWhatTheEventsLeftLive) {
+  kvfleet::testing::RecordingKvListener listener;
+  Engine engine(*executor_, {.model_id = "tiny"}, &listener);
+  CollectingSink a, b;
+  EngineRequest r = Greedy(1, 9);
+  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  ASSERT_TRUE(engine.Submit(r, &a).ok());
+  ASSERT_TRUE(engine.Submit(Greedy(2, 6), &b).ok());
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  engine.RequestKvSnapshot();
+  EXPECT_TRUE(engine.HasWork()) << "a snapshot request is work, even when idle";
+  ASSERT_TRUE(engine.Step().ok());
+  ASSERT_EQ(listener.snapshots().size(), 1u);
+  const absl::flat_hash_set<BlockHash> snapshot(listener.snapshots()[0].begin(), listener.snapshots()[0].end());
+  EXPECT_EQ(snapshot.size(), listener.snapshots()[0].size()) << "no hash twice";
+  EXPECT_EQ(snapshot, listener.live());
+  EXPECT_GE(snapshot.size(), 4u);  // 19 tokens of request 1 fill four blocks of 4
+  EXPECT_TRUE(listener.errors().empty());
 }
 
 }  // namespace
