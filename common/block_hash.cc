@@ -65,6 +65,25 @@ std::string BlockHash::ToHex() const {
   return out;
 }
 
+std::string BlockHash::ToBytes() const {
+  std::string out(16, '\0');
+  for (int i = 0; i < 8; ++i) {
+    out[7 - i] = static_cast<char>((hi >> (8 * i)) & 0xff);
+    out[15 - i] = static_cast<char>((lo >> (8 * i)) & 0xff);
+  }
+  return out;
+}
+
+std::optional<BlockHash> BlockHash::FromBytes(std::string_view bytes) {
+  if (bytes.size() != 16) return std::nullopt;
+  BlockHash h;
+  for (int i = 0; i < 8; ++i) {
+    h.hi = (h.hi << 8) | static_cast<uint8_t>(bytes[i]);
+    h.lo = (h.lo << 8) | static_cast<uint8_t>(bytes[8 + i]);
+  }
+  return h;
+}
+
 BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt) {
   static constexpr std::string_view kTag("kvfleet-root\0", 13);
   std::string input;

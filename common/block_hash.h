@@ -18,6 +18,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,10 @@ struct BlockHash {
   }
   // 32 lowercase hex digits, hi first.
   std::string ToHex() const;
+  // The wire form every kvfleet API uses: 16 bytes, hi then lo, big-endian.
+  std::string ToBytes() const;
+  // nullopt unless `bytes` is exactly 16 bytes long.
+  static std::optional<BlockHash> FromBytes(std::string_view bytes);
 };
 
 BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt);

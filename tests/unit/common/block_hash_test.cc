@@ -134,5 +134,18 @@ TEST(BlockHashDeathTest, NonPositiveBlockSize) {
   EXPECT_DEATH(HashFullBlocks(BlockHash{}, tokens, 0), "block_size");
 }
 
+TEST(BlockHashTest, BytesRoundTripBigEndianAndRefuseOtherLengths) {
+  const BlockHash h{.hi = 0x0102030405060708ull, .lo = 0x1112131415161718ull};
+  const std::string bytes = h.ToBytes();
+  ASSERT_EQ(bytes.size(), 16u);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[0]), 0x01);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[15]), 0x18);
+  EXPECT_EQ(BlockHash::FromBytes(bytes), h);
+  EXPECT_EQ(BlockHash::FromBytes(bytes.substr(0, 15)), std::nullopt);
+  EXPECT_EQ(BlockHash::FromBytes(bytes + "x"), std::nullopt);
+  const BlockHash real = RootBlockHash("m", "");
+  EXPECT_EQ(BlockHash::FromBytes(real.ToBytes()), real);
+}
+
 }  // namespace
 }  // namespace kvfleet

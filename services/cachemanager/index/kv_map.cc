@@ -1,0 +1,168 @@
+#include "services/cachemanager/index/kv_map.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvfleet::cachemanager {
+
+WorkerView KvMap::View(const Entry& e) const {
+  return {.descriptor = e.descriptor, .load = e.load, .indexed_blocks = index_.BlockCount(e.slot),
+          .last_seen = e.last_seen};
+}
+
+WorkerSlot KvMap::AllocateSlot() {
+  if (!free_slots_.empty()) {
+    const WorkerSlot slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  return WorkerSlot(next_slot_++);
+}
+
+MembershipChange KvMap::Remove(const std::string& worker_id) {
+  auto it = workers_.find(worker_id);
+  MembershipChange change{.kind = MembershipChange::Kind::kLeft, .worker = View(it->second)};
+  index_.Clear(it->second.slot);  // before the slot can be handed out again
+  free_slots_.push_back(it->second.slot);
+  workers_.erase(it);
+  return change;
+}
+
+std::vector<MembershipChange> KvMap::Register(const WorkerDescriptor& worker, Clock::time_point now) {
+  std::vector<MembershipChange> changes;
+  auto it = workers_.find(worker.worker_id);
+  if (it != workers_.end() && it->second.descriptor.incarnation != worker.incarnation) {
+    changes.push_back(Remove(worker.worker_id));  // a restarted worker never inherits entries
+    it = workers_.end();
+  }
+  if (it == workers_.end()) {
+    it = workers_.emplace(worker.worker_id, Entry{.slot = AllocateSlot()}).first;
+  }
+  // Same incarnation again (a reconnect): keep the index until its snapshot
+  // replaces it, but restart the sequence.
+  Entry& e = it->second;
+  e.descriptor = worker;
+  e.last_seen = now;
+  e.last_sequence = 0;
+  e.needs_snapshot = true;
+  e.snapshot_requested = false;
+  changes.push_back({.kind = MembershipChange::Kind::kJoined, .worker = View(e)});
+  return changes;
+}
+
+void KvMap::ApplyEvent(Entry& e, const KvEventRecord& event) {
+  switch (event.kind) {
+    case KvEventRecord::Kind::kStored:
+      index_.Store(e.slot, event.hashes);
+      break;
+    case KvEventRecord::Kind::kRemoved:
+      index_.Remove(e.slot, event.hashes);
+      break;
+    case KvEventRecord::Kind::kCleared:
+      index_.Clear(e.slot);
+      break;
+    case KvEventRecord::Kind::kSnapshot:
+      index_.ReplaceAll(e.slot, event.hashes);
+      e.needs_snapshot = false;
+      e.snapshot_requested = false;
+      ++counters_.snapshots;
+      break;
+  }
+  ++counters_.events_ingested;
+}
+
+absl::StatusOr<ApplyResult> KvMap::Apply(const KvEventBatch& batch, Clock::time_point now) {
+  auto it = workers_.find(batch.worker_id);
+  if (it == workers_.end() || it->second.descriptor.incarnation != batch.incarnation) {
+    ++counters_.rejected_batches;
+    return absl::NotFoundError(absl::StrCat("worker '", batch.worker_id, "' incarnation ", batch.incarnation,
+                                            " is not registered (it was removed or replaced); call Register and "
+                                            "start a new event stream with a snapshot"));
+  }
+  Entry& e = it->second;
+  if (batch.sequence <= e.last_sequence) {
+    ++counters_.rejected_batches;
+    return absl::FailedPreconditionError(absl::StrCat("worker '", batch.worker_id, "': sequence ", batch.sequence,
+                                                      " does not follow ", e.last_sequence,
+                                                      "; sequences must increase by one per batch"));
+  }
+  ApplyResult result;
+  if (batch.sequence != e.last_sequence + 1) {
+    ++counters_.sequence_gaps;
+    e.needs_snapshot = true;
+    e.snapshot_requested = false;
+    result.reason = absl::StrCat("sequence jumped from ", e.last_sequence, " to ", batch.sequence,
+                                 "; events were lost");
+  }
+  e.last_sequence = batch.sequence;
+  e.last_seen = now;
+  for (const KvEventRecord& event : batch.events) ApplyEvent(e, event);
+  if (batch.load) {
+    const bool started_draining = batch.load->draining && !e.load.draining;
+    e.load = *batch.load;
+    if (started_draining) result.changes.push_back({.kind = MembershipChange::Kind::kDraining, .worker = View(e)});
+  }
+  if (e.needs_snapshot && !e.snapshot_requested) {
+    e.snapshot_requested = true;
+    result.send_snapshot = true;
+    if (result.reason.empty()) result.reason = "no snapshot since the worker registered";
+  }
+  return result;
+}
+
+std::vector<WorkerOverlapInfo> KvMap::FindOverlaps(const std::string& model_id,
+                                                   std::span<const BlockHash> hashes) const {
+  absl::flat_hash_map<int32_t, int32_t> matched;  // slot → leading blocks
+  for (const Overlap& o : index_.FindOverlaps(hashes)) matched[o.worker.value()] = o.matched_blocks;
+  std::vector<WorkerOverlapInfo> out;
+  for (const auto& [id, e] : workers_) {
+    if (e.descriptor.model_id != model_id) continue;
+    const auto m = matched.find(e.slot.value());
+    out.push_back({.worker = View(e), .matched_blocks = m == matched.end() ? 0 : m->second});
+  }
+  std::sort(out.begin(), out.end(), [](const WorkerOverlapInfo& a, const WorkerOverlapInfo& b) {
+    return a.worker.descriptor.worker_id < b.worker.descriptor.worker_id;
+  });
+  return out;
+}
+
+std::vector<MembershipChange> KvMap::Sweep(Clock::time_point now) {
+  std::vector<std::string> dead;
+  for (const auto& [id, e] : workers_) {
+    if (now - e.last_seen > options_.liveness_deadline) dead.push_back(id);
+  }
+  std::vector<MembershipChange> changes;
+  for (const std::string& id : dead) changes.push_back(Remove(id));
+  return changes;
+}
+
+std::vector<WorkerView> KvMap::List(const std::string& model_id) const {
+  std::vector<WorkerView> out;
+  for (const auto& [id, e] : workers_) {
+    if (model_id.empty() || e.descriptor.model_id == model_id) out.push_back(View(e));
+  }
+  std::sort(out.begin(), out.end(), [](const WorkerView& a, const WorkerView& b) {
+    return a.descriptor.worker_id < b.descriptor.worker_id;
+  });
+  return out;
+}
+
+absl::Status KvMap::CheckInvariants() const {
+  absl::flat_hash_set<int32_t> used;
+  for (const auto& [id, e] : workers_) {
+    if (!used.insert(e.slot.value()).second) {
+      return absl::InternalError(absl::StrCat("slot ", e.slot.value(), " belongs to two workers"));
+    }
+  }
+  for (WorkerSlot s : free_slots_) {
+    if (used.contains(s.value())) return absl::InternalError(absl::StrCat("slot ", s.value(), " is free and used"));
+    if (index_.BlockCount(s) != 0) {
+      return absl::InternalError(absl::StrCat("free slot ", s.value(), " still has indexed blocks"));
+    }
+  }
+  return index_.CheckInvariants();
+}
+
+}  // namespace kvfleet::cachemanager

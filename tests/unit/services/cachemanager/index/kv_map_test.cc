@@ -1,0 +1,138 @@
+#include "services/cachemanager/index/kv_map.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace kvfleet::cachemanager {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::vector<BlockHash> Prefix(const std::string& seed, int blocks) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < blocks * 16; ++i) tokens.push_back(static_cast<int32_t>(seed.size() * 31 + i));
+  return HashFullBlocks(RootBlockHash("m", seed), tokens, 16);
+}
+
+WorkerDescriptor Worker(const std::string& id, uint64_t incarnation, const std::string& model = "m") {
+  return {.worker_id = id, .incarnation = incarnation, .endpoint = id + ":1", .model_id = model, .block_size = 16,
+          .capacity_blocks = 100};
+}
+
+KvEventBatch Batch(const std::string& id, uint64_t incarnation, uint64_t seq, std::vector<KvEventRecord> events) {
+  return {.worker_id = id, .incarnation = incarnation, .sequence = seq, .events = std::move(events)};
+}
+
+KvEventRecord Snapshot(std::vector<BlockHash> h) { return {.kind = KvEventRecord::Kind::kSnapshot, .hashes = h}; }
+KvEventRecord Stored(std::vector<BlockHash> h) { return {.kind = KvEventRecord::Kind::kStored, .hashes = h}; }
+
+int32_t MatchedFor(const std::vector<WorkerOverlapInfo>& overlaps, const std::string& id) {
+  for (const auto& o : overlaps) {
+    if (o.worker.descriptor.worker_id == id) return o.matched_blocks;
+  }
+  return -1;  // not listed
+}
+
+class KvMapTest : public ::testing::Test {
+ protected:
+  KvMap map_{{.liveness_deadline = milliseconds(100)}};
+  Clock::time_point t0_ = Clock::now();
+};
+
+TEST_F(KvMapTest, EachWorkerIsFoundWithTheLeadingBlocksItHolds) {
+  const auto a = Prefix("a", 4), b = Prefix("b", 3);
+  map_.Register(Worker("w1", 1), t0_);
+  map_.Register(Worker("w2", 1), t0_);
+  map_.Register(Worker("other-model", 1, "m2"), t0_);
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
+  ASSERT_TRUE(map_.Apply(Batch("w2", 1, 1, {Snapshot({}), Stored(b)}), t0_).ok());
+  const auto overlaps = map_.FindOverlaps("m", a);
+  ASSERT_EQ(overlaps.size(), 2u) << "every live worker of the model, matched or not";
+  EXPECT_EQ(MatchedFor(overlaps, "w1"), 4);
+  EXPECT_EQ(MatchedFor(overlaps, "w2"), 0);
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", b), "w2"), 3);
+  EXPECT_EQ(map_.List("").size(), 3u);
+  EXPECT_EQ(map_.List("m")[0].indexed_blocks, 4);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
+TEST_F(KvMapTest, UnknownWorkersAndBackwardSequencesAreRefusedWholeBeforeAnythingApplies) {
+  const auto a = Prefix("a", 2);
+  map_.Register(Worker("w1", 7), t0_);
+  ASSERT_TRUE(map_.Apply(Batch("w1", 7, 1, {Snapshot(a)}), t0_).ok());
+  EXPECT_EQ(map_.Apply(Batch("nobody", 1, 1, {}), t0_).status().code(), absl::StatusCode::kNotFound);
+  const auto stale = map_.Apply(Batch("w1", 6, 2, {Stored(Prefix("x", 1))}), t0_);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(stale.status().message().find("Register"), std::string::npos);
+  const auto backwards = map_.Apply(Batch("w1", 7, 1, {{.kind = KvEventRecord::Kind::kCleared}}), t0_);
+  EXPECT_EQ(backwards.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(backwards.status().message().find("sequence 1 does not follow 1"), std::string::npos);
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), 2) << "the refused Cleared must not have applied";
+  EXPECT_EQ(map_.counters().rejected_batches, 3);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
+TEST_F(KvMapTest, SnapshotIsAskedForOnceAfterRegisterAndAgainAfterAGap) {
+  map_.Register(Worker("w1", 1), t0_);
+  auto r = map_.Apply(Batch("w1", 1, 1, {Stored(Prefix("a", 1))}), t0_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->send_snapshot);
+  r = map_.Apply(Batch("w1", 1, 2, {}), t0_);
+  EXPECT_FALSE(r->send_snapshot) << "asked already";
+  r = map_.Apply(Batch("w1", 1, 3, {Snapshot(Prefix("a", 2))}), t0_);
+  EXPECT_FALSE(r->send_snapshot);
+  r = map_.Apply(Batch("w1", 1, 9, {}), t0_);
+  EXPECT_TRUE(r->send_snapshot);
+  EXPECT_NE(r->reason.find("jumped from 3 to 9"), std::string::npos) << r->reason;
+  EXPECT_EQ(map_.counters().sequence_gaps, 1);
+  EXPECT_EQ(map_.counters().snapshots, 1);
+}
+
+TEST_F(KvMapTest, ANewIncarnationNeverInheritsItsPredecessorsBlocks) {
+  const auto a = Prefix("a", 3);
+  map_.Register(Worker("w1", 1), t0_);
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
+  const auto changes = map_.Register(Worker("w1", 2), t0_);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].kind, MembershipChange::Kind::kLeft);
+  EXPECT_EQ(changes[1].kind, MembershipChange::Kind::kJoined);
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), 0);
+  EXPECT_EQ(map_.index().EntryCount(), 0);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
+TEST_F(KvMapTest, SilentWorkersAreSweptAndTheirSlotsComeBackEmpty) {
+  const auto a = Prefix("a", 3);
+  map_.Register(Worker("w1", 1), t0_);
+  map_.Register(Worker("w2", 1), t0_);
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
+  ASSERT_TRUE(map_.Apply(Batch("w2", 1, 1, {Snapshot({})}), t0_ + milliseconds(80)).ok());
+  EXPECT_TRUE(map_.Sweep(t0_ + milliseconds(90)).empty());
+  const auto left = map_.Sweep(t0_ + milliseconds(150));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].worker.descriptor.worker_id, "w1");
+  EXPECT_EQ(left[0].worker.indexed_blocks, 3);
+  map_.Register(Worker("w3", 1), t0_ + milliseconds(150));  // takes w1's old slot
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w3"), 0);
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), -1);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
+TEST_F(KvMapTest, LoadReportsUpdateTheTableAndDrainingIsAMembershipChange) {
+  map_.Register(Worker("w1", 1), t0_);
+  KvEventBatch b = Batch("w1", 1, 1, {Snapshot({})});
+  b.load = WorkerLoad{.running = 3, .waiting = 1, .blocks_used = 10, .blocks_free = 90, .blocks_total = 100};
+  auto r = map_.Apply(b, t0_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->changes.empty());
+  EXPECT_EQ(map_.List("m")[0].load.running, 3);
+  b = Batch("w1", 1, 2, {});
+  b.load = WorkerLoad{.draining = true};
+  r = map_.Apply(b, t0_);
+  ASSERT_EQ(r->changes.size(), 1u);
+  EXPECT_EQ(r->changes[0].kind, MembershipChange::Kind::kDraining);
+}
+
+}  // namespace
+}  // namespace kvfleet::cachemanager
