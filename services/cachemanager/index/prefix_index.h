@@ -1,0 +1,123 @@
+// The cluster's KV map: which worker holds which KV blocks, by content hash
+// (common/block_hash.h), fed by the workers' KV events and asked by routers
+// how much of a prompt's prefix each worker already holds. See README.md in
+// this folder for the data structure, its memory and its complexity.
+//
+// What it owns: for every (worker slot, block hash) pair a worker reported as
+// stored and has not removed since, two entries — the hash → holders map that
+// answers FindOverlaps, and the worker's own hash set that makes Clear and
+// ReplaceAll O(that worker's blocks) and BlockCount exact.
+//
+// Invariants (CheckInvariants() verifies them all, O(entries)):
+//   - w is in holders(h) iff h is in w's set; holders(h) is in strictly
+//     increasing slot order (no duplicates);
+//   - no hash has an empty holder list (entries are erased when their last
+//     holder goes, so memory follows what is cached, not what was ever seen);
+//   - EntryCount() == sum of BlockCount(w) == sum of |holders(h)|.
+// Event semantics: Store is idempotent per (worker, hash); Remove ignores
+// hashes the worker does not hold (events can repeat across a reconnect).
+// A worker slot is a dense id from the registry (worker_slot.h); a negative
+// or absurdly large slot is a bug (CHECK), not an input error.
+//
+// Thread-safety: none. The cachemanager server owns one index behind a mutex;
+// every method, const ones included, must be called under it (const methods
+// keep no mutable state, so concurrent const calls under a reader lock are
+// safe too).
+//
+//   PrefixIndex index;
+//   index.Store(WorkerSlot(0), HashFullBlocks(root, tokens, 16));
+//   std::vector<Overlap> hits = index.FindOverlaps(prompt_hashes);  // [{worker 0, 12 blocks}, ...]
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "common/block_hash.h"
+#include "services/cachemanager/index/worker_slot.h"
+
+namespace kvfleet::cachemanager {
+
+// How many leading blocks of a prompt one worker holds.
+struct Overlap {
+  WorkerSlot worker;
+  int32_t matched_blocks = 0;
+
+  bool operator==(const Overlap&) const = default;
+  friend std::ostream& operator<<(std::ostream& os, const Overlap& o) {
+    return os << "{worker " << o.worker << ", " << o.matched_blocks << " blocks}";
+  }
+};
+
+class PrefixIndex {
+ public:
+  // Slots at or above this are a bug in the caller (the registry hands out
+  // dense slots); per-worker state is a vector indexed by slot.
+  static constexpr int32_t kMaxWorkerSlots = 1 << 16;
+
+  PrefixIndex() = default;
+  PrefixIndex(const PrefixIndex&) = delete;
+  PrefixIndex& operator=(const PrefixIndex&) = delete;
+  PrefixIndex(PrefixIndex&&) = default;
+  PrefixIndex& operator=(PrefixIndex&&) = default;
+
+  // BlockStored: `w` now holds `hashes`. Hashes it already holds (repeats
+  // within the span included) change nothing. Returns the pairs added.
+  int64_t Store(WorkerSlot w, std::span<const BlockHash> hashes);
+  // BlockRemoved: `w` no longer holds `hashes`; hashes it does not hold are
+  // ignored. Returns the pairs removed.
+  int64_t Remove(WorkerSlot w, std::span<const BlockHash> hashes);
+  // Cleared, and a worker's removal: `w` holds nothing. O(blocks of w) and
+  // releases w's set, so the slot can be reused at once. Returns the pairs
+  // removed.
+  int64_t Clear(WorkerSlot w);
+  // Snapshot: `w` holds exactly `hashes` (any order, repeats allowed). Costs
+  // O(old blocks + new hashes) and touches the shared map only for the
+  // difference, so a snapshot that agrees with the index is cheap.
+  void ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes);
+
+  bool Holds(WorkerSlot w, const BlockHash& hash) const;
+  // Blocks `w` holds: what the worker itself counts as cached, if no event
+  // was lost. 0 for a slot never used.
+  int64_t BlockCount(WorkerSlot w) const;
+  // Hashes held by at least one worker.
+  int64_t DistinctHashes() const { return static_cast<int64_t>(holders_.size()); }
+  // (worker, hash) pairs: the sum of BlockCount over all workers.
+  int64_t EntryCount() const { return entries_; }
+
+  // For every worker holding hashes[0]: how many leading hashes it holds
+  // (consecutive from hashes[0]; a worker holding h0, h1 and h3 but not h2
+  // has 2). Workers that hold none of the prefix are left out; the result is
+  // in increasing slot order. O(hashes walked × workers still matching): the
+  // walk stops at the first hash no still-matching worker holds.
+  std::vector<Overlap> FindOverlaps(std::span<const BlockHash> hashes) const;
+
+  // OK, or the first broken invariant (see the top of this file). O(entries);
+  // for tests and debug builds.
+  absl::Status CheckInvariants() const;
+
+ private:
+  // A hash's holders in increasing slot order, so FindOverlaps intersects by
+  // merging and sees at once when the next block has the same holders. Most
+  // blocks are held by a few workers; four 4-byte slots fit in the vector's
+  // own 16 bytes of storage.
+  using Holders = absl::InlinedVector<WorkerSlot, 4>;
+
+  // The set of `w` (growing the per-worker table as needed).
+  absl::flat_hash_set<BlockHash>& MutableBlocksOf(WorkerSlot w);
+  // Adds / drops `w` in holders(hash), O(|holders|); the caller keeps w's set
+  // in step.
+  void AddHolder(const BlockHash& hash, WorkerSlot w);
+  void DropHolder(const BlockHash& hash, WorkerSlot w);
+
+  absl::flat_hash_map<BlockHash, Holders> holders_;
+  std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot
+  int64_t entries_ = 0;
+};
+
+}  // namespace kvfleet::cachemanager

@@ -1,0 +1,230 @@
+// Randomized test of PrefixIndex against a brute-force model: per worker a
+// std::set of held hashes, overlaps counted naively worker by worker. Each
+// seed drives a few thousand random events — Store of chain runs (sometimes
+// starting mid-chain, sometimes repeating), Remove of held and unheld hashes
+// and of chain tails (LRU eviction), Clear, ReplaceAll snapshots, and worker
+// death with the slot reused by a new worker — over prompts drawn from a
+// small tree of shared prefixes, hashed with the real chained block hash.
+// After every event: BlockCount of every slot, EntryCount, DistinctHashes and
+// CheckInvariants agree with the model, and many FindOverlaps queries (whole
+// prompts, prefixes, prompts extended past anything stored, shuffled hashes)
+// give exactly the model's answer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/block_hash.h"
+#include "services/cachemanager/index/prefix_index.h"
+
+namespace kvfleet::cachemanager {
+namespace {
+
+constexpr int64_t kBlockSize = 4;
+
+struct Config {
+  uint32_t seed;
+  std::vector<int32_t> slots;  // the worker slots in play
+  int steps;
+};
+
+// Prompts as token sequences, each either fresh or a block-aligned prefix of
+// an earlier one plus new blocks, so many share leading blocks.
+std::vector<std::vector<BlockHash>> MakePrompts(std::mt19937& rng, int count) {
+  const BlockHash root = RootBlockHash("random-test-model", "");
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<BlockHash>> prompts;
+  for (int p = 0; p < count; ++p) {
+    std::vector<int32_t> seq;
+    if (!tokens.empty() && rng() % 4 != 0) {
+      const std::vector<int32_t>& parent = tokens[rng() % tokens.size()];
+      const size_t parent_blocks = parent.size() / kBlockSize;
+      seq.assign(parent.begin(), parent.begin() + (rng() % (parent_blocks + 1)) * kBlockSize);
+    }
+    const int extra_blocks = 1 + static_cast<int>(rng() % 6);
+    // A small token alphabet: distinct prompts can still reach equal blocks
+    // at different depths, which the chained hash keeps apart.
+    for (int64_t t = 0; t < extra_blocks * kBlockSize; ++t) seq.push_back(static_cast<int32_t>(rng() % 5));
+    prompts.push_back(HashFullBlocks(root, seq, kBlockSize));
+    tokens.push_back(std::move(seq));
+  }
+  return prompts;
+}
+
+class Harness {
+ public:
+  explicit Harness(const Config& config)
+      : config_(config), rng_(config.seed), prompts_(MakePrompts(rng_, 40)), model_(config.slots.size()) {
+    for (const auto& p : prompts_) universe_.insert(universe_.end(), p.begin(), p.end());
+  }
+
+  void Run() {
+    for (int step = 0; step < config_.steps; ++step) {
+      SCOPED_TRACE("seed " + std::to_string(config_.seed) + " step " + std::to_string(step));
+      const std::string what = Step();
+      SCOPED_TRACE("after " + what);
+      CheckCounts();
+      for (int q = 0; q < 6; ++q) CheckQuery(RandomQuery());
+      if (HasFailure()) return;
+    }
+  }
+
+ private:
+  static bool HasFailure() { return ::testing::Test::HasFailure(); }
+
+  // One random event, applied to both the index and the model.
+  std::string Step() {
+    const size_t w = rng_() % model_.size();
+    const WorkerSlot slot(config_.slots[w]);
+    const int kind = static_cast<int>(rng_() % 100);
+    if (kind < 40) {  // a run of a prompt's chain, usually from its start
+      const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
+      const size_t begin = rng_() % 3 == 0 ? rng_() % p.size() : 0;
+      const size_t end = begin + 1 + rng_() % (p.size() - begin);
+      std::vector<BlockHash> run(p.begin() + begin, p.begin() + end);
+      if (rng_() % 8 == 0) run.push_back(run.front());  // a repeat within the event
+      int64_t added = 0;
+      for (const BlockHash& h : run) added += model_[w].insert(h).second ? 1 : 0;
+      EXPECT_EQ(index_.Store(slot, run), added);
+      return "store";
+    }
+    if (kind < 60) {  // arbitrary hashes, held or not
+      std::vector<BlockHash> hashes = Sample(model_[w], 1 + rng_() % 6);
+      for (int k = static_cast<int>(rng_() % 3); k > 0; --k) hashes.push_back(universe_[rng_() % universe_.size()]);
+      int64_t removed = 0;
+      for (const BlockHash& h : hashes) removed += static_cast<int64_t>(model_[w].erase(h));
+      EXPECT_EQ(index_.Remove(slot, hashes), removed);
+      return "remove";
+    }
+    if (kind < 75) {  // LRU-style eviction: the tail of a prompt's chain
+      const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
+      std::vector<BlockHash> tail(p.begin() + rng_() % p.size(), p.end());
+      std::reverse(tail.begin(), tail.end());
+      int64_t removed = 0;
+      for (const BlockHash& h : tail) removed += static_cast<int64_t>(model_[w].erase(h));
+      EXPECT_EQ(index_.Remove(slot, tail), removed);
+      return "evict tail";
+    }
+    if (kind < 82) {
+      EXPECT_EQ(index_.Clear(slot), static_cast<int64_t>(model_[w].size()));
+      model_[w].clear();
+      return "clear";
+    }
+    if (kind < 92) {  // snapshot: some of what it had, some new, repeats
+      std::vector<BlockHash> snapshot = Sample(model_[w], rng_() % (model_[w].size() + 1));
+      for (int k = static_cast<int>(rng_() % 12); k > 0; --k) snapshot.push_back(universe_[rng_() % universe_.size()]);
+      if (!snapshot.empty() && rng_() % 2 == 0) snapshot.push_back(snapshot[rng_() % snapshot.size()]);
+      std::shuffle(snapshot.begin(), snapshot.end(), rng_);
+      index_.ReplaceAll(slot, snapshot);
+      model_[w] = std::set<BlockHash>(snapshot.begin(), snapshot.end());
+      return "snapshot";
+    }
+    // The worker dies; its slot goes to a new worker, which starts with a
+    // snapshot of a few prompts (what the server does on Register).
+    index_.Clear(slot);
+    model_[w].clear();
+    std::vector<BlockHash> snapshot;
+    for (int k = static_cast<int>(rng_() % 3); k > 0; --k) {
+      const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
+      snapshot.insert(snapshot.end(), p.begin(), p.end());
+    }
+    index_.ReplaceAll(slot, snapshot);
+    model_[w].insert(snapshot.begin(), snapshot.end());
+    return "death and reuse";
+  }
+
+  std::vector<BlockHash> Sample(const std::set<BlockHash>& from, size_t n) {
+    std::vector<BlockHash> all(from.begin(), from.end());
+    std::shuffle(all.begin(), all.end(), rng_);
+    all.resize(std::min(n, all.size()));
+    return all;
+  }
+
+  std::vector<BlockHash> RandomQuery() {
+    const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
+    std::vector<BlockHash> q;
+    switch (rng_() % 5) {
+      case 0:
+        q = p;
+        break;
+      case 1:
+        q.assign(p.begin(), p.begin() + rng_() % (p.size() + 1));  // may be empty
+        break;
+      case 2: {  // the prompt continued past anything any worker stored
+        q = p;
+        std::vector<int32_t> more(kBlockSize * 3, 7);
+        const std::vector<BlockHash> tail = HashFullBlocks(p.back(), more, kBlockSize);
+        q.insert(q.end(), tail.begin(), tail.end());
+        break;
+      }
+      case 3:  // not a chain at all: gaps and repeats anywhere
+        for (int k = 1 + static_cast<int>(rng_() % 10); k > 0; --k) q.push_back(universe_[rng_() % universe_.size()]);
+        break;
+      default:  // a block-aligned mix: one prompt's prefix, then another's blocks
+        q.assign(p.begin(), p.begin() + 1 + rng_() % p.size());
+        const std::vector<BlockHash>& other = prompts_[rng_() % prompts_.size()];
+        q.insert(q.end(), other.begin(), other.end());
+        break;
+    }
+    return q;
+  }
+
+  std::vector<Overlap> NaiveOverlaps(const std::vector<BlockHash>& q) const {
+    std::vector<Overlap> out;
+    for (size_t w = 0; w < model_.size(); ++w) {
+      int32_t n = 0;
+      while (static_cast<size_t>(n) < q.size() && model_[w].count(q[n]) > 0) ++n;
+      if (n > 0) out.push_back({WorkerSlot(config_.slots[w]), n});
+    }
+    std::sort(out.begin(), out.end(), [](const Overlap& a, const Overlap& b) { return a.worker < b.worker; });
+    return out;
+  }
+
+  void CheckQuery(const std::vector<BlockHash>& q) { ASSERT_EQ(index_.FindOverlaps(q), NaiveOverlaps(q)); }
+
+  void CheckCounts() {
+    std::set<BlockHash> distinct;
+    int64_t entries = 0;
+    for (size_t w = 0; w < model_.size(); ++w) {
+      ASSERT_EQ(index_.BlockCount(WorkerSlot(config_.slots[w])), static_cast<int64_t>(model_[w].size()))
+          << "slot " << w;
+      distinct.insert(model_[w].begin(), model_[w].end());
+      entries += static_cast<int64_t>(model_[w].size());
+    }
+    ASSERT_EQ(index_.EntryCount(), entries);
+    ASSERT_EQ(index_.DistinctHashes(), static_cast<int64_t>(distinct.size()));
+    const absl::Status invariants = index_.CheckInvariants();
+    ASSERT_TRUE(invariants.ok()) << invariants;
+  }
+
+  Config config_;
+  std::mt19937 rng_;
+  std::vector<std::vector<BlockHash>> prompts_;
+  std::vector<BlockHash> universe_;         // every hash of every prompt
+  std::vector<std::set<BlockHash>> model_;  // by position in config_.slots
+  PrefixIndex index_;
+};
+
+std::vector<int32_t> DenseSlots(int32_t n) {
+  std::vector<int32_t> slots;
+  for (int32_t s = 0; s < n; ++s) slots.push_back(s);
+  return slots;
+}
+
+TEST(PrefixIndexRandomTest, EightWorkers) {
+  for (uint32_t seed : {1u, 2u, 3u}) Harness({seed, DenseSlots(8), 3000}).Run();
+}
+
+// Slots far apart, unused slots in between.
+TEST(PrefixIndexRandomTest, SparseSlots) { Harness({11, {0, 1, 5, 63, 64, 65, 130, 200}, 2000}).Run(); }
+
+// Enough workers that a block can have far more holders than workers still
+// matching, so FindOverlaps takes its binary-search path too.
+TEST(PrefixIndexRandomTest, ManyWorkers) { Harness({21, DenseSlots(24), 2000}).Run(); }
+
+}  // namespace
+}  // namespace kvfleet::cachemanager

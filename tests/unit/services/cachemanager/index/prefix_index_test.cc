@@ -1,0 +1,301 @@
+// Unit tests of PrefixIndex: each operation, its return values and its edge
+// cases (gaps, repeats, unheld removals, slot reuse, empty queries, many
+// holders). prefix_index_random_test.cc checks long random event streams
+// against a brute-force model.
+#include "services/cachemanager/index/prefix_index.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/block_hash.h"
+
+namespace kvfleet::cachemanager {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+constexpr int64_t kBlockSize = 4;
+
+// The chained hashes of `blocks` full blocks of distinct tokens, as a worker
+// and the router would compute them; `seed` picks the tokens.
+std::vector<BlockHash> Chain(int blocks, int32_t seed) {
+  std::vector<int32_t> tokens;
+  for (int64_t t = 0; t < blocks * kBlockSize; ++t) tokens.push_back(seed * 1000 + static_cast<int32_t>(t));
+  return HashFullBlocks(RootBlockHash("test-model", ""), tokens, kBlockSize);
+}
+
+std::vector<BlockHash> Pick(const std::vector<BlockHash>& chain, std::vector<int> positions) {
+  std::vector<BlockHash> out;
+  for (int p : positions) out.push_back(chain[p]);
+  return out;
+}
+
+Overlap O(int32_t worker, int32_t blocks) { return Overlap{WorkerSlot(worker), blocks}; }
+
+TEST(PrefixIndexTest, EmptyIndexAnswersNothing) {
+  PrefixIndex index;
+  EXPECT_THAT(index.FindOverlaps({}), IsEmpty());
+  EXPECT_THAT(index.FindOverlaps(Chain(3, 1)), IsEmpty());
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 0);
+  EXPECT_EQ(index.BlockCount(WorkerSlot(500)), 0);
+  EXPECT_EQ(index.DistinctHashes(), 0);
+  EXPECT_EQ(index.EntryCount(), 0);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, EmptyQueryFindsNothingInAFullIndex) {
+  PrefixIndex index;
+  index.Store(WorkerSlot(0), Chain(4, 1));
+  EXPECT_THAT(index.FindOverlaps({}), IsEmpty());
+}
+
+TEST(PrefixIndexTest, CountsLeadingBlocksOfTheQuery) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(6, 1);
+  EXPECT_EQ(index.Store(WorkerSlot(0), std::span(chain).first(4)), 4);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 4)));
+  EXPECT_THAT(index.FindOverlaps(std::span(chain).first(2)), ElementsAre(O(0, 2)));
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 4);
+  EXPECT_TRUE(index.Holds(WorkerSlot(0), chain[3]));
+  EXPECT_FALSE(index.Holds(WorkerSlot(0), chain[4]));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, WholeQueryHeldMatchesItsLength) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(5, 1);
+  index.Store(WorkerSlot(2), chain);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(2, 5)));
+}
+
+TEST(PrefixIndexTest, GapEndsTheCount) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(5, 1);
+  index.Store(WorkerSlot(0), Pick(chain, {0, 1, 3, 4}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 2)));
+}
+
+TEST(PrefixIndexTest, WorkerWithoutTheFirstBlockIsLeftOut) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(5, 1);
+  index.Store(WorkerSlot(0), Pick(chain, {1, 2, 3, 4}));
+  index.Store(WorkerSlot(1), Pick(chain, {0}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(1, 1)));
+}
+
+TEST(PrefixIndexTest, OtherPromptsDoNotMatch) {
+  PrefixIndex index;
+  index.Store(WorkerSlot(0), Chain(5, 1));
+  EXPECT_THAT(index.FindOverlaps(Chain(5, 2)), IsEmpty());
+}
+
+TEST(PrefixIndexTest, EachWorkerGetsItsOwnDepthInSlotOrder) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(8, 1);
+  index.Store(WorkerSlot(5), std::span(chain).first(8));
+  index.Store(WorkerSlot(1), std::span(chain).first(3));
+  index.Store(WorkerSlot(3), std::span(chain).first(1));
+  index.Store(WorkerSlot(0), Chain(8, 2));  // another prompt
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(1, 3), O(3, 1), O(5, 8)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, StoreIsIdempotentPerWorkerAndHash) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(3, 1);
+  EXPECT_EQ(index.Store(WorkerSlot(0), chain), 3);
+  EXPECT_EQ(index.Store(WorkerSlot(0), chain), 0);
+  EXPECT_EQ(index.Store(WorkerSlot(0), Pick(chain, {2, 2, 1})), 0);
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 3);
+  EXPECT_EQ(index.EntryCount(), 3);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 3)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, RepeatsWithinOneStoreCountOnce) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(2, 1);
+  EXPECT_EQ(index.Store(WorkerSlot(0), Pick(chain, {0, 0, 1, 0})), 2);
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 2);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, SharedHashIsOneEntryWithManyHolders) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(4, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), chain);
+  EXPECT_EQ(index.DistinctHashes(), 4);
+  EXPECT_EQ(index.EntryCount(), 8);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 4), O(1, 4)));
+}
+
+TEST(PrefixIndexTest, RemoveIgnoresHashesTheWorkerDoesNotHold) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(4, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), std::span(chain).first(2));
+  EXPECT_EQ(index.Remove(WorkerSlot(1), Pick(chain, {2, 3})), 0);  // held by 0, not by 1
+  EXPECT_EQ(index.Remove(WorkerSlot(0), Chain(2, 9)), 0);          // held by nobody
+  EXPECT_EQ(index.Remove(WorkerSlot(7), chain), 0);                // a slot never used
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 4), O(1, 2)));
+  EXPECT_EQ(index.EntryCount(), 6);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, RemoveOneHolderKeepsTheOthers) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(4, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), chain);
+  EXPECT_EQ(index.Remove(WorkerSlot(0), Pick(chain, {1})), 1);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 1), O(1, 4)));
+  EXPECT_EQ(index.DistinctHashes(), 4);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, RemovingTheLastHolderErasesTheHash) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(4, 1);
+  index.Store(WorkerSlot(0), chain);
+  EXPECT_EQ(index.Remove(WorkerSlot(0), Pick(chain, {3, 2, 3})), 2);
+  EXPECT_EQ(index.DistinctHashes(), 2);
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 2);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 2)));
+  EXPECT_EQ(index.Remove(WorkerSlot(0), chain), 2);
+  EXPECT_EQ(index.DistinctHashes(), 0);
+  EXPECT_EQ(index.EntryCount(), 0);
+  EXPECT_THAT(index.FindOverlaps(chain), IsEmpty());
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, ClearDropsOnlyThatWorker) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(4, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), std::span(chain).first(2));
+  index.Store(WorkerSlot(1), Chain(3, 2));
+  EXPECT_EQ(index.Clear(WorkerSlot(1)), 5);
+  EXPECT_EQ(index.BlockCount(WorkerSlot(1)), 0);
+  EXPECT_EQ(index.DistinctHashes(), 4);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 4)));
+  EXPECT_THAT(index.FindOverlaps(Chain(3, 2)), IsEmpty());
+  EXPECT_EQ(index.Clear(WorkerSlot(1)), 0);
+  EXPECT_EQ(index.Clear(WorkerSlot(9)), 0);  // never used
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, SlotReusedAfterClearStartsEmpty) {
+  PrefixIndex index;
+  const std::vector<BlockHash> old_chain = Chain(4, 1);
+  const std::vector<BlockHash> new_chain = Chain(4, 2);
+  index.Store(WorkerSlot(3), old_chain);
+  index.Clear(WorkerSlot(3));  // the worker died; the registry hands slot 3 to a new one
+  index.Store(WorkerSlot(3), std::span(new_chain).first(2));
+  EXPECT_THAT(index.FindOverlaps(old_chain), IsEmpty());
+  EXPECT_THAT(index.FindOverlaps(new_chain), ElementsAre(O(3, 2)));
+  EXPECT_EQ(index.BlockCount(WorkerSlot(3)), 2);
+  EXPECT_EQ(index.EntryCount(), 2);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, ReplaceAllKeepsTheCommonPartAndSwapsTheRest) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(6, 1);
+  index.Store(WorkerSlot(0), std::span(chain).first(4));
+  index.Store(WorkerSlot(1), chain);
+  // Snapshot: blocks 2..5 (with a repeat), no longer 0 and 1.
+  index.ReplaceAll(WorkerSlot(0), Pick(chain, {5, 2, 3, 4, 2}));
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 4);
+  EXPECT_FALSE(index.Holds(WorkerSlot(0), chain[0]));
+  EXPECT_TRUE(index.Holds(WorkerSlot(0), chain[5]));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(1, 6)));
+  EXPECT_THAT(index.FindOverlaps(std::span(chain).subspan(2)), ElementsAre(O(0, 4), O(1, 4)));
+  EXPECT_EQ(index.EntryCount(), 10);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, ReplaceAllOfNothingClears) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(3, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.ReplaceAll(WorkerSlot(0), {});
+  EXPECT_EQ(index.BlockCount(WorkerSlot(0)), 0);
+  EXPECT_EQ(index.DistinctHashes(), 0);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, ReplaceAllOnANewSlotStores) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(3, 1);
+  index.ReplaceAll(WorkerSlot(4), chain);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(4, 3)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+// Many holders of a later block but few workers still matching: the walk
+// binary-searches the holders instead of merging with all of them.
+TEST(PrefixIndexTest, FewMatchingWorkersAmongManyHolders) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(4, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), Pick(chain, {0}));
+  for (int32_t w = 2; w < 40; ++w) index.Store(WorkerSlot(w), Pick(chain, {1, 2, 3}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 4), O(1, 1)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+// The next block has as many holders as there are matching workers, but not
+// the same ones: the walk must not take them for the same set.
+TEST(PrefixIndexTest, SameNumberOfOtherHolders) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(3, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), Pick(chain, {0}));
+  index.Store(WorkerSlot(2), Pick(chain, {1, 2}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 3), O(1, 1)));
+}
+
+// Holder lists stay sorted whatever the order workers store in.
+TEST(PrefixIndexTest, SlotsStoredInAnyOrder) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(6, 1);
+  for (int32_t w : {150, 3, 77, 0, 64, 12}) index.Store(WorkerSlot(w), std::span(chain).first(1 + w % 6));
+  index.Remove(WorkerSlot(77), Pick(chain, {0}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 1), O(3, 4), O(12, 1), O(64, 5), O(150, 1)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, ManySlots) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(6, 1);
+  for (int32_t w = 0; w < 200; w += 7) index.Store(WorkerSlot(w), std::span(chain).first(1 + w % 6));
+  std::vector<Overlap> expected;
+  for (int32_t w = 0; w < 200; w += 7) expected.push_back(O(w, 1 + w % 6));
+  EXPECT_EQ(index.FindOverlaps(chain), expected);
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+TEST(PrefixIndexTest, MovedIndexKeepsItsContents) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(3, 1);
+  index.Store(WorkerSlot(1), chain);
+  PrefixIndex moved = std::move(index);
+  EXPECT_THAT(moved.FindOverlaps(chain), ElementsAre(O(1, 3)));
+  EXPECT_EQ(moved.EntryCount(), 3);
+}
+
+TEST(PrefixIndexDeathTest, BadSlotIsABug) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(1, 1);
+  EXPECT_DEATH(index.Store(WorkerSlot(-1), chain), "worker slot");
+  EXPECT_DEATH(index.Store(WorkerSlot(PrefixIndex::kMaxWorkerSlots), chain), "worker slot");
+  EXPECT_DEATH(index.BlockCount(WorkerSlot(-2)), "worker slot");
+}
+
+}  // namespace
+}  // namespace kvfleet::cachemanager
