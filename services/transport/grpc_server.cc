@@ -24,6 +24,10 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
   // Credentials go here when TLS/mTLS lands; every service picks them up.
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  // Clients keep idle connections alive with pings (CreateClientChannel);
+  // accept them rather than answering with GOAWAY "too many pings".
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   for (grpc::Service* service : options.services) builder.RegisterService(service);
 
   RunningServer running;

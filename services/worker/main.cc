@@ -18,6 +18,7 @@
 #include "services/worker/engine/engine.h"
 #include "services/worker/engine/executor/cpu_executor.h"
 #include "services/worker/server/health_watchdog.h"
+#include "services/worker/server/kv_event_publisher.h"
 #include "services/worker/server/worker_metrics.h"
 #include "services/worker/server/worker_options.h"
 #include "services/worker/server/worker_service.h"
@@ -101,12 +102,24 @@ absl::Status Run(const WorkerOptions& o) {
   std::fflush(stdout);
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o));
+  const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
+  std::unique_ptr<KvEventPublisher> publisher;
+  if (!o.cachemanager.empty()) {
+    publisher = std::make_unique<KvEventPublisher>(
+        KvEventPublisherOptions{.cachemanager_address = o.cachemanager,
+                                .worker_id = o.worker_id.empty() ? endpoint : o.worker_id,
+                                .endpoint = endpoint,
+                                .model_id = o.model_id,
+                                .block_size = static_cast<int32_t>(m.executor->info().block_size),
+                                .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks)});
+  }
   engine::Engine engine(*m.executor, {.model_id = o.model_id,
                                       .scheduler = o.scheduler,
                                       .enable_prefix_caching = o.enable_prefix_caching,
                                       .end_of_turn_tokens = m.end_of_turn,
                                       .max_waiting_requests = o.max_waiting_requests,
-                                      .step_observer = &metrics});
+                                      .step_observer = &metrics},
+                        publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
   engine.Start();
@@ -115,6 +128,7 @@ absl::Status Run(const WorkerOptions& o) {
                           [&server](bool serving) { server.SetServing(serving); });
   watchdog.SetLoaded(true);
   watchdog.Start();
+  if (publisher) publisher->Start(engine, [&service] { return service.draining(); });
   KVFLEET_LOG_INFO("serving {} on {}", o.model_id, server.address);
   std::printf("kvfleet-worker ready\n");
   std::fflush(stdout);
@@ -124,6 +138,7 @@ absl::Status Run(const WorkerOptions& o) {
   Drain(o, service, watchdog, engine);
   server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   watchdog.Stop();
+  if (publisher) publisher->Stop();
   exposer->RemoveCollectable(engine_stats);  // no scrape may read the engine past here
   engine.Stop();
   KVFLEET_LOG_INFO("stopped");

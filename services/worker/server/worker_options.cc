@@ -29,6 +29,9 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --max-message-bytes N        largest request accepted (default 1048576)
   --log-level LEVEL            trace, debug, info, warn, error (default info); logs go to stderr
+  --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
+  --worker-id ID               this worker's name in the cluster (default: the advertised address)
+  --advertise-address H:P      where routers reach this worker (default: the address it bound)
 
 On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT" once bound,
 then "kvfleet-worker ready" once the model is loaded and health is SERVING.
@@ -48,7 +51,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       flags::Flags::Parse(args,
                           {"model", "model-id", "listen", "metrics-port", "metrics-host", "kv-cache-memory",
                            "block-size", "threads", "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests",
-                           "drain-timeout", "stall-timeout", "max-message-bytes", "log-level"},
+                           "drain-timeout", "stall-timeout", "max-message-bytes", "log-level", "cachemanager",
+                           "worker-id", "advertise-address"},
                           {"no-prefix-caching"}));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
@@ -81,6 +85,9 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   if (message_bytes < 1024) return absl::InvalidArgumentError("--max-message-bytes must be >= 1024");
   o.max_message_bytes = static_cast<int32_t>(message_bytes);
   o.log_level = f.GetString("log-level", o.log_level);
+  o.cachemanager = f.GetString("cachemanager", "");
+  o.worker_id = f.GetString("worker-id", "");
+  o.advertise_address = f.GetString("advertise-address", "");
   return o;
 }
 

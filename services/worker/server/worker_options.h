@@ -29,6 +29,9 @@ struct WorkerOptions {
   std::chrono::milliseconds stall_timeout{60000};
   int32_t max_message_bytes = 1 << 20;
   std::string log_level = "info";
+  std::string cachemanager;        // host:port; empty: publish no KV events
+  std::string worker_id;           // default: the advertised address
+  std::string advertise_address;   // where routers reach this worker; default: the bound address
 };
 
 extern const char kWorkerUsage[];

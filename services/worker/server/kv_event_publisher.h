@@ -1,0 +1,94 @@
+// Streams the engine's KV events and load to the cachemanager
+// (PublishEvents), so the router can place requests where their prefix is
+// already cached. The worker keeps serving whether or not the cachemanager
+// is there.
+//
+// Protocol (proto/kvfleet/v1/cachemanager.proto): Register, open the event
+// stream, ask the engine for a snapshot and send it first (sequence 1), then
+// batches of events every `flush_interval` with consecutive sequence
+// numbers, and a load report at least every heartbeat interval. When the
+// cachemanager asks for a snapshot (it saw a gap), events are dropped until
+// the engine's next snapshot, which supersedes them. When the stream breaks,
+// events are dropped (the next connection starts with a snapshot) and the
+// publisher reconnects with exponential backoff.
+//
+// Thread-safety: the KvEventListener methods run on the engine thread and
+// only append to a buffer under mu_; everything else runs on the
+// publisher's own threads.
+//
+//   KvEventPublisher publisher(options);
+//   Engine engine(executor, engine_options, &publisher);
+//   publisher.Start(engine);   ...   publisher.Stop();
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "kvfleet/v1/cachemanager.grpc.pb.h"
+#include "services/worker/engine/engine.h"
+#include "services/worker/engine/kv/kv_event_listener.h"
+
+namespace kvfleet::worker {
+
+struct KvEventPublisherOptions {
+  std::string cachemanager_address;  // host:port
+  std::string worker_id;
+  std::string endpoint;  // where routers reach this worker
+  std::string model_id;
+  int32_t block_size = 16;
+  int32_t capacity_blocks = 0;
+  std::chrono::milliseconds flush_interval{50};
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{3000};
+};
+
+class KvEventPublisher : public engine::KvEventListener {
+ public:
+  explicit KvEventPublisher(KvEventPublisherOptions options);
+  ~KvEventPublisher() override;
+
+  // Engine thread.
+  void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
+  void OnBlockRemoved(const BlockHash& hash) override;
+  void OnAllCleared() override;
+  void OnSnapshot(std::span<const BlockHash> hashes) override;
+
+  // `engine` must outlive Stop(). `draining` reports the worker's drain.
+  void Start(engine::Engine& engine, std::function<bool()> draining);
+  void Stop();
+  bool connected() const { return connected_.load(); }
+
+ private:
+  enum class State { kDisconnected, kAwaitingSnapshot, kStreaming };
+
+  void Run();
+  // One connection: Register, stream until it breaks or Stop(). Returns
+  // whether it got as far as streaming (which resets the backoff).
+  bool Session();
+  void AwaitSnapshot();
+  v1::EventBatch TakeBatch();
+  bool SleepFor(std::chrono::milliseconds d);  // false when stopping
+
+  const KvEventPublisherOptions options_;
+  engine::Engine* engine_ = nullptr;
+  std::function<bool()> draining_;
+  const uint64_t incarnation_;
+  std::atomic<bool> connected_{false};
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kDisconnected;
+  std::vector<v1::KvEvent> pending_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* session_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel on Stop()
+  std::thread thread_;
+};
+
+}  // namespace kvfleet::worker
