@@ -138,5 +138,31 @@ TEST_F(EngineHooksTest, KvSnapshotListsExactlyWhatTheEventsLeftLive) {
   EXPECT_TRUE(listener.errors().empty());
 }
 
+// The router and the cachemanager compute a prompt's block hashes with
+// common/block_hash.h alone; the engine must publish exactly those, or
+// prefix-aware routing silently finds nothing.
+TEST_F(EngineHooksTest, PublishedHashesAreTheOnesCommonComputesForThePrompt) {
+  for (const std::string salt : {"", "tenant-7"}) {
+    kvfleet::testing::RecordingKvListener listener;
+    Engine engine(*executor_, {.model_id = "tiny-model"}, &listener);
+    CollectingSink sink;
+    EngineRequest r = Greedy(1, 1);
+    r.prompt = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};  // three full blocks of 4, and one token
+    r.cache_salt = salt;
+    ASSERT_TRUE(engine.Submit(r, &sink).ok());
+    while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+    const std::vector<BlockHash> expected = HashFullBlocks(RootBlockHash("tiny-model", salt), r.prompt, 4);
+    ASSERT_EQ(expected.size(), 3u);
+    std::vector<BlockHash> stored;
+    for (const auto& e : listener.events()) {
+      if (e.kind == kvfleet::testing::KvEvent::Kind::kStored) stored.push_back(e.hash);
+    }
+    ASSERT_GE(stored.size(), 3u);
+    EXPECT_EQ(std::vector<BlockHash>(stored.begin(), stored.begin() + 3), expected) << "salt '" << salt << "'";
+    EXPECT_FALSE(listener.events()[0].parent.has_value());
+    EXPECT_EQ(listener.events()[1].parent, expected[0]);
+  }
+}
+
 }  // namespace
 }  // namespace kvfleet::engine
