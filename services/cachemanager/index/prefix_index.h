@@ -8,7 +8,7 @@
 // answers FindOverlaps, and the worker's own hash set that makes Clear and
 // ReplaceAll O(that worker's blocks) and BlockCount exact.
 //
-// Invariants (CheckInvariants() verifies them all, O(entries)):
+// Invariants (CheckInvariants() verifies them all):
 //   - w is in holders(h) iff h is in w's set; holders(h) is in strictly
 //     increasing slot order (no duplicates);
 //   - no hash has an empty holder list (entries are erased when their last
@@ -72,9 +72,9 @@ class PrefixIndex {
   // BlockRemoved: `w` no longer holds `hashes`; hashes it does not hold are
   // ignored. Returns the pairs removed.
   int64_t Remove(WorkerSlot w, std::span<const BlockHash> hashes);
-  // Cleared, and a worker's removal: `w` holds nothing. O(blocks of w) and
-  // releases w's set, so the slot can be reused at once. Returns the pairs
-  // removed.
+  // Cleared, and a worker's removal: `w` holds nothing. O(blocks of w),
+  // times a sorted-list erase per block, and releases w's set, so the slot
+  // can be reused at once. Returns the pairs removed.
   int64_t Clear(WorkerSlot w);
   // Snapshot: `w` holds exactly `hashes` (any order, repeats allowed). Costs
   // O(old blocks + new hashes) and touches the shared map only for the
@@ -93,12 +93,14 @@ class PrefixIndex {
   // For every worker holding hashes[0]: how many leading hashes it holds
   // (consecutive from hashes[0]; a worker holding h0, h1 and h3 but not h2
   // has 2). Workers that hold none of the prefix are left out; the result is
-  // in increasing slot order. O(hashes walked × workers still matching): the
-  // walk stops at the first hash no still-matching worker holds.
+  // in increasing slot order. One map lookup per hash walked and
+  // O(workers still matching) work per hash (times log of its holders at
+  // worst, see README.md); the walk stops at the first hash no
+  // still-matching worker holds.
   std::vector<Overlap> FindOverlaps(std::span<const BlockHash> hashes) const;
 
-  // OK, or the first broken invariant (see the top of this file). O(entries);
-  // for tests and debug builds.
+  // OK, or the first broken invariant (see the top of this file).
+  // O(entries × log holders); for tests and debug builds.
   absl::Status CheckInvariants() const;
 
  private:
