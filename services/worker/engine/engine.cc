@@ -37,6 +37,17 @@ absl::Status Engine::Validate(const EngineRequest& r) const {
           absl::StrCat("prompt token id ", t, " is outside the vocabulary [0, ", info.vocab_size, ")"));
     }
   }
+  for (model::TokenId t : r.resumed_output) {
+    if (t < 0 || t >= info.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("resumed output token id ", t, " is outside the vocabulary [0, ", info.vocab_size, ")"));
+    }
+  }
+  if (static_cast<int64_t>(r.resumed_output.size()) >= r.stopping.max_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("resumed output has ", r.resumed_output.size(),
+                                                   " tokens and max_tokens is ", r.stopping.max_tokens,
+                                                   ": nothing is left to generate"));
+  }
   const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stopping.max_tokens;
   if (total > info.context_length) {
     return absl::InvalidArgumentError(absl::StrCat("the prompt has ", r.prompt.size(), " tokens and max_tokens is ",
@@ -132,7 +143,7 @@ void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenI
   }
   out.usage = {.prompt_tokens = req.num_prompt_tokens(),
                .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
-               .generated_tokens = req.num_output_tokens()};
+               .generated_tokens = req.num_output_tokens() - static_cast<int32_t>(req.params.resumed_output.size())};
   req.sink->OnOutput(std::move(out));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -31,12 +31,17 @@ struct EngineRequest {
   int32_t priority = 0;    // lower runs first; FIFO within a priority
   std::string cache_salt;  // separates tenants' prefix caches
   LogprobsParams logprobs;
+  // Tokens this request already generated elsewhere (a failover resumes it
+  // here): they follow the prompt, count as output for the penalties and
+  // max_tokens, and are not streamed again. With greedy or seeded sampling
+  // the continuation equals what the first worker would have produced.
+  std::vector<model::TokenId> resumed_output;
 };
 
 struct Usage {
   int32_t prompt_tokens = 0;
-  int32_t cached_prompt_tokens = 0;  // served from the prefix cache at admission
-  int32_t generated_tokens = 0;
+  int32_t cached_prompt_tokens = 0;  // of the prompt, served from the prefix cache at admission
+  int32_t generated_tokens = 0;      // by this engine for this request (resumed output excluded)
 };
 
 // One delivery to a request's sink: new tokens, and at the end the reason.
@@ -71,7 +76,10 @@ struct Request {
         sampler(this->params.sampling, seed, this->params.prompt),
         seed(seed),
         arrival(arrival),
-        sink(sink) {}
+        sink(sink) {
+    tokens.insert(tokens.end(), this->params.resumed_output.begin(), this->params.resumed_output.end());
+    for (model::TokenId t : this->params.resumed_output) sampler.Accept(t);
+  }
 
   RequestId id() const { return params.id; }
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

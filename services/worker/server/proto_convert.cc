@@ -47,6 +47,7 @@ absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest&
   r.stopping.stop_token_ids.assign(stopping.stop_token_ids().begin(), stopping.stop_token_ids().end());
   r.stopping.ignore_eos = stopping.ignore_eos();
   r.logprobs = {.enabled = request.logprobs(), .top_n = request.top_logprobs()};
+  r.resumed_output.assign(request.resumed_output_token_ids().begin(), request.resumed_output_token_ids().end());
   return r;
 }
 

@@ -138,6 +138,46 @@ TEST_F(EngineHooksTest, KvSnapshotListsExactlyWhatTheEventsLeftLive) {
   EXPECT_TRUE(listener.errors().empty());
 }
 
+// Failover resumes a request on another engine from its prompt plus the
+// tokens already streamed: the continuation must be exactly what the first
+// engine would have produced, penalties and seeded sampling included.
+TEST_F(EngineHooksTest, AResumedRequestContinuesExactlyWhereTheFirstEngineWas) {
+  EngineRequest r{.id = RequestId(1),
+                  .prompt = {7, 3, 9, 11, 3, 7, 20, 21},
+                  .sampling = {.temperature = 0.9f, .top_k = 30, .repetition_penalty = 1.3f,
+                               .presence_penalty = 0.5f, .frequency_penalty = 0.4f, .seed = 77},
+                  .stopping = {.max_tokens = 24, .ignore_eos = true}};
+  for (const bool greedy : {false, true}) {
+    if (greedy) r.sampling = {.temperature = 0.0f, .repetition_penalty = 1.3f, .presence_penalty = 0.5f};
+    std::vector<model::TokenId> whole;
+    {
+      Engine engine(*executor_, {.model_id = "tiny"});
+      CollectingSink sink;
+      ASSERT_TRUE(engine.Submit(r, &sink).ok());
+      while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+      whole = sink.tokens();
+    }
+    ASSERT_EQ(whole.size(), 24u);
+    for (const size_t cut : {1u, 9u, 23u}) {
+      Engine engine(*executor_, {.model_id = "tiny"});
+      CollectingSink sink;
+      EngineRequest resumed = r;
+      resumed.resumed_output.assign(whole.begin(), whole.begin() + cut);
+      ASSERT_TRUE(engine.Submit(resumed, &sink).ok());
+      while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+      EXPECT_EQ(sink.tokens(), std::vector<model::TokenId>(whole.begin() + cut, whole.end()))
+          << (greedy ? "greedy" : "seeded") << ", resumed after " << cut;
+      EXPECT_EQ(sink.usage().generated_tokens, static_cast<int32_t>(24 - cut));
+      EXPECT_EQ(sink.usage().prompt_tokens, 8);
+    }
+  }
+  Engine engine(*executor_, {.model_id = "tiny"});
+  CollectingSink sink;
+  EngineRequest done = r;
+  done.resumed_output.assign(24, 5);
+  EXPECT_EQ(engine.Submit(done, &sink).code(), absl::StatusCode::kInvalidArgument) << "nothing left to generate";
+}
+
 // The router and the cachemanager compute a prompt's block hashes with
 // common/block_hash.h alone; the engine must publish exactly those, or
 // prefix-aware routing silently finds nothing.

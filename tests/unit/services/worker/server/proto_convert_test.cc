@@ -38,6 +38,8 @@ TEST(ProtoConvertTest, EveryFieldCarriesOver) {
   p.set_priority(-2);
   p.set_logprobs(true);
   p.set_top_logprobs(3);
+  p.add_resumed_output_token_ids(8);
+  p.add_resumed_output_token_ids(9);
   auto r = ToEngineRequest(p, RequestId(1), 100);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->sampling.temperature, 0.7f);
@@ -51,6 +53,7 @@ TEST(ProtoConvertTest, EveryFieldCarriesOver) {
   EXPECT_EQ(r->priority, -2);
   EXPECT_TRUE(r->logprobs.enabled);
   EXPECT_EQ(r->logprobs.top_n, 3);
+  EXPECT_EQ(r->resumed_output, (std::vector<model::TokenId>{8, 9}));
 }
 
 TEST(ProtoConvertTest, OversizedStringsAndAFullContextAreRefused) {
