@@ -22,5 +22,6 @@ absl::Status RunLogits(const Args& args);
 absl::Status RunTinyModel(const Args& args);
 absl::Status RunBenchModel(const Args& args);
 absl::Status RunLoadClient(const Args& args);
+absl::Status RunWorkers(const Args& args);
 
 }  // namespace kvfleet::tools

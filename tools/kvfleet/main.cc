@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
     {"bench-model", "measure prefill and decode tokens/s", kvfleet::tools::RunBenchModel},
     {"load", "drive a worker with concurrent streams; throughput and latency percentiles", kvfleet::tools::RunLoadClient},
+    {"workers", "list the live workers the cachemanager knows, with their KV blocks and load", kvfleet::tools::RunWorkers},
 };
 
 void PrintUsage() {

@@ -88,6 +88,8 @@ void KvEventPublisher::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
     }
+    // Only a session that lasted resets the backoff: one refused at once
+    // (say, two workers claiming one id) must not hammer the cachemanager.
     if (Session()) backoff = options_.initial_backoff;
     if (!SleepFor(backoff)) return;
     backoff = std::min(backoff * 2, options_.max_backoff);
@@ -128,7 +130,16 @@ bool KvEventPublisher::Session() {
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return false;
+      session_context_ = &context;  // Stop() cancels it
+    }
     const grpc::Status status = stub->Register(&context, request, &registered);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_context_ = nullptr;
+    }
     if (!status.ok()) {
       KVFLEET_LOG_DEBUG("cachemanager {} unreachable: {}", options_.cachemanager_address, status.error_message());
       return false;
@@ -157,17 +168,22 @@ bool KvEventPublisher::Session() {
   });
 
   uint64_t sequence = 0;
-  auto last_sent = std::chrono::steady_clock::now() - heartbeat;
+  const auto started = std::chrono::steady_clock::now();
+  auto last_sent = started;
   while (true) {
-    bool has_events = false;
+    bool has_events = false, awaiting_snapshot = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait_for(lock, options_.flush_interval, [this] { return stop_; });
       if (stop_) break;
       has_events = !pending_.empty();
+      awaiting_snapshot = state_ == State::kAwaitingSnapshot;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (!has_events && now - last_sent < heartbeat / 2) continue;
+    // The first batch should carry the snapshot; while waiting for the
+    // engine to produce it, send only what liveness needs.
+    const auto quiet_limit = awaiting_snapshot ? heartbeat : heartbeat / 2;
+    if (!has_events && now - last_sent < quiet_limit) continue;
     v1::EventBatch batch = TakeBatch();
     batch.set_sequence(++sequence);
     if (!stream->Write(batch)) break;
@@ -188,7 +204,8 @@ bool KvEventPublisher::Session() {
     KVFLEET_LOG_WARN("KV event stream to {} ended: {}; reconnecting", options_.cachemanager_address,
                      status.error_message());
   }
-  return true;
+  return std::chrono::steady_clock::now() - started >=
+         std::chrono::milliseconds(std::max(registered.liveness_deadline_ms(), 1));
 }
 
 }  // namespace kvfleet::worker

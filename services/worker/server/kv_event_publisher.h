@@ -70,7 +70,8 @@ class KvEventPublisher : public engine::KvEventListener {
 
   void Run();
   // One connection: Register, stream until it breaks or Stop(). Returns
-  // whether it got as far as streaming (which resets the backoff).
+  // whether the stream lasted at least a liveness deadline (which resets
+  // the backoff).
   bool Session();
   void AwaitSnapshot();
   v1::EventBatch TakeBatch();
@@ -87,7 +88,7 @@ class KvEventPublisher : public engine::KvEventListener {
   State state_ ABSL_GUARDED_BY(mu_) = State::kDisconnected;
   std::vector<v1::KvEvent> pending_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::ClientContext* session_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel on Stop()
+  grpc::ClientContext* session_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the call in flight, for Stop()
   std::thread thread_;
 };
 

@@ -186,6 +186,20 @@ TEST_F(CacheManagerTest, ARestartedCacheManagerReconvergesWhileWorkersKeepServin
   std::printf("index re-converged %.2f s after the cachemanager restarted\n", seconds);
 }
 
+TEST_F(CacheManagerTest, TheCliListsTheLiveWorkers) {
+  auto w1 = StartWorker("w1");
+  ASSERT_TRUE(WaitUntil([&] { return Listed("w1"); }, milliseconds(10000)));
+  auto cli = ChildProcess::Start(KVFLEET_CLI_BINARY, {"workers", "--cachemanager", cm_.address});
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  const absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(code.ok() && *code == 0);
+  const std::vector<std::string> lines = (*cli)->StdoutLines();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1].rfind("w1 ", 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find(w1->worker().address()), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[2], "1 live worker");
+}
+
 // Sends `batches` on one PublishEvents stream and returns how it ended.
 grpc::Status Publish(v1::CacheManager::Stub& stub, const std::vector<v1::EventBatch>& batches) {
   grpc::ClientContext context;
