@@ -1,0 +1,32 @@
+// The prefix_aware cost of placing one request on one worker (DESIGN.md,
+// "Placement"; README.md in this folder, "Cost model"), in KV blocks:
+//
+//   matched  = max(cachemanager's matched_blocks, router's remembered blocks)
+//   new      = ceil(prompt_tokens / block_size) - matched
+//   uncached_prefill_blocks = (prompt_tokens - matched · block_size + pending_prefill_tokens) / block_size
+//   decode_load_blocks      = blocks_used + in-flight blocks + new
+//   kv_penalty = kv_pressure_weight · max(0, decode_load_blocks - kv_pressure_threshold · blocks_total)
+//   cost = prefill_weight · uncached_prefill_blocks + decode_weight · decode_load_blocks + kv_penalty
+//
+// Thread-safety: a pure function.
+//
+//   CandidateScore s = ScoreCandidate(options, request, candidate, remembered, memory.InFlightLoad(id));
+#pragma once
+
+#include <cstdint>
+
+#include "services/router/placement/decision.h"
+#include "services/router/placement/decision_memory.h"
+#include "services/router/placement/placement_input.h"
+#include "services/router/placement/placement_options.h"
+
+namespace kvfleet::router {
+
+// `request` must be valid (block_size >= 1, at most prompt_tokens / block_size
+// hashes); `remembered_blocks` is DecisionMemory::RememberedBlocks' answer
+// for the candidate. Fills every field but over_guard.
+CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRequest& request,
+                              const WorkerCandidate& candidate, int32_t remembered_blocks,
+                              DecisionMemory::InFlight in_flight);
+
+}  // namespace kvfleet::router

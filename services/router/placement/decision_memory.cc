@@ -1,0 +1,146 @@
+#include "services/router/placement/decision_memory.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+
+namespace kvfleet::router {
+
+uint32_t DecisionMemory::Intern(const std::string& worker) {
+  auto it = slot_of_.find(worker);
+  if (it != slot_of_.end()) return it->second;
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  slots_[slot] = WorkerState{.name = worker};
+  slot_of_.emplace(worker, slot);
+  return slot;
+}
+
+void DecisionMemory::Release(uint32_t slot) {
+  WorkerState& w = slots_[slot];
+  slot_of_.erase(w.name);
+  w = WorkerState{};
+  free_slots_.push_back(slot);
+}
+
+void DecisionMemory::Unref(uint32_t slot) {
+  WorkerState& w = slots_[slot];
+  CHECK(w.refs > 0 && !w.name.empty()) << "slot " << slot << " dropped with no references";
+  if (--w.refs == 0) Release(slot);
+}
+
+void DecisionMemory::PopPrefix() {
+  const PrefixEntry e = prefix_fifo_.front();
+  prefix_fifo_.pop_front();
+  auto it = pairs_.find(PairKey{e.hash, e.slot});
+  // Matches only if no later decision refreshed the pair.
+  if (it == pairs_.end() || it->second != e.expires) return;
+  pairs_.erase(it);
+  Unref(e.slot);
+}
+
+void DecisionMemory::PopInFlight() {
+  const InFlightEntry e = in_flight_fifo_.front();
+  in_flight_fifo_.pop_front();
+  InFlight& f = slots_[e.slot].in_flight;
+  f.requests -= 1;
+  f.blocks -= e.blocks;
+  --in_flight_count_;
+  Unref(e.slot);
+}
+
+void DecisionMemory::Expire(Clock::time_point now) {
+  while (!prefix_fifo_.empty() && prefix_fifo_.front().expires <= now) PopPrefix();
+  while (!in_flight_fifo_.empty() && in_flight_fifo_.front().expires <= now) PopInFlight();
+}
+
+void DecisionMemory::Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks,
+                            Clock::time_point now) {
+  const bool remember_prefix = limits_.prefix_ttl > Clock::duration::zero() && !hashes.empty();
+  const bool count_in_flight = limits_.in_flight_ttl > Clock::duration::zero();
+  if (!remember_prefix && !count_in_flight) return;
+  const uint32_t slot = Intern(worker);
+  if (remember_prefix) {
+    const Clock::time_point expires = now + limits_.prefix_ttl;
+    // The FIFOs stay in expiry order only on a clock that never goes back.
+    DCHECK(prefix_fifo_.empty() || prefix_fifo_.back().expires <= expires);
+    for (const BlockHash& hash : hashes) {
+      auto [it, inserted] = pairs_.try_emplace(PairKey{hash, slot}, expires);
+      if (inserted) {
+        ++slots_[slot].refs;
+      } else if (it->second < expires) {
+        it->second = expires;
+      } else {
+        continue;  // its FIFO entry already carries this expiry
+      }
+      prefix_fifo_.push_back({.hash = hash, .slot = slot, .expires = expires});
+    }
+  }
+  if (count_in_flight) {
+    in_flight_fifo_.push_back({.slot = slot, .expires = now + limits_.in_flight_ttl, .blocks = new_blocks});
+    WorkerState& w = slots_[slot];
+    w.refs += 1;
+    w.in_flight.requests += 1;
+    w.in_flight.blocks += new_blocks;
+    ++in_flight_count_;
+  }
+  // The caps may drop this very decision's oldest entries; its refs were
+  // counted above, so the slot is freed only if all of them go.
+  while (static_cast<int64_t>(prefix_fifo_.size()) > limits_.max_blocks) PopPrefix();
+  while (static_cast<int64_t>(in_flight_fifo_.size()) > limits_.max_in_flight) PopInFlight();
+}
+
+std::vector<int32_t> DecisionMemory::RememberedBlocks(std::span<const BlockHash> hashes,
+                                                      std::span<const std::string> workers,
+                                                      Clock::time_point now) const {
+  std::vector<int32_t> depth(workers.size(), 0);
+  if (pairs_.empty() || hashes.empty()) return depth;
+  for (size_t w = 0; w < workers.size(); ++w) {
+    auto slot = slot_of_.find(workers[w]);
+    if (slot == slot_of_.end()) continue;
+    auto held = [&](size_t i) {
+      auto it = pairs_.find(PairKey{hashes[i], slot->second});
+      return it != pairs_.end() && it->second > now;
+    };
+    // held(i) implies held(j) for every j < i (see the header): find the
+    // last held block by binary search, checking both ends first.
+    if (!held(0)) continue;
+    const size_t n = hashes.size();
+    if (held(n - 1)) {
+      depth[w] = static_cast<int32_t>(n);
+      continue;
+    }
+    size_t lo = 0, hi = n - 1;  // held(lo), !held(hi)
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (held(mid) ? lo : hi) = mid;
+    }
+    depth[w] = static_cast<int32_t>(lo + 1);
+  }
+  return depth;
+}
+
+DecisionMemory::InFlight DecisionMemory::InFlightLoad(const std::string& worker) const {
+  auto it = slot_of_.find(worker);
+  return it == slot_of_.end() ? InFlight{} : slots_[it->second].in_flight;
+}
+
+void DecisionMemory::Forget(const std::string& worker) {
+  auto it = slot_of_.find(worker);
+  if (it == slot_of_.end()) return;
+  const uint32_t slot = it->second;
+  absl::erase_if(pairs_, [&](const auto& p) { return p.first.slot == slot; });
+  // The slot will be reused: no entry may still name it.
+  std::erase_if(prefix_fifo_, [&](const PrefixEntry& e) { return e.slot == slot; });
+  std::erase_if(in_flight_fifo_, [&](const InFlightEntry& e) { return e.slot == slot; });
+  in_flight_count_ -= slots_[slot].in_flight.requests;
+  Release(slot);
+}
+
+}  // namespace kvfleet::router

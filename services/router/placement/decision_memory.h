@@ -1,0 +1,139 @@
+// The router's short-lived record of its own placement decisions, which
+// covers the lag between sending a request and hearing about it from the
+// worker (README.md, "Decision memory"):
+//
+// - prefix memory: for `prefix_ttl` after a request with block hashes
+//   h0..hn-1 went to worker w, w is taken to hold h0..hn-1. A worker stores
+//   a block's hash only once it has computed the block, and the cachemanager
+//   hears of it a flush later, so without this a burst of requests with a
+//   new shared prefix would scatter over the cluster.
+// - in-flight load: for `in_flight_ttl` a decision counts one request and
+//   its new KV blocks against w, until w's own load report includes it.
+//
+// Hashes are chained, so h_i names the whole prefix h0..h_i: if (h_i, w) is
+// remembered, w was sent all of h0..h_i, and (h_j, w) for j < i expires no
+// earlier. "Leading blocks remembered" is therefore monotone in i, and one
+// binary search per worker finds it: O(log n) lookups, however many workers
+// share a hot prefix. (The size cap drops a decision's first hashes first,
+// which can only make the answer smaller.)
+//
+// What it owns: a (hash, worker slot) → expiry map, a FIFO of every (hash,
+// slot, expiry) recorded and a FIFO of in-flight decisions, both in expiry
+// order (one monotonic clock, constant TTLs), so expiry and the size caps
+// drop from the front in O(1) each. A pair refreshed by a later decision
+// keeps its older FIFO entry, which no longer matches the pair's expiry and
+// is skipped. Worker names are interned to dense slots, freed when nothing
+// names them and reused.
+//
+// Invariants: each pair's latest FIFO entry carries its expiry, so when a
+// pair goes no FIFO entry of it is left behind; a slot is free only when no
+// pair, FIFO entry or in-flight entry names it (Forget purges the FIFOs of
+// the slot it frees); remembered_blocks() is the number of pairs; a slot's
+// in-flight sums are those of its entries in the in-flight FIFO.
+//
+// Thread-safety: none; Placement calls it under its mutex.
+//
+//   DecisionMemory memory({.prefix_ttl = 5s, .max_blocks = 1 << 18, .in_flight_ttl = 250ms, .max_in_flight = 1 << 16});
+//   memory.Expire(now);
+//   std::vector<int32_t> depth = memory.RememberedBlocks(hashes, workers, now);
+//   memory.Record("w1", hashes, /*new_blocks=*/12, now);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/block_hash.h"
+
+namespace kvfleet::router {
+
+class DecisionMemory {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Limits {
+    Clock::duration prefix_ttl{};     // 0: no prefix memory
+    int64_t max_blocks = 1;           // (hash, worker) pairs kept at most
+    Clock::duration in_flight_ttl{};  // 0: no in-flight accounting
+    int64_t max_in_flight = 1;        // in-flight decisions kept at most
+  };
+
+  struct InFlight {
+    int32_t requests = 0;
+    int64_t blocks = 0;
+  };
+
+  explicit DecisionMemory(Limits limits) : limits_(limits) {}
+
+  // Drops everything that expired at or before `now`.
+  void Expire(Clock::time_point now);
+
+  // `worker` was sent a request whose full blocks hash to `hashes` and that
+  // adds `new_blocks` KV blocks there.
+  void Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks, Clock::time_point now);
+
+  // For each of `workers`, how many leading blocks of `hashes` the router
+  // remembers sending it (0 for workers it has no record of).
+  // O(workers × log hashes) map lookups.
+  std::vector<int32_t> RememberedBlocks(std::span<const BlockHash> hashes, std::span<const std::string> workers,
+                                        Clock::time_point now) const;
+
+  // What the router sent `worker` within the in-flight window.
+  InFlight InFlightLoad(const std::string& worker) const;
+
+  // Drops everything about `worker` (it left the cluster). O(remembered hashes
+  // + FIFO entries): rare, when a worker leaves.
+  void Forget(const std::string& worker);
+
+  int64_t remembered_blocks() const { return static_cast<int64_t>(pairs_.size()); }
+  int64_t in_flight() const { return in_flight_count_; }
+
+ private:
+  struct PairKey {
+    BlockHash hash;
+    uint32_t slot;
+
+    bool operator==(const PairKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const PairKey& k) {
+      return H::combine(std::move(h), k.hash, k.slot);
+    }
+  };
+  struct PrefixEntry {
+    BlockHash hash;
+    uint32_t slot;
+    Clock::time_point expires;
+  };
+  struct InFlightEntry {
+    uint32_t slot;
+    Clock::time_point expires;
+    int32_t blocks;
+  };
+  struct WorkerState {
+    std::string name;
+    int64_t refs = 0;  // pairs + in-flight entries naming it; the slot is freed at 0
+    InFlight in_flight;
+  };
+
+  uint32_t Intern(const std::string& worker);
+  void Release(uint32_t slot);
+  void Unref(uint32_t slot);
+  void PopPrefix();
+  void PopInFlight();
+
+  Limits limits_;
+  absl::flat_hash_map<PairKey, Clock::time_point> pairs_;  // → expiry
+  std::deque<PrefixEntry> prefix_fifo_;
+  std::deque<InFlightEntry> in_flight_fifo_;
+  absl::flat_hash_map<std::string, uint32_t> slot_of_;
+  std::vector<WorkerState> slots_;  // indexed by slot; free ones have an empty name
+  std::vector<uint32_t> free_slots_;
+  int64_t in_flight_count_ = 0;
+};
+
+}  // namespace kvfleet::router

@@ -1,0 +1,194 @@
+#include "services/router/placement/placement.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/status_macros.h"
+#include "services/router/placement/cost_model.h"
+
+namespace kvfleet::router {
+namespace {
+
+absl::Status ValidateRequest(const PlacementRequest& r) {
+  if (r.block_size < 1) return absl::InvalidArgumentError(absl::StrCat("block_size must be >= 1, got ", r.block_size));
+  if (r.prompt_tokens < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt_tokens must be >= 0, got ", r.prompt_tokens));
+  }
+  const int64_t full_blocks = r.prompt_tokens / r.block_size;
+  if (static_cast<int64_t>(r.block_hashes.size()) > full_blocks) {
+    return absl::InvalidArgumentError(absl::StrCat(r.block_hashes.size(), " block hashes for a prompt of ",
+                                                   r.prompt_tokens, " tokens, which has only ", full_blocks,
+                                                   " full blocks of ", r.block_size, " tokens"));
+  }
+  return absl::OkStatus();
+}
+
+// The candidates that may be chosen, sorted by worker id.
+absl::StatusOr<std::vector<WorkerCandidate>> Eligible(std::vector<WorkerCandidate> candidates,
+                                                      const absl::flat_hash_set<std::string>& exclude) {
+  std::sort(candidates.begin(), candidates.end(),
+            [](const WorkerCandidate& a, const WorkerCandidate& b) { return a.worker_id < b.worker_id; });
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& id = candidates[i].worker_id;
+    if (id.empty()) return absl::InvalidArgumentError("a worker candidate has an empty worker_id");
+    if (i > 0 && id == candidates[i - 1].worker_id) {
+      return absl::InvalidArgumentError(absl::StrCat("worker ", id, " is listed twice among the candidates"));
+    }
+  }
+  const size_t live = candidates.size();
+  size_t draining = 0, excluded = 0;
+  std::vector<WorkerCandidate> eligible;
+  eligible.reserve(candidates.size());
+  for (WorkerCandidate& c : candidates) {
+    if (c.draining) {
+      ++draining;
+    } else if (exclude.contains(c.worker_id)) {
+      ++excluded;
+    } else {
+      eligible.push_back(std::move(c));
+    }
+  }
+  if (live == 0) return absl::UnavailableError("no live workers to place the request on");
+  if (eligible.empty()) {
+    return absl::UnavailableError(absl::StrCat("no worker can take the request: ", live, " live, ", draining,
+                                               " draining, ", excluded, " already tried for it"));
+  }
+  return eligible;
+}
+
+auto CostKey(const CandidateScore& s) { return std::tie(s.cost, s.load, s.used_blocks, s.worker_id); }
+auto LoadKey(const CandidateScore& s) { return std::tie(s.load, s.used_blocks, s.worker_id); }
+
+// The index in `scores` of the smallest key among those `in` admits; npos if none.
+template <typename Key, typename Pred>
+size_t ArgMin(const std::vector<CandidateScore>& scores, Key key, Pred in) {
+  size_t best = std::string::npos;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!in(scores[i])) continue;
+    if (best == std::string::npos || key(scores[i]) < key(scores[best])) best = i;
+  }
+  return best;
+}
+
+}  // namespace
+
+Placement::Placement(PlacementOptions options, NowFn now)
+    : options_(std::move(options)),
+      now_(std::move(now)),
+      memory_({.prefix_ttl = options_.decision_memory,
+               .max_blocks = options_.memory_max_blocks,
+               .in_flight_ttl = options_.in_flight_window,
+               .max_in_flight = options_.max_in_flight}) {
+  CHECK(options_.Validate().ok()) << options_.Validate();
+  CHECK(now_ != nullptr);
+}
+
+size_t Placement::ChooseLeastLoaded(const std::vector<CandidateScore>& scores) {
+  return ArgMin(scores, LoadKey, [](const CandidateScore&) { return true; });
+}
+
+size_t Placement::ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason) const {
+  // Workers that cannot hold the request's new blocks only if none can.
+  const bool any_fits = std::any_of(scores.begin(), scores.end(), [](const CandidateScore& s) { return s.fits; });
+  auto in_tier = [any_fits](const CandidateScore& s) { return s.fits || !any_fits; };
+  const size_t best = ArgMin(scores, CostKey, in_tier);
+  const CandidateScore& b = scores[best];
+  if (options_.affinity_guard && b.matched_blocks > 0) {
+    int32_t min_load = b.load;
+    bool any_room = false;
+    for (const CandidateScore& s : scores) {
+      if (!in_tier(s)) continue;
+      min_load = std::min(min_load, s.load);
+      any_room = any_room || !s.saturated;
+    }
+    for (CandidateScore& s : scores) {
+      if (!in_tier(s)) continue;
+      const bool imbalanced = s.load - min_load > options_.affinity_guard_margin &&
+                              s.load > options_.affinity_guard_ratio * static_cast<double>(min_load);
+      s.over_guard = imbalanced || (s.saturated && any_room);
+    }
+    if (scores[best].over_guard) {
+      reason = Reason::kAffinityGuard;
+      const size_t alt = ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; });
+      return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier);
+    }
+  }
+  if (b.matched_blocks == 0) {
+    reason = Reason::kCold;
+  } else {
+    reason = b.remembered_blocks > b.reported_blocks ? Reason::kRecentDecision : Reason::kPrefixHit;
+  }
+  return best;
+}
+
+absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std::vector<WorkerCandidate> candidates,
+                                           const absl::flat_hash_set<std::string>& exclude) {
+  RETURN_IF_ERROR(ValidateRequest(request));
+  ASSIGN_OR_RETURN(std::vector<WorkerCandidate> live, Eligible(std::move(candidates), exclude));
+  const Policy policy = request.policy.value_or(options_.policy);
+  std::vector<std::string> ids;
+  ids.reserve(live.size());
+  for (const WorkerCandidate& c : live) ids.push_back(c.worker_id);
+
+  absl::MutexLock lock(&mu_);
+  const Clock::time_point now = now_();
+  memory_.Expire(now);
+  std::vector<int32_t> remembered(live.size(), 0);
+  if (policy == Policy::kPrefixAware) remembered = memory_.RememberedBlocks(request.block_hashes, ids, now);
+  std::vector<CandidateScore> scores;
+  scores.reserve(live.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    scores.push_back(ScoreCandidate(options_, request, live[i], remembered[i], memory_.InFlightLoad(ids[i])));
+  }
+
+  size_t chosen = 0;
+  Reason reason = Reason::kCold;
+  switch (policy) {
+    case Policy::kPrefixAware:
+      chosen = ChoosePrefixAware(scores, reason);
+      break;
+    case Policy::kLeastLoaded:
+      chosen = ChooseLeastLoaded(scores);
+      reason = Reason::kLeastLoaded;
+      break;
+    case Policy::kRoundRobin:
+      chosen = static_cast<size_t>(round_robin_next_++ % live.size());
+      reason = Reason::kRoundRobin;
+      break;
+  }
+  const CandidateScore& s = scores[chosen];
+  memory_.Record(s.worker_id, request.block_hashes, s.new_blocks, now);
+
+  Decision d;
+  d.worker_id = s.worker_id;
+  d.endpoint = std::move(live[chosen].endpoint);
+  d.reason = reason;
+  d.matched_blocks = s.matched_blocks;
+  d.prefix_match_ratio =
+      request.prompt_tokens > 0
+          ? std::min(1.0, static_cast<double>(int64_t{s.matched_blocks} * request.block_size) / request.prompt_tokens)
+          : 0.0;
+  d.fits = s.fits;
+  d.scores = std::move(scores);
+  return d;
+}
+
+void Placement::Forget(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  memory_.Forget(worker_id);
+}
+
+int64_t Placement::remembered_blocks() const {
+  absl::MutexLock lock(&mu_);
+  return memory_.remembered_blocks();
+}
+
+int64_t Placement::in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return memory_.in_flight();
+}
+
+}  // namespace kvfleet::router

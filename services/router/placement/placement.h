@@ -1,0 +1,83 @@
+// The router's placement policy: which live worker gets a request. Transport
+// free (no gRPC, no proto): the router's gRPC layer asks the cachemanager
+// for overlaps, turns each WorkerOverlap into a WorkerCandidate, calls
+// Choose and sends the request to Decision::endpoint. See README.md in this
+// folder for the cost model, the options and their defaults, the decision
+// memory, the affinity guard and the complexity.
+//
+// Policies (PlacementOptions::policy, or PlacementRequest::policy per call):
+// - prefix_aware: the lowest cost (cost_model.h); ties by load, then used
+//   blocks, then worker id. Workers that cannot fit the request's new blocks
+//   are considered only if none can. The router's own recent decisions count
+//   as held prefix blocks, and the affinity guard keeps a hot prefix from
+//   piling requests on one worker.
+// - least_loaded: the fewest requests (running + waiting + in flight), ties
+//   by used blocks, then worker id.
+// - round_robin: the next candidate in worker-id order.
+// Draining workers and those in `exclude` (already tried for this request)
+// are never chosen. Every decision is recorded in the memory, whatever the
+// policy, so switching policies keeps it warm.
+//
+// Thread-safety: Choose and Forget may be called from any thread; the memory
+// and the round-robin counter are behind one mutex, held for O(candidates +
+// prompt blocks) work per call.
+//
+//   Placement placement(options);  // CHECK-fails unless options.Validate() is OK
+//   ASSIGN_OR_RETURN(Decision d, placement.Choose(request, candidates, /*exclude=*/{}));
+//   // send to d.endpoint; on failure before the first token: exclude d.worker_id and Choose again
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "services/router/placement/decision.h"
+#include "services/router/placement/decision_memory.h"
+#include "services/router/placement/placement_input.h"
+#include "services/router/placement/placement_options.h"
+
+namespace kvfleet::router {
+
+class Placement {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using NowFn = std::function<Clock::time_point()>;
+
+  // `now` is injectable so tests drive the memory's expiry with a fake clock.
+  explicit Placement(PlacementOptions options, NowFn now = &Clock::now);
+
+  // INVALID_ARGUMENT for a malformed request (block_size < 1, negative
+  // prompt_tokens, more hashes than full blocks) or candidate list (empty or
+  // repeated worker ids); UNAVAILABLE when no candidate may be chosen (none,
+  // or all draining or excluded), with the counts in the message.
+  absl::StatusOr<Decision> Choose(const PlacementRequest& request, std::vector<WorkerCandidate> candidates,
+                                  const absl::flat_hash_set<std::string>& exclude = {});
+
+  // A worker left the cluster: drop what the router remembers sending it.
+  void Forget(const std::string& worker_id);
+
+  // Gauges: (hash, worker) pairs remembered; decisions still counted in flight.
+  int64_t remembered_blocks() const;
+  int64_t in_flight() const;
+
+  const PlacementOptions& options() const { return options_; }
+
+ private:
+  // Indexes into `scores` (sorted by worker id, non-empty).
+  size_t ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason) const;
+  static size_t ChooseLeastLoaded(const std::vector<CandidateScore>& scores);
+
+  const PlacementOptions options_;
+  const NowFn now_;
+  mutable absl::Mutex mu_;
+  DecisionMemory memory_ ABSL_GUARDED_BY(mu_);
+  uint64_t round_robin_next_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kvfleet::router

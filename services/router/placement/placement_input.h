@@ -1,0 +1,51 @@
+// What the placement policy decides from: the request's prompt blocks and
+// one WorkerCandidate per live worker of the model, as the router sees it at
+// decision time. The router fills a WorkerCandidate from the cachemanager's
+// FindOverlaps answer (one WorkerOverlap per live worker: matched_blocks and
+// its last load report) and, for max_num_seqs, from the worker's GetInfo.
+// Plain values: no gRPC, no proto.
+//
+//   PlacementRequest request{.block_hashes = HashFullBlocks(root, tokens, 16),
+//                            .prompt_tokens = static_cast<int32_t>(tokens.size()), .block_size = 16};
+//   WorkerCandidate c{.worker_id = "w0", .endpoint = "10.0.0.5:50051", .matched_blocks = 12, .running = 3};
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/block_hash.h"
+#include "services/router/placement/placement_options.h"
+
+namespace kvfleet::router {
+
+struct WorkerCandidate {
+  std::string worker_id;  // stable across the worker's restarts
+  std::string endpoint;
+  // Leading blocks of the request it holds, from the cachemanager's index.
+  // Clamped to [0, block_hashes.size()].
+  int32_t matched_blocks = 0;
+  // Its last load report (negative values count as 0). blocks_total 0 means
+  // it has not reported yet: no KV pressure is assumed.
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t blocks_used = 0;  // held by requests
+  int32_t blocks_free = 0;  // allocatable, cached-but-unreferenced blocks included
+  int32_t blocks_total = 0;
+  int64_t pending_prefill_tokens = 0;  // prompt tokens queued or mid-prefill on it
+  bool draining = false;               // never chosen
+  int32_t max_num_seqs = 0;            // its batch limit; 0: unknown
+};
+
+struct PlacementRequest {
+  // common/'s HashFullBlocks of the prompt: one hash per full block, in order.
+  std::vector<BlockHash> block_hashes;
+  int32_t prompt_tokens = 0;
+  int32_t block_size = 0;  // tokens per KV block, the workers' and the hashes'
+  // Overrides PlacementOptions::policy for this request: the router asks for
+  // kLeastLoaded while the cachemanager is unreachable (DESIGN.md).
+  std::optional<Policy> policy;
+};
+
+}  // namespace kvfleet::router
