@@ -1,6 +1,6 @@
 #include "services/worker/server/worker_metrics.h"
 
-#include <prometheus/metric_family.h>
+#include "services/transport/scrape_families.h"
 
 namespace kvfleet::worker {
 namespace {
@@ -10,7 +10,7 @@ using prometheus::Histogram;
 // Latency buckets for LLM serving: from a millisecond (a cached decode step
 // on a GPU) to minutes (a long generation on a CPU).
 const Histogram::BucketBoundaries& TtftBuckets() {
-  static const Histogram::BucketBoundaries b = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+  static const Histogram::BucketBoundaries b = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                                                 0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
   return b;
 }
@@ -20,7 +20,7 @@ const Histogram::BucketBoundaries& InterTokenBuckets() {
   return b;
 }
 const Histogram::BucketBoundaries& RequestBuckets() {
-  static const Histogram::BucketBoundaries b = {0.1,  0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,  5.0,  10.0,
+  static const Histogram::BucketBoundaries b = {0.1,  0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,  10.0,
                                                 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0};
   return b;
 }
@@ -93,58 +93,30 @@ void WorkerMetrics::OnStep(const engine::StepReport& report) {
   step_tokens_->Observe(report.num_tokens);
 }
 
-namespace {
-
-prometheus::MetricFamily Family(const char* name, const char* help, prometheus::MetricType type) {
-  return {.name = name, .help = help, .type = type};
-}
-
-void AddValue(prometheus::MetricFamily& f, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
-  prometheus::ClientMetric m;
-  m.label = std::move(labels);
-  if (f.type == prometheus::MetricType::Counter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
-  f.metric.push_back(std::move(m));
-}
-
-}  // namespace
-
 std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
-  using prometheus::MetricType;
   const engine::EngineStats s = stats_();
-  std::vector<prometheus::MetricFamily> out;
-  auto gauge = [&](const char* name, const char* help, double v) {
-    out.push_back(Family(name, help, MetricType::Gauge));
-    AddValue(out.back(), v);
-  };
-  auto counter = [&](const char* name, const char* help, double v) {
-    out.push_back(Family(name, help, MetricType::Counter));
-    AddValue(out.back(), v);
-  };
-  gauge("kvfleet_worker_requests_running", "Requests in the running batch", s.running);
-  gauge("kvfleet_worker_requests_waiting", "Requests waiting for a running slot", s.waiting);
-  out.push_back(Family("kvfleet_worker_kv_blocks", "KV cache blocks by state", MetricType::Gauge));
-  AddValue(out.back(), s.blocks_used, {{"state", "used"}});
-  AddValue(out.back(), s.blocks_cached, {{"state", "cached"}});
-  AddValue(out.back(), s.blocks_free - s.blocks_cached, {{"state", "empty"}});
-  gauge("kvfleet_worker_kv_blocks_total", "KV cache capacity in blocks", s.blocks_total);
-  gauge("kvfleet_worker_kv_usage_ratio", "Blocks held by requests over all blocks",
-        s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
-  gauge("kvfleet_worker_kv_waste_ratio", "Allocated but unfilled token slots over allocated slots, running requests",
-        s.kv_waste);
-  gauge("kvfleet_worker_pending_prefill_tokens", "Prompt and recompute tokens not yet computed",
-        static_cast<double>(s.pending_prefill_tokens));
-  counter("kvfleet_worker_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache",
-          static_cast<double>(s.prefix_queried_tokens));
-  counter("kvfleet_worker_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache",
-          static_cast<double>(s.prefix_hit_tokens));
-  counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
-          static_cast<double>(s.preemptions));
-  counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
-  return out;
+  transport::ScrapeFamilies out;
+  out.Gauge("kvfleet_worker_requests_running", "Requests in the running batch", s.running);
+  out.Gauge("kvfleet_worker_requests_waiting", "Requests waiting for a running slot", s.waiting);
+  out.Family("kvfleet_worker_kv_blocks", "KV cache blocks by state", prometheus::MetricType::Gauge)
+      .Add(s.blocks_used, {{"state", "used"}})
+      .Add(s.blocks_cached, {{"state", "cached"}})
+      .Add(s.blocks_free - s.blocks_cached, {{"state", "empty"}});
+  out.Gauge("kvfleet_worker_kv_blocks_total", "KV cache capacity in blocks", s.blocks_total);
+  out.Gauge("kvfleet_worker_kv_usage_ratio", "Blocks held by requests over all blocks",
+            s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
+  out.Gauge("kvfleet_worker_kv_waste_ratio",
+            "Allocated but unfilled token slots over allocated slots, running requests", s.kv_waste);
+  out.Gauge("kvfleet_worker_pending_prefill_tokens", "Prompt and recompute tokens not yet computed",
+            static_cast<double>(s.pending_prefill_tokens));
+  out.Counter("kvfleet_worker_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache",
+              static_cast<double>(s.prefix_queried_tokens));
+  out.Counter("kvfleet_worker_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache",
+              static_cast<double>(s.prefix_hit_tokens));
+  out.Counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
+              static_cast<double>(s.preemptions));
+  out.Counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
+  return std::move(out).Take();
 }
 
 }  // namespace kvfleet::worker
