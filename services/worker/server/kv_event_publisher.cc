@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "services/transport/grpc_channel.h"
+#include "services/worker/server/proto_convert.h"
 
 namespace kvfleet::worker {
 
@@ -105,15 +106,7 @@ v1::EventBatch KvEventPublisher::TakeBatch() {
     for (v1::KvEvent& e : pending_) *batch.add_events() = std::move(e);
     pending_.clear();
   }
-  const engine::EngineStats s = engine_->Stats();
-  v1::LoadReport* load = batch.mutable_load();
-  load->set_running(s.running);
-  load->set_waiting(s.waiting);
-  load->set_blocks_used(s.blocks_used);
-  load->set_blocks_free(s.blocks_free);
-  load->set_blocks_total(s.blocks_total);
-  load->set_pending_prefill_tokens(s.pending_prefill_tokens);
-  load->set_draining(draining_ && draining_());
+  *batch.mutable_load() = ToLoadReport(engine_->Stats(), draining_ && draining_());
   return batch;
 }
 

@@ -101,4 +101,16 @@ v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool
   return out;
 }
 
+v1::LoadReport ToLoadReport(const engine::EngineStats& s, bool draining) {
+  v1::LoadReport out;
+  out.set_running(s.running);
+  out.set_waiting(s.waiting);
+  out.set_blocks_used(s.blocks_used);
+  out.set_blocks_free(s.blocks_free);
+  out.set_blocks_total(s.blocks_total);
+  out.set_pending_prefill_tokens(s.pending_prefill_tokens);
+  out.set_draining(draining);
+  return out;
+}
+
 }  // namespace kvfleet::worker

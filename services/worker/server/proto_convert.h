@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/ids.h"
+#include "kvfleet/v1/cachemanager.pb.h"
 #include "kvfleet/v1/worker.pb.h"
 #include "services/worker/engine/engine_stats.h"
 #include "services/worker/engine/request.h"
@@ -32,5 +33,8 @@ v1::FinishReason ToProto(engine::FinishReason reason);
 void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* response);
 
 v1::WorkerStats ToProto(const engine::EngineStats& stats, int32_t max_num_seqs, bool draining);
+
+// The load the worker reports to the cachemanager with its KV events.
+v1::LoadReport ToLoadReport(const engine::EngineStats& stats, bool draining);
 
 }  // namespace kvfleet::worker

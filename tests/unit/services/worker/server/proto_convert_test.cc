@@ -89,6 +89,14 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   EXPECT_DOUBLE_EQ(s.load(), 1.0);
   EXPECT_DOUBLE_EQ(s.kv_usage(), 0.5);
   EXPECT_TRUE(s.draining());
+  const v1::LoadReport load = ToLoadReport({.running = 4, .waiting = 2, .blocks_total = 10, .blocks_used = 5,
+                                            .blocks_free = 5, .pending_prefill_tokens = 30},
+                                           false);
+  EXPECT_EQ(load.running(), 4);
+  EXPECT_EQ(load.waiting(), 2);
+  EXPECT_EQ(load.blocks_free(), 5);
+  EXPECT_EQ(load.pending_prefill_tokens(), 30);
+  EXPECT_FALSE(load.draining());
 }
 
 }  // namespace
