@@ -12,6 +12,7 @@
 #include "services/cachemanager/server/cachemanager_service.h"
 #include "services/transport/grpc_server.h"
 #include "services/transport/metrics_exposer.h"
+#include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
 
 namespace kvfleet::cachemanager {
@@ -99,23 +100,6 @@ absl::Status Run(const Options& o) {
 }  // namespace kvfleet::cachemanager
 
 int main(int argc, char** argv) {
-  using namespace kvfleet;
-  transport::TerminationSignals::Block();
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  if (flags::WantsHelp(args)) {
-    std::fputs(cachemanager::kUsage, stdout);
-    return 0;
-  }
-  absl::StatusOr<cachemanager::Options> options = cachemanager::Parse(args);
-  if (!options.ok()) {
-    std::fprintf(stderr, "kvfleet-cachemanager: %s\n(see --help)\n", std::string(options.status().message()).c_str());
-    return 2;
-  }
-  InitLogging(options->log_level);
-  const absl::Status status = cachemanager::Run(*options);
-  if (!status.ok()) {
-    std::fprintf(stderr, "kvfleet-cachemanager: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-cachemanager", kvfleet::cachemanager::kUsage,
+                                         kvfleet::cachemanager::Parse, kvfleet::cachemanager::Run);
 }

@@ -14,6 +14,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "services/transport/grpc_server.h"
 #include "services/transport/metrics_exposer.h"
+#include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
 #include "services/worker/engine/engine.h"
 #include "services/worker/engine/executor/cpu_executor.h"
@@ -149,24 +150,6 @@ absl::Status Run(const WorkerOptions& o) {
 }  // namespace kvfleet::worker
 
 int main(int argc, char** argv) {
-  using namespace kvfleet;
-  // Before any thread exists, so only TerminationSignals::Wait sees them.
-  transport::TerminationSignals::Block();
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  if (flags::WantsHelp(args)) {
-    std::fputs(worker::kWorkerUsage, stdout);
-    return 0;
-  }
-  absl::StatusOr<worker::WorkerOptions> options = worker::ParseWorkerOptions(args);
-  if (!options.ok()) {
-    std::fprintf(stderr, "kvfleet-worker: %s\n(see --help)\n", std::string(options.status().message()).c_str());
-    return 2;
-  }
-  InitLogging(options->log_level);
-  const absl::Status status = worker::Run(*options);
-  if (!status.ok()) {
-    std::fprintf(stderr, "kvfleet-worker: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-worker", kvfleet::worker::kWorkerUsage,
+                                         kvfleet::worker::ParseWorkerOptions, kvfleet::worker::Run);
 }

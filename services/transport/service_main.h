@@ -1,0 +1,48 @@
+// The main() every kvfleet service shares: block termination signals
+// before any thread starts (TerminationSignals), answer --help, parse the
+// flags (exit 2 naming the problem), start logging at the chosen level, run
+// (exit 1 with the status on failure, 0 after a clean stop).
+//
+//   int main(int argc, char** argv) {
+//     return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-worker", kUsage, ParseWorkerOptions, Run);
+//   }
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/flags/flags.h"
+#include "common/logging.h"
+#include "services/transport/termination_signals.h"
+
+namespace kvfleet::transport {
+
+// Options must have a `log_level` string.
+template <typename Options>
+int ServiceMain(int argc, char** argv, const char* name, const char* usage,
+                absl::StatusOr<Options> (*parse)(const std::vector<std::string>&), absl::Status (*run)(const Options&)) {
+  TerminationSignals::Block();
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (flags::WantsHelp(args)) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  const absl::StatusOr<Options> options = parse(args);
+  if (!options.ok()) {
+    const std::string message(options.status().message());
+    const bool hinted = message.find("--help") != std::string::npos;
+    std::fprintf(stderr, "%s: %s%s\n", name, message.c_str(), hinted ? "" : " (see --help)");
+    return 2;
+  }
+  InitLogging(options->log_level);
+  const absl::Status status = run(*options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name, status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kvfleet::transport
