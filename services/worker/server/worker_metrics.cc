@@ -1,33 +1,16 @@
 #include "services/worker/server/worker_metrics.h"
 
+#include "services/transport/latency_buckets.h"
 #include "services/transport/scrape_families.h"
 
 namespace kvfleet::worker {
 namespace {
 
 using prometheus::Histogram;
-
-// Latency buckets for LLM serving: from a millisecond (a cached decode step
-// on a GPU) to minutes (a long generation on a CPU).
-const Histogram::BucketBoundaries& TtftBuckets() {
-  static const Histogram::BucketBoundaries b = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
-                                                0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
-  return b;
-}
-const Histogram::BucketBoundaries& InterTokenBuckets() {
-  static const Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
-                                                0.075, 0.1,    0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1.0,  2.5};
-  return b;
-}
-const Histogram::BucketBoundaries& RequestBuckets() {
-  static const Histogram::BucketBoundaries b = {0.1,  0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,  10.0,
-                                                15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0};
-  return b;
-}
-const Histogram::BucketBoundaries& StepTokenBuckets() {
-  static const Histogram::BucketBoundaries b = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
-  return b;
-}
+using transport::InterTokenBuckets;
+using transport::RequestBuckets;
+using transport::StepTokenBuckets;
+using transport::TtftBuckets;
 
 Histogram* AddHistogram(prometheus::Registry& r, const char* name, const char* help,
                         const Histogram::BucketBoundaries& buckets) {

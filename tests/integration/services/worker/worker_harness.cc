@@ -11,17 +11,21 @@
 
 namespace kvfleet::testing {
 
+absl::Status WriteHarnessModel(const std::string& path) {
+  return tools::WriteTinyModel({.dtype = DType::kQ8_0,
+                                .seed = 3,
+                                .num_layers = 4,
+                                .hidden_size = 256,
+                                .num_heads = 4,
+                                .num_kv_heads = 2,
+                                .ffn_size = 512,
+                                .context_length = kTinyContext},
+                               path);
+}
+
 absl::Status WorkerHarness::Start(const std::vector<std::string>& extra_args) {
   const std::string model = dir_.Path("tiny.gguf");
-  RETURN_IF_ERROR(tools::WriteTinyModel({.dtype = DType::kQ8_0,
-                                         .seed = 3,
-                                         .num_layers = 4,
-                                         .hidden_size = 256,
-                                         .num_heads = 4,
-                                         .num_kv_heads = 2,
-                                         .ffn_size = 512,
-                                         .context_length = kTinyContext},
-                                        model));
+  RETURN_IF_ERROR(WriteHarnessModel(model));
   std::vector<std::string> args = {"--kv-cache-memory", "64MiB", "--threads", "1"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   ASSIGN_OR_RETURN(worker_, WorkerProcess::Start({.binary = KVFLEET_WORKER_BINARY,

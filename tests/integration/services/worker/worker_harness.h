@@ -3,14 +3,14 @@
 // and a streaming client that records what a caller would see.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "tests/testing/prometheus_text.h"
@@ -22,6 +22,10 @@ namespace kvfleet::testing {
 // Context 4096: a request may run thousands of steps, so there is time to
 // cancel it, let its deadline pass, or drain it.
 inline constexpr int kTinyContext = 4096;
+
+// Writes the harness's tiny model (Q8_0, 4 layers, hidden 256, a ChatML
+// template) to `path`; its model id is the file's stem, "tiny" for "tiny.gguf".
+absl::Status WriteHarnessModel(const std::string& path);
 
 struct StreamResult {
   grpc::Status status;

@@ -1,0 +1,57 @@
+#include "services/router/frontend/router_model.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/gguf_vocabulary.h"
+#include "model/llama_hparams.h"
+
+namespace kvfleet::router {
+
+std::string DefaultModelId(std::string_view path) { return std::filesystem::path(path).stem().string(); }
+
+absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, std::string model_id) {
+  ASSIGN_OR_RETURN(std::unique_ptr<model::GgufFile> file, model::GgufFile::Open(path));
+  ASSIGN_OR_RETURN(model::LlamaHparams hparams, model::ReadLlamaHparams(*file));
+  ASSIGN_OR_RETURN(model::Vocabulary vocab, model::ReadGgufVocabulary(*file));
+  std::unique_ptr<RouterModel> m(new RouterModel());
+  m->id_ = model_id.empty() ? DefaultModelId(path) : std::move(model_id);
+  m->context_length_ = static_cast<int32_t>(hparams.context_length);
+  ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
+  m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
+  return m;
+}
+
+absl::StatusOr<std::vector<model::TokenId>> RouterModel::EncodePrompt(std::string_view text) const {
+  return tokenizer_->Encode(text, {.add_special = true, .parse_special = false});
+}
+
+absl::StatusOr<std::vector<model::TokenId>> RouterModel::EncodeChat(std::span<const model::ChatMessage> messages,
+                                                                    bool add_generation_prompt) const {
+  if (!chat_template_.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("model ", id_, " has no chat template kvfleet can render (",
+                                                      chat_template_.status().message(),
+                                                      "); use Generate with a formatted prompt"));
+  }
+  ASSIGN_OR_RETURN(std::string text, chat_template_->Apply(messages, add_generation_prompt));
+  // The template's markers are control tokens, so the rendered text is
+  // encoded with special tokens parsed, as Hugging Face and vLLM do. That
+  // also parses marker texts written inside a message's content; encoding
+  // content apart from the markers would close that (noted as work). A
+  // template that writes the BOS text itself must not get a second BOS.
+  return tokenizer_->Encode(text, {.add_special = !chat_template_->renders_bos(), .parse_special = true});
+}
+
+absl::Status RouterModel::CheckTokenIds(std::span<const model::TokenId> ids, std::string_view field) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(std::string(field), "[", i, "] is ", ids[i],
+                                                     ", outside the vocabulary [0, ", vocab_size(), ") of model ",
+                                                     id_));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvfleet::router

@@ -1,0 +1,65 @@
+// What the router knows of the model it serves: its id, tokenizer, chat
+// template and context length, read from the model file's metadata (the
+// weights stay on disk: the router never runs the model). Tokenization
+// lives here because the router must hash the prompt's blocks before it
+// can place the request (DESIGN.md, "Tokenization").
+//
+// Thread-safety: immutable after Load; every method may be called from
+// many threads at once.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> m, RouterModel::Load("models/x.gguf", ""));
+//   ASSIGN_OR_RETURN(std::vector<model::TokenId> ids, m->EncodeChat(messages, /*add_generation_prompt=*/true));
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/gguf_file.h"
+#include "model/token_id.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace kvfleet::router {
+
+class RouterModel {
+ public:
+  // `model_id` empty: the file's name without ".gguf", as the worker names
+  // it (the two must agree: the id seeds every block hash). Errors name the
+  // file. A model without a usable chat template loads; Chat then fails.
+  static absl::StatusOr<std::unique_ptr<RouterModel>> Load(const std::string& path, std::string model_id);
+
+  const std::string& id() const { return id_; }
+  int32_t context_length() const { return context_length_; }
+  int32_t vocab_size() const { return tokenizer_->vocab_size(); }
+  const model::Tokenizer& tokenizer() const { return *tokenizer_; }
+
+  // A raw prompt, with BOS as the vocabulary asks. Special-token texts in it
+  // stay plain text (a caller that wants control tokens sends token ids).
+  absl::StatusOr<std::vector<model::TokenId>> EncodePrompt(std::string_view text) const;
+
+  // Messages through the chat template; FAILED_PRECONDITION when the model
+  // has none kvfleet can render (with the template loader's reason).
+  absl::StatusOr<std::vector<model::TokenId>> EncodeChat(std::span<const model::ChatMessage> messages,
+                                                         bool add_generation_prompt) const;
+
+  // INVALID_ARGUMENT naming the first id outside the vocabulary.
+  absl::Status CheckTokenIds(std::span<const model::TokenId> ids, std::string_view field) const;
+
+ private:
+  RouterModel() = default;
+
+  std::string id_;
+  int32_t context_length_ = 0;
+  std::unique_ptr<model::Tokenizer> tokenizer_;
+  absl::StatusOr<model::ChatTemplate> chat_template_ = absl::UnknownError("not loaded");
+};
+
+// The id a model file gets when none is given: its name without ".gguf".
+std::string DefaultModelId(std::string_view path);
+
+}  // namespace kvfleet::router

@@ -1,0 +1,85 @@
+// kvfleet-router: wires the model front (tokenizer, chat template), the
+// worker pool and its discovery, the placement policy, the runner and the
+// public gRPC service. Stateless: any number of routers may front the same
+// workers. SIGTERM stops taking calls and lets those in flight finish.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "services/router/frontend/router_model.h"
+#include "services/router/placement/placement.h"
+#include "services/router/server/cachemanager_watcher.h"
+#include "services/router/server/generation_runner.h"
+#include "services/router/server/inference_service.h"
+#include "services/router/server/route_selector.h"
+#include "services/router/server/router_metrics.h"
+#include "services/router/server/router_options.h"
+#include "services/router/server/worker_pool.h"
+#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc_server.h"
+#include "services/transport/metrics_exposer.h"
+#include "services/transport/service_main.h"
+#include "services/transport/termination_signals.h"
+
+namespace kvfleet::router {
+namespace {
+
+absl::Status Run(const RouterOptions& o) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model, RouterModel::Load(o.model_path, o.model_id));
+  RouterMetrics metrics;
+  ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
+                   transport::StartMetricsExposer(o.metrics_host, o.metrics_port));
+  exposer->RegisterCollectable(metrics.registry());
+
+  WorkerPool pool({.model_id = model->id(), .probe_interval = o.probe_interval});
+  auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
+  exposer->RegisterCollectable(pool_collector);
+  Placement placement(o.placement);
+  std::shared_ptr<grpc::Channel> cachemanager_channel;
+  std::unique_ptr<CacheManagerWatcher> watcher;
+  if (!o.cachemanager.empty()) {
+    cachemanager_channel = transport::CreateClientChannel(o.cachemanager);
+    watcher = std::make_unique<CacheManagerWatcher>(cachemanager_channel, model->id(), pool,
+                                                    [&placement](const std::string& id) { placement.Forget(id); });
+  }
+  for (const std::string& w : o.workers) pool.Upsert(w, w, /*incarnation=*/0);
+  RouteSelector selector(pool, placement, cachemanager_channel, metrics, {.overlap_timeout = o.overlap_timeout});
+  GenerationRunner runner(*model, selector, pool, metrics, {.max_attempts = o.max_attempts});
+  InferenceService service(*model, runner, pool, metrics);
+
+  pool.Start();
+  if (watcher) watcher->Start();
+  ASSIGN_OR_RETURN(transport::RunningServer server,
+                   transport::StartGrpcServer({.address = o.listen,
+                                               .services = {&service},
+                                               .max_receive_message_bytes = o.max_message_bytes,
+                                               .health_service_names = {"kvfleet.v1.Inference"}}));
+  std::printf("kvfleet-router listening grpc=%s metrics=%s:%d\n", server.address.c_str(), o.metrics_host.c_str(),
+              exposer->port());
+  server.SetServing(true);
+  KVFLEET_LOG_INFO("routing model {} ({} policy) on {}; workers from {}", model->id(), PolicyName(o.placement.policy),
+                   server.address, o.cachemanager.empty() ? "--workers" : "cachemanager " + o.cachemanager);
+  std::printf("kvfleet-router ready\n");
+  std::fflush(stdout);
+
+  const int sig = transport::TerminationSignals::Wait();
+  KVFLEET_LOG_INFO("received signal {}: finishing the calls in flight", sig);
+  server.SetServing(false);
+  server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  if (watcher) watcher->Stop();
+  pool.Stop();
+  exposer->RemoveCollectable(pool_collector);
+  KVFLEET_LOG_INFO("stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kvfleet::router
+
+int main(int argc, char** argv) {
+  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-router", kvfleet::router::kRouterUsage,
+                                         kvfleet::router::ParseRouterOptions, kvfleet::router::Run);
+}

@@ -1,0 +1,81 @@
+#include "services/router/server/generation_plan.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/tokenizer/stop_string_matcher.h"
+
+namespace kvfleet::router {
+namespace {
+
+constexpr size_t kMaxRequestIdBytes = 128;
+
+absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_t> prompt,
+                                    const v1::GenerationOptions& options, uint64_t fresh_seed) {
+  RETURN_IF_ERROR(CheckModelName(model, options.model()));
+  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty: give at least one token");
+  if (static_cast<int64_t>(prompt.size()) >= model.context_length()) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", prompt.size(), " tokens; model ", model.id(),
+                                                   " has a context of ", model.context_length(),
+                                                   " tokens, which must hold the prompt and at least one "
+                                                   "generated token: shorten the prompt"));
+  }
+  if (options.request_id().size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.request_id is ", options.request_id().size(), " bytes; at most ", kMaxRequestIdBytes));
+  }
+  std::vector<std::string> stops(options.stop().begin(), options.stop().end());
+  if (absl::Status s = model::StopStringMatcher::Create(stops).status(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("options.stop: ", s.message()));
+  }
+  GenerationPlan plan;
+  plan.stop_strings = std::move(stops);
+  v1::GenerateRequest& w = plan.worker_request;
+  w.set_request_id(options.request_id());
+  w.mutable_prompt_token_ids()->Assign(prompt.begin(), prompt.end());
+  *w.mutable_sampling() = options.sampling();
+  if (w.sampling().temperature() > 0 && !w.sampling().has_seed()) w.mutable_sampling()->set_seed(fresh_seed);
+  *w.mutable_stopping() = options.stopping();
+  w.set_cache_salt(options.cache_salt());
+  w.set_priority(options.priority());
+  w.set_logprobs(options.logprobs());
+  w.set_top_logprobs(options.top_logprobs());
+  plan.prompt = std::move(prompt);
+  return plan;
+}
+
+}  // namespace
+
+absl::Status CheckModelName(const RouterModel& model, const std::string& requested) {
+  if (requested.empty() || requested == model.id()) return absl::OkStatus();
+  return absl::NotFoundError(
+      absl::StrCat("model '", requested, "' is not served here; this router serves '", model.id(), "' (ListModels)"));
+}
+
+absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
+                                            uint64_t fresh_seed) {
+  const bool has_text = !request.prompt().empty();
+  const bool has_ids = request.prompt_token_ids_size() > 0;
+  if (has_text == has_ids) {
+    return absl::InvalidArgumentError("give exactly one of prompt (text) or prompt_token_ids");
+  }
+  std::vector<int32_t> prompt;
+  if (has_text) {
+    ASSIGN_OR_RETURN(prompt, model.EncodePrompt(request.prompt()));
+  } else {
+    prompt.assign(request.prompt_token_ids().begin(), request.prompt_token_ids().end());
+    RETURN_IF_ERROR(model.CheckTokenIds(prompt, "prompt_token_ids"));
+  }
+  return Plan(model, std::move(prompt), request.options(), fresh_seed);
+}
+
+absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed) {
+  if (request.messages_size() == 0) return absl::InvalidArgumentError("messages is empty: give at least one");
+  std::vector<model::ChatMessage> messages;
+  messages.reserve(request.messages_size());
+  for (const v1::ChatMessage& m : request.messages()) messages.push_back({.role = m.role(), .content = m.content()});
+  const bool add_generation_prompt = !request.has_add_generation_prompt() || request.add_generation_prompt();
+  ASSIGN_OR_RETURN(std::vector<int32_t> prompt, model.EncodeChat(messages, add_generation_prompt));
+  return Plan(model, std::move(prompt), request.options(), fresh_seed);
+}
+
+}  // namespace kvfleet::router

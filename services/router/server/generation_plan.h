@@ -1,0 +1,40 @@
+// A public API call turned into what the router sends a worker: the prompt
+// as token ids (raw text tokenized, chat messages rendered through the
+// template), the worker's GenerateRequest, and the stop strings the router
+// applies itself. Validation that needs the model (ids in the vocabulary,
+// the prompt within the context, the model name) happens here, before any
+// worker is asked; the rest the worker checks and names.
+//
+// A sampled request without a seed gets one here, so that a stream resumed
+// on another worker continues with the same draws (DESIGN.md, "Failover").
+//
+//   ASSIGN_OR_RETURN(GenerationPlan plan, PlanGenerate(model, request, /*fresh_seed=*/rng()));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kvfleet/v1/inference.pb.h"
+#include "kvfleet/v1/worker.pb.h"
+#include "services/router/frontend/router_model.h"
+
+namespace kvfleet::router {
+
+struct GenerationPlan {
+  std::vector<int32_t> prompt;
+  // Everything but resumed_output_token_ids, which each attempt sets.
+  v1::GenerateRequest worker_request;
+  std::vector<std::string> stop_strings;
+};
+
+absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
+                                            uint64_t fresh_seed);
+absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed);
+
+// INVALID_ARGUMENT unless `requested` is empty or the router's model;
+// NOT_FOUND names the model it serves.
+absl::Status CheckModelName(const RouterModel& model, const std::string& requested);
+
+}  // namespace kvfleet::router

@@ -1,0 +1,198 @@
+#include "services/router/server/generation_runner.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/block_hash.h"
+#include "common/logging.h"
+#include "services/router/frontend/text_stream.h"
+#include "services/transport/grpc_status.h"
+
+namespace kvfleet::router {
+
+struct GenerationRunner::Stream {
+  const GenerationPlan& plan;
+  const Sink& sink;
+  Clock::time_point arrival;
+  TextStream text;
+  std::vector<int32_t> generated;  // every token sent to the client, over all attempts
+  std::optional<Clock::time_point> last_tokens_at;
+  bool finished = false;
+  grpc::Status error;  // the last attempt's, for kRequestError and the final UNAVAILABLE
+
+  // The tokens of one worker message, as the client's message. Stops at the
+  // token that completes a stop string. False when a token is outside the
+  // vocabulary (a worker bug: the stream cannot be continued faithfully).
+  bool AppendTokens(const v1::GenerateResponse& in, v1::GenerateTextResponse& out) {
+    for (int i = 0; i < in.token_ids_size(); ++i) {
+      const int32_t id = in.token_ids(i);
+      absl::StatusOr<std::string> delta = text.Push(id);
+      if (!delta.ok()) {
+        error = grpc::Status(grpc::StatusCode::INTERNAL, std::string(delta.status().message()));
+        return false;
+      }
+      generated.push_back(id);
+      out.add_token_ids(id);
+      if (i < in.logprobs_size()) *out.add_logprobs() = in.logprobs(i);
+      out.mutable_text()->append(*delta);
+      if (text.stopped()) break;
+    }
+    return true;
+  }
+};
+
+GenerationRunner::GenerationRunner(const RouterModel& model, RouteSelector& selector, WorkerPool& pool,
+                                   RouterMetrics& metrics, GenerationRunnerOptions options)
+    : model_(model), selector_(selector), pool_(pool), metrics_(metrics), options_(options) {}
+
+grpc::Status GenerationRunner::ClientEnded(const grpc::ServerContextBase& context) {
+  if (context.deadline() <= std::chrono::system_clock::now()) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the client's deadline passed");
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled");
+}
+
+grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const GenerationPlan& plan,
+                                   Clock::time_point arrival, const Sink& sink) {
+  absl::StatusOr<TextStream> text = TextStream::Create(model_.tokenizer(), plan.stop_strings);
+  if (!text.ok()) return transport::ToGrpcStatus(text.status());
+  Stream stream{.plan = plan, .sink = sink, .arrival = arrival, .text = *std::move(text)};
+  PromptBlocks blocks{.prompt = plan.prompt, .root = RootBlockHash(model_.id(), plan.worker_request.cache_salt())};
+  absl::flat_hash_set<std::string> exclude;
+  int failures_in_a_row = 0;
+  bool any_overloaded = false;
+  for (int attempt = 0;; ++attempt) {
+    if (context.IsCancelled()) return ClientEnded(context);
+    absl::StatusOr<Route> route = selector_.Choose(model_.id(), blocks, exclude);
+    if (!route.ok()) {
+      if (any_overloaded) {
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            absl::StrCat("no worker can take the request now (the last said: ",
+                                         stream.error.error_message(), "); retry later, with backoff"));
+      }
+      if (!stream.error.ok()) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            absl::StrCat("no worker could serve the request after ", attempt,
+                                         " attempts; the last said: ", stream.error.error_message()));
+      }
+      return transport::ToGrpcStatus(route.status());
+    }
+    if (attempt == 0) metrics_.RecordOverhead(std::chrono::duration<double>(Clock::now() - arrival).count());
+    const size_t tokens_before = stream.generated.size();
+    const Outcome outcome = RunAttempt(context, *route, stream);
+    switch (outcome) {
+      case Outcome::kFinished:
+        return grpc::Status::OK;
+      case Outcome::kClientGone:
+        return ClientEnded(context);
+      case Outcome::kRequestError:
+        return stream.error;
+      case Outcome::kOverloaded:
+        any_overloaded = true;
+        exclude.insert(route->decision.worker_id);
+        break;
+      case Outcome::kWorkerFailed: {
+        exclude.insert(route->decision.worker_id);
+        const bool progressed = stream.generated.size() > tokens_before;
+        failures_in_a_row = progressed ? 1 : failures_in_a_row + 1;
+        if (failures_in_a_row > options_.max_attempts) {
+          return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              absl::StrCat(failures_in_a_row, " workers failed on this request in a row; the last: ",
+                                           stream.error.error_message()));
+        }
+        if (stream.generated.empty()) {
+          metrics_.RecordRetry();
+        } else {
+          metrics_.RecordResumption();
+        }
+        KVFLEET_LOG_WARN("request {}: worker {} failed after {} tokens ({}); {} on another worker",
+                         plan.worker_request.request_id(), route->decision.worker_id, stream.generated.size(),
+                         stream.error.error_message(), stream.generated.empty() ? "retrying" : "resuming");
+        break;
+      }
+    }
+  }
+}
+
+GenerationRunner::Outcome GenerationRunner::RunAttempt(const grpc::ServerContextBase& context, const Route& route,
+                                                       Stream& stream) {
+  v1::GenerateRequest request = stream.plan.worker_request;
+  request.mutable_resumed_output_token_ids()->Assign(stream.generated.begin(), stream.generated.end());
+  std::unique_ptr<grpc::ClientContext> call = grpc::ClientContext::FromServerContext(context);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader = route.stub->Generate(call.get(), request);
+  const int32_t prompt_tokens = static_cast<int32_t>(stream.plan.prompt.size());
+  v1::GenerateResponse in;
+  while (reader->Read(&in)) {
+    v1::GenerateTextResponse out;
+    out.set_worker_id(route.decision.worker_id);
+    if (!stream.AppendTokens(in, out)) {
+      call->TryCancel();
+      reader->Finish();
+      return Outcome::kRequestError;
+    }
+    const bool last = stream.text.stopped() || in.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+    if (last) {
+      out.mutable_text()->append(stream.text.Finish());
+      out.set_finish_reason(stream.text.stopped() ? v1::FINISH_REASON_STOP : in.finish_reason());
+      v1::Usage& usage = *out.mutable_usage();
+      usage.set_prompt_tokens(prompt_tokens);
+      usage.set_cached_prompt_tokens(std::min(in.usage().cached_prompt_tokens(), prompt_tokens));
+      usage.set_generated_tokens(static_cast<int32_t>(stream.generated.size()));
+    }
+    const auto now = Clock::now();
+    if (out.token_ids_size() > 0 || last) {
+      if (!stream.sink(out)) {
+        call->TryCancel();
+        reader->Finish();
+        return Outcome::kClientGone;
+      }
+    }
+    if (out.token_ids_size() > 0) {
+      if (stream.last_tokens_at.has_value()) {
+        metrics_.RecordInterToken(std::chrono::duration<double>(now - *stream.last_tokens_at).count());
+      } else {
+        metrics_.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count());
+      }
+      stream.last_tokens_at = now;
+    }
+    if (last) {
+      metrics_.RecordFinished(std::chrono::duration<double>(now - stream.arrival).count(), prompt_tokens,
+                              out.usage().cached_prompt_tokens(), out.usage().generated_tokens());
+      call->TryCancel();  // a stop string: the worker must stop too; otherwise a no-op on a finished call
+      reader->Finish();
+      return Outcome::kFinished;
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (context.IsCancelled()) return Outcome::kClientGone;
+  if (status.ok()) {
+    stream.error = grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("worker ", route.decision.worker_id,
+                                                                            " ended the stream without a finish"));
+    return Outcome::kWorkerFailed;
+  }
+  stream.error = status;
+  switch (status.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return Outcome::kRequestError;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return Outcome::kOverloaded;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::UNKNOWN:
+      pool_.ReportFailure(route.decision.worker_id);
+      return Outcome::kWorkerFailed;
+    default:
+      return Outcome::kWorkerFailed;
+  }
+}
+
+}  // namespace kvfleet::router

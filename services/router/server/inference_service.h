@@ -1,0 +1,57 @@
+// The public API (proto/kvfleet/v1/inference.proto) over gRPC: turns each
+// call into a GenerationPlan and runs it through the GenerationRunner, or
+// answers it from the model's tokenizer (Tokenize, Detokenize) and the pool
+// (ListModels). Translation only.
+//
+// It is a synchronous gRPC service: each call holds a gRPC thread while it
+// streams, blocking on its worker call. The router does no heavy work per
+// token, and a blocking call keeps failover a plain loop; the cost is a
+// thread per stream in flight (noted in docs/architecture.md; the callback
+// API is the way past a few thousand streams per router).
+//
+// Thread-safety: gRPC calls the methods from many threads at once.
+//
+//   InferenceService service(model, runner, pool, metrics);
+//   StartGrpcServer({.services = {&service}, ...});
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "kvfleet/v1/inference.grpc.pb.h"
+#include "services/router/frontend/router_model.h"
+#include "services/router/server/generation_runner.h"
+#include "services/router/server/router_metrics.h"
+#include "services/router/server/worker_pool.h"
+
+namespace kvfleet::router {
+
+class InferenceService final : public v1::Inference::Service {
+ public:
+  InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics);
+
+  grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
+                        grpc::ServerWriter<v1::GenerateTextResponse>* writer) override;
+  grpc::Status Complete(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
+                        v1::CompleteResponse* response) override;
+  grpc::Status Chat(grpc::ServerContext* context, const v1::ChatRequest* request,
+                    grpc::ServerWriter<v1::GenerateTextResponse>* writer) override;
+  grpc::Status Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,
+                        v1::TokenizeResponse* response) override;
+  grpc::Status Detokenize(grpc::ServerContext* context, const v1::DetokenizeRequest* request,
+                          v1::DetokenizeResponse* response) override;
+  grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest* request,
+                          v1::ListModelsResponse* response) override;
+
+ private:
+  // Records the call's status in the metrics and returns it.
+  grpc::Status Done(const char* method, grpc::Status status);
+
+  const RouterModel& model_;
+  GenerationRunner& runner_;
+  const WorkerPool& pool_;
+  RouterMetrics& metrics_;
+};
+
+}  // namespace kvfleet::router

@@ -1,0 +1,111 @@
+#include "services/router/server/route_selector.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace kvfleet::router {
+
+RouteSelector::RouteSelector(WorkerPool& pool, Placement& placement, std::shared_ptr<grpc::Channel> cachemanager,
+                             RouterMetrics& metrics, RouteSelectorOptions options)
+    : pool_(pool),
+      placement_(placement),
+      cachemanager_channel_(std::move(cachemanager)),
+      cachemanager_(cachemanager_channel_ ? v1::CacheManager::NewStub(cachemanager_channel_) : nullptr),
+      metrics_(metrics),
+      options_(options) {}
+
+std::optional<v1::FindOverlapsResponse> RouteSelector::FindOverlaps(const std::string& model_id,
+                                                                    const std::vector<BlockHash>& hashes) {
+  if (cachemanager_ == nullptr) return std::nullopt;
+  // A channel already known to be failing would fail the call anyway; not
+  // asking saves the round trip on every request while it is down (the
+  // state check also starts a reconnection).
+  if (cachemanager_channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+    return std::nullopt;
+  }
+  v1::FindOverlapsRequest request;
+  request.set_model_id(model_id);
+  for (const BlockHash& h : hashes) request.add_block_hashes(h.ToBytes());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + options_.overlap_timeout);
+  v1::FindOverlapsResponse response;
+  if (grpc::Status s = cachemanager_->FindOverlaps(&ctx, request, &response); !s.ok()) {
+    KVFLEET_LOG_DEBUG("FindOverlaps failed ({}): placing least_loaded", s.error_message());
+    return std::nullopt;
+  }
+  return response;
+}
+
+void PromptBlocks::HashWith(int32_t pool_block_size) {
+  if (pool_block_size <= 0 || pool_block_size == block_size) return;
+  block_size = pool_block_size;
+  hashes = HashFullBlocks(root, prompt, block_size);
+}
+
+absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptBlocks& blocks,
+                                            const absl::flat_hash_set<std::string>& exclude) {
+  std::vector<PooledWorker> workers = pool_.Routable();
+  if (workers.empty()) {
+    return absl::UnavailableError(absl::StrCat("no worker of model ", model_id,
+                                               " is reachable; start one or check the cachemanager (kvfleet workers)"));
+  }
+  blocks.HashWith(pool_.block_size());
+  std::optional<v1::FindOverlapsResponse> overlaps = FindOverlaps(model_id, blocks.hashes);
+  absl::flat_hash_map<std::string, const v1::WorkerOverlap*> by_id;
+  if (overlaps.has_value()) {
+    for (const v1::WorkerOverlap& o : overlaps->workers()) by_id[o.worker_id()] = &o;
+  }
+  std::vector<WorkerCandidate> candidates;
+  candidates.reserve(workers.size());
+  absl::flat_hash_map<std::string, std::shared_ptr<v1::Worker::StubInterface>> stubs;
+  for (const PooledWorker& w : workers) {
+    WorkerCandidate c{.worker_id = w.worker_id,
+                      .endpoint = w.endpoint,
+                      .running = w.stats.running(),
+                      .waiting = w.stats.waiting(),
+                      .blocks_used = w.stats.blocks_used(),
+                      .blocks_free = w.stats.blocks_free(),
+                      .blocks_total = w.stats.blocks_total(),
+                      .pending_prefill_tokens = w.stats.pending_prefill_tokens(),
+                      .draining = w.draining,
+                      .max_num_seqs = w.max_num_seqs};
+    if (auto it = by_id.find(w.worker_id); it != by_id.end()) {
+      const v1::WorkerOverlap& o = *it->second;
+      const v1::LoadReport& load = o.load();
+      c.matched_blocks = o.matched_blocks();
+      // The cachemanager's report is fresher (every 50 ms) than our probe.
+      if (load.blocks_total() > 0) {
+        c.running = load.running();
+        c.waiting = load.waiting();
+        c.blocks_used = load.blocks_used();
+        c.blocks_free = load.blocks_free();
+        c.blocks_total = load.blocks_total();
+        c.pending_prefill_tokens = load.pending_prefill_tokens();
+        c.draining = c.draining || load.draining();
+      }
+    }
+    stubs[w.worker_id] = w.stub;
+    candidates.push_back(std::move(c));
+  }
+  PlacementRequest request{.block_hashes = blocks.hashes,
+                           .prompt_tokens = static_cast<int32_t>(blocks.prompt.size()),
+                           .block_size = std::max(blocks.block_size, 1)};
+  // Without a cachemanager at all (static workers) the policy runs as
+  // configured, its decision memory standing in for the index; only a
+  // configured cachemanager that cannot be asked is a fallback.
+  if (cachemanager_ != nullptr && !overlaps.has_value()) {
+    request.policy = Policy::kLeastLoaded;
+    metrics_.RecordCacheManagerFallback();
+  }
+  absl::StatusOr<Decision> decision = placement_.Choose(request, std::move(candidates), exclude);
+  if (!decision.ok()) return decision.status();
+  Route route{.decision = *std::move(decision), .policy = request.policy.value_or(placement_.options().policy)};
+  route.stub = stubs[route.decision.worker_id];
+  metrics_.RecordDecision(route.policy, route.decision);
+  return route;
+}
+
+}  // namespace kvfleet::router

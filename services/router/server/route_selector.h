@@ -1,0 +1,81 @@
+// Picks the worker for one attempt of a request: the pool's routable
+// workers become placement candidates, enriched with the cachemanager's
+// FindOverlaps answer (how many of the prompt's leading blocks each holds,
+// and its latest load report), and the placement policy chooses.
+//
+// When the cachemanager cannot be asked (no address given, its channel is
+// failing, or the call errs or takes longer than overlap_timeout) the
+// decision is made least_loaded from the pool's own probes, and the
+// fallback is counted in a metric; the client never sees it (DESIGN.md).
+//
+// Thread-safety: Choose may be called from many threads at once.
+//
+//   RouteSelector selector(pool, placement, cachemanager_channel, metrics, {});
+//   PromptBlocks blocks{.prompt = prompt, .root = RootBlockHash(model_id, salt)};
+//   ASSIGN_OR_RETURN(Route route, selector.Choose(model_id, blocks, /*exclude=*/{}));
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "common/block_hash.h"
+#include "kvfleet/v1/cachemanager.grpc.pb.h"
+#include "services/router/placement/placement.h"
+#include "services/router/server/router_metrics.h"
+#include "services/router/server/worker_pool.h"
+
+namespace kvfleet::router {
+
+struct RouteSelectorOptions {
+  std::chrono::milliseconds overlap_timeout{100};
+};
+
+// A request's prompt and its full-block hashes, computed once per request
+// with the block size the workers use (known once any worker answered
+// GetInfo, hence lazily).
+struct PromptBlocks {
+  std::span<const int32_t> prompt;
+  BlockHash root;  // RootBlockHash(model id, cache salt)
+  int32_t block_size = 0;
+  std::vector<BlockHash> hashes;
+
+  void HashWith(int32_t pool_block_size);
+};
+
+struct Route {
+  Decision decision;
+  Policy policy;  // the policy applied (least_loaded on a fallback)
+  std::shared_ptr<v1::Worker::StubInterface> stub;
+};
+
+class RouteSelector {
+ public:
+  // `cachemanager` may be null: static workers, no prefix information.
+  RouteSelector(WorkerPool& pool, Placement& placement, std::shared_ptr<grpc::Channel> cachemanager,
+                RouterMetrics& metrics, RouteSelectorOptions options);
+
+  // UNAVAILABLE when no routable worker is left outside `exclude`.
+  absl::StatusOr<Route> Choose(const std::string& model_id, PromptBlocks& blocks,
+                               const absl::flat_hash_set<std::string>& exclude);
+
+ private:
+  // The cachemanager's answer, or nullopt when it could not be asked.
+  std::optional<v1::FindOverlapsResponse> FindOverlaps(const std::string& model_id,
+                                                       const std::vector<BlockHash>& hashes);
+
+  WorkerPool& pool_;
+  Placement& placement_;
+  const std::shared_ptr<grpc::Channel> cachemanager_channel_;
+  const std::unique_ptr<v1::CacheManager::Stub> cachemanager_;
+  RouterMetrics& metrics_;
+  const RouteSelectorOptions options_;
+};
+
+}  // namespace kvfleet::router

@@ -1,0 +1,35 @@
+// The router process's configuration, from its command line.
+//
+//   ASSIGN_OR_RETURN(RouterOptions o, ParseRouterOptions(args));
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/router/placement/placement_options.h"
+
+namespace kvfleet::router {
+
+struct RouterOptions {
+  std::string model_path;
+  std::string model_id;  // empty: the model file's name without .gguf (as the worker)
+  std::string listen = "127.0.0.1:50060";
+  std::string metrics_host = "0.0.0.0";
+  int metrics_port = 9466;
+  std::string cachemanager;          // host:port: workers from its WatchWorkers
+  std::vector<std::string> workers;  // or a static list of worker addresses
+  PlacementOptions placement;
+  int max_attempts = 3;
+  std::chrono::milliseconds overlap_timeout{100};
+  std::chrono::milliseconds probe_interval{250};
+  int32_t max_message_bytes = 4 << 20;
+  std::string log_level = "info";
+};
+
+extern const char kRouterUsage[];
+
+absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>& args);
+
+}  // namespace kvfleet::router

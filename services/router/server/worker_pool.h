@@ -1,0 +1,127 @@
+// The workers this router may send requests to, each with its own channel
+// (keepalive, from transport::CreateClientChannel), what GetInfo said about
+// it (block size, batch limit, model) and its last GetStats.
+//
+// Membership comes from outside: the cachemanager watcher (Upsert on
+// JOINED, SetDraining, Remove on LEFT) or the static --workers list. A
+// prober thread calls GetInfo once per worker and GetStats on every worker
+// each probe interval; a worker is routable only while its last probe (or
+// call) succeeded, its model is the router's, and it is not draining. A
+// failed call (ReportFailure) takes it out of rotation at once; the next
+// successful probe puts it back. So a SIGKILLed worker stops getting
+// requests on the first failure, before the cachemanager's liveness
+// deadline notices.
+//
+// Thread-safety: every method is thread-safe. Probes run without the lock.
+//
+//   WorkerPool pool({.model_id = "m"});
+//   pool.Upsert("worker-0", "10.0.0.5:50051", /*incarnation=*/7);
+//   pool.Start();
+//   for (const PooledWorker& w : pool.Routable()) ...
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "kvfleet/v1/worker.grpc.pb.h"
+
+namespace kvfleet::router {
+
+struct WorkerPoolOptions {
+  std::string model_id;  // workers serving another model are never routable
+  std::chrono::milliseconds probe_interval{250};
+  std::chrono::milliseconds probe_timeout{500};
+};
+
+// One worker as the router sees it at a decision.
+struct PooledWorker {
+  std::string worker_id;
+  std::string endpoint;
+  std::shared_ptr<v1::Worker::StubInterface> stub;
+  int32_t block_size = 0;
+  int32_t max_num_seqs = 0;
+  v1::WorkerStats stats;  // the last probe's
+  bool draining = false;
+};
+
+struct WorkerPoolCounts {
+  int32_t known = 0;
+  int32_t routable = 0;
+  int32_t draining = 0;
+  int32_t unreachable = 0;
+};
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(WorkerPoolOptions options);
+  ~WorkerPool();  // stops the prober
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Start();
+  void Stop();
+
+  // Adds a worker, or updates it; a new endpoint or incarnation gets a
+  // fresh channel and a fresh GetInfo. Wakes the prober so a new worker is
+  // routable within one probe round trip.
+  void Upsert(const std::string& worker_id, const std::string& endpoint, uint64_t incarnation);
+  void SetDraining(const std::string& worker_id);
+  // Removes the worker if `incarnation` is its current one (0 matches any),
+  // so a LEFT for a replaced incarnation does not remove its successor.
+  // True when removed.
+  bool Remove(const std::string& worker_id, uint64_t incarnation);
+  // Removes every worker not in `ids`; returns the removed ids.
+  std::vector<std::string> RemoveAllExcept(const absl::flat_hash_set<std::string>& ids);
+  // A call to the worker failed in a way that says it is unreachable.
+  void ReportFailure(const std::string& worker_id);
+
+  // Workers that are reachable and serve the router's model, draining ones
+  // included (flagged) so the policy can count them.
+  std::vector<PooledWorker> Routable() const;
+  // The block size the workers hash with (the first one GetInfo reported);
+  // 0 before any did.
+  int32_t block_size() const;
+  WorkerPoolCounts Counts() const;
+
+ private:
+  struct Entry {
+    std::string endpoint;
+    uint64_t incarnation = 0;
+    std::shared_ptr<v1::Worker::StubInterface> stub;
+    std::optional<v1::WorkerInfo> info;
+    v1::WorkerStats stats;
+    bool reachable = false;
+    bool draining = false;
+    bool wrong_model = false;
+    uint64_t generation = 0;  // bumped on every Upsert that replaces the channel
+  };
+  struct ProbeTarget {
+    std::string worker_id;
+    uint64_t generation;
+    std::shared_ptr<v1::Worker::StubInterface> stub;
+    bool needs_info;
+  };
+
+  void ProbeLoop();
+  void ProbeOne(const ProbeTarget& target);
+
+  const WorkerPoolOptions options_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
+  int32_t block_size_ ABSL_GUARDED_BY(mu_) = 0;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread prober_;
+};
+
+}  // namespace kvfleet::router

@@ -1,0 +1,141 @@
+#include "tests/integration/services/router/router_cluster.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "tests/testing/http_get.h"
+
+namespace kvfleet::testing {
+namespace {
+
+TextStreamResult ReadStream(std::unique_ptr<grpc::ClientReader<v1::GenerateTextResponse>> reader,
+                            grpc::ClientContext& context,
+                            const std::function<bool(const TextStreamResult&)>& cancel_when) {
+  TextStreamResult result;
+  v1::GenerateTextResponse response;
+  bool cancelled = false;
+  while (reader->Read(&response)) {
+    ++result.messages;
+    result.text += response.text();
+    result.tokens.insert(result.tokens.end(), response.token_ids().begin(), response.token_ids().end());
+    result.worker_ids.push_back(response.worker_id());
+    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+      result.finish_reason = response.finish_reason();
+      result.usage = response.usage();
+    }
+    if (!cancelled && cancel_when && cancel_when(result)) {
+      context.TryCancel();
+      cancelled = true;
+    }
+  }
+  result.status = reader->Finish();
+  return result;
+}
+
+}  // namespace
+
+absl::Status RouterCluster::StartCacheManager(const std::string& listen) {
+  ASSIGN_OR_RETURN(cachemanager_, StartServiceProcess("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY,
+                                                      {"--listen", listen, "--metrics-port", "0", "--liveness-deadline",
+                                                       "1", "--heartbeat-interval", "200"},
+                                                      dir_.Path("cachemanager.log"), absl::Seconds(30)));
+  return absl::OkStatus();
+}
+
+absl::Status RouterCluster::Start(const RouterClusterOptions& options) {
+  options_ = options;
+  model_path_ = dir_.Path("tiny.gguf");
+  RETURN_IF_ERROR(WriteHarnessModel(model_path_));
+  RETURN_IF_ERROR(StartCacheManager("127.0.0.1:0"));
+  for (int i = 0; i < options.workers; ++i) RETURN_IF_ERROR(StartWorker(i));
+  std::vector<std::string> args = {"--model",        model_path_, "--listen",       "127.0.0.1:0",
+                                   "--metrics-port", "0",         "--cachemanager", cachemanager_.address};
+  args.insert(args.end(), options.router_args.begin(), options.router_args.end());
+  ASSIGN_OR_RETURN(router_, StartServiceProcess("kvfleet-router", KVFLEET_ROUTER_BINARY, args, dir_.Path("router.log"),
+                                                absl::Seconds(30)));
+  if (!WaitForLiveWorkers(options.workers, std::chrono::seconds(30))) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the router sees ", LiveWorkers(), " live workers, not ", options.workers));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RouterCluster::StartWorker(int index) {
+  auto w = std::make_unique<WorkerHarness>();
+  std::vector<std::string> args = {"--cachemanager", cachemanager_.address, "--worker-id",
+                                   absl::StrCat("worker-", index)};
+  args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
+  RETURN_IF_ERROR(w->Start(args));
+  if (index >= static_cast<int>(workers_.size())) workers_.resize(index + 1);
+  workers_[index] = std::move(w);
+  return absl::OkStatus();
+}
+
+void RouterCluster::KillWorker(int index) {
+  ChildProcess& p = workers_.at(index)->worker().process();
+  p.Signal(SIGKILL);
+  (void)p.Wait(absl::Seconds(10));
+}
+
+void RouterCluster::KillCacheManager() {
+  cachemanager_.process->Signal(SIGKILL);
+  (void)cachemanager_.process->Wait(absl::Seconds(10));
+}
+
+absl::Status RouterCluster::RestartCacheManager() {
+  const std::string address = cachemanager_.address;
+  KillCacheManager();
+  return StartCacheManager(address);
+}
+
+std::unique_ptr<v1::Inference::Stub> RouterCluster::Stub() const {
+  return v1::Inference::NewStub(NewTestChannel(router_.address));
+}
+
+absl::StatusOr<PrometheusScrape> RouterCluster::ScrapeRouter() const {
+  ASSIGN_OR_RETURN(std::string body, HttpGet("127.0.0.1", router_.metrics_port, "/metrics", absl::Seconds(10)));
+  return PrometheusScrape::Parse(body);
+}
+
+int RouterCluster::LiveWorkers() const {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ListModelsResponse response;
+  if (!Stub()->ListModels(&context, v1::ListModelsRequest(), &response).ok() || response.models_size() != 1) {
+    return -1;
+  }
+  return response.models(0).live_workers();
+}
+
+bool RouterCluster::WaitForLiveWorkers(int n, std::chrono::milliseconds timeout) const {
+  return WaitUntil([&] { return LiveWorkers() == n; }, timeout);
+}
+
+TextStreamResult RouterCluster::Generate(const v1::GenerateTextRequest& request,
+                                         std::optional<std::chrono::milliseconds> deadline,
+                                         const std::function<bool(const TextStreamResult&)>& cancel_when) const {
+  auto stub = Stub();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + deadline.value_or(std::chrono::minutes(2)));
+  context.set_wait_for_ready(true);
+  return ReadStream(stub->Generate(&context, request), context, cancel_when);
+}
+
+TextStreamResult RouterCluster::Chat(const v1::ChatRequest& request) const {
+  auto stub = Stub();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
+  context.set_wait_for_ready(true);
+  return ReadStream(stub->Chat(&context, request), context, nullptr);
+}
+
+v1::GenerateTextRequest TinyTextRequest(uint64_t seed, int prompt_tokens, int max_tokens) {
+  const v1::GenerateRequest ids = TinyRequest(seed, prompt_tokens, max_tokens);
+  v1::GenerateTextRequest r;
+  *r.mutable_prompt_token_ids() = ids.prompt_token_ids();
+  *r.mutable_options()->mutable_stopping() = ids.stopping();
+  return r;
+}
+
+}  // namespace kvfleet::testing

@@ -1,0 +1,88 @@
+// A whole cluster on loopback for the router's integration tests: a real
+// kvfleet-cachemanager, real kvfleet-worker processes registered with it
+// (the harness's tiny model), and a real kvfleet-router in front, plus a
+// client that records what a caller of the public API sees.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvfleet/v1/inference.grpc.pb.h"
+#include "tests/integration/services/worker/worker_harness.h"
+#include "tests/testing/prometheus_text.h"
+#include "tests/testing/service_process.h"
+#include "tests/testing/temp_dir.h"
+
+namespace kvfleet::testing {
+
+struct TextStreamResult {
+  grpc::Status status;
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::vector<std::string> worker_ids;  // per message
+  v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+  v1::Usage usage;
+  int messages = 0;
+};
+
+struct RouterClusterOptions {
+  int workers = 2;
+  std::vector<std::string> worker_args;  // appended to every worker's command line
+  std::vector<std::string> router_args;  // appended to the router's
+};
+
+class RouterCluster {
+ public:
+  // Starts the cachemanager, the workers and the router, and waits until the
+  // router sees every worker (ListModels live_workers).
+  absl::Status Start(const RouterClusterOptions& options);
+
+  // Another worker, "worker-<index>", registered with the cachemanager.
+  absl::Status StartWorker(int index);
+  WorkerHarness& worker(int index) { return *workers_.at(index); }
+  int worker_count() const { return static_cast<int>(workers_.size()); }
+  // SIGKILLs the worker and waits for it to die; the slot stays (null harness process).
+  void KillWorker(int index);
+
+  // SIGKILL, and (for Restart) a new cachemanager on the same address.
+  void KillCacheManager();
+  absl::Status RestartCacheManager();
+
+  std::unique_ptr<v1::Inference::Stub> Stub() const;
+  const std::string& router_address() const { return router_.address; }
+  absl::StatusOr<PrometheusScrape> ScrapeRouter() const;
+  // live_workers of the model, per the router; -1 when ListModels fails.
+  int LiveWorkers() const;
+  bool WaitForLiveWorkers(int n, std::chrono::milliseconds timeout) const;
+
+  // Streams one Generate call; `cancel_when` is asked after every message
+  // and cancels the call once it returns true.
+  TextStreamResult Generate(const v1::GenerateTextRequest& request,
+                            std::optional<std::chrono::milliseconds> deadline = std::nullopt,
+                            const std::function<bool(const TextStreamResult&)>& cancel_when = nullptr) const;
+  TextStreamResult Chat(const v1::ChatRequest& request) const;
+
+  const std::string& model_path() const { return model_path_; }
+
+ private:
+  absl::Status StartCacheManager(const std::string& listen);
+
+  RouterClusterOptions options_;
+  TempDir dir_;
+  std::string model_path_;
+  StartedService cachemanager_;
+  std::vector<std::unique_ptr<WorkerHarness>> workers_;
+  StartedService router_;
+};
+
+// A Generate request for the tiny model: a random prompt of `prompt_tokens`
+// ids (seeded), greedy, ignoring end-of-turn tokens, `max_tokens` tokens.
+v1::GenerateTextRequest TinyTextRequest(uint64_t seed, int prompt_tokens, int max_tokens);
+
+}  // namespace kvfleet::testing
