@@ -11,12 +11,25 @@
 namespace kvfleet::flags {
 
 absl::StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args, const std::set<std::string>& valued,
-                                   const std::set<std::string>& switches) {
+                                   const std::set<std::string>& switches, size_t max_positional) {
   Flags flags;
+  bool only_positional = false;  // after a lone "--"
   for (size_t i = 0; i < args.size(); ++i) {
     absl::string_view arg = args[i];
-    if (!absl::ConsumePrefix(&arg, "--")) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args[i], "' (flags start with --)"));
+    if (!only_positional && arg == "--" && max_positional > 0) {
+      only_positional = true;
+      continue;
+    }
+    if (only_positional || !absl::ConsumePrefix(&arg, "--")) {
+      if (flags.positional_.size() >= max_positional) {
+        return absl::InvalidArgumentError(
+            max_positional == 0
+                ? absl::StrCat("unexpected argument '", args[i], "' (flags start with --)")
+                : absl::StrCat("unexpected argument '", args[i], "' (at most ", max_positional, " positional argument",
+                               max_positional == 1 ? "" : "s", "; quote text with spaces)"));
+      }
+      flags.positional_.push_back(args[i]);
+      continue;
     }
     std::string name(arg), value;
     bool has_value = false;
@@ -27,13 +40,13 @@ absl::StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args, const s
     }
     if (switches.count(name) > 0) {
       if (has_value) return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
-      flags.values_[name] = "";
+      flags.values_[name].push_back("");
     } else if (valued.count(name) > 0) {
       if (!has_value) {
         if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
         value = args[++i];
       }
-      flags.values_[name] = value;
+      flags.values_[name].push_back(value);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
     }
@@ -41,42 +54,52 @@ absl::StatusOr<Flags> Flags::Parse(const std::vector<std::string>& args, const s
   return flags;
 }
 
-absl::StatusOr<std::string> Flags::GetString(const std::string& name) const {
+const std::string* Flags::Last(const std::string& name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) return absl::InvalidArgumentError(absl::StrCat("--", name, " is required"));
-  return it->second;
+  return it == values_.end() ? nullptr : &it->second.back();
+}
+
+absl::StatusOr<std::string> Flags::GetString(const std::string& name) const {
+  const std::string* value = Last(name);
+  if (value == nullptr) return absl::InvalidArgumentError(absl::StrCat("--", name, " is required"));
+  return *value;
 }
 
 std::string Flags::GetString(const std::string& name, const std::string& fallback) const {
+  const std::string* value = Last(name);
+  return value == nullptr ? fallback : *value;
+}
+
+std::vector<std::string> Flags::GetStrings(const std::string& name) const {
   auto it = values_.find(name);
-  return it == values_.end() ? fallback : it->second;
+  return it == values_.end() ? std::vector<std::string>() : it->second;
 }
 
 absl::StatusOr<int64_t> Flags::GetInt(const std::string& name, int64_t fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+  const std::string* value = Last(name);
+  if (value == nullptr) return fallback;
   int64_t v;
-  if (!absl::SimpleAtoi(it->second, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be an integer, got '", it->second, "'"));
+  if (!absl::SimpleAtoi(*value, &v)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be an integer, got '", *value, "'"));
   }
   return v;
 }
 
 absl::StatusOr<double> Flags::GetDouble(const std::string& name, double fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+  const std::string* value = Last(name);
+  if (value == nullptr) return fallback;
   double v;
-  if (!absl::SimpleAtod(it->second, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be a number, got '", it->second, "'"));
+  if (!absl::SimpleAtod(*value, &v)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be a number, got '", *value, "'"));
   }
   return v;
 }
 
 absl::StatusOr<std::vector<model::TokenId>> Flags::GetTokenIds(const std::string& name) const {
   std::vector<model::TokenId> ids;
-  auto it = values_.find(name);
-  if (it == values_.end()) return ids;
-  for (absl::string_view part : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
+  const std::string* value = Last(name);
+  if (value == nullptr) return ids;
+  for (absl::string_view part : absl::StrSplit(*value, ',', absl::SkipWhitespace())) {
     int32_t id;
     if (!absl::SimpleAtoi(part, &id)) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", part, "' is not a token id"));

@@ -4,7 +4,7 @@
 For each prompt (a list of token ids):
   1. next-token logits: `kvfleet logits` vs llama_numpy.LlamaReference, every
      vocabulary entry within the tolerance below;
-  2. greedy continuation of --gen-tokens tokens: `kvfleet generate
+  2. greedy continuation of --gen-tokens tokens: `kvfleet generate --local
      --temperature 0 --ignore-eos` vs the reference's greedy loop (which keeps
      its own KV cache), token for token.
 
@@ -159,7 +159,7 @@ class Kvfleet:
         return data.astype(np.float64)
 
     def generate(self, ids, n):
-        out = self._run(["generate", "--model", self.model, "--prompt-token-ids",
+        out = self._run(["generate", "--local", "--model", self.model, "--prompt-token-ids",
                          ",".join(map(str, ids)), "--max-tokens", str(n),
                          "--temperature", "0", "--ignore-eos", "--output", "ids",
                          "--threads", str(self.threads)],

@@ -1,4 +1,4 @@
-#include "tests/testing/child_process.h"
+#include "tools/cluster/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace kvfleet::testing {
+namespace kvfleet::cluster {
 
 namespace {
 
@@ -245,4 +245,4 @@ bool ChildProcess::Running() {
   return !TryReap();
 }
 
-}  // namespace kvfleet::testing
+}  // namespace kvfleet::cluster

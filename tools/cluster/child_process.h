@@ -1,12 +1,13 @@
-// A child process for integration tests: a program started with arguments,
-// its stdout read line by line, its stderr appended to a file (or inherited).
+// A child process: a program started with arguments, its stdout read line
+// by line, its stderr appended to a file (or inherited). Used by
+// `kvfleet up` to run a local cluster and by the integration tests.
 //
 // Owns the child's pid and the read end of its stdout pipe. A background
 // thread drains stdout into a line buffer from the start, so a child that
 // keeps printing after the line a test waited for never blocks on a full
 // pipe. Invariants: the child runs in its own process group; the destructor
 // SIGKILLs that group (grandchildren included, even after the child itself
-// exited) and reaps the child, so a failed test leaves no process behind.
+// exited) and reaps the child, so a failed test (or launcher) leaves no process behind.
 // Thread-safety: WaitForLine, StdoutLines, Signal, Wait and Running may be
 // called from any thread; the object itself must outlive those calls.
 //
@@ -27,7 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace kvfleet::testing {
+namespace kvfleet::cluster {
 
 class ChildProcess {
  public:
@@ -91,4 +92,4 @@ class ChildProcess {
   std::thread reader_;
 };
 
-}  // namespace kvfleet::testing
+}  // namespace kvfleet::cluster

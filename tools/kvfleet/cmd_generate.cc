@@ -1,35 +1,51 @@
-// kvfleet generate: one prompt or chat turn through the model on this
-// machine's CPU, streamed to stdout as it is generated.
+// kvfleet generate: one prompt through the router (default), or with
+// --local one prompt or chat turn through the model on this machine's CPU;
+// streamed to stdout as it is generated either way.
 #include <cstdio>
+#include <initializer_list>
 #include <iostream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/flags/flags.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/worker/engine/request.h"
-#include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
+#include "tools/kvfleet/router_client.h"
 
 namespace kvfleet::tools {
 
 namespace {
 constexpr char kUsage[] =
-    R"(usage: kvfleet generate [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
-                        [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
-                        [--min-p P] [--repetition-penalty R] [--presence-penalty P]
-                        [--frequency-penalty F] [--seed N] [--stop-token-ids 1,2] [--ignore-eos]
-                        [--threads N] [--output text|ids]
+    R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT]
+                        [--stop TEXT]... [--cache-salt S] [--timeout SECONDS] [sampling flags]
+       kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
+                        [--system TEXT] [--threads N] [sampling flags]
 
---chat sends TEXT as a user message through the model's chat template (with
---system as the system message); --prompt continues raw text. Text streams to
-stdout as it is generated; a summary goes to stderr. --output ids prints the
-generated token ids as one comma-separated line instead.
---model defaults to models/SmolLM2-135M-Instruct.Q4_1.gguf.
+sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
+                [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
+                [--seed N] [--stop-token-ids 1,2] [--ignore-eos] [--output text|ids]
+
+Without --local the prompt goes to the router's Generate (--router, default
+127.0.0.1:50060; start a cluster with `kvfleet up`). --stop ends generation
+at a string (repeat it for several; the string itself is not printed);
+--cache-salt keeps this caller's cached prefixes apart from others';
+--timeout bounds the whole call. To chat through the router use `kvfleet chat`.
+
+--local runs the model in this process instead: --chat sends TEXT as a user
+message through the model's chat template (with --system as the system
+message); --prompt continues raw text. --model defaults to
+models/SmolLM2-135M-Instruct.Q4_1.gguf.
+
+Text streams to stdout as it is generated; a summary goes to stderr.
+--output ids prints the generated token ids as one comma-separated line
+instead. Decoding is greedy unless --temperature is set; --max-tokens
+defaults to 256.
 )";
 
 constexpr char kDefaultModel[] = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -80,16 +96,26 @@ absl::StatusOr<std::vector<model::TokenId>> BuildPrompt(const Flags& f, const mo
   return tok.Encode(text, {.add_special = !tmpl.renders_bos(), .parse_special = true});
 }
 
-}  // namespace
+// Fails naming the first of `names` that is set: they belong to the other mode.
+absl::Status RejectFlags(const Flags& flags, std::initializer_list<const char*> names, const char* why) {
+  for (const char* name : names) {
+    if (flags.Has(name)) return absl::InvalidArgumentError(absl::StrCat("--", name, " ", why));
+  }
+  return absl::OkStatus();
+}
 
-absl::Status RunGenerate(const Args& args) {
-  if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags,
-                   Flags::Parse(args,
-                                {"model", "chat", "system", "prompt", "prompt-token-ids", "max-tokens", "temperature",
-                                 "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
-                                 "frequency-penalty", "seed", "stop-token-ids", "threads", "output"},
-                                {"ignore-eos"}));
+absl::Status RunThroughRouter(const Flags& flags) {
+  RETURN_IF_ERROR(RejectFlags(flags, {"model", "threads"}, "needs --local (the router serves its own model)"));
+  RETURN_IF_ERROR(
+      RejectFlags(flags, {"chat", "system"}, "needs --local; to chat through the router use `kvfleet chat`"));
+  ASSIGN_OR_RETURN(CallSettings call, CallSettingsFromFlags(flags));
+  ASSIGN_OR_RETURN(v1::GenerateTextRequest request, GenerateRequestFromFlags(flags));
+  return StreamGenerate(call, request, stdout, stderr);
+}
+
+absl::Status RunLocally(const Flags& flags) {
+  RETURN_IF_ERROR(RejectFlags(flags, {"router", "stop", "cache-salt", "timeout"},
+                              "applies only through the router (drop --local)"));
   const std::string output = flags.GetString("output", "text");
   if (output != "text" && output != "ids") {
     return absl::InvalidArgumentError(absl::StrCat("--output must be text or ids, got '", output, "'"));
@@ -140,6 +166,17 @@ absl::Status RunGenerate(const Args& args) {
       prompt_tokens, result.tokens.size(), engine::FinishReasonName(result.finish_reason),
       static_cast<unsigned long long>(seed), prompt_tokens / std::max(result.prefill_seconds, 1e-9), decode_rate);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunGenerate(const Args& args) {
+  if (WantsHelp(args)) return PrintHelp(kUsage);
+  ASSIGN_OR_RETURN(
+      Flags flags,
+      Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads"}),
+                   {"ignore-eos", "local"}));
+  return flags.GetSwitch("local") ? RunLocally(flags) : RunThroughRouter(flags);
 }
 
 }  // namespace kvfleet::tools

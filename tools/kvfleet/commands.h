@@ -23,5 +23,7 @@ absl::Status RunTinyModel(const Args& args);
 absl::Status RunBenchModel(const Args& args);
 absl::Status RunLoadClient(const Args& args);
 absl::Status RunWorkers(const Args& args);
+absl::Status RunChat(const Args& args);
+absl::Status RunUp(const Args& args);
 
 }  // namespace kvfleet::tools

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "services/transport/termination_signals.h"
 #include "tools/kvfleet/commands.h"
 
 namespace {
@@ -17,13 +18,18 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"generate", "generate text (or chat) with a model on this machine's CPU", kvfleet::tools::RunGenerate},
+    {"up", "start a local cluster (cachemanager, workers, router) and serve until Ctrl-C", kvfleet::tools::RunUp},
+    {"chat", "send a chat message through the router and stream the answer", kvfleet::tools::RunChat},
+    {"generate", "continue a prompt through the router (--local: with a model on this CPU)",
+     kvfleet::tools::RunGenerate},
     {"model-info", "show a model's hyperparameters, tensor types and KV cache cost", kvfleet::tools::RunModelInfo},
     {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
     {"bench-model", "measure prefill and decode tokens/s", kvfleet::tools::RunBenchModel},
-    {"load", "drive a worker with concurrent streams; throughput and latency percentiles", kvfleet::tools::RunLoadClient},
-    {"workers", "list the live workers the cachemanager knows, with their KV blocks and load", kvfleet::tools::RunWorkers},
+    {"load", "drive a worker with concurrent streams; throughput and latency percentiles",
+     kvfleet::tools::RunLoadClient},
+    {"workers", "list the live workers the cachemanager knows, with their KV blocks and load",
+     kvfleet::tools::RunWorkers},
 };
 
 void PrintUsage() {
@@ -35,6 +41,9 @@ void PrintUsage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `up` waits for SIGINT/SIGTERM as values (TerminationSignals): they must
+  // be blocked before any thread starts, so every thread inherits the mask.
+  if (argc >= 2 && std::string(argv[1]) == "up") kvfleet::transport::TerminationSignals::Block();
   kvfleet::InitLogging(std::getenv("KVFLEET_LOG") ? std::getenv("KVFLEET_LOG") : "warn");
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
     PrintUsage();

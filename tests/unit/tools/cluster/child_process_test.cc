@@ -1,4 +1,4 @@
-#include "tests/testing/child_process.h"
+#include "tools/cluster/child_process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include "tests/testing/temp_dir.h"
 
-namespace kvfleet::testing {
+namespace kvfleet::cluster {
 namespace {
 
 std::unique_ptr<ChildProcess> StartShell(const std::string& script, const std::string& stderr_path = "") {
@@ -75,7 +75,7 @@ TEST(ChildProcessTest, KeepsDrainingAfterTheLine) {
 }
 
 TEST(ChildProcessTest, AppendsStderrToAFile) {
-  TempDir dir;
+  testing::TempDir dir;
   const std::string path = dir.Path("stderr.log");
   std::ofstream(path) << "earlier\n";
   auto child = StartShell("echo oops >&2", path);
@@ -136,4 +136,4 @@ TEST(ChildProcessTest, DestructorKillsGrandchildrenOfAnExitedChild) {
 }
 
 }  // namespace
-}  // namespace kvfleet::testing
+}  // namespace kvfleet::cluster

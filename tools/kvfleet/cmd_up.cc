@@ -1,0 +1,220 @@
+// kvfleet up: a whole cluster on this machine's loopback (cachemanager,
+// workers, router), served until Ctrl-C. The processes are
+// tools/cluster/LocalCluster's; this file parses flags, tells the person
+// how to call the cluster, and waits for the signal to stop it.
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "services/transport/termination_signals.h"
+#include "tools/cluster/local_cluster.h"
+#include "tools/cluster/service_binaries.h"
+#include "tools/kvfleet/commands.h"
+#include "tools/kvfleet/router_client.h"
+
+namespace kvfleet::tools {
+namespace {
+
+using cluster::ClusterMember;
+using cluster::LocalCluster;
+using cluster::LocalClusterOptions;
+using transport::TerminationSignals;
+
+constexpr char kUsage[] =
+    R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE]
+                  [--listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
+                  [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
+                  [--ask TEXT [--exit-after-ask]]
+
+Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
+registered with it and one kvfleet-router in front, all serving --model
+(default models/SmolLM2-135M-Instruct.Q4_1.gguf). Once every service is ready
+it prints how to call the router and the line
+  kvfleet up ready router=HOST:PORT
+then serves until SIGINT (Ctrl-C) or SIGTERM, and stops the router, the
+workers (they drain) and the cachemanager in that order. A second Ctrl-C
+kills what is still running.
+
+  --workers N             workers (default 2)
+  --threads T             CPU threads per worker (default: hardware threads / N, at least 1)
+  --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
+  --listen HOST:PORT      the router's address (default 127.0.0.1:50060; port 0 picks a free one)
+  --cachemanager-listen   the cachemanager's address (default 127.0.0.1:50050)
+  --metrics-port N        the router's /metrics port (default 9466; the others pick free ports)
+  --policy P              the router's placement policy (default: the router's, prefix_aware)
+  --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
+  --bin-dir DIR           where the service binaries are: a build tree or one directory
+                          (default: the build tree this kvfleet belongs to)
+  --ask TEXT              once ready, send TEXT as a chat message through the router and print
+                          the answer, then keep serving
+  --exit-after-ask        stop the cluster once --ask has its answer (exit 1 if it failed)
+)";
+
+constexpr char kDefaultModel[] = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+// How long the router may take to see every worker through the cachemanager
+// before `up` says so and carries on.
+constexpr absl::Duration kDiscoveryTimeout = absl::Seconds(30);
+constexpr absl::Duration kPollInterval = absl::Milliseconds(200);
+
+bool SignalArrived() { return TerminationSignals::Poll(std::chrono::milliseconds(0)); }
+
+absl::StatusOr<std::string> MakeLogDir(const std::string& requested) {
+  if (!requested.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(requested, ec);
+    if (ec)
+      return absl::FailedPreconditionError(absl::StrCat("cannot create --log-dir ", requested, ": ", ec.message()));
+    return requested;
+  }
+  std::string pattern = "/tmp/kvfleet-up-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) return absl::InternalError("cannot create a log directory under /tmp");
+  return pattern;
+}
+
+absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
+  LocalClusterOptions o;
+  o.model_path = flags.GetString("model", kDefaultModel);
+  if (!std::filesystem::is_regular_file(o.model_path)) {
+    return absl::NotFoundError(absl::StrCat("no model file at ", o.model_path, " (give one with --model PATH)"));
+  }
+  ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers", 2));
+  if (workers < 1 || workers > 64) return absl::InvalidArgumentError("--workers must be between 1 and 64");
+  o.workers = static_cast<int>(workers);
+  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", cluster::DefaultThreadsPerWorker(hardware, o.workers)));
+  if (threads < 1 || threads > 1024) return absl::InvalidArgumentError("--threads must be between 1 and 1024");
+  o.threads_per_worker = static_cast<int>(threads);
+  o.kv_cache_memory = flags.GetString("kv-cache-memory", o.kv_cache_memory);
+  o.router_listen = flags.GetString("listen", o.router_listen);
+  o.cachemanager_listen = flags.GetString("cachemanager-listen", o.cachemanager_listen);
+  ASSIGN_OR_RETURN(int64_t metrics_port, flags.GetInt("metrics-port", o.router_metrics_port));
+  o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
+  o.policy = flags.GetString("policy", "");
+  ASSIGN_OR_RETURN(o.log_dir, MakeLogDir(flags.GetString("log-dir", "")));
+  std::string bin_dir = flags.GetString("bin-dir", "");
+  if (bin_dir.empty()) {
+    ASSIGN_OR_RETURN(const std::string exe, cluster::CurrentExecutable());
+    bin_dir = cluster::DefaultBinDir(exe);
+  }
+  ASSIGN_OR_RETURN(o.binaries, cluster::FindServiceBinaries(bin_dir));
+  o.on_ready = [](const ClusterMember& m) {
+    std::fprintf(stderr, "kvfleet up: %s ready at %s (pid %d)\n", m.label.c_str(), m.endpoints.grpc_address.c_str(),
+                 static_cast<int>(m.process->pid()));
+  };
+  o.interrupted = SignalArrived;
+  RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+// Waits until the router counts every worker live (discovery through the
+// cachemanager is asynchronous); returns the model id it serves. Carries on
+// with a warning (and the model file's stem as its id) when that takes too long.
+absl::StatusOr<std::string> AwaitWorkersSeen(LocalCluster& cluster, const LocalClusterOptions& options) {
+  const std::string& router = cluster.router().endpoints.grpc_address;
+  const absl::Time deadline = absl::Now() + kDiscoveryTimeout;
+  std::string last_seen;
+  while (absl::Now() < deadline) {
+    RETURN_IF_ERROR(cluster.CheckRunning());
+    const absl::StatusOr<v1::ListModelsResponse> models = ListModels(router, absl::Seconds(5));
+    if (models.ok() && models->models_size() > 0) {
+      const v1::ModelInfo& model = models->models(0);
+      if (model.live_workers() >= options.workers) return model.id();
+      last_seen = absl::StrCat("it sees ", model.live_workers());
+    } else {
+      last_seen = models.ok() ? "it lists no model" : absl::StrCat("ListModels: ", models.status().message());
+    }
+    if (SignalArrived()) return absl::CancelledError("interrupted while waiting for the router to see the workers");
+    absl::SleepFor(kPollInterval);
+  }
+  std::fprintf(stderr,
+               "kvfleet up: warning: the router did not count all %d workers live within %s (%s); serving anyway\n",
+               options.workers, absl::FormatDuration(kDiscoveryTimeout).c_str(), last_seen.c_str());
+  return std::filesystem::path(options.model_path).stem().string();
+}
+
+std::string MetricsUrl(const ClusterMember& m) {
+  return absl::StrCat("http://", m.endpoints.metrics_address, "/metrics");
+}
+
+void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, const std::string& model_id) {
+  const std::string& router = cluster.router().endpoints.grpc_address;
+  const std::string router_flag = router == kDefaultRouter ? "" : absl::StrCat(" --router ", router);
+  std::vector<std::string> worker_metrics;
+  for (const ClusterMember& w : cluster.workers()) worker_metrics.push_back(MetricsUrl(w));
+  std::printf("kvfleet up: cluster ready — router %s (model %s, %d worker%s)\n", router.c_str(), model_id.c_str(),
+              o.workers, o.workers == 1 ? "" : "s");
+  std::printf("  kvfleet chat%s \"What is the capital of France?\"          # through the router\n",
+              router_flag.c_str());
+  std::printf("  kvfleet generate%s --prompt \"Once upon a time\" --max-tokens 32\n", router_flag.c_str());
+  std::printf(
+      "  grpcurl -plaintext -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}' %s "
+      "kvfleet.v1.Inference/Chat\n",
+      router.c_str());
+  std::printf("  metrics: router %s, cachemanager %s, workers %s\n", MetricsUrl(cluster.router()).c_str(),
+              MetricsUrl(cluster.cachemanager()).c_str(), absl::StrJoin(worker_metrics, " ").c_str());
+  std::printf("  logs: %s\n", o.log_dir.c_str());
+  std::printf("Ctrl-C stops the cluster.\n");
+  std::printf("kvfleet up ready router=%s\n", router.c_str());
+  std::fflush(stdout);
+}
+
+absl::Status Ask(const std::string& router, const std::string& text) {
+  ASSIGN_OR_RETURN(Flags defaults, Flags::Parse({}, {}, {}));
+  ASSIGN_OR_RETURN(v1::ChatRequest request, ChatRequestFromFlags(defaults, text));
+  std::fprintf(stderr, "kvfleet up: asking the router: %s\n", text.c_str());
+  return StreamChat({.router = router}, request, stdout, stderr);
+}
+
+// Serves until a termination signal (OK) or a member's unexpected exit.
+absl::Status Serve(LocalCluster& cluster) {
+  while (!TerminationSignals::Poll(std::chrono::milliseconds(absl::ToInt64Milliseconds(kPollInterval)))) {
+    RETURN_IF_ERROR(cluster.CheckRunning());
+  }
+  return absl::OkStatus();
+}
+
+// Stops the cluster; `status` (why it stops) wins over a stop problem.
+absl::Status StopCluster(LocalCluster& cluster, absl::Status status) {
+  std::fprintf(stderr, "kvfleet up: stopping the router, then the workers (they drain), then the cachemanager\n");
+  const absl::Status stopped = cluster.Stop(SignalArrived);
+  if (stopped.ok()) std::fprintf(stderr, "kvfleet up: stopped\n");
+  return status.ok() ? stopped : status;
+}
+
+}  // namespace
+
+absl::Status RunUp(const Args& args) {
+  if (WantsHelp(args)) return PrintHelp(kUsage);
+  ASSIGN_OR_RETURN(Flags flags,
+                   Flags::Parse(args,
+                                {"model", "workers", "threads", "kv-cache-memory", "listen", "cachemanager-listen",
+                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask"},
+                                {"exit-after-ask"}));
+  if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
+    return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");
+  }
+  ASSIGN_OR_RETURN(LocalClusterOptions options, OptionsFromFlags(flags));
+  std::fprintf(stderr,
+               "kvfleet up: starting a cachemanager, %d worker%s (%d thread%s, %s KV cache each) and a router; "
+               "logs in %s\n",
+               options.workers, options.workers == 1 ? "" : "s", options.threads_per_worker,
+               options.threads_per_worker == 1 ? "" : "s", options.kv_cache_memory.c_str(), options.log_dir.c_str());
+  ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options));
+  absl::StatusOr<std::string> model_id = AwaitWorkersSeen(*cluster, options);
+  if (!model_id.ok()) return StopCluster(*cluster, model_id.status());
+  PrintBanner(*cluster, options, *model_id);
+  if (flags.Has("ask")) {
+    const absl::Status asked = Ask(cluster->router().endpoints.grpc_address, flags.GetString("ask", ""));
+    if (!asked.ok()) std::fprintf(stderr, "kvfleet up: --ask failed: %s\n", std::string(asked.message()).c_str());
+    if (flags.GetSwitch("exit-after-ask")) return StopCluster(*cluster, asked);
+  }
+  return StopCluster(*cluster, Serve(*cluster));
+}
+
+}  // namespace kvfleet::tools
