@@ -53,6 +53,7 @@ struct Decision {
   // placed anyway (the worker queues or preempts) rather than refused.
   bool fits = true;
   std::vector<CandidateScore> scores;  // every candidate considered, by worker id
+  uint64_t in_flight_ticket = 0;       // for Placement::Settle
 };
 
 }  // namespace kvfleet::router

@@ -48,11 +48,24 @@ void DecisionMemory::PopPrefix() {
 void DecisionMemory::PopInFlight() {
   const InFlightEntry e = in_flight_fifo_.front();
   in_flight_fifo_.pop_front();
-  InFlight& f = slots_[e.slot].in_flight;
-  f.requests -= 1;
-  f.blocks -= e.blocks;
-  --in_flight_count_;
+  if (!e.settled) {
+    InFlight& f = slots_[e.slot].in_flight;
+    f.requests -= 1;
+    f.blocks -= e.blocks;
+    --in_flight_count_;
+  }
   Unref(e.slot);
+}
+
+void DecisionMemory::Settle(uint64_t ticket) {
+  auto it = std::lower_bound(in_flight_fifo_.begin(), in_flight_fifo_.end(), ticket,
+                             [](const InFlightEntry& e, uint64_t t) { return e.ticket < t; });
+  if (it == in_flight_fifo_.end() || it->ticket != ticket || it->settled) return;
+  it->settled = true;
+  InFlight& f = slots_[it->slot].in_flight;
+  f.requests -= 1;
+  f.blocks -= it->blocks;
+  --in_flight_count_;
 }
 
 void DecisionMemory::Expire(Clock::time_point now) {
@@ -60,11 +73,11 @@ void DecisionMemory::Expire(Clock::time_point now) {
   while (!in_flight_fifo_.empty() && in_flight_fifo_.front().expires <= now) PopInFlight();
 }
 
-void DecisionMemory::Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks,
-                            Clock::time_point now) {
+uint64_t DecisionMemory::Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks,
+                                Clock::time_point now) {
   const bool remember_prefix = limits_.prefix_ttl > Clock::duration::zero() && !hashes.empty();
   const bool count_in_flight = limits_.in_flight_ttl > Clock::duration::zero();
-  if (!remember_prefix && !count_in_flight) return;
+  if (!remember_prefix && !count_in_flight) return 0;
   const uint32_t slot = Intern(worker);
   if (remember_prefix) {
     const Clock::time_point expires = now + limits_.prefix_ttl;
@@ -82,8 +95,11 @@ void DecisionMemory::Record(const std::string& worker, std::span<const BlockHash
       prefix_fifo_.push_back({.hash = hash, .slot = slot, .expires = expires});
     }
   }
+  uint64_t ticket = 0;
   if (count_in_flight) {
-    in_flight_fifo_.push_back({.slot = slot, .expires = now + limits_.in_flight_ttl, .blocks = new_blocks});
+    ticket = next_ticket_++;
+    in_flight_fifo_.push_back(
+        {.slot = slot, .expires = now + limits_.in_flight_ttl, .blocks = new_blocks, .ticket = ticket});
     WorkerState& w = slots_[slot];
     w.refs += 1;
     w.in_flight.requests += 1;
@@ -94,6 +110,7 @@ void DecisionMemory::Record(const std::string& worker, std::span<const BlockHash
   // counted above, so the slot is freed only if all of them go.
   while (static_cast<int64_t>(prefix_fifo_.size()) > limits_.max_blocks) PopPrefix();
   while (static_cast<int64_t>(in_flight_fifo_.size()) > limits_.max_in_flight) PopInFlight();
+  return ticket;
 }
 
 std::vector<int32_t> DecisionMemory::RememberedBlocks(std::span<const BlockHash> hashes,

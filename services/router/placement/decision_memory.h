@@ -8,7 +8,10 @@
 //   hears of it a flush later, so without this a burst of requests with a
 //   new shared prefix would scatter over the cluster.
 // - in-flight load: for `in_flight_ttl` a decision counts one request and
-//   its new KV blocks against w, until w's own load report includes it.
+//   its new KV blocks against w, until w's own load report includes it, or
+//   until the router settles it (the request ended: nothing is in flight any
+//   more, and counting it on would only push the next request of the same
+//   prefix away from the worker that holds it).
 //
 // Hashes are chained, so h_i names the whole prefix h0..h_i: if (h_i, w) is
 // remembered, w was sent all of h0..h_i, and (h_j, w) for j < i expires no
@@ -29,14 +32,16 @@
 // pair goes no FIFO entry of it is left behind; a slot is free only when no
 // pair, FIFO entry or in-flight entry names it (Forget purges the FIFOs of
 // the slot it frees); remembered_blocks() is the number of pairs; a slot's
-// in-flight sums are those of its entries in the in-flight FIFO.
+// in-flight sums are those of its unsettled entries in the in-flight FIFO,
+// whose tickets increase from front to back.
 //
 // Thread-safety: none; Placement calls it under its mutex.
 //
 //   DecisionMemory memory({.prefix_ttl = 5s, .max_blocks = 1 << 18, .in_flight_ttl = 250ms, .max_in_flight = 1 << 16});
 //   memory.Expire(now);
 //   std::vector<int32_t> depth = memory.RememberedBlocks(hashes, workers, now);
-//   memory.Record("w1", hashes, /*new_blocks=*/12, now);
+//   uint64_t ticket = memory.Record("w1", hashes, /*new_blocks=*/12, now);
+//   memory.Settle(ticket);  // the request ended
 #pragma once
 
 #include <chrono>
@@ -74,8 +79,15 @@ class DecisionMemory {
   void Expire(Clock::time_point now);
 
   // `worker` was sent a request whose full blocks hash to `hashes` and that
-  // adds `new_blocks` KV blocks there.
-  void Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks, Clock::time_point now);
+  // adds `new_blocks` KV blocks there. Returns the in-flight entry's ticket
+  // for Settle (0 when in-flight accounting is off).
+  uint64_t Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks,
+                  Clock::time_point now);
+
+  // The request behind `ticket` ended: it no longer counts as in flight. A
+  // ticket already expired, settled, forgotten or 0 is ignored. O(log
+  // in-flight entries).
+  void Settle(uint64_t ticket);
 
   // For each of `workers`, how many leading blocks of `hashes` the router
   // remembers sending it (0 for workers it has no record of).
@@ -113,6 +125,8 @@ class DecisionMemory {
     uint32_t slot;
     Clock::time_point expires;
     int32_t blocks;
+    uint64_t ticket;
+    bool settled = false;  // its sums are already taken off the slot
   };
   struct WorkerState {
     std::string name;
@@ -134,6 +148,7 @@ class DecisionMemory {
   std::vector<WorkerState> slots_;  // indexed by slot; free ones have an empty name
   std::vector<uint32_t> free_slots_;
   int64_t in_flight_count_ = 0;
+  uint64_t next_ticket_ = 1;
 };
 
 }  // namespace kvfleet::router

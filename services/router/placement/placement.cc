@@ -160,9 +160,10 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
       break;
   }
   const CandidateScore& s = scores[chosen];
-  memory_.Record(s.worker_id, request.block_hashes, s.new_blocks, now);
+  const uint64_t ticket = memory_.Record(s.worker_id, request.block_hashes, s.new_blocks, now);
 
   Decision d;
+  d.in_flight_ticket = ticket;
   d.worker_id = s.worker_id;
   d.endpoint = std::move(live[chosen].endpoint);
   d.reason = reason;
@@ -174,6 +175,11 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   d.fits = s.fits;
   d.scores = std::move(scores);
   return d;
+}
+
+void Placement::Settle(const Decision& decision) {
+  absl::MutexLock lock(&mu_);
+  memory_.Settle(decision.in_flight_ticket);
 }
 
 void Placement::Forget(const std::string& worker_id) {

@@ -59,6 +59,11 @@ class Placement {
   absl::StatusOr<Decision> Choose(const PlacementRequest& request, std::vector<WorkerCandidate> candidates,
                                   const absl::flat_hash_set<std::string>& exclude = {});
 
+  // The request `decision` placed has ended (finished, failed or
+  // cancelled): it stops counting as in-flight load on its worker. Its
+  // prefix stays remembered.
+  void Settle(const Decision& decision);
+
   // A worker left the cluster: drop what the router remembers sending it.
   void Forget(const std::string& worker_id);
 

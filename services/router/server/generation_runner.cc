@@ -84,6 +84,7 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
     if (attempt == 0) metrics_.RecordOverhead(std::chrono::duration<double>(Clock::now() - arrival).count());
     const size_t tokens_before = stream.generated.size();
     const Outcome outcome = RunAttempt(context, *route, stream);
+    selector_.Settle(*route);
     switch (outcome) {
       case Outcome::kFinished:
         return grpc::Status::OK;

@@ -64,6 +64,8 @@ class RouteSelector {
   // UNAVAILABLE when no routable worker is left outside `exclude`.
   absl::StatusOr<Route> Choose(const std::string& model_id, PromptBlocks& blocks,
                                const absl::flat_hash_set<std::string>& exclude);
+  // The attempt on `route` ended, however: its load is the worker's own now.
+  void Settle(const Route& route) { placement_.Settle(route.decision); }
 
  private:
   // The cachemanager's answer, or nullopt when it could not be asked.

@@ -35,6 +35,9 @@ struct RouterClusterOptions {
   int workers = 2;
   std::vector<std::string> worker_args;  // appended to every worker's command line
   std::vector<std::string> router_args;  // appended to the router's
+  // The router gets the workers as a static --workers list instead of
+  // watching the cachemanager (the workers still publish to it).
+  bool static_workers = false;
 };
 
 class RouterCluster {

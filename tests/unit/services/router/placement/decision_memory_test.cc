@@ -116,6 +116,39 @@ TEST(DecisionMemoryTest, InFlightSumsAndExpiry) {
   EXPECT_EQ(m.in_flight(), 0);
 }
 
+TEST(DecisionMemoryTest, SettledRequestsStopCountingOnceAndKeepTheirPrefix) {
+  DecisionMemory m(Limits());
+  const Clock::time_point t0{};
+  const std::vector<BlockHash> p = Hashes(1, 3);
+  const uint64_t first = m.Record("a", p, 7, t0);
+  const uint64_t second = m.Record("a", {}, 3, t0);
+  const uint64_t other = m.Record("b", {}, 2, t0);
+  EXPECT_NE(first, 0u);
+  m.Settle(first);
+  EXPECT_EQ(m.InFlightLoad("a").requests, 1);
+  EXPECT_EQ(m.InFlightLoad("a").blocks, 3);
+  EXPECT_EQ(m.in_flight(), 2);
+  m.Settle(first);  // twice: ignored
+  m.Settle(0);      // no ticket: ignored
+  EXPECT_EQ(m.InFlightLoad("a").blocks, 3);
+  EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0), (std::vector<int32_t>{3, 0, 0}));
+  // Expiry of a settled entry takes nothing off again.
+  m.Expire(t0 + milliseconds(100));
+  EXPECT_EQ(m.InFlightLoad("a").requests, 0);
+  EXPECT_EQ(m.InFlightLoad("b").requests, 0);
+  EXPECT_EQ(m.in_flight(), 0);
+  m.Settle(second);  // expired: ignored
+  m.Settle(other);
+  EXPECT_EQ(m.in_flight(), 0);
+  EXPECT_EQ(m.InFlightLoad("a").blocks, 0);
+  // Forget after a settle leaves the count right.
+  const uint64_t third = m.Record("c", {}, 4, t0 + milliseconds(200));
+  m.Record("c", {}, 5, t0 + milliseconds(200));
+  m.Settle(third);
+  m.Forget("c");
+  EXPECT_EQ(m.in_flight(), 0);
+}
+
 TEST(DecisionMemoryTest, InFlightCap) {
   DecisionMemory m(Limits(1 << 20, /*max_in_flight=*/2));
   for (int i = 0; i < 5; ++i) m.Record("a", {}, 1, Clock::time_point{});
