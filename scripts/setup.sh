@@ -35,6 +35,10 @@ PY_PINS=(
   tokenizers==0.23.3
   jinja2==3.1.6
   sentencepiece==0.2.3
+  # The Python client test generates stubs from the public proto.
+  grpcio==1.76.0
+  grpcio-tools==1.76.0
+  protobuf==6.33.6
 )
 
 log() { echo "setup: $*"; }
