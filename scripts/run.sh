@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The run command: set up, fetch the default model, build, then ask it one
-# question. Usage: scripts/run.sh ["your question"] [extra kvfleet generate args]
+# The run command: set up, fetch the default model, build, then start a
+# local cluster (a cachemanager, two workers and a router on loopback) and
+# ask it one question through the router. The cluster keeps serving until
+# Ctrl-C. Usage: scripts/run.sh ["your question"] [extra kvfleet up args]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,5 +17,4 @@ cmake --build build -j2 >&2
 
 question="${1:-What is the capital of France?}"
 (($# > 0)) && shift
-exec build/tools/kvfleet/kvfleet generate \
-  --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat "$question" "$@"
+exec build/tools/kvfleet/kvfleet up --model models/SmolLM2-135M-Instruct.Q4_1.gguf --ask "$question" "$@"
