@@ -1,6 +1,7 @@
 #include "services/router/server/router_options.h"
 
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
 
@@ -44,7 +45,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   o.metrics_port = static_cast<int>(metrics_port);
   o.cachemanager = f.GetString("cachemanager", "");
   for (absl::string_view w : absl::StrSplit(f.GetString("workers", ""), ',', absl::SkipWhitespace())) {
-    o.workers.emplace_back(w);
+    o.workers.emplace_back(absl::StripAsciiWhitespace(w));
   }
   if (o.cachemanager.empty() == o.workers.empty()) {
     return absl::InvalidArgumentError("give exactly one of --cachemanager HOST:PORT or --workers H:P,H:P");
