@@ -4,6 +4,7 @@
 // how to call the cluster, and waits for the signal to stop it.
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -68,8 +69,9 @@ absl::StatusOr<std::string> MakeLogDir(const std::string& requested) {
   if (!requested.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(requested, ec);
-    if (ec)
+    if (ec) {
       return absl::FailedPreconditionError(absl::StrCat("cannot create --log-dir ", requested, ": ", ec.message()));
+    }
     return requested;
   }
   std::string pattern = "/tmp/kvfleet-up-XXXXXX";
@@ -94,15 +96,17 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.router_listen = flags.GetString("listen", o.router_listen);
   o.cachemanager_listen = flags.GetString("cachemanager-listen", o.cachemanager_listen);
   ASSIGN_OR_RETURN(int64_t metrics_port, flags.GetInt("metrics-port", o.router_metrics_port));
+  // Clamped so that an out-of-range port stays out of range for Validate().
   o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
   o.policy = flags.GetString("policy", "");
-  ASSIGN_OR_RETURN(o.log_dir, MakeLogDir(flags.GetString("log-dir", "")));
   std::string bin_dir = flags.GetString("bin-dir", "");
   if (bin_dir.empty()) {
     ASSIGN_OR_RETURN(const std::string exe, cluster::CurrentExecutable());
     bin_dir = cluster::DefaultBinDir(exe);
   }
   ASSIGN_OR_RETURN(o.binaries, cluster::FindServiceBinaries(bin_dir));
+  // Last: nothing is left behind when a flag is wrong.
+  ASSIGN_OR_RETURN(o.log_dir, MakeLogDir(flags.GetString("log-dir", "")));
   o.on_ready = [](const ClusterMember& m) {
     std::fprintf(stderr, "kvfleet up: %s ready at %s (pid %d)\n", m.label.c_str(), m.endpoints.grpc_address.c_str(),
                  static_cast<int>(m.process->pid()));

@@ -1,0 +1,206 @@
+// `kvfleet up` end to end: a real cachemanager, two real workers and a real
+// router started by the CLI, called through the router, stopped by SIGINT
+// with nothing left running.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "kvfleet/v1/inference.grpc.pb.h"
+#include "tests/integration/services/worker/worker_harness.h"
+#include "tests/testing/child_process.h"
+#include "tests/testing/service_process.h"
+#include "tests/testing/temp_dir.h"
+
+namespace kvfleet::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kReadyPrefix[] = "kvfleet up ready router=";
+
+// The processes whose parent is `parent` (from /proc/*/stat).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(line.substr(close + 2), ' ');
+    pid_t ppid;
+    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == parent) children.push_back(pid);
+  }
+  return children;
+}
+
+// True once `pid` is gone or a zombie (a container's init may not reap).
+bool Dead(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t close = line.rfind(')');
+  return close == std::string::npos || line.substr(close + 2, 1) == "Z";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::stringstream s;
+  s << std::ifstream(path).rdbuf();
+  return s.str();
+}
+
+class KvfleetUpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.Path("tiny.gguf");
+    ASSERT_TRUE(WriteHarnessModel(model_).ok());
+  }
+
+  // SIGKILLs the cluster's services if the test left them running: they
+  // run in process groups of their own, out of reach of ChildProcess's kill.
+  void TearDown() override {
+    for (pid_t pid : services_) {
+      if (!Dead(pid)) ::kill(pid, SIGKILL);
+    }
+  }
+
+  // `kvfleet up` on free ports with `extra` flags; its stderr goes to up.log.
+  std::unique_ptr<ChildProcess> StartUp(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"up",
+                                     "--model",
+                                     model_,
+                                     "--workers",
+                                     "2",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--cachemanager-listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-port",
+                                     "0",
+                                     "--kv-cache-memory",
+                                     "64MiB",
+                                     "--threads",
+                                     "1",
+                                     "--log-dir",
+                                     dir_.Path("logs")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> up = ChildProcess::Start(KVFLEET_CLI_BINARY, args, UpLog());
+    EXPECT_TRUE(up.ok()) << up.status();
+    return up.ok() ? *std::move(up) : nullptr;
+  }
+
+  std::string UpLog() const { return dir_.Path("up.log"); }
+  std::string Diagnostics() const {
+    return "\n--- kvfleet up stderr:\n" + ReadFile(UpLog()) + "\n--- router log:\n" +
+           ReadFile(dir_.Path("logs/router.log"));
+  }
+
+  TempDir dir_;
+  std::string model_;
+  std::vector<pid_t> services_;
+};
+
+TEST_F(KvfleetUpTest, ServesThroughTheRouterAndStopsCleanlyOnSigint) {
+  std::unique_ptr<ChildProcess> up = StartUp({});
+  ASSERT_NE(up, nullptr);
+  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
+  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
+  const std::string router = ready->substr(std::string(kReadyPrefix).size());
+  services_ = ChildrenOf(up->pid());
+  EXPECT_EQ(services_.size(), 4u) << "cachemanager, two workers, router";
+  for (const char* log : {"cachemanager.log", "worker-0.log", "worker-1.log", "router.log"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir_.Path(std::string("logs/") + log))) << log;
+  }
+
+  auto stub = v1::Inference::NewStub(NewTestChannel(router));
+  int live = -1;
+  WaitUntil(
+      [&] {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::ListModelsResponse models;
+        if (!stub->ListModels(&context, v1::ListModelsRequest(), &models).ok() || models.models_size() == 0) {
+          return false;
+        }
+        live = models.models(0).live_workers();
+        return live == 2;
+      },
+      std::chrono::seconds(10));
+  EXPECT_EQ(live, 2) << Diagnostics();
+
+  v1::GenerateTextRequest request;
+  request.set_prompt("hello world, hello cluster");
+  request.mutable_options()->mutable_stopping()->set_max_tokens(8);
+  request.mutable_options()->mutable_stopping()->set_ignore_eos(true);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto reader = stub->Generate(&context, request);
+  v1::GenerateTextResponse response;
+  int tokens = 0;
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  std::string worker;
+  while (reader->Read(&response)) {
+    tokens += response.token_ids_size();
+    if (!response.worker_id().empty()) worker = response.worker_id();
+    if (response.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finish = response.finish_reason();
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message() << Diagnostics();
+  EXPECT_EQ(tokens, 8);
+  EXPECT_EQ(finish, v1::FINISH_REASON_LENGTH);
+  EXPECT_TRUE(worker == "worker-0" || worker == "worker-1") << worker;
+
+  // The CLI's own client against the same router.
+  absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(
+      KVFLEET_CLI_BINARY,
+      {"generate", "--router", router, "--prompt", "hello", "--max-tokens", "4", "--ignore-eos", "--output", "ids"},
+      dir_.Path("generate.log"));
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  ASSERT_EQ(*(*cli)->Wait(absl::Seconds(60)), 0) << ReadFile(dir_.Path("generate.log"));
+  const std::vector<std::string> out = (*cli)->StdoutLines();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(out.back(), ',')).size(), 4u) << out.back();
+  EXPECT_THAT(ReadFile(dir_.Path("generate.log")), HasSubstr("4 generated, finish: length, worker worker-"));
+
+  up->Signal(SIGINT);
+  absl::StatusOr<int> code = up->Wait(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << code.status() << Diagnostics();
+  EXPECT_EQ(*code, 0) << Diagnostics();
+  for (pid_t pid : services_) EXPECT_TRUE(Dead(pid)) << "service pid " << pid << " outlived kvfleet up";
+}
+
+TEST_F(KvfleetUpTest, AskAnswersThenExits) {
+  std::unique_ptr<ChildProcess> up = StartUp({"--ask", "What is the capital of France?", "--exit-after-ask"});
+  ASSERT_NE(up, nullptr);
+  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
+  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
+  services_ = ChildrenOf(up->pid());
+  absl::StatusOr<int> code = up->Wait(absl::Seconds(90));
+  ASSERT_TRUE(code.ok()) << code.status() << Diagnostics();
+  EXPECT_EQ(*code, 0) << Diagnostics();
+  EXPECT_THAT(ReadFile(UpLog()), HasSubstr("generated, finish: ")) << "the answer's summary";
+  for (pid_t pid : services_) EXPECT_TRUE(Dead(pid)) << "service pid " << pid << " outlived kvfleet up";
+}
+
+TEST_F(KvfleetUpTest, AMissingModelFailsBeforeStartingAnything) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> up =
+      ChildProcess::Start(KVFLEET_CLI_BINARY, {"up", "--model", dir_.Path("missing.gguf")}, UpLog());
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(*(*up)->Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(ReadFile(UpLog()), HasSubstr("no model file at " + dir_.Path("missing.gguf")));
+}
+
+}  // namespace
+}  // namespace kvfleet::testing
