@@ -61,7 +61,7 @@ bool CacheManagerWatcher::WatchOnce() {
   }
   absl::flat_hash_set<std::string> live;
   for (const v1::WorkerEntry& w : listing.workers()) live.insert(w.worker_id());
-  for (const std::string& gone : pool_.RemoveAllExcept(live)) on_left_(gone);
+  for (const std::string& gone : pool_.RemoveUnreachableExcept(live)) on_left_(gone);
   for (const v1::WorkerEntry& w : listing.workers()) {
     pool_.Upsert(w.worker_id(), w.endpoint(), w.incarnation());
     if (w.load().draining()) pool_.SetDraining(w.worker_id());
@@ -95,6 +95,7 @@ void CacheManagerWatcher::Apply(const v1::WorkerChange& change) {
   switch (change.kind()) {
     case v1::WorkerChange::JOINED:
       pool_.Upsert(w.worker_id(), w.endpoint(), w.incarnation());
+      if (w.load().draining()) pool_.SetDraining(w.worker_id());
       break;
     case v1::WorkerChange::DRAINING:
       pool_.SetDraining(w.worker_id());

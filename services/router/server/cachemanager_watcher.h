@@ -1,6 +1,6 @@
 // Keeps the WorkerPool in step with the cachemanager's membership: on every
 // (re)connection it lists the workers of the router's model (dropping those
-// that left while it was not watching), then follows WatchWorkers: JOINED
+// that left while it was not watching and no longer answer), then follows WatchWorkers: JOINED
 // adds, DRAINING flags, LEFT removes and tells the placement to forget what
 // it remembered sending there. When the cachemanager is down it retries with
 // backoff; the pool keeps the workers it had, and the prober keeps judging

@@ -21,6 +21,7 @@ struct GenerationRunner::Stream {
   TextStream text;
   std::vector<int32_t> generated;  // every token sent to the client, over all attempts
   std::optional<Clock::time_point> last_tokens_at;
+  int32_t cached_prompt_tokens = 0;  // the latest worker message's
   bool finished = false;
   grpc::Status error;  // the last attempt's, for kRequestError and the final UNAVAILABLE
 
@@ -28,6 +29,11 @@ struct GenerationRunner::Stream {
   // token that completes a stop string. False when a token is outside the
   // vocabulary (a worker bug: the stream cannot be continued faithfully).
   bool AppendTokens(const v1::GenerateResponse& in, v1::GenerateTextResponse& out) {
+    if (in.logprobs_size() != 0 && in.logprobs_size() != in.token_ids_size()) {
+      error = grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("the worker sent ", in.logprobs_size(),
+                                                                    " logprobs for ", in.token_ids_size(), " tokens"));
+      return false;
+    }
     for (int i = 0; i < in.token_ids_size(); ++i) {
       const int32_t id = in.token_ids(i);
       absl::StatusOr<std::string> delta = text.Push(id);
@@ -37,7 +43,7 @@ struct GenerationRunner::Stream {
       }
       generated.push_back(id);
       out.add_token_ids(id);
-      if (i < in.logprobs_size()) *out.add_logprobs() = in.logprobs(i);
+      if (in.logprobs_size() > 0) *out.add_logprobs() = in.logprobs(i);
       out.mutable_text()->append(*delta);
       if (text.stopped()) break;
     }
@@ -48,6 +54,10 @@ struct GenerationRunner::Stream {
 GenerationRunner::GenerationRunner(const RouterModel& model, RouteSelector& selector, WorkerPool& pool,
                                    RouterMetrics& metrics, GenerationRunnerOptions options)
     : model_(model), selector_(selector), pool_(pool), metrics_(metrics), options_(options) {}
+
+bool GenerationRunner::ClientIsGone(const grpc::ServerContextBase& context) {
+  return context.IsCancelled() || context.deadline() <= std::chrono::system_clock::now();
+}
 
 grpc::Status GenerationRunner::ClientEnded(const grpc::ServerContextBase& context) {
   if (context.deadline() <= std::chrono::system_clock::now()) {
@@ -66,10 +76,12 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
   int failures_in_a_row = 0;
   bool any_overloaded = false;
   for (int attempt = 0;; ++attempt) {
-    if (context.IsCancelled()) return ClientEnded(context);
+    if (ClientIsGone(context)) return ClientEnded(context);
     absl::StatusOr<Route> route = selector_.Choose(model_.id(), blocks, exclude);
     if (!route.ok()) {
-      if (any_overloaded) {
+      // RESOURCE_EXHAUSTED invites a retry, which after tokens went out
+      // would repeat them: then the stream failed (UNAVAILABLE).
+      if (any_overloaded && stream.generated.empty()) {
         return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                             absl::StrCat("no worker can take the request now (the last said: ",
                                          stream.error.error_message(), "); retry later, with backoff"));
@@ -100,7 +112,7 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
         exclude.insert(route->decision.worker_id);
         const bool progressed = stream.generated.size() > tokens_before;
         failures_in_a_row = progressed ? 1 : failures_in_a_row + 1;
-        if (failures_in_a_row > options_.max_attempts) {
+        if (failures_in_a_row >= options_.max_attempts) {
           return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                               absl::StrCat(failures_in_a_row, " workers failed on this request in a row; the last: ",
                                            stream.error.error_message()));
@@ -130,6 +142,7 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const grpc::ServerContext
   while (reader->Read(&in)) {
     v1::GenerateTextResponse out;
     out.set_worker_id(route.decision.worker_id);
+    if (in.has_usage()) stream.cached_prompt_tokens = in.usage().cached_prompt_tokens();
     if (!stream.AppendTokens(in, out)) {
       call->TryCancel();
       reader->Finish();
@@ -141,7 +154,8 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const grpc::ServerContext
       out.set_finish_reason(stream.text.stopped() ? v1::FINISH_REASON_STOP : in.finish_reason());
       v1::Usage& usage = *out.mutable_usage();
       usage.set_prompt_tokens(prompt_tokens);
-      usage.set_cached_prompt_tokens(std::min(in.usage().cached_prompt_tokens(), prompt_tokens));
+      // After a resume the worker's figure covers prompt + resumed tokens.
+      usage.set_cached_prompt_tokens(std::min(stream.cached_prompt_tokens, prompt_tokens));
       usage.set_generated_tokens(static_cast<int32_t>(stream.generated.size()));
     }
     const auto now = Clock::now();
@@ -163,13 +177,19 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const grpc::ServerContext
     if (last) {
       metrics_.RecordFinished(std::chrono::duration<double>(now - stream.arrival).count(), prompt_tokens,
                               out.usage().cached_prompt_tokens(), out.usage().generated_tokens());
-      call->TryCancel();  // a stop string: the worker must stop too; otherwise a no-op on a finished call
+      if (stream.text.stopped()) call->TryCancel();  // the worker must stop too
       reader->Finish();
       return Outcome::kFinished;
     }
   }
   const grpc::Status status = reader->Finish();
-  if (context.IsCancelled()) return Outcome::kClientGone;
+  // The worker call is the client call's child: its CANCELLED or
+  // DEADLINE_EXCEEDED is the client's doing (a worker never sends either to
+  // a live caller), and may arrive before the server context notices.
+  if (ClientIsGone(context) || status.error_code() == grpc::StatusCode::CANCELLED ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return Outcome::kClientGone;
+  }
   if (status.ok()) {
     stream.error = grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("worker ", route.decision.worker_id,
                                                                             " ended the stream without a finish"));

@@ -65,6 +65,8 @@ class GenerationRunner {
   enum class Outcome { kFinished, kClientGone, kRequestError, kOverloaded, kWorkerFailed };
 
   Outcome RunAttempt(const grpc::ServerContextBase& context, const Route& route, Stream& stream);
+  // The client cancelled or its deadline passed.
+  static bool ClientIsGone(const grpc::ServerContextBase& context);
   // The status the client gets when the call ended without a final message.
   static grpc::Status ClientEnded(const grpc::ServerContextBase& context);
 

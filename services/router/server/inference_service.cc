@@ -10,8 +10,14 @@ namespace {
 
 using Clock = GenerationRunner::Clock;
 
+// Seeds for sampled requests that gave none. Each thread's generator is
+// seeded with 256 bits from the OS, so no two threads share a stream.
 uint64_t FreshSeed() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
+  thread_local std::mt19937_64 rng = [] {
+    std::random_device os;
+    std::seed_seq seq{os(), os(), os(), os(), os(), os(), os(), os()};
+    return std::mt19937_64(seq);
+  }();
   return rng();
 }
 

@@ -31,7 +31,8 @@ void WorkerPool::Upsert(const std::string& worker_id, const std::string& endpoin
   KVFLEET_LOG_INFO("worker {} at {} joined the pool", worker_id, endpoint);
   e = Entry{.endpoint = endpoint,
             .incarnation = incarnation,
-            .stub = v1::Worker::NewStub(transport::CreateClientChannel(endpoint)),
+            .stub = options_.stub_factory ? options_.stub_factory(endpoint)
+                                          : v1::Worker::NewStub(transport::CreateClientChannel(endpoint)),
             .generation = next_generation_++};
   wake_ = true;
 }
@@ -51,11 +52,11 @@ bool WorkerPool::Remove(const std::string& worker_id, uint64_t incarnation) {
   return true;
 }
 
-std::vector<std::string> WorkerPool::RemoveAllExcept(const absl::flat_hash_set<std::string>& ids) {
+std::vector<std::string> WorkerPool::RemoveUnreachableExcept(const absl::flat_hash_set<std::string>& ids) {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> removed;
   for (auto it = workers_.begin(); it != workers_.end();) {
-    if (ids.contains(it->first)) {
+    if (ids.contains(it->first) || it->second.reachable) {
       ++it;
       continue;
     }
@@ -71,6 +72,7 @@ void WorkerPool::ReportFailure(const std::string& worker_id) {
   if (it == workers_.end()) return;
   if (it->second.reachable) KVFLEET_LOG_WARN("worker {} unreachable: out of rotation until it answers", worker_id);
   it->second.reachable = false;
+  ++it->second.failures;
   wake_ = true;
 }
 
@@ -123,10 +125,16 @@ void WorkerPool::ProbeLoop() {
       if (stopping_) return;
       wake_ = false;
       for (const auto& [id, e] : workers_) {
-        targets.push_back({id, e.generation, e.stub, !e.info.has_value()});
+        targets.push_back({id, e.generation, e.failures, e.stub, !e.info.has_value()});
       }
     }
-    for (const ProbeTarget& t : targets) ProbeOne(t);
+    for (const ProbeTarget& t : targets) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return;
+      }
+      ProbeOne(t);
+    }
   }
 }
 
@@ -150,6 +158,7 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
   auto it = workers_.find(target.worker_id);
   if (it == workers_.end() || it->second.generation != target.generation) return;  // replaced meanwhile
   Entry& e = it->second;
+  if (status.ok() && e.failures != target.failures) return;  // a call failed since this probe began
   if (!status.ok()) {
     if (e.reachable) KVFLEET_LOG_WARN("worker {} probe failed: {}", target.worker_id, status.error_message());
     e.reachable = false;

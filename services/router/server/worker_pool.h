@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,9 @@ struct WorkerPoolOptions {
   std::string model_id;  // workers serving another model are never routable
   std::chrono::milliseconds probe_interval{250};
   std::chrono::milliseconds probe_timeout{500};
+  // Makes the stub for an endpoint; unset: a channel from
+  // transport::CreateClientChannel. Tests put fake workers here.
+  std::function<std::shared_ptr<v1::Worker::StubInterface>(const std::string& endpoint)> stub_factory;
 };
 
 // One worker as the router sees it at a decision.
@@ -79,8 +83,11 @@ class WorkerPool {
   // so a LEFT for a replaced incarnation does not remove its successor.
   // True when removed.
   bool Remove(const std::string& worker_id, uint64_t incarnation);
-  // Removes every worker not in `ids`; returns the removed ids.
-  std::vector<std::string> RemoveAllExcept(const absl::flat_hash_set<std::string>& ids);
+  // Removes every worker that is not in `ids` and is not reachable now;
+  // returns the removed ids. A reachable worker missing from a listing is
+  // kept: a cachemanager that just restarted lists nobody until the workers
+  // re-register, and dropping them would refuse clients for nothing.
+  std::vector<std::string> RemoveUnreachableExcept(const absl::flat_hash_set<std::string>& ids);
   // A call to the worker failed in a way that says it is unreachable.
   void ReportFailure(const std::string& worker_id);
 
@@ -103,10 +110,12 @@ class WorkerPool {
     bool draining = false;
     bool wrong_model = false;
     uint64_t generation = 0;  // bumped on every Upsert that replaces the channel
+    uint64_t failures = 0;    // ReportFailure calls: a probe begun before one must not undo it
   };
   struct ProbeTarget {
     std::string worker_id;
     uint64_t generation;
+    uint64_t failures;
     std::shared_ptr<v1::Worker::StubInterface> stub;
     bool needs_info;
   };

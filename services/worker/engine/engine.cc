@@ -72,8 +72,7 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
     // Everything in flight beyond the running slots waits. Counted from the
     // in-flight set rather than the last step's stats, so a burst that
     // arrives between two steps is counted exactly.
-    const int64_t waiting =
-        static_cast<int64_t>(active_ids_.size()) - options_.scheduler.max_num_seqs;
+    const int64_t waiting = static_cast<int64_t>(active_ids_.size()) - options_.scheduler.max_num_seqs;
     if (options_.max_waiting_requests > 0 && waiting >= options_.max_waiting_requests) {
       return absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", waiting,
                                                        " requests wait for a running slot); retry later or "
@@ -141,9 +140,7 @@ void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenI
   if (req.first_scheduled_at) {
     out.queue_seconds = std::chrono::duration<double>(*req.first_scheduled_at - req.submitted_at).count();
   }
-  out.usage = {.prompt_tokens = req.num_prompt_tokens(),
-               .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
-               .generated_tokens = req.num_output_tokens() - static_cast<int32_t>(req.params.resumed_output.size())};
+  out.usage = UsageSoFar(req);
   req.sink->OnOutput(std::move(out));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -197,8 +194,7 @@ absl::Status Engine::Step() {
 
 void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const {
   if (options_.step_observer == nullptr) return;
-  StepReport report{.num_tokens = scheduled.num_tokens,
-                    .num_sequences = static_cast<int32_t>(scheduled.chunks.size())};
+  StepReport report{.num_tokens = scheduled.num_tokens, .num_sequences = static_cast<int32_t>(scheduled.chunks.size())};
   for (const ScheduledChunk& c : scheduled.chunks) {
     const bool produces_token = c.request->num_computed_tokens + c.num_tokens == c.request->num_tokens();
     report.num_prefill_tokens += produces_token ? c.num_tokens - 1 : c.num_tokens;
@@ -229,8 +225,15 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutpu
       Finish(req, stop ? FinishReason::kStop : FinishReason::kLength, {token}, std::move(logprobs));
       continue;
     }
-    req.sink->OnOutput({.id = req.id(), .new_tokens = {token}, .logprobs = std::move(logprobs)});
+    req.sink->OnOutput(
+        {.id = req.id(), .new_tokens = {token}, .logprobs = std::move(logprobs), .usage = UsageSoFar(req)});
   }
+}
+
+Usage Engine::UsageSoFar(const Request& req) {
+  return {.prompt_tokens = req.num_prompt_tokens(),
+          .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
+          .generated_tokens = req.num_output_tokens() - static_cast<int32_t>(req.params.resumed_output.size())};
 }
 
 void Engine::PublishStats(int64_t last_step_tokens) {
@@ -294,9 +297,7 @@ void Engine::Loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] {
-        return stop_ || !requests_.empty() || !inbox_.empty();
-      });
+      wake_.wait(lock, [this] { return stop_ || !requests_.empty() || !inbox_.empty(); });
       if (stop_) return;
       // Waiting idle is not stalling: progress is measured from the wake.
       last_progress_ = std::chrono::steady_clock::now();

@@ -119,6 +119,7 @@ class Engine {
   // Samples, streams and retires after a forward pass.
   void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
   bool IsStopToken(const Request& req, model::TokenId token) const;
+  static Usage UsageSoFar(const Request& req);
   void PublishStats(int64_t last_step_tokens);
   void ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const;
   void Loop();

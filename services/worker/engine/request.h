@@ -51,7 +51,7 @@ struct RequestOutput {
   std::vector<TokenLogprobs> logprobs;  // one per new token, when asked for
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
-  Usage usage;
+  Usage usage;  // so far on every output; final on the finished one
   // On the final output: seconds from Submit to the first step that ran the
   // request; -1 when it never ran (cancelled while waiting).
   double queue_seconds = -1.0;

@@ -23,8 +23,8 @@ engine::SamplingParams ToSampling(const v1::SamplingParams& p) {
 absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, RequestId id,
                                                       int64_t context_length) {
   if (request.request_id().size() > kMaxRequestIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("request_id is ", request.request_id().size(),
-                                                   " bytes; at most ", kMaxRequestIdBytes, " are allowed"));
+    return absl::InvalidArgumentError(absl::StrCat("request_id is ", request.request_id().size(), " bytes; at most ",
+                                                   kMaxRequestIdBytes, " are allowed"));
   }
   if (request.cache_salt().size() > kMaxCacheSaltBytes) {
     return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", request.cache_salt().size(), " bytes; at most ",
@@ -77,12 +77,14 @@ void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* res
       top->set_logprob(logprob);
     }
   }
-  if (!output.finished) return;
-  response->set_finish_reason(ToProto(output.finish_reason));
+  // Usage on every message (the latest wins when outputs are merged): a
+  // caller that stops reading early, e.g. at a stop string, still knows how
+  // much of the prompt was cached.
   v1::Usage* usage = response->mutable_usage();
   usage->set_prompt_tokens(output.usage.prompt_tokens);
   usage->set_cached_prompt_tokens(output.usage.cached_prompt_tokens);
   usage->set_generated_tokens(output.usage.generated_tokens);
+  if (output.finished) response->set_finish_reason(ToProto(output.finish_reason));
 }
 
 v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool draining) {

@@ -27,8 +27,8 @@ absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest&
 
 v1::FinishReason ToProto(engine::FinishReason reason);
 
-// Appends an engine output's tokens (and logprobs) to `response`; on the
-// final output also sets the finish reason and usage. Appending lets the
+// Appends an engine output's tokens (and logprobs) to `response` and sets
+// its usage so far; on the final output also the finish reason. Appending lets the
 // server merge outputs that queued behind a slow client into one message.
 void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* response);
 

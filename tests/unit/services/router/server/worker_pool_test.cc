@@ -1,0 +1,134 @@
+// WorkerPool with fake workers (gMock stubs, no network): a worker is
+// routable only once it answered, never when it serves another model, out
+// of rotation after a failed call until a probe succeeds again, and kept
+// through a listing that omits it while it still answers.
+#include "services/router/server/worker_pool.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "kvfleet/v1/worker_mock.grpc.pb.h"
+
+namespace kvfleet::router {
+namespace {
+
+using ::testing::_;
+using ::testing::NiceMock;
+
+struct FakeWorker {
+  std::shared_ptr<NiceMock<v1::MockWorkerStub>> stub = std::make_shared<NiceMock<v1::MockWorkerStub>>();
+  std::atomic<bool> up{true};
+  std::string model = "m";
+
+  FakeWorker() {
+    ON_CALL(*stub, GetInfo(_, _, _)).WillByDefault([this](auto*, const auto&, v1::WorkerInfo* info) {
+      if (!up) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+      info->set_model_id(model);
+      info->set_block_size(16);
+      info->set_max_num_seqs(4);
+      return grpc::Status::OK;
+    });
+    ON_CALL(*stub, GetStats(_, _, _)).WillByDefault([this](auto*, const auto&, v1::WorkerStats* stats) {
+      if (!up) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+      stats->set_running(2);
+      return grpc::Status::OK;
+    });
+  }
+};
+
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+class WorkerPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    workers_["a"] = std::make_unique<FakeWorker>();
+    workers_["b"] = std::make_unique<FakeWorker>();
+    workers_["b"]->model = "other";
+    pool_ = std::make_unique<WorkerPool>(WorkerPoolOptions{
+        .model_id = "m", .probe_interval = std::chrono::milliseconds(10), .stub_factory = [this](const std::string& e) {
+          return workers_.at(e)->stub;
+        }});
+    pool_->Start();
+  }
+  void TearDown() override { pool_->Stop(); }
+
+  size_t Routable() { return pool_->Routable().size(); }
+
+  std::map<std::string, std::unique_ptr<FakeWorker>> workers_;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+TEST_F(WorkerPoolTest, AWorkerIsRoutableOnceItAnswersWithItsInfoAndLoad) {
+  EXPECT_EQ(Routable(), 0u);
+  pool_->Upsert("a", "a", 1);
+  ASSERT_TRUE(Eventually([&] { return Routable() == 1; }));
+  const PooledWorker w = pool_->Routable().front();
+  EXPECT_EQ(w.worker_id, "a");
+  EXPECT_EQ(w.block_size, 16);
+  EXPECT_EQ(w.max_num_seqs, 4);
+  EXPECT_EQ(w.stats.running(), 2);
+  EXPECT_EQ(pool_->block_size(), 16);
+}
+
+TEST_F(WorkerPoolTest, AWorkerOfAnotherModelIsNeverRoutable) {
+  pool_->Upsert("b", "b", 1);
+  pool_->Upsert("a", "a", 1);
+  ASSERT_TRUE(Eventually([&] { return Routable() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(pool_->Routable().front().worker_id, "a");
+  EXPECT_EQ(pool_->Counts().unreachable, 1);
+}
+
+TEST_F(WorkerPoolTest, AFailedCallTakesAWorkerOutUntilAProbeSucceeds) {
+  pool_->Upsert("a", "a", 1);
+  ASSERT_TRUE(Eventually([&] { return Routable() == 1; }));
+  workers_["a"]->up = false;
+  pool_->ReportFailure("a");
+  EXPECT_EQ(Routable(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Routable(), 0u);  // probes fail too
+  workers_["a"]->up = true;
+  EXPECT_TRUE(Eventually([&] { return Routable() == 1; }));
+}
+
+TEST_F(WorkerPoolTest, AListingKeepsReachableWorkersAndDropsDeadOnes) {
+  workers_["c"] = std::make_unique<FakeWorker>();
+  pool_->Upsert("a", "a", 1);
+  pool_->Upsert("c", "c", 1);
+  ASSERT_TRUE(Eventually([&] { return Routable() == 2; }));
+  // A cachemanager that just restarted lists nobody: both still answer.
+  EXPECT_TRUE(pool_->RemoveUnreachableExcept({}).empty());
+  workers_["c"]->up = false;
+  pool_->ReportFailure("c");
+  EXPECT_EQ(pool_->RemoveUnreachableExcept({}), (std::vector<std::string>{"c"}));
+  EXPECT_EQ(pool_->Counts().known, 1);
+}
+
+TEST_F(WorkerPoolTest, RemoveIgnoresAReplacedIncarnation) {
+  pool_->Upsert("a", "a", 1);
+  pool_->Upsert("a", "a", 2);  // restarted
+  EXPECT_FALSE(pool_->Remove("a", 1));
+  EXPECT_EQ(pool_->Counts().known, 1);
+  EXPECT_TRUE(pool_->Remove("a", 2));
+  EXPECT_EQ(pool_->Counts().known, 0);
+}
+
+TEST_F(WorkerPoolTest, DrainingWorkersAreFlagged) {
+  pool_->Upsert("a", "a", 1);
+  ASSERT_TRUE(Eventually([&] { return Routable() == 1; }));
+  pool_->SetDraining("a");
+  EXPECT_TRUE(pool_->Routable().front().draining);
+  EXPECT_EQ(pool_->Counts().draining, 1);
+}
+
+}  // namespace
+}  // namespace kvfleet::router
