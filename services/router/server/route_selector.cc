@@ -53,7 +53,10 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
                                                " is reachable; start one or check the cachemanager (kvfleet workers)"));
   }
   blocks.HashWith(pool_.block_size());
-  std::optional<v1::FindOverlapsResponse> overlaps = FindOverlaps(model_id, blocks.hashes);
+  // round_robin uses neither overlaps nor load: no lookup to pay for.
+  const bool wants_overlaps = placement_.options().policy != Policy::kRoundRobin;
+  std::optional<v1::FindOverlapsResponse> overlaps =
+      wants_overlaps ? FindOverlaps(model_id, blocks.hashes) : std::nullopt;
   absl::flat_hash_map<std::string, const v1::WorkerOverlap*> by_id;
   if (overlaps.has_value()) {
     for (const v1::WorkerOverlap& o : overlaps->workers()) by_id[o.worker_id()] = &o;
@@ -96,7 +99,7 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   // Without a cachemanager at all (static workers) the policy runs as
   // configured, its decision memory standing in for the index; only a
   // configured cachemanager that cannot be asked is a fallback.
-  if (cachemanager_ != nullptr && !overlaps.has_value()) {
+  if (cachemanager_ != nullptr && wants_overlaps && !overlaps.has_value()) {
     request.policy = Policy::kLeastLoaded;
     metrics_.RecordCacheManagerFallback();
   }
@@ -105,6 +108,16 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   Route route{.decision = *std::move(decision), .policy = request.policy.value_or(placement_.options().policy)};
   route.stub = stubs[route.decision.worker_id];
   metrics_.RecordDecision(route.policy, route.decision);
+  if (spdlog::should_log(spdlog::level::debug)) {
+    for (const CandidateScore& c : route.decision.scores) {
+      KVFLEET_LOG_DEBUG(
+          "placement {}: {} matched {} (reported {}, remembered {}), uncached prefill {:.1f}, decode "
+          "load {:.1f}, kv penalty {:.1f}, cost {:.1f}, load {}{}",
+          ReasonName(route.decision.reason), c.worker_id, c.matched_blocks, c.reported_blocks, c.remembered_blocks,
+          c.uncached_prefill_blocks, c.decode_load_blocks, c.kv_penalty, c.cost, c.load,
+          c.worker_id == route.decision.worker_id ? " <- chosen" : "");
+    }
+  }
   return route;
 }
 

@@ -18,6 +18,13 @@ const char kRouterUsage[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/
   --cachemanager HOST:PORT    find workers and their cached prefixes through the cachemanager
   --workers H:P,H:P           or: a static list of workers (no prefix index; placement by its own memory)
   --policy NAME               prefix_aware (default), least_loaded or round_robin
+  --prefill-weight A          cost per uncached prompt block (default 1; services/router/placement/README.md)
+  --decode-weight B           cost per block of decode load (default 1)
+  --decision-memory MS        how long the router trusts its own decisions as "this worker holds the
+                              prefix" before the worker's events say so (default 5000; raise it where
+                              a cold prefill takes longer, e.g. CPU workers)
+  --in-flight-window MS       how long a decision counts as load its worker has not reported (default 250)
+  --affinity-guard-margin N   requests of imbalance before a hot prefix spills to another worker (default 16)
   --max-attempts N            failures in a row before a request fails (default 3)
   --overlap-timeout MS        longest wait for the cachemanager per request before placing
                               least_loaded (default 100)
@@ -34,7 +41,8 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                    flags::Flags::Parse(args,
                                        {"model", "model-id", "listen", "metrics-port", "metrics-host", "cachemanager",
                                         "workers", "policy", "max-attempts", "overlap-timeout", "probe-interval",
-                                        "max-message-bytes", "log-level"},
+                                        "max-message-bytes", "log-level", "prefill-weight", "decode-weight",
+                                        "decision-memory", "in-flight-window", "affinity-guard-margin"},
                                        {}));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
@@ -53,7 +61,16 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   if (f.Has("policy")) {
     ASSIGN_OR_RETURN(o.placement.policy, ParsePolicy(f.GetString("policy", "")));
   }
-  RETURN_IF_ERROR(o.placement.Validate());
+  PlacementOptions& p = o.placement;
+  ASSIGN_OR_RETURN(p.prefill_weight, f.GetDouble("prefill-weight", p.prefill_weight));
+  ASSIGN_OR_RETURN(p.decode_weight, f.GetDouble("decode-weight", p.decode_weight));
+  ASSIGN_OR_RETURN(int64_t memory_ms, f.GetInt("decision-memory", p.decision_memory.count()));
+  ASSIGN_OR_RETURN(int64_t in_flight_ms, f.GetInt("in-flight-window", p.in_flight_window.count()));
+  ASSIGN_OR_RETURN(int64_t margin, f.GetInt("affinity-guard-margin", p.affinity_guard_margin));
+  p.decision_memory = std::chrono::milliseconds(memory_ms);
+  p.in_flight_window = std::chrono::milliseconds(in_flight_ms);
+  p.affinity_guard_margin = static_cast<int32_t>(margin);
+  RETURN_IF_ERROR(p.Validate());
   ASSIGN_OR_RETURN(int64_t attempts, f.GetInt("max-attempts", o.max_attempts));
   ASSIGN_OR_RETURN(int64_t overlap_ms, f.GetInt("overlap-timeout", o.overlap_timeout.count()));
   ASSIGN_OR_RETURN(int64_t probe_ms, f.GetInt("probe-interval", o.probe_interval.count()));

@@ -25,6 +25,19 @@ TEST(RouterOptionsTest, StaticWorkersAndAPolicy) {
   EXPECT_EQ(o->placement.policy, Policy::kRoundRobin);
 }
 
+TEST(RouterOptionsTest, PlacementKnobs) {
+  absl::StatusOr<RouterOptions> o =
+      ParseRouterOptions({"--model", "m", "--workers", "a:1", "--prefill-weight", "2", "--decode-weight", "0.5",
+                          "--decision-memory", "30000", "--in-flight-window", "0", "--affinity-guard-margin", "4"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->placement.prefill_weight, 2.0);
+  EXPECT_EQ(o->placement.decode_weight, 0.5);
+  EXPECT_EQ(o->placement.decision_memory, std::chrono::milliseconds(30000));
+  EXPECT_EQ(o->placement.in_flight_window, std::chrono::milliseconds(0));
+  EXPECT_EQ(o->placement.affinity_guard_margin, 4);
+  EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--decode-weight", "-1"}).ok());
+}
+
 TEST(RouterOptionsTest, BadCommandLinesAreRefused) {
   EXPECT_FALSE(ParseRouterOptions({"--cachemanager", "x:1"}).ok());  // no model
   EXPECT_FALSE(ParseRouterOptions({"--model", "m"}).ok());           // no workers at all
