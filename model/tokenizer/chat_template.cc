@@ -183,17 +183,48 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromVocabulary(const Vocabulary& voca
 
 std::string_view ChatTemplate::family_name() const { return family_ == Family::kChatMl ? "ChatML" : "Llama 3"; }
 
-void ChatTemplate::AppendMessage(std::string_view role, std::string_view content, std::string* out) const {
-  if (family_ == Family::kChatMl) {
-    out->append("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
+namespace {
+
+void Marker(std::string_view text, std::vector<ChatPiece>* out) { out->push_back({std::string(text), true}); }
+
+void Plain(std::string_view text, std::vector<ChatPiece>* out) {
+  if (!out->empty() && !out->back().is_marker) {
+    out->back().text.append(text);
   } else {
-    out->append("<|start_header_id|>").append(role).append("<|end_header_id|>\n\n").append(content);
-    out->append("<|eot_id|>");
+    out->push_back({std::string(text), false});
+  }
+}
+
+}  // namespace
+
+void ChatTemplate::AppendMessage(std::string_view role, std::string_view content, std::vector<ChatPiece>* out) const {
+  if (family_ == Family::kChatMl) {
+    Marker("<|im_start|>", out);
+    Plain(role, out);
+    Plain("\n", out);
+    Plain(content, out);
+    Marker("<|im_end|>", out);
+    Plain("\n", out);
+  } else {
+    Marker("<|start_header_id|>", out);
+    Plain(role, out);
+    Marker("<|end_header_id|>", out);
+    Plain("\n\n", out);
+    Plain(content, out);
+    Marker("<|eot_id|>", out);
   }
 }
 
 absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> messages,
                                                 bool add_generation_prompt) const {
+  ASSIGN_OR_RETURN(std::vector<ChatPiece> pieces, Render(messages, add_generation_prompt));
+  std::string out;
+  for (const ChatPiece& p : pieces) out.append(p.text);
+  return out;
+}
+
+absl::StatusOr<std::vector<ChatPiece>> ChatTemplate::Render(std::span<const ChatMessage> messages,
+                                                            bool add_generation_prompt) const {
   if (messages.empty()) return absl::InvalidArgumentError("chat template: the message list is empty");
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
@@ -210,8 +241,8 @@ absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> mes
       return absl::InvalidArgumentError(absl::StrCat("chat message ", i, ": ", s.message()));
     }
   }
-  std::string out;
-  if (renders_bos_) out.append(bos_token_);
+  std::vector<ChatPiece> out;
+  if (renders_bos_) Marker(bos_token_, &out);
   if (default_system_prompt_.has_value() && messages[0].role != "system") {
     AppendMessage("system", *default_system_prompt_, &out);
   }
@@ -220,8 +251,15 @@ absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> mes
     AppendMessage(m.role, trims_content_ ? PythonStrip(m.content) : std::string_view(m.content), &out);
   }
   if (add_generation_prompt) {
-    out.append(family_ == Family::kChatMl ? "<|im_start|>assistant\n"
-                                          : "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    if (family_ == Family::kChatMl) {
+      Marker("<|im_start|>", &out);
+      Plain("assistant\n", &out);
+    } else {
+      Marker("<|start_header_id|>", &out);
+      Plain("assistant", &out);
+      Marker("<|end_header_id|>", &out);
+      Plain("\n\n", &out);
+    }
   }
   return out;
 }

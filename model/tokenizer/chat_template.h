@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/vocabulary.h"
@@ -35,6 +36,14 @@ namespace kvfleet::model {
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+};
+
+// One piece of a rendered chat: a special-token text the template itself
+// writes (a marker such as "<|im_start|>", or the BOS text), or plain text
+// (role names, newlines, message content).
+struct ChatPiece {
+  std::string text;
+  bool is_marker = false;
 };
 
 struct ChatTemplateOptions {
@@ -61,6 +70,13 @@ class ChatTemplate {
   // add_special.
   absl::StatusOr<std::string> Apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
+  // The same rendering as pieces, so that only the template's own markers
+  // become control tokens: a message whose content contains "<|im_end|>"
+  // must not be able to close its turn (EncodeChat in chat_encoding.h).
+  // Concatenating the pieces' texts gives Apply's result.
+  absl::StatusOr<std::vector<ChatPiece>> Render(std::span<const ChatMessage> messages,
+                                                bool add_generation_prompt) const;
+
   Family family() const { return family_; }
   std::string_view family_name() const;
   const std::optional<std::string>& default_system_prompt() const { return default_system_prompt_; }
@@ -69,7 +85,7 @@ class ChatTemplate {
 
  private:
   ChatTemplate() = default;
-  void AppendMessage(std::string_view role, std::string_view content, std::string* out) const;
+  void AppendMessage(std::string_view role, std::string_view content, std::vector<ChatPiece>* out) const;
 
   Family family_ = Family::kChatMl;
   std::optional<std::string> default_system_prompt_;

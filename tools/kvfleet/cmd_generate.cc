@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
+#include "model/tokenizer/chat_encoding.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
@@ -86,14 +87,11 @@ absl::StatusOr<std::vector<model::TokenId>> BuildPrompt(const Flags& f, const mo
   if (f.Has("prompt")) {
     return tok.Encode(f.GetString("prompt", ""), {.add_special = true, .parse_special = false});
   }
-  ASSIGN_OR_RETURN(model::ChatTemplate tmpl, model::ChatTemplate::FromTemplateSource(vocab.chat_template));
+  ASSIGN_OR_RETURN(model::ChatTemplate tmpl, model::ChatTemplate::FromVocabulary(vocab));
   std::vector<model::ChatMessage> messages;
   if (f.Has("system")) messages.push_back({.role = "system", .content = f.GetString("system", "")});
   messages.push_back({.role = "user", .content = f.GetString("chat", "")});
-  ASSIGN_OR_RETURN(std::string text, tmpl.Apply(messages, /*add_generation_prompt=*/true));
-  // The template's own markers are control tokens; parse them as such. A
-  // template that writes the BOS text itself must not get a second BOS.
-  return tok.Encode(text, {.add_special = !tmpl.renders_bos(), .parse_special = true});
+  return model::EncodeChat(tok, tmpl, vocab.add_bos, messages, /*add_generation_prompt=*/true);
 }
 
 // Fails naming the first of `names` that is set: they belong to the other mode.

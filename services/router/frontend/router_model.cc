@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "model/gguf_vocabulary.h"
 #include "model/llama_hparams.h"
+#include "model/tokenizer/chat_encoding.h"
 
 namespace kvfleet::router {
 
@@ -20,6 +21,7 @@ absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string
   m->context_length_ = static_cast<int32_t>(hparams.context_length);
   ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
   m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
+  m->add_bos_ = vocab.add_bos;
   return m;
 }
 
@@ -34,13 +36,7 @@ absl::StatusOr<std::vector<model::TokenId>> RouterModel::EncodeChat(std::span<co
                                                       chat_template_.status().message(),
                                                       "); use Generate with a formatted prompt"));
   }
-  ASSIGN_OR_RETURN(std::string text, chat_template_->Apply(messages, add_generation_prompt));
-  // The template's markers are control tokens, so the rendered text is
-  // encoded with special tokens parsed, as Hugging Face and vLLM do. That
-  // also parses marker texts written inside a message's content; encoding
-  // content apart from the markers would close that (noted as work). A
-  // template that writes the BOS text itself must not get a second BOS.
-  return tokenizer_->Encode(text, {.add_special = !chat_template_->renders_bos(), .parse_special = true});
+  return model::EncodeChat(*tokenizer_, *chat_template_, add_bos_, messages, add_generation_prompt);
 }
 
 absl::Status RouterModel::CheckTokenIds(std::span<const model::TokenId> ids, std::string_view field) const {

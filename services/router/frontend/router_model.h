@@ -42,8 +42,10 @@ class RouterModel {
   // stay plain text (a caller that wants control tokens sends token ids).
   absl::StatusOr<std::vector<model::TokenId>> EncodePrompt(std::string_view text) const;
 
-  // Messages through the chat template; FAILED_PRECONDITION when the model
-  // has none kvfleet can render (with the template loader's reason).
+  // Messages through the chat template (model/tokenizer/chat_encoding.h:
+  // only the template's own markers become control tokens);
+  // FAILED_PRECONDITION when the model has none kvfleet can render (with the
+  // template loader's reason).
   absl::StatusOr<std::vector<model::TokenId>> EncodeChat(std::span<const model::ChatMessage> messages,
                                                          bool add_generation_prompt) const;
 
@@ -57,6 +59,7 @@ class RouterModel {
   int32_t context_length_ = 0;
   std::unique_ptr<model::Tokenizer> tokenizer_;
   absl::StatusOr<model::ChatTemplate> chat_template_ = absl::UnknownError("not loaded");
+  bool add_bos_ = false;  // the vocabulary asks for BOS
 };
 
 // The id a model file gets when none is given: its name without ".gguf".
