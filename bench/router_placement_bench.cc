@@ -86,6 +86,7 @@ arrivals) replayed through each router in turn. ~7 minutes on 2 cores.
   --policies round_robin,least_loaded,prefix_aware
                               the phases, in order; the first is the baseline of the ratios
   --seed 1
+  --router-args "ARGS"        appended to every router's command line, e.g. "--decision-memory 60000"
   --json                      one JSON object on stdout (with every request), the table on stderr
 Progress and the log directory go to stderr.
 )";
@@ -114,6 +115,8 @@ struct Options {
   std::vector<std::string> policies = {"round_robin", "least_loaded", "prefix_aware"};
   int64_t seed = 1;
   bool json = false;
+  // Appended to every router's command line, e.g. "--decision-memory 60000".
+  std::vector<std::string> router_args;
 };
 
 absl::Status ParsePromptRange(const std::string& value, Options& o) {
@@ -140,6 +143,9 @@ absl::StatusOr<Options> ReadOptions(const flags::Flags& f) {
   o.model = f.GetString("model", o.model);
   o.bin_dir = f.GetString("bin-dir", "");
   if (f.Has("policies")) o.policies = absl::StrSplit(f.GetString("policies", ""), ',', absl::SkipEmpty());
+  if (f.Has("router-args")) {
+    o.router_args = absl::StrSplit(f.GetString("router-args", ""), ' ', absl::SkipWhitespace());
+  }
   const std::set<std::string> known = {"round_robin", "least_loaded", "prefix_aware"};
   const std::set<std::string> given(o.policies.begin(), o.policies.end());
   if (o.policies.empty() || given.size() != o.policies.size() ||
@@ -245,6 +251,7 @@ absl::StatusOr<Fleet> StartFleet(const Options& o, const std::string& log_dir) {
   options.cachemanager_listen = "127.0.0.1:0";
   options.router_metrics_port = 0;
   options.policy = kWarmUpPolicy;  // it also serves that policy's phase, when there is one
+  options.router_extra_args = o.router_args;
   options.log_dir = log_dir;
   options.ready_timeout = kReadyTimeout;
   Fleet fleet;
@@ -726,7 +733,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<kvfleet::flags::Flags> flags = kvfleet::flags::Flags::Parse(
       args,
       {"system-prompts", "prompt-tokens", "users-per-prompt", "question-tokens", "max-tokens", "rate", "workers",
-       "kv-cache-memory", "threads", "model", "bin-dir", "policies", "seed"},
+       "kv-cache-memory", "threads", "model", "bin-dir", "policies", "seed", "router-args"},
       {"json"});
   if (!flags.ok()) {
     std::fprintf(stderr, "router_placement_bench: %s\n\n%s", flags.status().ToString().c_str(), kvfleet::bench::kUsage);

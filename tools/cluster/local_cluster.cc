@@ -117,6 +117,7 @@ std::vector<std::string> RouterArgs(const LocalClusterOptions& options, const st
     args.push_back("--policy");
     args.push_back(options.policy);
   }
+  args.insert(args.end(), options.router_extra_args.begin(), options.router_extra_args.end());
   return args;
 }
 

@@ -174,6 +174,10 @@ TEST(LocalClusterArgsTest, TheRouterGetsItsAddressesAndPolicy) {
   o.policy = "round_robin";
   const std::vector<std::string> args = RouterArgs(o, "127.0.0.1:4000");
   EXPECT_THAT(std::vector<std::string>(args.end() - 2, args.end()), ElementsAre("--policy", "round_robin"));
+  o.router_extra_args = {"--decision-memory", "60000"};
+  const std::vector<std::string> tuned = RouterArgs(o, "127.0.0.1:4000");
+  EXPECT_THAT(std::vector<std::string>(tuned.end() - 4, tuned.end()),
+              ElementsAre("--policy", "round_robin", "--decision-memory", "60000"));
 }
 
 TEST(LocalClusterArgsTest, DefaultThreadsSplitTheMachine) {
