@@ -1,23 +1,11 @@
 #include "services/router/server/router_metrics.h"
 
-#include "services/transport/latency_buckets.h"
+#include "services/transport/registry_metrics.h"
 #include "services/transport/scrape_families.h"
 
 namespace kvfleet::router {
-namespace {
-
-using prometheus::Histogram;
-
-Histogram* AddHistogram(prometheus::Registry& r, const char* name, const char* help,
-                        const Histogram::BucketBoundaries& buckets) {
-  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, buckets);
-}
-
-prometheus::Counter* AddCounter(prometheus::Registry& r, const char* name, const char* help) {
-  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
-}
-
-}  // namespace
+using transport::AddCounter;
+using transport::AddHistogram;
 
 RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::Registry& r = *registry_;

@@ -1,27 +1,15 @@
 #include "services/worker/server/worker_metrics.h"
 
-#include "services/transport/latency_buckets.h"
+#include "services/transport/registry_metrics.h"
 #include "services/transport/scrape_families.h"
 
 namespace kvfleet::worker {
-namespace {
-
-using prometheus::Histogram;
+using transport::AddCounter;
+using transport::AddHistogram;
 using transport::InterTokenBuckets;
 using transport::RequestBuckets;
 using transport::StepTokenBuckets;
 using transport::TtftBuckets;
-
-Histogram* AddHistogram(prometheus::Registry& r, const char* name, const char* help,
-                        const Histogram::BucketBoundaries& buckets) {
-  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, buckets);
-}
-
-prometheus::Counter* AddCounter(prometheus::Registry& r, const char* name, const char* help) {
-  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
-}
-
-}  // namespace
 
 WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::Registry& r = *registry_;

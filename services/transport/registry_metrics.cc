@@ -1,8 +1,17 @@
-#include "services/transport/latency_buckets.h"
+#include "services/transport/registry_metrics.h"
 
 namespace kvfleet::transport {
 
 using prometheus::Histogram;
+
+Histogram* AddHistogram(prometheus::Registry& registry, const char* name, const char* help,
+                        const Histogram::BucketBoundaries& buckets) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
+}
+
+prometheus::Counter* AddCounter(prometheus::Registry& registry, const char* name, const char* help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
 
 const Histogram::BucketBoundaries& TtftBuckets() {
   static const Histogram::BucketBoundaries b = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
