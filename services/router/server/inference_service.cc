@@ -34,29 +34,30 @@ grpc::Status InferenceService::Done(const char* method, grpc::Status status) {
   return status;
 }
 
+grpc::Status InferenceService::RunPlan(const char* method, grpc::ServerContext& context,
+                                       GenerationRunner::Clock::time_point arrival,
+                                       const absl::StatusOr<GenerationPlan>& plan, const GenerationRunner::Sink& sink) {
+  if (!plan.ok()) return Done(method, transport::ToGrpcStatus(plan.status()));
+  return Done(method, runner_.Run(context, *plan, arrival, sink));
+}
+
 grpc::Status InferenceService::Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   const auto arrival = Clock::now();
-  absl::StatusOr<GenerationPlan> plan = PlanGenerate(model_, *request, FreshSeed());
-  if (!plan.ok()) return Done("Generate", transport::ToGrpcStatus(plan.status()));
-  return Done("Generate", runner_.Run(*context, *plan, arrival,
-                                      [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); }));
+  return RunPlan("Generate", *context, arrival, PlanGenerate(model_, *request, FreshSeed()),
+                 [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
 grpc::Status InferenceService::Chat(grpc::ServerContext* context, const v1::ChatRequest* request,
                                     grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   const auto arrival = Clock::now();
-  absl::StatusOr<GenerationPlan> plan = PlanChat(model_, *request, FreshSeed());
-  if (!plan.ok()) return Done("Chat", transport::ToGrpcStatus(plan.status()));
-  return Done("Chat", runner_.Run(*context, *plan, arrival,
-                                  [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); }));
+  return RunPlan("Chat", *context, arrival, PlanChat(model_, *request, FreshSeed()),
+                 [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
 grpc::Status InferenceService::Complete(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                                         v1::CompleteResponse* response) {
   const auto arrival = Clock::now();
-  absl::StatusOr<GenerationPlan> plan = PlanGenerate(model_, *request, FreshSeed());
-  if (!plan.ok()) return Done("Complete", transport::ToGrpcStatus(plan.status()));
   auto collect = [response](const v1::GenerateTextResponse& r) {
     response->mutable_text()->append(r.text());
     response->mutable_token_ids()->MergeFrom(r.token_ids());
@@ -67,7 +68,7 @@ grpc::Status InferenceService::Complete(grpc::ServerContext* context, const v1::
     }
     return true;
   };
-  return Done("Complete", runner_.Run(*context, *plan, arrival, collect));
+  return RunPlan("Complete", *context, arrival, PlanGenerate(model_, *request, FreshSeed()), collect);
 }
 
 grpc::Status InferenceService::Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,

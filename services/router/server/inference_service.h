@@ -47,6 +47,9 @@ class InferenceService final : public v1::Inference::Service {
  private:
   // Records the call's status in the metrics and returns it.
   grpc::Status Done(const char* method, grpc::Status status);
+  // A generating call: the plan's error, or the runner's status, recorded.
+  grpc::Status RunPlan(const char* method, grpc::ServerContext& context, GenerationRunner::Clock::time_point arrival,
+                       const absl::StatusOr<GenerationPlan>& plan, const GenerationRunner::Sink& sink);
 
   const RouterModel& model_;
   GenerationRunner& runner_;

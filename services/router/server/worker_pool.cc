@@ -5,6 +5,8 @@
 
 namespace kvfleet::router {
 
+bool WorkerPool::Entry::usable() const { return reachable && info.has_value() && !wrong_model; }
+
 WorkerPool::WorkerPool(WorkerPoolOptions options) : options_(std::move(options)) {}
 
 WorkerPool::~WorkerPool() { Stop(); }
@@ -81,7 +83,7 @@ std::vector<PooledWorker> WorkerPool::Routable() const {
   std::vector<PooledWorker> out;
   out.reserve(workers_.size());
   for (const auto& [id, e] : workers_) {
-    if (!e.reachable || !e.info.has_value() || e.wrong_model) continue;
+    if (!e.usable()) continue;
     out.push_back({.worker_id = id,
                    .endpoint = e.endpoint,
                    .stub = e.stub,
@@ -104,7 +106,7 @@ WorkerPoolCounts WorkerPool::Counts() const {
   for (const auto& [id, e] : workers_) {
     ++c.known;
     const bool draining = e.draining || e.stats.draining();
-    if (!e.reachable || !e.info.has_value() || e.wrong_model) {
+    if (!e.usable()) {
       ++c.unreachable;
     } else if (draining) {
       ++c.draining;

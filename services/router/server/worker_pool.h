@@ -111,6 +111,9 @@ class WorkerPool {
     bool wrong_model = false;
     uint64_t generation = 0;  // bumped on every Upsert that replaces the channel
     uint64_t failures = 0;    // ReportFailure calls: a probe begun before one must not undo it
+
+    // Reachable, described by GetInfo, and serving the router's model.
+    bool usable() const;
   };
   struct ProbeTarget {
     std::string worker_id;
