@@ -78,7 +78,7 @@ float DotOne(const float* w, const float* x, int64_t k) {
 
 // Below this many x rows, dequantizing into registers beats dequantizing
 // into scratch (decode steps). Both paths give identical bits.
-constexpr int64_t kFusedMaxRows = 3;
+constexpr int64_t kFusedMaxRows = 1;
 constexpr int64_t kPrefetchBytes = 1024;
 
 // acc += block · x[32b .. 32b+31], in element order.

@@ -1,6 +1,7 @@
 #include "services/worker/engine/engine.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,12 @@
 
 namespace kvfleet::engine {
 
-absl::Status EngineOptions::Validate() const { return scheduler.Validate(); }
+absl::Status EngineOptions::Validate() const {
+  RETURN_IF_ERROR(scheduler.Validate());
+  std::vector<std::string> names;
+  for (const spec::Proposer* p : proposers) names.emplace_back(p->name());
+  return speculation.Validate(names);
+}
 
 Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener)
     : executor_(executor),
@@ -18,7 +24,8 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
       listener_(listener),
       pool_(static_cast<int32_t>(executor.info().num_blocks), listener),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
-      scheduler_(options.scheduler, kv_) {
+      scheduler_(options.scheduler, kv_),
+      speculator_(options.speculation, options.proposers, kv_) {
   CHECK(options.Validate().ok()) << options.Validate();
   PublishStats(0);
 }
@@ -31,6 +38,7 @@ absl::Status Engine::Validate(const EngineRequest& r) const {
   RETURN_IF_ERROR(r.sampling.Validate());
   RETURN_IF_ERROR(r.logprobs.Validate());
   RETURN_IF_ERROR(r.stopping.Validate(info.vocab_size));
+  RETURN_IF_ERROR(speculator_.Validate(r.speculation));
   for (model::TokenId t : r.prompt) {
     if (t < 0 || t >= info.vocab_size) {
       return absl::InvalidArgumentError(
@@ -117,6 +125,7 @@ void Engine::DrainInbox() {
   }
   for (auto& req : inbox.submitted) {
     req->arrival = next_arrival_++;
+    speculator_.Resolve(*req);
     Request* raw = req.get();
     requests_[raw->id()] = std::move(req);
     scheduler_.Add(raw);
@@ -131,6 +140,7 @@ void Engine::DrainInbox() {
 void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens,
                     std::vector<TokenLogprobs> last_logprobs) {
   scheduler_.Remove(&req);
+  speculator_.Forget(req);
   req.state = RequestState::kFinished;
   RequestOutput out{.id = req.id(),
                     .new_tokens = std::move(last_tokens),
@@ -160,6 +170,7 @@ bool Engine::IsStopToken(const Request& req, model::TokenId token) const {
 absl::Status Engine::Step() {
   const auto start = std::chrono::steady_clock::now();
   DrainInbox();
+  speculator_.Plan(scheduler_.running(), options_.scheduler.max_num_batched_tokens);
   const SchedulerOutput scheduled = scheduler_.Schedule();
   if (scheduled.empty()) {
     PublishStats(0);
@@ -170,14 +181,27 @@ absl::Status Engine::Step() {
   }
   ForwardBatch batch;
   batch.chunks.reserve(scheduled.chunks.size());
-  for (const ScheduledChunk& c : scheduled.chunks) {
+  // A drafted chunk's tokens: the pending token, then the guesses.
+  std::vector<std::vector<model::TokenId>> verify_tokens(scheduled.chunks.size());
+  for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
+    const ScheduledChunk& c = scheduled.chunks[i];
     const Request& r = *c.request;
+    if (c.num_draft_tokens > 0) {
+      verify_tokens[i].push_back(r.tokens.back());
+      verify_tokens[i].insert(verify_tokens[i].end(), r.draft.begin(), r.draft.end());
+      batch.chunks.push_back({.tokens = verify_tokens[i],
+                              .start_position = r.num_computed_tokens,
+                              .block_table = r.block_table,
+                              .logits = LogitsWanted::kAll});
+      continue;
+    }
     const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
     batch.chunks.push_back({.tokens = std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens),
                             .start_position = r.num_computed_tokens,
                             .block_table = r.block_table,
                             .logits = reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone});
   }
+  const auto forward_start = std::chrono::steady_clock::now();
   absl::StatusOr<ForwardOutput> forward = executor_.Forward(batch);
   if (!forward.ok()) {
     KVFLEET_LOG_ERROR("engine step failed: {}", forward.status().ToString());
@@ -185,8 +209,12 @@ absl::Status Engine::Step() {
     PublishStats(0);
     return forward.status();
   }
+  speculator_.ObserveStep(scheduled.num_tokens,
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
   ReportStep(scheduled, start);  // before outputs retire the requests it reads
   ProcessOutputs(scheduled, *forward);
+  // Blocks only rejected or unscheduled guesses reached go back now.
+  for (Request* r : scheduler_.running()) kv_.ReleaseBlocksPastTokens(*r);
   ++steps_;
   PublishStats(scheduled.num_tokens);
   return absl::OkStatus();
@@ -196,8 +224,10 @@ void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_cl
   if (options_.step_observer == nullptr) return;
   StepReport report{.num_tokens = scheduled.num_tokens, .num_sequences = static_cast<int32_t>(scheduled.chunks.size())};
   for (const ScheduledChunk& c : scheduled.chunks) {
-    const bool produces_token = c.request->num_computed_tokens + c.num_tokens == c.request->num_tokens();
-    report.num_prefill_tokens += produces_token ? c.num_tokens - 1 : c.num_tokens;
+    const int32_t known = c.num_tokens - c.num_draft_tokens;
+    const bool produces_token = c.request->num_computed_tokens + known == c.request->num_tokens();
+    report.num_prefill_tokens += produces_token ? known - 1 : known;
+    report.num_draft_tokens += c.num_draft_tokens;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   options_.step_observer->OnStep(report);
@@ -205,29 +235,81 @@ void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_cl
 
 void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward) {
   for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
-    Request& req = *scheduled.chunks[i].request;
-    req.num_computed_tokens += scheduled.chunks[i].num_tokens;
-    kv_.CommitFullBlocks(req);
-    if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk; no token yet
-
-    const int64_t position = req.num_tokens();
-    const model::TokenId token = req.sampler.Sample(forward.Row(forward.first_row[i]), position);
-    req.sampler.Accept(token);
-    req.tokens.push_back(token);
-    std::vector<TokenLogprobs> logprobs;
-    if (req.params.logprobs.enabled) {
-      logprobs.push_back(ComputeLogprobs(forward.Row(forward.first_row[i]), token, req.params.logprobs.top_n));
-    }
-    const bool stop = IsStopToken(req, token);
-    const bool length = req.num_output_tokens() >= req.params.stopping.max_tokens;
-    if (stop || length) {
-      // The last token and the end travel together in one output.
-      Finish(req, stop ? FinishReason::kStop : FinishReason::kLength, {token}, std::move(logprobs));
+    const ScheduledChunk& chunk = scheduled.chunks[i];
+    Request& req = *chunk.request;
+    req.num_computed_tokens += chunk.num_tokens - chunk.num_draft_tokens;
+    if (req.num_computed_tokens < req.num_tokens()) {  // a prefill chunk; no token yet
+      kv_.CommitFullBlocks(req);
       continue;
     }
-    req.sink->OnOutput(
-        {.id = req.id(), .new_tokens = {token}, .logprobs = std::move(logprobs), .usage = UsageSoFar(req)});
+    EmitTokens(req, chunk, forward, forward.first_row[i]);
   }
+}
+
+void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row) {
+  const int32_t drafted = chunk.num_draft_tokens;
+  std::vector<model::TokenId> emitted;
+  std::vector<TokenLogprobs> logprobs;
+  int32_t accepted = 0;
+  std::optional<FinishReason> finish;
+  for (int32_t j = 0; j <= drafted; ++j) {
+    // Row j saw the pending token and the first j guesses: exactly what plain
+    // decoding would have computed if those guesses are the tokens so far.
+    const std::span<const float> row = forward.Row(first_row + j);
+    const model::TokenId token = req.sampler.Sample(row, req.num_tokens());
+    req.sampler.Accept(token);
+    req.tokens.push_back(token);
+    emitted.push_back(token);
+    if (req.params.logprobs.enabled) logprobs.push_back(ComputeLogprobs(row, token, req.params.logprobs.top_n));
+    const bool agrees = j < drafted && token == req.draft[j];
+    // An agreeing guess was computed at its position: its KV is valid.
+    if (agrees) {
+      ++accepted;
+      ++req.num_computed_tokens;
+    }
+    if (IsStopToken(req, token)) {
+      finish = FinishReason::kStop;
+    } else if (req.num_output_tokens() >= req.params.stopping.max_tokens) {
+      finish = FinishReason::kLength;
+    }
+    if (finish || !agrees) break;
+  }
+  if (drafted > 0) {
+    speculator_.RecordVerification(req, std::min<int32_t>(drafted, static_cast<int32_t>(emitted.size())), accepted);
+    req.draft.clear();
+  }
+  kv_.CommitFullBlocks(req);
+  if (finish) {
+    // The last tokens and the end travel together in one output.
+    Finish(req, *finish, std::move(emitted), std::move(logprobs));
+    return;
+  }
+  req.sink->OnOutput(
+      {.id = req.id(), .new_tokens = std::move(emitted), .logprobs = std::move(logprobs), .usage = UsageSoFar(req)});
+}
+
+absl::Status Engine::AuditBlocks() const {
+  const BlockPoolStats counted = pool_.Stats(), recounted = pool_.Recount();
+  if (counted.used != recounted.used || counted.cached != recounted.cached || counted.empty != recounted.empty) {
+    return absl::InternalError(absl::StrCat("pool counters say used/cached/empty ", counted.used, "/", counted.cached,
+                                            "/", counted.empty, ", a recount ", recounted.used, "/", recounted.cached,
+                                            "/", recounted.empty));
+  }
+  std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
+  for (const auto& [id, req] : requests_) {
+    if (static_cast<int32_t>(req->block_table.size()) > kv_.BlocksFor(req->num_tokens())) {
+      return absl::InternalError(absl::StrCat("request ", id.value(), " holds ", req->block_table.size(),
+                                              " blocks for ", req->num_tokens(), " tokens"));
+    }
+    for (BlockId b : req->block_table) ++refs[static_cast<size_t>(b.value())];
+  }
+  for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
+    if (refs[static_cast<size_t>(b)] != pool_.ref_count(BlockId(b))) {
+      return absl::InternalError(absl::StrCat("block ", b, " has reference count ", pool_.ref_count(BlockId(b)),
+                                              " but ", refs[static_cast<size_t>(b)], " block tables name it"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 Usage Engine::UsageSoFar(const Request& req) {
@@ -250,6 +332,7 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.prefix_hit_tokens = kv_.counters().hit_tokens;
   s.preemptions = scheduler_.num_preemptions();
   s.steps = steps_;
+  s.speculation = speculator_.Stats();
   for (const auto& [id, r] : requests_) {
     const bool decoding = r->num_output_tokens() > 0 && r->num_pending_tokens() <= 1;
     if (!decoding) s.pending_prefill_tokens += r->num_pending_tokens();

@@ -6,11 +6,12 @@
 // inbox (Submit, Cancel) and read Stats() snapshots; outputs leave through
 // each request's OutputSink.
 //
-// One step: take the inbox, schedule (decode tokens and prefill chunks under
-// one token budget), run one forward pass for the whole batch, sample a
-// token for every request that reached the end of its known tokens, publish
-// full blocks to the prefix cache, stream outputs, and free the blocks of
-// finished requests.
+// One step: take the inbox, draft for decoding requests (speculative
+// decoding, when a proposer is loaded), schedule (decode tokens, drafts and
+// prefill chunks under one token budget), run one forward pass for the whole
+// batch, sample a token for every request that reached the end of its known
+// tokens and verify its draft, publish full blocks to the prefix cache,
+// stream outputs, and free the blocks of finished requests.
 //
 // Step() can be called directly (tests drive the engine synchronously);
 // Start() runs steps on the engine's own thread until Stop().
@@ -39,6 +40,9 @@
 #include "services/worker/engine/kv/kv_cache_manager.h"
 #include "services/worker/engine/request.h"
 #include "services/worker/engine/scheduler/scheduler.h"
+#include "services/worker/engine/spec/proposer.h"
+#include "services/worker/engine/spec/speculation_options.h"
+#include "services/worker/engine/speculator.h"
 #include "services/worker/engine/step_observer.h"
 
 namespace kvfleet::engine {
@@ -52,6 +56,10 @@ struct EngineOptions {
   // running slot; 0: unbounded.
   int32_t max_waiting_requests = 0;
   StepObserver* step_observer = nullptr;  // may be null; must outlive the engine
+  // Speculative decoding: the loaded proposers (must outlive the engine;
+  // none: no speculation) and the worker's defaults.
+  std::vector<spec::Proposer*> proposers;
+  spec::SpeculationOptions speculation;
 
   absl::Status Validate() const;
 };
@@ -102,6 +110,12 @@ class Engine {
 
   const EngineOptions& options() const { return options_; }
 
+  // Audits the block accounting (engine thread, between steps): the pool's
+  // counters equal a fresh recount; every block's reference count equals the
+  // number of requests whose block table names it; no request holds a block
+  // past its tokens. INTERNAL naming the first mismatch. For tests.
+  absl::Status AuditBlocks() const;
+
  private:
   struct Inbox {
     std::vector<std::unique_ptr<Request>> submitted;
@@ -116,8 +130,13 @@ class Engine {
   // if any) and destroys it.
   void Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens = {},
               std::vector<TokenLogprobs> last_logprobs = {});
-  // Samples, streams and retires after a forward pass.
+  // Samples (and verifies drafts), streams and retires after a forward pass.
   void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
+  // Samples the tokens that follow a chunk that reached the end of the
+  // request's tokens, from its logits rows: one token, or, with a draft,
+  // each drafted token's own sample until one differs from the guess (that
+  // sample is kept instead) or all agree (and one more follows).
+  void EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row);
   bool IsStopToken(const Request& req, model::TokenId token) const;
   static Usage UsageSoFar(const Request& req);
   void PublishStats(int64_t last_step_tokens);
@@ -130,6 +149,7 @@ class Engine {
   BlockPool pool_;
   KvCacheManager kv_;
   Scheduler scheduler_;
+  Speculator speculator_;
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;

@@ -2,8 +2,19 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace kvfleet::engine {
+
+// Cumulative counters of one speculative proposer.
+struct SpeculationStats {
+  std::string proposer;
+  int64_t drafted_tokens = 0;   // guesses verified
+  int64_t accepted_tokens = 0;  // of those, kept
+  int64_t verify_passes = 0;    // request-steps that verified a draft
+  double propose_seconds = 0.0; // spent proposing
+};
 
 struct EngineStats {
   int32_t running = 0;
@@ -21,6 +32,7 @@ struct EngineStats {
   // Allocated-but-unfilled token slots over allocated slots, across the
   // blocks of running requests: the memory paging wastes.
   double kv_waste = 0.0;
+  std::vector<SpeculationStats> speculation;  // one per loaded proposer
 };
 
 }  // namespace kvfleet::engine

@@ -20,8 +20,14 @@
 #include "services/worker/engine/sampler/logprobs.h"
 #include "services/worker/engine/sampler/sampler.h"
 #include "services/worker/engine/sampler/sampling_params.h"
+#include "services/worker/engine/spec/acceptance_estimate.h"
+#include "services/worker/engine/spec/speculation_options.h"
 
 namespace kvfleet::engine {
+
+namespace spec {
+class Proposer;
+}
 
 struct EngineRequest {
   RequestId id;
@@ -36,6 +42,9 @@ struct EngineRequest {
   // max_tokens, and are not streamed again. With greedy or seeded sampling
   // the continuation equals what the first worker would have produced.
   std::vector<model::TokenId> resumed_output;
+  // Speculative decoding: the proposer ("" for the worker's default, "off")
+  // and the most tokens to draft per step (0: the worker's).
+  spec::SpeculationParams speculation;
 };
 
 struct Usage {
@@ -105,6 +114,16 @@ struct Request {
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
   int32_t num_preemptions = 0;
   bool cancel_requested = false;
+
+  // Speculative decoding (see Speculator).
+  spec::Proposer* proposer = nullptr;  // null: this request never speculates
+  int32_t max_draft_tokens = 0;
+  // This step's guesses for the tokens after `tokens`: scheduled after the
+  // pending token in the same chunk, verified by the step's forward pass,
+  // cleared by the next plan.
+  std::vector<model::TokenId> draft;
+  spec::AcceptanceEstimate acceptance;
+  int32_t steps_since_draft = 0;
 };
 
 }  // namespace kvfleet::engine

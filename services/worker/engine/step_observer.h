@@ -12,9 +12,10 @@ namespace kvfleet::engine {
 
 struct StepReport {
   double seconds = 0.0;             // schedule + forward + sampling + streaming
-  int32_t num_tokens = 0;           // computed this step (prefill chunks and decode tokens)
+  int32_t num_tokens = 0;           // computed this step (prefill chunks, decode and drafted tokens)
   int32_t num_sequences = 0;        // requests in the batch
-  int32_t num_prefill_tokens = 0;   // of num_tokens, those that produced no new token
+  int32_t num_prefill_tokens = 0;   // of num_tokens, prompt (and recompute) tokens
+  int32_t num_draft_tokens = 0;     // of num_tokens, drafted tokens verified
 };
 
 class StepObserver {

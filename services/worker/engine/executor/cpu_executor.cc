@@ -63,6 +63,7 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const CpuExecutorOption
   info_.context_length = hp_.context_length;
   info_.block_size = options.block_size;
   info_.num_blocks = options.num_blocks;
+  info_.num_layers = hp_.num_layers;
   info_.kv_bytes_per_token = KvBytesPerToken(hp_.kv_shape(), sizeof(uint16_t));
   const size_t per_layer = static_cast<size_t>(options.num_blocks * hp_.num_kv_heads * options.block_size *
                                                hp_.head_dim);
@@ -73,6 +74,10 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const CpuExecutorOption
 }
 
 absl::Status CpuExecutor::ValidateBatch(const ForwardBatch& batch) const {
+  if (batch.num_layers < 0 || batch.num_layers > hp_.num_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_layers ", batch.num_layers, " is outside [0, ", hp_.num_layers, "]"));
+  }
   for (size_t c = 0; c < batch.chunks.size(); ++c) {
     const SequenceChunk& ch = batch.chunks[c];
     const int64_t end = static_cast<int64_t>(ch.start_position) + static_cast<int64_t>(ch.tokens.size());
@@ -134,7 +139,8 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
       ++row;
     }
   }
-  for (int64_t l = 0; l < hp_.num_layers; ++l) RunLayer(l, s);
+  const int64_t layers = batch.num_layers > 0 ? batch.num_layers : hp_.num_layers;
+  for (int64_t l = 0; l < layers; ++l) RunLayer(l, s);
 
   ForwardOutput out;
   ComputeLogits(batch, s, out);

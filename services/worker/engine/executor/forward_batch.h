@@ -33,6 +33,10 @@ struct SequenceChunk {
 
 struct ForwardBatch {
   std::vector<SequenceChunk> chunks;
+  // 0: the whole model. L > 0: only the first L layers, then the final norm
+  // and the output head on their result (self-speculative drafting). The KV
+  // written for those layers is what the full model writes for them.
+  int32_t num_layers = 0;
 };
 
 // Logits rows in chunk order: for each chunk with kLast one row, with kAll one

@@ -22,6 +22,7 @@ struct ExecutorInfo {
   int64_t context_length = 0;
   int64_t block_size = 0;
   int64_t num_blocks = 0;
+  int64_t num_layers = 0;
   int64_t kv_bytes_per_token = 0;  // DESIGN.md formula at the cache's storage type
 };
 
@@ -30,7 +31,8 @@ class ModelExecutor {
   virtual ~ModelExecutor() = default;
   virtual const ExecutorInfo& info() const = 0;
   // INVALID_ARGUMENT for a token outside the vocabulary, a position past the
-  // context, or a block table that does not cover the chunk.
+  // context, a block table that does not cover the chunk, or num_layers
+  // outside [0, info().num_layers].
   virtual absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) = 0;
 };
 

@@ -128,6 +128,20 @@ BlockPoolStats BlockPool::Stats() const {
   };
 }
 
+BlockPoolStats BlockPool::Recount() const {
+  BlockPoolStats s{.total = num_blocks()};
+  for (size_t b = 0; b < ref_counts_.size(); ++b) {
+    if (ref_counts_[b] > 0) {
+      ++s.used;
+    } else if (hashes_[b].has_value()) {
+      ++s.cached;
+    } else {
+      ++s.empty;
+    }
+  }
+  return s;
+}
+
 void BlockPool::CheckId(BlockId block) const {
   CHECK(block.value() >= 0 && block.value() < num_blocks())
       << "block " << block << " out of range [0, " << num_blocks() << ")";

@@ -82,6 +82,9 @@ class BlockPool {
   // Every hash the pool holds (in use or cached), in no particular order. O(cached).
   std::vector<BlockHash> CachedHashes() const;
   BlockPoolStats Stats() const;
+  // Stats() recomputed from every block's own state, ignoring the counters
+  // Stats() keeps: O(blocks), for tests and audits of the accounting.
+  BlockPoolStats Recount() const;
 
  private:
   static constexpr int32_t kNone = -1;

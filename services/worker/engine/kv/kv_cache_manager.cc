@@ -72,6 +72,16 @@ void KvCacheManager::CommitFullBlocks(Request& req) {
   }
 }
 
+void KvCacheManager::ReleaseBlocksPastTokens(Request& req) {
+  const size_t keep = static_cast<size_t>(BlocksFor(req.num_tokens()));
+  while (req.block_table.size() > keep) {
+    const BlockId block = req.block_table.back();
+    CHECK(!pool_.hash_of(block).has_value()) << "block " << block << " past the request's tokens was published";
+    req.block_table.pop_back();
+    pool_.Release(block);
+  }
+}
+
 void KvCacheManager::Free(Request& req) {
   for (auto it = req.block_table.rbegin(); it != req.block_table.rend(); ++it) pool_.Release(*it);
   req.block_table.clear();

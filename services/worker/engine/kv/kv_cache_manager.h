@@ -56,6 +56,11 @@ class KvCacheManager {
   // Publishes every block that became full since the last call.
   void CommitFullBlocks(Request& req);
 
+  // Returns the blocks past those that `req.tokens` needs (the pending
+  // token included): after a verification rejected drafted tokens, their
+  // emptied blocks. Such blocks were never published (CHECK).
+  void ReleaseBlocksPastTokens(Request& req);
+
   // Returns every block (the last ones first, so a sequence's tail is
   // evicted before its head) and resets the request's KV state.
   void Free(Request& req);

@@ -45,7 +45,17 @@ SchedulerOutput Scheduler::Schedule() {
 void Scheduler::ScheduleRunning(SchedulerOutput& out, int32_t& budget) {
   for (auto it = running_.begin(); it != running_.end() && budget > 0;) {
     Request* req = *it;
-    const int32_t n = std::min(req->num_pending_tokens(), budget);
+    const int32_t pending = std::min(req->num_pending_tokens(), budget);
+    int32_t n = pending;
+    if (!req->draft.empty()) {
+      req->draft.resize(std::min<size_t>(req->draft.size(), budget - pending));
+      n += static_cast<int32_t>(req->draft.size());
+      // Speculation never costs anyone their blocks.
+      if (!req->draft.empty() && !kv_.Allocate(*req, n)) {
+        req->draft.clear();
+        n = pending;
+      }
+    }
     if (n <= 0) {
       ++it;
       continue;
@@ -59,7 +69,7 @@ void Scheduler::ScheduleRunning(SchedulerOutput& out, int32_t& budget) {
       }
     }
     if (preempted_self) break;  // req was the newest: everything after it is gone too
-    out.chunks.push_back({req, n});
+    out.chunks.push_back({req, n, static_cast<int32_t>(req->draft.size())});
     budget -= n;
     ++it;
   }
@@ -70,6 +80,7 @@ Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
   Request* victim = running_.back();
   running_.pop_back();
   kv_.Free(*victim);
+  victim->draft.clear();
   victim->state = RequestState::kWaiting;
   ++victim->num_preemptions;
   ++num_preemptions_;

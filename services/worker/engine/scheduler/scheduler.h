@@ -8,6 +8,10 @@
 // There are no prefill and decode phases: every request's computed tokens
 // simply catch up with its known tokens.
 //
+// A running request's draft (speculative decoding) rides after its decode
+// token in the same chunk when budget and free blocks allow; a draft is cut
+// to fit the budget and dropped rather than ever causing a preemption.
+//
 // When the pool has no block for a running request, the newest running
 // request is preempted by recompute: its blocks are freed and it returns to
 // the front of the waiting queue with its tokens so far (greedy and seeded
@@ -48,6 +52,9 @@ struct SchedulerConfig {
 struct ScheduledChunk {
   Request* request;
   int32_t num_tokens;  // computed this step, from request->num_computed_tokens on
+  // Of num_tokens, the last ones are the request's draft (speculative
+  // decoding): they follow its pending token, to be verified.
+  int32_t num_draft_tokens = 0;
 };
 
 struct SchedulerOutput {

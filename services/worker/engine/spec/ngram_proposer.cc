@@ -44,8 +44,13 @@ NgramProposer::NgramProposer(NgramProposerOptions options) : options_(options) {
   CHECK(valid.ok()) << valid;
 }
 
-void NgramProposer::Propose(std::span<const model::TokenId> context, int32_t max_tokens,
-                            std::vector<model::TokenId>* draft) {
+absl::Status NgramProposer::Propose(std::span<DraftSlot> slots) {
+  for (DraftSlot& slot : slots) ProposeFor(slot.context, slot.max_tokens, &slot.draft);
+  return absl::OkStatus();
+}
+
+void NgramProposer::ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
+                               std::vector<model::TokenId>* draft) const {
   draft->clear();
   if (max_tokens <= 0) return;
   for (int32_t n = options_.max_n; n >= options_.min_n; --n) {

@@ -20,7 +20,7 @@
 // Thread-safety: immutable after construction; Propose may run anywhere.
 //
 //   NgramProposer ngram({.min_n = 2, .max_n = 4});
-//   ngram.Propose(tokens, 5, &draft);
+//   ngram.ProposeFor(tokens, 5, &draft);
 #pragma once
 
 #include "absl/status/status.h"
@@ -42,8 +42,12 @@ class NgramProposer final : public Proposer {
   explicit NgramProposer(NgramProposerOptions options);
 
   std::string_view name() const override { return "ngram"; }
-  void Propose(std::span<const model::TokenId> context, int32_t max_tokens,
-               std::vector<model::TokenId>* draft) override;
+  absl::Status Propose(std::span<DraftSlot> slots) override;
+
+  // The proposal for one context: replaces `*draft` with at most
+  // `max_tokens` tokens (none when no n-gram recurs).
+  void ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
+                  std::vector<model::TokenId>* draft) const;
 
  private:
   const NgramProposerOptions options_;

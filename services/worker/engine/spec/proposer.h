@@ -1,17 +1,21 @@
 // Speculative decoding's proposers: something cheap that guesses the next
 // few tokens of a sequence, for the target model to check all at once in
-// one forward pass (issue 7; DESIGN.md, "speculative decoding"). A proposer
-// only guesses: acceptance against the target's distribution decides what
-// is kept, so a bad guess costs time, never correctness.
+// one forward pass (DESIGN.md, "speculative decoding"). A proposer only
+// guesses: verification against the target's own sampling decides what is
+// kept, so a bad guess costs time, never correctness.
 //
-// Implementations: NgramProposer (prompt lookup) here; a draft model and
-// self-speculation (the target's first layers) come behind the same
-// interface.
+// Implementations: NgramProposer (prompt lookup, no model),
+// SelfSpeculativeProposer (the target's first layers and its output head),
+// DraftModelProposer (a second, smaller model with its own paged KV).
+//
+// Proposals are made for a whole batch at once, so model-based proposers
+// run one batched forward pass per draft position instead of one per
+// request.
 //
 // Thread-safety: a proposer is used by the engine thread only.
 //
-//   std::vector<model::TokenId> draft;
-//   proposer.Propose(request_tokens, /*max_tokens=*/4, &draft);  // may leave it empty
+//   std::vector<DraftSlot> slots = {{.id = id, .context = tokens, .num_computed = n - 1, .max_tokens = 4}};
+//   RETURN_IF_ERROR(proposer.Propose(slots));   // slots[0].draft may stay empty
 #pragma once
 
 #include <cstdint>
@@ -19,22 +23,48 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "common/ids.h"
 #include "model/token_id.h"
 
 namespace kvfleet::engine::spec {
+
+// One request's part of a proposal round.
+struct DraftSlot {
+  RequestId id;
+  // The request's prompt and output so far. KV is computed for the first
+  // num_computed tokens in the target's cache; the rest (normally the last
+  // token alone) is pending.
+  std::span<const model::TokenId> context;
+  int32_t num_computed = 0;
+  // The target's block table; it covers context.size() + max_tokens - 1
+  // positions when the proposer uses_target_kv().
+  std::span<const BlockId> block_table;
+  int32_t max_tokens = 0;
+  std::vector<model::TokenId> draft;  // out: at most max_tokens guesses, possibly none
+};
 
 class Proposer {
  public:
   virtual ~Proposer() = default;
 
-  // A label for metrics and logs: "ngram", "draft", "self".
+  // A label for configuration, metrics and logs: "ngram", "self", "draft".
   virtual std::string_view name() const = 0;
 
-  // Replaces `*draft` with at most `max_tokens` guesses for the tokens that
-  // follow `context` (the request's prompt and output so far, in order).
-  // An empty draft means "no useful guess": the step decodes as usual.
-  virtual void Propose(std::span<const model::TokenId> context, int32_t max_tokens,
-                       std::vector<model::TokenId>* draft) = 0;
+  // Fills every slot's draft with at most max_tokens guesses for the tokens
+  // that follow its context. An empty draft means "no useful guess": that
+  // request decodes as usual. Errors are a proposer model's failures; the
+  // step then runs without drafts.
+  virtual absl::Status Propose(std::span<DraftSlot> slots) = 0;
+
+  // The request finished: drop whatever the proposer kept for it.
+  virtual void Forget(RequestId /*id*/) {}
+
+  // True when proposing writes the target's KV cache (layers it shares with
+  // the target) at positions [num_computed, context.size() + max_tokens - 1):
+  // the engine allocates those blocks first. The verify pass rewrites the
+  // same positions with identical values, so nothing stale survives.
+  virtual bool uses_target_kv() const { return false; }
 };
 
 }  // namespace kvfleet::engine::spec

@@ -15,7 +15,7 @@ using Tokens = std::vector<model::TokenId>;
 
 Tokens Propose(NgramProposer& p, const Tokens& context, int32_t k) {
   Tokens draft = {99, 99};  // must be replaced, not appended to
-  p.Propose(context, k, &draft);
+  p.ProposeFor(context, k, &draft);
   return draft;
 }
 

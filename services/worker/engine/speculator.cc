@@ -1,0 +1,183 @@
+#include "services/worker/engine/speculator.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "services/worker/engine/spec/draft_lengths.h"
+
+namespace kvfleet::engine {
+namespace {
+
+// A request that stopped drafting tries one token again after this many
+// steps, so a text that turns repetitive is noticed.
+constexpr int32_t kProbeInterval = 16;
+// Weight of the newest measurement in a proposer's cost per drafted token.
+constexpr double kCostSmoothing = 0.2;
+
+}  // namespace
+
+Speculator::Speculator(const spec::SpeculationOptions& options, std::vector<spec::Proposer*> proposers,
+                       KvCacheManager& kv)
+    : options_(options), kv_(kv) {
+  for (spec::Proposer* p : proposers) {
+    CHECK(p != nullptr);
+    CHECK(Find(std::string(p->name())) == nullptr) << "two proposers named " << std::string(p->name());
+    Loaded loaded{.proposer = p, .acceptance = spec::AcceptanceEstimate()};
+    loaded.stats.proposer = std::string(p->name());
+    loaded_.push_back(std::move(loaded));
+  }
+}
+
+std::vector<std::string> Speculator::available() const {
+  std::vector<std::string> names;
+  for (const Loaded& l : loaded_) names.emplace_back(l.proposer->name());
+  return names;
+}
+
+absl::Status Speculator::ValidateOptions() const { return options_.Validate(available()); }
+
+absl::Status Speculator::Validate(const spec::SpeculationParams& params) const {
+  return params.Validate(available());
+}
+
+Speculator::Loaded* Speculator::Find(const std::string& name) {
+  for (Loaded& l : loaded_) {
+    if (l.proposer->name() == name) return &l;
+  }
+  return nullptr;
+}
+
+const Speculator::Loaded* Speculator::Find(const std::string& name) const {
+  return const_cast<Speculator*>(this)->Find(name);
+}
+
+void Speculator::Resolve(Request& req) const {
+  const spec::SpeculationParams& p = req.params.speculation;
+  const Loaded* loaded = Find(p.proposer.empty() ? options_.proposer : p.proposer);
+  req.proposer = loaded != nullptr ? loaded->proposer : nullptr;
+  req.max_draft_tokens =
+      p.max_draft_tokens > 0 ? std::min(p.max_draft_tokens, options_.max_draft_tokens) : options_.max_draft_tokens;
+  // A new request starts from what this proposer achieves lately.
+  if (loaded != nullptr) req.acceptance = spec::AcceptanceEstimate(loaded->acceptance.rate());
+}
+
+std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candidates,
+                                              const std::list<Request*>& running, int32_t token_budget) {
+  std::vector<int32_t> caps;
+  for (const Request* r : candidates) {
+    // Verification yields at most k + 1 tokens; never draft past max_tokens.
+    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
+    caps.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
+  }
+  if (!options_.adaptive) return caps;
+
+  spec::PlainStep plain;
+  int64_t pending = 0;
+  for (const Request* r : running) {
+    pending += r->num_pending_tokens();
+    if (r->num_pending_tokens() == 1) plain.produced += 1.0;
+  }
+  plain.tokens = static_cast<int32_t>(std::min<int64_t>(pending, token_budget));
+  std::vector<spec::DraftCandidate> offers;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Loaded* l = Find(std::string(candidates[i]->proposer->name()));
+    offers.push_back({.acceptance = candidates[i]->acceptance.rate(),
+                      .max_tokens = caps[i],
+                      .propose_seconds_per_token = l->seconds_per_token});
+  }
+  std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
+  const double step_seconds = step_cost_.Seconds(plain.tokens);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const double token_cost = step_cost_.seconds_per_token() + offers[i].propose_seconds_per_token;
+    // Probe only where a sure token would pay: never in a saturated batch.
+    if (lengths[i] == 0 && caps[i] > 0 && candidates[i]->steps_since_draft >= kProbeInterval &&
+        step_seconds > token_cost * std::max(plain.produced, 1.0)) {
+      lengths[i] = 1;
+    }
+  }
+  return lengths;
+}
+
+void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) {
+  for (Request* r : running) r->draft.clear();
+  if (loaded_.empty()) return;
+  std::vector<Request*> candidates;
+  for (Request* r : running) {
+    if (r->proposer != nullptr && r->num_pending_tokens() == 1) candidates.push_back(r);
+  }
+  if (candidates.empty()) return;
+  const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
+  for (Loaded& l : loaded_) {
+    std::vector<Request*> mine;
+    std::vector<int32_t> ks;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i]->proposer == l.proposer && lengths[i] > 0) {
+        mine.push_back(candidates[i]);
+        ks.push_back(lengths[i]);
+      }
+    }
+    if (!mine.empty()) Draft(l, mine, ks);
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Request* r = candidates[i];
+    r->steps_since_draft = r->draft.empty() ? r->steps_since_draft + 1 : 0;
+  }
+}
+
+void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths) {
+  std::vector<spec::DraftSlot> slots;
+  std::vector<Request*> owners;
+  int64_t asked = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request& r = *requests[i];
+    // Drafting into the target's KV needs the blocks now; short of them,
+    // this request decodes plainly (speculation never preempts).
+    if (loaded.proposer->uses_target_kv() && !kv_.Allocate(r, 1 + lengths[i])) continue;
+    slots.push_back({.id = r.id(),
+                     .context = r.tokens,
+                     .num_computed = r.num_computed_tokens,
+                     .block_table = r.block_table,
+                     .max_tokens = lengths[i]});
+    owners.push_back(&r);
+    asked += lengths[i];
+  }
+  if (slots.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = loaded.proposer->Propose(slots);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  loaded.stats.propose_seconds += seconds;
+  loaded.seconds_per_token = (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * (seconds / asked);
+  if (!status.ok()) {
+    KVFLEET_LOG_ERROR("speculation: proposer {} failed, decoding without its drafts this step: {}",
+                      std::string(loaded.proposer->name()), status.ToString());
+    return;
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::vector<model::TokenId>& draft = slots[i].draft;
+    if (static_cast<int32_t>(draft.size()) > slots[i].max_tokens) draft.resize(slots[i].max_tokens);
+    owners[i]->draft = std::move(draft);
+  }
+}
+
+void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accepted) {
+  if (drafted <= 0) return;
+  req.acceptance.Observe(drafted, accepted);
+  Loaded* l = Find(std::string(req.proposer->name()));
+  l->acceptance.Observe(drafted, accepted);
+  l->stats.drafted_tokens += drafted;
+  l->stats.accepted_tokens += accepted;
+  ++l->stats.verify_passes;
+}
+
+void Speculator::Forget(const Request& req) {
+  if (req.proposer != nullptr) req.proposer->Forget(req.id());
+}
+
+std::vector<SpeculationStats> Speculator::Stats() const {
+  std::vector<SpeculationStats> out;
+  for (const Loaded& l : loaded_) out.push_back(l.stats);
+  return out;
+}
+
+}  // namespace kvfleet::engine
