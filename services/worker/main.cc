@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -33,6 +34,7 @@ using transport::TerminationSignals;
 struct LoadedModel {
   std::unique_ptr<model::LlamaModel> model;
   std::unique_ptr<engine::CpuExecutor> executor;
+  std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
 };
 
@@ -45,6 +47,8 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o) {
   ASSIGN_OR_RETURN(engine::CpuExecutorOptions exec_options,
                    engine::CpuExecutorOptions::ForMemoryBudget(m.model->hparams(), kv_bytes, o.block_size, o.threads));
   ASSIGN_OR_RETURN(m.executor, engine::CpuExecutor::Create(*m.model, exec_options));
+  ASSIGN_OR_RETURN(engine::spec::ProposerSet proposers, engine::spec::ProposerSet::Load(o.proposers, *m.executor));
+  m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
   return m;
 }
 
@@ -114,12 +118,15 @@ absl::Status Run(const WorkerOptions& o) {
                                 .block_size = static_cast<int32_t>(m.executor->info().block_size),
                                 .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks)});
   }
-  engine::Engine engine(*m.executor, {.model_id = o.model_id,
-                                      .scheduler = o.scheduler,
-                                      .enable_prefix_caching = o.enable_prefix_caching,
-                                      .end_of_turn_tokens = m.end_of_turn,
-                                      .max_waiting_requests = o.max_waiting_requests,
-                                      .step_observer = &metrics},
+  engine::Engine engine(*m.executor,
+                        {.model_id = o.model_id,
+                         .scheduler = o.scheduler,
+                         .enable_prefix_caching = o.enable_prefix_caching,
+                         .end_of_turn_tokens = m.end_of_turn,
+                         .max_waiting_requests = o.max_waiting_requests,
+                         .step_observer = &metrics,
+                         .proposers = m.proposers->pointers(),
+                         .speculation = o.speculation},
                         publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
@@ -130,6 +137,9 @@ absl::Status Run(const WorkerOptions& o) {
   watchdog.SetLoaded(true);
   watchdog.Start();
   if (publisher) publisher->Start(engine, [&service] { return service.draining(); });
+  KVFLEET_LOG_INFO("speculation: default proposer {}, at most {} drafted tokens, {}; loaded: {}", o.speculation.proposer,
+                   o.speculation.max_draft_tokens, o.speculation.adaptive ? "adaptive" : "fixed length",
+                   absl::StrJoin(m.proposers->names(), ", "));
   KVFLEET_LOG_INFO("serving {} on {}", o.model_id, server.address);
   std::printf("kvfleet-worker ready\n");
   std::fflush(stdout);

@@ -39,6 +39,7 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
   w.set_priority(options.priority());
   w.set_logprobs(options.logprobs());
   w.set_top_logprobs(options.top_logprobs());
+  if (options.has_speculation()) *w.mutable_speculation() = options.speculation();
   plan.prompt = std::move(prompt);
   return plan;
 }

@@ -48,6 +48,8 @@ absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest&
   r.stopping.ignore_eos = stopping.ignore_eos();
   r.logprobs = {.enabled = request.logprobs(), .top_n = request.top_logprobs()};
   r.resumed_output.assign(request.resumed_output_token_ids().begin(), request.resumed_output_token_ids().end());
+  r.speculation = {.proposer = request.speculation().proposer(),
+                   .max_draft_tokens = request.speculation().max_draft_tokens()};
   return r;
 }
 

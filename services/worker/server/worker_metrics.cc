@@ -87,6 +87,29 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   out.Counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
               static_cast<double>(s.preemptions));
   out.Counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
+  if (!s.speculation.empty()) {
+    auto drafted = out.Family("kvfleet_worker_spec_draft_tokens_total",
+                              "Speculative tokens drafted and verified, by proposer", prometheus::MetricType::Counter);
+    auto accepted = out.Family("kvfleet_worker_spec_accepted_tokens_total",
+                               "Drafted tokens the target's sampling kept, by proposer", prometheus::MetricType::Counter);
+    auto passes = out.Family("kvfleet_worker_spec_verify_passes_total",
+                             "Request-steps that verified a draft, by proposer", prometheus::MetricType::Counter);
+    auto rate = out.Family("kvfleet_worker_spec_acceptance_ratio",
+                           "Accepted over drafted tokens since start, by proposer", prometheus::MetricType::Gauge);
+    auto length = out.Family("kvfleet_worker_spec_mean_accepted_length",
+                             "Accepted tokens per verify pass since start, by proposer", prometheus::MetricType::Gauge);
+    auto seconds = out.Family("kvfleet_worker_spec_propose_seconds_total", "Time spent drafting, by proposer",
+                              prometheus::MetricType::Counter);
+    for (const engine::SpeculationStats& p : s.speculation) {
+      const std::vector<prometheus::ClientMetric::Label> label = {{"proposer", p.proposer}};
+      drafted.Add(static_cast<double>(p.drafted_tokens), label);
+      accepted.Add(static_cast<double>(p.accepted_tokens), label);
+      passes.Add(static_cast<double>(p.verify_passes), label);
+      rate.Add(p.drafted_tokens > 0 ? static_cast<double>(p.accepted_tokens) / p.drafted_tokens : 0.0, label);
+      length.Add(p.verify_passes > 0 ? static_cast<double>(p.accepted_tokens) / p.verify_passes : 0.0, label);
+      seconds.Add(p.propose_seconds, label);
+    }
+  }
   return std::move(out).Take();
 }
 

@@ -25,6 +25,15 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
   --max-num-batched-tokens N   tokens per engine step (default 512)
   --max-waiting-requests N     queue beyond max-num-seqs before RESOURCE_EXHAUSTED (default 256; 0: unbounded)
   --no-prefix-caching          turn the prefix cache off
+  --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
+                               lookup; default), self, draft or off. Output is unchanged either way.
+  --spec-max-draft-tokens N    most tokens drafted per request and step (default 8, at most 32)
+  --no-spec-adaptive           always draft the maximum (default: adapt k to each request's acceptance and to the
+                               batch, turning speculation off where a verify pass costs more than it saves)
+  --spec-ngram-min N           shortest suffix n-gram looked up (default 2)
+  --spec-ngram-max N           longest suffix n-gram looked up (default 4)
+  --spec-self-layers N         load "self": the model's first N layers draft (default 0: not loaded)
+  --spec-draft-model PATH      load "draft": a GGUF with the same vocabulary (e.g. from kvfleet make-draft)
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --max-message-bytes N        largest request accepted (default 1048576)
@@ -52,8 +61,9 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                           {"model", "model-id", "listen", "metrics-port", "metrics-host", "kv-cache-memory",
                            "block-size", "threads", "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests",
                            "drain-timeout", "stall-timeout", "max-message-bytes", "log-level", "cachemanager",
-                           "worker-id", "advertise-address"},
-                          {"no-prefix-caching"}));
+                           "worker-id", "advertise-address", "speculation", "spec-max-draft-tokens",
+                           "spec-ngram-min", "spec-ngram-max", "spec-self-layers", "spec-draft-model"},
+                          {"no-prefix-caching", "no-spec-adaptive"}));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());
@@ -74,6 +84,28 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   if (waiting < 0) return absl::InvalidArgumentError("--max-waiting-requests must be >= 0 (0: unbounded)");
   o.max_waiting_requests = static_cast<int32_t>(waiting);
   o.enable_prefix_caching = !f.GetSwitch("no-prefix-caching");
+  o.speculation.proposer = f.GetString("speculation", o.speculation.proposer);
+  ASSIGN_OR_RETURN(int64_t max_draft, f.GetInt("spec-max-draft-tokens", o.speculation.max_draft_tokens));
+  o.speculation.max_draft_tokens = static_cast<int32_t>(max_draft);
+  o.speculation.adaptive = !f.GetSwitch("no-spec-adaptive");
+  ASSIGN_OR_RETURN(int64_t ngram_min, f.GetInt("spec-ngram-min", o.proposers.ngram.min_n));
+  ASSIGN_OR_RETURN(int64_t ngram_max, f.GetInt("spec-ngram-max", o.proposers.ngram.max_n));
+  o.proposers.ngram = {.min_n = static_cast<int32_t>(ngram_min), .max_n = static_cast<int32_t>(ngram_max)};
+  RETURN_IF_ERROR(o.proposers.ngram.Validate());
+  ASSIGN_OR_RETURN(int64_t self_layers, f.GetInt("spec-self-layers", 0));
+  if (self_layers < 0) return absl::InvalidArgumentError("--spec-self-layers must be >= 0 (0: not loaded)");
+  o.proposers.self_layers = static_cast<int32_t>(self_layers);
+  o.proposers.draft_model_path = f.GetString("spec-draft-model", "");
+  o.proposers.num_threads = o.threads;
+  // Which proposers exist is known only once loaded; check the default
+  // against the ones these flags load.
+  std::vector<std::string> loaded = {"ngram"};
+  if (o.proposers.self_layers > 0) loaded.push_back("self");
+  if (!o.proposers.draft_model_path.empty()) loaded.push_back("draft");
+  if (absl::Status s = o.speculation.Validate(loaded); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--speculation; --spec-self-layers loads \"self\", "
+                                                   "--spec-draft-model loads \"draft\")"));
+  }
   ASSIGN_OR_RETURN(double drain, f.GetDouble("drain-timeout", 30.0));
   ASSIGN_OR_RETURN(double stall, f.GetDouble("stall-timeout", 60.0));
   if (drain < 0 || stall <= 0) {

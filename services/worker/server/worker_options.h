@@ -10,6 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "services/worker/engine/scheduler/scheduler.h"
+#include "services/worker/engine/spec/proposer_set.h"
+#include "services/worker/engine/spec/speculation_options.h"
 
 namespace kvfleet::worker {
 
@@ -25,6 +27,8 @@ struct WorkerOptions {
   engine::SchedulerConfig scheduler;
   int32_t max_waiting_requests = 256;
   bool enable_prefix_caching = true;
+  engine::spec::SpeculationOptions speculation{.proposer = "ngram"};
+  engine::spec::ProposerConfig proposers;
   std::chrono::milliseconds drain_timeout{30000};
   std::chrono::milliseconds stall_timeout{60000};
   int32_t max_message_bytes = 1 << 20;

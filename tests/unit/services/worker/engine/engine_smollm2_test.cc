@@ -1,5 +1,6 @@
 // Engine exactness on the real default model, for a handful of chat prompts:
-// alone vs batched, chunked prefill, prefix-cache hits and preemption.
+// alone vs batched, chunked prefill, prefix-cache hits, preemption and
+// speculative decoding with each proposer.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "services/worker/engine/engine.h"
 #include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/spec/proposer_set.h"
 #include "tests/testing/collecting_sink.h"
 
 namespace kvfleet::engine {
@@ -23,8 +25,11 @@ class SmolLm2EngineTest : public ::testing::Test {
     model_ = model::LlamaModel::Load(kModel)->release();
     auto tok = *model::CreateTokenizer(model_->vocabulary());
     auto chat = *model::ChatTemplate::FromTemplateSource(model_->vocabulary().chat_template);
-    const char* questions[] = {"What is the capital of France?", "Name three colors.",
-                               "Write one sentence about the sea.", "What is 12 plus 30?"};
+    const char* questions[] = {
+        "What is the capital of France?", "Name three colors.", "Write one sentence about the sea.",
+        "What is 12 plus 30?",
+        // Copying work, where drafts get accepted.
+        "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank."};
     uint64_t id = 1;
     for (const char* q : questions) {
       const model::ChatMessage message{.role = "user", .content = q};
@@ -32,7 +37,7 @@ class SmolLm2EngineTest : public ::testing::Test {
       EngineRequest r{.id = RequestId(id),
                       .prompt = *tok->Encode(text, {.parse_special = true}),
                       .stopping = {.max_tokens = 24, .ignore_eos = true}};
-      // The last one samples with a seed; the others are greedy.
+      // The fourth samples with a seed; the others are greedy.
       r.sampling = id == 4 ? SamplingParams{.temperature = 0.9f, .top_p = 0.95f, .seed = 11}
                            : SamplingParams{.temperature = 0.0f};
       requests_->push_back(r);
@@ -47,9 +52,20 @@ class SmolLm2EngineTest : public ::testing::Test {
 
   static std::map<uint64_t, std::vector<model::TokenId>> Run(const std::vector<EngineRequest>& requests,
                                                              SchedulerConfig config, int64_t blocks,
-                                                             EngineStats* stats = nullptr) {
+                                                             EngineStats* stats = nullptr,
+                                                             const std::string& proposer = "off") {
     auto executor = *CpuExecutor::Create(*model_, {.num_blocks = blocks, .block_size = 16, .num_threads = 2});
-    Engine engine(*executor, {.model_id = "smollm2", .scheduler = config});
+    // The draft model is the target file itself: a real second model with
+    // its own cache, whose greedy guesses the target always accepts.
+    const spec::ProposerConfig config =
+        proposer == "off" ? spec::ProposerConfig{}
+                          : spec::ProposerConfig{.self_layers = 12, .draft_model_path = kModel, .num_threads = 2};
+    auto proposers = spec::ProposerSet::Load(config, *executor);
+    EXPECT_TRUE(proposers.ok()) << proposers.status();
+    EngineOptions options{.model_id = "smollm2", .scheduler = config};
+    options.proposers = proposers->pointers();
+    options.speculation = {.proposer = proposer, .max_draft_tokens = 5, .adaptive = false};
+    Engine engine(*executor, options);
     std::map<uint64_t, kvfleet::testing::CollectingSink> sinks;
     for (const auto& r : requests) EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
     while (engine.HasWork()) EXPECT_TRUE(engine.Step().ok());
@@ -85,6 +101,18 @@ TEST_F(SmolLm2EngineTest, AloneBatchedChunkedCachedAndPreemptedAgree) {
   EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512, .growth_reserve_blocks = 0}, 6, &tight), alone)
       << "preempted";
   EXPECT_GT(tight.preemptions, 0);
+
+  for (const std::string proposer : {"ngram", "self", "draft"}) {
+    EngineStats spec;
+    EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512}, 64, &spec, proposer), alone) << proposer;
+    int64_t drafted = 0, accepted = 0;
+    for (const SpeculationStats& p : spec.speculation) {
+      drafted += p.drafted_tokens;
+      accepted += p.accepted_tokens;
+    }
+    EXPECT_GT(drafted, 0) << proposer;
+    EXPECT_GT(accepted, 0) << proposer;
+  }
 }
 
 }  // namespace
