@@ -57,10 +57,10 @@ class SmolLm2EngineTest : public ::testing::Test {
     auto executor = *CpuExecutor::Create(*model_, {.num_blocks = blocks, .block_size = 16, .num_threads = 2});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
-    const spec::ProposerConfig config =
+    const spec::ProposerConfig loaded =
         proposer == "off" ? spec::ProposerConfig{}
                           : spec::ProposerConfig{.self_layers = 12, .draft_model_path = kModel, .num_threads = 2};
-    auto proposers = spec::ProposerSet::Load(config, *executor);
+    auto proposers = spec::ProposerSet::Load(loaded, *executor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = "smollm2", .scheduler = config};
     options.proposers = proposers->pointers();
