@@ -25,6 +25,8 @@ constexpr Command kCommands[] = {
     {"model-info", "show a model's hyperparameters, tensor types and KV cache cost", kvfleet::tools::RunModelInfo},
     {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
+    {"make-draft", "write a speculative-decoding draft: a model's first N layers, optionally requantized",
+     kvfleet::tools::RunMakeDraft},
     {"bench-model", "measure prefill and decode tokens/s", kvfleet::tools::RunBenchModel},
     {"load", "drive a worker with concurrent streams; throughput and latency percentiles",
      kvfleet::tools::RunLoadClient},

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "common/kv_sizing.h"
 #include "model/gguf_writer.h"
@@ -52,6 +53,61 @@ TEST(GgufFileTest, RoundTripsMetadataOfEveryTypeAndTensors) {
   EXPECT_EQ(std::memcmp(t1->data, data.data(), 128), 0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t1->data) % 32, 0u);
   EXPECT_EQ(f.FindTensor("nope"), nullptr);
+}
+
+// Copying a file's metadata with SetValue and its tensors with AddTensorView
+// reproduces it byte for byte.
+TEST(GgufFileTest, SetValueAndTensorViewsCopyAFileExactly) {
+  testing::TempDir dir;
+  GgufWriter w;
+  // In key order, as GgufFile's metadata map hands them back.
+  w.SetValue("a64", {.type = GgufType::kArray, .element_type = GgufType::kInt64,
+                     .array = {int64_t{1}, int64_t{-1}}});
+  w.SetValue("ab", {.type = GgufType::kArray, .element_type = GgufType::kBool, .array = {true, false}});
+  w.SetValue("b", {.type = GgufType::kBool, .scalar = true});
+  w.SetValue("f32", {.type = GgufType::kFloat32, .scalar = 0.25});
+  w.SetValue("f64", {.type = GgufType::kFloat64, .scalar = 1e-300});
+  w.SetValue("i16", {.type = GgufType::kInt16, .scalar = int64_t{-2}});
+  w.SetValue("i32", {.type = GgufType::kInt32, .scalar = int64_t{-7}});
+  w.SetValue("i64", {.type = GgufType::kInt64, .scalar = -(int64_t{1} << 50)});
+  w.SetValue("i8", {.type = GgufType::kInt8, .scalar = int64_t{-128}});
+  w.SetValue("s", {.type = GgufType::kString, .scalar = std::string("x")});
+  w.SetValue("u16", {.type = GgufType::kUint16, .scalar = uint64_t{65535}});
+  w.SetValue("u32", {.type = GgufType::kUint32, .scalar = uint64_t{4000000000}});
+  w.SetValue("u64", {.type = GgufType::kUint64, .scalar = ~uint64_t{0}});
+  w.SetValue("u8", {.type = GgufType::kUint8, .scalar = uint64_t{255}});
+  std::vector<uint8_t> data(4 * 33);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
+  w.AddTensor("t0", {33}, DType::kF32, data);
+  w.AddTensor("t1", {32, 2}, DType::kF16, std::vector<uint8_t>(data.begin(), data.begin() + 128));
+  ASSERT_TRUE(w.WriteFile(dir.Path("a.gguf")).ok());
+  auto a = GgufFile::Open(dir.Path("a.gguf"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*(*a)->GetInt("u32"), 4000000000);
+  EXPECT_EQ(*(*a)->GetInt("i64"), -(int64_t{1} << 50));
+
+  GgufWriter copy;
+  for (const auto& [key, value] : (*a)->metadata()) copy.SetValue(key, value);
+  for (const TensorInfo& t : (*a)->tensors()) {
+    copy.AddTensorView(t.name, t.shape, t.dtype, std::span<const uint8_t>(t.data, t.num_bytes));
+  }
+  ASSERT_TRUE(copy.WriteFile(dir.Path("b.gguf")).ok());
+  auto bytes = [&dir](const std::string& name) {
+    std::ifstream in(dir.Path(name), std::ios::binary);
+    return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(bytes("a.gguf"), bytes("b.gguf"));
+  const std::vector<uint8_t> serialized = w.Serialize();
+  EXPECT_EQ(bytes("a.gguf"), std::vector<char>(serialized.begin(), serialized.end()));
+
+  auto b = GgufFile::Open(dir.Path("b.gguf"));
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (const auto& [key, value] : (*a)->metadata()) {
+    const GgufValue& other = (*b)->metadata().at(key);
+    EXPECT_TRUE(value.type == other.type && value.element_type == other.element_type &&
+                value.scalar == other.scalar && value.array == other.array)
+        << key;
+  }
 }
 
 TEST(GgufFileTest, TypedGettersNameTheKeyOnMismatch) {
