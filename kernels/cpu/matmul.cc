@@ -76,9 +76,10 @@ float DotOne(const float* w, const float* x, int64_t k) {
   return HorizontalSum(acc);
 }
 
-// Below this many x rows, dequantizing into registers beats dequantizing
-// into scratch (decode steps). Both paths give identical bits.
-constexpr int64_t kFusedMaxRows = 1;
+// Up to this many x rows, dequantizing into registers beats dequantizing
+// into scratch (decode steps, and verification of speculative tokens).
+// Both paths give identical bits.
+constexpr int64_t kFusedMaxRows = 10;
 constexpr int64_t kPrefetchBytes = 1024;
 
 // acc += block · x[32b .. 32b+31], in element order.
@@ -131,20 +132,74 @@ void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) 
   }
 }
 
+// The fused path for a few x rows (a decode step with its speculative
+// tokens): each weight block is dequantized into registers once and applied
+// to R x rows at a time (R <= 10: R accumulators, the block's four registers
+// and one for x), so neither memory traffic nor dequantization grows with
+// the rows. Every (x row, weight row) accumulator walks the blocks exactly
+// as FmaBlock does in the one-row loop: identical bits.
+template <DType T, int R>
+void FusedRowTile(const uint8_t* w_row, const float* x, int64_t k, int64_t blocks, float* y, int64_t y_stride) {
+  __m256 acc[R];
+#pragma GCC unroll 10
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    _mm_prefetch(reinterpret_cast<const char*>(w_row + b * Traits(T).block_bytes + kPrefetchBytes), _MM_HINT_T0);
+    const Block32 wb = LoadBlock32<T>(w_row, b);
+#pragma GCC unroll 10
+    for (int r = 0; r < R; ++r) acc[r] = FmaBlock(wb, x + r * k + 32 * b, acc[r]);
+  }
+#pragma GCC unroll 10
+  for (int r = 0; r < R; ++r) y[r * y_stride] = HorizontalSum(acc[r]);
+}
+
+template <DType T>
+void FusedMatMulFewRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t kXTile = 10;  // accumulators + a block + x: 15 of 16 registers
+  const int64_t row_bytes = RowBytes(T, p.k);
+  const int64_t blocks = p.k / 32;
+  const auto* w = static_cast<const uint8_t*>(p.w);
+  for (int64_t j = row_begin; j < row_end; ++j) {
+    const uint8_t* row = w + j * row_bytes;
+    for (int64_t i0 = 0; i0 < p.m; i0 += kXTile) {
+      const float* x = p.x + i0 * p.k;
+      float* y = p.y + i0 * p.n + j;
+      switch (std::min(kXTile, p.m - i0)) {
+        case 1: FusedRowTile<T, 1>(row, x, p.k, blocks, y, p.n); break;
+        case 2: FusedRowTile<T, 2>(row, x, p.k, blocks, y, p.n); break;
+        case 3: FusedRowTile<T, 3>(row, x, p.k, blocks, y, p.n); break;
+        case 4: FusedRowTile<T, 4>(row, x, p.k, blocks, y, p.n); break;
+        case 5: FusedRowTile<T, 5>(row, x, p.k, blocks, y, p.n); break;
+        case 6: FusedRowTile<T, 6>(row, x, p.k, blocks, y, p.n); break;
+        case 7: FusedRowTile<T, 7>(row, x, p.k, blocks, y, p.n); break;
+        case 8: FusedRowTile<T, 8>(row, x, p.k, blocks, y, p.n); break;
+        case 9: FusedRowTile<T, 9>(row, x, p.k, blocks, y, p.n); break;
+        default: FusedRowTile<T, 10>(row, x, p.k, blocks, y, p.n); break;
+      }
+    }
+  }
+}
+
+template <DType T>
+void FusedMatMulTyped(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+  if (p.m == 1) return FusedMatMulRows<T>(p, row_begin, row_end);
+  return FusedMatMulFewRows<T>(p, row_begin, row_end);
+}
+
 void FusedMatMul(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
   switch (p.w_type) {
     case DType::kF32:
-      return FusedMatMulRows<DType::kF32>(p, row_begin, row_end);
+      return FusedMatMulTyped<DType::kF32>(p, row_begin, row_end);
     case DType::kF16:
-      return FusedMatMulRows<DType::kF16>(p, row_begin, row_end);
+      return FusedMatMulTyped<DType::kF16>(p, row_begin, row_end);
     case DType::kBF16:
-      return FusedMatMulRows<DType::kBF16>(p, row_begin, row_end);
+      return FusedMatMulTyped<DType::kBF16>(p, row_begin, row_end);
     case DType::kQ8_0:
-      return FusedMatMulRows<DType::kQ8_0>(p, row_begin, row_end);
+      return FusedMatMulTyped<DType::kQ8_0>(p, row_begin, row_end);
     case DType::kQ4_0:
-      return FusedMatMulRows<DType::kQ4_0>(p, row_begin, row_end);
+      return FusedMatMulTyped<DType::kQ4_0>(p, row_begin, row_end);
     case DType::kQ4_1:
-      return FusedMatMulRows<DType::kQ4_1>(p, row_begin, row_end);
+      return FusedMatMulTyped<DType::kQ4_1>(p, row_begin, row_end);
   }
 }
 

@@ -275,7 +275,10 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
     if (finish || !agrees) break;
   }
   if (drafted > 0) {
-    speculator_.RecordVerification(req, std::min<int32_t>(drafted, static_cast<int32_t>(emitted.size())), accepted);
+    // Every guess counts as drafted, except those a stop or the length
+    // limit left untested.
+    const int32_t tested = finish ? std::min<int32_t>(drafted, static_cast<int32_t>(emitted.size())) : drafted;
+    speculator_.RecordVerification(req, tested, accepted);
     req.draft.clear();
   }
   kv_.CommitFullBlocks(req);
