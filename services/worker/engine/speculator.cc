@@ -147,7 +147,11 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
   const absl::Status status = loaded.proposer->Propose(slots);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   loaded.stats.propose_seconds += seconds;
-  loaded.seconds_per_token = (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * (seconds / asked);
+  const double measured = seconds / static_cast<double>(asked);
+  loaded.seconds_per_token = loaded.measured_cost
+                                 ? (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * measured
+                                 : measured;
+  loaded.measured_cost = true;
   if (!status.ok()) {
     KVFLEET_LOG_ERROR("speculation: proposer {} failed, decoding without its drafts this step: {}",
                       std::string(loaded.proposer->name()), status.ToString());

@@ -65,6 +65,7 @@ class Speculator {
     spec::Proposer* proposer;
     spec::AcceptanceEstimate acceptance;  // across requests: the prior of a new request
     double seconds_per_token = 0.0;      // the proposer's own cost per drafted token (decayed mean)
+    bool measured_cost = false;          // seconds_per_token holds a measurement
     SpeculationStats stats;
   };
 

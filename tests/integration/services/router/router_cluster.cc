@@ -45,8 +45,11 @@ absl::Status RouterCluster::StartCacheManager(const std::string& listen) {
 
 absl::Status RouterCluster::Start(const RouterClusterOptions& options) {
   options_ = options;
-  model_path_ = dir_.Path("tiny.gguf");
-  RETURN_IF_ERROR(WriteHarnessModel(model_path_));
+  model_path_ = options.model_path;
+  if (model_path_.empty()) {
+    model_path_ = dir_.Path("tiny.gguf");
+    RETURN_IF_ERROR(WriteHarnessModel(model_path_));
+  }
   RETURN_IF_ERROR(StartCacheManager("127.0.0.1:0"));
   for (int i = 0; i < options.workers; ++i) RETURN_IF_ERROR(StartWorker(i));
   std::vector<std::string> args = {"--model",        model_path_, "--listen",       "127.0.0.1:0",
@@ -66,7 +69,7 @@ absl::Status RouterCluster::StartWorker(int index) {
   std::vector<std::string> args = {"--cachemanager", cachemanager_.address, "--worker-id",
                                    absl::StrCat("worker-", index)};
   args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
-  RETURN_IF_ERROR(w->Start(args));
+  RETURN_IF_ERROR(w->Start(args, model_path_));
   if (index >= static_cast<int>(workers_.size())) workers_.resize(index + 1);
   workers_[index] = std::move(w);
   return absl::OkStatus();

@@ -33,6 +33,8 @@ struct TextStreamResult {
 
 struct RouterClusterOptions {
   int workers = 2;
+  // Empty: the harness's tiny model, written for this cluster.
+  std::string model_path;
   std::vector<std::string> worker_args;  // appended to every worker's command line
   std::vector<std::string> router_args;  // appended to the router's
   // The router gets the workers as a static --workers list instead of

@@ -23,9 +23,12 @@ absl::Status WriteHarnessModel(const std::string& path) {
                                path);
 }
 
-absl::Status WorkerHarness::Start(const std::vector<std::string>& extra_args) {
-  const std::string model = dir_.Path("tiny.gguf");
-  RETURN_IF_ERROR(WriteHarnessModel(model));
+absl::Status WorkerHarness::Start(const std::vector<std::string>& extra_args, const std::string& model_path) {
+  std::string model = model_path;
+  if (model.empty()) {
+    model = dir_.Path("tiny.gguf");
+    RETURN_IF_ERROR(WriteHarnessModel(model));
+  }
   std::vector<std::string> args = {"--kv-cache-memory", "64MiB", "--threads", "1"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   ASSIGN_OR_RETURN(worker_, WorkerProcess::Start({.binary = KVFLEET_WORKER_BINARY,

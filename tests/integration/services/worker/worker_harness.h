@@ -37,9 +37,10 @@ struct StreamResult {
 
 class WorkerHarness {
  public:
-  // Writes the tiny model and starts a worker with `extra_args`; fails the
-  // calling test (ASSERT-style) through the returned status.
-  absl::Status Start(const std::vector<std::string>& extra_args = {});
+  // Writes the tiny model (unless `model_path` names another) and starts a
+  // worker with `extra_args`; fails the calling test (ASSERT-style) through
+  // the returned status.
+  absl::Status Start(const std::vector<std::string>& extra_args = {}, const std::string& model_path = "");
 
   WorkerProcess& worker() { return *worker_; }
   std::unique_ptr<v1::Worker::Stub> Stub() const { return worker_->NewStub(); }

@@ -1,0 +1,278 @@
+// spec_decode_bench: speculative decoding on the default model, against
+// plain decoding measured in the same run.
+//
+// For each workload (structured: extraction, code, editing, reformatting;
+// chat: open-ended) and each load (concurrent streams), it runs the same
+// greedy chat requests through a fresh engine per configuration — plain
+// decoding (twice: before and after the others, to show the drift), and
+// each proposer with the adaptive draft length the worker uses by default
+// — and prints the wall time per generated token, its ratio against plain,
+// and the acceptance. Every configuration's tokens are checked against
+// plain's: speculation may change the speed, never the output.
+//
+// The draft model, unless --draft-model names one, is the target
+// requantized to Q4_0 by kvfleet's make-draft (same layers, fewer bits per
+// weight): as a draft on a CPU it costs about as much as the target.
+//
+// Not run in CI; see bench/README.md for results.
+//
+//   spec_decode_bench --streams 1,8,32 --max-tokens 128
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/spec_decode_bench_workloads.h"
+#include "common/flags/flags.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "model/llama_model.h"
+#include "model/tokenizer/chat_encoding.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/tokenizer/tokenizer.h"
+#include "services/worker/engine/engine.h"
+#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/spec/proposer_set.h"
+#include "tools/draft_model/make_draft.h"
+
+namespace kvfleet::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--threads 2] [--streams 1,8,32]
+       [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
+       [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed]
+
+Wall time per generated token with and without speculative decoding, and
+acceptance per proposer, on structured and chat workloads at each load.
+"ngram-fixed" is n-gram drafting with adaptivity off (always max-draft-tokens),
+to show what adaptivity prevents under load.
+)";
+
+struct Config {
+  std::string name;      // as printed
+  std::string proposer;  // engine proposer, or "off"
+  bool adaptive = true;
+};
+
+// Times a request's decoding: from its first token (the end of its
+// prefill, which speculation does not touch) to its last.
+class TimingSink : public engine::OutputSink {
+ public:
+  void OnOutput(engine::RequestOutput out) override {
+    const Clock::time_point now = Clock::now();
+    if (tokens.empty() && !out.new_tokens.empty()) first = now;
+    tokens.insert(tokens.end(), out.new_tokens.begin(), out.new_tokens.end());
+    if (out.finished) last = now;
+  }
+  std::vector<model::TokenId> tokens;
+  Clock::time_point first, last;
+};
+
+struct Measurement {
+  double decode_seconds = 0;  // summed over requests: first token to last
+  int64_t decode_tokens = 0;  // tokens after each request's first
+  double wall_seconds = 0;    // submission of the first request to the end of the last
+  int64_t tokens = 0;
+  std::vector<std::vector<model::TokenId>> outputs;
+  engine::SpeculationStats spec;  // of the configuration's proposer
+  // Inter-token time: what a stream's reader waits per token once it flows.
+  double per_token() const { return decode_tokens > 0 ? decode_seconds / static_cast<double>(decode_tokens) : 0.0; }
+  // Wall time per generated token, prefill included: throughput's inverse.
+  double wall_per_token() const { return tokens > 0 ? wall_seconds / static_cast<double>(tokens) : 0.0; }
+};
+
+struct Setup {
+  std::unique_ptr<model::LlamaModel> model;
+  std::unique_ptr<engine::CpuExecutor> executor;
+  std::unique_ptr<engine::spec::ProposerSet> proposers;
+  std::vector<model::TokenId> end_of_turn;
+  int32_t max_draft_tokens = 8;
+};
+
+// Runs `prompts` (all submitted at once) to completion; `streams` of them
+// at a time when the scheduler allows.
+absl::StatusOr<Measurement> RunOnce(Setup& s, const Config& config, const std::vector<std::vector<int32_t>>& prompts,
+                                    int32_t max_tokens) {
+  engine::EngineOptions options{.model_id = "bench",
+                                .scheduler = {.max_num_batched_tokens = 512, .max_num_seqs = 64},
+                                .end_of_turn_tokens = s.end_of_turn};
+  options.proposers = s.proposers->pointers();
+  options.speculation = {.proposer = config.proposer,
+                         .max_draft_tokens = s.max_draft_tokens,
+                         .adaptive = config.adaptive};
+  RETURN_IF_ERROR(options.Validate());
+  engine::Engine engine(*s.executor, options);
+  std::vector<TimingSink> sinks(prompts.size());
+  const Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine::EngineRequest r{.id = RequestId(i + 1), .prompt = prompts[i]};
+    r.sampling.temperature = 0.0f;
+    r.stopping.max_tokens = max_tokens;
+    RETURN_IF_ERROR(engine.Submit(std::move(r), &sinks[i]));
+  }
+  while (engine.HasWork()) RETURN_IF_ERROR(engine.Step());
+  Measurement m;
+  m.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (TimingSink& sink : sinks) {
+    m.tokens += static_cast<int64_t>(sink.tokens.size());
+    m.decode_tokens += static_cast<int64_t>(sink.tokens.size()) - 1;
+    m.decode_seconds += std::chrono::duration<double>(sink.last - sink.first).count();
+    m.outputs.push_back(std::move(sink.tokens));
+  }
+  for (const engine::SpeculationStats& p : engine.Stats().speculation) {
+    if (p.proposer == config.proposer) m.spec = p;
+  }
+  return m;
+}
+
+// At batch 1 the prompts run one after another; at batch n, n requests
+// (the prompts repeated) run together.
+absl::StatusOr<Measurement> Run(Setup& s, const Config& config, const std::vector<std::vector<int32_t>>& prompts,
+                                int streams, int32_t max_tokens) {
+  if (streams > 1) {
+    std::vector<std::vector<int32_t>> batch;
+    for (int i = 0; i < streams; ++i) batch.push_back(prompts[i % prompts.size()]);
+    return RunOnce(s, config, batch, max_tokens);
+  }
+  Measurement total;
+  for (const auto& p : prompts) {
+    ASSIGN_OR_RETURN(Measurement one, RunOnce(s, config, {p}, max_tokens));
+    total.decode_seconds += one.decode_seconds;
+    total.decode_tokens += one.decode_tokens;
+    total.wall_seconds += one.wall_seconds;
+    total.tokens += one.tokens;
+    total.outputs.push_back(std::move(one.outputs[0]));
+    total.spec.drafted_tokens += one.spec.drafted_tokens;
+    total.spec.accepted_tokens += one.spec.accepted_tokens;
+    total.spec.verify_passes += one.spec.verify_passes;
+  }
+  return total;
+}
+
+absl::StatusOr<std::vector<int>> ParseInts(const std::string& csv) {
+  std::vector<int> out;
+  for (absl::string_view part : absl::StrSplit(csv, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < 1) {
+      return absl::InvalidArgumentError("--streams takes positive integers separated by commas");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::Status Main(const flags::Flags& f) {
+  ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 2));
+  ASSIGN_OR_RETURN(int64_t max_tokens, f.GetInt("max-tokens", 128));
+  ASSIGN_OR_RETURN(int64_t self_layers, f.GetInt("self-layers", 20));
+  ASSIGN_OR_RETURN(int64_t max_draft, f.GetInt("max-draft-tokens", 8));
+  ASSIGN_OR_RETURN(std::vector<int> streams, ParseInts(f.GetString("streams", "1,8,32")));
+  const std::string model_path = f.GetString("model", KVFLEET_DEFAULT_MODEL_PATH);
+  std::vector<std::string> wanted_workloads = absl::StrSplit(f.GetString("workloads", "structured,chat"), ',');
+  std::vector<std::string> config_names = absl::StrSplit(f.GetString("configs", "ngram,self,draft,ngram-fixed"), ',');
+
+  std::string draft_path = f.GetString("draft-model", "");
+  if (draft_path.empty()) {
+    draft_path = (std::filesystem::temp_directory_path() / "spec_decode_bench_draft_q4_0.gguf").string();
+    RETURN_IF_ERROR(tools::MakeDraftModel(model_path, draft_path, {.weight_type = DType::kQ4_0}));
+  }
+
+  Setup s;
+  s.max_draft_tokens = static_cast<int32_t>(max_draft);
+  ASSIGN_OR_RETURN(s.model, model::LlamaModel::Load(model_path));
+  ASSIGN_OR_RETURN(s.executor, engine::CpuExecutor::Create(*s.model, {.num_blocks = 1024, .block_size = 16,
+                                                                       .num_threads = static_cast<int>(threads)}));
+  ASSIGN_OR_RETURN(engine::spec::ProposerSet set,
+                   engine::spec::ProposerSet::Load({.self_layers = static_cast<int32_t>(self_layers),
+                                                    .draft_model_path = draft_path,
+                                                    .num_threads = static_cast<int>(threads)},
+                                                   *s.executor));
+  s.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(set));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(s.model->vocabulary()));
+  s.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
+  ASSIGN_OR_RETURN(model::ChatTemplate chat, model::ChatTemplate::FromTemplateSource(s.model->vocabulary().chat_template));
+
+  std::vector<Config> configs;
+  for (const std::string& name : config_names) {
+    if (name == "ngram-fixed") {
+      configs.push_back({name, "ngram", false});
+    } else {
+      configs.push_back({name, name, true});
+    }
+  }
+  std::printf("spec_decode_bench: %s, %lld threads, greedy, max_tokens %lld, k <= %lld, self layers %lld, draft %s\n",
+              model_path.c_str(), static_cast<long long>(threads), static_cast<long long>(max_tokens),
+              static_cast<long long>(max_draft), static_cast<long long>(self_layers), draft_path.c_str());
+  std::printf("ms/token: decode phase, per stream (first token to last); speedup: plain's over this;\n"
+              "wall: wall time per generated token with prefill (throughput), and its speedup\n");
+  std::printf("%-10s %7s %-12s %7s %9s %8s %8s %9s %9s %8s %5s\n", "workload", "streams", "config", "tokens",
+              "ms/token", "speedup", "accept", "acc/pass", "wall ms", "wall x", "same");
+  for (const SpecWorkload& w : SpecWorkloads()) {
+    if (std::find(wanted_workloads.begin(), wanted_workloads.end(), w.name) == wanted_workloads.end()) continue;
+    std::vector<std::vector<int32_t>> prompts;
+    for (const std::string& p : w.prompts) {
+      const model::ChatMessage message{.role = "user", .content = p};
+      ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                       model::EncodeChat(*tok, chat, s.model->vocabulary().add_bos, {&message, 1}, /*add_generation_prompt=*/true));
+      prompts.push_back(std::move(ids));
+    }
+    for (int n : streams) {
+      ASSIGN_OR_RETURN(Measurement before, Run(s, {"off", "off"}, prompts, n, static_cast<int32_t>(max_tokens)));
+      std::vector<std::pair<Config, Measurement>> results;
+      for (const Config& c : configs) {
+        ASSIGN_OR_RETURN(Measurement m, Run(s, c, prompts, n, static_cast<int32_t>(max_tokens)));
+        results.emplace_back(c, std::move(m));
+      }
+      ASSIGN_OR_RETURN(Measurement after, Run(s, {"off", "off"}, prompts, n, static_cast<int32_t>(max_tokens)));
+      const double plain = (before.per_token() + after.per_token()) / 2.0;
+      const double plain_wall = (before.wall_per_token() + after.wall_per_token()) / 2.0;
+      std::printf("%-10s %7d %-12s %7lld %9.2f %8s %8s %9s %9.2f %8s %5s  (ms/token before %.2f, after %.2f)\n",
+                  w.name.c_str(), n, "plain", static_cast<long long>(before.tokens), plain * 1000.0, "1.00x", "-", "-",
+                  plain_wall * 1000.0, "1.00x", "-", before.per_token() * 1000.0, after.per_token() * 1000.0);
+      for (const auto& [c, m] : results) {
+        const double accept = m.spec.drafted_tokens > 0
+                                  ? static_cast<double>(m.spec.accepted_tokens) / m.spec.drafted_tokens
+                                  : 0.0;
+        const double per_pass =
+            m.spec.verify_passes > 0 ? static_cast<double>(m.spec.accepted_tokens) / m.spec.verify_passes : 0.0;
+        std::printf("%-10s %7d %-12s %7lld %9.2f %7.2fx %8.2f %9.2f %9.2f %7.2fx %5s\n", w.name.c_str(), n,
+                    c.name.c_str(), static_cast<long long>(m.tokens), m.per_token() * 1000.0, plain / m.per_token(),
+                    accept, per_pass, m.wall_per_token() * 1000.0, plain_wall / m.wall_per_token(),
+                    m.outputs == before.outputs ? "yes" : "NO");
+      }
+      std::fflush(stdout);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kvfleet::bench
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::fputs(kvfleet::bench::kUsage, stdout);
+      return 0;
+    }
+  }
+  kvfleet::InitLogging("warn");
+  absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
+      args, {"model", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
+             "workloads", "configs"},
+      {});
+  absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "spec_decode_bench: %s\n%s", std::string(s.message()).c_str(), kvfleet::bench::kUsage);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,99 @@
+// Speculative decoding end to end on the real default model: a real
+// router, cachemanager and worker process, with the n-gram, self and draft
+// proposers loaded. Whatever proposer a request picks (or none), the text
+// and tokens are the same; the worker's metrics show the drafting; a
+// proposer the worker does not have is refused with a clear status.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/integration/services/router/router_cluster.h"
+
+namespace kvfleet::testing {
+namespace {
+
+constexpr char kModel[] = KVFLEET_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+class ClusterSpeculationTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(kModel)) return;
+    cluster_ = new RouterCluster();
+    // Fixed-length drafts, so every proposer drafts whatever the batch; the
+    // draft model is the model file itself (its own weights and cache).
+    const absl::Status s = cluster_->Start(
+        {.workers = 1,
+         .model_path = kModel,
+         .worker_args = {"--kv-cache-memory", "128MiB", "--threads", "2", "--speculation", "ngram",
+                         "--no-spec-adaptive", "--spec-max-draft-tokens", "4", "--spec-self-layers", "24",
+                         "--spec-draft-model", kModel}});
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "default model not fetched: run scripts/fetch_model.sh";
+  }
+
+  static v1::ChatRequest CopyingChat(const std::string& proposer, bool sampled) {
+    v1::ChatRequest r;
+    v1::ChatMessage* m = r.add_messages();
+    m->set_role("user");
+    m->set_content(
+        "Copy this list exactly: apples, pears, plums, cherries, apricots, peaches, grapes, melons, lemons.");
+    v1::GenerationOptions* o = r.mutable_options();
+    o->mutable_stopping()->set_max_tokens(40);
+    if (sampled) {
+      o->mutable_sampling()->set_temperature(0.7f);
+      o->mutable_sampling()->set_seed(1234);
+    }
+    if (!proposer.empty()) o->mutable_speculation()->set_proposer(proposer);
+    return r;
+  }
+
+  static RouterCluster* cluster_;
+};
+
+RouterCluster* ClusterSpeculationTest::cluster_ = nullptr;
+
+TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt) {
+  for (bool sampled : {false, true}) {
+    const TextStreamResult plain = cluster_->Chat(CopyingChat("off", sampled));
+    ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
+    ASSERT_GT(plain.tokens.size(), 10u);
+    for (const std::string proposer : {"", "ngram", "self", "draft"}) {
+      const TextStreamResult spec = cluster_->Chat(CopyingChat(proposer, sampled));
+      ASSERT_TRUE(spec.status.ok()) << proposer << ": " << spec.status.error_message();
+      EXPECT_EQ(spec.tokens, plain.tokens) << "proposer '" << proposer << "', sampled " << sampled;
+      EXPECT_EQ(spec.text, plain.text) << "proposer '" << proposer << "', sampled " << sampled;
+    }
+  }
+  absl::StatusOr<PrometheusScrape> metrics = cluster_->worker(0).ScrapeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  for (const std::string proposer : {"ngram", "self", "draft"}) {
+    const std::optional<double> drafted =
+        metrics->Value("kvfleet_worker_spec_draft_tokens_total", {{"proposer", proposer}});
+    const std::optional<double> accepted =
+        metrics->Value("kvfleet_worker_spec_accepted_tokens_total", {{"proposer", proposer}});
+    const std::optional<double> passes =
+        metrics->Value("kvfleet_worker_spec_verify_passes_total", {{"proposer", proposer}});
+    ASSERT_TRUE(drafted && accepted && passes) << proposer;
+    EXPECT_GT(*drafted, 0) << proposer;
+    EXPECT_GT(*accepted, 0) << proposer;
+    EXPECT_GT(*passes, 0) << proposer;
+    EXPECT_TRUE(metrics->Value("kvfleet_worker_spec_acceptance_ratio", {{"proposer", proposer}}).has_value());
+  }
+}
+
+TEST_F(ClusterSpeculationTest, AProposerTheWorkerLacksIsRefusedClearly) {
+  const TextStreamResult r = cluster_->Chat(CopyingChat("eagle", false));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(r.status.error_message().find("\"eagle\" is not loaded"), std::string::npos) << r.status.error_message();
+  // And the worker still serves.
+  EXPECT_TRUE(cluster_->Chat(CopyingChat("", false)).status.ok());
+}
+
+}  // namespace
+}  // namespace kvfleet::testing
