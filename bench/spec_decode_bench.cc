@@ -18,6 +18,7 @@
 //
 //   spec_decode_bench --streams 1,8,32 --max-tokens 128
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -47,7 +48,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
-       [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed]
+       [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
 
 Wall time per generated token with and without speculative decoding, and
 acceptance per proposer, on structured and chat workloads at each load.
@@ -173,6 +174,8 @@ absl::Status Main(const flags::Flags& f) {
   ASSIGN_OR_RETURN(int64_t max_tokens, f.GetInt("max-tokens", 128));
   ASSIGN_OR_RETURN(int64_t self_layers, f.GetInt("self-layers", 20));
   ASSIGN_OR_RETURN(int64_t max_draft, f.GetInt("max-draft-tokens", 8));
+  ASSIGN_OR_RETURN(int64_t ngram_min, f.GetInt("ngram-min", 2));
+  ASSIGN_OR_RETURN(int64_t ngram_max, f.GetInt("ngram-max", 4));
   ASSIGN_OR_RETURN(std::vector<int> streams, ParseInts(f.GetString("streams", "1,8,32")));
   const std::string model_path = f.GetString("model", KVFLEET_DEFAULT_MODEL_PATH);
   std::vector<std::string> wanted_workloads = absl::StrSplit(f.GetString("workloads", "structured,chat"), ',');
@@ -190,7 +193,9 @@ absl::Status Main(const flags::Flags& f) {
   ASSIGN_OR_RETURN(s.executor, engine::CpuExecutor::Create(*s.model, {.num_blocks = 1024, .block_size = 16,
                                                                        .num_threads = static_cast<int>(threads)}));
   ASSIGN_OR_RETURN(engine::spec::ProposerSet set,
-                   engine::spec::ProposerSet::Load({.self_layers = static_cast<int32_t>(self_layers),
+                   engine::spec::ProposerSet::Load({.ngram = {.min_n = static_cast<int32_t>(ngram_min),
+                                                              .max_n = static_cast<int32_t>(ngram_max)},
+                                                    .self_layers = static_cast<int32_t>(self_layers),
                                                     .draft_model_path = draft_path,
                                                     .num_threads = static_cast<int>(threads)},
                                                    *s.executor));
@@ -264,10 +269,10 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  kvfleet::InitLogging("warn");
+  kvfleet::InitLogging(std::getenv("KVFLEET_LOG_LEVEL") != nullptr ? std::getenv("KVFLEET_LOG_LEVEL") : "warn");
   absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
       args, {"model", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
-             "workloads", "configs"},
+             "workloads", "configs", "ngram-min", "ngram-max"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
   if (!s.ok()) {

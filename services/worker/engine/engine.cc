@@ -209,8 +209,14 @@ absl::Status Engine::Step() {
     PublishStats(0);
     return forward.status();
   }
-  speculator_.ObserveStep(scheduled.num_tokens,
-                          std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
+  // The step-cost curve is learnt from decode steps only: a long prefill
+  // chunk's attention would bend it away from where drafts are decided.
+  bool decode_only = true;
+  for (const ScheduledChunk& c : scheduled.chunks) decode_only = decode_only && c.num_tokens - c.num_draft_tokens == 1;
+  if (decode_only) {
+    speculator_.ObserveStep(scheduled.num_tokens,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
+  }
   ReportStep(scheduled, start);  // before outputs retire the requests it reads
   ProcessOutputs(scheduled, *forward);
   // Blocks only rejected or unscheduled guesses reached go back now.

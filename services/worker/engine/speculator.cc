@@ -82,17 +82,29 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   std::vector<spec::DraftCandidate> offers;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Loaded* l = Find(std::string(candidates[i]->proposer->name()));
+    // Before a measurement, a proposer model costs its share of a target step.
+    const double cost = l->measured_cost ? l->seconds_per_token
+                                         : l->proposer->relative_cost() * step_cost_.Seconds(1.0);
     offers.push_back({.acceptance = candidates[i]->acceptance.rate(),
                       .max_tokens = caps[i],
-                      .propose_seconds_per_token = l->seconds_per_token});
+                      .propose_seconds_per_token = cost});
   }
   std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
+  if (!candidates.empty()) {
+    KVFLEET_LOG_DEBUG("speculation: step cost {:.2f} ms + {:.3f} ms/token, {} tokens, {} decoding; first candidate "
+                      "r={:.2f} propose {:.3f} ms/token -> k={}",
+                      step_cost_.fixed_seconds() * 1e3, step_cost_.seconds_per_token() * 1e3, plain.tokens,
+                      plain.produced, offers[0].acceptance, offers[0].propose_seconds_per_token * 1e3, lengths[0]);
+  }
   const double step_seconds = step_cost_.Seconds(plain.tokens);
   for (size_t i = 0; i < candidates.size(); ++i) {
     const double token_cost = step_cost_.seconds_per_token() + offers[i].propose_seconds_per_token;
-    // Probe only where a sure token would pay: never in a saturated batch.
+    // A probe bets that the request's acceptance has changed, so it must be
+    // cheap: a sure token would have to pay twice over. Never in a saturated
+    // batch, nor with a proposer nearly as dear as the target (whose probe
+    // would also first catch up on the whole text since its last draft).
     if (lengths[i] == 0 && caps[i] > 0 && candidates[i]->steps_since_draft >= kProbeInterval &&
-        step_seconds > token_cost * std::max(plain.produced, 1.0)) {
+        step_seconds > 2.0 * token_cost * std::max(plain.produced, 1.0)) {
       lengths[i] = 1;
     }
   }
@@ -117,7 +129,7 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
         ks.push_back(lengths[i]);
       }
     }
-    if (!mine.empty()) Draft(l, mine, ks);
+    if (!mine.empty()) Draft(l, mine, ks, static_cast<int32_t>(running.size()));
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
     Request* r = candidates[i];
@@ -125,15 +137,22 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
   }
 }
 
-void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths) {
+void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths,
+                       int32_t reserve_blocks) {
   std::vector<spec::DraftSlot> slots;
   std::vector<Request*> owners;
   int64_t asked = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& r = *requests[i];
-    // Drafting into the target's KV needs the blocks now; short of them,
-    // this request decodes plainly (speculation never preempts).
-    if (loaded.proposer->uses_target_kv() && !kv_.Allocate(r, 1 + lengths[i])) continue;
+    // Drafting into the target's KV needs the blocks now. They must leave
+    // one free block per running request, so no plain decode token is ever
+    // short of one because of a draft; short of that, this request decodes
+    // plainly.
+    if (loaded.proposer->uses_target_kv() &&
+        (kv_.num_free_blocks() - kv_.MissingBlocks(r, 1 + lengths[i]) < reserve_blocks ||
+         !kv_.Allocate(r, 1 + lengths[i]))) {
+      continue;
+    }
     slots.push_back({.id = r.id(),
                      .context = r.tokens,
                      .num_computed = r.num_computed_tokens,
@@ -147,7 +166,11 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
   const absl::Status status = loaded.proposer->Propose(slots);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   loaded.stats.propose_seconds += seconds;
-  const double measured = seconds / static_cast<double>(asked);
+  // Per token the proposer ran (a model's catch-up and draft rows), or per
+  // guess for a lookup: what one more drafted token costs.
+  int64_t rows = 0;
+  for (const spec::DraftSlot& slot : slots) rows += slot.rows_computed;
+  const double measured = seconds / static_cast<double>(rows > 0 ? rows : asked);
   loaded.seconds_per_token = loaded.measured_cost
                                  ? (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * measured
                                  : measured;

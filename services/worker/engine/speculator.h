@@ -74,7 +74,9 @@ class Speculator {
   // k per candidate request (adaptive or fixed).
   std::vector<int32_t> DraftLengths(const std::vector<Request*>& candidates, const std::list<Request*>& running,
                                     int32_t token_budget);
-  void Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths);
+  // reserve_blocks: free blocks drafting must leave in the pool.
+  void Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths,
+             int32_t reserve_blocks);
 
   spec::SpeculationOptions options_;
   std::vector<Loaded> loaded_;

@@ -64,6 +64,7 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const CpuExecutorOption
   info_.block_size = options.block_size;
   info_.num_blocks = options.num_blocks;
   info_.num_layers = hp_.num_layers;
+  info_.weight_bytes = model.file().file_size();
   info_.kv_bytes_per_token = KvBytesPerToken(hp_.kv_shape(), sizeof(uint16_t));
   const size_t per_layer = static_cast<size_t>(options.num_blocks * hp_.num_kv_heads * options.block_size *
                                                hp_.head_dim);

@@ -23,6 +23,7 @@ struct ExecutorInfo {
   int64_t block_size = 0;
   int64_t num_blocks = 0;
   int64_t num_layers = 0;
+  int64_t weight_bytes = 0;  // what a forward pass reads: the cost of a step relative to another model's
   int64_t kv_bytes_per_token = 0;  // DESIGN.md formula at the cache's storage type
 };
 

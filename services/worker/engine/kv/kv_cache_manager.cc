@@ -46,9 +46,13 @@ void KvCacheManager::RecordAdmission(Request& req) {
   counters_.hit_tokens += req.cached_prompt_tokens;
 }
 
-bool KvCacheManager::Allocate(Request& req, int32_t num_new_tokens) {
+int32_t KvCacheManager::MissingBlocks(const Request& req, int32_t num_new_tokens) const {
   const int32_t needed = BlocksFor(req.num_computed_tokens + num_new_tokens);
-  const int32_t missing = needed - static_cast<int32_t>(req.block_table.size());
+  return std::max(0, needed - static_cast<int32_t>(req.block_table.size()));
+}
+
+bool KvCacheManager::Allocate(Request& req, int32_t num_new_tokens) {
+  const int32_t missing = MissingBlocks(req, num_new_tokens);
   if (missing <= 0) return true;
   if (pool_.num_free() < missing) return false;
   for (int32_t i = 0; i < missing; ++i) {

@@ -52,6 +52,8 @@ class KvCacheManager {
   // Makes the block table cover num_computed_tokens + num_new_tokens. All or
   // nothing: false (and no change) when the pool has too few free blocks.
   bool Allocate(Request& req, int32_t num_new_tokens);
+  // Blocks Allocate(req, num_new_tokens) would take from the pool.
+  int32_t MissingBlocks(const Request& req, int32_t num_new_tokens) const;
 
   // Publishes every block that became full since the last call.
   void CommitFullBlocks(Request& req);

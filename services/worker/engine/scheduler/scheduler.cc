@@ -43,15 +43,19 @@ SchedulerOutput Scheduler::Schedule() {
 }
 
 void Scheduler::ScheduleRunning(SchedulerOutput& out, int32_t& budget) {
+  int32_t not_yet_scheduled = static_cast<int32_t>(running_.size());
   for (auto it = running_.begin(); it != running_.end() && budget > 0;) {
     Request* req = *it;
+    --not_yet_scheduled;
     const int32_t pending = std::min(req->num_pending_tokens(), budget);
     int32_t n = pending;
     if (!req->draft.empty()) {
       req->draft.resize(std::min<size_t>(req->draft.size(), budget - pending));
       n += static_cast<int32_t>(req->draft.size());
-      // Speculation never costs anyone their blocks.
-      if (!req->draft.empty() && !kv_.Allocate(*req, n)) {
+      // Speculation never costs anyone their blocks: a draft's blocks must
+      // leave one for each running request still to be scheduled.
+      const int32_t spare = kv_.num_free_blocks() - kv_.MissingBlocks(*req, n);
+      if (!req->draft.empty() && (spare < not_yet_scheduled || !kv_.Allocate(*req, n))) {
         req->draft.clear();
         n = pending;
       }

@@ -15,12 +15,17 @@ absl::StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::Create(s
                                                    " tokens and the target's ", target.vocab_size,
                                                    "; a draft must share the target's tokenizer"));
   }
-  return std::unique_ptr<DraftModelProposer>(new DraftModelProposer(std::move(keep_alive), std::move(draft)));
+  const double relative_cost =
+      target.weight_bytes > 0 ? static_cast<double>(draft->info().weight_bytes) / target.weight_bytes : 1.0;
+  return std::unique_ptr<DraftModelProposer>(
+      new DraftModelProposer(std::move(keep_alive), std::move(draft), relative_cost));
 }
 
-DraftModelProposer::DraftModelProposer(std::shared_ptr<const void> keep_alive, std::unique_ptr<ModelExecutor> draft)
+DraftModelProposer::DraftModelProposer(std::shared_ptr<const void> keep_alive, std::unique_ptr<ModelExecutor> draft,
+                                       double relative_cost)
     : keep_alive_(std::move(keep_alive)),
       draft_(std::move(draft)),
+      relative_cost_(relative_cost),
       pool_(static_cast<int32_t>(draft_->info().num_blocks), /*listener=*/nullptr) {}
 
 int32_t DraftModelProposer::BlocksFor(int64_t tokens) const {

@@ -33,6 +33,7 @@ class DraftModelProposer final : public Proposer {
   std::string_view name() const override { return "draft"; }
   absl::Status Propose(std::span<DraftSlot> slots) override;
   void Forget(RequestId id) override;
+  double relative_cost() const override { return relative_cost_; }
 
   // Blocks of the draft's cache in use, for tests.
   int32_t blocks_in_use() const { return pool_.Stats().used; }
@@ -43,7 +44,8 @@ class DraftModelProposer final : public Proposer {
     std::vector<model::TokenId> computed;  // tokens whose draft KV is in `blocks`, in order
   };
 
-  DraftModelProposer(std::shared_ptr<const void> keep_alive, std::unique_ptr<ModelExecutor> draft);
+  DraftModelProposer(std::shared_ptr<const void> keep_alive, std::unique_ptr<ModelExecutor> draft,
+                     double relative_cost);
   int32_t BlocksFor(int64_t tokens) const;
   // Cuts the draft KV back to what `context` still shares, and grows the
   // blocks to cover `positions`. False (and the sequence keeps what it had)
@@ -52,6 +54,7 @@ class DraftModelProposer final : public Proposer {
 
   std::shared_ptr<const void> keep_alive_;
   std::unique_ptr<ModelExecutor> draft_;
+  double relative_cost_;  // the draft's weight bytes over the target's
   BlockPool pool_;
   absl::node_hash_map<RequestId, Sequence> sequences_;  // pointers stay valid across inserts
 };

@@ -18,6 +18,7 @@ absl::Status DraftGreedily(ModelExecutor& executor, int32_t num_layers, std::spa
   int32_t longest = 0;
   for (const GreedyDraftSequence& s : sequences) {
     s.slot->draft.clear();
+    s.slot->rows_computed = 0;
     longest = std::max(longest, s.slot->max_tokens);
   }
   for (int32_t j = 0; j < longest; ++j) {
@@ -37,7 +38,10 @@ absl::Status DraftGreedily(ModelExecutor& executor, int32_t num_layers, std::spa
       in_batch.push_back(&slot);
     }
     ASSIGN_OR_RETURN(ForwardOutput out, executor.Forward(batch));
-    for (size_t c = 0; c < in_batch.size(); ++c) in_batch[c]->draft.push_back(Argmax(out.Row(out.first_row[c])));
+    for (size_t c = 0; c < in_batch.size(); ++c) {
+      in_batch[c]->draft.push_back(Argmax(out.Row(out.first_row[c])));
+      in_batch[c]->rows_computed += static_cast<int32_t>(batch.chunks[c].tokens.size());
+    }
   }
   return absl::OkStatus();
 }

@@ -42,6 +42,7 @@ struct DraftSlot {
   std::span<const BlockId> block_table;
   int32_t max_tokens = 0;
   std::vector<model::TokenId> draft;  // out: at most max_tokens guesses, possibly none
+  int32_t rows_computed = 0;          // out: tokens a proposer model ran for this slot (catch-up included)
 };
 
 class Proposer {
@@ -56,6 +57,11 @@ class Proposer {
   // request decodes as usual. Errors are a proposer model's failures; the
   // step then runs without drafts.
   virtual absl::Status Propose(std::span<DraftSlot> slots) = 0;
+
+  // What running one token through the proposer costs next to one through
+  // the target (0 for a lookup, L/N for the target's first L layers), before
+  // any measurement: the adaptive draft length starts from it.
+  virtual double relative_cost() const { return 0.0; }
 
   // The request finished: drop whatever the proposer kept for it.
   virtual void Forget(RequestId /*id*/) {}

@@ -25,6 +25,9 @@ class SelfSpeculativeProposer final : public Proposer {
   std::string_view name() const override { return "self"; }
   absl::Status Propose(std::span<DraftSlot> slots) override;
   bool uses_target_kv() const override { return true; }
+  double relative_cost() const override {
+    return static_cast<double>(num_layers_) / static_cast<double>(target_.info().num_layers);
+  }
 
  private:
   ModelExecutor& target_;
