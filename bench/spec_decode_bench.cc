@@ -17,6 +17,7 @@
 // Not run in CI; see bench/README.md for results.
 //
 //   spec_decode_bench --streams 1,8,32 --max-tokens 128
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -49,6 +50,7 @@ using Clock = std::chrono::steady_clock;
 constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
        [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
+       [--repeats 1]
 
 Wall time per generated token with and without speculative decoding, and
 acceptance per proposer, on structured and chat workloads at each load.
@@ -174,6 +176,8 @@ absl::Status Main(const flags::Flags& f) {
   ASSIGN_OR_RETURN(int64_t max_tokens, f.GetInt("max-tokens", 128));
   ASSIGN_OR_RETURN(int64_t self_layers, f.GetInt("self-layers", 20));
   ASSIGN_OR_RETURN(int64_t max_draft, f.GetInt("max-draft-tokens", 8));
+  ASSIGN_OR_RETURN(int64_t repeats, f.GetInt("repeats", 1));
+  if (repeats < 1) return absl::InvalidArgumentError("--repeats must be >= 1");
   ASSIGN_OR_RETURN(int64_t ngram_min, f.GetInt("ngram-min", 2));
   ASSIGN_OR_RETURN(int64_t ngram_max, f.GetInt("ngram-max", 4));
   ASSIGN_OR_RETURN(std::vector<int> streams, ParseInts(f.GetString("streams", "1,8,32")));
@@ -229,28 +233,48 @@ absl::Status Main(const flags::Flags& f) {
       prompts.push_back(std::move(ids));
     }
     for (int n : streams) {
-      ASSIGN_OR_RETURN(Measurement before, Run(s, {"off", "off"}, prompts, n, static_cast<int32_t>(max_tokens)));
-      std::vector<std::pair<Config, Measurement>> results;
-      for (const Config& c : configs) {
-        ASSIGN_OR_RETURN(Measurement m, Run(s, c, prompts, n, static_cast<int32_t>(max_tokens)));
-        results.emplace_back(c, std::move(m));
+      // Plain and every configuration in turn, `repeats` times, then plain
+      // once more; each figure is the median of its runs, so a drift of the
+      // machine during the run hits them all alike.
+      std::vector<Measurement> plain_runs;
+      std::vector<std::vector<Measurement>> config_runs(configs.size());
+      for (int64_t rep = 0; rep < repeats; ++rep) {
+        ASSIGN_OR_RETURN(Measurement p, Run(s, {"off", "off"}, prompts, n, static_cast<int32_t>(max_tokens)));
+        plain_runs.push_back(std::move(p));
+        for (size_t c = 0; c < configs.size(); ++c) {
+          ASSIGN_OR_RETURN(Measurement m, Run(s, configs[c], prompts, n, static_cast<int32_t>(max_tokens)));
+          config_runs[c].push_back(std::move(m));
+        }
       }
-      ASSIGN_OR_RETURN(Measurement after, Run(s, {"off", "off"}, prompts, n, static_cast<int32_t>(max_tokens)));
-      const double plain = (before.per_token() + after.per_token()) / 2.0;
-      const double plain_wall = (before.wall_per_token() + after.wall_per_token()) / 2.0;
-      std::printf("%-10s %7d %-12s %7lld %9.2f %8s %8s %9s %9.2f %8s %5s  (ms/token before %.2f, after %.2f)\n",
+      ASSIGN_OR_RETURN(Measurement last, Run(s, {"off", "off"}, prompts, n, static_cast<int32_t>(max_tokens)));
+      plain_runs.push_back(std::move(last));
+      auto median = [](const std::vector<Measurement>& runs, double (Measurement::*f)() const) {
+        std::vector<double> v;
+        for (const Measurement& m : runs) v.push_back((m.*f)());
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      const Measurement& before = plain_runs.front();
+      const double plain = median(plain_runs, &Measurement::per_token);
+      const double plain_wall = median(plain_runs, &Measurement::wall_per_token);
+      std::printf("%-10s %7d %-12s %7lld %9.2f %8s %8s %9s %9.2f %8s %5s  (plain ms/token first %.2f, last %.2f)\n",
                   w.name.c_str(), n, "plain", static_cast<long long>(before.tokens), plain * 1000.0, "1.00x", "-", "-",
-                  plain_wall * 1000.0, "1.00x", "-", before.per_token() * 1000.0, after.per_token() * 1000.0);
-      for (const auto& [c, m] : results) {
+                  plain_wall * 1000.0, "1.00x", "-", plain_runs.front().per_token() * 1000.0,
+                  plain_runs.back().per_token() * 1000.0);
+      for (size_t c = 0; c < configs.size(); ++c) {
+        const Measurement& m = config_runs[c].front();
+        const double per_token = median(config_runs[c], &Measurement::per_token);
+        const double wall = median(config_runs[c], &Measurement::wall_per_token);
         const double accept = m.spec.drafted_tokens > 0
                                   ? static_cast<double>(m.spec.accepted_tokens) / m.spec.drafted_tokens
                                   : 0.0;
         const double per_pass =
             m.spec.verify_passes > 0 ? static_cast<double>(m.spec.accepted_tokens) / m.spec.verify_passes : 0.0;
+        bool same = true;
+        for (const Measurement& run : config_runs[c]) same = same && run.outputs == before.outputs;
         std::printf("%-10s %7d %-12s %7lld %9.2f %7.2fx %8.2f %9.2f %9.2f %7.2fx %5s\n", w.name.c_str(), n,
-                    c.name.c_str(), static_cast<long long>(m.tokens), m.per_token() * 1000.0, plain / m.per_token(),
-                    accept, per_pass, m.wall_per_token() * 1000.0, plain_wall / m.wall_per_token(),
-                    m.outputs == before.outputs ? "yes" : "NO");
+                    configs[c].name.c_str(), static_cast<long long>(m.tokens), per_token * 1000.0, plain / per_token,
+                    accept, per_pass, wall * 1000.0, plain_wall / wall, same ? "yes" : "NO");
       }
       std::fflush(stdout);
     }
@@ -272,7 +296,7 @@ int main(int argc, char** argv) {
   kvfleet::InitLogging(std::getenv("KVFLEET_LOG_LEVEL") != nullptr ? std::getenv("KVFLEET_LOG_LEVEL") : "warn");
   absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
       args, {"model", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
-             "workloads", "configs", "ngram-min", "ngram-max"},
+             "workloads", "configs", "ngram-min", "ngram-max", "repeats"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
   if (!s.ok()) {

@@ -11,7 +11,7 @@ namespace {
 
 constexpr char kUsage[] =
     R"(usage: kvfleet chat TEXT [--system TEXT] [--router HOST:PORT] [--stop TEXT]... [--cache-salt S]
-                    [--timeout SECONDS] [sampling flags as for kvfleet generate]
+                    [--speculation P] [--timeout SECONDS] [sampling flags as for kvfleet generate]
        kvfleet chat --message TEXT ...
 
 Sends TEXT as the user's message, rendered through the served model's chat

@@ -24,7 +24,7 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT]
-                        [--stop TEXT]... [--cache-salt S] [--timeout SECONDS] [sampling flags]
+                        [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--threads N] [sampling flags]
 
@@ -36,6 +36,8 @@ Without --local the prompt goes to the router's Generate (--router, default
 127.0.0.1:50060; start a cluster with `kvfleet up`). --stop ends generation
 at a string (repeat it for several; the string itself is not printed);
 --cache-salt keeps this caller's cached prefixes apart from others';
+--speculation picks the worker's speculative proposer for this request
+(ngram, self, draft; off to opt out; the text is the same either way);
 --timeout bounds the whole call. To chat through the router use `kvfleet chat`.
 
 --local runs the model in this process instead: --chat sends TEXT as a user

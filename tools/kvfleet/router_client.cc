@@ -100,7 +100,7 @@ absl::Status Drain(grpc::ClientReader<v1::GenerateTextResponse>& reader, const C
 std::set<std::string> WithRouterFlags(std::set<std::string> extra) {
   for (const char* name :
        {"router", "timeout", "output", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repetition-penalty",
-        "presence-penalty", "frequency-penalty", "seed", "stop-token-ids", "stop", "cache-salt"}) {
+        "presence-penalty", "frequency-penalty", "seed", "stop-token-ids", "stop", "cache-salt", "speculation"}) {
     extra.insert(name);
   }
   return extra;
@@ -137,6 +137,8 @@ absl::StatusOr<v1::GenerationOptions> GenerationOptionsFromFlags(const Flags& fl
     options.add_stop(stop);
   }
   options.set_cache_salt(flags.GetString("cache-salt", ""));
+  // The worker checks the name against the proposers it loaded.
+  if (flags.Has("speculation")) options.mutable_speculation()->set_proposer(flags.GetString("speculation", ""));
   return options;
 }
 

@@ -85,9 +85,16 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
     // Before a measurement, a proposer model costs its share of a target step.
     const double cost = l->measured_cost ? l->seconds_per_token
                                          : l->proposer->relative_cost() * step_cost_.Seconds(1.0);
-    offers.push_back({.acceptance = candidates[i]->acceptance.rate(),
+    // A draft model that is behind must first run the text it missed; that
+    // pays off over the rest of the request (about two tokens per step), so
+    // each step carries its share.
+    const Request& r = *candidates[i];
+    const int64_t behind = l->proposer->RowsBehind(r.id(), r.tokens);
+    const double remaining = std::max(1.0, (r.params.stopping.max_tokens - r.num_output_tokens()) / 2.0);
+    offers.push_back({.acceptance = r.acceptance.rate(),
                       .max_tokens = caps[i],
-                      .propose_seconds_per_token = cost});
+                      .propose_seconds_per_token = cost,
+                      .setup_seconds = static_cast<double>(behind) * cost / remaining});
   }
   std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
   if (!candidates.empty()) {
@@ -98,7 +105,8 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   }
   const double step_seconds = step_cost_.Seconds(plain.tokens);
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const double token_cost = step_cost_.seconds_per_token() + offers[i].propose_seconds_per_token;
+    const double token_cost =
+        step_cost_.seconds_per_token() + offers[i].propose_seconds_per_token + offers[i].setup_seconds;
     // A probe bets that the request's acceptance has changed, so it must be
     // cheap: a sure token would have to pay twice over. Never in a saturated
     // batch, nor with a proposer nearly as dear as the target (whose probe

@@ -4,6 +4,11 @@
 #include <queue>
 
 namespace kvfleet::engine::spec {
+namespace {
+
+constexpr double kMargin = 1.2;
+
+}  // namespace
 
 std::vector<int32_t> ChooseDraftLengths(std::span<const DraftCandidate> candidates, const StepCostModel& cost,
                                         const PlainStep& plain) {
@@ -28,9 +33,12 @@ std::vector<int32_t> ChooseDraftLengths(std::span<const DraftCandidate> candidat
     const Next next = heap.top();
     heap.pop();
     const DraftCandidate& c = candidates[next.candidate];
-    const double extra = cost.seconds_per_token() + c.propose_seconds_per_token;
-    // (P + w) / (T + extra) > P / T  ⟺  w × T > extra × P.
-    if (next.worth * seconds <= extra * produced) continue;  // this request stops here; others may go on
+    double extra = cost.seconds_per_token() + c.propose_seconds_per_token;
+    if (lengths[next.candidate] == 0) extra += c.setup_seconds;
+    // (P + w) / (T + extra) > P / T  ⟺  w × T > extra × P, with a margin:
+    // the costs are estimates from a noisy clock, and a guess that only
+    // breaks even is not worth the risk of a slow-down.
+    if (next.worth * seconds <= kMargin * extra * produced) continue;  // this request stops; others may go on
     produced += next.worth;
     seconds += extra;
     int32_t& k = lengths[next.candidate];

@@ -7,7 +7,8 @@
 // drafted token, and yields r^j more tokens on average, where r is that
 // request's acceptance rate and j the token's place in its draft. The
 // candidates are taken best first while each raises the step's tokens per
-// second, (P + r^j) / (T + cost) > P / T. So at batch 1, where the fixed part
+// second, (P + r^j) / (T + cost) > P / T (the first guess also pays any
+// setup, such as a draft model catching up). So at batch 1, where the fixed part
 // dominates, long drafts pay even at modest acceptance; in a large batch the
 // step is already arithmetic-bound, the bar nears 1 and speculation turns
 // itself off; and a request whose drafts keep failing stops drafting.
@@ -27,6 +28,7 @@ struct DraftCandidate {
   double acceptance = 0.0;             // per-token rate r in [0, 1]
   int32_t max_tokens = 0;              // the most this request may draft now
   double propose_seconds_per_token = 0.0;  // the proposer's own cost per drafted token
+  double setup_seconds = 0.0;  // charged to the first drafted token (a draft model's catch-up, amortized)
 };
 
 // The step before any draft.

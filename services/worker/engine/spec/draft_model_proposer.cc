@@ -79,6 +79,12 @@ absl::Status DraftModelProposer::Propose(std::span<DraftSlot> slots) {
   return drafted;
 }
 
+int64_t DraftModelProposer::RowsBehind(RequestId id, std::span<const model::TokenId> context) const {
+  auto it = sequences_.find(id);
+  const int64_t computed = it == sequences_.end() ? 0 : static_cast<int64_t>(it->second.computed.size());
+  return std::max<int64_t>(0, static_cast<int64_t>(context.size()) - computed);
+}
+
 void DraftModelProposer::Forget(RequestId id) {
   auto it = sequences_.find(id);
   if (it == sequences_.end()) return;

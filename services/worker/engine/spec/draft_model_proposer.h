@@ -34,6 +34,7 @@ class DraftModelProposer final : public Proposer {
   absl::Status Propose(std::span<DraftSlot> slots) override;
   void Forget(RequestId id) override;
   double relative_cost() const override { return relative_cost_; }
+  int64_t RowsBehind(RequestId id, std::span<const model::TokenId> context) const override;
 
   // Blocks of the draft's cache in use, for tests.
   int32_t blocks_in_use() const { return pool_.Stats().used; }

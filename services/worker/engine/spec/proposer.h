@@ -63,6 +63,10 @@ class Proposer {
   // any measurement: the adaptive draft length starts from it.
   virtual double relative_cost() const { return 0.0; }
 
+  // Tokens of `context` the proposer would have to run before its first
+  // guess for this request (a draft model's catch-up on its own cache).
+  virtual int64_t RowsBehind(RequestId /*id*/, std::span<const model::TokenId> /*context*/) const { return 0; }
+
   // The request finished: drop whatever the proposer kept for it.
   virtual void Forget(RequestId /*id*/) {}
 

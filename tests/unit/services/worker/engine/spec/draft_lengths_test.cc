@@ -49,7 +49,7 @@ TEST(DraftLengthsTest, AtBatchOneGoodAcceptanceDraftsLong) {
   const StepCostModel cost = Learned(0.012, 0.003);
   const DraftCandidate c{.acceptance = 0.9, .max_tokens = 8};
   const std::vector<int32_t> k = ChooseDraftLengths({&c, 1}, cost, {.tokens = 1, .produced = 1});
-  EXPECT_GE(k[0], 6);
+  EXPECT_GE(k[0], 5);
 }
 
 TEST(DraftLengthsTest, PoorAcceptanceDraftsNothing) {
@@ -75,6 +75,14 @@ TEST(DraftLengthsTest, TheBetterRequestGetsTheLongerDraftAndProposerCostShortens
   const DraftCandidate dear{.acceptance = 0.8, .max_tokens = 8, .propose_seconds_per_token = 0.006};
   EXPECT_LT(ChooseDraftLengths({&dear, 1}, cost, {.tokens = 1, .produced = 1})[0],
             ChooseDraftLengths({&cheap, 1}, cost, {.tokens = 1, .produced = 1})[0]);
+}
+
+TEST(DraftLengthsTest, ASetupCostMustBePaidByTheFirstGuess) {
+  const StepCostModel cost = Learned(0.012, 0.003);
+  const DraftCandidate ready{.acceptance = 0.9, .max_tokens = 8};
+  const DraftCandidate behind{.acceptance = 0.9, .max_tokens = 8, .setup_seconds = 0.5};
+  EXPECT_GT(ChooseDraftLengths({&ready, 1}, cost, {.tokens = 1, .produced = 1})[0], 0);
+  EXPECT_EQ(ChooseDraftLengths({&behind, 1}, cost, {.tokens = 1, .produced = 1})[0], 0);
 }
 
 TEST(DraftLengthsTest, NeverPastMaxTokens) {
