@@ -252,7 +252,8 @@ absl::Status Main(const flags::Flags& f) {
         std::vector<double> v;
         for (const Measurement& m : runs) v.push_back((m.*f)());
         std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
+        const size_t h = v.size() / 2;
+        return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2.0;
       };
       const Measurement& before = plain_runs.front();
       const double plain = median(plain_runs, &Measurement::per_token);

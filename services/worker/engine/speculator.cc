@@ -35,8 +35,6 @@ std::vector<std::string> Speculator::available() const {
   return names;
 }
 
-absl::Status Speculator::ValidateOptions() const { return options_.Validate(available()); }
-
 absl::Status Speculator::Validate(const spec::SpeculationParams& params) const {
   return params.Validate(available());
 }

@@ -13,8 +13,8 @@
 //
 // Thread-safety: engine thread only.
 //
-//   Speculator spec(options.speculation, options.proposers, kv, executor.info());
-//   spec.Plan(scheduler.running());           // fills req->draft
+//   Speculator spec(options.speculation, options.proposers, kv);
+//   spec.Plan(scheduler.running(), budget);   // fills req->draft
 //   ... schedule, forward, verify ...
 //   spec.RecordVerification(req, drafted, accepted);
 #pragma once
@@ -42,7 +42,6 @@ class Speculator {
 
   // The names of the loaded proposers.
   std::vector<std::string> available() const;
-  absl::Status ValidateOptions() const;
   absl::Status Validate(const spec::SpeculationParams& params) const;
   // Sets req.proposer and req.max_draft_tokens from its parameters.
   void Resolve(Request& req) const;
