@@ -141,8 +141,13 @@ TEST(WorkerRequestsTest, ScrapedMetricsCountWhatWasSent) {
   EXPECT_EQ(m->Value("kvfleet_worker_e2e_request_latency_seconds_count"), 5);
   EXPECT_EQ(m->Value("kvfleet_worker_queue_time_seconds_count"), 5);
   EXPECT_EQ(m->Value("kvfleet_worker_inter_token_latency_seconds_count"), generated - 5);
-  EXPECT_EQ(m->Value("kvfleet_worker_engine_step_tokens_sum"), prompt_tokens + generated - 5)
-      << "every prompt token and every generated token but the last of each request is computed once";
+  // Speculation (n-gram, on by default) also computes the guesses it drafts;
+  // the rejected ones are the only extra work.
+  const double rejected =
+      m->Sum("kvfleet_worker_spec_draft_tokens_total") - m->Sum("kvfleet_worker_spec_accepted_tokens_total");
+  EXPECT_EQ(m->Value("kvfleet_worker_engine_step_tokens_sum"), prompt_tokens + generated - 5 + rejected)
+      << "every prompt token and every generated token but the last of each request is computed once, and each "
+         "rejected guess once";
   auto stats = harness.Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(m->Value("kvfleet_worker_kv_blocks_total"), stats->blocks_total());
