@@ -97,14 +97,16 @@ std::vector<std::string> CachemanagerArgs(const LocalClusterOptions& options) {
 
 std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int index,
                                     const std::string& cachemanager_address) {
-  return {"--model",           options.model_path,
-          "--worker-id",       absl::StrCat("worker-", index),
-          "--listen",          "127.0.0.1:0",
-          "--metrics-port",    "0",
-          "--metrics-host",    "127.0.0.1",
-          "--cachemanager",    cachemanager_address,
-          "--threads",         absl::StrCat(options.threads_per_worker),
-          "--kv-cache-memory", options.kv_cache_memory};
+  std::vector<std::string> args = {"--model",           options.model_path,
+                                   "--worker-id",       absl::StrCat("worker-", index),
+                                   "--listen",          "127.0.0.1:0",
+                                   "--metrics-port",    "0",
+                                   "--metrics-host",    "127.0.0.1",
+                                   "--cachemanager",    cachemanager_address,
+                                   "--threads",         absl::StrCat(options.threads_per_worker),
+                                   "--kv-cache-memory", options.kv_cache_memory};
+  args.insert(args.end(), options.worker_extra_args.begin(), options.worker_extra_args.end());
+  return args;
 }
 
 std::vector<std::string> RouterArgs(const LocalClusterOptions& options, const std::string& cachemanager_address) {

@@ -51,6 +51,7 @@ struct LocalClusterOptions {
   int router_metrics_port = 9466;                   // 0 picks a free one; the other services always pick a free one
   std::string policy;                               // the router's --policy; empty: its default
   std::vector<std::string> router_extra_args;       // appended to the router's command line (placement knobs)
+  std::vector<std::string> worker_extra_args;       // appended to every worker's (speculation, scheduling)
   std::string log_dir;                              // must exist; a member's stderr goes to <log_dir>/<label>.log
   absl::Duration ready_timeout = absl::Minutes(2);  // per member, from its start to its ready line
   absl::Duration stop_timeout = absl::Seconds(45);  // per stage of Stop(), from SIGTERM to SIGKILL

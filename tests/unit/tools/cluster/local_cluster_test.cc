@@ -161,6 +161,10 @@ TEST(LocalClusterArgsTest, WorkersJoinTheCachemanagerOnFreeLoopbackPorts) {
                           "--threads", "3", "--kv-cache-memory", "64MiB"));
   EXPECT_THAT(CachemanagerArgs(o),
               ElementsAre("--listen", "127.0.0.1:50050", "--metrics-port", "0", "--metrics-host", "127.0.0.1"));
+  o.worker_extra_args = {"--speculation", "self", "--spec-self-layers", "20"};
+  const std::vector<std::string> args = WorkerArgs(o, 0, "127.0.0.1:4000");
+  EXPECT_THAT(std::vector<std::string>(args.end() - 4, args.end()),
+              ElementsAre("--speculation", "self", "--spec-self-layers", "20"));
 }
 
 TEST(LocalClusterArgsTest, TheRouterGetsItsAddressesAndPolicy) {
