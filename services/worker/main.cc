@@ -139,7 +139,7 @@ absl::Status Run(const WorkerOptions& o) {
   if (publisher) publisher->Start(engine, [&service] { return service.draining(); });
   KVFLEET_LOG_INFO("speculation: default proposer {}, at most {} drafted tokens, {}; loaded: {}", o.speculation.proposer,
                    o.speculation.max_draft_tokens, o.speculation.adaptive ? "adaptive" : "fixed length",
-                   absl::StrJoin(m.proposers->names(), ", "));
+                   absl::StrJoin(o.proposers.names(), ", "));
   KVFLEET_LOG_INFO("serving {} on {}", o.model_id, server.address);
   std::printf("kvfleet-worker ready\n");
   std::fflush(stdout);

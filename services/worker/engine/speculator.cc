@@ -22,7 +22,7 @@ Speculator::Speculator(const spec::SpeculationOptions& options, std::vector<spec
     : options_(options), kv_(kv) {
   for (spec::Proposer* p : proposers) {
     CHECK(p != nullptr);
-    CHECK(Find(std::string(p->name())) == nullptr) << "two proposers named " << std::string(p->name());
+    CHECK(Find(p->name()) == nullptr) << "two proposers named " << std::string(p->name());
     Loaded loaded{.proposer = p, .acceptance = spec::AcceptanceEstimate()};
     loaded.stats.proposer = std::string(p->name());
     loaded_.push_back(std::move(loaded));
@@ -39,15 +39,19 @@ absl::Status Speculator::Validate(const spec::SpeculationParams& params) const {
   return params.Validate(available());
 }
 
-Speculator::Loaded* Speculator::Find(const std::string& name) {
-  for (Loaded& l : loaded_) {
+const Speculator::Loaded* Speculator::Find(std::string_view name) const {
+  for (const Loaded& l : loaded_) {
     if (l.proposer->name() == name) return &l;
   }
   return nullptr;
 }
 
-const Speculator::Loaded* Speculator::Find(const std::string& name) const {
-  return const_cast<Speculator*>(this)->Find(name);
+Speculator::Loaded& Speculator::Of(const spec::Proposer* proposer) {
+  for (Loaded& l : loaded_) {
+    if (l.proposer == proposer) return l;
+  }
+  CHECK(false) << "proposer " << std::string(proposer->name()) << " is not loaded";
+  return loaded_.front();
 }
 
 void Speculator::Resolve(Request& req) const {
@@ -79,7 +83,7 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   plain.tokens = static_cast<int32_t>(std::min<int64_t>(pending, token_budget));
   std::vector<spec::DraftCandidate> offers;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const Loaded* l = Find(std::string(candidates[i]->proposer->name()));
+    const Loaded* l = &Of(candidates[i]->proposer);
     // Before a measurement, a proposer model costs its share of a target step.
     const double cost = l->measured_cost ? l->seconds_per_token
                                          : l->proposer->relative_cost() * step_cost_.Seconds(1.0);
@@ -196,7 +200,7 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
 void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accepted) {
   if (drafted <= 0) return;
   req.acceptance.Observe(drafted, accepted);
-  Loaded* l = Find(std::string(req.proposer->name()));
+  Loaded* l = &Of(req.proposer);
   l->acceptance.Observe(drafted, accepted);
   l->stats.drafted_tokens += drafted;
   l->stats.accepted_tokens += accepted;

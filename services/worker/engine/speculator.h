@@ -22,6 +22,7 @@
 #include <chrono>
 #include <list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,8 +69,10 @@ class Speculator {
     SpeculationStats stats;
   };
 
-  Loaded* Find(const std::string& name);
-  const Loaded* Find(const std::string& name) const;
+  // By name (configuration, requests' choices); null when not loaded.
+  const Loaded* Find(std::string_view name) const;
+  // The entry of a loaded proposer (a request's, once resolved).
+  Loaded& Of(const spec::Proposer* proposer);
   // k per candidate request (adaptive or fixed).
   std::vector<int32_t> DraftLengths(const std::vector<Request*>& candidates, const std::list<Request*>& running,
                                     int32_t token_budget);

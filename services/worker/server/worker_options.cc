@@ -97,12 +97,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.proposers.self_layers = static_cast<int32_t>(self_layers);
   o.proposers.draft_model_path = f.GetString("spec-draft-model", "");
   o.proposers.num_threads = o.threads;
-  // Which proposers exist is known only once loaded; check the default
-  // against the ones these flags load.
-  std::vector<std::string> loaded = {"ngram"};
-  if (o.proposers.self_layers > 0) loaded.push_back("self");
-  if (!o.proposers.draft_model_path.empty()) loaded.push_back("draft");
-  if (absl::Status s = o.speculation.Validate(loaded); !s.ok()) {
+  // The default must be one of the proposers these flags load.
+  if (absl::Status s = o.speculation.Validate(o.proposers.names()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--speculation; --spec-self-layers loads \"self\", "
                                                    "--spec-draft-model loads \"draft\")"));
   }

@@ -33,6 +33,13 @@ absl::StatusOr<std::unique_ptr<Proposer>> LoadDraftModel(const ProposerConfig& c
 
 }  // namespace
 
+std::vector<std::string> ProposerConfig::names() const {
+  std::vector<std::string> out = {"ngram"};
+  if (self_layers > 0) out.push_back("self");
+  if (!draft_model_path.empty()) out.push_back("draft");
+  return out;
+}
+
 absl::StatusOr<ProposerSet> ProposerSet::Load(const ProposerConfig& config, ModelExecutor& target) {
   ProposerSet set;
   RETURN_IF_ERROR(config.ngram.Validate());
@@ -54,10 +61,5 @@ std::vector<Proposer*> ProposerSet::pointers() const {
   return out;
 }
 
-std::vector<std::string> ProposerSet::names() const {
-  std::vector<std::string> out;
-  for (const auto& p : proposers_) out.emplace_back(p->name());
-  return out;
-}
 
 }  // namespace kvfleet::engine::spec

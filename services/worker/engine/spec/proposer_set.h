@@ -23,6 +23,9 @@ struct ProposerConfig {
   int32_t self_layers = 0;        // > 0: load "self" with the target's first self_layers layers
   std::string draft_model_path;   // non-empty: load "draft" from this GGUF
   int num_threads = 0;            // the draft model's CPU threads (0: all)
+
+  // The names of the proposers Load() builds from this configuration.
+  std::vector<std::string> names() const;
 };
 
 class ProposerSet {
@@ -32,7 +35,6 @@ class ProposerSet {
   static absl::StatusOr<ProposerSet> Load(const ProposerConfig& config, ModelExecutor& target);
 
   std::vector<Proposer*> pointers() const;
-  std::vector<std::string> names() const;
 
  private:
   std::vector<std::unique_ptr<Proposer>> proposers_;
