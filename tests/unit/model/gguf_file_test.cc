@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "common/kv_sizing.h"
 #include "model/gguf_writer.h"
 #include "model/llama_model.h"
+#include "tests/testing/default_model.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -144,8 +144,8 @@ TEST(GgufFileTest, TinyModelOfEveryTypeLoads) {
 }
 
 TEST(GgufFileTest, DefaultModelHyperparametersAndKvCost) {
-  const std::string path = KVFLEET_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "default model not fetched: run scripts/fetch_model.sh";
+  const std::string path = kvfleet::testing::kDefaultModelPath;
+  if (!kvfleet::testing::DefaultModelFetched()) GTEST_SKIP() << kvfleet::testing::kDefaultModelMissing;
   auto m = LlamaModel::Load(path);
   ASSERT_TRUE(m.ok()) << m.status();
   const LlamaHparams& hp = (*m)->hparams();

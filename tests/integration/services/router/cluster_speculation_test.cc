@@ -5,28 +5,26 @@
 // proposer the worker does not have is refused with a clear status.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 
 #include "tests/integration/services/router/router_cluster.h"
+#include "tests/testing/default_model.h"
 
 namespace kvfleet::testing {
 namespace {
 
-constexpr char kModel[] = KVFLEET_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
 class ClusterSpeculationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(kModel)) return;
+    if (!DefaultModelFetched()) return;
     cluster_ = new RouterCluster();
     // Fixed-length drafts, so every proposer drafts whatever the batch; the
     // draft model is the model file itself (its own weights and cache).
     const absl::Status s = cluster_->Start(
         {.workers = 1,
-         .model_path = kModel,
+         .model_path = kDefaultModelPath,
          .worker_args = {"--kv-cache-memory", "128MiB", "--threads", "2", "--speculation", "ngram",
                          "--no-spec-adaptive", "--spec-max-draft-tokens", "4", "--spec-self-layers", "24",
-                         "--spec-draft-model", kModel}});
+                         "--spec-draft-model", kDefaultModelPath}});
     ASSERT_TRUE(s.ok()) << s;
   }
   static void TearDownTestSuite() {
@@ -34,7 +32,7 @@ class ClusterSpeculationTest : public ::testing::Test {
     cluster_ = nullptr;
   }
   void SetUp() override {
-    if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "default model not fetched: run scripts/fetch_model.sh";
+    if (!DefaultModelFetched()) GTEST_SKIP() << kDefaultModelMissing;
   }
 
   static v1::ChatRequest CopyingChat(const std::string& proposer, bool sampled) {

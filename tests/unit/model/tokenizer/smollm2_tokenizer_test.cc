@@ -2,12 +2,12 @@
 // file has not been fetched (scripts/fetch_model.sh). Expected ids come from
 // Hugging Face tokenizers (see tests/reference/tokenizer_reference.py).
 #include <chrono>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/default_model.h"
 #include "model/gguf_file.h"
 #include "model/gguf_vocabulary.h"
 #include "model/tokenizer/chat_template.h"
@@ -20,15 +20,15 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 
-constexpr char kModel[] = KVFLEET_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+using ::kvfleet::testing::kDefaultModelPath;
 
 class SmolLm2TokenizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kModel)) {
-      GTEST_SKIP() << "SmolLM2 model not found at " << kModel << " (run scripts/fetch_model.sh)";
+    if (!kvfleet::testing::DefaultModelFetched()) {
+      GTEST_SKIP() << kvfleet::testing::kDefaultModelMissing;
     }
-    absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(kModel);
+    absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(kDefaultModelPath);
     ASSERT_TRUE(file.ok()) << file.status();
     absl::StatusOr<Vocabulary> vocab = ReadGgufVocabulary(**file);
     ASSERT_TRUE(vocab.ok()) << vocab.status();

@@ -3,7 +3,6 @@
 // speculative decoding with each proposer.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <map>
 
 #include "model/tokenizer/chat_template.h"
@@ -12,17 +11,18 @@
 #include "services/worker/engine/executor/cpu_executor.h"
 #include "services/worker/engine/spec/proposer_set.h"
 #include "tests/testing/collecting_sink.h"
+#include "tests/testing/default_model.h"
 
 namespace kvfleet::engine {
 namespace {
 
-constexpr char kModel[] = KVFLEET_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+using ::kvfleet::testing::kDefaultModelPath;
 
 class SmolLm2EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(kModel)) return;
-    model_ = model::LlamaModel::Load(kModel)->release();
+    if (!kvfleet::testing::DefaultModelFetched()) return;
+    model_ = model::LlamaModel::Load(kDefaultModelPath)->release();
     auto tok = *model::CreateTokenizer(model_->vocabulary());
     auto chat = *model::ChatTemplate::FromTemplateSource(model_->vocabulary().chat_template);
     const char* questions[] = {
@@ -47,7 +47,7 @@ class SmolLm2EngineTest : public ::testing::Test {
   static void TearDownTestSuite() { delete model_; }
 
   void SetUp() override {
-    if (model_ == nullptr) GTEST_SKIP() << "default model not fetched: run scripts/fetch_model.sh";
+    if (model_ == nullptr) GTEST_SKIP() << kvfleet::testing::kDefaultModelMissing;
   }
 
   static std::map<uint64_t, std::vector<model::TokenId>> Run(const std::vector<EngineRequest>& requests,
@@ -59,7 +59,7 @@ class SmolLm2EngineTest : public ::testing::Test {
     // its own cache, whose greedy guesses the target always accepts.
     const spec::ProposerConfig loaded =
         proposer == "off" ? spec::ProposerConfig{}
-                          : spec::ProposerConfig{.self_layers = 12, .draft_model_path = kModel, .num_threads = 2};
+                          : spec::ProposerConfig{.self_layers = 12, .draft_model_path = kDefaultModelPath, .num_threads = 2};
     auto proposers = spec::ProposerSet::Load(loaded, *executor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = "smollm2", .scheduler = config};
