@@ -24,7 +24,7 @@ Model-free simulations (the real scheduler, KV cache manager and block pool):
   concurrency          requests running at once in a fixed KV budget, same trace
                        [same flags; --budget-mib 64,1024]
 
-On the default model (CPU executor):
+On the default model (the executor of --device auto|cpu|cuda[:N], default auto):
   continuous-vs-static continuous vs static batching, same requests
                        [--requests 24 --prompt-min 16 --prompt-max 128 --output-min 8
                         --output-max 96 --max-num-seqs 8 --arrival-rate 0 --repeats 1
@@ -36,7 +36,8 @@ On the default model (CPU executor):
                        bench/engine_vs_llamacpp.py compares it with llama.cpp)
                        [--streams 1,4,8,16,32 --prompt-tokens 32 --gen-tokens 32
                         --repeats 3 --threads 2 --seed 1]
-Every model subcommand takes --model PATH (default: the project's default model).
+Every model subcommand takes --model PATH (default: the project's default model)
+and --device (default auto: GPU 0 when one is usable, else the CPU).
 )";
 
 }  // namespace
@@ -57,11 +58,11 @@ int main(int argc, char** argv) {
       {"kv-waste", sim},
       {"concurrency", sim},
       {"continuous-vs-static",
-       {"model", "threads", "requests", "prompt-min", "prompt-max", "output-min", "output-max", "max-num-seqs",
+       {"model", "device", "threads", "requests", "prompt-min", "prompt-max", "output-min", "output-max", "max-num-seqs",
         "repeats", "arrival-rate", "seed"}},
       {"shared-prefix",
-       {"model", "threads", "requests", "prefix", "suffix", "output", "max-num-batched-tokens", "seed"}},
-      {"aggregate-decode", {"model", "threads", "streams", "prompt-tokens", "gen-tokens", "repeats", "seed"}},
+       {"model", "device", "threads", "requests", "prefix", "suffix", "output", "max-num-batched-tokens", "seed"}},
+      {"aggregate-decode", {"model", "device", "threads", "streams", "prompt-tokens", "gen-tokens", "repeats", "seed"}},
   };
   const auto known = accepted.find(command);
   if (known == accepted.end()) {

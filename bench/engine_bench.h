@@ -6,7 +6,7 @@
 //     scheduler, KV cache manager and block pool with a synthetic trace and
 //     count token slots: exact, machine-independent figures;
 //   - model runs (continuous-vs-static, shared-prefix, aggregate-decode) that
-//     drive the real Engine over the CPU executor and time it with
+//     drive the real Engine over the executor of --device and time it with
 //     steady_clock: wall-clock figures, noisy on a shared machine.
 //
 // Not a library and not a test: nothing here is run in CI. See bench/README.md.
@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/executor/model_executor.h"
 #include "common/flags/flags.h"
 
 namespace kvfleet::bench {
@@ -40,11 +40,13 @@ std::string DefaultModelPath();
 // Nearest-rank percentile (p in [0, 100]) of an unsorted sample; 0 if empty.
 double Percentile(std::vector<double> values, double p);
 
-// The model, and a CPU executor over it with 16-token blocks (it borrows
-// the model, which must outlive it).
+// The model, and an executor over it on --device (default auto) with
+// 16-token blocks, taking batches up to `limits` (it borrows the model,
+// which must outlive it).
 absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& path);
-absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> MakeExecutor(const model::LlamaModel& model, int64_t num_blocks,
-                                                                  int num_threads);
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::LlamaModel& model,
+                                                                    int64_t num_blocks, int num_threads,
+                                                                    const engine::ExecutorLimits& limits);
 
 // The subcommands; each parses its own flags.
 absl::Status RunKvWaste(const Flags& flags);

@@ -289,7 +289,12 @@ absl::Status RunContinuousVsStatic(const Flags& flags) {
   // of the longest prompts in one step, so static batches are always full.
   const int64_t num_blocks = c.max_num_seqs * BlocksFor(c.prompt_max + c.output_max) + c.max_num_seqs;
   const int32_t batched_tokens = static_cast<int32_t>(std::max<int64_t>(512, c.max_num_seqs * c.prompt_max));
-  ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, num_blocks, static_cast<int>(c.threads)));
+  ASSIGN_OR_RETURN(auto executor,
+                   MakeExecutor(flags, *model, num_blocks, static_cast<int>(c.threads),
+                                engine::EngineOptions::ExecutorLimitsFor(
+                                    {.max_num_batched_tokens = batched_tokens,
+                                     .max_num_seqs = static_cast<int32_t>(c.max_num_seqs)},
+                                    /*max_draft_tokens=*/0)));
   const std::vector<Job> jobs = MakeCvsJobs(c, model->hparams().vocab_size);
   const std::string arrivals = c.arrival_rate > 0 ? absl::StrCat("Poisson arrivals at ", c.arrival_rate, " req/s")
                                                   : std::string("all arriving at t=0");
@@ -328,7 +333,11 @@ absl::Status RunSharedPrefix(const Flags& flags) {
   // Room for every request at once without sharing: memory never limits the
   // run without prefix caching either.
   const int64_t num_blocks = c.num_requests * BlocksFor(c.prefix_len + c.suffix_len + c.output_len) + 16;
-  ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, num_blocks, static_cast<int>(c.threads)));
+  const engine::SchedulerConfig sched{.max_num_batched_tokens = static_cast<int32_t>(c.batched_tokens),
+                                      .max_num_seqs = static_cast<int32_t>(c.num_requests)};
+  ASSIGN_OR_RETURN(auto executor,
+                   MakeExecutor(flags, *model, num_blocks, static_cast<int>(c.threads),
+                                engine::EngineOptions::ExecutorLimitsFor(sched, /*max_draft_tokens=*/0)));
   const std::vector<Job> jobs = MakeSharedPrefixJobs(c, model->hparams().vocab_size);
   std::printf("shared-prefix: %s, %lld threads. %s Load average: %s\n", c.model_path.c_str(),
               static_cast<long long>(c.threads), kNoiseNote, LoadAverage().c_str());
@@ -340,8 +349,6 @@ absl::Status RunSharedPrefix(const Flags& flags) {
       static_cast<long long>(c.suffix_len), static_cast<long long>(c.num_requests * (c.prefix_len + c.suffix_len)),
       static_cast<long long>(c.output_len), static_cast<long long>(c.num_requests),
       static_cast<long long>(c.batched_tokens), static_cast<long long>(num_blocks));
-  const engine::SchedulerConfig sched{.max_num_batched_tokens = static_cast<int32_t>(c.batched_tokens),
-                                      .max_num_seqs = static_cast<int32_t>(c.num_requests)};
   RETURN_IF_ERROR(RunJobs(*executor, {.scheduler = sched}, {{.prompt = jobs[0].prompt, .max_tokens = 2}}).status());
   ASSIGN_OR_RETURN(RunResult off, RunJobs(*executor, {.scheduler = sched, .prefix_caching = false}, jobs));
   ASSIGN_OR_RETURN(RunResult on, RunJobs(*executor, {.scheduler = sched, .prefix_caching = true}, jobs));
@@ -361,11 +368,15 @@ struct DecodeRun {
 // N streams: one step prefills every prompt (the token budget holds them
 // all) and samples each stream's first token; every later step decodes one
 // token per stream. Only those later steps are timed.
+engine::SchedulerConfig DecodeScheduler(int64_t streams, int64_t prompt_len) {
+  return {.max_num_batched_tokens = static_cast<int32_t>(streams * prompt_len),
+          .max_num_seqs = static_cast<int32_t>(streams)};
+}
+
 absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t streams, int64_t prompt_len, int64_t gen,
                                      std::mt19937_64& rng, int64_t vocab) {
   engine::Engine engine(executor, {.model_id = "bench",
-                                   .scheduler = {.max_num_batched_tokens = static_cast<int32_t>(streams * prompt_len),
-                                                 .max_num_seqs = static_cast<int32_t>(streams)},
+                                   .scheduler = DecodeScheduler(streams, prompt_len),
                                    .enable_prefix_caching = false});
   std::vector<TimingSink> sinks(static_cast<size_t>(streams));
   for (int64_t i = 0; i < streams; ++i) {
@@ -415,7 +426,10 @@ absl::Status RunAggregateDecode(const Flags& flags) {
       static_cast<long long>(repeats), kNoiseNote, LoadAverage().c_str());
   double first = 0;  // the first row's aggregate tokens/s: the scaling baseline
   for (int64_t n : streams) {
-    ASSIGN_OR_RETURN(auto executor, MakeExecutor(*model, n * BlocksFor(prompt_len + gen), static_cast<int>(threads)));
+    ASSIGN_OR_RETURN(auto executor,
+                     MakeExecutor(flags, *model, n * BlocksFor(prompt_len + gen), static_cast<int>(threads),
+                                  engine::EngineOptions::ExecutorLimitsFor(DecodeScheduler(n, prompt_len),
+                                                                           /*max_draft_tokens=*/0)));
     RETURN_IF_ERROR(DecodeOnce(*executor, n, prompt_len, gen, rng, vocab).status());  // warm-up
     std::vector<DecodeRun> runs;
     for (int64_t r = 0; r < repeats; ++r) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/engine_bench.h"
 #include "common/status_macros.h"
+#include "services/worker/engine/executor/executor_factory.h"
 
 namespace kvfleet::bench {
 
@@ -46,9 +47,16 @@ absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& 
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> MakeExecutor(const model::LlamaModel& model, int64_t num_blocks,
-                                                                  int num_threads) {
-  return engine::CpuExecutor::Create(model, {.num_blocks = num_blocks, .block_size = 16, .num_threads = num_threads});
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::LlamaModel& model,
+                                                                    int64_t num_blocks, int num_threads,
+                                                                    const engine::ExecutorLimits& limits) {
+  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
+  std::printf("# device: %s\n", device.ToString().c_str());
+  return engine::CreateExecutor(model, {.device = device,
+                                        .num_blocks = num_blocks,
+                                        .block_size = 16,
+                                        .num_threads = num_threads,
+                                        .limits = limits});
 }
 
 }  // namespace kvfleet::bench

@@ -38,7 +38,7 @@
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/executor/executor_factory.h"
 #include "services/worker/engine/spec/proposer_set.h"
 #include "tools/draft_model/make_draft.h"
 
@@ -47,7 +47,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--threads 2] [--streams 1,8,32]
+// Every run's engine; the executor is sized for it.
+constexpr engine::SchedulerConfig kScheduler{.max_num_batched_tokens = 512, .max_num_seqs = 64};
+
+constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device auto] [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
        [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
        [--repeats 1]
@@ -93,7 +96,7 @@ struct Measurement {
 
 struct Setup {
   std::unique_ptr<model::LlamaModel> model;
-  std::unique_ptr<engine::CpuExecutor> executor;
+  std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
   int32_t max_draft_tokens = 8;
@@ -104,7 +107,7 @@ struct Setup {
 absl::StatusOr<Measurement> RunOnce(Setup& s, const Config& config, const std::vector<std::vector<int32_t>>& prompts,
                                     int32_t max_tokens) {
   engine::EngineOptions options{.model_id = "bench",
-                                .scheduler = {.max_num_batched_tokens = 512, .max_num_seqs = 64},
+                                .scheduler = kScheduler,
                                 .end_of_turn_tokens = s.end_of_turn};
   options.proposers = s.proposers->pointers();
   options.speculation = {.proposer = config.proposer,
@@ -194,15 +197,21 @@ absl::Status Main(const flags::Flags& f) {
   Setup s;
   s.max_draft_tokens = static_cast<int32_t>(max_draft);
   ASSIGN_OR_RETURN(s.model, model::LlamaModel::Load(model_path));
-  ASSIGN_OR_RETURN(s.executor, engine::CpuExecutor::Create(*s.model, {.num_blocks = 1024, .block_size = 16,
-                                                                       .num_threads = static_cast<int>(threads)}));
+  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(f.GetString("device", "auto")));
+  ASSIGN_OR_RETURN(s.executor,
+                   engine::CreateExecutor(*s.model, {.device = device,
+                                                     .num_blocks = 1024,
+                                                     .block_size = 16,
+                                                     .num_threads = static_cast<int>(threads),
+                                                     .limits = engine::EngineOptions::ExecutorLimitsFor(
+                                                         kScheduler, s.max_draft_tokens)}));
   ASSIGN_OR_RETURN(engine::spec::ProposerSet set,
                    engine::spec::ProposerSet::Load({.ngram = {.min_n = static_cast<int32_t>(ngram_min),
                                                               .max_n = static_cast<int32_t>(ngram_max)},
                                                     .self_layers = static_cast<int32_t>(self_layers),
                                                     .draft_model_path = draft_path,
                                                     .num_threads = static_cast<int>(threads)},
-                                                   *s.executor));
+                                                   *s.executor, engine::CreateExecutor));
   s.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(set));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(s.model->vocabulary()));
   s.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
@@ -296,7 +305,7 @@ int main(int argc, char** argv) {
   }
   kvfleet::InitLogging(std::getenv("KVFLEET_LOG_LEVEL") != nullptr ? std::getenv("KVFLEET_LOG_LEVEL") : "warn");
   absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
-      args, {"model", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
+      args, {"model", "device", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
              "workloads", "configs", "ngram-min", "ngram-max", "repeats"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();

@@ -32,16 +32,4 @@ absl::StatusOr<int64_t> ParseByteSize(const std::string& text) {
   return static_cast<int64_t>(std::llround(bytes));
 }
 
-absl::StatusOr<int64_t> AvailableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    int64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
-  }
-  return absl::UnavailableError("cannot read MemAvailable from /proc/meminfo; give the memory in bytes instead");
-}
-
 }  // namespace kvfleet

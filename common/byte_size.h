@@ -3,7 +3,6 @@
 // 2^30, GB = 10^9); a bare K/M/G/T is binary, as in most serving tools.
 //
 //   ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize("2GiB"));   // 2147483648
-//   ASSIGN_OR_RETURN(int64_t avail, AvailableMemoryBytes());  // MemAvailable
 #pragma once
 
 #include <cstdint>
@@ -14,9 +13,5 @@
 namespace kvfleet {
 
 absl::StatusOr<int64_t> ParseByteSize(const std::string& text);
-
-// The kernel's estimate of memory available to new work (/proc/meminfo
-// MemAvailable), in bytes.
-absl::StatusOr<int64_t> AvailableMemoryBytes();
 
 }  // namespace kvfleet

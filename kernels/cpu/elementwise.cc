@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/simd.h"
 
@@ -31,6 +32,10 @@ void AddInPlace(float* y, const float* x, int64_t count) {
 
 void AddBias(float* y, const float* bias, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) AddInPlace(y + r * n, bias, n);
+}
+
+void GatherRows(const float* x, const int32_t* rows, int64_t count, int64_t n, float* out) {
+  for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * n, x + rows[i] * n, static_cast<size_t>(n) * sizeof(float));
 }
 
 }  // namespace kvfleet::kernels

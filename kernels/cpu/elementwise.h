@@ -1,6 +1,6 @@
 // Row-wise and element-wise CPU kernels of the Llama forward pass. Each row is
 // computed by a fixed sequence of operations independent of how many rows are
-// processed together (DESIGN.md, Exactness).
+// processed together (docs/design.md, Exactness).
 //
 // Shapes are row-major; `rows` rows of `n` floats.
 //
@@ -23,5 +23,8 @@ void AddInPlace(float* y, const float* x, int64_t count);
 
 // y[r] += bias, for `rows` rows of n.
 void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
+
+// out[i] = x[rows[i]], rows of n floats (the rows that want logits).
+void GatherRows(const float* x, const int32_t* rows, int64_t count, int64_t n, float* out);
 
 }  // namespace kvfleet::kernels

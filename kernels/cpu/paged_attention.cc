@@ -28,7 +28,7 @@ void AttendOne(const PagedAttentionParams& p, int64_t token, int64_t head, std::
   const int64_t d = L.head_dim;
   const int64_t kv_head = head / (p.num_heads / L.num_kv_heads);
   const int64_t context = static_cast<int64_t>(p.where.positions[token]) + 1;
-  const int32_t* table = p.where.block_tables[p.where.sequence[token]];
+  const int32_t* table = p.where.block_table + p.where.token_chunk[token] * p.where.table_width;
   const float* q = p.q + (token * p.num_heads + head) * d;
   scores.resize(static_cast<size_t>(context));
 
@@ -60,10 +60,9 @@ void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const flo
              int64_t num_tokens, uint16_t* k_cache, uint16_t* v_cache) {
   const int64_t d = layout.head_dim;
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const int64_t pos = where.positions[t];
-    const int32_t* table = where.block_tables[where.sequence[t]];
+    const int64_t slot = where.kv_slots[t];
     for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
-      const int64_t off = layout.Offset(table[pos / layout.block_size], h, pos % layout.block_size);
+      const int64_t off = layout.Offset(slot / layout.block_size, h, slot % layout.block_size);
       const float* ks = k + (t * layout.num_kv_heads + h) * d;
       const float* vs = v + (t * layout.num_kv_heads + h) * d;
       for (int64_t i = 0; i < d; ++i) {

@@ -1,10 +1,7 @@
 // Causal grouped-query attention over a paged KV cache, and the write of new
 // K/V rows into their cache slots.
 //
-// KV cache layout, one tensor for K and one for V per layer, float16:
-//   [num_blocks, num_kv_heads, block_size, head_dim]
-// Token position p of a sequence lives in physical block
-// block_table[p / block_size], slot p % block_size.
+// The cache layout and the token placement are kernels/paged_kv.h's.
 //
 // Exactness: each (token, head) output is one fixed sequence of operations
 // over positions 0..p in order — independent of the batch it is in, of
@@ -16,30 +13,12 @@
 #include <cstdint>
 
 #include "common/thread_pool.h"
+#include "kernels/paged_kv.h"
 
 namespace kvfleet::kernels {
 
-struct KvCacheLayout {
-  int64_t num_blocks = 0;
-  int64_t num_kv_heads = 0;
-  int64_t block_size = 0;
-  int64_t head_dim = 0;  // multiple of 8
-
-  // Offset in elements of (block, kv_head, slot, 0).
-  int64_t Offset(int64_t block, int64_t kv_head, int64_t slot) const {
-    return ((block * num_kv_heads + kv_head) * block_size + slot) * head_dim;
-  }
-};
-
-// Where each token of a batch belongs.
-struct TokenPlacement {
-  const int32_t* positions = nullptr;     // [num_tokens] absolute position in its sequence
-  const int32_t* sequence = nullptr;      // [num_tokens] index into block_tables
-  const int32_t* const* block_tables = nullptr;  // [num_sequences] → physical block ids
-};
-
 // Converts k and v ([num_tokens, num_kv_heads, head_dim], float32) to float16
-// and stores them at each token's slot.
+// and stores them at each token's slot (where.kv_slots).
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
              int64_t num_tokens, uint16_t* k_cache, uint16_t* v_cache);
 

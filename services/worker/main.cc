@@ -18,7 +18,8 @@
 #include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
 #include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/executor/executor_factory.h"
+#include "services/worker/engine/executor/memory_plan.h"
 #include "services/worker/server/health_watchdog.h"
 #include "services/worker/server/kv_event_publisher.h"
 #include "services/worker/server/worker_metrics.h"
@@ -33,21 +34,40 @@ using transport::TerminationSignals;
 // What exists only once the model has loaded.
 struct LoadedModel {
   std::unique_ptr<model::LlamaModel> model;
-  std::unique_ptr<engine::CpuExecutor> executor;
+  engine::SchedulerConfig scheduler;  // the device's defaults with the flags given
+  std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
 };
 
-absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o) {
+// Weights and scratch first (target and draft), then the memory plan sizes
+// both KV caches from what is left.
+absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& metrics) {
   LoadedModel m;
   ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(o.model_path));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
-  ASSIGN_OR_RETURN(int64_t kv_bytes, ResolveKvCacheBytes(o.kv_cache_memory));
-  ASSIGN_OR_RETURN(engine::CpuExecutorOptions exec_options,
-                   engine::CpuExecutorOptions::ForMemoryBudget(m.model->hparams(), kv_bytes, o.block_size, o.threads));
-  ASSIGN_OR_RETURN(m.executor, engine::CpuExecutor::Create(*m.model, exec_options));
-  ASSIGN_OR_RETURN(engine::spec::ProposerSet proposers, engine::spec::ProposerSet::Load(o.proposers, *m.executor));
+  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(o.device));
+  ASSIGN_OR_RETURN(m.scheduler, ResolveScheduler(o, device.kind));
+  ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(
+                                   *m.model, {.device = device,
+                                              .block_size = o.block_size,
+                                              .num_threads = o.threads,
+                                              .limits = engine::EngineOptions::ExecutorLimitsFor(
+                                                  m.scheduler, o.speculation.max_draft_tokens)}));
+  ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,
+                   engine::spec::ProposerSet::LoadDraftModel(o.proposers, m.executor->info(), engine::CreateExecutor));
+  ASSIGN_OR_RETURN(engine::MemoryPlan plan,
+                   engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
+                                       .target = m.executor.get(),
+                                       .draft = draft != nullptr ? draft->executor.get() : nullptr}));
+  KVFLEET_LOG_INFO("{}", plan.ToString());
+  RETURN_IF_ERROR(m.executor->AllocateKvCache(plan.num_blocks));
+  if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(plan.num_blocks));
+  metrics.SetMemoryPlan(plan.Components());
+  metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics);
+  ASSIGN_OR_RETURN(engine::spec::ProposerSet proposers,
+                   engine::spec::ProposerSet::Build(o.proposers, *m.executor, std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
   return m;
 }
@@ -63,7 +83,7 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   info.set_kv_capacity_tokens(e.num_blocks * e.block_size);
   info.set_kv_bytes_per_token(e.kv_bytes_per_token);
   for (model::TokenId t : m.end_of_turn) info.add_end_of_turn_token_ids(t);
-  info.set_max_num_seqs(o.scheduler.max_num_seqs);
+  info.set_max_num_seqs(m.scheduler.max_num_seqs);
   info.set_max_waiting_requests(o.max_waiting_requests);
   return info;
 }
@@ -106,7 +126,7 @@ absl::Status Run(const WorkerOptions& o) {
               exposer->port());
   std::fflush(stdout);
 
-  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o));
+  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
   const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
   std::unique_ptr<KvEventPublisher> publisher;
   if (!o.cachemanager.empty()) {
@@ -120,7 +140,7 @@ absl::Status Run(const WorkerOptions& o) {
   }
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,
-                         .scheduler = o.scheduler,
+                         .scheduler = m.scheduler,
                          .enable_prefix_caching = o.enable_prefix_caching,
                          .end_of_turn_tokens = m.end_of_turn,
                          .max_waiting_requests = o.max_waiting_requests,

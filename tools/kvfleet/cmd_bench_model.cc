@@ -1,4 +1,4 @@
-// kvfleet bench-model: prefill and decode throughput of one sequence on CPU.
+// kvfleet bench-model: prefill and decode throughput of one sequence.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -6,13 +6,15 @@
 #include "common/status_macros.h"
 #include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
+#include "services/worker/engine/executor/executor_factory.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {
 
 namespace {
 constexpr char kUsage[] =
-    R"(usage: kvfleet bench-model --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--repeats N]
+    R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
+       [--repeats N]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
 prints one JSON line with the median tokens/s of each phase.
@@ -26,7 +28,7 @@ double Median(std::vector<double> v) {
 
 absl::Status RunBenchModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "threads", "prompt-tokens", "gen-tokens", "repeats"}, {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats"}, {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   ASSIGN_OR_RETURN(int64_t prompt_tokens, flags.GetInt("prompt-tokens", 128));
@@ -35,7 +37,8 @@ absl::Status RunBenchModel(const Args& args) {
   if (prompt_tokens < 1 || gen_tokens < 2 || repeats < 1) {
     return absl::InvalidArgumentError("--prompt-tokens >= 1, --gen-tokens >= 2 and --repeats >= 1 are required");
   }
-  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, static_cast<int>(threads), prompt_tokens + gen_tokens));
+  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
+  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, device, static_cast<int>(threads), prompt_tokens + gen_tokens));
 
   engine::EngineRequest request{.id = RequestId(1)};
   std::mt19937 rng(1234);

@@ -1,5 +1,5 @@
 // kvfleet generate: one prompt through the router (default), or with
-// --local one prompt or chat turn through the model on this machine's CPU;
+// --local one prompt or chat turn through the model on this machine (GPU or CPU);
 // streamed to stdout as it is generated either way.
 #include <cstdio>
 #include <initializer_list>
@@ -14,6 +14,7 @@
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
+#include "services/worker/engine/executor/executor_factory.h"
 #include "services/worker/engine/request.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
@@ -26,7 +27,7 @@ constexpr char kUsage[] =
     R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT]
                         [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
-                        [--system TEXT] [--threads N] [sampling flags]
+                        [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [sampling flags]
 
 sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
                 [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
@@ -43,7 +44,8 @@ at a string (repeat it for several; the string itself is not printed);
 --local runs the model in this process instead: --chat sends TEXT as a user
 message through the model's chat template (with --system as the system
 message); --prompt continues raw text. --model defaults to
-models/SmolLM2-135M-Instruct.Q4_1.gguf.
+models/SmolLM2-135M-Instruct.Q4_1.gguf; --device auto (the default) takes
+GPU 0 when one is usable, else the CPU, and says which.
 
 Text streams to stdout as it is generated; a summary goes to stderr.
 --output ids prints the generated token ids as one comma-separated line
@@ -105,7 +107,8 @@ absl::Status RejectFlags(const Flags& flags, std::initializer_list<const char*> 
 }
 
 absl::Status RunThroughRouter(const Flags& flags) {
-  RETURN_IF_ERROR(RejectFlags(flags, {"model", "threads"}, "needs --local (the router serves its own model)"));
+  RETURN_IF_ERROR(
+      RejectFlags(flags, {"model", "threads", "device"}, "needs --local (the router serves its own model)"));
   RETURN_IF_ERROR(
       RejectFlags(flags, {"chat", "system"}, "needs --local; to chat through the router use `kvfleet chat`"));
   ASSIGN_OR_RETURN(CallSettings call, CallSettingsFromFlags(flags));
@@ -135,8 +138,9 @@ absl::Status RunLocally(const Flags& flags) {
   const std::span<const model::TokenId> stops = tok->StopTokens();
   // Sized for this request; one that exceeds the context is rejected by the
   // engine with both numbers.
+  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
   ASSIGN_OR_RETURN(m.executor,
-                   CreateLocalExecutor(*m.model, static_cast<int>(threads),
+                   CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
                                        static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
@@ -174,7 +178,7 @@ absl::Status RunGenerate(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(
       Flags flags,
-      Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads"}),
+      Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads", "device"}),
                    {"ignore-eos", "local"}));
   return flags.GetSwitch("local") ? RunLocally(flags) : RunThroughRouter(flags);
 }

@@ -6,12 +6,13 @@
 #include "common/status_macros.h"
 #include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
+#include "services/worker/engine/executor/executor_factory.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"(usage: kvfleet logits --model PATH --prompt-token-ids 1,2,3 --out FILE [--threads N]
+constexpr char kUsage[] = R"(usage: kvfleet logits --model PATH --prompt-token-ids 1,2,3 --out FILE [--threads N] [--device auto]
 
 Writes the logits of the token that would follow the prompt to FILE as raw
 little-endian float32 (one value per vocabulary entry).
@@ -20,23 +21,25 @@ little-endian float32 (one value per vocabulary entry).
 
 absl::Status RunLogits(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "prompt-token-ids", "out", "threads"}, {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "prompt-token-ids", "out", "threads", "device"}, {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(std::string out_path, flags.GetString("out"));
   ASSIGN_OR_RETURN(std::vector<model::TokenId> prompt, flags.GetTokenIds("prompt-token-ids"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   if (prompt.empty()) return absl::InvalidArgumentError("--prompt-token-ids is required and must not be empty");
-  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, static_cast<int>(threads), static_cast<int64_t>(prompt.size())));
+  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
+  ASSIGN_OR_RETURN(LocalModel m,
+                   LoadLocalModel(path, device, static_cast<int>(threads), static_cast<int64_t>(prompt.size())));
 
   std::vector<BlockId> table;
   for (int64_t b = 0; b < m.executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));
-  engine::ForwardBatch batch;
-  batch.chunks.push_back({.tokens = prompt, .start_position = 0, .block_table = table});
-  ASSIGN_OR_RETURN(engine::ForwardOutput out, m.executor->Forward(batch));
+  engine::ForwardBatchBuilder batch(static_cast<int32_t>(m.executor->info().block_size));
+  batch.AddChunk(prompt, /*start_position=*/0, table, engine::LogitsWanted::kLast);
+  ASSIGN_OR_RETURN(engine::ForwardOutput out, m.executor->Forward(batch.Finish()));
 
   std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(out.logits.data()),
-          static_cast<std::streamsize>(out.logits.size() * sizeof(float)));
+  f.write(reinterpret_cast<const char*>(out.logits),
+          static_cast<std::streamsize>(out.num_rows * out.vocab_size * static_cast<int64_t>(sizeof(float))));
   if (!f) return absl::InternalError(absl::StrCat(out_path, ": write failed"));
   return absl::OkStatus();
 }

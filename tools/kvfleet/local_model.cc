@@ -5,6 +5,7 @@
 
 #include "common/status_macros.h"
 #include "services/worker/engine/engine.h"
+#include "services/worker/engine/executor/executor_factory.h"
 
 namespace kvfleet::tools {
 namespace {
@@ -43,31 +44,39 @@ class TimingSink : public engine::OutputSink {
   const std::function<absl::Status(model::TokenId)>& on_token_;
 };
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> CreateLocalExecutor(const model::LlamaModel& model, int threads,
-                                                                         int64_t max_sequence_tokens) {
-  const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.hparams().context_length);
-  engine::CpuExecutorOptions options;
-  options.block_size = 16;
-  options.num_blocks = (tokens + options.block_size - 1) / options.block_size;
-  options.num_threads = threads;
-  return engine::CpuExecutor::Create(model, options);
+// The one engine configuration RunOneRequest uses for a sequence of `tokens`.
+engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
+  return {.max_num_batched_tokens = static_cast<int32_t>(std::max<int64_t>(512, tokens)), .max_num_seqs = 1};
 }
 
-absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, int threads, int64_t max_sequence_tokens) {
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::LlamaModel& model,
+                                                                           const engine::Device& device, int threads,
+                                                                           int64_t max_sequence_tokens) {
+  const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.hparams().context_length);
+  const int64_t block_size = 16;
+  return engine::CreateExecutor(
+      model, {.device = device,
+              .num_blocks = (tokens + block_size - 1) / block_size,
+              .block_size = block_size,
+              .num_threads = threads,
+              .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
+}
+
+absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
+                                          int64_t max_sequence_tokens) {
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(path));
-  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, threads, max_sequence_tokens));
+  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens));
   return m;
 }
 
 absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,
                                                const std::vector<model::TokenId>& end_of_turn_tokens,
                                                const std::function<absl::Status(model::TokenId)>& on_token) {
-  const int32_t prompt_tokens = static_cast<int32_t>(request.prompt.size());
   engine::Engine engine(*m.executor, {.model_id = m.model->hparams().name,
-                                      .scheduler = {.max_num_batched_tokens = std::max(512, prompt_tokens)},
+                                      .scheduler = OneSequenceScheduler(m.executor->info().limits.max_batch_tokens),
                                       .end_of_turn_tokens = end_of_turn_tokens});
   TimingSink sink(on_token);
   const RequestId id = request.id;

@@ -1,7 +1,8 @@
-// A model, a CPU executor sized for one sequence, and one request run
-// through the continuous-batching engine, as the CLI commands use them.
+// A model, an executor sized for one sequence, and one request run through
+// the continuous-batching engine, as the CLI commands use them.
 //
-//   ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, /*threads=*/2, /*max_sequence_tokens=*/1024));
+//   ASSIGN_OR_RETURN(Device d, ResolveDevice("auto"));
+//   ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, d, /*threads=*/2, /*max_sequence_tokens=*/1024));
 //   ASSIGN_OR_RETURN(OneRequestResult r, RunOneRequest(m, request, stops, on_token));
 #pragma once
 
@@ -12,23 +13,26 @@
 
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/executor/model_executor.h"
 #include "services/worker/engine/request.h"
 
 namespace kvfleet::tools {
 
 struct LocalModel {
   std::unique_ptr<model::LlamaModel> model;
-  std::unique_ptr<engine::CpuExecutor> executor;
+  std::unique_ptr<engine::ModelExecutor> executor;
 };
 
-// A CPU executor over `model` (which must outlive it) whose KV cache holds
-// max_sequence_tokens, capped at the model's context length, in whole blocks.
-absl::StatusOr<std::unique_ptr<engine::CpuExecutor>> CreateLocalExecutor(const model::LlamaModel& model, int threads,
-                                                                         int64_t max_sequence_tokens);
+// An executor on `device` over `model` (which must outlive it) whose KV cache
+// holds max_sequence_tokens, capped at the model's context length, in whole
+// blocks, and which prefills such a sequence in one step.
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::LlamaModel& model,
+                                                                           const engine::Device& device, int threads,
+                                                                           int64_t max_sequence_tokens);
 
 // Loads the model and creates its executor.
-absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, int threads, int64_t max_sequence_tokens);
+absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
+                                          int64_t max_sequence_tokens);
 
 struct OneRequestResult {
   std::vector<model::TokenId> tokens;
@@ -38,8 +42,9 @@ struct OneRequestResult {
   double decode_seconds = 0;   // first token to last
 };
 
-// Runs one request to completion on this thread. on_token sees every token
-// as soon as it is sampled; an error from it cancels the request.
+// Runs one request (no longer than the executor's sequence) to completion on
+// this thread. on_token sees every token as soon as it is sampled; an error
+// from it cancels the request.
 absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,
                                                const std::vector<model::TokenId>& end_of_turn_tokens,
                                                const std::function<absl::Status(model::TokenId)>& on_token);

@@ -18,6 +18,19 @@ absl::Status EngineOptions::Validate() const {
   return speculation.Validate(names);
 }
 
+ExecutorLimits EngineOptions::ExecutorLimitsNeeded() const {
+  return ExecutorLimitsFor(scheduler, proposers.empty() ? 0 : speculation.max_draft_tokens);
+}
+
+ExecutorLimits EngineOptions::ExecutorLimitsFor(const SchedulerConfig& scheduler, int32_t max_draft_tokens) {
+  const int32_t tokens = scheduler.max_num_batched_tokens;
+  const int32_t chunks = std::min(scheduler.max_num_seqs, tokens);
+  const int32_t per_chunk = 1 + max_draft_tokens;
+  return {.max_batch_tokens = tokens,
+          .max_batch_chunks = chunks,
+          .max_logits_rows = static_cast<int32_t>(std::min<int64_t>(tokens, int64_t{chunks} * per_chunk))};
+}
+
 Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener)
     : executor_(executor),
       options_(options),
@@ -25,8 +38,15 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
       pool_(static_cast<int32_t>(executor.info().num_blocks), listener),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
       scheduler_(options.scheduler, kv_),
-      speculator_(options.speculation, options.proposers, kv_) {
+      speculator_(options.speculation, options.proposers, kv_),
+      batch_builder_(static_cast<int32_t>(executor.info().block_size)) {
   CHECK(options.Validate().ok()) << options.Validate();
+  const ExecutorLimits need = options.ExecutorLimitsNeeded(), have = executor.info().limits;
+  CHECK(need.max_batch_tokens <= have.max_batch_tokens && need.max_batch_chunks <= have.max_batch_chunks &&
+        need.logits_rows() <= have.logits_rows())
+      << "the executor takes batches of " << have.max_batch_tokens << " tokens, " << have.max_batch_chunks
+      << " chunks and " << have.logits_rows() << " logits rows; this engine needs " << need.max_batch_tokens << ", "
+      << need.max_batch_chunks << " and " << need.logits_rows();
   PublishStats(0);
 }
 
@@ -179,28 +199,7 @@ absl::Status Engine::Step() {
   for (const ScheduledChunk& c : scheduled.chunks) {
     if (!c.request->first_scheduled_at) c.request->first_scheduled_at = start;
   }
-  ForwardBatch batch;
-  batch.chunks.reserve(scheduled.chunks.size());
-  // A drafted chunk's tokens: the pending token, then the guesses.
-  std::vector<std::vector<model::TokenId>> verify_tokens(scheduled.chunks.size());
-  for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
-    const ScheduledChunk& c = scheduled.chunks[i];
-    const Request& r = *c.request;
-    if (c.num_draft_tokens > 0) {
-      verify_tokens[i].push_back(r.tokens.back());
-      verify_tokens[i].insert(verify_tokens[i].end(), r.draft.begin(), r.draft.end());
-      batch.chunks.push_back({.tokens = verify_tokens[i],
-                              .start_position = r.num_computed_tokens,
-                              .block_table = r.block_table,
-                              .logits = LogitsWanted::kAll});
-      continue;
-    }
-    const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
-    batch.chunks.push_back({.tokens = std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens),
-                            .start_position = r.num_computed_tokens,
-                            .block_table = r.block_table,
-                            .logits = reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone});
-  }
+  const ForwardBatch& batch = BuildForwardBatch(scheduled);
   const auto forward_start = std::chrono::steady_clock::now();
   absl::StatusOr<ForwardOutput> forward = executor_.Forward(batch);
   if (!forward.ok()) {
@@ -218,12 +217,29 @@ absl::Status Engine::Step() {
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
   }
   ReportStep(scheduled, start);  // before outputs retire the requests it reads
-  ProcessOutputs(scheduled, *forward);
+  ProcessOutputs(scheduled, batch, *forward);
   // Blocks only rejected or unscheduled guesses reached go back now.
   for (Request* r : scheduler_.running()) kv_.ReleaseBlocksPastTokens(*r);
   ++steps_;
   PublishStats(scheduled.num_tokens);
   return absl::OkStatus();
+}
+
+const ForwardBatch& Engine::BuildForwardBatch(const SchedulerOutput& scheduled) {
+  batch_builder_.Clear();
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    const Request& r = *c.request;
+    if (c.num_draft_tokens > 0) {
+      verify_tokens_.assign(1, r.tokens.back());
+      verify_tokens_.insert(verify_tokens_.end(), r.draft.begin(), r.draft.begin() + c.num_draft_tokens);
+      batch_builder_.AddChunk(verify_tokens_, r.num_computed_tokens, r.block_table, LogitsWanted::kAll);
+      continue;
+    }
+    const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
+    batch_builder_.AddChunk(std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens), r.num_computed_tokens,
+                            r.block_table, reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone);
+  }
+  return batch_builder_.Finish();
 }
 
 void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const {
@@ -239,7 +255,8 @@ void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_cl
   options_.step_observer->OnStep(report);
 }
 
-void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward) {
+void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch& batch,
+                            const ForwardOutput& forward) {
   for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
     const ScheduledChunk& chunk = scheduled.chunks[i];
     Request& req = *chunk.request;
@@ -248,7 +265,7 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutpu
       kv_.CommitFullBlocks(req);
       continue;
     }
-    EmitTokens(req, chunk, forward, forward.first_row[i]);
+    EmitTokens(req, chunk, forward, batch.first_logits_row(static_cast<int32_t>(i)));
   }
 }
 

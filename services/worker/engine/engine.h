@@ -62,6 +62,11 @@ struct EngineOptions {
   spec::SpeculationOptions speculation;
 
   absl::Status Validate() const;
+  // The batch limits an executor must take for this engine: the scheduler's
+  // token and sequence budgets, and a logits row per chunk plus one per
+  // drafted token.
+  ExecutorLimits ExecutorLimitsNeeded() const;
+  static ExecutorLimits ExecutorLimitsFor(const SchedulerConfig& scheduler, int32_t max_draft_tokens);
 };
 
 // Liveness of the engine loop, for a watchdog: the loop is stalled when
@@ -73,8 +78,9 @@ struct EngineHeartbeat {
 
 class Engine {
  public:
-  // The executor's cache geometry sizes the block pool. `listener` (may be
-  // null) receives KV events on the engine thread; both must outlive the engine.
+  // The executor's cache geometry sizes the block pool; its limits must hold
+  // options.ExecutorLimitsNeeded(). `listener` (may be null) receives KV
+  // events on the engine thread; both must outlive the engine.
   Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -126,12 +132,14 @@ class Engine {
 
   absl::Status Validate(const EngineRequest& request) const;
   void DrainInbox();
+  // The step's chunks as the executor's flat batch (in batch_builder_).
+  const ForwardBatch& BuildForwardBatch(const SchedulerOutput& scheduled);
   // Frees the request's blocks, sends its final output (with last_tokens,
   // if any) and destroys it.
   void Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens = {},
               std::vector<TokenLogprobs> last_logprobs = {});
   // Samples (and verifies drafts), streams and retires after a forward pass.
-  void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardOutput& forward);
+  void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch& batch, const ForwardOutput& forward);
   // Samples the tokens that follow a chunk that reached the end of the
   // request's tokens, from its logits rows: one token, or, with a draft,
   // each drafted token's own sample until one differs from the guess (that
@@ -150,6 +158,8 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   Speculator speculator_;
+  ForwardBatchBuilder batch_builder_;  // reused: no allocation per step once warm
+  std::vector<model::TokenId> verify_tokens_;  // a drafted chunk's tokens: pending token, then guesses
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;

@@ -41,6 +41,25 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                                "Duration of one engine step that ran the model", InterTokenBuckets());
   step_tokens_ = AddHistogram(r, "kvfleet_worker_engine_step_tokens",
                               "Tokens computed in one engine step (prefill and decode)", StepTokenBuckets());
+  memory_bytes_ = &prometheus::BuildGauge()
+                       .Name("kvfleet_worker_memory_bytes")
+                       .Help("The memory plan at start: bytes on the device by component (weights, scratch, "
+                             "draft_weights, draft_scratch, draft_kv_cache, kv_cache)")
+                       .Register(r);
+  device_info_ = &prometheus::BuildGauge()
+                      .Name("kvfleet_worker_device_info")
+                      .Help("1, labelled with the device the model runs on and its numerics identity")
+                      .Register(r);
+}
+
+void WorkerMetrics::SetMemoryPlan(const std::vector<std::pair<std::string, int64_t>>& components) {
+  for (const auto& [component, bytes] : components) {
+    memory_bytes_->Add({{"component", component}}).Set(static_cast<double>(bytes));
+  }
+}
+
+void WorkerMetrics::SetDevice(const std::string& device, const std::string& numerics) {
+  device_info_->Add({{"device", device}, {"numerics", numerics}}).Set(1.0);
 }
 
 void WorkerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"code", code}}).Increment(); }

@@ -16,12 +16,16 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -48,6 +52,11 @@ class WorkerMetrics : public engine::StepObserver {
 
   void OnStep(const engine::StepReport& report) override;
 
+  // Once, when the model has loaded: the memory plan's components (bytes
+  // each) and the device with its numerics identity.
+  void SetMemoryPlan(const std::vector<std::pair<std::string, int64_t>>& components);
+  void SetDevice(const std::string& device, const std::string& numerics);
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* rejected_;
@@ -61,6 +70,8 @@ class WorkerMetrics : public engine::StepObserver {
   prometheus::Histogram* queue_;
   prometheus::Histogram* step_seconds_;
   prometheus::Histogram* step_tokens_;
+  prometheus::Family<prometheus::Gauge>* memory_bytes_;
+  prometheus::Family<prometheus::Gauge>* device_info_;
 };
 
 // The engine's gauges and counters, read at scrape time.

@@ -17,12 +17,15 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
   --listen HOST:PORT           gRPC address (default 127.0.0.1:50051; port 0 picks a free one)
   --metrics-port N             Prometheus /metrics port (default 9464; 0 picks a free one)
   --metrics-host HOST          (default 0.0.0.0)
-  --kv-cache-memory SIZE       KV cache budget: bytes (2GiB, 512MiB) or a fraction of available memory (0.2);
+  --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
+                               the log says which). A GPU that is asked for but cannot be used is an error.
+  --kv-cache-memory SIZE       KV cache budget: bytes (2GiB, 512MiB) or a fraction (0.9) of what the device has
+                               free once weights and scratch are loaded (CPU: MemAvailable and the cgroup limit);
                                default 1GiB
   --block-size N               tokens per KV block (default 16)
   --threads N                  CPU threads for the model (default: all)
-  --max-num-seqs N             requests running at once (default 64)
-  --max-num-batched-tokens N   tokens per engine step (default 512)
+  --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
+  --max-num-batched-tokens N   tokens per engine step (default 512 on CPU, 8192 on GPU)
   --max-waiting-requests N     queue beyond max-num-seqs before RESOURCE_EXHAUSTED (default 256; 0: unbounded)
   --no-prefix-caching          turn the prefix cache off
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
@@ -58,7 +61,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(
       flags::Flags f,
       flags::Flags::Parse(args,
-                          {"model", "model-id", "listen", "metrics-port", "metrics-host", "kv-cache-memory",
+                          {"model", "model-id", "device", "listen", "metrics-port", "metrics-host", "kv-cache-memory",
                            "block-size", "threads", "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests",
                            "drain-timeout", "stall-timeout", "max-message-bytes", "log-level", "cachemanager",
                            "worker-id", "advertise-address", "speculation", "spec-max-draft-tokens",
@@ -71,15 +74,22 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.metrics_host = f.GetString("metrics-host", o.metrics_host);
   ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics-port", o.metrics_port));
   o.metrics_port = static_cast<int>(metrics_port);
+  o.device = f.GetString("device", o.device);
+  if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
   ASSIGN_OR_RETURN(o.block_size, f.GetInt("block-size", o.block_size));
   ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   o.threads = static_cast<int>(threads);
-  ASSIGN_OR_RETURN(int64_t seqs, f.GetInt("max-num-seqs", o.scheduler.max_num_seqs));
-  ASSIGN_OR_RETURN(int64_t batched, f.GetInt("max-num-batched-tokens", o.scheduler.max_num_batched_tokens));
-  o.scheduler.max_num_seqs = static_cast<int32_t>(seqs);
-  o.scheduler.max_num_batched_tokens = static_cast<int32_t>(batched);
-  RETURN_IF_ERROR(o.scheduler.Validate());
+  if (f.Has("max-num-seqs")) {
+    ASSIGN_OR_RETURN(int64_t seqs, f.GetInt("max-num-seqs", 0));
+    o.max_num_seqs = static_cast<int32_t>(seqs);
+  }
+  if (f.Has("max-num-batched-tokens")) {
+    ASSIGN_OR_RETURN(int64_t batched, f.GetInt("max-num-batched-tokens", 0));
+    o.max_num_batched_tokens = static_cast<int32_t>(batched);
+  }
+  // Checked now against the CPU defaults, again once the device is known.
+  RETURN_IF_ERROR(ResolveScheduler(o, engine::DeviceKind::kCpu).status());
   ASSIGN_OR_RETURN(int64_t waiting, f.GetInt("max-waiting-requests", o.max_waiting_requests));
   if (waiting < 0) return absl::InvalidArgumentError("--max-waiting-requests must be >= 0 (0: unbounded)");
   o.max_waiting_requests = static_cast<int32_t>(waiting);
@@ -119,17 +129,14 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   return o;
 }
 
-absl::StatusOr<int64_t> ResolveKvCacheBytes(const std::string& spec) {
-  double fraction = 0.0;
-  if (absl::SimpleAtod(spec, &fraction) && spec.find('.') != std::string::npos) {
-    if (!(fraction > 0.0 && fraction <= 1.0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--kv-cache-memory ", spec, ": a fraction must be in (0, 1]; or give a size like 2GiB"));
-    }
-    ASSIGN_OR_RETURN(int64_t available, AvailableMemoryBytes());
-    return static_cast<int64_t>(fraction * static_cast<double>(available));
+absl::StatusOr<engine::SchedulerConfig> ResolveScheduler(const WorkerOptions& o, engine::DeviceKind device) {
+  engine::SchedulerConfig config = engine::SchedulerConfig::DefaultsFor(device);
+  if (o.max_num_seqs) config.max_num_seqs = *o.max_num_seqs;
+  if (o.max_num_batched_tokens) config.max_num_batched_tokens = *o.max_num_batched_tokens;
+  if (absl::Status s = config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--max-num-seqs, --max-num-batched-tokens)"));
   }
-  return ParseByteSize(spec);
+  return config;
 }
 
 }  // namespace kvfleet::worker

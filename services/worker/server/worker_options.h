@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "services/worker/engine/executor/executor_options.h"
 #include "services/worker/engine/scheduler/scheduler.h"
 #include "services/worker/engine/spec/proposer_set.h"
 #include "services/worker/engine/spec/speculation_options.h"
@@ -21,10 +23,15 @@ struct WorkerOptions {
   std::string listen = "127.0.0.1:50051";
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 9464;       // 0: a free port
-  std::string kv_cache_memory = "1GiB";  // bytes ("2GiB") or a fraction of available memory ("0.2")
+  std::string device = "auto";  // auto, cpu, cuda, cuda:N
+  // The KV cache's bytes ("2GiB") or a fraction of what the device has free
+  // once weights and scratch are in place ("0.9"); see memory_plan.h.
+  std::string kv_cache_memory = "1GiB";
   int64_t block_size = 16;
   int threads = 0;               // 0: one per hardware thread
-  engine::SchedulerConfig scheduler;
+  // Unset: the device's default (SchedulerConfig::DefaultsFor).
+  std::optional<int32_t> max_num_seqs;
+  std::optional<int32_t> max_num_batched_tokens;
   int32_t max_waiting_requests = 256;
   bool enable_prefix_caching = true;
   engine::spec::SpeculationOptions speculation{.proposer = "ngram"};
@@ -42,8 +49,8 @@ extern const char kWorkerUsage[];
 
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args);
 
-// The KV cache budget in bytes: a size, or a fraction in (0, 1] of the
-// memory available now.
-absl::StatusOr<int64_t> ResolveKvCacheBytes(const std::string& spec);
+// The scheduler for the device the model landed on: its defaults, with the
+// flags that were given. INVALID_ARGUMENT for a combination it refuses.
+absl::StatusOr<engine::SchedulerConfig> ResolveScheduler(const WorkerOptions& options, engine::DeviceKind device);
 
 }  // namespace kvfleet::worker

@@ -24,11 +24,5 @@ TEST(ByteSizeTest, NonsenseIsRefusedWithAnExample) {
   EXPECT_NE(ParseByteSize("lots").status().message().find("2GiB"), std::string::npos);
 }
 
-TEST(ByteSizeTest, AvailableMemoryIsPositive) {
-  const auto avail = AvailableMemoryBytes();
-  ASSERT_TRUE(avail.ok()) << avail.status();
-  EXPECT_GT(*avail, 0);
-}
-
 }  // namespace
 }  // namespace kvfleet

@@ -17,6 +17,11 @@ absl::Status SchedulerConfig::Validate() const {
   return absl::OkStatus();
 }
 
+SchedulerConfig SchedulerConfig::DefaultsFor(DeviceKind device) {
+  if (device == DeviceKind::kCuda) return {.max_num_batched_tokens = 8192, .max_num_seqs = 256};
+  return {};
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {}
 
 void Scheduler::Add(Request* req) {

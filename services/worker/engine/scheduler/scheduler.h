@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "services/worker/engine/executor/executor_options.h"
 #include "services/worker/engine/kv/kv_cache_manager.h"
 #include "services/worker/engine/request.h"
 
@@ -47,6 +48,9 @@ struct SchedulerConfig {
   int32_t growth_reserve_blocks = 1;
 
   absl::Status Validate() const;
+  // A GPU step is far cheaper per token than a CPU step: it admits many more
+  // sequences and batched tokens (CPU 64 and 512, GPU 256 and 8192).
+  static SchedulerConfig DefaultsFor(DeviceKind device);
 };
 
 struct ScheduledChunk {

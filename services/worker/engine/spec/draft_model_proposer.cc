@@ -10,6 +10,9 @@ namespace kvfleet::engine::spec {
 absl::StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::Create(std::shared_ptr<const void> keep_alive,
                                                                                std::unique_ptr<ModelExecutor> draft,
                                                                                const ExecutorInfo& target) {
+  if (draft->info().num_blocks == 0) {
+    return absl::FailedPreconditionError("the draft model's executor has no KV cache yet");
+  }
   if (draft->info().vocab_size != target.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat("the draft model's vocabulary has ", draft->info().vocab_size,
                                                    " tokens and the target's ", target.vocab_size,

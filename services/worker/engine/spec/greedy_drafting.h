@@ -1,7 +1,8 @@
 // The drafting loop shared by the model-based proposers: for every slot,
-// catch the model up on the context's uncomputed tail (one chunk, logits of
-// its last token), then feed each argmax back in, one batched forward pass
-// per draft position, until every slot has max_tokens guesses.
+// catch the model up on the context's uncomputed tail (in pieces that fit the
+// executor's batch limits; the last piece's logits give the first guess),
+// then feed each argmax back in, one batched forward pass per draft position,
+// until every slot has max_tokens guesses.
 //
 // Drafts are greedy (the model's argmax): a point guess, verified exactly
 // like an n-gram's, so the target's own sampling decides every kept token

@@ -25,12 +25,17 @@ struct Cache {
 // returns the output of attention for the last `queries` positions.
 std::vector<float> Attend(Cache& cache, const std::vector<int32_t>& table, const std::vector<float>& k,
                           const std::vector<float>& v, const std::vector<float>& q, int64_t len, int64_t queries) {
-  std::vector<int32_t> positions(len), seq(len, 0);
-  for (int64_t i = 0; i < len; ++i) positions[i] = static_cast<int32_t>(i);
-  const int32_t* tables[] = {table.data()};
-  TokenPlacement all{positions.data(), seq.data(), tables};
+  std::vector<int32_t> positions(len), chunk(len, 0);
+  std::vector<int64_t> slots(len);
+  for (int64_t i = 0; i < len; ++i) {
+    positions[i] = static_cast<int32_t>(i);
+    slots[i] = table[i / kBlock] * kBlock + i % kBlock;
+  }
+  const int64_t width = static_cast<int64_t>(table.size());
+  const TokenPlacement all{positions.data(), chunk.data(), table.data(), width, slots.data()};
   WriteKv(cache.layout, all, k.data(), v.data(), len, cache.k.data(), cache.v.data());
-  TokenPlacement last{positions.data() + (len - queries), seq.data(), tables};
+  const int64_t first = len - queries;
+  const TokenPlacement last{positions.data() + first, chunk.data(), table.data(), width, slots.data() + first};
   std::vector<float> out(queries * kHeads * kDim);
   ThreadPool pool(2);
   PagedAttention({.layout = cache.layout,

@@ -18,7 +18,7 @@
 #include "kernels/cpu/quantize.h"
 #include "model/gguf_writer.h"
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/executor/executor_factory.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -76,17 +76,17 @@ std::vector<std::string> DirEntries(const testing::TempDir& dir) {
 
 // Next-token logits of every position of a fixed prompt.
 std::vector<float> PromptLogits(const LlamaModel& m) {
-  auto ex = engine::CpuExecutor::Create(m, {.num_blocks = 4, .block_size = 16, .num_threads = 1});
+  auto ex = engine::CreateExecutor(m, {.num_blocks = 4, .block_size = 16, .num_threads = 1});
   EXPECT_TRUE(ex.ok()) << ex.status();
   if (!ex.ok()) return {};
   const std::vector<model::TokenId> tokens = {1, 40, 7, 200, 33, 12};
   const std::vector<BlockId> table = {BlockId(0)};
-  engine::ForwardBatch batch;
-  batch.chunks.push_back(
-      {.tokens = tokens, .start_position = 0, .block_table = table, .logits = engine::LogitsWanted::kAll});
-  auto out = (*ex)->Forward(batch);
+  engine::ForwardBatchBuilder batch(16);
+  batch.AddChunk(tokens, 0, table, engine::LogitsWanted::kAll);
+  auto out = (*ex)->Forward(batch.Finish());
   EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? out->logits : std::vector<float>{};
+  if (!out.ok()) return {};
+  return {out->logits, out->logits + out->num_rows * out->vocab_size};
 }
 
 TEST(MakeDraftTest, KeepingEverythingCopiesTheTarget) {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "tests/testing/test_executor.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
@@ -22,7 +22,7 @@ class EngineHooksTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kF32, .seed = 5}, dir_.Path("t.gguf")).ok());
     model_ = std::move(*model::LlamaModel::Load(dir_.Path("t.gguf")));
-    executor_ = std::move(*CpuExecutor::Create(*model_, {.num_blocks = 64, .block_size = 4, .num_threads = 1}));
+    executor_ = testing::NewTinyExecutor(*model_, 64, 4, 1);
   }
   static EngineRequest Greedy(uint64_t id, int max_tokens) {
     return {.id = RequestId(id), .prompt = {5, 6, 7, 8, 9}, .sampling = {.temperature = 0.0f},
@@ -30,7 +30,7 @@ class EngineHooksTest : public ::testing::Test {
   }
   kvfleet::testing::TempDir dir_;
   std::unique_ptr<model::LlamaModel> model_;
-  std::unique_ptr<CpuExecutor> executor_;
+  std::unique_ptr<ModelExecutor> executor_;
 };
 
 TEST_F(EngineHooksTest, WaitingQueueLimitRefusesWithResourceExhausted) {

@@ -8,7 +8,8 @@
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "services/worker/engine/executor/executor_factory.h"
+#include "tests/testing/test_executor.h"
 #include "services/worker/engine/spec/proposer_set.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/default_model.h"
@@ -54,13 +55,16 @@ class SmolLm2EngineTest : public ::testing::Test {
                                                              SchedulerConfig config, int64_t blocks,
                                                              EngineStats* stats = nullptr,
                                                              const std::string& proposer = "off") {
-    auto executor = *CpuExecutor::Create(*model_, {.num_blocks = blocks, .block_size = 16, .num_threads = 2});
+    auto executor = testing::NewExecutor(*model_, {.num_blocks = blocks,
+                                                   .block_size = 16,
+                                                   .num_threads = 2,
+                                                   .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
     const spec::ProposerConfig loaded =
         proposer == "off" ? spec::ProposerConfig{}
                           : spec::ProposerConfig{.self_layers = 12, .draft_model_path = kDefaultModelPath, .num_threads = 2};
-    auto proposers = spec::ProposerSet::Load(loaded, *executor);
+    auto proposers = spec::ProposerSet::Load(loaded, *executor, CreateExecutor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = "smollm2", .scheduler = config};
     options.proposers = proposers->pointers();

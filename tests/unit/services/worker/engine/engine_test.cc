@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "tests/testing/test_executor.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -42,7 +42,7 @@ class EngineTest : public ::testing::Test {
   static Run RunAll(const std::vector<EngineRequest>& requests, SchedulerConfig config, int64_t num_blocks = 256,
                     bool prefix_caching = true) {
     auto executor =
-        *CpuExecutor::Create(*model_, {.num_blocks = num_blocks, .block_size = kBlockSize, .num_threads = 2});
+        testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
     Engine engine(*executor, {.model_id = "tiny", .scheduler = config, .enable_prefix_caching = prefix_caching});
     std::map<uint64_t, CollectingSink> sinks;
     for (const EngineRequest& r : requests) {
@@ -162,7 +162,7 @@ TEST_F(EngineTest, PreemptionByRecomputeKeepsOutputs) {
 }
 
 TEST_F(EngineTest, EveryBlockReturnsAfterFinishAndCancel) {
-  auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 128, .block_size = kBlockSize, .num_threads = 1});
+  auto executor = testing::NewTinyExecutor(*model_, 128, kBlockSize, 1);
   Engine engine(*executor, {.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 32}});
   std::mt19937 rng(3);
   std::map<uint64_t, CollectingSink> sinks;
@@ -207,7 +207,7 @@ TEST_F(EngineTest, StopsAtAStopTokenAndDeliversIt) {
 }
 
 TEST_F(EngineTest, OneOutputPerTokenAndTheLastCarriesTheEnd) {
-  auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 32, .block_size = kBlockSize, .num_threads = 1});
+  auto executor = testing::NewTinyExecutor(*model_, 32, kBlockSize, 1);
   Engine engine(*executor, {.model_id = "tiny"});
   CollectingSink sink;
   ASSERT_TRUE(
@@ -221,7 +221,7 @@ TEST_F(EngineTest, OneOutputPerTokenAndTheLastCarriesTheEnd) {
 }
 
 TEST_F(EngineTest, ImpossibleRequestsAreRejectedAtSubmission) {
-  auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 8, .block_size = kBlockSize, .num_threads = 1});
+  auto executor = testing::NewTinyExecutor(*model_, 8, kBlockSize, 1);
   Engine engine(*executor, {.model_id = "tiny"});
   CollectingSink sink;
   auto status = [&](EngineRequest r) { return engine.Submit(std::move(r), &sink); };
@@ -247,7 +247,7 @@ TEST_F(EngineTest, EngineThreadServesConcurrentSubmitters) {
   for (int i = 0; i < 12; ++i) requests.push_back(RandomRequest(i + 1, rng, i % 2 == 0));
   const Run reference = RunAll(requests, {.max_num_batched_tokens = 64});
 
-  auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 256, .block_size = kBlockSize, .num_threads = 1});
+  auto executor = testing::NewTinyExecutor(*model_, 256, kBlockSize, 1);
   Engine engine(*executor, {.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64}});
   engine.Start();
   std::map<uint64_t, CollectingSink> sinks;

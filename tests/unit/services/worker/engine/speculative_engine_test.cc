@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/block_hash.h"
 #include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/cpu_executor.h"
+#include "tests/testing/test_executor.h"
 #include "services/worker/engine/spec/draft_model_proposer.h"
 #include "services/worker/engine/spec/ngram_proposer.h"
 #include "services/worker/engine/spec/self_speculative_proposer.h"
@@ -88,10 +88,10 @@ class SpeculativeEngineTest : public ::testing::Test {
   static Run RunAll(const std::vector<EngineRequest>& requests, const SpecSetup& setup, SchedulerConfig config,
                     int64_t num_blocks = 512) {
     auto executor =
-        *CpuExecutor::Create(*model_, {.num_blocks = num_blocks, .block_size = kBlockSize, .num_threads = 2});
+        testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
     // The draft model is the target itself: greedy guesses are then always
     // right, which exercises long acceptances.
-    auto draft_executor = *CpuExecutor::Create(*model_, {.num_blocks = 512, .block_size = kBlockSize, .num_threads = 2});
+    auto draft_executor = testing::NewTinyExecutor(*model_, 512, kBlockSize, 2);
     auto draft = *spec::DraftModelProposer::Create(nullptr, std::move(draft_executor), executor->info());
     spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
     spec::SelfSpeculativeProposer self(*executor, 1);
@@ -261,7 +261,7 @@ TEST_F(SpeculativeEngineTest, OptedOutRequestsNeverDraft) {
 }
 
 TEST_F(SpeculativeEngineTest, UnknownProposersAndImpossibleDraftLengthsAreRefused) {
-  auto executor = *CpuExecutor::Create(*model_, {.num_blocks = 64, .block_size = kBlockSize, .num_threads = 1});
+  auto executor = testing::NewTinyExecutor(*model_, 64, kBlockSize, 1);
   spec::NgramProposer ngram({});
   EngineOptions options{.model_id = "tiny"};
   options.proposers = {&ngram};

@@ -51,17 +51,19 @@ TEST(HealthWatchdogTest, StallNeedsWorkInFlightAndNoProgress) {
 // An executor whose forward pass blocks until released: a stalled engine loop.
 class BlockingExecutor : public engine::ModelExecutor {
  public:
-  BlockingExecutor() { info_ = {.vocab_size = 8, .context_length = 64, .block_size = 4, .num_blocks = 32}; }
+  BlockingExecutor() : logits_(8 * 64, 0.0f) {
+    info_ = {.vocab_size = 8, .context_length = 64, .block_size = 4, .num_blocks = 32};
+  }
   const engine::ExecutorInfo& info() const override { return info_; }
+  engine::ExecutorMemory memory() const override { return {}; }
+  absl::StatusOr<engine::DeviceFreeMemory> FreeMemory() const override { return engine::DeviceFreeMemory{}; }
+  absl::Status AllocateKvCache(int64_t) override { return absl::OkStatus(); }
   absl::StatusOr<engine::ForwardOutput> Forward(const engine::ForwardBatch& batch) override {
     std::unique_lock<std::mutex> lock(mu_);
     entered_ = true;
     entered_cv_.notify_all();
     release_cv_.wait(lock, [this] { return released_; });
-    engine::ForwardOutput out{.vocab_size = 8};
-    for (size_t i = 0; i < batch.chunks.size(); ++i) out.first_row.push_back(static_cast<int64_t>(i));
-    out.logits.assign(batch.chunks.size() * 8, 0.0f);
-    return out;
+    return engine::ForwardOutput{.vocab_size = 8, .num_rows = batch.num_logits_rows(), .logits = logits_.data()};
   }
   void WaitEntered() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -75,6 +77,7 @@ class BlockingExecutor : public engine::ModelExecutor {
 
  private:
   engine::ExecutorInfo info_;
+  std::vector<float> logits_;
   std::mutex mu_;
   std::condition_variable entered_cv_, release_cv_;
   bool entered_ = false, released_ = false;

@@ -1,0 +1,121 @@
+#include "services/worker/engine/executor/cpu/cpu_executor.h"
+
+#include <new>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/host_memory.h"
+#include "common/kv_sizing.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::engine {
+
+absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::LlamaModel& model,
+                                                                 const ExecutorOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  if (options.device.kind != DeviceKind::kCpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
+  }
+  std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options));
+  if (options.num_blocks > 0) RETURN_IF_ERROR(ex->AllocateKvCache(options.num_blocks));
+  return ex;
+}
+
+CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
+    : model_(model), hp_(model.hparams()), options_(options), pool_(options.num_threads) {
+  info_.device = options.device;
+  info_.numerics = kCpuNumerics;
+  info_.vocab_size = hp_.vocab_size;
+  info_.context_length = hp_.context_length;
+  info_.block_size = options.block_size;
+  info_.num_layers = hp_.num_layers;
+  info_.weight_bytes = model.file().file_size();
+  info_.kv_bytes_per_token = KvBytesPerToken(hp_.kv_shape(), sizeof(uint16_t));
+  info_.limits = options.limits;
+  info_.limits.max_logits_rows = options.limits.logits_rows();
+
+  const model::WeightView& rf = model.weights().rope_freqs;
+  if (rf.present()) rope_freq_factors_.assign(rf.f32(), rf.f32() + rf.cols);
+  ops_config_ = CpuOps::Config::For(hp_, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data());
+
+  const int64_t T = info_.limits.max_batch_tokens;
+  const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, T, info_.limits.max_logits_rows);
+  const int64_t rope_floats = T * (hp_.rope_dim / 2);
+  scratch_floats_ = sizes.total() + 2 * rope_floats;
+  scratch_.reset(new float[static_cast<size_t>(scratch_floats_)]);
+  float* p = scratch_.get();
+  const auto take = [&p](int64_t n) { return std::exchange(p, p + n); };
+  activations_ = {.x = take(sizes.x),
+                  .xn = take(sizes.x),
+                  .q = take(sizes.q),
+                  .k = take(sizes.kv),
+                  .v = take(sizes.kv),
+                  .attn = take(sizes.q),
+                  .proj = take(sizes.x),
+                  .gate = take(sizes.ffn),
+                  .up = take(sizes.ffn),
+                  .logits_in = take(sizes.logits_in),
+                  .logits = take(sizes.logits)};
+  rope_cos_ = take(rope_floats);
+  rope_sin_ = take(rope_floats);
+}
+
+ExecutorMemory CpuExecutor::memory() const {
+  return {.weight_bytes = info_.weight_bytes,
+          .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)),
+          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token};
+}
+
+absl::StatusOr<DeviceFreeMemory> CpuExecutor::FreeMemory() const {
+  ASSIGN_OR_RETURN(int64_t free, HostFreeMemoryBytes());
+  return DeviceFreeMemory{.free_bytes = free, .excludes_own_allocations = false};
+}
+
+absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
+  if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
+  if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
+  const size_t per_layer =
+      static_cast<size_t>(num_blocks * hp_.num_kv_heads * options_.block_size * hp_.head_dim);
+  for (int64_t l = 0; l < hp_.num_layers; ++l) {
+    // Uninitialised: a slot is written before any token reads it, and the
+    // pages are only committed as blocks are used.
+    k_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
+    v_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
+    if (k_cache_.back() == nullptr || v_cache_.back() == nullptr) {
+      k_cache_.clear();
+      v_cache_.clear();
+      return absl::ResourceExhaustedError(absl::StrCat("no host memory for a KV cache of ", num_blocks, " blocks"));
+    }
+    k_layers_.push_back(k_cache_.back().get());
+    v_layers_.push_back(v_cache_.back().get());
+  }
+  info_.num_blocks = num_blocks;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
+  if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
+  RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
+  RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
+  const BatchArrays arrays{.token_ids = batch.token_ids.data(),
+                           .logits_tokens = batch.logits_tokens.data(),
+                           .placement = {.positions = batch.positions.data(),
+                                         .token_chunk = batch.token_chunk.data(),
+                                         .block_table = batch.block_table.data(),
+                                         .table_width = batch.max_blocks_per_chunk,
+                                         .kv_slots = batch.kv_slots.data()}};
+  const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
+                                  .num_kv_heads = hp_.num_kv_heads,
+                                  .block_size = info_.block_size,
+                                  .head_dim = hp_.head_dim},
+                       .k = k_layers_.data(),
+                       .v = v_layers_.data()};
+  CpuOps ops(pool_, ops_config_, rope_cos_, rope_sin_);
+  RunLlamaForward(ops, hp_, model_.weights(), batch, arrays, activations_, kv);
+  return ForwardOutput{.vocab_size = info_.vocab_size, .num_rows = batch.num_logits_rows(),
+                       .logits = activations_.logits};
+}
+
+}  // namespace kvfleet::engine

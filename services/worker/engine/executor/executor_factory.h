@@ -1,0 +1,35 @@
+// The one place that names a backend: every executor in the tree comes from
+// CreateExecutor, and "auto" becomes a device here.
+//
+//   ASSIGN_OR_RETURN(Device device, ResolveDevice("auto"));   // cuda:0 if usable, else cpu
+//   ASSIGN_OR_RETURN(auto ex, CreateExecutor(model, {.device = device}));
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/llama_model.h"
+#include "services/worker/engine/executor/model_executor.h"
+
+namespace kvfleet::engine {
+
+// The CPU or CUDA executor for options.device. A CUDA device in a build
+// without the CUDA backend, or one that is missing or unusable, is an error
+// that says so.
+absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::LlamaModel& model,
+                                                              const ExecutorOptions& options);
+
+// "auto": GPU 0 when the CUDA backend is built and a GPU is usable, else the
+// CPU, logging which and why. Anything else as ParseDevice.
+absl::StatusOr<Device> ResolveDevice(std::string_view spec);
+
+// Whether this binary has the CUDA backend, and what it sees: for --help,
+// logs and tests that skip without a GPU.
+bool CudaBackendBuilt();
+// The usable GPUs' count (0 without the backend or a driver), and a line on
+// why there are none.
+int CudaDeviceCount(std::string* why_none = nullptr);
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,51 @@
+// What an executor is asked for: the device it runs on, its KV cache
+// geometry and the largest batch it must take (which sizes every scratch
+// buffer once, at creation).
+//
+//   ASSIGN_OR_RETURN(Device d, ParseDevice("cuda:1"));
+//   ExecutorOptions o{.device = d, .block_size = 16, .limits = {.max_batch_tokens = 8192}};
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kvfleet::engine {
+
+enum class DeviceKind { kCpu, kCuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;  // GPU ordinal; 0 for the CPU
+
+  std::string ToString() const;  // "cpu", "cuda:0"
+  bool operator==(const Device&) const = default;
+};
+
+// "cpu", "cuda" (= cuda:0) or "cuda:N". "auto" is not a device: the
+// factory's ResolveDevice turns it into one.
+absl::StatusOr<Device> ParseDevice(std::string_view text);
+
+struct ExecutorLimits {
+  int32_t max_batch_tokens = 512;  // tokens of one Forward, all chunks together
+  int32_t max_batch_chunks = 64;   // chunks of one Forward
+  int32_t max_logits_rows = 0;     // 0: max_batch_tokens
+
+  int32_t logits_rows() const { return max_logits_rows > 0 ? max_logits_rows : max_batch_tokens; }
+  absl::Status Validate() const;
+};
+
+struct ExecutorOptions {
+  Device device;
+  int64_t num_blocks = 0;   // KV capacity in blocks; 0: none yet (AllocateKvCache later)
+  int64_t block_size = 16;  // tokens per block
+  int num_threads = 0;      // CPU backend: 0 is one per hardware thread
+  ExecutorLimits limits;
+
+  absl::Status Validate() const;
+};
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,23 @@
+#include "tests/testing/test_executor.h"
+
+#include "common/check.h"
+#include "services/worker/engine/executor/executor_factory.h"
+
+namespace kvfleet::testing {
+
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model,
+                                                   const engine::ExecutorOptions& options) {
+  absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> ex = engine::CreateExecutor(model, options);
+  CHECK(ex.ok()) << ex.status();
+  return std::move(*ex);
+}
+
+std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
+                                                       int64_t block_size, int threads) {
+  return NewExecutor(model, {.num_blocks = num_blocks,
+                             .block_size = block_size,
+                             .num_threads = threads,
+                             .limits = kRoomyLimits});
+}
+
+}  // namespace kvfleet::testing
