@@ -1,6 +1,7 @@
 // Content hashes of KV blocks, shared by the router, the workers and the
-// cachemanager (DESIGN.md, "Block hashing"): all three must compute the same
-// value for the same tokens, or prefix-aware routing silently gets 0% hits.
+// cachemanager (docs/design.md, "KV cache and block hashing"): all three
+// must compute the same value for the same tokens, or prefix-aware routing
+// silently gets 0% hits.
 //
 //   hash_{-1} = H("kvfleet-root" ‖ model id ‖ cache salt)
 //   hash_i    = H(hash_{i-1} ‖ tokens of block i ‖ extra)

@@ -5,7 +5,7 @@
 // left. Claiming, rather than a fixed split, keeps a loop from stalling when
 // the OS deschedules a worker on a busy machine: the others take its share.
 // Which thread computes an index never changes what it computes: kernels keep
-// a fixed reduction order per output row (DESIGN.md, Exactness).
+// a fixed reduction order per output row (docs/design.md, Exactness).
 //
 // Thread-safety: ParallelFor may be called from one thread at a time (the
 // engine thread owns its pool).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails if transport code leaks into transport-free libraries (DESIGN.md,
-# "Layout and dependency direction"): no gRPC or generated proto headers in
+# Fails if transport code leaks into transport-free libraries (docs/design.md,
+# "Layers and the dependency rule"): no gRPC or generated proto headers in
 # common/, model/, kernels/, or the services' engine, index and placement.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,7 +8,7 @@
 // Exactness: y[i][j] is computed by one fixed sequence of operations that
 // depends only on row j of W and row i of x — never on m, on how rows are
 // tiled, or on the thread count. So a token's result is identical whether it
-// is computed alone or in a batch (DESIGN.md, Exactness).
+// is computed alone or in a batch (docs/design.md, Exactness).
 //
 // Weights stay in their storage type; each thread dequantizes a few rows at a
 // time into a small scratch buffer.

@@ -1,6 +1,7 @@
 // absl::Status → grpc::Status, the only place a library's status becomes a
-// wire status (STYLE.md: only the gRPC layer does this). Codes map one to
-// one; the message is kept, since library messages are written for people.
+// wire status (only the gRPC layer does this: docs/design.md, "Errors and
+// status codes"). Codes map one to one; the message is kept, since library
+// messages are written for people.
 //
 //   return ToGrpcStatus(engine.Submit(...));
 #pragma once

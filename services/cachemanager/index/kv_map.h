@@ -3,7 +3,8 @@
 // The cachemanager's gRPC layer translates to and from these plain structs
 // and holds one KvMap under one mutex.
 //
-// Rules (issue 5, "Recovery"):
+// Rules (how the map recovers from restarts and lost events; docs/design.md,
+// "KV cache and block hashing"):
 // - Register with a new incarnation of a known worker id replaces the old
 //   one and everything it had indexed: a restarted worker starts empty.
 // - Event batches carry consecutive sequence numbers per incarnation,

@@ -2,7 +2,7 @@
 // template and context length, read from the model file's metadata (the
 // weights stay on disk: the router never runs the model). Tokenization
 // lives here because the router must hash the prompt's blocks before it
-// can place the request (DESIGN.md, "Tokenization").
+// can place the request (docs/design.md, Overview).
 //
 // Thread-safety: immutable after Load; every method may be called from
 // many threads at once.

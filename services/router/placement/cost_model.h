@@ -1,5 +1,5 @@
-// The prefix_aware cost of placing one request on one worker (DESIGN.md,
-// "Placement"; README.md in this folder, "Cost model"), in KV blocks:
+// The prefix_aware cost of placing one request on one worker (docs/design.md,
+// Placement; README.md in this folder, "Cost model"), in KV blocks:
 //
 //   matched  = max(cachemanager's matched_blocks, router's remembered blocks)
 //   new      = ceil(prompt_tokens / block_size) - matched

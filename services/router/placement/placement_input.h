@@ -44,7 +44,8 @@ struct PlacementRequest {
   int32_t prompt_tokens = 0;
   int32_t block_size = 0;  // tokens per KV block, the workers' and the hashes'
   // Overrides PlacementOptions::policy for this request: the router asks for
-  // kLeastLoaded while the cachemanager is unreachable (DESIGN.md).
+  // kLeastLoaded while the cachemanager is unreachable (docs/design.md,
+  // Placement).
   std::optional<Policy> policy;
 };
 

@@ -1,4 +1,4 @@
-// The router's placement policies and their tuning (DESIGN.md, "Placement").
+// The router's placement policies and their tuning (docs/design.md, Placement).
 // Every default is explained in README.md in this folder; the router's flags
 // map one to one onto these fields.
 //

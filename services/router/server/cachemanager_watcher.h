@@ -4,7 +4,8 @@
 // adds, DRAINING flags, LEFT removes and tells the placement to forget what
 // it remembered sending there. When the cachemanager is down it retries with
 // backoff; the pool keeps the workers it had, and the prober keeps judging
-// them, so the router goes on serving (DESIGN.md: soft state).
+// them, so the router goes on serving: the cachemanager holds only soft
+// state (docs/design.md, Overview).
 //
 // Thread-safety: Start and Stop from one thread; the callbacks run on the
 // watcher's thread.

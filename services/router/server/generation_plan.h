@@ -6,7 +6,7 @@
 // worker is asked; the rest the worker checks and names.
 //
 // A sampled request without a seed gets one here, so that a stream resumed
-// on another worker continues with the same draws (DESIGN.md, "Failover").
+// on another worker continues with the same draws (docs/design.md, Failover).
 //
 //   ASSIGN_OR_RETURN(GenerationPlan plan, PlanGenerate(model, request, /*fresh_seed=*/rng()));
 #pragma once

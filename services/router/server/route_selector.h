@@ -6,7 +6,8 @@
 // When the cachemanager cannot be asked (no address given, its channel is
 // failing, or the call errs or takes longer than overlap_timeout) the
 // decision is made least_loaded from the pool's own probes, and the
-// fallback is counted in a metric; the client never sees it (DESIGN.md).
+// fallback is counted in a metric; the client never sees it (docs/design.md,
+// Placement).
 //
 // Thread-safety: Choose may be called from many threads at once.
 //

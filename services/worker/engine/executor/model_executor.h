@@ -52,7 +52,7 @@ struct DeviceFreeMemory {
 
 struct ExecutorInfo {
   Device device;
-  // Backend and kernel version, e.g. "cpu-f32/1" or "cuda-sm90/1": greedy
+  // Backend and kernel version, e.g. "cpu/1" or "cuda-sm90/1": greedy
   // tokens are identical between executors with the same identity, close
   // but not identical across identities. The router resumes a broken
   // stream only on a worker with the same one.

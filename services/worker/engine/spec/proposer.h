@@ -1,8 +1,9 @@
 // Speculative decoding's proposers: something cheap that guesses the next
 // few tokens of a sequence, for the target model to check all at once in
-// one forward pass (DESIGN.md, "speculative decoding"). A proposer only
-// guesses: verification against the target's own sampling decides what is
-// kept, so a bad guess costs time, never correctness.
+// one forward pass (docs/design.md, Scheduling; engine/README.md,
+// "Speculative decoding"). A proposer only guesses: verification against
+// the target's own sampling decides what is kept, so a bad guess costs
+// time, never correctness.
 //
 // Implementations: NgramProposer (prompt lookup, no model),
 // SelfSpeculativeProposer (the target's first layers and its output head),

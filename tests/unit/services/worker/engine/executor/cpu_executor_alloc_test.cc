@@ -1,0 +1,65 @@
+// The executor contract's "no allocation in a step": once warm, Forward on
+// the CPU backend allocates nothing — every buffer was sized at creation
+// (and the kernels' per-thread scratch has reached its size). This binary
+// counts the global operator new, so it stands alone.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "services/worker/engine/executor/cpu/cpu_executor.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<int64_t> g_allocations{0};
+
+void* CountedAlloc(size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(size_t n) { return CountedAlloc(n); }
+void* operator new[](size_t n) { return CountedAlloc(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+namespace kvfleet::engine {
+namespace {
+
+TEST(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
+  testing::TempDir dir;
+  ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kQ4_1, .seed = 2}, dir.Path("m.gguf")).ok());
+  auto model = model::LlamaModel::Load(dir.Path("m.gguf"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto ex = CpuExecutor::Create(**model, {.num_blocks = 64, .block_size = 4, .num_threads = 2});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+
+  std::vector<BlockId> table;
+  for (int32_t b = 0; b < 32; ++b) table.emplace_back(b);
+  std::vector<model::TokenId> prompt(100);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<model::TokenId>(i * 7 % 250);
+  ForwardBatchBuilder prefill(4), decode(4);
+  prefill.AddChunk(prompt, 0, table, LogitsWanted::kAll);
+  const model::TokenId next[] = {5};
+  decode.AddChunk(next, 100, table, LogitsWanted::kLast);
+  const ForwardBatch& prefill_batch = prefill.Finish();
+  const ForwardBatch& decode_batch = decode.Finish();
+  ASSERT_TRUE((*ex)->Forward(prefill_batch).ok());  // warm: the kernels' per-thread scratch grows once
+  ASSERT_TRUE((*ex)->Forward(decode_batch).ok());
+
+  g_counting = true;
+  const bool ok = (*ex)->Forward(prefill_batch).ok() && (*ex)->Forward(decode_batch).ok();
+  g_counting = false;
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(g_allocations.load(), 0);
+}
+
+}  // namespace
+}  // namespace kvfleet::engine
