@@ -85,6 +85,8 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   for (model::TokenId t : m.end_of_turn) info.add_end_of_turn_token_ids(t);
   info.set_max_num_seqs(m.scheduler.max_num_seqs);
   info.set_max_waiting_requests(o.max_waiting_requests);
+  info.set_device(e.device.ToString());
+  info.set_numerics(e.numerics);
   return info;
 }
 
@@ -136,7 +138,8 @@ absl::Status Run(const WorkerOptions& o) {
                                 .endpoint = endpoint,
                                 .model_id = o.model_id,
                                 .block_size = static_cast<int32_t>(m.executor->info().block_size),
-                                .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks)});
+                                .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks),
+                                .numerics = m.executor->info().numerics});
   }
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,
@@ -160,7 +163,8 @@ absl::Status Run(const WorkerOptions& o) {
   KVFLEET_LOG_INFO("speculation: default proposer {}, at most {} drafted tokens, {}; loaded: {}", o.speculation.proposer,
                    o.speculation.max_draft_tokens, o.speculation.adaptive ? "adaptive" : "fixed length",
                    absl::StrJoin(o.proposers.names(), ", "));
-  KVFLEET_LOG_INFO("serving {} on {}", o.model_id, server.address);
+  KVFLEET_LOG_INFO("serving {} on {} ({}, numerics {})", o.model_id, server.address,
+                   m.executor->info().device.ToString(), m.executor->info().numerics);
   std::printf("kvfleet-worker ready\n");
   std::fflush(stdout);
 

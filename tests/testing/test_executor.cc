@@ -5,8 +5,10 @@
 
 namespace kvfleet::testing {
 
-std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model,
-                                                   const engine::ExecutorOptions& options) {
+std::string TestBackendName() { return "cpu"; }
+
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
+  options.device = engine::Device{};
   absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> ex = engine::CreateExecutor(model, options);
   CHECK(ex.ok()) << ex.status();
   return std::move(*ex);

@@ -1,25 +1,35 @@
-// Executors for tests, from the one factory: the CPU backend with batch
-// limits roomy enough for any scheduler a tiny-model test uses (a tiny
-// vocabulary keeps even 4096 logits rows small).
+// Executors for tests. A test binary links one implementation, which decides
+// the backend its engine and executor tests run on, so the same test sources
+// check every backend:
+//   test_executor.cc                  the CPU, through the one factory
+//   test_executor_cuda_emulated.cc    the CUDA executor on the host emulation (CI)
+//   test_executor_cuda.cc             the CUDA executor on GPU 0 (label gpu; every
+//                                     test skips, saying why, without a usable GPU)
 //
 //   std::unique_ptr<engine::ModelExecutor> ex = testing::NewTinyExecutor(*model, /*num_blocks=*/64, /*block_size=*/4);
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "model/llama_model.h"
 #include "services/worker/engine/executor/model_executor.h"
 
 namespace kvfleet::testing {
 
+// Batch limits roomy enough for any scheduler a tiny-model test uses (a tiny
+// vocabulary keeps even 4096 logits rows small).
 inline constexpr engine::ExecutorLimits kRoomyLimits{.max_batch_tokens = 4096, .max_batch_chunks = 256};
 
-// CHECK-fails (the test cannot go on) when the executor cannot be made.
-std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model,
-                                                   const engine::ExecutorOptions& options);
+// This binary's backend, e.g. "cpu", "cuda-emulated", "cuda".
+std::string TestBackendName();
 
-// The CPU executor with kRoomyLimits.
+// An executor of this binary's backend (options.device is replaced by it).
+// CHECK-fails (the test cannot go on) when it cannot be made.
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options);
+
+// With kRoomyLimits.
 std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
                                                        int64_t block_size, int threads = 2);
 

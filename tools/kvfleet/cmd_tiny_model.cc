@@ -12,10 +12,12 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] = R"(usage: kvfleet tiny-model --out PATH [--dtype F32|F16|BF16|Q8_0|Q4_0|Q4_1] [--seed N]
                           [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--ffn N]
-                          [--context N] [--tied]
+                          [--context N] [--vocab N] [--tied]
 
 Writes a random-weight Llama GGUF with a small byte-level BPE vocabulary and
 a ChatML chat template. The same options and seed always give the same file.
+--vocab N pads the vocabulary with unused tokens to N (a real model's shape:
+49152 for SmolLM2, 128256 for Llama 3).
 )";
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
@@ -31,7 +33,7 @@ absl::Status RunTinyModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(
       Flags flags,
-      Flags::Parse(args, {"out", "dtype", "seed", "layers", "hidden", "heads", "kv-heads", "ffn", "context"},
+      Flags::Parse(args, {"out", "dtype", "seed", "layers", "hidden", "heads", "kv-heads", "ffn", "context", "vocab"},
                    {"tied"}));
   ASSIGN_OR_RETURN(std::string out, flags.GetString("out"));
   TinyModelOptions o;
@@ -44,6 +46,7 @@ absl::Status RunTinyModel(const Args& args) {
   ASSIGN_OR_RETURN(o.num_kv_heads, flags.GetInt("kv-heads", o.num_kv_heads));
   ASSIGN_OR_RETURN(o.ffn_size, flags.GetInt("ffn", o.ffn_size));
   ASSIGN_OR_RETURN(o.context_length, flags.GetInt("context", o.context_length));
+  ASSIGN_OR_RETURN(o.vocab_size, flags.GetInt("vocab", 0));
   o.tied_embeddings = flags.GetSwitch("tied");
   RETURN_IF_ERROR(WriteTinyModel(o, out));
   std::printf("wrote %s (%s, seed %llu)\n", out.c_str(), std::string(DTypeName(o.dtype)).c_str(),

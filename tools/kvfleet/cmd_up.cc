@@ -31,8 +31,8 @@ constexpr char kUsage[] =
     R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE]
                   [--listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
-                  [--speculation P] [--spec-self-layers N] [--spec-draft-model PATH]
-                  [--ask TEXT [--exit-after-ask]]
+                  [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
+                  [--spec-draft-model PATH] [--ask TEXT [--exit-after-ask]]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
 registered with it and one kvfleet-router in front, all serving --model
@@ -50,6 +50,8 @@ kills what is still running.
   --cachemanager-listen   the cachemanager's address (default 127.0.0.1:50050)
   --metrics-port N        the router's /metrics port (default 9466; the others pick free ports)
   --policy P              the router's placement policy (default: the router's, prefix_aware)
+  --device D              every worker's device: auto (the default: GPU 0 when one is usable, else the CPU),
+                          cpu, cuda or cuda:N. Workers on one GPU share it: give each a KV budget that fits
   --speculation P         every worker's default speculative proposer: ngram (the workers' default), self,
                           draft or off; --spec-self-layers N and --spec-draft-model PATH load self and draft
   --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
@@ -103,7 +105,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
-  for (const char* name : {"speculation", "spec-self-layers", "spec-draft-model"}) {
+  for (const char* name : {"device", "speculation", "spec-self-layers", "spec-draft-model"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -208,7 +210,7 @@ absl::Status RunUp(const Args& args) {
   ASSIGN_OR_RETURN(Flags flags,
                    Flags::Parse(args,
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "cachemanager-listen",
-                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "speculation",
+                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "speculation",
                                  "spec-self-layers", "spec-draft-model"},
                                 {"exit-after-ask"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {

@@ -61,12 +61,19 @@ absl::Status TinyModelOptions::Validate() const {
   if (num_kv_heads < 1 || num_heads % num_kv_heads != 0) return bad("num_kv_heads must divide num_heads");
   if ((hidden_size / num_heads) % 8 != 0) return bad("head dimension must be a multiple of 8");
   if (context_length < 1) return bad("context_length must be >= 1");
+  if (vocab_size != 0 && vocab_size < TinyVocabSize()) {
+    return bad(absl::StrCat("vocab_size must be 0 or at least the tiny vocabulary's ", TinyVocabSize(), " tokens"));
+  }
   return absl::OkStatus();
 }
 
 absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
   RETURN_IF_ERROR(o.Validate());
-  const TinyVocabulary vocab = MakeTinyVocabulary();
+  TinyVocabulary vocab = MakeTinyVocabulary();
+  for (int64_t i = static_cast<int64_t>(vocab.tokens.size()); i < o.vocab_size; ++i) {
+    vocab.tokens.push_back(absl::StrCat("<|unused_", i, "|>"));
+    vocab.token_types.push_back(5);  // unused
+  }
   const int64_t n_vocab = static_cast<int64_t>(vocab.tokens.size());
   const int64_t head_dim = o.hidden_size / o.num_heads;
   w.SetString("general.architecture", "llama");

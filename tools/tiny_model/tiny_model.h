@@ -27,6 +27,10 @@ struct TinyModelOptions {
   int64_t context_length = 256;
   float rope_theta = 10000.0f;
   bool tied_embeddings = false;
+  // 0: the tiny vocabulary's own size (TinyVocabSize()). Larger: padded with
+  // unused tokens, for the shape of a real model's embeddings and head
+  // (SmolLM2's 49,152; Llama 3's 128,256).
+  int64_t vocab_size = 0;
 
   absl::Status Validate() const;
 };

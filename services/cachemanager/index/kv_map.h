@@ -47,6 +47,7 @@ struct WorkerDescriptor {
   std::string model_id;
   int32_t block_size = 0;
   int32_t capacity_blocks = 0;
+  std::string numerics;  // backend and kernel version: tokens are identical only within one
 };
 
 struct WorkerLoad {

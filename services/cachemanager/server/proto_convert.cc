@@ -35,7 +35,8 @@ absl::StatusOr<WorkerDescriptor> ToDescriptor(const v1::RegisterRequest& r) {
                           .endpoint = r.endpoint(),
                           .model_id = r.model_id(),
                           .block_size = r.block_size(),
-                          .capacity_blocks = r.capacity_blocks()};
+                          .capacity_blocks = r.capacity_blocks(),
+                          .numerics = r.numerics()};
 }
 
 namespace {
@@ -116,6 +117,7 @@ v1::WorkerEntry ToProto(const WorkerView& w, Clock::time_point now) {
   out.set_model_id(w.descriptor.model_id);
   out.set_block_size(w.descriptor.block_size);
   out.set_capacity_blocks(w.descriptor.capacity_blocks);
+  out.set_numerics(w.descriptor.numerics);
   out.set_indexed_blocks(w.indexed_blocks);
   *out.mutable_load() = ToProto(w.load);
   out.set_last_seen_ms_ago(std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count());

@@ -20,6 +20,7 @@ struct GenerationRunner::Stream {
   Clock::time_point arrival;
   TextStream text;
   std::vector<int32_t> generated;  // every token sent to the client, over all attempts
+  std::string numerics;            // of the worker that produced them: a resumption must match it
   std::optional<Clock::time_point> last_tokens_at;
   int32_t cached_prompt_tokens = 0;  // the latest worker message's
   bool finished = false;
@@ -77,7 +78,10 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
   bool any_overloaded = false;
   for (int attempt = 0;; ++attempt) {
     if (ClientIsGone(context)) return ClientEnded(context);
-    absl::StatusOr<Route> route = selector_.Choose(model_.id(), blocks, exclude);
+    // Before the first token any worker may serve; after it, only one whose
+    // numerics continue the stream token for token.
+    absl::StatusOr<Route> route =
+        selector_.Choose(model_.id(), blocks, exclude, stream.generated.empty() ? std::string() : stream.numerics);
     if (!route.ok()) {
       // RESOURCE_EXHAUSTED invites a retry, which after tokens went out
       // would repeat them: then the stream failed (UNAVAILABLE).
@@ -88,13 +92,14 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
       }
       if (!stream.error.ok()) {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                            absl::StrCat("no worker could serve the request after ", attempt,
-                                         " attempts; the last said: ", stream.error.error_message()));
+                            absl::StrCat("no worker could serve the request after ", attempt, " attempts (",
+                                         route.status().message(), "); the last said: ", stream.error.error_message()));
       }
       return transport::ToGrpcStatus(route.status());
     }
     if (attempt == 0) metrics_.RecordOverhead(std::chrono::duration<double>(Clock::now() - arrival).count());
     const size_t tokens_before = stream.generated.size();
+    if (tokens_before == 0) stream.numerics = route->numerics;
     const Outcome outcome = RunAttempt(context, *route, stream);
     selector_.Settle(*route);
     switch (outcome) {

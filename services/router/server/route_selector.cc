@@ -46,11 +46,19 @@ void PromptBlocks::HashWith(int32_t pool_block_size) {
 }
 
 absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptBlocks& blocks,
-                                            const absl::flat_hash_set<std::string>& exclude) {
+                                            const absl::flat_hash_set<std::string>& exclude,
+                                            const std::string& numerics) {
   std::vector<PooledWorker> workers = pool_.Routable();
   if (workers.empty()) {
     return absl::UnavailableError(absl::StrCat("no worker of model ", model_id,
                                                " is reachable; start one or check the cachemanager (kvfleet workers)"));
+  }
+  if (!numerics.empty()) {
+    std::erase_if(workers, [&](const PooledWorker& w) { return w.numerics != numerics; });
+    if (workers.empty()) {
+      return absl::UnavailableError(absl::StrCat("no worker with numerics ", numerics,
+                                                 " is reachable to continue the stream token for token"));
+    }
   }
   blocks.HashWith(pool_.block_size());
   // round_robin uses neither overlaps nor load: no lookup to pay for.
@@ -63,7 +71,7 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   }
   std::vector<WorkerCandidate> candidates;
   candidates.reserve(workers.size());
-  absl::flat_hash_map<std::string, std::shared_ptr<v1::Worker::StubInterface>> stubs;
+  absl::flat_hash_map<std::string, const PooledWorker*> by_worker;
   for (const PooledWorker& w : workers) {
     WorkerCandidate c{.worker_id = w.worker_id,
                       .endpoint = w.endpoint,
@@ -90,7 +98,7 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
         c.draining = c.draining || load.draining();
       }
     }
-    stubs[w.worker_id] = w.stub;
+    by_worker[w.worker_id] = &w;
     candidates.push_back(std::move(c));
   }
   PlacementRequest request{.block_hashes = blocks.hashes,
@@ -104,9 +112,16 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
     metrics_.RecordCacheManagerFallback();
   }
   absl::StatusOr<Decision> decision = placement_.Choose(request, std::move(candidates), exclude);
+  if (!decision.ok() && !numerics.empty()) {
+    return absl::Status(decision.status().code(),
+                        absl::StrCat(decision.status().message(), " among the workers with numerics ", numerics,
+                                     " (a stream continues token for token only on the same)"));
+  }
   if (!decision.ok()) return decision.status();
   Route route{.decision = *std::move(decision), .policy = request.policy.value_or(placement_.options().policy)};
-  route.stub = stubs[route.decision.worker_id];
+  const PooledWorker& chosen = *by_worker.at(route.decision.worker_id);
+  route.stub = chosen.stub;
+  route.numerics = chosen.numerics;
   metrics_.RecordDecision(route.policy, route.decision);
   if (spdlog::should_log(spdlog::level::debug)) {
     for (const CandidateScore& c : route.decision.scores) {

@@ -54,6 +54,7 @@ struct Route {
   Decision decision;
   Policy policy;  // the policy applied (least_loaded on a fallback)
   std::shared_ptr<v1::Worker::StubInterface> stub;
+  std::string numerics;  // the chosen worker's numerics identity
 };
 
 class RouteSelector {
@@ -62,9 +63,11 @@ class RouteSelector {
   RouteSelector(WorkerPool& pool, Placement& placement, std::shared_ptr<grpc::Channel> cachemanager,
                 RouterMetrics& metrics, RouteSelectorOptions options);
 
-  // UNAVAILABLE when no routable worker is left outside `exclude`.
+  // UNAVAILABLE when no routable worker is left outside `exclude` (and,
+  // when `numerics` is not empty, with that numerics identity: a stream is
+  // resumed only where it continues token for token).
   absl::StatusOr<Route> Choose(const std::string& model_id, PromptBlocks& blocks,
-                               const absl::flat_hash_set<std::string>& exclude);
+                               const absl::flat_hash_set<std::string>& exclude, const std::string& numerics = "");
   // The attempt on `route` ended, however: its load is the worker's own now.
   void Settle(const Route& route) { placement_.Settle(route.decision); }
 

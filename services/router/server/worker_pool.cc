@@ -89,6 +89,7 @@ std::vector<PooledWorker> WorkerPool::Routable() const {
                    .stub = e.stub,
                    .block_size = e.info->block_size(),
                    .max_num_seqs = e.info->max_num_seqs(),
+                   .numerics = e.info->numerics(),
                    .stats = e.stats,
                    .draining = e.draining || e.stats.draining()});
   }

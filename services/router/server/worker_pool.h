@@ -53,6 +53,7 @@ struct PooledWorker {
   std::shared_ptr<v1::Worker::StubInterface> stub;
   int32_t block_size = 0;
   int32_t max_num_seqs = 0;
+  std::string numerics;   // GetInfo's: a stream resumes only on a worker with the same
   v1::WorkerStats stats;  // the last probe's
   bool draining = false;
 };

@@ -119,6 +119,7 @@ bool KvEventPublisher::Session() {
   request.set_model_id(options_.model_id);
   request.set_block_size(options_.block_size);
   request.set_capacity_blocks(options_.capacity_blocks);
+  request.set_numerics(options_.numerics);
   v1::RegisterResponse registered;
   {
     grpc::ClientContext context;

@@ -44,6 +44,7 @@ struct KvEventPublisherOptions {
   std::string model_id;
   int32_t block_size = 16;
   int32_t capacity_blocks = 0;
+  std::string numerics;  // the executor's numerics identity
   std::chrono::milliseconds flush_interval{50};
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{3000};

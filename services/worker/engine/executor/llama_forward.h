@@ -5,12 +5,12 @@
 //
 // Ops is any type with these members, all over the backend's own memory
 // (host for the CPU, device for CUDA), launching or running in order:
-//   PrepareRope(positions, tokens)                  once per pass, before any Rope
+//   Prepare(batch, arrays)                          once per pass: RoPE angles, attention plans
 //   Embed(table, token_ids, tokens, out)
 //   RmsNorm(x, weight, y, rows, n)
 //   MatMul(weight_view, x, m, y)
 //   AddBias(y, bias, rows, n)
-//   Rope(x, tokens, heads)                          the angles PrepareRope computed
+//   Rope(x, tokens, heads)                          at the batch's positions
 //   WriteKv(layout, placement, k, v, tokens, k_cache, v_cache)
 //   Attention(batch, layout, placement, heads, q, k_cache, v_cache, out)
 //   SwiGlu(gate, up, out, count)
@@ -110,7 +110,7 @@ void RunLlamaForward(Ops& ops, const model::LlamaHparams& hp, const model::Llama
                      const ForwardBatch& batch, const BatchArrays& arrays, const LlamaActivations& a,
                      const KvCacheView& kv) {
   const int64_t T = batch.num_tokens();
-  ops.PrepareRope(arrays.placement.positions, T);
+  ops.Prepare(batch, arrays);
   ops.Embed(w.token_embd, arrays.token_ids, T, a.x);
   const int64_t layers = batch.num_layers > 0 ? batch.num_layers : hp.num_layers;
   for (int64_t l = 0; l < layers; ++l) {

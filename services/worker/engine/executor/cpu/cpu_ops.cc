@@ -21,8 +21,8 @@ CpuOps::Config CpuOps::Config::For(const model::LlamaHparams& hp, const float* f
           .attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim))};
 }
 
-void CpuOps::PrepareRope(const int32_t* positions, int64_t tokens) {
-  kernels::RopeCosSin(config_.rope, positions, tokens, rope_cos_, rope_sin_);
+void CpuOps::Prepare(const ForwardBatch& batch, const BatchArrays& arrays) {
+  kernels::RopeCosSin(config_.rope, arrays.placement.positions, batch.num_tokens(), rope_cos_, rope_sin_);
 }
 
 void CpuOps::Embed(const model::WeightView& table, const int32_t* token_ids, int64_t tokens, float* out) {

@@ -16,6 +16,7 @@
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
 #include "services/worker/engine/executor/forward_batch.h"
+#include "services/worker/engine/executor/llama_forward.h"
 
 namespace kvfleet::engine {
 
@@ -34,7 +35,8 @@ class CpuOps {
   CpuOps(ThreadPool& pool, const Config& config, float* rope_cos, float* rope_sin)
       : pool_(pool), config_(config), rope_cos_(rope_cos), rope_sin_(rope_sin) {}
 
-  void PrepareRope(const int32_t* positions, int64_t tokens);
+  // The RoPE angles of the batch's positions, for every layer's Rope.
+  void Prepare(const ForwardBatch& batch, const BatchArrays& arrays);
   void Embed(const model::WeightView& table, const int32_t* token_ids, int64_t tokens, float* out);
   void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
   void MatMul(const model::WeightView& w, const float* x, int64_t m, float* y);

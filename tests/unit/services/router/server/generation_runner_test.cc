@@ -68,10 +68,11 @@ class GenerationRunnerTest : public ::testing::Test {
     model_ = *RouterModel::Load(path, "");
     for (const char* id : {"w0", "w1"}) {
       auto stub = std::make_shared<NiceMock<v1::MockWorkerStub>>();
-      ON_CALL(*stub, GetInfo(_, _, _)).WillByDefault([this](auto*, const auto&, v1::WorkerInfo* info) {
+      ON_CALL(*stub, GetInfo(_, _, _)).WillByDefault([this, id](auto*, const auto&, v1::WorkerInfo* info) {
         info->set_model_id(model_->id());
         info->set_block_size(4);
         info->set_max_num_seqs(8);
+        info->set_numerics(numerics_[id]);
         return grpc::Status::OK;
       });
       ON_CALL(*stub, GetStats(_, _, _)).WillByDefault([](auto*, const auto&, v1::WorkerStats* stats) {
@@ -109,6 +110,23 @@ class GenerationRunnerTest : public ::testing::Test {
   }
   void ExpectNoCall(const std::string& id) { EXPECT_CALL(*stubs_.at(id), GenerateRaw(_, _)).Times(0); }
 
+  // The workers report these numerics identities (a new incarnation each, so
+  // the pool asks GetInfo again).
+  void SetNumerics(const std::map<std::string, std::string>& numerics) {
+    for (const auto& [id, n] : numerics) numerics_[id] = n;
+    ++incarnation_;
+    pool_->Upsert("w0", "w0", incarnation_);
+    pool_->Upsert("w1", "w1", incarnation_);
+    const auto current = [&] {
+      std::vector<PooledWorker> routable = pool_->Routable();
+      return routable.size() == 2 && std::all_of(routable.begin(), routable.end(), [&](const PooledWorker& w) {
+               return w.numerics == numerics_[w.worker_id];
+             });
+    };
+    for (int i = 0; i < 500 && !current(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(current());
+  }
+
   GenerationPlan Plan(std::vector<std::string> stops = {}) {
     v1::GenerateTextRequest r;
     for (int32_t id : {10, 11, 12, 13, 14, 15}) r.add_prompt_token_ids(id);
@@ -138,6 +156,8 @@ class GenerationRunnerTest : public ::testing::Test {
   testing::TempDir dir_;
   std::unique_ptr<RouterModel> model_;
   std::map<std::string, std::shared_ptr<NiceMock<v1::MockWorkerStub>>> stubs_;
+  std::map<std::string, std::string> numerics_;
+  uint64_t incarnation_ = 0;
   RouterMetrics metrics_;
   Placement placement_{PlacementOptions{}};
   std::unique_ptr<WorkerPool> pool_;
@@ -167,6 +187,35 @@ TEST_F(GenerationRunnerTest, AStreamCutMidwayResumesElsewhereWithTheTokensAlread
   EXPECT_EQ(out.back().usage().cached_prompt_tokens(), 4);
   EXPECT_EQ(out.back().usage().generated_tokens(), 5);
   for (size_t i = 0; i + 1 < out.size(); ++i) EXPECT_EQ(out[i].finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
+}
+
+TEST_F(GenerationRunnerTest, AStreamResumesOnlyOnAWorkerWithTheSameNumerics) {
+  // w1 runs other kernels (a GPU beside a CPU): its continuation would be
+  // close, not identical, so a broken stream is not continued there.
+  SetNumerics({{"w0", "cpu/1"}, {"w1", "cuda-sm90/1"}});
+  Expect("w0", {.messages = {Tokens({20})}, .status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection reset")});
+  ExpectNoCall("w1");
+  std::vector<v1::GenerateTextResponse> out;
+  const grpc::Status s = Run(Plan(), out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(s.error_message().find("cpu/1"), std::string::npos) << s.error_message();
+  EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{20}));
+}
+
+TEST_F(GenerationRunnerTest, BeforeTheFirstTokenAnyNumericsMayServe) {
+  SetNumerics({{"w0", "cpu/1"}, {"w1", "cuda-sm90/1"}});
+  Expect("w0", {.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining")});
+  Expect("w1", {.messages = {Final({30, 31}, v1::FINISH_REASON_STOP, 0)}});
+  std::vector<v1::GenerateTextResponse> out;
+  ASSERT_TRUE(Run(Plan(), out).ok());
+  EXPECT_EQ(out.back().worker_id(), "w1");
+  // And workers of one numerics resume each other as before.
+  SetNumerics({{"w0", "cuda-sm90/1"}, {"w1", "cuda-sm90/1"}});
+  Expect("w0", {.messages = {Tokens({40})}, .status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "reset")});
+  Expect("w1", {.messages = {Final({41}, v1::FINISH_REASON_LENGTH, 0)}});
+  out.clear();
+  ASSERT_TRUE(Run(Plan(), out).ok());
+  EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{40, 41}));
 }
 
 TEST_F(GenerationRunnerTest, AFailureBeforeTheFirstTokenIsRetriedWithNothingResumed) {

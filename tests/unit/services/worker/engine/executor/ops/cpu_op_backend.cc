@@ -35,7 +35,8 @@ class CpuOpBackend : public OpBackend {
     const int64_t tokens = static_cast<int64_t>(positions.size());
     std::vector<float> cos(static_cast<size_t>(tokens * p.rot_dim / 2)), sin(cos.size()), y = x;
     CpuOps ops(pool_, {.rope = p}, cos.data(), sin.data());
-    ops.PrepareRope(positions.data(), tokens);
+    const ForwardBatch batch = RopeOnlyBatch(positions);
+    ops.Prepare(batch, {.placement = {.positions = batch.positions.data()}});
     ops.Rope(y.data(), tokens, heads);
     return y;
   }

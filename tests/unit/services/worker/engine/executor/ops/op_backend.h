@@ -59,6 +59,19 @@ class OpBackend {
                                     const std::vector<float>& norm_weight, const HostWeights& head, float eps) = 0;
 };
 
+// A batch that only carries positions (one chunk of them, in any order), for
+// an op that reads nothing else of it.
+inline ForwardBatch RopeOnlyBatch(const std::vector<int32_t>& positions) {
+  ForwardBatch b;
+  const int32_t n = static_cast<int32_t>(positions.size());
+  b.token_ids.assign(positions.size(), 0);
+  b.positions = positions;
+  b.token_chunk.assign(positions.size(), 0);
+  b.chunk_starts = {0, n};
+  b.chunk_logits_starts = {0, 0};
+  return b;
+}
+
 // How a test suite names and makes a backend. make() returns null when the
 // backend cannot run here (no GPU); `why` then says so for the skip.
 struct BackendParam {

@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/float16.h"
 #include "tests/testing/random_data.h"
+#include "tests/unit/services/worker/engine/executor/ops/cpu_op_backend.h"
 #include "tests/unit/services/worker/engine/executor/ops/op_backend.h"
 #include "tests/unit/services/worker/engine/executor/ops/op_reference.h"
 
@@ -150,6 +151,30 @@ TEST_P(OpHarnessTest, LogitsNormAndProjectOnlyTheRowsAsked) {
       EXPECT_EQ(backend_->Logits(x, {rows[i]}, norm, head, 1e-5f), Slice(logits, static_cast<int64_t>(i), 1, vocab));
     }
   }
+}
+
+// Backends round differently (sums in other orders), so they agree within
+// the tolerances, not bit for bit: what "CPU and GPU give close numbers"
+// means, per op.
+TEST_P(OpHarnessTest, AgreesWithTheCpuBackendWithinTheTolerances) {
+  const std::unique_ptr<OpBackend> cpu = MakeCpuOpBackend(2);
+  const auto close = [](const std::vector<float>& a, const std::vector<float>& b, double tolerance) {
+    return Nmse(a, std::vector<double>(b.begin(), b.end())) < tolerance;
+  };
+  for (DType dtype : kAllDTypes) {
+    const HostWeights w = RandomWeights(dtype, 160, 576, 3);
+    const std::vector<float> x = testing::RandomFloats(5 * 576, 4, 2.0f);
+    EXPECT_TRUE(close(backend_->MatMul(w, x, 5), cpu->MatMul(w, x, 5), kMatMulTolerance)) << DTypeName(dtype);
+    const std::vector<int32_t> ids = {0, 159, 7};
+    EXPECT_EQ(backend_->Embed(w, ids), cpu->Embed(w, ids)) << "dequantization is exact: " << DTypeName(dtype);
+  }
+  const std::vector<float> x = testing::RandomFloats(4 * 576, 5, 3.0f), weight = testing::RandomFloats(576, 6);
+  EXPECT_TRUE(close(backend_->RmsNorm(x, weight, 4, 1e-5f), cpu->RmsNorm(x, weight, 4, 1e-5f), kNormTolerance));
+  const kernels::RopeParams rope{.head_dim = 64, .rot_dim = 64, .theta_base = 100000.0f};
+  const std::vector<int32_t> positions = {3, 8000, 40, 41};
+  const std::vector<float> heads = testing::RandomFloats(4 * 3 * 64, 7);
+  EXPECT_EQ(backend_->Rope(rope, heads, positions, 3), cpu->Rope(rope, heads, positions, 3))
+      << "one table of angles and the same products: RoPE agrees bit for bit";
 }
 
 // One sequence's Q/K/V per position, and the steps that compute it: each

@@ -1,0 +1,227 @@
+#include "kernels/cuda/paged_attention.h"
+
+#include "kernels/cuda/cuda_compat.h"
+
+namespace kvfleet::kernels::cuda {
+inline namespace KVFLEET_CUDA_BUILD {
+namespace {
+
+constexpr int kThreads = 128;
+
+// Eight float16 values at p (16-byte aligned) as floats.
+__device__ __forceinline__ void LoadHalf8(const uint16_t* p, float* out) {
+  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+  KVFLEET_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = ::kvfleet::cuda::HalfBitsToFloat(static_cast<uint16_t>(words[i] & 0xffffu));
+    out[2 * i + 1] = ::kvfleet::cuda::HalfBitsToFloat(static_cast<uint16_t>(words[i] >> 16));
+  }
+}
+
+__device__ __forceinline__ int64_t CacheOffset(const PagedAttentionParams& p, const int32_t* table, int64_t j,
+                                               int64_t kv_head) {
+  const int64_t block = table[j / p.layout.block_size];  // widened before the strides multiply it
+  return p.layout.Offset(block, kv_head, j % p.layout.block_size);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams p, int32_t first_item) {
+  constexpr int kDimLanes = D / 8;               // threads that share one key's V row in the o sums
+  constexpr int kSubsets = kThreads / kDimLanes;
+  __shared__ float q_s[kMaxTileRows][D];
+  __shared__ float scores[kMaxTileRows][kPartitionTokens];
+  __shared__ float row_m[kMaxTileRows];
+  __shared__ float row_l[kMaxTileRows];
+  __shared__ float combine[kSubsets][D];
+
+  const AttentionWorkItem item = p.items[first_item + static_cast<int32_t>(blockIdx.x)];
+  const int64_t kv_head = blockIdx.y;
+  const int group = static_cast<int>(p.num_heads / p.layout.num_kv_heads);
+  const int rows = item.tokens * group;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t key_begin = static_cast<int64_t>(item.partition) * kPartitionTokens;
+  const int64_t last_position = p.where.positions[item.first_token + item.tokens - 1];
+  const int64_t key_end = key_begin + kPartitionTokens < last_position + 1 ? key_begin + kPartitionTokens
+                                                                           : last_position + 1;
+  const int32_t* table = p.where.block_table + p.where.token_chunk[item.first_token] * p.where.table_width;
+
+  // Row r is token first_token + r / group, query head kv_head · group + r % group.
+  for (int idx = tid; idx < rows * D; idx += kThreads) {
+    const int r = idx / D, d = idx % D;
+    const int64_t t = item.first_token + r / group, h = kv_head * group + r % group;
+    q_s[r][d] = p.q[(t * p.num_heads + h) * D + d];
+  }
+  __syncthreads();
+
+  // Scores: thread `tid` takes keys key_begin + tid, + 128, ...; each key's
+  // row is read once and dotted with every query row, element by element.
+  __shared__ int64_t row_position[kMaxTileRows];
+  if (tid < rows) row_position[tid] = p.where.positions[item.first_token + tid / group];
+  __syncthreads();
+  for (int64_t j = key_begin + tid; j < key_end; j += kThreads) {
+    const uint16_t* k_row = p.k_cache + CacheOffset(p, table, j, kv_head);
+    float dot[kMaxTileRows];
+    KVFLEET_UNROLL
+    for (int r = 0; r < kMaxTileRows; ++r) dot[r] = 0.0f;
+    for (int c = 0; c < D / 8; ++c) {
+      float k[8];
+      LoadHalf8(k_row + c * 8, k);
+      KVFLEET_UNROLL
+      for (int r = 0; r < kMaxTileRows; ++r) {
+        if (r < rows) {
+          KVFLEET_UNROLL
+          for (int e = 0; e < 8; ++e) dot[r] = __fmaf_rn(q_s[r][c * 8 + e], k[e], dot[r]);
+        }
+      }
+    }
+    KVFLEET_UNROLL
+    for (int r = 0; r < kMaxTileRows; ++r) {
+      if (r < rows) scores[r][j - key_begin] = j <= row_position[r] ? __fmul_rn(dot[r], p.scale) : -INFINITY;
+    }
+  }
+  __syncthreads();
+
+  // Max and sum of exponentials per row: warp w takes rows w, w + 4, ...
+  const int keys = static_cast<int>(key_end - key_begin);
+  const int warp = tid / 32, lane = tid % 32;
+  for (int r = warp; r < rows; r += kThreads / 32) {
+    float m = -INFINITY;
+    for (int j = lane; j < keys; j += 32) m = fmaxf(m, scores[r][j]);
+    m = ::kvfleet::cuda::GroupMax(m, 32);
+    float l = 0.0f;
+    for (int j = lane; j < keys; j += 32) {
+      const float e = m == -INFINITY ? 0.0f : expf(__fsub_rn(scores[r][j], m));
+      scores[r][j] = e;
+      l = __fadd_rn(l, e);
+    }
+    l = ::kvfleet::cuda::GroupSum(l, 32);
+    if (lane == 0) {
+      row_m[r] = m;
+      row_l[r] = l;
+    }
+  }
+  __syncthreads();
+
+  // o per row: thread (dim_lane, subset) over keys j ≡ subset (mod kSubsets).
+  const int dim_lane = tid % kDimLanes, subset = tid / kDimLanes;
+  for (int r = 0; r < rows; ++r) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = key_begin + subset; j < key_end; j += kSubsets) {
+      const float e = scores[r][j - key_begin];
+      float v[8];
+      LoadHalf8(p.v_cache + CacheOffset(p, table, j, kv_head) + dim_lane * 8, v);
+      KVFLEET_UNROLL
+      for (int i = 0; i < 8; ++i) acc[i] = __fmaf_rn(e, v[i], acc[i]);
+    }
+    KVFLEET_UNROLL
+    for (int i = 0; i < 8; ++i) combine[subset][dim_lane * 8 + i] = acc[i];
+    __syncthreads();
+    const int64_t t = item.first_token + r / group, h = kv_head * group + r % group;
+    // A row whose position is before this partition has no partial here.
+    if (p.where.positions[t] >= key_begin) {
+      const int64_t row = (p.partial_offsets[t] + item.partition) * p.num_heads + h;
+      for (int d = tid; d < D; d += kThreads) {
+        float o = 0.0f;
+        for (int s = 0; s < kSubsets; ++s) o = __fadd_rn(o, combine[s][d]);
+        p.partial_o[row * D + d] = o;
+      }
+      if (tid == 0) {
+        p.partial_ml[2 * row] = row_m[r];
+        p.partial_ml[2 * row + 1] = row_l[r];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// One block per (token, head); thread d owns output dim d.
+template <int D>
+__global__ void CombineKernel(PagedAttentionParams p, int32_t first_token) {
+  const int64_t t = first_token + static_cast<int64_t>(blockIdx.x), h = blockIdx.y;
+  const int d = static_cast<int>(threadIdx.x);
+  const int32_t parts = PartitionsFor(p.where.positions[t]);
+  const int64_t base = p.partial_offsets[t];
+  float m_all = -INFINITY;
+  for (int32_t part = 0; part < parts; ++part) m_all = fmaxf(m_all, p.partial_ml[2 * ((base + part) * p.num_heads + h)]);
+  float l_all = 0.0f, acc = 0.0f;
+  for (int32_t part = 0; part < parts; ++part) {
+    const int64_t row = (base + part) * p.num_heads + h;
+    const float w = expf(__fsub_rn(p.partial_ml[2 * row], m_all));
+    l_all = __fmaf_rn(w, p.partial_ml[2 * row + 1], l_all);
+    if (d < D) acc = __fmaf_rn(w, p.partial_o[row * D + d], acc);
+  }
+  if (d < D) p.out[(t * p.num_heads + h) * D + d] = __fdiv_rn(acc, l_all);
+}
+
+template <int D>
+void LaunchForDim(const PagedAttentionParams& p, const AttentionPlan& plan, ::kvfleet::cuda::Stream stream) {
+  auto* partition = &PartitionKernel<D>;
+  auto* combine = &CombineKernel<D>;
+  const unsigned kv_heads = static_cast<unsigned>(p.layout.num_kv_heads);
+  for (const AttentionGroup& g : plan.groups) {
+    KVFLEET_LAUNCH(partition, dim3(static_cast<unsigned>(g.num_items), kv_heads), dim3(kThreads), 0, stream, p,
+                   g.first_item);
+    KVFLEET_LAUNCH(combine, dim3(static_cast<unsigned>(g.num_tokens), static_cast<unsigned>(p.num_heads)),
+                   dim3(D < 32 ? 32 : D), 0, stream, p, g.first_token);
+  }
+}
+
+__global__ void WriteKvKernel(KvCacheLayout layout, TokenPlacement where, const float* k, const float* v,
+                              int64_t chunks_per_token, uint16_t* k_cache, uint16_t* v_cache, int64_t total) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= total) return;
+  // idx = (token, kv_head, chunk of 8 dims)
+  const int64_t t = idx / chunks_per_token, rest = idx % chunks_per_token;
+  const int64_t h = rest / (layout.head_dim / 8), c = rest % (layout.head_dim / 8);
+  const int64_t slot = where.kv_slots[t];
+  const int64_t off = layout.Offset(slot / layout.block_size, h, slot % layout.block_size) + c * 8;
+  const int64_t src = (t * layout.num_kv_heads + h) * layout.head_dim + c * 8;
+  uint32_t kw[4], vw[4];
+  KVFLEET_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    kw[i] = ::kvfleet::cuda::FloatToHalfBits(k[src + 2 * i]) |
+            (static_cast<uint32_t>(::kvfleet::cuda::FloatToHalfBits(k[src + 2 * i + 1])) << 16);
+    vw[i] = ::kvfleet::cuda::FloatToHalfBits(v[src + 2 * i]) |
+            (static_cast<uint32_t>(::kvfleet::cuda::FloatToHalfBits(v[src + 2 * i + 1])) << 16);
+  }
+  *reinterpret_cast<uint4*>(k_cache + off) = uint4{kw[0], kw[1], kw[2], kw[3]};
+  *reinterpret_cast<uint4*>(v_cache + off) = uint4{vw[0], vw[1], vw[2], vw[3]};
+}
+
+}  // namespace
+
+bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_heads, std::string* why) {
+  if (head_dim != 16 && head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 256) {
+    if (why != nullptr) *why = "the CUDA attention kernels take head dimensions 16, 32, 64, 128 and 256";
+    return false;
+  }
+  if (num_kv_heads <= 0 || num_heads % num_kv_heads != 0 || num_heads / num_kv_heads > kMaxTileRows) {
+    if (why != nullptr) *why = "the CUDA attention kernels take at most 16 query heads per KV head";
+    return false;
+  }
+  return true;
+}
+
+void LaunchWriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
+                   int64_t tokens, uint16_t* k_cache, uint16_t* v_cache, ::kvfleet::cuda::Stream stream) {
+  const int64_t chunks_per_token = layout.num_kv_heads * (layout.head_dim / 8);
+  const int64_t total = tokens * chunks_per_token;
+  if (total == 0) return;
+  auto* kernel = &WriteKvKernel;
+  KVFLEET_LAUNCH(kernel, dim3(static_cast<unsigned>((total + 127) / 128)), dim3(128), 0, stream, layout, where, k, v,
+                 chunks_per_token, k_cache, v_cache, total);
+}
+
+void LaunchPagedAttention(const PagedAttentionParams& p, const AttentionPlan& plan, ::kvfleet::cuda::Stream stream) {
+  switch (p.layout.head_dim) {
+    case 16: return LaunchForDim<16>(p, plan, stream);
+    case 32: return LaunchForDim<32>(p, plan, stream);
+    case 64: return LaunchForDim<64>(p, plan, stream);
+    case 128: return LaunchForDim<128>(p, plan, stream);
+    case 256: return LaunchForDim<256>(p, plan, stream);
+  }
+}
+
+}  // namespace KVFLEET_CUDA_BUILD
+}  // namespace kvfleet::kernels::cuda

@@ -1,0 +1,39 @@
+// test_executor.h's GPU implementation: CUDA executors on GPU 0, through the
+// one factory. A binary that links it skips every test, saying why, where no
+// GPU is usable.
+#include <gtest/gtest.h>
+
+#include "common/check.h"
+#include "services/worker/engine/executor/executor_factory.h"
+#include "tests/testing/test_executor.h"
+
+namespace kvfleet::testing {
+namespace {
+
+class RequiresGpu : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    std::string why;
+    if (engine::CudaDeviceCount(&why) == 0) GTEST_SKIP() << "no GPU to run the CUDA backend on: " << why;
+  }
+};
+
+[[maybe_unused]] const bool kRegistered = (::testing::AddGlobalTestEnvironment(new RequiresGpu), true);
+
+}  // namespace
+
+std::string TestBackendName() { return "cuda"; }
+
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
+  options.device = engine::Device{.kind = engine::DeviceKind::kCuda, .index = 0};
+  absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> ex = engine::CreateExecutor(model, options);
+  CHECK(ex.ok()) << ex.status();
+  return std::move(*ex);
+}
+
+std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
+                                                       int64_t block_size, int threads) {
+  return NewExecutor(model, {.num_blocks = num_blocks, .block_size = block_size, .limits = kRoomyLimits});
+}
+
+}  // namespace kvfleet::testing

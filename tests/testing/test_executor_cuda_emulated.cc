@@ -1,0 +1,22 @@
+// test_executor.h's CUDA-on-the-host-emulation implementation.
+#include "common/check.h"
+#include "services/worker/engine/executor/cuda/cuda_executor.h"
+#include "tests/testing/test_executor.h"
+
+namespace kvfleet::testing {
+
+std::string TestBackendName() { return "cuda-emulated"; }
+
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
+  options.device = engine::Device{.kind = engine::DeviceKind::kCuda, .index = 0};
+  auto ex = engine::CudaExecutor::Create(model, options);
+  CHECK(ex.ok()) << ex.status();
+  return std::move(*ex);
+}
+
+std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
+                                                       int64_t block_size, int threads) {
+  return NewExecutor(model, {.num_blocks = num_blocks, .block_size = block_size, .limits = kRoomyLimits});
+}
+
+}  // namespace kvfleet::testing
