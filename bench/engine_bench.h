@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
 #include "services/worker/engine/executor/model_executor.h"
+#include "services/worker/engine/scheduler/scheduler.h"
 #include "common/flags/flags.h"
 
 namespace kvfleet::bench {
@@ -47,6 +49,19 @@ absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& 
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::LlamaModel& model,
                                                                     int64_t num_blocks, int num_threads,
                                                                     const engine::ExecutorLimits& limits);
+
+// N greedy streams of random prompts: one step prefills every prompt (the
+// token budget holds them all) and samples each stream's first token; every
+// later step decodes one token per stream, and only those are timed for
+// decode_tokens_per_s. Used by aggregate-decode and by gpu_bench.
+struct DecodeRun {
+  double decode_tokens_per_s = 0;
+  double prefill_s = 0;  // the first step: every prompt, and the first tokens
+  int64_t decode_steps = 0;
+};
+engine::SchedulerConfig DecodeScheduler(int64_t streams, int64_t prompt_len);
+absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t streams, int64_t prompt_len, int64_t gen,
+                                     std::mt19937_64& rng, int64_t vocab);
 
 // The subcommands; each parses its own flags.
 absl::Status RunKvWaste(const Flags& flags);

@@ -357,13 +357,6 @@ absl::Status RunSharedPrefix(const Flags& flags) {
   return absl::OkStatus();
 }
 
-namespace {
-
-struct DecodeRun {
-  double decode_tokens_per_s = 0;
-  double prefill_s = 0;
-  int64_t decode_steps = 0;
-};
 
 // N streams: one step prefills every prompt (the token budget holds them
 // all) and samples each stream's first token; every later step decodes one
@@ -402,8 +395,6 @@ absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t st
   run.decode_tokens_per_s = static_cast<double>(decoded) / Seconds(t2 - t1);
   return run;
 }
-
-}  // namespace
 
 absl::Status RunAggregateDecode(const Flags& flags) {
   const std::string path = flags.GetString("model", DefaultModelPath());

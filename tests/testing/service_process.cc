@@ -1,5 +1,7 @@
 #include "tests/testing/service_process.h"
 
+#include <cstdlib>
+
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -9,6 +11,11 @@
 #include "tools/cluster/service_process.h"
 
 namespace kvfleet::testing {
+
+std::string ServiceBinary(const std::string& name, const std::string& built_path) {
+  const char* dir = std::getenv("KVFLEET_BIN_DIR");
+  return dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + name : built_path;
+}
 
 absl::StatusOr<StartedService> StartServiceProcess(const std::string& name, const std::string& binary,
                                                    const std::vector<std::string>& args, const std::string& stderr_path,

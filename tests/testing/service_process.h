@@ -21,6 +21,11 @@
 
 namespace kvfleet::testing {
 
+// Where a service binary is: `built_path` (the build tree's, compiled in),
+// or $KVFLEET_BIN_DIR/<name> when that is set (packed binaries on a machine
+// without the build tree: scripts/gpu_check.sh).
+std::string ServiceBinary(const std::string& name, const std::string& built_path);
+
 struct StartedService {
   std::unique_ptr<ChildProcess> process;
   std::string address;  // the gRPC address it bound

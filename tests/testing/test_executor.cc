@@ -7,6 +7,8 @@ namespace kvfleet::testing {
 
 std::string TestBackendName() { return "cpu"; }
 
+tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base) { return ShapeFromEnvironment(base, false); }
+
 std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
   options.device = engine::Device{};
   absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> ex = engine::CreateExecutor(model, options);

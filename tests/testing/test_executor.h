@@ -15,6 +15,7 @@
 
 #include "model/llama_model.h"
 #include "services/worker/engine/executor/model_executor.h"
+#include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::testing {
 
@@ -32,5 +33,15 @@ std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& mode
 // With kRoomyLimits.
 std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
                                                        int64_t block_size, int threads = 2);
+
+// The shape the exactness suites run on: `base` (a tiny model) on the CPU
+// and the emulation; SmolLM2-135M's layers, heads, widths and 49,152-token
+// vocabulary on a GPU, keeping base's type, seed and context length.
+// KVFLEET_TEST_SHAPE=tiny or =smollm2 overrides either default.
+tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base);
+
+// The SmolLM2-135M shape over `base`, and the choice from the environment.
+tools::TinyModelOptions SmolLm2Shape(tools::TinyModelOptions base);
+tools::TinyModelOptions ShapeFromEnvironment(const tools::TinyModelOptions& base, bool smollm2_by_default);
 
 }  // namespace kvfleet::testing

@@ -24,6 +24,8 @@ class RequiresGpu : public ::testing::Environment {
 
 std::string TestBackendName() { return "cuda"; }
 
+tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base) { return ShapeFromEnvironment(base, true); }
+
 std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
   options.device = engine::Device{.kind = engine::DeviceKind::kCuda, .index = 0};
   absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> ex = engine::CreateExecutor(model, options);

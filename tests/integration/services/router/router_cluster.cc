@@ -36,7 +36,7 @@ TextStreamResult ReadStream(std::unique_ptr<grpc::ClientReader<v1::GenerateTextR
 }  // namespace
 
 absl::Status RouterCluster::StartCacheManager(const std::string& listen) {
-  ASSIGN_OR_RETURN(cachemanager_, StartServiceProcess("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY,
+  ASSIGN_OR_RETURN(cachemanager_, StartServiceProcess("kvfleet-cachemanager", ServiceBinary("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY),
                                                       {"--listen", listen, "--metrics-port", "0", "--liveness-deadline",
                                                        "1", "--heartbeat-interval", "200"},
                                                       dir_.Path("cachemanager.log"), absl::Seconds(30)));
@@ -55,7 +55,7 @@ absl::Status RouterCluster::Start(const RouterClusterOptions& options) {
   std::vector<std::string> args = {"--model",        model_path_, "--listen",       "127.0.0.1:0",
                                    "--metrics-port", "0",         "--cachemanager", cachemanager_.address};
   args.insert(args.end(), options.router_args.begin(), options.router_args.end());
-  ASSIGN_OR_RETURN(router_, StartServiceProcess("kvfleet-router", KVFLEET_ROUTER_BINARY, args, dir_.Path("router.log"),
+  ASSIGN_OR_RETURN(router_, StartServiceProcess("kvfleet-router", ServiceBinary("kvfleet-router", KVFLEET_ROUTER_BINARY), args, dir_.Path("router.log"),
                                                 absl::Seconds(30)));
   if (!WaitForLiveWorkers(options.workers, std::chrono::seconds(30))) {
     return absl::DeadlineExceededError(

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/testing/service_process.h"
 #include "tests/testing/http_get.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -31,7 +32,7 @@ absl::Status WorkerHarness::Start(const std::vector<std::string>& extra_args, co
   }
   std::vector<std::string> args = {"--kv-cache-memory", "64MiB", "--threads", "1"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  ASSIGN_OR_RETURN(worker_, WorkerProcess::Start({.binary = KVFLEET_WORKER_BINARY,
+  ASSIGN_OR_RETURN(worker_, WorkerProcess::Start({.binary = ServiceBinary("kvfleet-worker", KVFLEET_WORKER_BINARY),
                                                   .model_path = model,
                                                   .extra_args = args,
                                                   .stderr_path = dir_.Path("worker.log")}));

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/integration/services/worker/worker_harness.h"
+#include "tests/testing/service_process.h"
 
 namespace kvfleet::testing {
 namespace {
@@ -100,6 +101,46 @@ TEST(WorkerLifecycleTest, ACorruptModelFileExitsNonZeroNamingTheFile) {
                                       .ready_timeout = absl::Seconds(30)});
   ASSERT_FALSE(worker.ok());
   EXPECT_NE(worker.status().message().find("broken.gguf"), std::string::npos) << worker.status();
+}
+
+TEST(WorkerLifecycleTest, AGpuThatCannotBeUsedIsAClearErrorAtStart) {
+  // This machine has no usable GPU (a GPU machine runs the gpu-labelled
+  // tests instead): asking for one fails at start, saying why and what to do.
+  TempDir dir;
+  ASSERT_TRUE(WriteHarnessModel(dir.Path("tiny.gguf")).ok());
+  const std::string worker_binary = ServiceBinary("kvfleet-worker", KVFLEET_WORKER_BINARY);
+  auto gpu = WorkerProcess::Start({.binary = worker_binary,
+                                   .model_path = dir.Path("tiny.gguf"),
+                                   .extra_args = {"--device", "cuda:3"},
+                                   .stderr_path = dir.Path("gpu.log"),
+                                   .ready_timeout = absl::Seconds(30)});
+  ASSERT_FALSE(gpu.ok()) << "a worker started on cuda:3";
+  const std::string message(gpu.status().message());
+  EXPECT_NE(message.find("cuda:3"), std::string::npos) << message;
+  EXPECT_NE(message.find("--device cpu"), std::string::npos) << message;
+
+  auto bad = WorkerProcess::Start({.binary = worker_binary,
+                                   .model_path = dir.Path("tiny.gguf"),
+                                   .extra_args = {"--device", "tpu"},
+                                   .stderr_path = dir.Path("bad.log"),
+                                   .ready_timeout = absl::Seconds(30)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown device 'tpu'"), std::string::npos) << bad.status();
+}
+
+TEST(WorkerLifecycleTest, AutoTakesTheCpuHereAndReportsItsNumerics) {
+  WorkerHarness harness;
+  ASSERT_TRUE(harness.Start({"--device", "auto"}).ok());
+  grpc::ClientContext ctx;
+  v1::WorkerInfo info;
+  ASSERT_TRUE(harness.Stub()->GetInfo(&ctx, v1::GetInfoRequest(), &info).ok());
+  EXPECT_EQ(info.device(), "cpu");
+  EXPECT_EQ(info.numerics(), "cpu/1");
+  auto scrape = harness.ScrapeMetrics();
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->Value("kvfleet_worker_device_info", {{"device", "cpu"}, {"numerics", "cpu/1"}}), 1.0);
+  EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"component", "kv_cache"}}), 0.0);
+  EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"component", "scratch"}}), 0.0);
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new kvfleet::testing::TempDir();
-    ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kQ8_0, .seed = 21}, dir_->Path("t.gguf")).ok());
+    ASSERT_TRUE(
+        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 21}), dir_->Path("t.gguf")).ok());
     model_ = model::LlamaModel::Load(dir_->Path("t.gguf"))->release();
   }
   static void TearDownTestSuite() {

@@ -136,6 +136,43 @@ TEST_P(ExecutorBackendTest, RefusesWhatTheContractRefuses) {
   EXPECT_FALSE(ex->info().numerics.empty());
 }
 
+// The same on the shape this binary's suites run on (SmolLM2-135M's on a
+// GPU). Rounding differences compound layer by layer (each op agrees to
+// about 1e-14; thirty random layers measured 3e-8 in the emulation), so the
+// whole model's bound is looser than any one op's, and still far from the
+// order-one error of a wrong kernel.
+TEST(ExecutorBackendShapeTest, LogitsOnTheSuitesModelShapeAreCloseToTheCpuBackends) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("shape.gguf");
+  ASSERT_TRUE(tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ4_1, .seed = 13}), path).ok());
+  auto model = model::LlamaModel::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto cpu = CpuExecutor::Create(**model, {.num_blocks = 16, .block_size = 16});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto ex = testing::NewTinyExecutor(**model, 16, 16);
+  std::vector<model::TokenId> tokens(60);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<model::TokenId>((i * 131 + 7) % 280);
+  std::vector<BlockId> table;
+  for (int32_t i = 0; i < 4; ++i) table.emplace_back(i);
+  ForwardBatchBuilder builder(16);
+  builder.AddChunk(tokens, 0, table, LogitsWanted::kAll);
+  auto want = (*cpu)->Forward(builder.Finish());
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::vector<float> reference(want->logits, want->logits + want->num_rows * want->vocab_size);
+  auto got = ex->Forward(builder.Finish());
+  ASSERT_TRUE(got.ok()) << got.status();
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    err += (got->logits[i] - reference[i]) * (got->logits[i] - reference[i]);
+    norm += double{reference[i]} * reference[i];
+  }
+  EXPECT_LT(err / norm, 1e-6) << (*model)->hparams().num_layers << " layers, vocabulary "
+                              << (*model)->hparams().vocab_size << ", " << testing::TestBackendName();
+  std::printf("normalised MSE of %s logits against the CPU's (%lld layers, vocabulary %lld): %.3g\n",
+              testing::TestBackendName().c_str(), static_cast<long long>((*model)->hparams().num_layers),
+              static_cast<long long>((*model)->hparams().vocab_size), err / norm);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, ExecutorBackendTest, ::testing::ValuesIn(kAllDTypes),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
