@@ -76,6 +76,17 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   while (done_chunks_.load() < num_chunks_ || active_.load() > 0) _mm_pause();
 }
 
+void ThreadPool::RunOnEachThread(const std::function<void()>& fn) {
+  // One chunk per thread, and no thread leaves its chunk before every chunk
+  // has started: so no thread can take two, and every thread takes one.
+  std::atomic<int> started{0};
+  ParallelFor(num_threads_, [&](int64_t, int64_t) {
+    started.fetch_add(1);
+    fn();
+    while (started.load() < num_threads_) _mm_pause();
+  });
+}
+
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {

@@ -38,6 +38,11 @@ class ThreadPool {
   // when all are done. Range starts are multiples of `grain`.
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
+  // Runs fn exactly once on every thread of the pool (the caller's
+  // included) and returns when all are done: to size per-thread scratch
+  // before the first real loop, so that none allocates later.
+  void RunOnEachThread(const std::function<void()>& fn);
+
  private:
   // Claims and runs chunks of the current job until none are left.
   void RunChunks();

@@ -203,8 +203,13 @@ void FusedMatMul(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
   }
 }
 
-void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+std::vector<float>& RowScratch() {
   thread_local std::vector<float> scratch;
+  return scratch;
+}
+
+void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+  std::vector<float>& scratch = RowScratch();
   scratch.resize(static_cast<size_t>(kRowTile * p.k));
   const int64_t row_bytes = RowBytes(p.w_type, p.k);
   const auto* w_bytes = static_cast<const uint8_t*>(p.w);
@@ -234,6 +239,8 @@ void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 float DotReference(const float* w, const float* x, int64_t k) { return DotOne(w, x, k); }
+
+void ReserveMatMulScratch(int64_t max_k) { RowScratch().reserve(static_cast<size_t>(kRowTile * max_k)); }
 
 void MatMul(const MatMulParams& p, ThreadPool& pool) {
   CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";

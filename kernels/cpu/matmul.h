@@ -36,6 +36,10 @@ struct MatMulParams {
 
 void MatMul(const MatMulParams& p, ThreadPool& pool);
 
+// Sizes the calling thread's dequantization scratch for inner dimensions up
+// to max_k, so no later MatMul on it allocates (run it on each pool thread).
+void ReserveMatMulScratch(int64_t max_k);
+
 // The per-element reference: y = Σ_k dequant(w)[k] · x[k] in the same order
 // as MatMul. Tests compare MatMul against it bit for bit.
 float DotReference(const float* w_dequantized, const float* x, int64_t k);

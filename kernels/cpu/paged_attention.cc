@@ -73,12 +73,23 @@ void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const flo
   }
 }
 
+namespace {
+
+std::vector<float>& Scores() {
+  thread_local std::vector<float> scores;
+  return scores;
+}
+
+}  // namespace
+
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool) {
   const int64_t work = p.num_tokens * p.num_heads;
   pool.ParallelFor(work, [&p](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores;
+    std::vector<float>& scores = Scores();
     for (int64_t w = begin; w < end; ++w) AttendOne(p, w / p.num_heads, w % p.num_heads, scores);
   });
 }
+
+void ReservePagedAttentionScratch(int64_t max_context) { Scores().reserve(static_cast<size_t>(max_context)); }
 
 }  // namespace kvfleet::kernels

@@ -38,4 +38,8 @@ struct PagedAttentionParams {
 // must already be in the cache (including its own K/V).
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool);
 
+// Sizes the calling thread's score scratch for contexts up to max_context,
+// so no later PagedAttention on it allocates (run it on each pool thread).
+void ReservePagedAttentionScratch(int64_t max_context);
+
 }  // namespace kvfleet::kernels

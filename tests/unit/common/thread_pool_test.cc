@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include <mutex>
+
+#include <set>
+
 #include <atomic>
 #include <vector>
 
@@ -45,4 +51,22 @@ TEST(ThreadPoolTest, ManyShortLoopsInARowLoseNothing) {
 }
 
 }  // namespace
+TEST(ThreadPoolTest, RunOnEachThreadRunsOnceOnEveryThread) {
+  for (int threads : {1, 2, 5}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 20; ++round) {
+      std::mutex mu;
+      std::set<std::thread::id> ids;
+      int calls = 0;
+      pool.RunOnEachThread([&] {
+        std::lock_guard<std::mutex> lock(mu);
+        ids.insert(std::this_thread::get_id());
+        ++calls;
+      });
+      EXPECT_EQ(calls, threads);
+      EXPECT_EQ(static_cast<int>(ids.size()), threads) << "round " << round;
+    }
+  }
+}
+
 }  // namespace kvfleet

@@ -58,6 +58,29 @@ struct LlamaActivationSizes {
             .logits = max_logits_rows * hp.vocab_size};
   }
   int64_t total() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits_in + logits; }
+
+  // The activations laid out one after another from `base` (total() floats);
+  // every buffer starts 16-byte aligned when base is and the widths are
+  // multiples of 4, as the model's are.
+  LlamaActivations Carve(float* base) const {
+    float* p = base;
+    const auto take = [&p](int64_t n) {
+      float* at = p;
+      p += n;
+      return at;
+    };
+    return {.x = take(x),
+            .xn = take(x),
+            .q = take(q),
+            .k = take(kv),
+            .v = take(kv),
+            .attn = take(q),
+            .proj = take(x),
+            .gate = take(ffn),
+            .up = take(ffn),
+            .logits_in = take(logits_in),
+            .logits = take(logits)};
+  }
 };
 
 // The batch's arrays where the backend's kernels read them.

@@ -1,5 +1,6 @@
 #include "services/worker/engine/executor/cpu/cpu_executor.h"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -8,6 +9,8 @@
 #include "common/host_memory.h"
 #include "common/kv_sizing.h"
 #include "common/status_macros.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/paged_attention.h"
 
 namespace kvfleet::engine {
 
@@ -45,21 +48,15 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
   const int64_t rope_floats = T * (hp_.rope_dim / 2);
   scratch_floats_ = sizes.total() + 2 * rope_floats;
   scratch_.reset(new float[static_cast<size_t>(scratch_floats_)]);
-  float* p = scratch_.get();
-  const auto take = [&p](int64_t n) { return std::exchange(p, p + n); };
-  activations_ = {.x = take(sizes.x),
-                  .xn = take(sizes.x),
-                  .q = take(sizes.q),
-                  .k = take(sizes.kv),
-                  .v = take(sizes.kv),
-                  .attn = take(sizes.q),
-                  .proj = take(sizes.x),
-                  .gate = take(sizes.ffn),
-                  .up = take(sizes.ffn),
-                  .logits_in = take(sizes.logits_in),
-                  .logits = take(sizes.logits)};
-  rope_cos_ = take(rope_floats);
-  rope_sin_ = take(rope_floats);
+  activations_ = sizes.Carve(scratch_.get());
+  rope_cos_ = scratch_.get() + sizes.total();
+  rope_sin_ = rope_cos_ + rope_floats;
+  // The kernels' per-thread scratch too, on every thread, once.
+  const int64_t max_k = std::max({hp_.hidden_size, hp_.ffn_size, hp_.num_heads * hp_.head_dim});
+  pool_.RunOnEachThread([&] {
+    kernels::ReserveMatMulScratch(max_k);
+    kernels::ReservePagedAttentionScratch(hp_.context_length);
+  });
 }
 
 ExecutorMemory CpuExecutor::memory() const {

@@ -176,19 +176,7 @@ absl::Status CudaExecutor::AllocateScratch() {
   const ExecutorLimits& lim = info_.limits;
   const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, lim.max_batch_tokens, lim.max_logits_rows);
   ASSIGN_OR_RETURN(activation_buffer_, cu::DeviceBuffer::Allocate(static_cast<size_t>(sizes.total()) * sizeof(float)));
-  float* p = activation_buffer_.as<float>();
-  const auto take = [&p](int64_t n) { return std::exchange(p, p + n); };
-  activations_ = {.x = take(sizes.x),
-                  .xn = take(sizes.x),
-                  .q = take(sizes.q),
-                  .k = take(sizes.kv),
-                  .v = take(sizes.kv),
-                  .attn = take(sizes.q),
-                  .proj = take(sizes.x),
-                  .gate = take(sizes.ffn),
-                  .up = take(sizes.ffn),
-                  .logits_in = take(sizes.logits_in),
-                  .logits = take(sizes.logits)};
+  activations_ = sizes.Carve(activation_buffer_.as<float>());
 
   const int64_t width = (hp_.context_length + options_.block_size - 1) / options_.block_size;
   const BatchLayout batch = LayoutFor(lim.max_batch_tokens, lim.max_batch_chunks, width, lim.max_logits_rows);

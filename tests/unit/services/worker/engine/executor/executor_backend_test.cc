@@ -1,7 +1,8 @@
-// This binary's backend (tests/testing/test_executor.h) behind the executor
-// contract: logits bit-identical alone or batched, prefilled whole or in
-// chunks, and wherever the blocks sit; close to the CPU backend's on the same
-// model; and the contract's refusals.
+// This binary's backend (tests/testing/test_executor.h: the CPU in
+// engine_test, the CUDA executor in its emulated and GPU twins) behind the
+// executor contract: logits bit-identical alone or batched, prefilled whole
+// or in chunks, at any thread count and wherever the blocks sit; close to
+// the CPU backend's on the same model; and the contract's refusals.
 #include <gtest/gtest.h>
 
 #include "services/worker/engine/executor/cpu/cpu_executor.h"
@@ -127,9 +128,24 @@ TEST_P(ExecutorBackendTest, RefusesWhatTheContractRefuses) {
   builder.AddChunk(Tokens(9, 1), 0, Blocks({0, 1, 2}), LogitsWanted::kLast);
   EXPECT_EQ(ex->Forward(builder.Finish()).status().code(), absl::StatusCode::kInvalidArgument);
   builder.Clear();
+  for (int32_t c = 0; c < 3; ++c) builder.AddChunk(Tokens(1, c), 0, Blocks({c}), LogitsWanted::kLast);
+  EXPECT_NE(ex->Forward(builder.Finish()).status().message().find("3 chunks"), std::string::npos);
+  // Malformed chunks: each refusal names what is wrong.
+  const auto forward_error = [&](std::span<const model::TokenId> tokens, int32_t start,
+                                 const std::vector<BlockId>& table) {
+    builder.Clear();
+    builder.AddChunk(tokens, start, table, LogitsWanted::kLast);
+    return std::string(ex->Forward(builder.Finish()).status().message());
+  };
   const std::vector<model::TokenId> bad = {1, 99999};
-  builder.AddChunk(bad, 0, Blocks({0}), LogitsWanted::kLast);
-  EXPECT_NE(ex->Forward(builder.Finish()).status().message().find("99999"), std::string::npos);
+  EXPECT_NE(forward_error(bad, 0, Blocks({0})).find("99999"), std::string::npos);
+  const auto eight = Tokens(8, 1);
+  EXPECT_NE(forward_error(eight, 0, Blocks({0})).find("needs 2 blocks"), std::string::npos);
+  EXPECT_NE(forward_error(eight, 0, Blocks({0, 100})).find("block 100"), std::string::npos);
+  std::vector<BlockId> long_table;
+  for (int i = 0; i < 64; ++i) long_table.emplace_back(i % 8);
+  EXPECT_NE(forward_error(std::span(eight).subspan(0, 7), 250, long_table).find("context length 256"),
+            std::string::npos);
   const ExecutorMemory memory = ex->memory();
   EXPECT_GT(memory.scratch_bytes, 0);
   EXPECT_EQ(memory.kv_cache_bytes, 8 * 4 * ex->info().kv_bytes_per_token);
