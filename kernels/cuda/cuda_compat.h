@@ -17,7 +17,6 @@
 #define KVFLEET_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
   KVFLEET_EMULATED_LAUNCH(kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
 #define KVFLEET_UNROLL
-#define KVFLEET_DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(::kvfleet::cuda_emu::DynamicShared())
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -25,15 +24,10 @@
 #define KVFLEET_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
   kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__)
 #define KVFLEET_UNROLL _Pragma("unroll")
-#define KVFLEET_DYNAMIC_SHARED(T, name)                   \
-  extern __shared__ __align__(16) unsigned char kvfleet_dynamic_shared_[]; \
-  T* name = reinterpret_cast<T*>(kvfleet_dynamic_shared_)
 #endif
 
 namespace kvfleet::cuda {
 inline namespace KVFLEET_CUDA_BUILD {
-
-inline constexpr int kWarpSize = 32;
 
 // IEEE binary16 bits to float and back (round to nearest even): exact
 // conversions, bit-identical on the GPU, in the emulation and in kernels/cpu.

@@ -80,7 +80,6 @@ struct BlockRun {
   uint64_t generation = 0;
   int live = 0;
   std::vector<int> warp_live;
-  std::vector<unsigned char> shared;
   void* scheduler_sp = nullptr;
   int current = -1;
 };
@@ -191,8 +190,6 @@ uint32_t ShuffleWord(uint32_t value, int source) {
   return slots[source & (kWarp - 1)];
 }
 
-void* DynamicShared() { return g_run->shared.data(); }
-
 namespace {
 
 template <typename Combine>
@@ -242,7 +239,7 @@ void Launch(Dim3 grid, Dim3 block, size_t shared_bytes, const std::function<void
   run.fibers.resize(threads);
   run.warps.resize(threads / kWarp);
   run.warp_live.resize(threads / kWarp);
-  run.shared.assign(shared_bytes + 16, 0);
+  if (shared_bytes > 0) Die("dynamic shared memory is not emulated: declare __shared__ arrays");
   // Stacks are kept across launches: a launch is often a few microseconds of work.
   thread_local std::vector<std::unique_ptr<char[]>> stacks;
   while (stacks.size() < threads) stacks.emplace_back(new char[kStackBytes]);

@@ -46,7 +46,6 @@ void SyncWarp();
 // offers `value` and receives lane `source`'s.
 uint32_t ShuffleWord(uint32_t value, int source);
 int LaneId();
-void* DynamicShared();
 // cuda::GroupSum / GroupMax (cuda_compat.h) in one step: every lane offers
 // its value, and at one barrier the butterfly of xor exchanges the device
 // runs is computed for the whole warp, in the same order with the same
@@ -55,8 +54,9 @@ void* DynamicShared();
 float ButterflySum(float value, int lanes);
 float ButterflyMax(float value, int lanes);
 
-// Runs `kernel` once per thread of every block of the grid. CHECK-fails on
-// a block that is not a whole number of warps, or on a deadlocked barrier.
+// Runs `kernel` once per thread of every block of the grid. Aborts, saying
+// why, on a block that is not a whole number of warps, on dynamic shared
+// memory (no kernel here uses it) or on a deadlocked barrier.
 void Launch(Dim3 grid, Dim3 block, size_t shared_bytes, const std::function<void()>& kernel);
 
 // Fibers of a block run last-to-first instead of first-to-last (for tests).

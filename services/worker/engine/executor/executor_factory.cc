@@ -10,8 +10,6 @@
 
 namespace kvfleet::engine {
 
-bool CudaBackendBuilt() { return KVFLEET_HAS_CUDA != 0; }
-
 int CudaDeviceCount(std::string* why_none) {
 #if KVFLEET_HAS_CUDA
   return CudaExecutor::DeviceCount(why_none);

@@ -25,11 +25,9 @@ absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Llama
 // CPU, logging which and why. Anything else as ParseDevice.
 absl::StatusOr<Device> ResolveDevice(std::string_view spec);
 
-// Whether this binary has the CUDA backend, and what it sees: for --help,
-// logs and tests that skip without a GPU.
-bool CudaBackendBuilt();
-// The usable GPUs' count (0 without the backend or a driver), and a line on
-// why there are none.
+// The usable GPUs' count (0 without the CUDA backend in this build or
+// without a driver), and a line on why there are none: for logs and for
+// tests that skip without a GPU.
 int CudaDeviceCount(std::string* why_none = nullptr);
 
 }  // namespace kvfleet::engine

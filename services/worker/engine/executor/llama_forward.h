@@ -22,10 +22,13 @@
 
 #include <cstdint>
 
+#include "common/kv_sizing.h"
 #include "kernels/paged_kv.h"
 #include "model/llama_hparams.h"
+#include "model/llama_model.h"
 #include "model/llama_weights.h"
 #include "services/worker/engine/executor/forward_batch.h"
+#include "services/worker/engine/executor/model_executor.h"
 
 namespace kvfleet::engine {
 
@@ -82,6 +85,23 @@ struct LlamaActivationSizes {
             .logits = take(logits)};
   }
 };
+
+// What every Llama executor reports before its cache exists: the model's
+// shape, the options' geometry and limits (logits rows resolved), a float16
+// cache's bytes per token. The backend adds its numerics.
+inline ExecutorInfo LlamaExecutorInfo(const model::LlamaModel& model, const ExecutorOptions& options) {
+  const model::LlamaHparams& hp = model.hparams();
+  ExecutorInfo info{.device = options.device,
+                    .vocab_size = hp.vocab_size,
+                    .context_length = hp.context_length,
+                    .block_size = options.block_size,
+                    .num_layers = hp.num_layers,
+                    .weight_bytes = model.file().file_size(),
+                    .kv_bytes_per_token = KvBytesPerToken(hp.kv_shape(), sizeof(uint16_t)),
+                    .limits = options.limits};
+  info.limits.max_logits_rows = options.limits.logits_rows();
+  return info;
+}
 
 // The batch's arrays where the backend's kernels read them.
 struct BatchArrays {

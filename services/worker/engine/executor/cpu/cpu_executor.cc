@@ -7,7 +7,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_memory.h"
-#include "common/kv_sizing.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/paged_attention.h"
@@ -27,17 +26,12 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Ll
 }
 
 CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
-    : model_(model), hp_(model.hparams()), options_(options), pool_(options.num_threads) {
-  info_.device = options.device;
+    : model_(model),
+      hp_(model.hparams()),
+      options_(options),
+      info_(LlamaExecutorInfo(model, options)),
+      pool_(options.num_threads) {
   info_.numerics = kCpuNumerics;
-  info_.vocab_size = hp_.vocab_size;
-  info_.context_length = hp_.context_length;
-  info_.block_size = options.block_size;
-  info_.num_layers = hp_.num_layers;
-  info_.weight_bytes = model.file().file_size();
-  info_.kv_bytes_per_token = KvBytesPerToken(hp_.kv_shape(), sizeof(uint16_t));
-  info_.limits = options.limits;
-  info_.limits.max_logits_rows = options.limits.logits_rows();
 
   const model::WeightView& rf = model.weights().rope_freqs;
   if (rf.present()) rope_freq_factors_.assign(rf.f32(), rf.f32() + rf.cols);

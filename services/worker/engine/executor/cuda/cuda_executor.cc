@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-#include "common/kv_sizing.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/rope.h"
@@ -73,17 +72,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::
 }
 
 CudaExecutor::CudaExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
-    : model_(model), hp_(model.hparams()), options_(options), device_weights_(model.weights()) {
-  info_.device = options.device;
-  info_.vocab_size = hp_.vocab_size;
-  info_.context_length = hp_.context_length;
-  info_.block_size = options.block_size;
-  info_.num_layers = hp_.num_layers;
-  info_.weight_bytes = model.file().file_size();
-  info_.kv_bytes_per_token = KvBytesPerToken(hp_.kv_shape(), sizeof(uint16_t));
-  info_.limits = options.limits;
-  info_.limits.max_logits_rows = options.limits.logits_rows();
-}
+    : model_(model),
+      hp_(model.hparams()),
+      options_(options),
+      info_(LlamaExecutorInfo(model, options)),
+      device_weights_(model.weights()) {}
 
 CudaExecutor::~CudaExecutor() {
   if (stream_ != nullptr) {
