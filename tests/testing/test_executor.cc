@@ -16,12 +16,4 @@ std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& mode
   return std::move(*ex);
 }
 
-std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
-                                                       int64_t block_size, int threads) {
-  return NewExecutor(model, {.num_blocks = num_blocks,
-                             .block_size = block_size,
-                             .num_threads = threads,
-                             .limits = kRoomyLimits});
-}
-
 }  // namespace kvfleet::testing

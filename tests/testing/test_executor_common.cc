@@ -1,10 +1,19 @@
-// test_executor.h's model shapes, shared by every backend's implementation.
+// The parts of test_executor.h every backend's implementation shares: the
+// tiny executors (over the backend's NewExecutor) and the model shapes.
 #include <cstdlib>
 #include <string>
 
 #include "tests/testing/test_executor.h"
 
 namespace kvfleet::testing {
+
+std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
+                                                       int64_t block_size, int threads) {
+  return NewExecutor(model, {.num_blocks = num_blocks,
+                             .block_size = block_size,
+                             .num_threads = threads,
+                             .limits = kRoomyLimits});
+}
 
 tools::TinyModelOptions SmolLm2Shape(tools::TinyModelOptions base) {
   base.num_layers = 30;
