@@ -56,10 +56,12 @@ absl::Status Run(const RouterOptions& o) {
                    transport::StartGrpcServer({.address = o.listen,
                                                .services = {&service},
                                                .max_receive_message_bytes = o.max_message_bytes,
-                                               .health_service_names = {"kvfleet.v1.Inference"}}));
-  std::printf("kvfleet-router listening grpc=%s metrics=%s:%d\n", server.address.c_str(), o.metrics_host.c_str(),
-              exposer->port());
-  server.SetServing(true);
+                                               .health_service_names = {"kvfleet.v1.Inference"},
+                                               .health_port = o.health_port,
+                                               .health_host = o.metrics_host}));
+  transport::PrintListening("kvfleet-router", server, o.metrics_host, exposer->port());
+  server.SetLive(true);
+  server.SetReady(true);
   KVFLEET_LOG_INFO("routing model {} ({} policy) on {}; workers from {}", model->id(), PolicyName(o.placement.policy),
                    server.address, o.cachemanager.empty() ? "--workers" : "cachemanager " + o.cachemanager);
   std::printf("kvfleet-router ready\n");
@@ -67,8 +69,8 @@ absl::Status Run(const RouterOptions& o) {
 
   const int sig = transport::TerminationSignals::Wait();
   KVFLEET_LOG_INFO("received signal {}: finishing the calls in flight", sig);
-  server.SetServing(false);
-  server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  server.SetReady(false);
+  server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
   if (watcher) watcher->Stop();
   pool.Stop();
   exposer->RemoveCollectable(pool_collector);

@@ -1,23 +1,87 @@
 #include "services/transport/grpc_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+
+#include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace kvfleet::transport {
+namespace {
 
-void RunningServer::SetServing(bool serving) const {
+void SetStatus(grpc::Server* server, const std::string& name, bool serving) {
+  if (server == nullptr) return;
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  if (health == nullptr) return;
-  health->SetServingStatus(serving);
-  for (const std::string& name : health_service_names) health->SetServingStatus(name, serving);
+  // Always by name: the nameless overload sets every name at once,
+  // liveness included.
+  if (health != nullptr) health->SetServingStatus(name, serving);
+}
+
+// Drops the builder plugins linked into the process (server reflection
+// registers itself when its library loads).
+class WithoutPlugins : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override { plugins->clear(); }
+};
+
+absl::Status CannotListen(const std::string& address) {
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen on ", address, "; is the port in use, or the address not local?"));
+}
+
+// A server with grpc.health.v1 alone: no services, no plugins, and every
+// other method answered UNIMPLEMENTED by `unknown_methods` (gRPC refuses to
+// build a server with nothing to poll before health is added).
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthOnlyServer(const std::string& address,
+                                                                    grpc::CallbackGenericService* unknown_methods,
+                                                                    int* port) {
+  grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<WithoutPlugins>());
+  builder.RegisterCallbackGenericService(unknown_methods);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) return CannotListen(address);
+  return server;
+}
+
+}  // namespace
+
+void RunningServer::SetReady(bool ready) const {
+  for (grpc::Server* s : {server.get(), health_server.get()}) {
+    SetStatus(s, "", ready);
+    for (const std::string& name : health_service_names) SetStatus(s, name, ready);
+  }
+}
+
+void RunningServer::SetLive(bool live) const {
+  for (grpc::Server* s : {server.get(), health_server.get()}) SetStatus(s, kLivenessServiceName, live);
+}
+
+void RunningServer::Shutdown(std::chrono::system_clock::time_point deadline) const {
+  server->Shutdown(deadline);
+  if (health_server != nullptr) health_server->Shutdown(std::chrono::system_clock::now());
 }
 
 absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) {
-  // Process-wide switches; both must be set before the builder runs.
+  // Process-wide switches; both must be set before a builder runs.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  RunningServer running;
+  if (options.health_port >= 0) {
+    const std::string address = absl::StrCat(options.health_host, ":", options.health_port);
+    int port = 0;
+    running.health_unknown_methods = std::make_unique<grpc::CallbackGenericService>();
+    auto health = StartHealthOnlyServer(address, running.health_unknown_methods.get(), &port);
+    if (!health.ok()) return health.status();
+    running.health_server = std::move(*health);
+    running.health_address = absl::StrCat(options.health_host, ":", port);
+  }
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -30,17 +94,14 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   for (grpc::Service* service : options.services) builder.RegisterService(service);
 
-  RunningServer running;
   running.server = builder.BuildAndStart();
-  if (running.server == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address,
-                                               "; is the port in use, or the address not local?"));
-  }
+  if (running.server == nullptr || port == 0) return CannotListen(options.address);
   running.port = port;
   const std::string host = options.address.substr(0, options.address.rfind(':'));
   running.address = absl::StrCat(host, ":", port);
   running.health_service_names = options.health_service_names;
-  running.SetServing(false);
+  running.SetReady(false);
+  running.SetLive(false);
   return running;
 }
 

@@ -13,11 +13,35 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "common/flags/flags.h"
 #include "common/logging.h"
+#include "services/transport/grpc_server.h"
 #include "services/transport/termination_signals.h"
 
 namespace kvfleet::transport {
+
+// --health-port N, the same on every service: -1 (absent) none, 0 a free
+// port, else that port.
+inline absl::StatusOr<int> ParseHealthPort(const flags::Flags& f) {
+  if (!f.Has("health-port")) return -1;
+  absl::StatusOr<int64_t> port = f.GetInt("health-port", -1);
+  if (!port.ok()) return port.status();
+  if (*port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--health-port ", *port, " is not a port (0 picks a free one)"));
+  }
+  return static_cast<int>(*port);
+}
+
+// The line scripts and tests wait for once a service has bound its ports:
+//   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]
+inline void PrintListening(const char* name, const RunningServer& server, const std::string& metrics_host,
+                           int metrics_port) {
+  std::string line = absl::StrCat(name, " listening grpc=", server.address, " metrics=", metrics_host, ":", metrics_port);
+  if (!server.health_address.empty()) absl::StrAppend(&line, " health=", server.health_address);
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
 
 // Options must have a `log_level` string.
 template <typename Options>

@@ -123,10 +123,10 @@ absl::Status Run(const WorkerOptions& o) {
                    transport::StartGrpcServer({.address = o.listen,
                                                .services = {&service},
                                                .max_receive_message_bytes = o.max_message_bytes,
-                                               .health_service_names = {"kvfleet.v1.Worker"}}));
-  std::printf("kvfleet-worker listening grpc=%s metrics=%s:%d\n", server.address.c_str(), o.metrics_host.c_str(),
-              exposer->port());
-  std::fflush(stdout);
+                                               .health_service_names = {"kvfleet.v1.Worker"},
+                                               .health_port = o.health_port,
+                                               .health_host = o.metrics_host}));
+  transport::PrintListening("kvfleet-worker", server, o.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
   const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
@@ -156,7 +156,13 @@ absl::Status Run(const WorkerOptions& o) {
   engine.Start();
   service.Attach(engine, MakeInfo(o, m));
   HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
-                          [&server](bool serving) { server.SetServing(serving); });
+                          [&server](HealthVerdict health) {
+                            server.SetLive(health.live);
+                            server.SetReady(health.ready);
+                          });
+  auto progress = std::make_shared<EngineProgressCollector>(
+      [&watchdog] { return watchdog.Progress(HealthWatchdog::Clock::now()); });
+  exposer->RegisterCollectable(progress);
   watchdog.SetLoaded(true);
   watchdog.Start();
   if (publisher) publisher->Start(engine, [&service] { return service.draining(); });
@@ -171,7 +177,8 @@ absl::Status Run(const WorkerOptions& o) {
   const int sig = TerminationSignals::Wait();
   KVFLEET_LOG_INFO("received signal {}", sig);
   Drain(o, service, watchdog, engine);
-  server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  exposer->RemoveCollectable(progress);  // it reads the watchdog and the engine
   watchdog.Stop();
   if (publisher) publisher->Stop();
   exposer->RemoveCollectable(engine_stats);  // no scrape may read the engine past here

@@ -31,7 +31,8 @@ absl::StatusOr<StartedService> StartServiceProcess(const std::string& name, cons
                         absl::StrCat(name, " did not start: ", endpoints.status().message(), tail));
   }
   return StartedService{
-      .process = std::move(child), .address = endpoints->grpc_address, .metrics_port = endpoints->metrics_port};
+      .process = std::move(child), .address = endpoints->grpc_address, .metrics_port = endpoints->metrics_port,
+                        .health_address = endpoints->health_address};
 }
 
 std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address) {

@@ -30,6 +30,7 @@ struct StartedService {
   std::unique_ptr<ChildProcess> process;
   std::string address;  // the gRPC address it bound
   int metrics_port = 0;
+  std::string health_address;  // empty unless started with --health-port
 };
 
 // Fails (quoting its stdout lines and the tail of `stderr_path`) if the

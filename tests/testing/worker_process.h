@@ -46,6 +46,8 @@ class WorkerProcess {
 
   const std::string& address() const { return address_; }  // "127.0.0.1:PORT" of the gRPC server
   int metrics_port() const { return metrics_port_; }
+  // The plaintext health-only address; empty unless extra_args had --health-port.
+  const std::string& health_address() const { return health_address_; }
   ChildProcess& process() { return *process_; }
 
   // A stub on a new channel that shares no connection with earlier ones, so
@@ -53,12 +55,17 @@ class WorkerProcess {
   std::unique_ptr<kvfleet::v1::Worker::Stub> NewStub() const;
 
  private:
-  WorkerProcess(std::unique_ptr<ChildProcess> process, std::string address, int metrics_port)
-      : process_(std::move(process)), address_(std::move(address)), metrics_port_(metrics_port) {}
+  WorkerProcess(std::unique_ptr<ChildProcess> process, std::string address, int metrics_port,
+                std::string health_address)
+      : process_(std::move(process)),
+        address_(std::move(address)),
+        metrics_port_(metrics_port),
+        health_address_(std::move(health_address)) {}
 
   std::unique_ptr<ChildProcess> process_;
   std::string address_;
   int metrics_port_;
+  std::string health_address_;
 };
 
 }  // namespace kvfleet::testing

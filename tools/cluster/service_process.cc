@@ -19,6 +19,7 @@ absl::StatusOr<ServiceEndpoints> ParseListeningLine(const std::string& line) {
   for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipWhitespace())) {
     if (absl::ConsumePrefix(&word, "grpc=")) endpoints.grpc_address = std::string(word);
     if (absl::ConsumePrefix(&word, "metrics=")) endpoints.metrics_address = std::string(word);
+    if (absl::ConsumePrefix(&word, "health=")) endpoints.health_address = std::string(word);
   }
   const std::string& metrics = endpoints.metrics_address;
   const size_t colon = metrics.rfind(':');

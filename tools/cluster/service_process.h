@@ -1,6 +1,6 @@
 // The start-up protocol every kvfleet service follows on stdout, read from a
 // ChildProcess: once bound it prints
-//   <name> listening grpc=HOST:PORT metrics=HOST:PORT
+//   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]
 // and once it serves
 //   <name> ready
 // AwaitServiceReady waits for both and returns the two addresses. Stateless
@@ -24,9 +24,10 @@ struct ServiceEndpoints {
   std::string grpc_address;     // "127.0.0.1:50051"
   std::string metrics_address;  // "127.0.0.1:9464"
   int metrics_port = 0;
+  std::string health_address;  // empty unless started with --health-port
 };
 
-// Parses "<name> listening grpc=H:P metrics=H:Q"; fails on a malformed line.
+// Parses "<name> listening grpc=H:P metrics=H:Q[ health=H:R]"; fails on a malformed line.
 absl::StatusOr<ServiceEndpoints> ParseListeningLine(const std::string& line);
 
 // Waits for `name`'s listening line, then its ready line, both before

@@ -4,6 +4,7 @@
 #include "absl/strings/strip.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
+#include "services/transport/service_main.h"
 
 namespace kvfleet::router {
 
@@ -14,7 +15,10 @@ const char kRouterUsage[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/
   --model-id ID               must match the workers' (default: file name without .gguf)
   --listen HOST:PORT          gRPC address (default 127.0.0.1:50060; port 0 picks a free one)
   --metrics-port N            Prometheus /metrics port (default 9466; 0 picks a free one)
-  --metrics-host HOST         (default 0.0.0.0)
+  --metrics-host HOST         (default 0.0.0.0; the health port binds here too)
+  --health-port N             also serve grpc.health.v1, and nothing else, in plaintext on this port, for
+                              probes that cannot speak TLS (Kubernetes): readiness "" and kvfleet.v1.Inference
+                              (off once SIGTERM arrives), liveness "liveness". Default: none; 0 picks a free one
   --cachemanager HOST:PORT    find workers and their cached prefixes through the cachemanager
   --workers H:P,H:P           or: a static list of workers (no prefix index; placement by its own memory)
   --policy NAME               prefix_aware (default), least_loaded or round_robin
@@ -33,13 +37,13 @@ const char kRouterUsage[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/
   --log-level LEVEL           trace, debug, info, warn, error (default info)
 
 Exactly one of --cachemanager or --workers. On start it prints
-"kvfleet-router listening grpc=HOST:PORT metrics=HOST:PORT", then "kvfleet-router ready".
+"kvfleet-router listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]", then "kvfleet-router ready".
 )";
 
 absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(flags::Flags f,
                    flags::Flags::Parse(args,
-                                       {"model", "model-id", "listen", "metrics-port", "metrics-host", "cachemanager",
+                                       {"model", "model-id", "listen", "metrics-port", "metrics-host", "health-port", "cachemanager",
                                         "workers", "policy", "max-attempts", "overlap-timeout", "probe-interval",
                                         "max-message-bytes", "log-level", "prefill-weight", "decode-weight",
                                         "decision-memory", "in-flight-window", "affinity-guard-margin"},
@@ -51,6 +55,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   o.metrics_host = f.GetString("metrics-host", o.metrics_host);
   ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics-port", o.metrics_port));
   o.metrics_port = static_cast<int>(metrics_port);
+  ASSIGN_OR_RETURN(o.health_port, transport::ParseHealthPort(f));
   o.cachemanager = f.GetString("cachemanager", "");
   for (absl::string_view w : absl::StrSplit(f.GetString("workers", ""), ',', absl::SkipWhitespace())) {
     o.workers.emplace_back(absl::StripAsciiWhitespace(w));

@@ -18,6 +18,7 @@ struct RouterOptions {
   std::string listen = "127.0.0.1:50060";
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 9466;
+  int health_port = -1;  // plaintext grpc.health.v1 only; -1: none, 0: a free port
   std::string cachemanager;          // host:port: workers from its WatchWorkers
   std::vector<std::string> workers;  // or a static list of worker addresses
   PlacementOptions placement;

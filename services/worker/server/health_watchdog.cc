@@ -25,7 +25,7 @@ void HealthWatchdog::SetDraining(bool draining) {
   Publish();
 }
 
-bool HealthWatchdog::Check(Clock::time_point now) {
+HealthVerdict HealthWatchdog::Check(Clock::time_point now) {
   const engine::EngineHeartbeat beat = heartbeat_ ? heartbeat_() : engine::EngineHeartbeat{};
   const bool stalled = beat.in_flight > 0 && now - beat.last_progress > options_.stall_timeout;
   bool changed = false;
@@ -35,7 +35,8 @@ bool HealthWatchdog::Check(Clock::time_point now) {
     stalled_ = stalled;
   }
   if (changed && stalled) {
-    KVFLEET_LOG_ERROR("engine loop stalled: {} requests in flight and no step for over {} ms; health NOT_SERVING",
+    KVFLEET_LOG_ERROR("engine loop stalled: {} requests in flight and no step for over {} ms; readiness and "
+                      "liveness NOT_SERVING",
                       beat.in_flight, options_.stall_timeout.count());
   } else if (changed) {
     KVFLEET_LOG_INFO("engine loop progressing again");
@@ -50,17 +51,27 @@ bool HealthWatchdog::stalled() const {
   return stalled_;
 }
 
+EngineProgress HealthWatchdog::Progress(Clock::time_point now) const {
+  const engine::EngineHeartbeat beat = heartbeat_ ? heartbeat_() : engine::EngineHeartbeat{};
+  EngineProgress progress;
+  if (beat.in_flight > 0 && now > beat.last_progress) {
+    progress.seconds_since_progress = std::chrono::duration<double>(now - beat.last_progress).count();
+  }
+  progress.stalled = stalled();
+  return progress;
+}
+
 void HealthWatchdog::Publish() {
   // Serialized so two racing changes reach the callback in the order decided.
   std::lock_guard<std::mutex> publishing(publish_mu_);
-  bool serving = false;
+  HealthVerdict verdict;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    serving = loaded_ && !draining_ && !stalled_;
-    if (reported_ == serving) return;
-    reported_ = serving;
+    verdict = {.ready = loaded_ && !draining_ && !stalled_, .live = loaded_ && !stalled_};
+    if (reported_ == verdict) return;
+    reported_ = verdict;
   }
-  if (on_change_) on_change_(serving);
+  if (on_change_) on_change_(verdict);
 }
 
 void HealthWatchdog::Start() {

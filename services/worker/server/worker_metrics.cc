@@ -132,4 +132,15 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   return std::move(out).Take();
 }
 
+std::vector<prometheus::MetricFamily> EngineProgressCollector::Collect() const {
+  const EngineProgress p = progress_();
+  transport::ScrapeFamilies out;
+  out.Gauge("kvfleet_worker_engine_seconds_since_progress",
+            "Seconds since the engine last made progress while requests were in flight (0 when idle)",
+            p.seconds_since_progress);
+  out.Gauge("kvfleet_worker_engine_stalled", "1 while the health watchdog judges the engine stalled",
+            p.stalled ? 1.0 : 0.0);
+  return std::move(out).Take();
+}
+
 }  // namespace kvfleet::worker

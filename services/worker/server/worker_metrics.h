@@ -33,6 +33,7 @@
 #include "services/worker/engine/finish_reason.h"
 #include "services/worker/engine/request.h"
 #include "services/worker/engine/step_observer.h"
+#include "services/worker/server/health_watchdog.h"
 
 namespace kvfleet::worker {
 
@@ -82,6 +83,17 @@ class EngineStatsCollector : public prometheus::Collectable {
 
  private:
   std::function<engine::EngineStats()> stats_;
+};
+
+// The health watchdog's view, read at scrape time: how long the engine has
+// gone without progress while it has work, and whether that is a stall.
+class EngineProgressCollector : public prometheus::Collectable {
+ public:
+  explicit EngineProgressCollector(std::function<EngineProgress()> progress) : progress_(std::move(progress)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<EngineProgress()> progress_;
 };
 
 }  // namespace kvfleet::worker

@@ -7,6 +7,7 @@
 #include "common/byte_size.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
+#include "services/transport/service_main.h"
 
 namespace kvfleet::worker {
 
@@ -16,7 +17,11 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
   --model-id ID                name that roots prefix-cache hashes (default: file name without .gguf)
   --listen HOST:PORT           gRPC address (default 127.0.0.1:50051; port 0 picks a free one)
   --metrics-port N             Prometheus /metrics port (default 9464; 0 picks a free one)
-  --metrics-host HOST          (default 0.0.0.0)
+  --metrics-host HOST          (default 0.0.0.0; the health port binds here too)
+  --health-port N              also serve grpc.health.v1, and nothing else, in plaintext on this port, for
+                               probes that cannot speak TLS (Kubernetes): readiness is "" and kvfleet.v1.Worker
+                               (off while loading, draining or stalled), liveness is "liveness" (off while
+                               loading or stalled, on while draining). Default: none; 0 picks a free one
   --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
                                the log says which). A GPU that is asked for but cannot be used is an error.
   --kv-cache-memory SIZE       KV cache budget: bytes (2GiB, 512MiB) or a fraction (0.9) of what the device has
@@ -45,7 +50,7 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
   --worker-id ID               this worker's name in the cluster (default: the advertised address)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
 
-On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT" once bound,
+On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound,
 then "kvfleet-worker ready" once the model is loaded and health is SERVING.
 )";
 
@@ -61,7 +66,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(
       flags::Flags f,
       flags::Flags::Parse(args,
-                          {"model", "model-id", "device", "listen", "metrics-port", "metrics-host", "kv-cache-memory",
+                          {"model", "model-id", "device", "listen", "metrics-port", "metrics-host", "health-port",
+                           "kv-cache-memory",
                            "block-size", "threads", "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests",
                            "drain-timeout", "stall-timeout", "max-message-bytes", "log-level", "cachemanager",
                            "worker-id", "advertise-address", "speculation", "spec-max-draft-tokens",
@@ -74,6 +80,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.metrics_host = f.GetString("metrics-host", o.metrics_host);
   ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics-port", o.metrics_port));
   o.metrics_port = static_cast<int>(metrics_port);
+  ASSIGN_OR_RETURN(o.health_port, transport::ParseHealthPort(f));
   o.device = f.GetString("device", o.device);
   if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);

@@ -23,6 +23,7 @@ struct WorkerOptions {
   std::string listen = "127.0.0.1:50051";
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 9464;       // 0: a free port
+  int health_port = -1;          // plaintext grpc.health.v1 only; -1: none, 0: a free port
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   // The KV cache's bytes ("2GiB") or a fraction of what the device has free
   // once weights and scratch are in place ("0.9"); see memory_plan.h.

@@ -90,8 +90,8 @@ absl::StatusOr<PrometheusScrape> WorkerHarness::ScrapeMetrics() const {
   return PrometheusScrape::Parse(body);
 }
 
-absl::StatusOr<bool> WorkerHarness::Serving(const std::string& service) const {
-  auto channel = grpc::CreateChannel(worker_->address(), grpc::InsecureChannelCredentials());
+absl::StatusOr<bool> WorkerHarness::Serving(const std::string& service, const std::string& address) const {
+  auto channel = grpc::CreateChannel(address.empty() ? worker_->address() : address, grpc::InsecureChannelCredentials());
   auto health = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -56,8 +56,9 @@ class WorkerHarness {
 
   absl::StatusOr<v1::WorkerStats> Stats() const;
   absl::StatusOr<PrometheusScrape> ScrapeMetrics() const;
-  // grpc.health.v1 Check for `service` ("" is the whole server).
-  absl::StatusOr<bool> Serving(const std::string& service = "") const;
+  // grpc.health.v1 Check for `service` ("" is the whole server) at
+  // `address` (empty: the worker's gRPC port).
+  absl::StatusOr<bool> Serving(const std::string& service = "", const std::string& address = "") const;
 
  private:
   TempDir dir_;

@@ -1,5 +1,6 @@
-// SIGTERM drains: health turns NOT_SERVING, new requests get UNAVAILABLE,
-// in-flight streams finish (or are cut at --drain-timeout), exit 0.
+// SIGTERM drains: readiness turns NOT_SERVING while liveness stays SERVING
+// (on the gRPC port and the plaintext health port alike), new requests get
+// UNAVAILABLE, in-flight streams finish (or are cut at --drain-timeout), exit 0.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -44,14 +45,24 @@ class InFlight {
 
 TEST(WorkerLifecycleTest, SigtermLetsSixteenInFlightStreamsFinishThenExitsZero) {
   WorkerHarness harness;
-  ASSERT_TRUE(harness.Start({"--max-num-seqs", "16"}).ok());
+  ASSERT_TRUE(harness.Start({"--max-num-seqs", "16", "--health-port", "0"}).ok());
+  const std::string health_port = harness.worker().health_address();
+  ASSERT_FALSE(health_port.empty());
+  for (const std::string& address : {std::string(), health_port}) {
+    EXPECT_EQ(harness.Serving("", address).value_or(false), true) << address;
+    EXPECT_EQ(harness.Serving("liveness", address).value_or(false), true) << address;
+  }
   constexpr int kStreams = 16, kTokens = 400;
   InFlight streams(harness, kStreams, kTokens);
   ASSERT_TRUE(streams.WaitAllStarted(kStreams));
   harness.worker().process().Signal(SIGTERM);
 
-  EXPECT_TRUE(WaitUntil([&] { return !harness.Serving().value_or(true); }, milliseconds(5000)))
-      << "health should turn NOT_SERVING while draining";
+  EXPECT_TRUE(WaitUntil([&] { return !harness.Serving("", health_port).value_or(true); }, milliseconds(5000)))
+      << "readiness should turn NOT_SERVING while draining";
+  EXPECT_FALSE(harness.Serving().value_or(true)) << "on the gRPC port too";
+  EXPECT_FALSE(harness.Serving("kvfleet.v1.Worker", health_port).value_or(true));
+  EXPECT_TRUE(harness.Serving("liveness", health_port).value_or(false))
+      << "liveness stays SERVING while draining, so a drain is never killed as a hang";
   StreamResult late;
   EXPECT_TRUE(WaitUntil(
       [&] {

@@ -15,7 +15,7 @@ using std::chrono::milliseconds;
 
 class WorkerStreamingTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(harness_.Start().ok()); }
+  void SetUp() override { ASSERT_TRUE(harness_.Start({"--health-port", "0"}).ok()); }
 
   // Waits until the worker holds no request and no block, then checks that
   // the metric agrees with GetStats.
@@ -139,6 +139,39 @@ TEST_F(WorkerStreamingTest, InfoAndHealthDescribeTheLoadedWorker) {
   EXPECT_EQ(info.kv_capacity_blocks(), info.kv_capacity_tokens() / 16);
   EXPECT_EQ(harness_.Serving("").value_or(false), true);
   EXPECT_EQ(harness_.Serving("kvfleet.v1.Worker").value_or(false), true);
+  EXPECT_EQ(harness_.Serving("liveness").value_or(false), true);
+  auto metrics = harness_.ScrapeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->Value("kvfleet_worker_engine_stalled"), 0);
+  EXPECT_EQ(metrics->Value("kvfleet_worker_engine_seconds_since_progress"), 0) << "idle reads 0";
+  EXPECT_EQ(metrics->Value("kvfleet_worker_preemptions_total"), 0) << "fault counters exist from start-up";
+}
+
+// The plaintext health port is for probes: grpc.health.v1 and nothing else.
+TEST_F(WorkerStreamingTest, HealthPortServesHealthAndNothingElse) {
+  const std::string health = harness_.worker().health_address();
+  ASSERT_FALSE(health.empty());
+  for (const char* name : {"", "kvfleet.v1.Worker", "liveness"}) {
+    EXPECT_EQ(harness_.Serving(name, health).value_or(false), true) << name;
+  }
+  EXPECT_FALSE(harness_.Serving("no.such.Service", health).ok()) << "unknown names are NOT_FOUND, not SERVING";
+
+  auto channel = grpc::CreateChannel(health, grpc::InsecureChannelCredentials());
+  grpc::ClientContext info_context;
+  v1::WorkerInfo info;
+  EXPECT_EQ(v1::Worker::NewStub(channel)->GetInfo(&info_context, v1::GetInfoRequest(), &info).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  namespace reflection = grpc::reflection::v1alpha;
+  grpc::ClientContext reflection_context;
+  auto stream = reflection::ServerReflection::NewStub(channel)->ServerReflectionInfo(&reflection_context);
+  reflection::ServerReflectionRequest request;
+  request.set_list_services("");
+  stream->Write(request);
+  stream->WritesDone();
+  reflection::ServerReflectionResponse response;
+  while (stream->Read(&response)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED) << "no reflection on the health port";
 }
 
 TEST_F(WorkerStreamingTest, ReflectionListsTheWorkerAndHealthServices) {

@@ -5,31 +5,39 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <ostream>
 #include <vector>
 
 #include "tests/testing/collecting_sink.h"
 
 namespace kvfleet::worker {
+
+void PrintTo(const HealthVerdict& v, std::ostream* os) { *os << "{ready=" << v.ready << " live=" << v.live << "}"; }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+constexpr HealthVerdict kDown{.ready = false, .live = false};
+constexpr HealthVerdict kServing{.ready = true, .live = true};
+constexpr HealthVerdict kDraining{.ready = false, .live = true};
+
 struct Reported {
-  std::vector<bool> changes;
+  std::vector<HealthVerdict> changes;
   HealthWatchdog::OnChange fn() {
-    return [this](bool serving) { changes.push_back(serving); };
+    return [this](HealthVerdict v) { changes.push_back(v); };
   }
 };
 
-TEST(HealthWatchdogTest, ServingOnlyWhenLoadedAndNotDraining) {
+TEST(HealthWatchdogTest, ReadyOnlyWhenLoadedAndNotDrainingButLiveWhileDraining) {
   Reported r;
   HealthWatchdog dog(nullptr, {}, r.fn());
-  EXPECT_FALSE(dog.Check(Clock::now()));
+  EXPECT_EQ(dog.Check(Clock::now()), kDown) << "not loaded: neither ready nor live";
   dog.SetLoaded(true);
   dog.SetDraining(true);
   dog.SetDraining(false);
-  EXPECT_EQ(r.changes, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(r.changes, (std::vector<HealthVerdict>{kDown, kServing, kDraining, kServing}));
 }
 
 TEST(HealthWatchdogTest, StallNeedsWorkInFlightAndNoProgress) {
@@ -38,14 +46,19 @@ TEST(HealthWatchdogTest, StallNeedsWorkInFlightAndNoProgress) {
   Reported r;
   HealthWatchdog dog([&] { return beat; }, {.stall_timeout = milliseconds(100)}, r.fn());
   dog.SetLoaded(true);
-  EXPECT_TRUE(dog.Check(t0 + milliseconds(500))) << "idle for long is not a stall";
+  EXPECT_EQ(dog.Check(t0 + milliseconds(500)), kServing) << "idle for long is not a stall";
+  EXPECT_EQ(dog.Progress(t0 + milliseconds(500)).seconds_since_progress, 0.0) << "idle reads 0";
   beat.in_flight = 3;
-  EXPECT_TRUE(dog.Check(t0 + milliseconds(50)));
-  EXPECT_FALSE(dog.Check(t0 + milliseconds(150)));
+  EXPECT_EQ(dog.Check(t0 + milliseconds(50)), kServing);
+  EXPECT_EQ(dog.Check(t0 + milliseconds(150)), kDown) << "a stall turns liveness off too";
   EXPECT_TRUE(dog.stalled());
+  const EngineProgress stuck = dog.Progress(t0 + milliseconds(150));
+  EXPECT_DOUBLE_EQ(stuck.seconds_since_progress, 0.15);
+  EXPECT_TRUE(stuck.stalled);
   beat.last_progress = t0 + milliseconds(140);
-  EXPECT_TRUE(dog.Check(t0 + milliseconds(150)));
-  EXPECT_EQ(r.changes, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(dog.Check(t0 + milliseconds(150)), kServing);
+  EXPECT_FALSE(dog.Progress(t0 + milliseconds(150)).stalled);
+  EXPECT_EQ(r.changes, (std::vector<HealthVerdict>{kServing, kDown, kServing}));
 }
 
 // An executor whose forward pass blocks until released: a stalled engine loop.
@@ -97,12 +110,12 @@ TEST(HealthWatchdogTest, ABlockedEngineLoopTurnsHealthNotServing) {
                   .ok());
   executor.WaitEntered();
   const Clock::time_point stuck_since = engine.Heartbeat().last_progress;
-  EXPECT_FALSE(dog.Check(stuck_since + milliseconds(1000)));
+  EXPECT_EQ(dog.Check(stuck_since + milliseconds(1000)), kDown);
   executor.Release();
   sink.WaitFinished();
   engine.Stop();
-  EXPECT_TRUE(dog.Check(Clock::now())) << "no request in flight any more";
-  EXPECT_EQ(r.changes, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(dog.Check(Clock::now()), kServing) << "no request in flight any more";
+  EXPECT_EQ(r.changes, (std::vector<HealthVerdict>{kServing, kDown, kServing}));
 }
 
 }  // namespace
