@@ -1,4 +1,4 @@
-// kvfleet load: drives a worker with concurrent streaming requests and
+// kvfleet load: drives a worker or a router with concurrent streaming requests and
 // prints throughput and TTFT / inter-token / end-to-end latency percentiles,
 // one row (or JSON object) per concurrency level. The work lives in
 // tools/load/; this file turns flags into a workload and runs the levels.
@@ -28,18 +28,19 @@ constexpr char kUsage[] =
                      [--max-tokens N] [--temperature T] [--seed N] [--ignore-eos])
                     [--warmup N] [--deadline-seconds S] [--cache-salt S] [--json]
 
-Sends streaming Generate requests to a worker, --concurrency at a time, and
+Sends streaming Generate requests to a worker or a router (told apart by
+asking: a worker answers GetInfo, a router ListModels), --concurrency at a time, and
 prints one row per concurrency level: requests, errors, requests/s, output
 tokens/s, and p50/p90/p99 of time to first token, inter-token latency and
 end-to-end latency in milliseconds (nearest-rank percentiles).
 
-  --target              the worker's gRPC address (required)
+  --target              the worker's or router's gRPC address (required)
   --concurrency         comma-separated levels, run in turn (default 1)
   --requests            requests per level (default 4 x concurrency)
   --workload            JSONL, one request a line, cycled to fill a level:
                         {"prompt_token_ids":[1,2,3],"max_tokens":64,
                          "temperature":0,"seed":7,"ignore_eos":true}
-  Without --workload, random-token prompts (vocabulary size from GetInfo):
+  Without --workload, random-token prompts (vocabulary size from GetInfo or ListModels):
   --prompt-tokens       prompt length (default 128)
   --shared-prefix-tokens  leading tokens shared by every prompt (default 0)
   --max-tokens          tokens to generate (default 128)
@@ -118,20 +119,52 @@ absl::StatusOr<load::GeneratorOptions> ReadGenerator(const Flags& f, int32_t voc
                                 .ignore_eos = f.GetSwitch("ignore-eos")};
 }
 
-absl::StatusOr<kvfleet::v1::WorkerInfo> GetInfo(kvfleet::v1::Worker::Stub& stub, const std::string& target) {
+// The service behind --target, with what the workload needs from it.
+struct Target {
+  std::unique_ptr<kvfleet::v1::Worker::Stub> worker;
+  std::unique_ptr<kvfleet::v1::Inference::Stub> router;
+  std::unique_ptr<load::GenerationTarget> generation;
+  int32_t vocab_size = 0;
+};
+
+absl::StatusOr<Target> Connect(const std::string& address) {
   constexpr int kConnectSeconds = 10;
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  Target t;
+  t.worker = kvfleet::v1::Worker::NewStub(channel);
   grpc::ClientContext context;
-  // Waits for a worker whose port is not bound yet, up to the deadline; a
+  // Waits for a service whose port is not bound yet, up to the deadline; a
   // bound worker answers GetInfo even while its model loads.
   context.set_wait_for_ready(true);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(kConnectSeconds));
   kvfleet::v1::WorkerInfo info;
-  const grpc::Status status = stub.GetInfo(&context, kvfleet::v1::GetInfoRequest(), &info);
-  if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("GetInfo on ", target, " failed (waited up to ", kConnectSeconds,
+  const grpc::Status status = t.worker->GetInfo(&context, kvfleet::v1::GetInfoRequest(), &info);
+  if (status.ok()) {
+    std::cerr << "kvfleet load: worker " << address << " serves " << info.model_id() << " (vocab "
+              << info.vocab_size() << ", max_num_seqs " << info.max_num_seqs() << ")\n";
+    t.vocab_size = info.vocab_size();
+    t.generation = std::make_unique<load::WorkerTarget>(*t.worker);
+    return t;
+  }
+  if (status.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+    return absl::UnavailableError(absl::StrCat("GetInfo on ", address, " failed (waited up to ", kConnectSeconds,
                                                " s): ", status.error_message()));
   }
-  return info;
+  t.router = kvfleet::v1::Inference::NewStub(channel);
+  grpc::ClientContext models_context;
+  models_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(kConnectSeconds));
+  kvfleet::v1::ListModelsResponse models;
+  const grpc::Status listed = t.router->ListModels(&models_context, kvfleet::v1::ListModelsRequest(), &models);
+  if (!listed.ok() || models.models_size() == 0) {
+    return absl::UnavailableError(absl::StrCat(address, " is neither a worker nor a router serving a model: ",
+                                               listed.ok() ? "ListModels lists none" : listed.error_message()));
+  }
+  const kvfleet::v1::ModelInfo& model = models.models(0);
+  std::cerr << "kvfleet load: router " << address << " serves " << model.id() << " (vocab " << model.vocab_size()
+            << ", " << model.live_workers() << " live workers)\n";
+  t.vocab_size = model.vocab_size();
+  t.generation = std::make_unique<load::RouterTarget>(*t.router);
+  return t;
 }
 
 // The requests a level of `n` sends: the workload's first n, cycled.
@@ -142,11 +175,11 @@ std::vector<load::LoadRequest> Take(const std::vector<load::LoadRequest>& worklo
 }
 
 absl::StatusOr<std::vector<load::LoadRequest>> BuildWorkload(const Flags& f, const LoadCommand& c,
-                                                             const kvfleet::v1::WorkerInfo& info) {
+                                                             int32_t vocab_size) {
   if (f.Has("workload")) return load::ReadWorkloadFile(f.GetString("workload", ""));
   int64_t most = 1;
   for (int32_t level : c.levels) most = std::max(most, c.RequestsAt(level));
-  ASSIGN_OR_RETURN(load::GeneratorOptions generator, ReadGenerator(f, info.vocab_size(), most));
+  ASSIGN_OR_RETURN(load::GeneratorOptions generator, ReadGenerator(f, vocab_size, most));
   return load::GenerateWorkload(generator);
 }
 
@@ -162,14 +195,14 @@ std::string SaltFor(const LoadCommand& c, const std::string& nonce, const std::s
   return c.cache_salt.empty() ? absl::StrCat("kvfleet-load-", nonce, "-", level) : c.cache_salt;
 }
 
-absl::Status Warmup(kvfleet::v1::Worker::Stub& stub, const LoadCommand& c, const std::string& nonce,
+absl::Status Warmup(load::GenerationTarget& target, const LoadCommand& c, const std::string& nonce,
                     const std::vector<load::LoadRequest>& workload) {
   if (c.warmup == 0) return absl::OkStatus();
   const load::LoadOptions options{.concurrency = 1,
                                   .deadline = c.deadline,
                                   .cache_salt = SaltFor(c, nonce, "warmup"),
                                   .request_id_prefix = "load-warmup-"};
-  ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(stub, Take(workload, c.warmup), options));
+  ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(target, Take(workload, c.warmup), options));
   if (report.failed() > 0) {
     const auto& [code, message] = *report.error_examples.begin();
     return absl::UnavailableError(absl::StrCat("warm-up request failed: ", code, ": ", message));
@@ -187,14 +220,10 @@ absl::Status RunLoadClient(const Args& args) {
                              "max-tokens", "temperature", "seed", "deadline-seconds", "warmup", "cache-salt"},
                             {"ignore-eos", "json"}));
   ASSIGN_OR_RETURN(LoadCommand c, ReadCommand(f));
-  std::unique_ptr<kvfleet::v1::Worker::Stub> stub =
-      kvfleet::v1::Worker::NewStub(grpc::CreateChannel(c.target, grpc::InsecureChannelCredentials()));
-  ASSIGN_OR_RETURN(kvfleet::v1::WorkerInfo info, GetInfo(*stub, c.target));
-  std::cerr << "kvfleet load: " << c.target << " serves " << info.model_id() << " (vocab " << info.vocab_size()
-            << ", max_num_seqs " << info.max_num_seqs() << ")\n";
-  ASSIGN_OR_RETURN(std::vector<load::LoadRequest> workload, BuildWorkload(f, c, info));
+  ASSIGN_OR_RETURN(Target target, Connect(c.target));
+  ASSIGN_OR_RETURN(std::vector<load::LoadRequest> workload, BuildWorkload(f, c, target.vocab_size));
   const std::string nonce = absl::StrCat(absl::ToUnixNanos(absl::Now()), "-", ::getpid());
-  RETURN_IF_ERROR(Warmup(*stub, c, nonce, workload));
+  RETURN_IF_ERROR(Warmup(*target.generation, c, nonce, workload));
 
   if (!c.json) std::fputs(load::FormatTableHeader().c_str(), stdout);
   int empty_levels = 0;
@@ -205,7 +234,7 @@ absl::Status RunLoadClient(const Args& args) {
                                     .deadline = c.deadline,
                                     .cache_salt = SaltFor(c, nonce, absl::StrCat("level", i)),
                                     .request_id_prefix = absl::StrCat("load-c", level, "-")};
-    ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(*stub, Take(workload, c.RequestsAt(level)), options));
+    ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(*target.generation, Take(workload, c.RequestsAt(level)), options));
     std::fputs(c.json ? (load::FormatJson(report) + "\n").c_str() : load::FormatTableRow(report).c_str(), stdout);
     std::fflush(stdout);
     PrintErrors(report);

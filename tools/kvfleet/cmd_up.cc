@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "services/transport/termination_signals.h"
 #include "tools/cluster/local_cluster.h"
+#include "tools/cluster/local_prometheus.h"
 #include "tools/cluster/service_binaries.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/router_client.h"
@@ -33,6 +34,7 @@ constexpr char kUsage[] =
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
                   [--spec-draft-model PATH] [--ask TEXT [--exit-after-ask]]
+                  [--prometheus [--prometheus-port N] [--prometheus-rules DIR]]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
 registered with it and one kvfleet-router in front, all serving --model
@@ -57,6 +59,12 @@ kills what is still running.
   --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
   --bin-dir DIR           where the service binaries are: a build tree or one directory
                           (default: the build tree this kvfleet belongs to)
+  --prometheus            also start a local Prometheus (Debian's `prometheus`, from PATH) scraping every
+                          service each second with the labels the Helm chart's ServiceMonitor adds
+                          (namespace="local", pod, component, model) and evaluating the chart's alert
+                          rules; prints "kvfleet up prometheus=URL" before the ready line
+  --prometheus-port N     its port on 127.0.0.1 (default 9090; 0 picks a free one)
+  --prometheus-rules DIR  the rule files it loads (default: this source tree's deploy/helm/kvfleet/rules)
   --ask TEXT              once ready, send TEXT as a chat message through the router and print
                           the answer, then keep serving
   --exit-after-ask        stop the cluster once --ask has its answer (exit 1 if it failed)
@@ -187,6 +195,39 @@ absl::Status Ask(const std::string& router, const std::string& text) {
   return StreamChat({.router = router}, request, stdout, stderr);
 }
 
+// The chart's rule files, for the local Prometheus; none (with a warning)
+// when the directory is not there, e.g. a kvfleet installed without its source.
+std::vector<std::string> RuleFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext == ".yaml" || ext == ".yml") files.push_back(std::filesystem::absolute(entry.path()).string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) std::fprintf(stderr, "kvfleet up: warning: no rule files in %s; alerts are off\n", dir.c_str());
+  return files;
+}
+
+absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> StartPrometheus(const Flags& flags,
+                                                                         const LocalCluster& cluster,
+                                                                         const LocalClusterOptions& options,
+                                                                         const std::string& model_id) {
+  std::vector<cluster::ScrapeTarget> targets = {
+      {.address = cluster.router().endpoints.metrics_address, .pod = "router", .component = "router"},
+      {.address = cluster.cachemanager().endpoints.metrics_address, .pod = "cachemanager", .component = "cachemanager"}};
+  for (const ClusterMember& w : cluster.workers()) {
+    targets.push_back({.address = w.endpoints.metrics_address, .pod = w.label, .component = "worker"});
+  }
+  ASSIGN_OR_RETURN(int64_t port, flags.GetInt("prometheus-port", 9090));
+  if (port < 0 || port > 65535) return absl::InvalidArgumentError(absl::StrCat("--prometheus-port ", port, " is not a port"));
+  const std::string dir = options.log_dir + "/prometheus";
+  std::filesystem::create_directories(dir);
+  const std::string config = cluster::PrometheusConfig(
+      targets, {.model_id = model_id, .rule_files = RuleFiles(flags.GetString("prometheus-rules", KVFLEET_RULES_DIR))});
+  return cluster::LocalPrometheus::Start({.config = config, .dir = dir, .port = static_cast<int>(port)});
+}
+
 // Serves until a termination signal (OK) or a member's unexpected exit.
 absl::Status Serve(LocalCluster& cluster) {
   while (!TerminationSignals::Poll(std::chrono::milliseconds(absl::ToInt64Milliseconds(kPollInterval)))) {
@@ -211,8 +252,8 @@ absl::Status RunUp(const Args& args) {
                    Flags::Parse(args,
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "cachemanager-listen",
                                  "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "speculation",
-                                 "spec-self-layers", "spec-draft-model"},
-                                {"exit-after-ask"}));
+                                 "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
+                                {"exit-after-ask", "prometheus"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");
   }
@@ -225,6 +266,15 @@ absl::Status RunUp(const Args& args) {
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options));
   absl::StatusOr<std::string> model_id = AwaitWorkersSeen(*cluster, options);
   if (!model_id.ok()) return StopCluster(*cluster, model_id.status());
+  std::unique_ptr<cluster::LocalPrometheus> prometheus;
+  if (flags.GetSwitch("prometheus")) {
+    absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> started =
+        StartPrometheus(flags, *cluster, options, *model_id);
+    if (!started.ok()) return StopCluster(*cluster, started.status());
+    prometheus = std::move(*started);
+    std::printf("kvfleet up prometheus=%s  (its log: %s; dashboards: docs/operations.md)\n", prometheus->url().c_str(),
+                prometheus->log_path().c_str());
+  }
   PrintBanner(*cluster, options, *model_id);
   if (flags.Has("ask")) {
     const absl::Status asked = Ask(cluster->router().endpoints.grpc_address, flags.GetString("ask", ""));

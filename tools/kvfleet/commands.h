@@ -24,6 +24,7 @@ absl::Status RunMakeDraft(const Args& args);
 absl::Status RunBenchModel(const Args& args);
 absl::Status RunLoadClient(const Args& args);
 absl::Status RunWorkers(const Args& args);
+absl::Status RunModels(const Args& args);
 absl::Status RunChat(const Args& args);
 absl::Status RunUp(const Args& args);
 

@@ -32,6 +32,7 @@ constexpr Command kCommands[] = {
      kvfleet::tools::RunLoadClient},
     {"workers", "list the live workers the cachemanager knows, with their KV blocks and load",
      kvfleet::tools::RunWorkers},
+    {"models", "list the models a router serves; fails when none has a live worker", kvfleet::tools::RunModels},
 };
 
 void PrintUsage() {

@@ -26,12 +26,8 @@ std::string CodeName(grpc::StatusCode code) {
 
 // Runs one request to the end of its stream and adds what it measured to
 // `tally` (one per thread, so no locking).
-void RunOne(kvfleet::v1::Worker::StubInterface& stub, const LoadRequest& request, size_t index,
-            const LoadOptions& options, LoadReport& tally) {
-  const kvfleet::v1::GenerateRequest proto = ToGenerateRequest(request, index, options);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(options.deadline));
-
+void RunOne(GenerationTarget& target, const LoadRequest& request, size_t index, const LoadOptions& options,
+            LoadReport& tally) {
   LatencyStats itl;
   double ttft = -1;
   int64_t tokens = 0;
@@ -39,26 +35,23 @@ void RunOne(kvfleet::v1::Worker::StubInterface& stub, const LoadRequest& request
   bool has_usage = false;
   const Clock::time_point start = Clock::now();
   Clock::time_point last = start;
-  std::unique_ptr<grpc::ClientReaderInterface<kvfleet::v1::GenerateResponse>> reader = stub.Generate(&context, proto);
-  kvfleet::v1::GenerateResponse response;
-  while (reader->Read(&response)) {
-    const Clock::time_point now = Clock::now();
-    const int k = response.token_ids_size();
-    if (response.has_usage()) {
-      usage = response.usage();
-      has_usage = true;
-    }
-    if (k == 0) continue;
-    if (ttft < 0) {
-      ttft = Seconds(now - start);
-    } else {
-      const double gap = Seconds(now - last) / k;
-      for (int i = 0; i < k; ++i) itl.Add(gap);
-    }
-    last = now;
-    tokens += k;
-  }
-  const grpc::Status status = reader->Finish();
+  const grpc::Status status =
+      target.Stream(request, index, options, [&](int k, const kvfleet::v1::Usage* message_usage) {
+        const Clock::time_point now = Clock::now();
+        if (message_usage != nullptr) {
+          usage = *message_usage;
+          has_usage = true;
+        }
+        if (k == 0) return;
+        if (ttft < 0) {
+          ttft = Seconds(now - start);
+        } else {
+          const double gap = Seconds(now - last) / k;
+          for (int i = 0; i < k; ++i) itl.Add(gap);
+        }
+        last = now;
+        tokens += k;
+      });
   const double e2e = Seconds(Clock::now() - start);
   ++tally.requests;
   if (!status.ok()) {
@@ -88,7 +81,35 @@ void MergeInto(LoadReport& into, const LoadReport& from) {
   into.e2e.Merge(from.e2e);
 }
 
+// Reads a server stream to its end, reporting each message.
+template <typename Response>
+grpc::Status ReadStream(grpc::ClientReaderInterface<Response>& reader, const GenerationTarget::OnMessage& on_message) {
+  Response response;
+  while (reader.Read(&response)) on_message(response.token_ids_size(), response.has_usage() ? &response.usage() : nullptr);
+  return reader.Finish();
+}
+
+void SetDeadline(grpc::ClientContext& context, const LoadOptions& options) {
+  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(options.deadline));
+}
+
 }  // namespace
+
+grpc::Status WorkerTarget::Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
+                                  const OnMessage& on_message) {
+  grpc::ClientContext context;
+  SetDeadline(context, options);
+  auto reader = stub_.Generate(&context, ToGenerateRequest(request, index, options));
+  return ReadStream(*reader, on_message);
+}
+
+grpc::Status RouterTarget::Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
+                                  const OnMessage& on_message) {
+  grpc::ClientContext context;
+  SetDeadline(context, options);
+  auto reader = stub_.Generate(&context, ToGenerateTextRequest(request, index, options));
+  return ReadStream(*reader, on_message);
+}
 
 absl::Status LoadOptions::Validate() const {
   if (concurrency < 1) return absl::InvalidArgumentError(absl::StrCat("concurrency must be >= 1, got ", concurrency));
@@ -108,7 +129,26 @@ kvfleet::v1::GenerateRequest ToGenerateRequest(const LoadRequest& request, size_
   return proto;
 }
 
+kvfleet::v1::GenerateTextRequest ToGenerateTextRequest(const LoadRequest& request, size_t index,
+                                                       const LoadOptions& options) {
+  const kvfleet::v1::GenerateRequest worker = ToGenerateRequest(request, index, options);
+  kvfleet::v1::GenerateTextRequest proto;
+  *proto.mutable_prompt_token_ids() = worker.prompt_token_ids();
+  kvfleet::v1::GenerationOptions& o = *proto.mutable_options();
+  o.set_request_id(worker.request_id());
+  *o.mutable_sampling() = worker.sampling();
+  *o.mutable_stopping() = worker.stopping();
+  o.set_cache_salt(worker.cache_salt());
+  return proto;
+}
+
 absl::StatusOr<LoadReport> RunLoad(kvfleet::v1::Worker::StubInterface& stub, const std::vector<LoadRequest>& requests,
+                                   const LoadOptions& options) {
+  WorkerTarget target(stub);
+  return RunLoad(target, requests, options);
+}
+
+absl::StatusOr<LoadReport> RunLoad(GenerationTarget& target, const std::vector<LoadRequest>& requests,
                                    const LoadOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   if (requests.empty()) return absl::InvalidArgumentError("a load run needs at least one request");
@@ -122,7 +162,7 @@ absl::StatusOr<LoadReport> RunLoad(kvfleet::v1::Worker::StubInterface& stub, con
   for (size_t t = 0; t < num_threads; ++t) {
     threads.emplace_back([&, t] {
       for (size_t i = next.fetch_add(1); i < requests.size(); i = next.fetch_add(1)) {
-        RunOne(stub, requests[i], i, options, tallies[t]);
+        RunOne(target, requests[i], i, options, tallies[t]);
       }
     });
   }

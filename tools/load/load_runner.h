@@ -1,6 +1,7 @@
-// Drives a worker with N concurrent streaming Generate calls and measures
-// throughput and latency: the core of `kvfleet load`, free of flags and
-// printing so tests can run it against an in-process fake worker.
+// Drives a worker (kvfleet.v1.Worker) or a router (kvfleet.v1.Inference,
+// with token-id prompts) with N concurrent streaming Generate calls and
+// measures throughput and latency: the core of `kvfleet load`, free of flags
+// and printing so tests can run it against an in-process fake worker.
 //
 // RunLoad starts `concurrency` threads; each takes the next request index
 // from a shared atomic counter and runs one synchronous server-streaming
@@ -24,12 +25,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "kvfleet/v1/inference.grpc.pb.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "tools/load/latency_stats.h"
 #include "tools/load/workload.h"
@@ -65,11 +68,52 @@ struct LoadReport {
   int64_t failed() const { return requests - completed; }
 };
 
+// One streamed generation, whichever service answers it: sends request
+// number `index`, calls `on_message` with each message's token count and
+// usage (null when it carries none), returns the stream's final status.
+// Must be thread-safe.
+class GenerationTarget {
+ public:
+  using OnMessage = std::function<void(int tokens, const kvfleet::v1::Usage* usage)>;
+  virtual ~GenerationTarget() = default;
+  virtual grpc::Status Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
+                              const OnMessage& on_message) = 0;
+};
+
+// A worker's Generate.
+class WorkerTarget : public GenerationTarget {
+ public:
+  explicit WorkerTarget(kvfleet::v1::Worker::StubInterface& stub) : stub_(stub) {}
+  grpc::Status Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
+                      const OnMessage& on_message) override;
+
+ private:
+  kvfleet::v1::Worker::StubInterface& stub_;
+};
+
+// A router's Generate with the prompt as token ids, so the same workload
+// measures the router's placement and overhead on top of the workers.
+class RouterTarget : public GenerationTarget {
+ public:
+  explicit RouterTarget(kvfleet::v1::Inference::StubInterface& stub) : stub_(stub) {}
+  grpc::Status Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
+                      const OnMessage& on_message) override;
+
+ private:
+  kvfleet::v1::Inference::StubInterface& stub_;
+};
+
 // Sends every request once, `options.concurrency` at a time.
+absl::StatusOr<LoadReport> RunLoad(GenerationTarget& target, const std::vector<LoadRequest>& requests,
+                                   const LoadOptions& options);
+// The same against a worker.
 absl::StatusOr<LoadReport> RunLoad(kvfleet::v1::Worker::StubInterface& stub, const std::vector<LoadRequest>& requests,
                                    const LoadOptions& options);
 
-// The GenerateRequest RunLoad sends for `request` as number `index`.
+// The GenerateRequest RunLoad sends a worker for `request` as number `index`.
 kvfleet::v1::GenerateRequest ToGenerateRequest(const LoadRequest& request, size_t index, const LoadOptions& options);
+// The same request for a router.
+kvfleet::v1::GenerateTextRequest ToGenerateTextRequest(const LoadRequest& request, size_t index,
+                                                       const LoadOptions& options);
 
 }  // namespace kvfleet::load

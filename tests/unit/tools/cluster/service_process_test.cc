@@ -16,6 +16,14 @@ TEST(ParseListeningLineTest, ReadsBothAddresses) {
   EXPECT_EQ(e->grpc_address, "127.0.0.1:50051");
   EXPECT_EQ(e->metrics_address, "127.0.0.1:9464");
   EXPECT_EQ(e->metrics_port, 9464);
+  EXPECT_EQ(e->health_address, "");
+}
+
+TEST(ParseListeningLineTest, ReadsTheHealthAddressWhenThereIsOne) {
+  absl::StatusOr<ServiceEndpoints> e =
+      ParseListeningLine("kvfleet-router listening grpc=0.0.0.0:50060 metrics=0.0.0.0:9466 health=0.0.0.0:8080");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->health_address, "0.0.0.0:8080");
 }
 
 TEST(ParseListeningLineTest, RejectsMissingOrMalformedAddresses) {
