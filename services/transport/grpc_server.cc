@@ -30,6 +30,10 @@ class WithoutPlugins : public grpc::ServerBuilderOption {
   void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override { plugins->clear(); }
 };
 
+// gRPC binds with SO_REUSEPORT by default: a second process on a port in use
+// would start and silently share its traffic (and its probes). Refused instead.
+void ExclusivePort(grpc::ServerBuilder& builder) { builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0); }
+
 absl::Status CannotListen(const std::string& address) {
   return absl::UnavailableError(
       absl::StrCat("cannot listen on ", address, "; is the port in use, or the address not local?"));
@@ -44,6 +48,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthOnlyServer(const std::s
   grpc::ServerBuilder builder;
   builder.SetOption(std::make_unique<WithoutPlugins>());
   builder.RegisterCallbackGenericService(unknown_methods);
+  ExclusivePort(builder);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *port == 0) return CannotListen(address);
@@ -88,6 +93,7 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
   // Credentials go here when TLS/mTLS lands; every service picks them up.
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  ExclusivePort(builder);
   // Clients keep idle connections alive with pings (CreateClientChannel);
   // accept them rather than answering with GOAWAY "too many pings".
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

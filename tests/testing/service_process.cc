@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "tools/cluster/service_process.h"
 
 namespace kvfleet::testing {
@@ -33,6 +34,18 @@ absl::StatusOr<StartedService> StartServiceProcess(const std::string& name, cons
   return StartedService{
       .process = std::move(child), .address = endpoints->grpc_address, .metrics_port = endpoints->metrics_port,
                         .health_address = endpoints->health_address};
+}
+
+absl::StatusOr<bool> HealthServing(const std::string& address, const std::string& service) {
+  auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status s = health->Check(&context, request, &response);
+  if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), "health Check: " + s.error_message());
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
 std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address) {

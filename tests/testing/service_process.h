@@ -39,6 +39,11 @@ absl::StatusOr<StartedService> StartServiceProcess(const std::string& name, cons
                                                   const std::vector<std::string>& args,
                                                   const std::string& stderr_path, absl::Duration ready_timeout);
 
+// grpc.health.v1 Check of `service` ("" is the whole server) at `address`:
+// true for SERVING, false for NOT_SERVING, an error when the call fails
+// (NOT_FOUND for a name the server does not know).
+absl::StatusOr<bool> HealthServing(const std::string& address, const std::string& service);
+
 // A channel with its own connection (not shared with other channels to the
 // same address), so a test can break one without touching the others.
 std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address);

@@ -91,16 +91,7 @@ absl::StatusOr<PrometheusScrape> WorkerHarness::ScrapeMetrics() const {
 }
 
 absl::StatusOr<bool> WorkerHarness::Serving(const std::string& service, const std::string& address) const {
-  auto channel = grpc::CreateChannel(address.empty() ? worker_->address() : address, grpc::InsecureChannelCredentials());
-  auto health = grpc::health::v1::Health::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  grpc::health::v1::HealthCheckResponse response;
-  const grpc::Status s = health->Check(&context, request, &response);
-  if (!s.ok()) return absl::UnavailableError(absl::StrCat("health Check: ", s.error_message()));
-  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  return HealthServing(address.empty() ? worker_->address() : address, service);
 }
 
 v1::GenerateRequest TinyRequest(uint64_t seed, int prompt_tokens, int max_tokens) {
