@@ -18,6 +18,8 @@ CacheManagerMetrics::CacheManagerMetrics() : registry_(std::make_shared<promethe
                    .Name("kvfleet_cachemanager_rejected_batches_total")
                    .Help("Event batches refused (unknown worker, sequence not moving forward, malformed), by code")
                    .Register(*registry_);
+  // At 0 from start-up, so their rate() exists before the first refusal.
+  for (const char* code : {"not_found", "failed_precondition", "invalid_argument"}) rejected_->Add({{"code", code}});
 }
 
 std::vector<prometheus::MetricFamily> KvMapCollector::Collect() const {

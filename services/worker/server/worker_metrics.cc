@@ -17,6 +17,8 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                    .Name("kvfleet_worker_requests_rejected_total")
                    .Help("Generate calls refused before reaching the engine, by gRPC status code")
                    .Register(r);
+  // The refusals a worker makes, at 0 from start-up so their rate() exists before the first.
+  for (const char* code : {"invalid_argument", "resource_exhausted", "unavailable"}) rejected_->Add({{"code", code}});
   auto& finished = prometheus::BuildCounter()
                        .Name("kvfleet_worker_requests_total")
                        .Help("Requests that reached the engine and finished, by finish reason")
@@ -54,7 +56,8 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
 
 void WorkerMetrics::SetMemoryPlan(const std::vector<std::pair<std::string, int64_t>>& components) {
   for (const auto& [component, bytes] : components) {
-    memory_bytes_->Add({{"component", component}}).Set(static_cast<double>(bytes));
+    // "part", not "component": the scrape adds component (router, worker, cachemanager).
+    memory_bytes_->Add({{"part", component}}).Set(static_cast<double>(bytes));
   }
 }
 

@@ -150,8 +150,8 @@ TEST(WorkerLifecycleTest, AutoTakesTheCpuHereAndReportsItsNumerics) {
   auto scrape = harness.ScrapeMetrics();
   ASSERT_TRUE(scrape.ok()) << scrape.status();
   EXPECT_EQ(scrape->Value("kvfleet_worker_device_info", {{"device", "cpu"}, {"numerics", "cpu/1"}}), 1.0);
-  EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"component", "kv_cache"}}), 0.0);
-  EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"component", "scratch"}}), 0.0);
+  EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"part", "kv_cache"}}), 0.0);
+  EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"part", "scratch"}}), 0.0);
 }
 
 }  // namespace
