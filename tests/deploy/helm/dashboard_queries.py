@@ -5,7 +5,8 @@ without Grafana: a library for the live-data test and a CLI (stdlib only).
   load_dashboards(dir)           every panel (rows' nested ones too) and its target exprs
   substitute(expr, vars, scrape) Grafana's variables replaced the way Grafana would
   check_live(url, dir, vars, s)  each target through Prometheus' /api/v1/query: at least
-                                 one series with a finite value, or a failure naming it
+                                 one series with a finite value, or a failure naming it;
+                                 each variable's label_values(): at least one value
   lint_dashboards(dir)           the house rules (datasource variable everywhere, `=~` on
                                  every variable, no literal ranges, ...)
   metric_names(expr)             metric names a PromQL expression reads
@@ -169,7 +170,11 @@ def substitute(expr: str, variables: dict, scrape_interval_s: float, *, interval
 # --- Prometheus HTTP API ------------------------------------------------------------------------
 
 class PrometheusError(RuntimeError):
-    pass
+    """Prometheus refused a query (its reason) or could not be asked."""
+
+
+class PrometheusUnreachable(PrometheusError):
+    """No answer at all: check_live stops at the first rather than failing every target."""
 
 
 def _api(prometheus_url: str, path: str, params: dict | None = None, timeout_s: float = 15) -> dict:
@@ -189,7 +194,7 @@ def _api(prometheus_url: str, path: str, params: dict | None = None, timeout_s: 
             reason = str(e)
         raise PrometheusError(f"{e.code}: {reason}") from None
     except (urllib.error.URLError, OSError) as e:
-        raise PrometheusError(f"cannot reach {url}: {e}") from None
+        raise PrometheusUnreachable(f"cannot reach {url}: {e}") from None
     if body.get("status") != "success":
         raise PrometheusError(body.get("error", f"status {body.get('status')}"))
     return body["data"]
@@ -216,14 +221,28 @@ def check_live(prometheus_url: str, dashboards_dir: Path | str, variables: dict,
     """Runs every visible target of every dashboard as an instant query.
 
     A target passes when at least one series has a finite value (not NaN, not +-Inf).
+    Each query variable's label_values() must list at least one value too.
     Returns, per dashboard file name: title, uid, panels_checked (panels with a
-    target), targets, series (returned in all), finite_series and failures, each
-    {panel, ref_id, expr (as sent), reason}.
+    target), targets, series (returned in all), finite_series, variables_checked
+    and failures, each {panel (or "variable $name"), ref_id, expr (as sent), reason}.
     """
     report = {}
     for d in load_dashboards(dashboards_dir):
         entry = {"title": d.title, "uid": d.uid, "panels_checked": 0, "targets": 0, "series": 0, "finite_series": 0,
-                 "failures": []}
+                 "variables_checked": 0, "failures": []}
+        # The drop-downs first: a variable that lists nothing leaves every panel empty in Grafana.
+        for name, query in variable_queries(d):
+            entry["variables_checked"] += 1
+            failure = {"panel": f"variable ${name}", "ref_id": "", "expr": query}
+            try:
+                expr = substitute(query, variables, scrape_interval_s, **substitute_options)
+                failure["expr"] = expr
+                if not label_values(prometheus_url, expr):
+                    entry["failures"].append({**failure, "reason": "lists no value"})
+            except PrometheusUnreachable:
+                raise
+            except (KeyError, ValueError, PrometheusError) as e:
+                entry["failures"].append({**failure, "reason": str(e).strip("'\"")})
         for panel in d.panels:
             visible = [t for t in panel.targets if not t.hidden and t.expr.strip()]
             if not visible:
@@ -236,6 +255,8 @@ def check_live(prometheus_url: str, dashboards_dir: Path | str, variables: dict,
                     expr = substitute(t.expr, variables, scrape_interval_s, **substitute_options)
                     failure["expr"] = expr
                     series = instant_query(prometheus_url, expr)
+                except PrometheusUnreachable:
+                    raise
                 except (KeyError, ValueError, PrometheusError) as e:
                     entry["failures"].append({**failure, "reason": str(e).strip("'\"")})
                     continue
@@ -250,6 +271,32 @@ def check_live(prometheus_url: str, dashboards_dir: Path | str, variables: dict,
                                                                    f"({', '.join(values)})"})
         report[d.path.name] = entry
     return report
+
+
+_LABEL_VALUES = re.compile(r"^\s*label_values\((?:(.*),)?\s*(\w+)\s*\)\s*$", re.DOTALL)
+
+
+def variable_queries(d: Dashboard) -> list[tuple[str, str]]:
+    """(name, query) of the dashboard's Prometheus query variables."""
+    out = []
+    for v in d.raw.get("templating", {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        q = v.get("query")
+        q = q.get("query", "") if isinstance(q, dict) else (q or v.get("definition", ""))
+        out.append((v.get("name", ""), q))
+    return out
+
+
+def label_values(prometheus_url: str, query: str) -> list[str]:
+    """What Grafana's `label_values([selector,] label)` lists, through /api/v1/label/<label>/values."""
+    m = _LABEL_VALUES.match(query)
+    if not m:
+        raise ValueError(f"not a label_values() query: {query}")
+    selector, label = m.group(1), m.group(2)
+    params = [("match[]", selector.strip())] if selector and selector.strip() else []
+    path = f"/api/v1/label/{label}/values" + ("?" + urllib.parse.urlencode(params) if params else "")
+    return list(_api(prometheus_url, path))
 
 
 def scraped_names(prometheus_url: str) -> set[str]:
@@ -325,7 +372,14 @@ def metric_names(expr: str) -> set[str]:
 
 
 def names_in_dashboards(directory: Path | str) -> set[str]:
-    return {n for d in load_dashboards(directory) for p in d.panels for t in p.targets for n in metric_names(t.expr)}
+    """Names the targets read, and the selectors of the query variables' label_values()."""
+    names = set()
+    for d in load_dashboards(directory):
+        names |= {n for p in d.panels for t in p.targets for n in metric_names(t.expr)}
+        for _, query in variable_queries(d):
+            m = _LABEL_VALUES.match(query)
+            names |= metric_names(m.group(1) or "") if m else set()
+    return names
 
 
 # --- Rules files ---------------------------------------------------------------------------------
@@ -517,28 +571,39 @@ def main(argv: list[str] | None = None) -> int:
         ok &= not missing
 
     if args.prometheus:
-        variables = dict(args.var)
-        report = check_live(args.prometheus, args.dashboards, variables, args.scrape_interval,
-                            interval_s=args.interval, range_s=args.range, rate_interval=args.rate_interval)
-        rate = args.rate_interval or rate_interval_s(args.scrape_interval, args.interval)
-        print(f"live: {args.prometheus}, $__rate_interval={_duration(rate)}, $__range={_duration(args.range)}, "
-              f"variables {variables}")
-        for name, e in report.items():
-            print(f"{name} ({e['title']}): {e['panels_checked']} panels checked, {e['targets']} targets, "
-                  f"{e['series']} series returned ({e['finite_series']} finite), {len(e['failures'])} failures")
-            for f in e["failures"]:
-                print(f"  FAIL {f['panel']!r} {f['ref_id']}: {f['reason']}\n       {f['expr']}")
-            ok &= not e["failures"]
-        if args.json:
-            args.json.write_text(json.dumps(report, indent=2) + "\n")
-        if args.check_scrape:
-            absent = missing_from_scrape(args.prometheus, names)
-            print("names in the scrape: " + ("all present" if not absent else
-                                             f"{len(absent)} absent: {', '.join(absent)}"))
-            ok &= not absent
+        try:
+            ok &= _live(args, names)
+        except PrometheusError as e:
+            print(f"FAIL {e}")
+            ok = False
     print("dashboard_queries: " + ("OK" if ok else "FAILED"))
     return 0 if ok else 1
 
+
+def _live(args, names: set[str]) -> bool:
+    """The live checks of the CLI: every target, then (--check-scrape) every name."""
+    ok = True
+    variables = dict(args.var)
+    report = check_live(args.prometheus, args.dashboards, variables, args.scrape_interval,
+                        interval_s=args.interval, range_s=args.range, rate_interval=args.rate_interval)
+    rate = args.rate_interval or rate_interval_s(args.scrape_interval, args.interval)
+    print(f"live: {args.prometheus}, $__rate_interval={_duration(rate)}, $__range={_duration(args.range)}, "
+          f"variables {variables}")
+    for name, e in report.items():
+        print(f"{name} ({e['title']}): {e['panels_checked']} panels checked, {e['targets']} targets, "
+              f"{e['series']} series returned ({e['finite_series']} finite), {e['variables_checked']} variables, "
+              f"{len(e['failures'])} failures")
+        for f in e["failures"]:
+            print(f"  FAIL {f['panel']!r} {f['ref_id']}: {f['reason']}\n       {f['expr']}")
+        ok &= not e["failures"]
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if args.check_scrape:
+        absent = missing_from_scrape(args.prometheus, names)
+        print("names in the scrape: " + ("all present" if not absent else
+                                         f"{len(absent)} absent: {', '.join(absent)}"))
+        ok &= not absent
+    return ok
 
 if __name__ == "__main__":
     sys.exit(main())
