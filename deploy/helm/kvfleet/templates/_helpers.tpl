@@ -1,0 +1,205 @@
+{{/*
+Names, labels and the small pieces every component shares. Components are
+"router", "worker" and "cachemanager"; helpers that need one take
+(dict "root" $ "component" NAME).
+*/}}
+
+{{/* The prefix of every object's name: at most 40 characters, so that
+"<prefix>-cachemanager" and the StatefulSet's pods stay within 63. */}}
+{{- define "kvfleet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "<fullname>-<component>": the Deployment, StatefulSet and Service of a component. */}}
+{{- define "kvfleet.componentName" -}}
+{{- printf "%s-%s" (include "kvfleet.fullname" .root) .component -}}
+{{- end -}}
+
+{{- define "kvfleet.router.fullname" -}}
+{{- include "kvfleet.componentName" (dict "root" . "component" "router") -}}
+{{- end -}}
+
+{{- define "kvfleet.worker.fullname" -}}
+{{- include "kvfleet.componentName" (dict "root" . "component" "worker") -}}
+{{- end -}}
+
+{{- define "kvfleet.cachemanager.fullname" -}}
+{{- include "kvfleet.componentName" (dict "root" . "component" "cachemanager") -}}
+{{- end -}}
+
+{{/* The workers' headless Service: the StatefulSet's serviceName. */}}
+{{- define "kvfleet.worker.headlessName" -}}
+{{- printf "%s-headless" (include "kvfleet.worker.fullname" .) -}}
+{{- end -}}
+
+{{- define "kvfleet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The model id: model.id, else the file name without ".gguf" (what the binaries default to). */}}
+{{- define "kvfleet.modelId" -}}
+{{- default (trimSuffix ".gguf" .Values.model.file) .Values.model.id -}}
+{{- end -}}
+
+{{/* Where router and worker open the model. */}}
+{{- define "kvfleet.modelPath" -}}
+{{- printf "/models/%s" .Values.model.file -}}
+{{- end -}}
+
+{{/* Labels that select a component's pods; never change them (selectors are immutable). */}}
+{{- define "kvfleet.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Every label of a component's objects and pods. kvfleet.io/model feeds the
+scrape-time "model" label (docs/metrics.md). */}}
+{{- define "kvfleet.labels" -}}
+helm.sh/chart: {{ include "kvfleet.chart" .root }}
+{{ include "kvfleet.selectorLabels" . }}
+app.kubernetes.io/part-of: kvfleet
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+kvfleet.io/model: {{ include "kvfleet.modelId" .root | quote }}
+{{- end -}}
+
+{{/* Labels of objects that belong to no single component (the release as a whole). */}}
+{{- define "kvfleet.releaseLabels" -}}
+helm.sh/chart: {{ include "kvfleet.chart" . }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: kvfleet
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+kvfleet.io/model: {{ include "kvfleet.modelId" . | quote }}
+{{- end -}}
+
+{{/* Pod labels: the user's podLabels, then the chart's (which win). */}}
+{{- define "kvfleet.podLabels" -}}
+{{- $values := index .root.Values .component -}}
+{{- $labels := merge (include "kvfleet.labels" . | fromYaml) (deepCopy ($values.podLabels | default dict)) -}}
+{{- toYaml $labels -}}
+{{- end -}}
+
+{{/* A component's ServiceAccount name. */}}
+{{- define "kvfleet.serviceAccountName" -}}
+{{- $sa := (index .root.Values .component).serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "kvfleet.componentName" .) $sa.name -}}
+{{- else -}}
+{{- default "default" $sa.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "repository:tag" of a component's kvfleet image: the CUDA variant for GPU
+workers, the CPU variant for everything else, unless the component overrides it. */}}
+{{- define "kvfleet.image" -}}
+{{- $override := (index .root.Values .component).image -}}
+{{- $repository := default .root.Values.image.repository $override.repository -}}
+{{- $variant := .root.Values.image.tag -}}
+{{- if and (eq .component "worker") (gt (int .root.Values.worker.gpusPerWorker) 0) -}}
+{{- $variant = .root.Values.image.cudaTag -}}
+{{- end -}}
+{{- $tag := default $variant $override.tag -}}
+{{- printf "%s:%s" $repository (toString $tag) -}}
+{{- end -}}
+
+{{/* Pod-level settings every kvfleet pod shares. */}}
+{{- define "kvfleet.podCommon" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end -}}
+
+{{/* Scheduling settings of a component: nodeSelector, tolerations, affinity, priorityClassName. */}}
+{{- define "kvfleet.scheduling" -}}
+{{- $values := index .root.Values .component -}}
+{{- with $values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The downward-API environment: $(POD_NAME) and $(POD_IP) in args expand from these. */}}
+{{- define "kvfleet.podEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+{{- end -}}
+
+{{/* The three gRPC probes on the plaintext health port. Readiness asks for
+service "" (no service field); startup and liveness for "liveness". Takes
+(dict "startupPeriod" N "startupFailures" N "probes" VALUES). */}}
+{{- define "kvfleet.grpcProbes" -}}
+startupProbe:
+  grpc:
+    port: {{ include "kvfleet.port.health" . }}
+    service: liveness
+  periodSeconds: {{ .startupPeriod }}
+  failureThreshold: {{ .startupFailures }}
+  timeoutSeconds: 2
+readinessProbe:
+  grpc:
+    port: {{ include "kvfleet.port.health" . }}
+  periodSeconds: {{ .probes.readiness.periodSeconds }}
+  failureThreshold: {{ .probes.readiness.failureThreshold }}
+  timeoutSeconds: 2
+livenessProbe:
+  grpc:
+    port: {{ include "kvfleet.port.health" . }}
+    service: liveness
+  periodSeconds: {{ .probes.liveness.periodSeconds }}
+  failureThreshold: {{ .probes.liveness.failureThreshold }}
+  timeoutSeconds: 2
+{{- end -}}
+
+{{/* Ports fixed by the services' contract. */}}
+{{- define "kvfleet.port.health" -}}8080{{- end -}}
+{{- define "kvfleet.port.routerGrpc" -}}50060{{- end -}}
+{{- define "kvfleet.port.routerMetrics" -}}9466{{- end -}}
+{{- define "kvfleet.port.workerGrpc" -}}50051{{- end -}}
+{{- define "kvfleet.port.workerMetrics" -}}9464{{- end -}}
+{{- define "kvfleet.port.cachemanagerGrpc" -}}50050{{- end -}}
+{{- define "kvfleet.port.cachemanagerMetrics" -}}9465{{- end -}}
+
+{{/* Where routers and workers reach the cachemanager. */}}
+{{- define "kvfleet.cachemanager.address" -}}
+{{- printf "%s:%s" (include "kvfleet.cachemanager.fullname" .) (include "kvfleet.port.cachemanagerGrpc" .) -}}
+{{- end -}}
+
+{{/* Where clients inside the cluster reach the router. */}}
+{{- define "kvfleet.router.address" -}}
+{{- printf "%s:%s" (include "kvfleet.router.fullname" .) (include "kvfleet.port.routerGrpc" .) -}}
+{{- end -}}

@@ -1,0 +1,115 @@
+{{/*
+How a worker is sized: GPU or CPU, its KV cache budget, its threads and its
+resources. The rules (docs/deploy.md, "Sizing a worker"):
+  - GPU mode (gpusPerWorker >= 1, device auto or cuda): KV lives in GPU
+    memory; host memory holds the mmapped model and overhead.
+  - CPU mode (gpusPerWorker 0, device auto or cpu): model and KV share the
+    container's memory, so a memory limit is required and a KV size must be
+    below it; a fraction is measured by the worker under the cgroup limit.
+*/}}
+
+{{/* "gpu" or "cpu". */}}
+{{- define "kvfleet.worker.mode" -}}
+{{- if gt (int .Values.worker.gpusPerWorker) 0 -}}gpu{{- else -}}cpu{{- end -}}
+{{- end -}}
+
+{{/* The --kv-cache-memory value passed to the worker. */}}
+{{- define "kvfleet.worker.kvCacheMemory" -}}
+{{- $given := toString .Values.worker.kvCacheMemory | trim -}}
+{{- if $given -}}
+{{- $given -}}
+{{- else if eq (include "kvfleet.worker.mode" .) "gpu" -}}
+0.9
+{{- else -}}
+0.8
+{{- end -}}
+{{- end -}}
+
+{{/* Bytes of a size as the worker reads it (common/byte_size.cc): a number
+and an optional unit, case-insensitive; k, m, g, t are binary (= KiB, MiB,
+...), kb, mb, gb, tb decimal. Prints a float; fails on anything else. */}}
+{{- define "kvfleet.workerSizeToBytes" -}}
+{{- $text := lower (trim (toString .)) -}}
+{{- $number := regexFind "^[0-9]*\\.?[0-9]+|^[0-9]+\\.?" $text -}}
+{{- $unit := trim (trimPrefix $number $text) -}}
+{{- $units := dict "" 1.0 "b" 1.0 "k" 1024.0 "kib" 1024.0 "kb" 1e3 "m" 1048576.0 "mib" 1048576.0 "mb" 1e6 "g" 1073741824.0 "gib" 1073741824.0 "gb" 1e9 "t" 1099511627776.0 "tib" 1099511627776.0 "tb" 1e12 -}}
+{{- if or (not $number) (not (hasKey $units $unit)) -}}
+{{- fail (printf "worker.kvCacheMemory %q is not a size the worker reads: write e.g. 8GiB, 512MiB, 1.5G (G = GiB) or a fraction such as 0.9 (Kubernetes' Gi is not accepted)" .) -}}
+{{- end -}}
+{{- mulf (float64 $number) (get $units $unit) -}}
+{{- end -}}
+
+{{/* Bytes of a Kubernetes memory quantity (16Gi, 16G, 16000Mi, 17179869184,
+1e9). Prints a float; fails on a form it does not read. */}}
+{{- define "kvfleet.quantityToBytes" -}}
+{{- $text := trim (toString .) -}}
+{{- $match := regexFind "^[0-9]*\\.?[0-9]+([eE][+]?[0-9]+)?|^[0-9]+\\.?" $text -}}
+{{- $suffix := trimPrefix $match $text -}}
+{{- $units := dict "" 1.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 -}}
+{{- if or (not $match) (not (hasKey $units $suffix)) -}}
+{{- fail (printf "cannot read the memory quantity %q: write e.g. 16Gi, 16000Mi or a byte count" $text) -}}
+{{- end -}}
+{{- mulf (float64 $match) (get $units $suffix) -}}
+{{- end -}}
+
+{{/* Whole CPUs in a Kubernetes CPU quantity ("4", "4000m", "3.5"), at least 1. */}}
+{{- define "kvfleet.quantityToCpus" -}}
+{{- $text := trim (toString .) -}}
+{{- $cpus := 0 -}}
+{{- if hasSuffix "m" $text -}}
+{{- $cpus = div (int64 (trimSuffix "m" $text)) 1000 -}}
+{{- else -}}
+{{- $cpus = int64 (floor (float64 $text)) -}}
+{{- end -}}
+{{- max 1 $cpus -}}
+{{- end -}}
+
+{{/* --threads: worker.threads, else the whole CPUs of limits.cpu, else of
+requests.cpu; empty when none is known (the worker then uses every core it sees). */}}
+{{- define "kvfleet.worker.threads" -}}
+{{- $resources := .Values.worker.resources | default dict -}}
+{{- $limits := $resources.limits | default dict -}}
+{{- $requests := $resources.requests | default dict -}}
+{{- if not (kindIs "invalid" .Values.worker.threads) -}}
+{{- .Values.worker.threads | int -}}
+{{- else if hasKey $limits "cpu" -}}
+{{- include "kvfleet.quantityToCpus" $limits.cpu -}}
+{{- else if hasKey $requests "cpu" -}}
+{{- include "kvfleet.quantityToCpus" $requests.cpu -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Worker resources: the user's CPU and memory, plus nvidia.com/gpu with
+requests = limits = gpusPerWorker in GPU mode. */}}
+{{- define "kvfleet.worker.resources" -}}
+{{- $resources := deepCopy (.Values.worker.resources | default dict) -}}
+{{- $gpus := int .Values.worker.gpusPerWorker -}}
+{{- if gt $gpus 0 -}}
+{{- $requests := $resources.requests | default dict -}}
+{{- $limits := $resources.limits | default dict -}}
+{{- $_ := set $requests "nvidia.com/gpu" $gpus -}}
+{{- $_ = set $limits "nvidia.com/gpu" $gpus -}}
+{{- $_ = set $resources "requests" $requests -}}
+{{- $_ = set $resources "limits" $limits -}}
+{{- end -}}
+{{- toYaml $resources -}}
+{{- end -}}
+
+{{/* Startup probe failures allowed: ceil(modelLoadSeconds / periodSeconds),
+so the probe's budget is never shorter than the load time. */}}
+{{- define "kvfleet.worker.startupFailures" -}}
+{{- $startup := .Values.worker.probes.startup -}}
+{{- $period := int64 $startup.periodSeconds -}}
+{{- max 1 (div (add (int64 $startup.modelLoadSeconds) (sub $period 1)) $period) -}}
+{{- end -}}
+
+{{/* Worker terminationGracePeriodSeconds: preStop + drain + margin. */}}
+{{- define "kvfleet.worker.gracePeriod" -}}
+{{- add (int64 .Values.worker.preStopSeconds) (int64 .Values.worker.drainTimeoutSeconds) (int64 .Values.worker.terminationMarginSeconds) -}}
+{{- end -}}
+
+{{/* Router terminationGracePeriodSeconds: preStop + the router's fixed 30 s
+in-flight drain + margin. */}}
+{{- define "kvfleet.router.gracePeriod" -}}
+{{- add (int64 .Values.router.preStopSeconds) 30 (int64 .Values.router.terminationMarginSeconds) -}}
+{{- end -}}

@@ -1,0 +1,894 @@
+#!/usr/bin/env python3
+"""Renders the kvfleet Helm chart for every value set and checks what comes out.
+
+    python3 tests/deploy/helm/chart_test.py --chart deploy/helm/kvfleet [--values DIR]
+
+Needs an interpreter with helm_python (helm-python-sdk: Helm's own renderer,
+linter and schema validation, no helm binary) and kubernetes_validate (the
+Kubernetes API's JSON schemas); exits 77 when either is missing.
+
+For each value set in tests/deploy/helm/values/*.yaml: lint, render, validate
+every built-in object against two Kubernetes versions (strict: unknown fields
+are errors), check the documented required fields of the CRD objects
+(ServiceMonitor, PodMonitor, PrometheusRule, ScaledObject, GRPCRoute), then
+the chart's own promises (GPU requests = limits, /dev/shm, gRPC probes and
+their budgets, grace periods, rollout strategies, selectors matching the pods
+they are meant for, references resolving, worker identity from the downward
+API, security contexts, the TTFT threshold). Then values the chart must
+refuse. Prints what each value set renders; exits 1 naming the value set,
+the object and the check of every failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import logging
+import os
+import re
+import sys
+
+try:
+    import helm_python
+    import kubernetes_validate
+    import yaml
+except ImportError as missing:  # pragma: no cover - depends on the interpreter
+    print(f"chart_test: SKIP: this interpreter lacks {missing.name} (needs helm_python, "
+          "kubernetes_validate and PyYAML: pip install helm-python-sdk kubernetes-validate pyyaml)",
+          file=sys.stderr)
+    sys.exit(77)
+
+KUBE_VERSIONS = ["1.32.0", "1.35.0"]
+RELEASE = "kvf"
+NAMESPACE = "llm"
+HEALTH_PORT = 8080
+ROUTER_DRAIN_SECONDS = 30  # the router's fixed in-flight drain on SIGTERM
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "ScaledObject", "GRPCRoute"}
+WORKLOAD_KINDS = {"Deployment", "StatefulSet", "Job"}
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+TTFT_ALERT = "KvfleetRouterTtftP99High"
+
+
+class Failures:
+    """Collects failures; each names the value set, the object and the check."""
+
+    def __init__(self):
+        self.items: list[str] = []
+        self.checks = 0
+
+    def check(self, ok: bool, value_set: str, obj: str, check: str, detail: str = "") -> bool:
+        self.checks += 1
+        if not ok:
+            self.items.append(f"[{value_set}] {obj}: {check}" + (f": {detail}" if detail else ""))
+        return ok
+
+
+def name_of(obj: dict) -> str:
+    return f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+
+
+def render(chart, values: dict) -> list[dict]:
+    """The rendered objects (NOTES.txt left out), each tagged with its template."""
+    objects = []
+    for template, text in sorted(chart.render(values, name=RELEASE, namespace=NAMESPACE).items()):
+        if template.endswith("NOTES.txt"):
+            continue
+        for doc in yaml.safe_load_all(text):
+            if doc:
+                doc["__template__"] = template
+                objects.append(doc)
+    return objects
+
+
+def clean(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if k != "__template__"}
+
+
+def selector_matches(selector: dict | None, labels: dict) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions) against labels."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and labels.get(key) in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def pod_template(obj: dict) -> dict | None:
+    if obj["kind"] in WORKLOAD_KINDS:
+        return obj["spec"]["template"]
+    return None
+
+
+def component_of(obj: dict) -> str | None:
+    return obj.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component")
+
+
+def string_leaves(value) -> set[str]:
+    """Every string anywhere in the values: user-supplied names must be among them."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(*(string_leaves(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(string_leaves(v) for v in value)) if value else set()
+    return set()
+
+
+def arg_after(args: list[str], flag: str) -> str | None:
+    return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
+
+
+# --- the checks, one function per promise -------------------------------------------------------
+
+def check_kubernetes_schemas(f: Failures, vs: str, objects: list[dict]) -> None:
+    for obj in objects:
+        if obj["kind"] in CUSTOM_KINDS:
+            continue
+        for version in KUBE_VERSIONS:
+            try:
+                kubernetes_validate.validate(clean(obj), version, strict=True)
+                f.check(True, vs, name_of(obj), f"Kubernetes {version} schema")
+            except kubernetes_validate.ValidationError as error:
+                path = "/".join(str(p) for p in error.path)
+                f.check(False, vs, name_of(obj), f"Kubernetes {version} schema (strict)", f"{path}: {error.message}")
+            except kubernetes_validate.SchemaNotFoundError as error:
+                f.check(False, vs, name_of(obj), f"Kubernetes {version} schema", error.message)
+
+
+def check_custom_resources(f: Failures, vs: str, objects: list[dict]) -> None:
+    """The fields each CRD documents as required (and the ones its controller cannot do without)."""
+    for obj in objects:
+        kind, spec, who = obj["kind"], obj.get("spec") or {}, name_of(obj)
+        if kind not in CUSTOM_KINDS:
+            continue
+        f.check(obj.get("apiVersion") == {"ServiceMonitor": "monitoring.coreos.com/v1",
+                                          "PodMonitor": "monitoring.coreos.com/v1",
+                                          "PrometheusRule": "monitoring.coreos.com/v1",
+                                          "ScaledObject": "keda.sh/v1alpha1",
+                                          "GRPCRoute": "gateway.networking.k8s.io/v1"}[kind],
+                vs, who, "apiVersion", str(obj.get("apiVersion")))
+        if kind in ("ServiceMonitor", "PodMonitor"):
+            endpoints = spec.get("endpoints" if kind == "ServiceMonitor" else "podMetricsEndpoints") or []
+            f.check(isinstance(spec.get("selector"), dict), vs, who, "spec.selector is required")
+            f.check(len(endpoints) > 0, vs, who, "at least one scrape endpoint")
+            for endpoint in endpoints:
+                f.check(bool(endpoint.get("port")), vs, who, "endpoint names its port")
+                for relabel in endpoint.get("relabelings") or []:
+                    f.check(isinstance(relabel.get("sourceLabels"), list) and bool(relabel.get("targetLabel")),
+                            vs, who, "relabeling has sourceLabels and targetLabel", str(relabel))
+        elif kind == "PrometheusRule":
+            groups = spec.get("groups") or []
+            f.check(len(groups) > 0, vs, who, "spec.groups is not empty")
+            for group in groups:
+                f.check(bool(group.get("name")), vs, who, "every group has a name")
+                for rule in group.get("rules") or []:
+                    label = rule.get("alert") or rule.get("record")
+                    f.check(("alert" in rule) != ("record" in rule), vs, who, "rule is exactly one of alert/record", str(label))
+                    f.check(isinstance(rule.get("expr"), str) and rule["expr"].strip() != "", vs, who, "rule has an expr", str(label))
+                    for field in ("labels", "annotations"):
+                        f.check(all(isinstance(v, str) for v in (rule.get(field) or {}).values()),
+                                vs, who, f"rule {field} are strings", str(label))
+        elif kind == "ScaledObject":
+            target = spec.get("scaleTargetRef") or {}
+            f.check(bool(target.get("name")), vs, who, "spec.scaleTargetRef.name is required")
+            triggers = spec.get("triggers") or []
+            f.check(len(triggers) > 0, vs, who, "spec.triggers is required")
+            for trigger in triggers:
+                metadata = trigger.get("metadata") or {}
+                f.check(bool(trigger.get("type")), vs, who, "trigger has a type")
+                f.check(all(isinstance(v, str) for v in metadata.values()), vs, who, "trigger metadata values are strings")
+                if trigger.get("type") == "prometheus":
+                    for field in ("serverAddress", "query", "threshold"):
+                        f.check(bool(metadata.get(field)), vs, who, f"prometheus trigger needs metadata.{field}")
+            f.check(spec.get("minReplicaCount", 0) <= spec.get("maxReplicaCount", 100), vs, who, "minReplicaCount <= maxReplicaCount")
+        elif kind == "GRPCRoute":
+            f.check(len(spec.get("parentRefs") or []) > 0, vs, who, "spec.parentRefs is not empty")
+            for ref in spec.get("parentRefs") or []:
+                f.check(bool(ref.get("name")), vs, who, "parentRef has a name")
+            for rule in spec.get("rules") or []:
+                for ref in rule.get("backendRefs") or []:
+                    f.check(bool(ref.get("name")) and isinstance(ref.get("port"), int), vs, who, "backendRef has name and port")
+
+
+def check_names_and_labels(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    for obj in objects:
+        who, metadata = name_of(obj), obj.get("metadata", {})
+        f.check(bool(DNS_SUBDOMAIN.match(metadata.get("name", ""))) and len(metadata["name"]) <= 63,
+                vs, who, "name is a DNS label of at most 63 characters")
+        dashboard = obj["kind"] == "ConfigMap" and values["dashboards"]["label"] in (metadata.get("labels") or {})
+        expected = (values["dashboards"]["namespace"] or NAMESPACE) if dashboard else NAMESPACE
+        f.check(metadata.get("namespace") == expected, vs, who, "namespace is the release's (dashboards: dashboards.namespace)",
+                str(metadata.get("namespace")))
+        labels = metadata.get("labels") or {}
+        f.check(labels.get("app.kubernetes.io/name") == "kvfleet" and labels.get("app.kubernetes.io/instance") == RELEASE,
+                vs, who, "carries app.kubernetes.io/name and /instance")
+        for key, value in labels.items():
+            f.check(isinstance(value, str) and bool(LABEL_VALUE.match(value)) and len(value) <= 63,
+                    vs, who, f"label {key} is a valid label value", repr(value))
+        template = pod_template(obj)
+        if template:
+            pod_labels = template["metadata"].get("labels") or {}
+            for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "kvfleet.io/model"):
+                f.check(key in pod_labels, vs, who, f"pod label {key} (scrape-time labels come from it)")
+
+
+def containers_of(template: dict, init: bool = False) -> list[dict]:
+    spec = template["spec"]
+    return list(spec.get("containers") or []) + (list(spec.get("initContainers") or []) if init else [])
+
+
+def check_gpu(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    gpus = values["worker"]["gpusPerWorker"]
+    for obj in objects:
+        template = pod_template(obj)
+        if not template:
+            continue
+        for container in containers_of(template, init=True):
+            who = f"{name_of(obj)} container {container['name']}"
+            resources = container.get("resources") or {}
+            requested = (resources.get("requests") or {}).get("nvidia.com/gpu")
+            limited = (resources.get("limits") or {}).get("nvidia.com/gpu")
+            f.check(requested == limited, vs, who, "nvidia.com/gpu requests == limits", f"{requested} vs {limited}")
+            if component_of(obj) == "worker" and container["name"] == "worker":
+                if gpus > 0:
+                    f.check(limited == gpus, vs, who, "nvidia.com/gpu == worker.gpusPerWorker", f"{limited} vs {gpus}")
+                else:
+                    f.check(limited is None, vs, who, "no nvidia.com/gpu for CPU workers", str(limited))
+            elif limited is not None:
+                f.check(False, vs, who, "only workers hold GPUs", str(limited))
+
+
+def check_shm(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    for obj in objects:
+        template = pod_template(obj)
+        if not template:
+            continue
+        volumes = template["spec"].get("volumes") or []
+        memory_volumes = [v["name"] for v in volumes if (v.get("emptyDir") or {}).get("medium") == "Memory"]
+        for volume in volumes:
+            if (volume.get("emptyDir") or {}).get("medium") == "Memory":
+                f.check(bool(volume["emptyDir"].get("sizeLimit")), vs, name_of(obj),
+                        f"memory-backed emptyDir {volume['name']} has a sizeLimit")
+        for name in memory_volumes:
+            mounts = [m for c in containers_of(template) for m in c.get("volumeMounts") or [] if m["name"] == name]
+            f.check(any(m["mountPath"] == "/dev/shm" for m in mounts), vs, name_of(obj),
+                    f"memory-backed emptyDir {name} is mounted at /dev/shm", str(mounts))
+        if component_of(obj) == "worker" and obj["kind"] == "StatefulSet":
+            worker = next(c for c in containers_of(template) if c["name"] == "worker")
+            shm_mounts = [m for m in worker.get("volumeMounts") or [] if m["mountPath"] == "/dev/shm"]
+            f.check(bool(shm_mounts) == bool(values["worker"]["shm"]["enabled"]), vs, name_of(obj),
+                    "worker container mounts /dev/shm iff worker.shm.enabled")
+
+
+def check_probes(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    for obj in objects:
+        template = pod_template(obj)
+        if not template or obj["kind"] == "Job":
+            continue
+        for container in containers_of(template):
+            who = f"{name_of(obj)} container {container['name']}"
+            health_ports = [p["containerPort"] for p in container.get("ports") or [] if p.get("name") == "health"]
+            f.check(health_ports == [HEALTH_PORT], vs, who, f"declares the health port {HEALTH_PORT}", str(health_ports))
+            args = container.get("args") or []
+            f.check(arg_after(args, "--health-port") == str(HEALTH_PORT), vs, who, "passes --health-port 8080")
+            for kind, service in (("startupProbe", "liveness"), ("readinessProbe", None), ("livenessProbe", "liveness")):
+                probe = container.get(kind)
+                if not f.check(probe is not None, vs, who, f"has a {kind}"):
+                    continue
+                handlers = [h for h in ("grpc", "httpGet", "tcpSocket", "exec") if h in probe]
+                f.check(handlers == ["grpc"], vs, who, f"{kind} is a gRPC probe", str(handlers))
+                grpc = probe.get("grpc") or {}
+                f.check(grpc.get("port") == HEALTH_PORT, vs, who, f"{kind} on the health port", str(grpc.get("port")))
+                f.check(grpc.get("service") == service, vs, who, f"{kind} asks for service {service!r}", repr(grpc.get("service")))
+            if component_of(obj) == "worker":
+                startup = container["startupProbe"]
+                budget = startup["periodSeconds"] * startup["failureThreshold"]
+                load = values["worker"]["probes"]["startup"]["modelLoadSeconds"]
+                f.check(budget >= load, vs, who, "startup probe budget >= worker.probes.startup.modelLoadSeconds",
+                        f"{startup['periodSeconds']} s x {startup['failureThreshold']} = {budget} s < {load} s")
+
+
+def prestop_seconds(container: dict) -> int | None:
+    command = (((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get("command") or []
+    return int(command[1]) if len(command) == 2 and command[0] == "sleep" else None
+
+
+def check_grace(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    for obj in objects:
+        template, component = pod_template(obj), component_of(obj)
+        if not template or component not in ("router", "worker"):
+            continue
+        spec = template["spec"]
+        container = next(c for c in containers_of(template) if c["name"] == component)
+        who = name_of(obj)
+        pre_stop = prestop_seconds(container)
+        expected = values[component]["preStopSeconds"]
+        f.check(pre_stop == expected, vs, who, f"preStop is `sleep {component}.preStopSeconds`", f"{pre_stop} vs {expected}")
+        drain = values["worker"]["drainTimeoutSeconds"] if component == "worker" else ROUTER_DRAIN_SECONDS
+        if component == "worker":
+            f.check(arg_after(container["args"], "--drain-timeout") == str(drain), vs, who, "passes --drain-timeout")
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+        f.check(grace >= (pre_stop or 0) + drain, vs, who, "terminationGracePeriodSeconds >= preStop + drain",
+                f"{grace} < {pre_stop} + {drain}")
+
+
+def check_rollout(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    by_component = {(o["kind"], component_of(o)): o for o in objects if o["kind"] in ("Deployment", "StatefulSet")}
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+    worker = by_component.get(("StatefulSet", "worker"))
+    if f.check(worker is not None, vs, "StatefulSet worker", "exists"):
+        who, spec = name_of(worker), worker["spec"]
+        strategy = spec.get("updateStrategy") or {}
+        f.check(strategy.get("type") == "RollingUpdate", vs, who, "updateStrategy RollingUpdate")
+        f.check((strategy.get("rollingUpdate") or {}).get("maxUnavailable") == 1, vs, who, "rollingUpdate.maxUnavailable 1")
+        f.check(spec.get("podManagementPolicy") == "Parallel", vs, who, "podManagementPolicy Parallel")
+        headless = services.get(spec.get("serviceName"))
+        f.check(headless is not None and headless["spec"].get("clusterIP") == "None", vs, who,
+                "serviceName is a headless Service in the render", str(spec.get("serviceName")))
+        f.check(("replicas" in spec) != values["worker"]["keda"]["enabled"], vs, who, "replicas left to KEDA exactly when it is on")
+    cachemanager = by_component.get(("Deployment", "cachemanager"))
+    if f.check(cachemanager is not None, vs, "Deployment cachemanager", "exists"):
+        f.check(cachemanager["spec"].get("strategy", {}).get("type") == "Recreate", vs, name_of(cachemanager), "strategy Recreate")
+        f.check(cachemanager["spec"].get("replicas") == 1, vs, name_of(cachemanager), "exactly one replica")
+    router = by_component.get(("Deployment", "router"))
+    if f.check(router is not None, vs, "Deployment router", "exists"):
+        spec = router["spec"]
+        f.check(spec.get("strategy", {}).get("type") == "RollingUpdate", vs, name_of(router), "strategy RollingUpdate")
+        if values["router"]["autoscaling"]["enabled"]:
+            f.check("replicas" not in spec, vs, name_of(router), "replicas left to the HPA")
+        else:
+            f.check(spec.get("replicas", 1) >= 2, vs, name_of(router), "at least two routers", str(spec.get("replicas")))
+        constraints = spec["template"]["spec"].get("topologySpreadConstraints") or []
+        if values["router"]["topologySpread"]["enabled"]:
+            f.check(len(constraints) == 1 and selector_matches(constraints[0].get("labelSelector"), spec["template"]["metadata"]["labels"]),
+                    vs, name_of(router), "topologySpreadConstraints select the router's own pods")
+
+
+def pods_by_component(objects: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
+    """component -> [(workload, pod labels)]."""
+    pods = collections.defaultdict(list)
+    for obj in objects:
+        template = pod_template(obj)
+        if template:
+            pods[template["metadata"]["labels"].get("app.kubernetes.io/component")].append((obj, template["metadata"]["labels"]))
+    return pods
+
+
+def check_selectors(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    pods = pods_by_component(objects)
+    all_pods = [(component, labels) for component, entries in pods.items() for _, labels in entries]
+
+    def selects(selector: dict | None) -> set[str]:
+        return {component for component, labels in all_pods if selector_matches(selector, labels)}
+
+    for obj in objects:
+        who, kind, component, spec = name_of(obj), obj["kind"], component_of(obj), obj.get("spec") or {}
+        if kind in ("Deployment", "StatefulSet"):
+            f.check(selector_matches(spec["selector"], spec["template"]["metadata"]["labels"]), vs, who,
+                    "selector matches its own pod template")
+            f.check(selects(spec["selector"]) == {component}, vs, who, "selector matches no other component's pods",
+                    str(selects(spec["selector"])))
+        elif kind == "Service":
+            selector = {"matchLabels": spec.get("selector") or {}}
+            f.check(bool(spec.get("selector")) and selects(selector) == {component}, vs, who,
+                    f"selector matches the {component} pods and only them", str(selects(selector)))
+            named = {p["name"] for c in containers_of(_workload_template(objects, component)) for p in c.get("ports") or []}
+            for port in spec.get("ports") or []:
+                f.check(port.get("targetPort") in named, vs, who, f"targetPort {port.get('targetPort')} is a named container port", str(named))
+        elif kind == "PodDisruptionBudget":
+            f.check(selects(spec.get("selector")) == {component}, vs, who, f"selects the {component} pods only",
+                    str(selects(spec.get("selector"))))
+        elif kind == "NetworkPolicy":
+            f.check(selects(spec.get("podSelector")) == {component}, vs, who, f"podSelector matches the {component} pods only",
+                    str(selects(spec.get("podSelector"))))
+            for rule in spec.get("ingress") or []:
+                for peer in rule.get("from") or []:
+                    if "podSelector" in peer and "namespaceSelector" not in peer and "ipBlock" not in peer:
+                        chosen = selects(peer["podSelector"])
+                        chart_peer = (peer["podSelector"].get("matchLabels") or {}).get("app.kubernetes.io/instance") == RELEASE
+                        if chart_peer:
+                            f.check(len(chosen) == 1, vs, who, "a peer naming this release's pods matches one component", str(peer))
+        elif kind == "ServiceMonitor":
+            services = [o for o in objects if o["kind"] == "Service" and selector_matches(spec["selector"], o["metadata"].get("labels") or {})]
+            f.check(sorted(component_of(s) for s in services) == ["cachemanager", "router", "worker"], vs, who,
+                    "selects exactly the router, worker and cachemanager Services", str([s["metadata"]["name"] for s in services]))
+            for service in services:
+                f.check(any(p.get("name") == "metrics" for p in service["spec"]["ports"]), vs, who,
+                        f"Service {service['metadata']['name']} has the port named metrics")
+        elif kind == "PodMonitor":
+            f.check(selects(spec["selector"]) == {"router", "worker", "cachemanager"}, vs, who,
+                    "selects router, worker and cachemanager pods (not the test pod)", str(selects(spec["selector"])))
+    # The NetworkPolicies say what they promise.
+    if values["networkPolicy"]["enabled"]:
+        policies = {component_of(o): o for o in objects if o["kind"] == "NetworkPolicy"}
+        f.check(set(policies) == {"router", "worker", "cachemanager"}, vs, "NetworkPolicy", "one per component", str(sorted(policies)))
+        grpc_ports = {"router": 50060, "worker": 50051, "cachemanager": 50050}
+        allowed = {"worker": {"router"}, "cachemanager": {"router", "worker"}}
+        for component, policy in policies.items():
+            rules = [r for r in policy["spec"].get("ingress") or [] if any(p.get("port") == grpc_ports[component] for p in r.get("ports") or [])]
+            who = name_of(policy)
+            if not f.check(len(rules) == 1, vs, who, "one rule for the gRPC port"):
+                continue
+            peers = rules[0].get("from")
+            if component in allowed:
+                chosen = set().union(*(selects(p.get("podSelector")) for p in peers or [])) if peers else {"<anyone>"}
+                f.check(peers is not None and chosen == allowed[component]
+                        and all(set(p) == {"podSelector"} for p in peers), vs, who,
+                        f"gRPC only from this release's {sorted(allowed[component])} pods", str(chosen))
+            elif values["networkPolicy"]["routerClients"]:
+                f.check(peers is not None and any(selects(p.get("podSelector")) == {"test"} for p in peers if set(p) == {"podSelector"}),
+                        vs, who, "the helm test pod may call the router")
+            else:
+                f.check(peers is None, vs, who, "router gRPC open to any client when routerClients is empty")
+    else:
+        f.check(not any(o["kind"] == "NetworkPolicy" for o in objects), vs, "NetworkPolicy", "none when networkPolicy.enabled is false")
+    pdbs = [o for o in objects if o["kind"] == "PodDisruptionBudget" and component_of(o) == "router"]
+    budget = values["router"]["podDisruptionBudget"]
+    f.check(len(pdbs) == int(budget["enabled"]), vs, "PodDisruptionBudget router", "present iff router.podDisruptionBudget.enabled")
+    for pdb in pdbs:
+        wanted = {"maxUnavailable": budget["maxUnavailable"]} if budget.get("maxUnavailable") is not None \
+            else {"minAvailable": budget["minAvailable"]}
+        got = {k: v for k, v in pdb["spec"].items() if k in ("minAvailable", "maxUnavailable")}
+        f.check(got == wanted, vs, name_of(pdb), "maxUnavailable when set, else minAvailable", f"{got} vs {wanted}")
+
+
+def _workload_template(objects: list[dict], component: str) -> dict:
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "StatefulSet") and component_of(obj) == component:
+            return obj["spec"]["template"]
+    return {"spec": {"containers": []}}
+
+
+def check_references(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    present = collections.defaultdict(set)
+    for obj in objects:
+        present[obj["kind"]].add(obj["metadata"]["name"])
+    user_strings = string_leaves(values)
+    pull_secrets = {s["name"] for s in values.get("imagePullSecrets") or []}
+
+    def exists(kind: str, name: str, who: str, what: str, user_supplied_ok: bool) -> None:
+        ok = name in present[kind] or (user_supplied_ok and name in user_strings)
+        f.check(ok, vs, who, f"{what} {kind} {name!r} exists in the render" + (" or is named in values" if user_supplied_ok else ""))
+
+    for obj in objects:
+        who, template = name_of(obj), pod_template(obj)
+        if template:
+            spec = template["spec"]
+            exists("ServiceAccount", spec.get("serviceAccountName", "default"), who, "serviceAccountName", True)
+            f.check(spec.get("automountServiceAccountToken") is False, vs, who, "automountServiceAccountToken false")
+            for secret in spec.get("imagePullSecrets") or []:
+                f.check(secret["name"] in pull_secrets, vs, who, f"imagePullSecret {secret['name']} is named in values.imagePullSecrets")
+            for volume in spec.get("volumes") or []:
+                if "configMap" in volume:
+                    exists("ConfigMap", volume["configMap"]["name"], who, "volume", False)
+                if "secret" in volume:
+                    exists("Secret", volume["secret"]["secretName"], who, "volume", True)
+                if "persistentVolumeClaim" in volume:
+                    claim = volume["persistentVolumeClaim"]["claimName"]
+                    f.check(claim in user_strings, vs, who, f"PVC {claim!r} is the one named in values")
+            for container in containers_of(template, init=True):
+                for env in container.get("env") or []:
+                    source = env.get("valueFrom") or {}
+                    if "configMapKeyRef" in source:
+                        exists("ConfigMap", source["configMapKeyRef"]["name"], who, "env", False)
+                    if "secretKeyRef" in source:
+                        exists("Secret", source["secretKeyRef"]["name"], who, "env", True)
+                for source in container.get("envFrom") or []:
+                    if "configMapRef" in source:
+                        exists("ConfigMap", source["configMapRef"]["name"], who, "envFrom", False)
+                    if "secretRef" in source:
+                        exists("Secret", source["secretRef"]["name"], who, "envFrom", True)
+                # Services the containers dial by name.
+                args = (container.get("command") or []) + (container.get("args") or [])
+                for flag in ("--cachemanager", "--router"):
+                    target = arg_after(args, flag)
+                    if target:
+                        exists("Service", target.split(":")[0], f"{who} container {container['name']}", flag, False)
+        kind, spec = obj["kind"], obj.get("spec") or {}
+        if kind == "Ingress":
+            for rule in spec.get("rules") or []:
+                for path in rule["http"]["paths"]:
+                    exists("Service", path["backend"]["service"]["name"], who, "backend", False)
+            for tls in spec.get("tls") or []:
+                f.check(tls.get("secretName") in user_strings, vs, who, f"TLS secret {tls.get('secretName')!r} is named in values")
+        if kind == "GRPCRoute":
+            for rule in spec.get("rules") or []:
+                for ref in rule.get("backendRefs") or []:
+                    exists("Service", ref["name"], who, "backendRef", False)
+        if kind == "HorizontalPodAutoscaler":
+            exists(spec["scaleTargetRef"]["kind"], spec["scaleTargetRef"]["name"], who, "scaleTargetRef", False)
+        if kind == "ScaledObject":
+            exists(spec["scaleTargetRef"]["kind"], spec["scaleTargetRef"]["name"], who, "scaleTargetRef", False)
+        if kind == "ServiceAccount":
+            f.check(obj.get("automountServiceAccountToken") is False, vs, who, "automountServiceAccountToken false")
+
+
+def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
+    for obj in objects:
+        if obj["kind"] != "StatefulSet":
+            continue
+        container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == "worker")
+        who, args = f"{name_of(obj)} container worker", container.get("args") or []
+        f.check(arg_after(args, "--worker-id") == "$(POD_NAME)", vs, who, "--worker-id $(POD_NAME)", str(arg_after(args, "--worker-id")))
+        advertise = arg_after(args, "--advertise-address") or ""
+        f.check(re.fullmatch(r"\$\(POD_IP\):50051", advertise) is not None, vs, who, "--advertise-address $(POD_IP):50051", advertise)
+        f.check(arg_after(args, "--listen") == "0.0.0.0:50051", vs, who, "--listen 0.0.0.0:50051")
+        env = {e["name"]: ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath") for e in container.get("env") or []}
+        f.check(env.get("POD_NAME") == "metadata.name", vs, who, "POD_NAME from the downward API (metadata.name)")
+        f.check(env.get("POD_IP") == "status.podIP", vs, who, "POD_IP from the downward API (status.podIP)")
+
+
+def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    model_path = f"/models/{values['model']['file']}"
+    for obj in objects:
+        template = pod_template(obj)
+        if not template:
+            continue
+        who, spec = name_of(obj), template["spec"]
+        pod = spec.get("securityContext") or {}
+        f.check(pod.get("runAsNonRoot") is True and pod.get("runAsUser") == 10001 and "fsGroup" in pod
+                and (pod.get("seccompProfile") or {}).get("type") == "RuntimeDefault", vs, who,
+                "pod securityContext: runAsNonRoot, uid 10001, fsGroup, seccomp RuntimeDefault", str(pod))
+        for container in containers_of(template, init=True):
+            sc = container.get("securityContext") or {}
+            f.check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
+                    and "ALL" in ((sc.get("capabilities") or {}).get("drop") or []), vs, f"{who} container {container['name']}",
+                    "container securityContext: read-only root, no privilege escalation, drop ALL", str(sc))
+        if component_of(obj) in ("router", "worker"):
+            container = next(c for c in containers_of(template) if c["name"] == component_of(obj))
+            mounts = [m for m in container.get("volumeMounts") or [] if m["mountPath"] == "/models"]
+            f.check(len(mounts) == 1 and mounts[0].get("readOnly") is True, vs, who, "model mounted read-only at /models", str(mounts))
+            f.check(arg_after(container["args"], "--model") == model_path, vs, who, f"--model {model_path}")
+            volume = next((v for v in spec.get("volumes") or [] if v["name"] == "model"), {})
+            source = values["model"]["source"]["type"]
+            expected = {"pvc": "persistentVolumeClaim", "hostPath": "hostPath", "image": "emptyDir"}[source]
+            f.check(expected in volume, vs, who, f"model volume is a {expected} (model.source.type {source})", str(volume))
+            if source == "image":
+                init = [c for c in spec.get("initContainers") or [] if c["name"] == "model-copy"]
+                f.check(len(init) == 1 and init[0]["command"][-1] == model_path, vs, who, "model-copy init container copies to the model path")
+            if source == "pvc" and values["model"]["source"]["pvc"]["subPath"]:
+                f.check(mounts and mounts[0].get("subPath") == values["model"]["source"]["pvc"]["subPath"], vs, who, "subPath mounted")
+
+
+def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    for obj in objects:
+        if obj["kind"] != "StatefulSet":
+            continue
+        container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == "worker")
+        who, args, w = f"{name_of(obj)} container worker", container["args"], values["worker"]
+        kv = arg_after(args, "--kv-cache-memory")
+        default = "0.9" if w["gpusPerWorker"] > 0 else "0.8"
+        f.check(kv == (str(w["kvCacheMemory"]) or default), vs, who, "--kv-cache-memory from worker.kvCacheMemory or the mode's default", str(kv))
+        f.check(arg_after(args, "--device") == w["device"], vs, who, "--device from worker.device")
+        limits = (container.get("resources") or {}).get("limits") or {}
+        if w["gpusPerWorker"] == 0:
+            f.check("memory" in limits, vs, who, "CPU worker has a memory limit (the KV fraction is measured under it)")
+        configured = (w.get("resources") or {})
+        cpu = ((configured.get("limits") or {}).get("cpu") or (configured.get("requests") or {}).get("cpu"))
+        if w.get("threads") is not None:
+            threads = str(w["threads"])
+        elif cpu is not None:
+            text = str(cpu)
+            threads = str(max(1, int(text[:-1]) // 1000 if text.endswith("m") else int(float(text))))
+        else:
+            threads = None
+        f.check(arg_after(args, "--threads") == threads, vs, who, "--threads from worker.threads, else the whole CPUs of limits/requests",
+                f"{arg_after(args, '--threads')} vs {threads}")
+        runtime = obj["spec"]["template"]["spec"].get("runtimeClassName")
+        f.check(runtime == (w["runtimeClassName"] or None), vs, who, "runtimeClassName from values", str(runtime))
+
+
+def check_images(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """GPU workers run the CUDA variant, everything else the CPU one, unless a component overrides it."""
+    image = values["image"]
+    for obj in objects:
+        template = pod_template(obj)
+        if not template:
+            continue
+        component = component_of(obj)
+        override = values.get(component, {}).get("image", {}) if component in ("router", "worker", "cachemanager") else {}
+        variant = image["cudaTag"] if component == "worker" and values["worker"]["gpusPerWorker"] > 0 else image["tag"]
+        expected = f"{override.get('repository') or image['repository']}:{override.get('tag') or variant}"
+        for container in containers_of(template, init=True):
+            if container["name"] == "model-copy":
+                continue
+            f.check(container["image"] == expected, vs, f"{name_of(obj)} container {container['name']}", "image",
+                    f"{container['image']} vs {expected}")
+            f.check(container.get("imagePullPolicy") == image["pullPolicy"], vs, f"{name_of(obj)} container {container['name']}",
+                    "imagePullPolicy from image.pullPolicy")
+
+
+def check_hook(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    jobs = [o for o in objects if o["kind"] == "Job"]
+    if not values["tests"]["enabled"]:
+        f.check(not jobs, vs, "Job", "no test Job when tests.enabled is false")
+        return
+    if not f.check(len(jobs) == 1, vs, "Job", "one helm test Job", str(len(jobs))):
+        return
+    job = jobs[0]
+    who = name_of(job)
+    f.check((job["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test", vs, who, "annotated helm.sh/hook: test")
+    spec = job["spec"]["template"]["spec"]
+    commands = [c["command"] for c in (spec.get("initContainers") or []) + spec["containers"]]
+    router = next(o["metadata"]["name"] for o in objects if o["kind"] == "Service" and component_of(o) == "router")
+    f.check(commands and commands[0][:4] == ["kvfleet", "models", "--router", f"{router}:50060"], vs, who,
+            "first runs kvfleet models --router <router>:50060", str(commands[:1]))
+    f.check(len(commands) == 2 and commands[1][:6] == ["kvfleet", "chat", "--router", f"{router}:50060", "--max-tokens", "8"]
+            and commands[1][-1] == values["tests"]["prompt"], vs, who,
+            "then kvfleet chat --router <router>:50060 --max-tokens 8 PROMPT", str(commands[1:]))
+
+
+def check_optional_objects(f: Failures, vs: str, objects: list[dict], values: dict, chart_dir: str) -> None:
+    kinds = collections.Counter(o["kind"] for o in objects)
+    expectations = {
+        "HorizontalPodAutoscaler": values["router"]["autoscaling"]["enabled"],
+        "Ingress": values["router"]["ingress"]["enabled"],
+        "GRPCRoute": values["router"]["grpcRoute"]["enabled"],
+        "ScaledObject": values["worker"]["keda"]["enabled"],
+        "ServiceMonitor": values["metrics"]["serviceMonitor"]["enabled"],
+        "PodMonitor": values["metrics"]["podMonitor"]["enabled"],
+        "PrometheusRule": values["metrics"]["prometheusRule"]["enabled"],
+    }
+    for kind, wanted in expectations.items():
+        f.check(kinds[kind] == int(bool(wanted)), vs, kind, "rendered exactly when its values enable it", f"{kinds[kind]} rendered")
+    dashboards = sorted(n for n in os.listdir(os.path.join(chart_dir, "dashboards")) if n.endswith(".json")) \
+        if os.path.isdir(os.path.join(chart_dir, "dashboards")) else []
+    maps = [o for o in objects if o["kind"] == "ConfigMap" and values["dashboards"]["label"] in (o["metadata"].get("labels") or {})]
+    if values["dashboards"]["enabled"]:
+        f.check(sorted(k for m in maps for k in m["data"]) == dashboards, vs, "ConfigMap dashboards", "one ConfigMap per dashboards/*.json",
+                f"{[k for m in maps for k in m['data']]} vs {dashboards}")
+        for cm in maps:
+            f.check(cm["metadata"]["labels"][values["dashboards"]["label"]] == values["dashboards"]["labelValue"], vs, name_of(cm),
+                    "labelled for Grafana's sidecar")
+            if values["dashboards"]["folder"]:
+                f.check((cm["metadata"].get("annotations") or {}).get(values["dashboards"]["folderAnnotation"]) == values["dashboards"]["folder"],
+                        vs, name_of(cm), "folder annotation")
+            for key, text in cm["data"].items():
+                try:
+                    json.loads(text)
+                    f.check(True, vs, name_of(cm), f"{key} is JSON")
+                except ValueError as error:
+                    f.check(False, vs, name_of(cm), f"{key} is JSON", str(error))
+    else:
+        f.check(not maps, vs, "ConfigMap dashboards", "none when dashboards.enabled is false")
+    for rule_object in (o for o in objects if o["kind"] == "PrometheusRule"):
+        threshold = float(values["alerts"]["routerTtftP99Seconds"])
+        exprs = [r["expr"] for g in rule_object["spec"]["groups"] for r in g.get("rules") or [] if r.get("alert") == TTFT_ALERT]
+        found = [float(m.group(1)) for e in exprs for m in [re.search(r">\s*([0-9.]+)\s*$", e.strip())] if m]
+        f.check(found == [threshold], vs, name_of(rule_object), f"{TTFT_ALERT} threshold is alerts.routerTtftP99Seconds",
+                f"{found} vs {threshold}")
+        # Everything else is the rules files verbatim.
+        originals = []
+        for name in sorted(os.listdir(os.path.join(chart_dir, "rules"))):
+            if name.endswith(".yaml"):
+                with open(os.path.join(chart_dir, "rules", name)) as handle:
+                    originals += (yaml.safe_load(handle) or {}).get("groups") or []
+        rendered = copy.deepcopy(rule_object["spec"]["groups"])
+        for group in rendered + originals:
+            for rule in group.get("rules") or []:
+                if rule.get("alert") == TTFT_ALERT:
+                    rule["expr"] = re.sub(r">\s*[0-9.]+\s*$", "> X", rule["expr"].strip())
+        f.check(rendered == originals, vs, name_of(rule_object), "groups are rules/*.yaml verbatim apart from the threshold")
+
+
+def check_lint(f: Failures, vs: str, chart_dir: str, values: dict) -> None:
+    for version in KUBE_VERSIONS:
+        report = helm_python.lint(chart_dir, values, strict=True, namespace=NAMESPACE, kube_version=f"v{version}")
+        problems = [m for m in report.get("messages") or [] if m.get("severity", 0) >= 2] + \
+                   [{"error": e} for e in report.get("errors") or []]
+        f.check(not problems, vs, "chart", f"helm lint --strict (kube {version})", "; ".join(str(p.get("error")) for p in problems))
+
+
+# --- values the chart must refuse ---------------------------------------------------------------
+
+REFUSALS = [
+    # (what, values, where the refusal comes from, text the message must contain)
+    ("negative router replicas", {"router": {"replicas": -1}}, "schema", "/router/replicas"),
+    ("negative worker replicas", {"worker": {"replicas": -3}}, "schema", "/worker/replicas"),
+    ("an unknown top-level key", {"replica": 2}, "schema", "replica"),
+    ("an unknown nested key", {"worker": {"gpus": 1}}, "schema", "gpus"),
+    ("a string for a number", {"worker": {"drainTimeoutSeconds": "30"}}, "schema", "/worker/drainTimeoutSeconds"),
+    ("a string for a number (probe)", {"worker": {"probes": {"startup": {"modelLoadSeconds": "600"}}}}, "schema", "modelLoadSeconds"),
+    ("a Kubernetes unit the worker does not read", {"worker": {"kvCacheMemory": "8Gi"}}, "schema", "kvCacheMemory"),
+    ("an unknown device", {"worker": {"device": "tpu"}}, "schema", "/worker/device"),
+    ("an unknown model source", {"model": {"source": {"type": "s3"}}}, "schema", "/model/source/type"),
+    ("a model id that is not a label value", {"model": {"id": "org/model"}}, "schema", "/model/id"),
+    ("tls turned on before it exists", {"tls": {"enabled": True}}, "render", "tls.enabled"),
+    ("auth turned on before it exists", {"auth": {"enabled": True}}, "render", "auth.enabled"),
+    ("a CPU worker holding a GPU", {"worker": {"device": "cpu"}}, "render", "gpusPerWorker"),
+    ("cuda without a GPU", {"worker": {"device": "cuda", "gpusPerWorker": 0,
+                                       "resources": {"limits": {"memory": "8Gi"}}}}, "render", "gpusPerWorker is 0"),
+    ("a CPU KV size not below the memory limit",
+     {"worker": {"device": "cpu", "gpusPerWorker": 0, "kvCacheMemory": "8GiB", "tolerations": [],
+                 "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}}},
+     "render", "is not below worker.resources.limits.memory"),
+    ("a CPU KV size in decimal units over a binary limit",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "9GB", "resources": {"limits": {"memory": "8Gi"}}}},
+     "render", "is not below"),
+    ("a CPU worker without a memory limit",
+     {"worker": {"gpusPerWorker": 0, "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": None}}},
+     "render", "limits.memory is required"),
+    ("a fraction above 1", {"worker": {"kvCacheMemory": "1.5"}}, "render", "a fraction must be in (0, 1]"),
+    ("nvidia.com/gpu in worker.resources", {"worker": {"resources": {"limits": {"nvidia.com/gpu": 2}}}}, "render", "leave nvidia.com/gpu out"),
+    ("a PVC source without a claim", {"model": {"source": {"pvc": {"claimName": ""}}}}, "render", "claimName"),
+    ("an image source without an image", {"model": {"source": {"type": "image"}}}, "render", "model.source.image"),
+    ("both a ServiceMonitor and a PodMonitor",
+     {"metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}}, "render", "not both"),
+    ("a PDB with neither minAvailable nor maxUnavailable",
+     {"router": {"podDisruptionBudget": {"minAvailable": None}}}, "render", "set minAvailable or maxUnavailable"),
+    ("a GRPCRoute without a parent Gateway", {"router": {"grpcRoute": {"enabled": True}}}, "render", "parentRefs"),
+]
+
+ACCEPTED = [
+    ("a CPU KV size below the memory limit",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "7.5GiB", "resources": {"limits": {"memory": "8Gi"}}}}),
+    ("a CPU KV size against a limit in M",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "512MiB", "resources": {"limits": {"memory": "4000M"}}}}),
+    ("a fraction given as a YAML number", {"worker": {"kvCacheMemory": 0.85}}),
+    ("a memory limit given as a byte count",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "1GiB", "resources": {"limits": {"memory": 4294967296}}}}),
+]
+
+
+def check_refusals(f: Failures, chart) -> None:
+    vs = "refusals"
+    for what, values, stage, text in REFUSALS:
+        schema_error = None
+        try:
+            chart.validate_schema(values)
+        except helm_python.HelmError as error:
+            schema_error = str(error)
+        if stage == "schema":
+            f.check(schema_error is not None and text in schema_error, vs, "values.schema.json", f"refuses {what}",
+                    schema_error or "accepted")
+            continue
+        f.check(schema_error is None, vs, "values.schema.json", f"accepts {what} (the template refuses it)", str(schema_error))
+        try:
+            chart.render(values, name=RELEASE, namespace=NAMESPACE)
+            f.check(False, vs, "templates", f"refuses {what}", "rendered")
+        except helm_python.HelmError as error:
+            f.check(text in str(error), vs, "templates", f"refuses {what} with a message naming {text!r}", str(error)[-300:])
+    for what, values in ACCEPTED:
+        try:
+            chart.render(values, name=RELEASE, namespace=NAMESPACE)
+            f.check(True, vs, "templates", f"accepts {what}")
+        except helm_python.HelmError as error:
+            f.check(False, vs, "templates", f"accepts {what}", str(error)[-300:])
+
+
+def check_schema_closed(f: Failures, chart) -> None:
+    """Every object in the schema that lists properties refuses unknown keys."""
+    def walk(node, path):
+        if isinstance(node, dict):
+            if "properties" in node:
+                f.check(node.get("additionalProperties") is False, "schema", path or "/", "additionalProperties: false")
+            for key, child in node.items():
+                walk(child, f"{path}/{key}")
+        elif isinstance(node, list):
+            for index, child in enumerate(node):
+                walk(child, f"{path}/{index}")
+    walk(chart.schema, "")
+
+
+def check_values_documented(f: Failures, chart_dir: str) -> None:
+    """Every key of values.yaml has a comment right above it. A `# --` comment
+    documents a parameter and its whole default value (what is nested inside,
+    e.g. the requests of `resources`, is part of that value); every parameter
+    has a row in README.md's values reference."""
+    with open(os.path.join(chart_dir, "values.yaml")) as handle:
+        lines = handle.read().splitlines()
+    with open(os.path.join(chart_dir, "README.md")) as handle:
+        readme = handle.read()
+    stack: list[tuple[int, str, bool]] = []  # (indent, key, documented as a parameter)
+    parameters = 0
+    for number, line in enumerate(lines):
+        match = re.match(r"^( *)([A-Za-z0-9_./-]+):", line)
+        if not match:
+            continue
+        indent, key = len(match.group(1)), match.group(2)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        inside_parameter = any(documented for _, _, documented in stack)
+        path = ".".join([k for _, k, _ in stack] + [key])
+        previous = lines[number - 1].strip() if number else ""
+        # The comment right above a key may span several lines; its first line says whether it is `# --`.
+        first = number - 1
+        while first > 0 and lines[first - 1].strip().startswith("#") and not lines[first].strip().startswith("# --"):
+            first -= 1
+        is_parameter = lines[first].strip().startswith("# --") if previous.startswith("#") else False
+        stack.append((indent, key, is_parameter or inside_parameter))
+        if inside_parameter:
+            continue
+        f.check(previous.startswith("#"), "values.yaml", path, "has a comment above it")
+        if is_parameter:
+            parameters += 1
+            f.check(f"`{path}`" in readme, "README.md", path, "is in the values reference")
+    f.check(parameters > 100, "values.yaml", "parameters", "are documented with `# --`", str(parameters))
+
+
+def main() -> int:
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chart", required=True, help="the chart directory (deploy/helm/kvfleet)")
+    parser.add_argument("--values", default=os.path.join(here, "values"), help="directory of value sets (*.yaml)")
+    args = parser.parse_args()
+    chart_dir = os.path.abspath(args.chart)
+    value_files = sorted(n for n in os.listdir(args.values) if n.endswith(".yaml"))
+    if len(value_files) < 5:
+        print(f"chart_test: FAIL: expected at least five value sets in {args.values}, found {value_files}", file=sys.stderr)
+        return 1
+
+    # Helm logs every template `fail` at INFO; only its warnings are worth showing.
+    helm_python.enable_logging(logging.WARNING, logging.getLogger("chart_test.helm"))
+    f = Failures()
+    chart = helm_python.Chart.load(chart_dir)
+    check_schema_closed(f, chart)
+    check_values_documented(f, chart_dir)
+    total_objects = 0
+    for value_file in value_files:
+        vs = value_file[: -len(".yaml")]
+        with open(os.path.join(args.values, value_file)) as handle:
+            user_values = yaml.safe_load(handle) or {}
+        before = len(f.items)
+        try:
+            chart.validate_schema(user_values)
+            objects = render(chart, user_values)
+        except helm_python.HelmError as error:
+            f.check(False, vs, "chart", "renders", str(error))
+            print(f"[{vs}] does not render")
+            continue
+        values = chart.merge_values(user_values)
+        check_lint(f, vs, chart_dir, user_values)
+        check_kubernetes_schemas(f, vs, objects)
+        check_custom_resources(f, vs, objects)
+        check_names_and_labels(f, vs, objects, values)
+        check_gpu(f, vs, objects, values)
+        check_shm(f, vs, objects, values)
+        check_probes(f, vs, objects, values)
+        check_grace(f, vs, objects, values)
+        check_rollout(f, vs, objects, values)
+        check_selectors(f, vs, objects, values)
+        check_references(f, vs, objects, values)
+        check_worker_identity(f, vs, objects)
+        check_security_and_model(f, vs, objects, values)
+        check_worker_sizing(f, vs, objects, values)
+        check_images(f, vs, objects, values)
+        check_hook(f, vs, objects, values)
+        check_optional_objects(f, vs, objects, values, chart_dir)
+        total_objects += len(objects)
+        kinds = collections.Counter(o["kind"] for o in objects)
+        status = "ok" if len(f.items) == before else f"{len(f.items) - before} FAILED"
+        print(f"[{vs}] {len(objects)} objects: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + f" -- {status}")
+        for obj in objects:
+            print(f"    {obj['kind']}/{obj['metadata']['name']}")
+    before = len(f.items)
+    check_refusals(f, chart)
+    print(f"[refusals] {len(REFUSALS)} bad value sets refused, {len(ACCEPTED)} edge cases accepted -- "
+          + ("ok" if len(f.items) == before else f"{len(f.items) - before} FAILED"))
+
+    if f.items:
+        for item in f.items:
+            print(f"FAIL {item}", file=sys.stderr)
+        print(f"chart_test: FAILED: {len(f.items)} of {f.checks} checks failed over {len(value_files)} value sets", file=sys.stderr)
+        return 1
+    print(f"chart_test: PASS: {f.checks} checks over {len(value_files)} value sets ({total_objects} objects, "
+          f"Kubernetes {' and '.join(KUBE_VERSIONS)}) and {len(REFUSALS)} refusals")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
