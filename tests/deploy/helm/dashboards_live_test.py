@@ -88,11 +88,11 @@ class Load:
                                 "--prompt-tokens", "96", "--shared-prefix-tokens", "64", "--max-tokens", "24",
                                 "--ignore-eos", "--warmup", "0", "--seed", str(self.runs)],
                                capture_output=True, text=True, timeout=300)
-            self.runs += 1
             if r.returncode != 0:
                 self.errors.append(r.stderr[-2000:])
-            elif self.runs == 1:
+            elif self.runs == 0:
                 print(r.stdout, end="", flush=True)
+            self.runs += 1  # after the error, so a reader that sees the run also sees its error
 
     def finish(self):
         self.stop.set()
@@ -122,8 +122,12 @@ def run(args):
         model_id = subprocess.run([args.cli, "models", "--router", router], capture_output=True, text=True,
                                   check=True).stdout.splitlines()[1].split()[0]
         load = Load(args.cli, router)
-        time.sleep(WARM_UP_S)
-        check(load.runs > 0 or not load.errors, f"kvfleet load failed: {load.errors[:1]}")
+        started = time.time()
+        while load.runs == 0 and time.time() < started + 120:
+            time.sleep(0.5)
+        check(load.runs > 0, "kvfleet load finished no run within 120 s")
+        check(not load.errors, f"kvfleet load failed: {load.errors[:1]}")
+        time.sleep(max(0.0, WARM_UP_S - (time.time() - started)))
 
         variables = {"namespace": "local", "model": model_id, "worker": ".*", "datasource": "prometheus"}
         report = dq.check_live(prometheus, chart / "dashboards", variables, SCRAPE_INTERVAL_S)

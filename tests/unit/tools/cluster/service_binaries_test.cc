@@ -18,7 +18,7 @@ void WriteExecutable(const std::string& path) {
 }
 
 TEST(DefaultBinDirTest, TheBuildTreeOfABuiltKvfleetElseItsOwnDirectory) {
-  EXPECT_EQ(DefaultBinDir("/work/build/tools/kvfleet/kvfleet"), "/work/build");
+  EXPECT_EQ(DefaultBinDir("/src/build/tools/kvfleet/kvfleet"), "/src/build");
   EXPECT_EQ(DefaultBinDir("/usr/local/bin/kvfleet"), "/usr/local/bin");
   EXPECT_EQ(DefaultBinDir("/opt/kvfleet/kvfleet"), "/opt/kvfleet");
 }
