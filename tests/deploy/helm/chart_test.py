@@ -14,7 +14,9 @@ are errors), check the documented required fields of the CRD objects
 the chart's own promises (GPU requests = limits, /dev/shm, gRPC probes and
 their budgets, grace periods, rollout strategies, selectors matching the pods
 they are meant for, references resolving, worker identity from the downward
-API, security contexts, the TTFT threshold). Then values the chart must
+API, security contexts, the TTFT threshold, the runbook URLs, metrics only
+on ClusterIP Services, the args every service shares). The same for a few
+value sets written inline (INLINE_VALUE_SETS). Then values the chart must
 refuse. Prints what each value set renders; exits 1 naming the value set,
 the object and the check of every failure.
 """
@@ -409,6 +411,11 @@ def check_selectors(f: Failures, vs: str, objects: list[dict], values: dict) -> 
             for service in services:
                 f.check(any(p.get("name") == "metrics" for p in service["spec"]["ports"]), vs, who,
                         f"Service {service['metadata']['name']} has the port named metrics")
+            with_metrics = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"
+                            and any(p.get("name") == "metrics" for p in o["spec"].get("ports") or [])}
+            f.check({s["metadata"]["name"] for s in services} == with_metrics, vs, who,
+                    "selects every Service that has a metrics port, and no other",
+                    f"{sorted(s['metadata']['name'] for s in services)} vs {sorted(with_metrics)}")
         elif kind == "PodMonitor":
             f.check(selects(spec["selector"]) == {"router", "worker", "cachemanager"}, vs, who,
                     "selects router, worker and cachemanager pods (not the test pod)", str(selects(spec["selector"])))
@@ -444,6 +451,56 @@ def check_selectors(f: Failures, vs: str, objects: list[dict], values: dict) -> 
             else {"minAvailable": budget["minAvailable"]}
         got = {k: v for k, v in pdb["spec"].items() if k in ("minAvailable", "maxUnavailable")}
         f.check(got == wanted, vs, name_of(pdb), "maxUnavailable when set, else minAvailable", f"{got} vs {wanted}")
+
+
+def check_metrics_exposure(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """Metrics ports sit on ClusterIP (or headless) Services only: the router's
+    client Service (router.service.type may be NodePort or LoadBalancer) carries
+    gRPC alone, and its metrics have a ClusterIP Service of their own."""
+    services = [o for o in objects if o["kind"] == "Service"]
+    router_name = f"{values.get('fullnameOverride') or RELEASE + '-kvfleet'}-router"
+    f.check(any(s["metadata"]["name"] == router_name for s in services), vs, f"Service/{router_name}", "exists")
+    for service in services:
+        who, spec = name_of(service), service["spec"]
+        names = [p.get("name") for p in spec.get("ports") or []]
+        if "metrics" in names:
+            f.check(spec.get("type", "ClusterIP") == "ClusterIP", vs, who, "a Service with a metrics port is ClusterIP",
+                    str(spec.get("type")))
+        if component_of(service) == "router":
+            f.check(names in (["grpc"], ["metrics"]), vs, who, "a router Service carries gRPC or metrics, not both", str(names))
+        if service["metadata"]["name"] == router_name:
+            f.check(names == ["grpc"], vs, who, "the client-facing router Service carries gRPC only", str(names))
+            f.check(spec.get("type", "ClusterIP") == values["router"]["service"]["type"], vs, who, "type is router.service.type")
+    for component in ("router", "worker", "cachemanager"):
+        reachable = [s["metadata"]["name"] for s in services if component_of(s) == component
+                     and any(p.get("name") == "metrics" for p in s["spec"].get("ports") or [])]
+        f.check(len(reachable) == 1, vs, f"Service {component}", "exactly one Service exposes the component's metrics port", str(reachable))
+
+
+def check_common_args(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """What every service container shares: its three named ports, its metrics
+    port and log level in the args and its extraArgs last (the services keep a
+    flag's last value, so a flag repeated in extraArgs wins), the downward API
+    first in env and extraEnv last, podAnnotations on the pod."""
+    for obj in objects:
+        component = component_of(obj)
+        if obj["kind"] not in ("Deployment", "StatefulSet") or component not in ("router", "worker", "cachemanager"):
+            continue
+        container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == component)
+        who, args, own = f"{name_of(obj)} container {component}", container.get("args") or [], values[component]
+        ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
+        f.check(sorted(ports) == ["grpc", "health", "metrics"], vs, who, "container ports grpc, metrics and health", str(ports))
+        f.check(arg_after(args, "--metrics-port") == str(ports.get("metrics")), vs, who, "--metrics-port is the metrics container port")
+        f.check(arg_after(args, "--log-level") == own["logLevel"], vs, who, f"--log-level from {component}.logLevel")
+        extra = [str(a) for a in own.get("extraArgs") or []]
+        f.check(not extra or args[-len(extra):] == extra, vs, who, f"{component}.extraArgs come last", str(args[-len(extra) - 2:]))
+        env = [e["name"] for e in container.get("env") or []]
+        f.check(env[:3] == ["POD_NAME", "POD_NAMESPACE", "POD_IP"], vs, who, "env starts with the downward API", str(env))
+        wanted = [e["name"] for e in own.get("extraEnv") or []]
+        f.check(not wanted or env[-len(wanted):] == wanted, vs, who, f"{component}.extraEnv comes last", str(env))
+        annotations = obj["spec"]["template"]["metadata"].get("annotations") or {}
+        f.check(annotations == (own.get("podAnnotations") or {}), vs, who, f"pod annotations are {component}.podAnnotations",
+                str(annotations))
 
 
 def _workload_template(objects: list[dict], component: str) -> dict:
@@ -624,7 +681,8 @@ def check_hook(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
     f.check((job["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test", vs, who, "annotated helm.sh/hook: test")
     spec = job["spec"]["template"]["spec"]
     commands = [c["command"] for c in (spec.get("initContainers") or []) + spec["containers"]]
-    router = next(o["metadata"]["name"] for o in objects if o["kind"] == "Service" and component_of(o) == "router")
+    router = next(o["metadata"]["name"] for o in objects if o["kind"] == "Service" and component_of(o) == "router"
+                  and any(p.get("name") == "grpc" for p in o["spec"].get("ports") or []))
     f.check(commands and commands[0][:4] == ["kvfleet", "models", "--router", f"{router}:50060"], vs, who,
             "first runs kvfleet models --router <router>:50060", str(commands[:1]))
     f.check(len(commands) == 2 and commands[1][:6] == ["kvfleet", "chat", "--router", f"{router}:50060", "--max-tokens", "8"]
@@ -678,11 +736,29 @@ def check_optional_objects(f: Failures, vs: str, objects: list[dict], values: di
                 with open(os.path.join(chart_dir, "rules", name)) as handle:
                     originals += (yaml.safe_load(handle) or {}).get("groups") or []
         rendered = copy.deepcopy(rule_object["spec"]["groups"])
+        # runbook_url: a path in the rules files; alerts.runbookBaseUrl + "/" + that path in
+        # the PrometheusRule, or left out while it is empty. The runbook anchor always stays.
+        base = values["alerts"]["runbookBaseUrl"].rstrip("/")
+        sources = {r["alert"]: r.get("annotations") or {} for g in originals for r in g.get("rules") or [] if "alert" in r}
+        for rule in (r for g in rendered for r in g.get("rules") or [] if "alert" in r):
+            annotations, label = rule.get("annotations") or {}, rule["alert"]
+            source = sources.get(label, {})
+            f.check(bool(annotations.get("runbook")) and annotations.get("runbook") == source.get("runbook"), vs,
+                    name_of(rule_object), f"{label} keeps its runbook annotation", str(annotations.get("runbook")))
+            if "runbook_url" in source:
+                f.check(not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", source["runbook_url"]), vs, "rules/*.yaml",
+                        f"{label} runbook_url is a path in the repository", source["runbook_url"])
+                expected = f"{base}/{source['runbook_url'].lstrip('/')}" if base else None
+                f.check(annotations.get("runbook_url") == expected, vs, name_of(rule_object),
+                        f"{label} runbook_url is alerts.runbookBaseUrl + its path" + ("" if base else ", absent without a base URL"),
+                        f"{annotations.get('runbook_url')} vs {expected}")
         for group in rendered + originals:
             for rule in group.get("rules") or []:
+                (rule.get("annotations") or {}).pop("runbook_url", None)
                 if rule.get("alert") == TTFT_ALERT:
                     rule["expr"] = re.sub(r">\s*[0-9.]+\s*$", "> X", rule["expr"].strip())
-        f.check(rendered == originals, vs, name_of(rule_object), "groups are rules/*.yaml verbatim apart from the threshold")
+        f.check(rendered == originals, vs, name_of(rule_object),
+                "groups are rules/*.yaml verbatim apart from the threshold and runbook_url")
 
 
 def check_lint(f: Failures, vs: str, chart_dir: str, values: dict) -> None:
@@ -716,6 +792,14 @@ REFUSALS = [
      {"worker": {"device": "cpu", "gpusPerWorker": 0, "kvCacheMemory": "8GiB", "tolerations": [],
                  "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}}},
      "render", "is not below worker.resources.limits.memory"),
+    # The memory-backed /dev/shm counts against the same limit.
+    ("a CPU KV size below the memory limit, but not with /dev/shm",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "7.5GiB", "resources": {"limits": {"memory": "8Gi"}}}},
+     "render", "7.5GiB + worker.shm.sizeLimit 1Gi is not below worker.resources.limits.memory"),
+    ("a CPU KV size + /dev/shm exactly the memory limit",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "6GiB", "shm": {"sizeLimit": "2Gi"},
+                 "resources": {"limits": {"memory": "8Gi"}}}},
+     "render", "is not below worker.resources.limits.memory"),
     ("a CPU KV size in decimal units over a binary limit",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "9GB", "resources": {"limits": {"memory": "8Gi"}}}},
      "render", "is not below"),
@@ -731,17 +815,53 @@ REFUSALS = [
     ("a PDB with neither minAvailable nor maxUnavailable",
      {"router": {"podDisruptionBudget": {"minAvailable": None}}}, "render", "set minAvailable or maxUnavailable"),
     ("a GRPCRoute without a parent Gateway", {"router": {"grpcRoute": {"enabled": True}}}, "render", "parentRefs"),
+    ("an empty metrics peer", {"networkPolicy": {"metricsFrom": [{}]}}, "schema", "/networkPolicy/metricsFrom/0"),
+    ("an empty router client peer", {"networkPolicy": {"routerClients": [{"ipBlock": {"cidr": "10.0.0.0/8"}}, {}]}},
+     "schema", "/networkPolicy/routerClients/1"),
+    ("a runbook base that is not a URL", {"alerts": {"runbookBaseUrl": "docs/"}}, "schema", "/alerts/runbookBaseUrl"),
 ]
 
 ACCEPTED = [
-    ("a CPU KV size below the memory limit",
-     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "7.5GiB", "resources": {"limits": {"memory": "8Gi"}}}}),
+    ("a CPU KV size + /dev/shm below the memory limit",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "6.5GiB", "resources": {"limits": {"memory": "8Gi"}}}}),
+    ("a CPU KV size below the memory limit without /dev/shm",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "7.5GiB", "shm": {"enabled": False},
+                 "resources": {"limits": {"memory": "8Gi"}}}}),
+    ("a GPU KV size over the host memory limit (it is GPU memory)",
+     {"worker": {"kvCacheMemory": "40GiB", "resources": {"limits": {"memory": "16Gi"}}}}),
     ("a CPU KV size against a limit in M",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "512MiB", "resources": {"limits": {"memory": "4000M"}}}}),
     ("a fraction given as a YAML number", {"worker": {"kvCacheMemory": 0.85}}),
     ("a memory limit given as a byte count",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "1GiB", "resources": {"limits": {"memory": 4294967296}}}}),
 ]
+
+
+# Value sets checked like the files in tests/deploy/helm/values/, for what those leave at
+# the defaults: a router Service reachable from outside the cluster (its metrics must
+# stay behind), runbook URLs, the args, env and annotations every service shares, and
+# words YAML 1.1 would read as booleans (--speculation off, a prompt "off").
+INLINE_VALUE_SETS = {
+    "inline-loadbalancer": {
+        "router": {"service": {"type": "LoadBalancer", "annotations": {"example.com/load-balancer": "internal"}},
+                   "extraArgs": ["--decision-memory", "10000", "--policy", "least_loaded"],
+                   "extraEnv": [{"name": "ROUTER_EXTRA", "value": "1"}],
+                   "podAnnotations": {"example.com/team": "llm"}},
+        "worker": {"speculation": "off", "extraArgs": ["--block-size", "32"],
+                   "extraEnv": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                   "podAnnotations": {"example.com/team": "llm"}},
+        "cachemanager": {"livenessDeadlineSeconds": 5, "extraArgs": ["--log-level", "debug"],
+                         "extraEnv": [{"name": "CACHEMANAGER_EXTRA", "value": "2"}]},
+        "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+        "alerts": {"runbookBaseUrl": "https://git.example.com/kvfleet/blob/v0.1.0/"},
+        "tests": {"prompt": "off"},
+    },
+    "inline-nodeport": {
+        "router": {"service": {"type": "NodePort"}},
+        "metrics": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+        "alerts": {"runbookBaseUrl": "https://docs.example.com/kvfleet"},
+    },
+}
 
 
 def check_refusals(f: Failures, chart) -> None:
@@ -839,10 +959,12 @@ def main() -> int:
     check_schema_closed(f, chart)
     check_values_documented(f, chart_dir)
     total_objects = 0
+    value_sets = []
     for value_file in value_files:
-        vs = value_file[: -len(".yaml")]
         with open(os.path.join(args.values, value_file)) as handle:
-            user_values = yaml.safe_load(handle) or {}
+            value_sets.append((value_file[: -len(".yaml")], yaml.safe_load(handle) or {}))
+    value_sets += [(name, copy.deepcopy(v)) for name, v in INLINE_VALUE_SETS.items()]
+    for vs, user_values in value_sets:
         before = len(f.items)
         try:
             chart.validate_schema(user_values)
@@ -862,6 +984,8 @@ def main() -> int:
         check_grace(f, vs, objects, values)
         check_rollout(f, vs, objects, values)
         check_selectors(f, vs, objects, values)
+        check_metrics_exposure(f, vs, objects, values)
+        check_common_args(f, vs, objects, values)
         check_references(f, vs, objects, values)
         check_worker_identity(f, vs, objects)
         check_security_and_model(f, vs, objects, values)
@@ -883,9 +1007,9 @@ def main() -> int:
     if f.items:
         for item in f.items:
             print(f"FAIL {item}", file=sys.stderr)
-        print(f"chart_test: FAILED: {len(f.items)} of {f.checks} checks failed over {len(value_files)} value sets", file=sys.stderr)
+        print(f"chart_test: FAILED: {len(f.items)} of {f.checks} checks failed over {len(value_sets)} value sets", file=sys.stderr)
         return 1
-    print(f"chart_test: PASS: {f.checks} checks over {len(value_files)} value sets ({total_objects} objects, "
+    print(f"chart_test: PASS: {f.checks} checks over {len(value_sets)} value sets ({total_objects} objects, "
           f"Kubernetes {' and '.join(KUBE_VERSIONS)}) and {len(REFUSALS)} refusals")
     return 0
 

@@ -223,13 +223,14 @@ def check_live(prometheus_url: str, dashboards_dir: Path | str, variables: dict,
     A target passes when at least one series has a finite value (not NaN, not +-Inf).
     Each query variable's label_values() must list at least one value too.
     Returns, per dashboard file name: title, uid, panels_checked (panels with a
-    target), targets, series (returned in all), finite_series, variables_checked
-    and failures, each {panel (or "variable $name"), ref_id, expr (as sent), reason}.
+    target), targets, series (returned in all), finite_series, variables_checked,
+    panel_results (per panel: panel, targets, series, finite_series) and
+    failures, each {panel (or "variable $name"), ref_id, expr (as sent), reason}.
     """
     report = {}
     for d in load_dashboards(dashboards_dir):
         entry = {"title": d.title, "uid": d.uid, "panels_checked": 0, "targets": 0, "series": 0, "finite_series": 0,
-                 "variables_checked": 0, "failures": []}
+                 "variables_checked": 0, "panel_results": [], "failures": []}
         # The drop-downs first: a variable that lists nothing leaves every panel empty in Grafana.
         for name, query in variable_queries(d):
             entry["variables_checked"] += 1
@@ -248,6 +249,8 @@ def check_live(prometheus_url: str, dashboards_dir: Path | str, variables: dict,
             if not visible:
                 continue
             entry["panels_checked"] += 1
+            result = {"panel": panel.title, "targets": len(visible), "series": 0, "finite_series": 0}
+            entry["panel_results"].append(result)
             for t in visible:
                 entry["targets"] += 1
                 failure = {"panel": panel.title, "ref_id": t.ref_id, "expr": t.expr}
@@ -263,6 +266,8 @@ def check_live(prometheus_url: str, dashboards_dir: Path | str, variables: dict,
                 finite = sum(1 for _, v in series if math.isfinite(v))
                 entry["series"] += len(series)
                 entry["finite_series"] += finite
+                result["series"] += len(series)
+                result["finite_series"] += finite
                 if not series:
                     entry["failures"].append({**failure, "reason": "no series"})
                 elif not finite:

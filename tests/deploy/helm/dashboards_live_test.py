@@ -135,6 +135,8 @@ def run(args):
         for name, e in report.items():
             print(f"{name} ({e['title']}): {e['panels_checked']} panels checked, {e['targets']} targets, "
                   f"{e['series']} series returned ({e['finite_series']} finite), {len(e['failures'])} failures")
+            for r in e["panel_results"]:
+                print(f"  {r['panel']}: {r['targets']} target(s), {r['series']} series ({r['finite_series']} finite)")
             for f in e["failures"]:
                 print(f"  FAIL {f['panel']!r} {f['ref_id']}: {f['reason']}\n       {f['expr']}")
             failures += len(e["failures"])

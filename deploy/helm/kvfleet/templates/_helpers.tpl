@@ -33,6 +33,13 @@ Names, labels and the small pieces every component shares. Components are
 {{- include "kvfleet.componentName" (dict "root" . "component" "cachemanager") -}}
 {{- end -}}
 
+{{/* The router's metrics-only Service (ClusterIP, whatever router.service.type
+is): the client-facing router Service carries gRPC alone, so a NodePort or
+LoadBalancer never exposes metrics outside the cluster. */}}
+{{- define "kvfleet.router.metricsName" -}}
+{{- printf "%s-metrics" (include "kvfleet.router.fullname" .) -}}
+{{- end -}}
+
 {{/* The workers' headless Service: the StatefulSet's serviceName. */}}
 {{- define "kvfleet.worker.headlessName" -}}
 {{- printf "%s-headless" (include "kvfleet.worker.fullname" .) -}}
@@ -81,9 +88,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 kvfleet.io/model: {{ include "kvfleet.modelId" . | quote }}
 {{- end -}}
 
-{{/* Pod labels: the user's podLabels, then the chart's (which win). */}}
+{{/* Pod labels: the user's podLabels, then the chart's (which win). The test
+pod has no values of its own, so no podLabels. */}}
 {{- define "kvfleet.podLabels" -}}
-{{- $values := index .root.Values .component -}}
+{{- $values := index .root.Values .component | default dict -}}
 {{- $labels := merge (include "kvfleet.labels" . | fromYaml) (deepCopy ($values.podLabels | default dict)) -}}
 {{- toYaml $labels -}}
 {{- end -}}
@@ -123,9 +131,10 @@ securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- end -}}
 
-{{/* Scheduling settings of a component: nodeSelector, tolerations, affinity, priorityClassName. */}}
+{{/* Scheduling settings of a component: nodeSelector, tolerations, affinity,
+priorityClassName (none for the test pod, which has no values of its own). */}}
 {{- define "kvfleet.scheduling" -}}
-{{- $values := index .root.Values .component -}}
+{{- $values := index .root.Values .component | default dict -}}
 {{- with $values.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
@@ -141,6 +150,120 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/* A pod template's metadata: the pod labels and the component's podAnnotations.
+Takes (dict "root" $ "component" NAME). */}}
+{{- define "kvfleet.podMetadata" -}}
+{{- $values := index .root.Values .component | default dict -}}
+labels:
+  {{- include "kvfleet.podLabels" . | nindent 2 }}
+{{- with $values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The fields every kvfleet pod spec starts with: the ServiceAccount (the
+component's, or that of "serviceAccountOf" when given: the test pod runs as
+the router), podCommon and the component's scheduling. Takes
+(dict "root" $ "component" NAME ["serviceAccountOf" NAME]). */}}
+{{- define "kvfleet.podSpecCommon" -}}
+serviceAccountName: {{ include "kvfleet.serviceAccountName" (dict "root" .root "component" (default .component .serviceAccountOf)) }}
+{{ include "kvfleet.podCommon" .root | trim }}
+{{- with (include "kvfleet.scheduling" . | trim) }}
+{{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* A service container's ports: grpc, metrics and health, the names the
+Services' targetPorts and the monitors' endpoints refer to. Takes
+(dict "root" $ "component" NAME). */}}
+{{- define "kvfleet.containerPorts" -}}
+ports:
+  - name: grpc
+    containerPort: {{ include (printf "kvfleet.port.%sGrpc" .component) .root }}
+    protocol: TCP
+  - name: metrics
+    containerPort: {{ include (printf "kvfleet.port.%sMetrics" .component) .root }}
+    protocol: TCP
+  - name: health
+    containerPort: {{ include "kvfleet.port.health" .root }}
+    protocol: TCP
+{{- end -}}
+
+{{/* The args every service takes (list items, after its own): the metrics and
+health ports and the log level, then the component's extraArgs, last so that
+a flag repeated there wins (the services keep a flag's last value). Takes
+(dict "root" $ "component" NAME). */}}
+{{- define "kvfleet.commonArgs" -}}
+{{- $values := index .root.Values .component -}}
+- --metrics-port
+- {{ include (printf "kvfleet.port.%sMetrics" .component) .root | quote }}
+- --health-port
+- {{ include "kvfleet.port.health" .root | quote }}
+- --log-level
+- {{ $values.logLevel }}
+{{- range $values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* A service container's env: the downward API (kvfleet.podEnv), then "env"
+(the component's own entries, a list), then the component's extraEnv. Takes
+(dict "root" $ "component" NAME ["env" LIST]). */}}
+{{- define "kvfleet.containerEnv" -}}
+{{- $values := index .root.Values .component -}}
+env:
+  {{- include "kvfleet.podEnv" .root | nindent 2 }}
+  {{- with .env }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  {{- with $values.extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end -}}
+
+{{/* A Service of a component: "name", selecting the component's pods, with
+"ports" (a list of "grpc" and/or "metrics") at the component's port numbers,
+each targeting the container port of the same name. "spec" holds the rest of
+the spec (type, clusterIP, ...), "annotations" the metadata's. A Service with
+a metrics port is labelled kvfleet.io/metrics: "true", which is what the
+ServiceMonitor selects. gRPC is cleartext HTTP/2: appProtocol
+kubernetes.io/h2c is what Gateway implementations need to speak gRPC to it.
+Takes (dict "root" $ "component" NAME "name" NAME "ports" LIST ["spec" DICT]
+["annotations" DICT]). */}}
+{{- define "kvfleet.service" -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "kvfleet.labels" . | nindent 4 }}
+    {{- if has "metrics" .ports }}
+    kvfleet.io/metrics: "true"
+    {{- end }}
+  {{- with .annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  {{- with .spec }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  selector:
+    {{- include "kvfleet.selectorLabels" . | nindent 4 }}
+  ports:
+    {{- range $name := .ports }}
+    - name: {{ $name }}
+      port: {{ include (printf "kvfleet.port.%s%s" $.component (title $name)) $.root }}
+      targetPort: {{ $name }}
+      protocol: TCP
+      {{- if eq $name "grpc" }}
+      appProtocol: kubernetes.io/h2c
+      {{- end }}
+    {{- end }}
 {{- end -}}
 
 {{/* The downward-API environment: $(POD_NAME) and $(POD_IP) in args expand from these. */}}
@@ -202,4 +325,24 @@ livenessProbe:
 {{/* Where clients inside the cluster reach the router. */}}
 {{- define "kvfleet.router.address" -}}
 {{- printf "%s:%s" (include "kvfleet.router.fullname" .) (include "kvfleet.port.routerGrpc" .) -}}
+{{- end -}}
+
+{{/* One container of the helm test Job: the kvfleet CLI (the router's image)
+running "command". Takes (dict "root" $ "name" NAME "command" LIST). */}}
+{{- define "kvfleet.test.container" -}}
+- name: {{ .name }}
+  image: {{ include "kvfleet.image" (dict "root" .root "component" "router") }}
+  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  command:
+    {{- range .command }}
+    - {{ . | quote }}
+    {{- end }}
+  securityContext:
+    {{- toYaml .root.Values.containerSecurityContext | nindent 4 }}
+  resources:
+    requests:
+      cpu: 50m
+      memory: 32Mi
+    limits:
+      memory: 128Mi
 {{- end -}}
