@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/host_cpus.h"
+
 namespace kvfleet {
 namespace {
 
@@ -23,8 +25,7 @@ bool SpinUntil(Pred pred, int iterations) {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads)
-    : num_threads_(num_threads > 0 ? num_threads
-                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
+    : num_threads_(num_threads > 0 ? num_threads : UsableCpus()) {
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 

@@ -26,7 +26,8 @@ namespace kvfleet {
 
 class ThreadPool {
  public:
-  // num_threads <= 0 means "one per hardware thread".
+  // num_threads <= 0 means one per CPU this process may use (UsableCpus:
+  // the affinity mask and the cgroup CPU limit, not the node's cores).
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/host_cpus.h"
 #include "common/status_macros.h"
 #include "services/transport/termination_signals.h"
 #include "tools/cluster/local_cluster.h"
@@ -46,7 +47,7 @@ workers (they drain) and the cachemanager in that order. A second Ctrl-C
 kills what is still running.
 
   --workers N             workers (default 2)
-  --threads T             CPU threads per worker (default: hardware threads / N, at least 1)
+  --threads T             CPU threads per worker (default: usable CPUs / N, at least 1)
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
   --listen HOST:PORT      the router's address (default 127.0.0.1:50060; port 0 picks a free one)
   --cachemanager-listen   the cachemanager's address (default 127.0.0.1:50050)
@@ -101,7 +102,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers", 2));
   if (workers < 1 || workers > 64) return absl::InvalidArgumentError("--workers must be between 1 and 64");
   o.workers = static_cast<int>(workers);
-  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  const int hardware = UsableCpus();
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", cluster::DefaultThreadsPerWorker(hardware, o.workers)));
   if (threads < 1 || threads > 1024) return absl::InvalidArgumentError("--threads must be between 1 and 1024");
   o.threads_per_worker = static_cast<int>(threads);

@@ -28,7 +28,8 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
                                free once weights and scratch are loaded (CPU: MemAvailable and the cgroup limit);
                                default 1GiB
   --block-size N               tokens per KV block (default 16)
-  --threads N                  CPU threads for the model (default: all)
+  --threads N                  CPU threads for the model (default: one per CPU this process may use: its
+                               affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
   --max-num-batched-tokens N   tokens per engine step (default 512 on CPU, 8192 on GPU)
   --max-waiting-requests N     queue beyond max-num-seqs before RESOURCE_EXHAUSTED (default 256; 0: unbounded)

@@ -65,7 +65,7 @@ and an optional unit, case-insensitive; k, m, g, t are binary (= KiB, MiB,
 {{- end -}}
 
 {{/* --threads: worker.threads, else the whole CPUs of limits.cpu, else of
-requests.cpu; empty when none is known (the worker then uses every core it sees). */}}
+requests.cpu; empty when none is known (the worker then sizes itself from its cgroup CPU quota). */}}
 {{- define "kvfleet.worker.threads" -}}
 {{- $resources := .Values.worker.resources | default dict -}}
 {{- $limits := $resources.limits | default dict -}}
