@@ -81,34 +81,33 @@ void MergeInto(LoadReport& into, const LoadReport& from) {
   into.e2e.Merge(from.e2e);
 }
 
-// Reads a server stream to its end, reporting each message.
+// One Generate stream (a worker's or a router's: their responses share
+// token_ids and usage) read to its end, reporting each message.
 template <typename Response>
-grpc::Status ReadStream(grpc::ClientReaderInterface<Response>& reader, const GenerationTarget::OnMessage& on_message) {
+grpc::Status ReadToEnd(grpc::ClientReaderInterface<Response>& reader, const GenerationTarget::OnMessage& on_message) {
   Response response;
   while (reader.Read(&response)) on_message(response.token_ids_size(), response.has_usage() ? &response.usage() : nullptr);
   return reader.Finish();
 }
 
-void SetDeadline(grpc::ClientContext& context, const LoadOptions& options) {
+template <typename Stub, typename Request>
+grpc::Status StreamGenerate(Stub& stub, const Request& proto, const LoadOptions& options,
+                            const GenerationTarget::OnMessage& on_message) {
+  grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(options.deadline));
+  return ReadToEnd(*stub.Generate(&context, proto), on_message);
 }
 
 }  // namespace
 
 grpc::Status WorkerTarget::Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
                                   const OnMessage& on_message) {
-  grpc::ClientContext context;
-  SetDeadline(context, options);
-  auto reader = stub_.Generate(&context, ToGenerateRequest(request, index, options));
-  return ReadStream(*reader, on_message);
+  return StreamGenerate(stub_, ToGenerateRequest(request, index, options), options, on_message);
 }
 
 grpc::Status RouterTarget::Stream(const LoadRequest& request, size_t index, const LoadOptions& options,
                                   const OnMessage& on_message) {
-  grpc::ClientContext context;
-  SetDeadline(context, options);
-  auto reader = stub_.Generate(&context, ToGenerateTextRequest(request, index, options));
-  return ReadStream(*reader, on_message);
+  return StreamGenerate(stub_, ToGenerateTextRequest(request, index, options), options, on_message);
 }
 
 absl::Status LoadOptions::Validate() const {

@@ -180,5 +180,21 @@ TEST(LoadRequestProtoTest, CarriesEveryField) {
   EXPECT_FALSE(ToGenerateRequest({.prompt_token_ids = {1}, .max_tokens = 1}, 0, {}).sampling().has_seed());
 }
 
+// A router gets the same request: token ids, sampling, stopping, salt and id.
+TEST(LoadRequestProtoTest, TheRoutersRequestCarriesTheSameFields) {
+  const LoadRequest request{
+      .prompt_token_ids = {3, 4}, .max_tokens = 9, .temperature = 0.5f, .seed = 11, .ignore_eos = true};
+  const LoadOptions options{.cache_salt = "s", .request_id_prefix = "p-"};
+  const kvfleet::v1::GenerateRequest worker = ToGenerateRequest(request, 7, options);
+  const kvfleet::v1::GenerateTextRequest router = ToGenerateTextRequest(request, 7, options);
+  EXPECT_TRUE(router.prompt().empty());
+  EXPECT_EQ(std::vector<int32_t>(router.prompt_token_ids().begin(), router.prompt_token_ids().end()),
+            request.prompt_token_ids);
+  EXPECT_EQ(router.options().request_id(), "p-7");
+  EXPECT_EQ(router.options().sampling().SerializeAsString(), worker.sampling().SerializeAsString());
+  EXPECT_EQ(router.options().stopping().SerializeAsString(), worker.stopping().SerializeAsString());
+  EXPECT_EQ(router.options().cache_salt(), "s");
+}
+
 }  // namespace
 }  // namespace kvfleet::load
