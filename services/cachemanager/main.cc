@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -14,46 +15,40 @@
 #include "services/transport/metrics_exposer.h"
 #include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
+#include "services/transport/transport_options.h"
 
 namespace kvfleet::cachemanager {
 namespace {
 
-const char kUsage[] = R"(kvfleet-cachemanager: the cluster's KV map (proto/kvfleet/v1/cachemanager.proto)
+const transport::TransportOptions kTransportDefaults{.listen = "127.0.0.1:50050", .metrics_port = 9465};
 
-  --listen HOST:PORT          gRPC address (default 127.0.0.1:50050; port 0 picks a free one)
-  --metrics-port N            Prometheus /metrics port (default 9465; 0 picks a free one)
-  --metrics-host HOST         (default 0.0.0.0; the health port binds here too)
-  --health-port N             also serve grpc.health.v1, and nothing else, in plaintext on this port, for
-                              probes that cannot speak TLS (Kubernetes): readiness "" and kvfleet.v1.CacheManager
-                              (off once SIGTERM arrives), liveness "liveness". Default: none; 0 picks a free one
-  --liveness-deadline SECONDS a worker silent this long is removed (default 3)
-  --heartbeat-interval MS     how often workers are told to report (default 500)
-  --log-level LEVEL           trace, debug, info, warn, error (default info)
+const char kUsageHead[] = R"(kvfleet-cachemanager: the cluster's KV map (proto/kvfleet/v1/cachemanager.proto)
 
-On start it prints "kvfleet-cachemanager listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]",
-then "kvfleet-cachemanager ready".
 )";
 
+const char kUsageTail[] = R"(  --liveness-deadline SECONDS  a worker silent this long is removed (default 3)
+  --heartbeat-interval MS      how often workers are told to report (default 500)
+
+On start it prints "kvfleet-cachemanager listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]",
+then "kvfleet-cachemanager ready". Readiness turns off once SIGTERM arrives.
+)";
+
+std::string Usage() {
+  return absl::StrCat(kUsageHead, transport::TransportUsage(kTransportDefaults, "kvfleet.v1.CacheManager"),
+                      kUsageTail);
+}
+
 struct Options {
-  std::string listen = "127.0.0.1:50050";
-  std::string metrics_host = "0.0.0.0";
-  int metrics_port = 9465;
-  int health_port = -1;
+  transport::TransportOptions transport = kTransportDefaults;
   CacheManagerOptions service;
-  std::string log_level = "info";
 };
 
 absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(flags::Flags f, flags::Flags::Parse(args,
-                                                       {"listen", "metrics-port", "metrics-host", "health-port", "liveness-deadline",
-                                                        "heartbeat-interval", "log-level"},
-                                                       {}));
+  ASSIGN_OR_RETURN(flags::Flags f, flags::Flags::Parse(
+                                       args, transport::WithTransportFlags({"liveness-deadline", "heartbeat-interval"}),
+                                       {}));
   Options o;
-  o.listen = f.GetString("listen", o.listen);
-  o.metrics_host = f.GetString("metrics-host", o.metrics_host);
-  ASSIGN_OR_RETURN(int64_t port, f.GetInt("metrics-port", o.metrics_port));
-  o.metrics_port = static_cast<int>(port);
-  ASSIGN_OR_RETURN(o.health_port, transport::ParseHealthPort(f));
+  ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kTransportDefaults));
   ASSIGN_OR_RETURN(double deadline, f.GetDouble("liveness-deadline", 3.0));
   ASSIGN_OR_RETURN(int64_t heartbeat, f.GetInt("heartbeat-interval", 500));
   if (!(deadline > 0) || heartbeat <= 0 || heartbeat >= deadline * 1000) {
@@ -62,14 +57,13 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
   }
   o.service.liveness_deadline = std::chrono::milliseconds(static_cast<int64_t>(deadline * 1000));
   o.service.heartbeat_interval = std::chrono::milliseconds(heartbeat);
-  o.log_level = f.GetString("log-level", o.log_level);
   return o;
 }
 
 absl::Status Run(const Options& o) {
   CacheManagerMetrics metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
-                   transport::StartMetricsExposer(o.metrics_host, o.metrics_port));
+                   transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
   CacheManagerService service(o.service, metrics);
   auto map_collector = std::make_shared<KvMapCollector>([&service] {
@@ -80,16 +74,16 @@ absl::Status Run(const Options& o) {
   });
   exposer->RegisterCollectable(map_collector);
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer({.address = o.listen,
+                   transport::StartGrpcServer({.address = o.transport.listen,
                                                .services = {&service},
                                                .max_receive_message_bytes = 64 << 20,  // snapshots are large
                                                .health_service_names = {"kvfleet.v1.CacheManager"},
-                                               .health_port = o.health_port,
-                                               .health_host = o.metrics_host}));
+                                               .health_port = o.transport.health_port,
+                                               .health_host = o.transport.metrics_host}));
   service.StartSweeper();
   server.SetLive(true);
   server.SetReady(true);
-  transport::PrintListening("kvfleet-cachemanager", server, o.metrics_host, exposer->port());
+  transport::PrintListening("kvfleet-cachemanager", server, o.transport.metrics_host, exposer->port());
   std::printf("kvfleet-cachemanager ready\n");
   std::fflush(stdout);
   KVFLEET_LOG_INFO("cachemanager serving on {}", server.address);
@@ -107,6 +101,6 @@ absl::Status Run(const Options& o) {
 }  // namespace kvfleet::cachemanager
 
 int main(int argc, char** argv) {
-  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-cachemanager", kvfleet::cachemanager::kUsage,
+  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-cachemanager", kvfleet::cachemanager::Usage(),
                                          kvfleet::cachemanager::Parse, kvfleet::cachemanager::Run);
 }

@@ -31,7 +31,7 @@ absl::Status Run(const RouterOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model, RouterModel::Load(o.model_path, o.model_id));
   RouterMetrics metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
-                   transport::StartMetricsExposer(o.metrics_host, o.metrics_port));
+                   transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
 
   WorkerPool pool({.model_id = model->id(), .probe_interval = o.probe_interval});
@@ -53,13 +53,13 @@ absl::Status Run(const RouterOptions& o) {
   pool.Start();
   if (watcher) watcher->Start();
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer({.address = o.listen,
+                   transport::StartGrpcServer({.address = o.transport.listen,
                                                .services = {&service},
                                                .max_receive_message_bytes = o.max_message_bytes,
                                                .health_service_names = {"kvfleet.v1.Inference"},
-                                               .health_port = o.health_port,
-                                               .health_host = o.metrics_host}));
-  transport::PrintListening("kvfleet-router", server, o.metrics_host, exposer->port());
+                                               .health_port = o.transport.health_port,
+                                               .health_host = o.transport.metrics_host}));
+  transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port());
   server.SetLive(true);
   server.SetReady(true);
   KVFLEET_LOG_INFO("routing model {} ({} policy) on {}; workers from {}", model->id(), PolicyName(o.placement.policy),
@@ -82,6 +82,6 @@ absl::Status Run(const RouterOptions& o) {
 }  // namespace kvfleet::router
 
 int main(int argc, char** argv) {
-  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-router", kvfleet::router::kRouterUsage,
+  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-router", kvfleet::router::RouterUsage(),
                                          kvfleet::router::ParseRouterOptions, kvfleet::router::Run);
 }

@@ -18,20 +18,9 @@
 #include "common/logging.h"
 #include "services/transport/grpc_server.h"
 #include "services/transport/termination_signals.h"
+#include "services/transport/transport_options.h"
 
 namespace kvfleet::transport {
-
-// --health-port N, the same on every service: -1 (absent) none, 0 a free
-// port, else that port.
-inline absl::StatusOr<int> ParseHealthPort(const flags::Flags& f) {
-  if (!f.Has("health-port")) return -1;
-  absl::StatusOr<int64_t> port = f.GetInt("health-port", -1);
-  if (!port.ok()) return port.status();
-  if (*port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--health-port ", *port, " is not a port (0 picks a free one)"));
-  }
-  return static_cast<int>(*port);
-}
 
 // The line scripts and tests wait for once a service has bound its ports:
 //   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]
@@ -43,14 +32,14 @@ inline void PrintListening(const char* name, const RunningServer& server, const 
   std::fflush(stdout);
 }
 
-// Options must have a `log_level` string.
+// Options must have `transport` (TransportOptions).
 template <typename Options>
-int ServiceMain(int argc, char** argv, const char* name, const char* usage,
+int ServiceMain(int argc, char** argv, const char* name, const std::string& usage,
                 absl::StatusOr<Options> (*parse)(const std::vector<std::string>&), absl::Status (*run)(const Options&)) {
   TerminationSignals::Block();
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (flags::WantsHelp(args)) {
-    std::fputs(usage, stdout);
+    std::fputs(usage.c_str(), stdout);
     return 0;
   }
   const absl::StatusOr<Options> options = parse(args);
@@ -60,7 +49,7 @@ int ServiceMain(int argc, char** argv, const char* name, const char* usage,
     std::fprintf(stderr, "%s: %s%s\n", name, message.c_str(), hinted ? "" : " (see --help)");
     return 2;
   }
-  InitLogging(options->log_level);
+  InitLogging(options->transport.log_level);
   const absl::Status status = run(*options);
   if (!status.ok()) {
     std::fprintf(stderr, "%s: %s\n", name, status.ToString().c_str());

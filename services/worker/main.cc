@@ -116,17 +116,17 @@ void Drain(const WorkerOptions& o, WorkerService& service, HealthWatchdog& watch
 absl::Status Run(const WorkerOptions& o) {
   WorkerMetrics metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
-                   transport::StartMetricsExposer(o.metrics_host, o.metrics_port));
+                   transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
   WorkerService service(metrics);
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer({.address = o.listen,
+                   transport::StartGrpcServer({.address = o.transport.listen,
                                                .services = {&service},
                                                .max_receive_message_bytes = o.max_message_bytes,
                                                .health_service_names = {"kvfleet.v1.Worker"},
-                                               .health_port = o.health_port,
-                                               .health_host = o.metrics_host}));
-  transport::PrintListening("kvfleet-worker", server, o.metrics_host, exposer->port());
+                                               .health_port = o.transport.health_port,
+                                               .health_host = o.transport.metrics_host}));
+  transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
   const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
@@ -191,6 +191,6 @@ absl::Status Run(const WorkerOptions& o) {
 }  // namespace kvfleet::worker
 
 int main(int argc, char** argv) {
-  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-worker", kvfleet::worker::kWorkerUsage,
+  return kvfleet::transport::ServiceMain(argc, argv, "kvfleet-worker", kvfleet::worker::WorkerUsage(),
                                          kvfleet::worker::ParseWorkerOptions, kvfleet::worker::Run);
 }

@@ -2,13 +2,10 @@
 
 #include <cstdlib>
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "services/transport/grpc_channel.h"
 #include "tools/cluster/service_process.h"
 
 namespace kvfleet::testing {
@@ -37,7 +34,7 @@ absl::StatusOr<StartedService> StartServiceProcess(const std::string& name, cons
 }
 
 absl::StatusOr<bool> HealthServing(const std::string& address, const std::string& service) {
-  auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto health = grpc::health::v1::Health::NewStub(NewTestChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   grpc::health::v1::HealthCheckRequest request;
@@ -49,11 +46,7 @@ absl::StatusOr<bool> HealthServing(const std::string& address, const std::string
 }
 
 std::shared_ptr<grpc::Channel> NewTestChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  // A channel-local subchannel pool: without it, channels to the same
-  // address share one connection process-wide.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return transport::CreateClientChannel(address, {.own_connection = true});
 }
 
 }  // namespace kvfleet::testing

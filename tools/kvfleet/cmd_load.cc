@@ -3,8 +3,6 @@
 // one row (or JSON object) per concurrency level. The work lives in
 // tools/load/; this file turns flags into a workload and runs the levels.
 #include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "services/transport/grpc_channel.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/load/load_runner.h"
 #include "tools/load/report_format.h"
@@ -129,7 +128,7 @@ struct Target {
 
 absl::StatusOr<Target> Connect(const std::string& address) {
   constexpr int kConnectSeconds = 10;
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto channel = transport::CreateClientChannel(address);
   Target t;
   t.worker = kvfleet::v1::Worker::NewStub(channel);
   grpc::ClientContext context;

@@ -9,16 +9,16 @@
 
 #include "absl/status/statusor.h"
 #include "services/router/placement/placement_options.h"
+#include "services/transport/transport_options.h"
 
 namespace kvfleet::router {
+
+inline const transport::TransportOptions kRouterTransportDefaults{.listen = "127.0.0.1:50060", .metrics_port = 9466};
 
 struct RouterOptions {
   std::string model_path;
   std::string model_id;  // empty: the model file's name without .gguf (as the worker)
-  std::string listen = "127.0.0.1:50060";
-  std::string metrics_host = "0.0.0.0";
-  int metrics_port = 9466;
-  int health_port = -1;  // plaintext grpc.health.v1 only; -1: none, 0: a free port
+  transport::TransportOptions transport = kRouterTransportDefaults;
   std::string cachemanager;          // host:port: workers from its WatchWorkers
   std::vector<std::string> workers;  // or a static list of worker addresses
   PlacementOptions placement;
@@ -26,10 +26,10 @@ struct RouterOptions {
   std::chrono::milliseconds overlap_timeout{100};
   std::chrono::milliseconds probe_interval{250};
   int32_t max_message_bytes = 4 << 20;
-  std::string log_level = "info";
 };
 
-extern const char kRouterUsage[];
+// --help: the router's flags and the shared transport flags.
+std::string RouterUsage();
 
 absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>& args);
 

@@ -7,22 +7,18 @@
 #include "common/byte_size.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
-#include "services/transport/service_main.h"
 
 namespace kvfleet::worker {
 
-const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (proto/kvfleet/v1/worker.proto)
+namespace {
+
+const char kUsageHead[] = R"(kvfleet-worker: one model replica behind gRPC (proto/kvfleet/v1/worker.proto)
 
   --model PATH                 GGUF model file (required)
   --model-id ID                name that roots prefix-cache hashes (default: file name without .gguf)
-  --listen HOST:PORT           gRPC address (default 127.0.0.1:50051; port 0 picks a free one)
-  --metrics-port N             Prometheus /metrics port (default 9464; 0 picks a free one)
-  --metrics-host HOST          (default 0.0.0.0; the health port binds here too)
-  --health-port N              also serve grpc.health.v1, and nothing else, in plaintext on this port, for
-                               probes that cannot speak TLS (Kubernetes): readiness is "" and kvfleet.v1.Worker
-                               (off while loading, draining or stalled), liveness is "liveness" (off while
-                               loading or stalled, on while draining). Default: none; 0 picks a free one
-  --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
+)";
+
+const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
                                the log says which). A GPU that is asked for but cannot be used is an error.
   --kv-cache-memory SIZE       KV cache budget: bytes (2GiB, 512MiB) or a fraction (0.9) of what the device has
                                free once weights and scratch are loaded (CPU: MemAvailable and the cgroup limit);
@@ -46,16 +42,14 @@ const char kWorkerUsage[] = R"(kvfleet-worker: one model replica behind gRPC (pr
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --max-message-bytes N        largest request accepted (default 1048576)
-  --log-level LEVEL            trace, debug, info, warn, error (default info); logs go to stderr
   --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
   --worker-id ID               this worker's name in the cluster (default: the advertised address)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
 
 On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound,
-then "kvfleet-worker ready" once the model is loaded and health is SERVING.
+then "kvfleet-worker ready" once the model is loaded and health is SERVING. Readiness is off while
+loading, draining or stalled; liveness while loading or stalled (it stays on while draining).
 )";
-
-namespace {
 
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
@@ -63,25 +57,25 @@ std::chrono::milliseconds Millis(double seconds) {
 
 }  // namespace
 
+std::string WorkerUsage() {
+  return absl::StrCat(kUsageHead, transport::TransportUsage(kWorkerTransportDefaults, "kvfleet.v1.Worker"), kUsageTail);
+}
+
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       flags::Flags f,
       flags::Flags::Parse(args,
-                          {"model", "model-id", "device", "listen", "metrics-port", "metrics-host", "health-port",
-                           "kv-cache-memory",
-                           "block-size", "threads", "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests",
-                           "drain-timeout", "stall-timeout", "max-message-bytes", "log-level", "cachemanager",
-                           "worker-id", "advertise-address", "speculation", "spec-max-draft-tokens",
-                           "spec-ngram-min", "spec-ngram-max", "spec-self-layers", "spec-draft-model"},
+                          transport::WithTransportFlags(
+                              {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
+                               "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
+                               "stall-timeout", "max-message-bytes", "cachemanager", "worker-id",
+                               "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
+                               "spec-ngram-max", "spec-self-layers", "spec-draft-model"}),
                           {"no-prefix-caching", "no-spec-adaptive"}));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());
-  o.listen = f.GetString("listen", o.listen);
-  o.metrics_host = f.GetString("metrics-host", o.metrics_host);
-  ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics-port", o.metrics_port));
-  o.metrics_port = static_cast<int>(metrics_port);
-  ASSIGN_OR_RETURN(o.health_port, transport::ParseHealthPort(f));
+  ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kWorkerTransportDefaults));
   o.device = f.GetString("device", o.device);
   if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
@@ -130,7 +124,6 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(int64_t message_bytes, f.GetInt("max-message-bytes", o.max_message_bytes));
   if (message_bytes < 1024) return absl::InvalidArgumentError("--max-message-bytes must be >= 1024");
   o.max_message_bytes = static_cast<int32_t>(message_bytes);
-  o.log_level = f.GetString("log-level", o.log_level);
   o.cachemanager = f.GetString("cachemanager", "");
   o.worker_id = f.GetString("worker-id", "");
   o.advertise_address = f.GetString("advertise-address", "");

@@ -14,16 +14,16 @@
 #include "services/worker/engine/scheduler/scheduler.h"
 #include "services/worker/engine/spec/proposer_set.h"
 #include "services/worker/engine/spec/speculation_options.h"
+#include "services/transport/transport_options.h"
 
 namespace kvfleet::worker {
+
+inline const transport::TransportOptions kWorkerTransportDefaults{.listen = "127.0.0.1:50051", .metrics_port = 9464};
 
 struct WorkerOptions {
   std::string model_path;
   std::string model_id;          // default: the model file's name without .gguf
-  std::string listen = "127.0.0.1:50051";
-  std::string metrics_host = "0.0.0.0";
-  int metrics_port = 9464;       // 0: a free port
-  int health_port = -1;          // plaintext grpc.health.v1 only; -1: none, 0: a free port
+  transport::TransportOptions transport = kWorkerTransportDefaults;
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   // The KV cache's bytes ("2GiB") or a fraction of what the device has free
   // once weights and scratch are in place ("0.9"); see memory_plan.h.
@@ -40,13 +40,13 @@ struct WorkerOptions {
   std::chrono::milliseconds drain_timeout{30000};
   std::chrono::milliseconds stall_timeout{60000};
   int32_t max_message_bytes = 1 << 20;
-  std::string log_level = "info";
   std::string cachemanager;        // host:port; empty: publish no KV events
   std::string worker_id;           // default: the advertised address
   std::string advertise_address;   // where routers reach this worker; default: the bound address
 };
 
-extern const char kWorkerUsage[];
+// --help: the worker's flags and the shared transport flags.
+std::string WorkerUsage();
 
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args);
 

@@ -7,6 +7,7 @@
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/services/worker/worker_harness.h"
+#include "tests/testing/service_process.h"
 
 namespace kvfleet::testing {
 namespace {
@@ -156,7 +157,7 @@ TEST_F(WorkerStreamingTest, HealthPortServesHealthAndNothingElse) {
   }
   EXPECT_FALSE(harness_.Serving("no.such.Service", health).ok()) << "unknown names are NOT_FOUND, not SERVING";
 
-  auto channel = grpc::CreateChannel(health, grpc::InsecureChannelCredentials());
+  auto channel = NewTestChannel(health);
   grpc::ClientContext info_context;
   v1::WorkerInfo info;
   EXPECT_EQ(v1::Worker::NewStub(channel)->GetInfo(&info_context, v1::GetInfoRequest(), &info).error_code(),
@@ -176,7 +177,7 @@ TEST_F(WorkerStreamingTest, HealthPortServesHealthAndNothingElse) {
 
 TEST_F(WorkerStreamingTest, ReflectionListsTheWorkerAndHealthServices) {
   namespace reflection = grpc::reflection::v1alpha;
-  auto channel = grpc::CreateChannel(harness_.worker().address(), grpc::InsecureChannelCredentials());
+  auto channel = NewTestChannel(harness_.worker().address());
   auto stub = reflection::ServerReflection::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

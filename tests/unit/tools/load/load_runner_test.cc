@@ -1,7 +1,5 @@
 #include "tools/load/load_runner.h"
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <gtest/gtest.h>
@@ -12,6 +10,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "services/transport/grpc_channel.h"
 #include "tools/load/report_format.h"
 
 namespace kvfleet::load {
@@ -91,7 +90,7 @@ class LoadRunnerTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     stub_ = kvfleet::v1::Worker::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+        transport::CreateClientChannel("127.0.0.1:" + std::to_string(port)));
   }
   void TearDown() override { server_->Shutdown(); }
 

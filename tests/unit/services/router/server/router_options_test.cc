@@ -10,8 +10,8 @@ namespace {
 TEST(RouterOptionsTest, DefaultsWithACacheManager) {
   absl::StatusOr<RouterOptions> o = ParseRouterOptions({"--model", "m.gguf", "--cachemanager", "127.0.0.1:50050"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->listen, "127.0.0.1:50060");
-  EXPECT_EQ(o->metrics_port, 9466);
+  EXPECT_EQ(o->transport.listen, "127.0.0.1:50060");
+  EXPECT_EQ(o->transport.metrics_port, 9466);
   EXPECT_EQ(o->placement.policy, Policy::kPrefixAware);
   EXPECT_EQ(o->max_attempts, 3);
   EXPECT_TRUE(o->workers.empty());

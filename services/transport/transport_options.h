@@ -1,0 +1,36 @@
+// The flags every kvfleet service shares, parsed in one place: where the
+// gRPC server listens, the metrics and health ports, the log level (and,
+// next, TLS and auth). Each service keeps its own flags and embeds these.
+//
+//   ASSIGN_OR_RETURN(Flags f, Flags::Parse(args, WithTransportFlags({"model"}), {}));
+//   ASSIGN_OR_RETURN(o.transport, ParseTransportOptions(f, {.listen = "127.0.0.1:50051", .metrics_port = 9464}));
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/flags/flags.h"
+
+namespace kvfleet::transport {
+
+struct TransportOptions {
+  std::string listen;                    // the gRPC server's host:port; port 0 picks a free one
+  std::string metrics_host = "0.0.0.0";  // the metrics and health ports bind here
+  int metrics_port = 0;                  // 0 picks a free one
+  int health_port = -1;                  // plaintext grpc.health.v1 alone; -1 none, 0 a free one
+  std::string log_level = "info";
+};
+
+// `own` plus the names ParseTransportOptions reads, for Flags::Parse.
+std::set<std::string> WithTransportFlags(std::set<std::string> own);
+
+// Reads the shared flags from `f`; `defaults` stands for the absent ones.
+// INVALID_ARGUMENT naming the flag for a port out of range.
+absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, const TransportOptions& defaults);
+
+// The help lines for the shared flags, with this service's defaults and
+// the name its readiness is also reported under (e.g. kvfleet.v1.Worker).
+std::string TransportUsage(const TransportOptions& defaults, const std::string& readiness_name);
+
+}  // namespace kvfleet::transport
