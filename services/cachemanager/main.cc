@@ -79,7 +79,8 @@ absl::Status Run(const Options& o) {
                                                .max_receive_message_bytes = 64 << 20,  // snapshots are large
                                                .health_service_names = {"kvfleet.v1.CacheManager"},
                                                .health_port = o.transport.health_port,
-                                               .health_host = o.transport.metrics_host}));
+                                               .health_host = o.transport.metrics_host,
+                                               .tls = o.transport.tls}));
   service.StartSweeper();
   server.SetLive(true);
   server.SetReady(true);

@@ -58,7 +58,8 @@ absl::Status Run(const RouterOptions& o) {
                                                .max_receive_message_bytes = o.max_message_bytes,
                                                .health_service_names = {"kvfleet.v1.Inference"},
                                                .health_port = o.transport.health_port,
-                                               .health_host = o.transport.metrics_host}));
+                                               .health_host = o.transport.metrics_host,
+                                               .tls = o.transport.tls}));
   transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port());
   server.SetLive(true);
   server.SetReady(true);

@@ -1,6 +1,30 @@
 #include "services/transport/grpc_channel.h"
 
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
 namespace kvfleet::transport {
+namespace {
+
+// How often the certificate files are looked at for a rotation.
+constexpr unsigned kTlsRefreshSeconds = 10;
+
+std::shared_ptr<grpc::ChannelCredentials> Credentials(const TlsFiles& tls) {
+  if (tls.ca.empty()) return grpc::InsecureChannelCredentials();
+  auto files = tls.cert.empty()
+                   ? std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.ca, kTlsRefreshSeconds)
+                   : std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.key, tls.cert, tls.ca,
+                                                                                          kTlsRefreshSeconds);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(files);
+  options.watch_root_certs();
+  if (!tls.cert.empty()) options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
+}
+
+}  // namespace
 
 std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& address, const ClientChannelOptions& options) {
   grpc::ChannelArguments args;
@@ -10,7 +34,8 @@ std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& address, c
   // Reconnect quickly after a peer restarts; callers back off themselves.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!options.server_name.empty()) args.SetSslTargetNameOverride(options.server_name);
+  return grpc::CreateCustomChannel(address, Credentials(options.tls), args);
 }
 
 }  // namespace kvfleet::transport

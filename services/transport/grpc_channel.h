@@ -11,6 +11,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "services/transport/tls_files.h"
+
 namespace kvfleet::transport {
 
 struct ClientChannelOptions {
@@ -19,6 +21,11 @@ struct ClientChannelOptions {
   // closed without touching the others: tests, and load tools that want
   // one connection per client.
   bool own_connection = false;
+  // TLS when tls.ca is set: the server's certificate must chain to it and
+  // name the address's host (or server_name); with tls.cert and tls.key this
+  // client presents them (mutual TLS). client_ca is not used here.
+  TlsFiles tls;
+  std::string server_name;  // checked against the server's certificate instead of the address's host
 };
 
 // Keepalive pings find a dead peer behind a silent connection within seconds.

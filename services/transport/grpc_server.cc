@@ -5,6 +5,9 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
 #include <memory>
 #include <vector>
@@ -33,6 +36,24 @@ class WithoutPlugins : public grpc::ServerBuilderOption {
 // gRPC binds with SO_REUSEPORT by default: a second process on a port in use
 // would start and silently share its traffic (and its probes). Refused instead.
 void ExclusivePort(grpc::ServerBuilder& builder) { builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0); }
+
+// How often the certificate files are looked at for a rotation.
+constexpr unsigned kTlsRefreshSeconds = 10;
+
+std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls) {
+  if (!tls.serves_tls()) return grpc::InsecureServerCredentials();
+  auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.key, tls.cert, tls.client_ca,
+                                                                                     kTlsRefreshSeconds);
+  grpc::experimental::TlsServerCredentialsOptions options(files);
+  options.watch_identity_key_cert_pairs();
+  if (tls.client_ca.empty()) {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  } else {
+    options.watch_root_certs();
+    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(options);
+}
 
 absl::Status CannotListen(const std::string& address) {
   return absl::UnavailableError(
@@ -90,8 +111,7 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
 
   grpc::ServerBuilder builder;
   int port = 0;
-  // Credentials go here when TLS/mTLS lands; every service picks them up.
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.address, Credentials(options.tls), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   ExclusivePort(builder);
   // Clients keep idle connections alive with pings (CreateClientChannel);

@@ -28,6 +28,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
+#include "services/transport/tls_files.h"
 
 namespace kvfleet::transport {
 
@@ -44,6 +45,9 @@ struct GrpcServerOptions {
   // The plaintext health-only port: -1 none, 0 a free one.
   int health_port = -1;
   std::string health_host = "0.0.0.0";
+  // TLS on `address` when tls.serves_tls() (the health port stays plaintext);
+  // with tls.client_ca, mutual TLS. The files are assumed checked (CheckTlsFiles).
+  TlsFiles tls;
 };
 
 struct RunningServer {

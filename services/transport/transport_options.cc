@@ -17,7 +17,8 @@ absl::StatusOr<int> Port(const flags::Flags& f, const std::string& name, int fal
 }  // namespace
 
 std::set<std::string> WithTransportFlags(std::set<std::string> own) {
-  own.insert({"listen", "metrics-host", "metrics-port", "health-port", "log-level"});
+  own.insert({"listen", "metrics-host", "metrics-port", "health-port", "log-level", "tls-cert", "tls-key", "tls-ca",
+              "tls-client-ca"});
   return own;
 }
 
@@ -30,6 +31,11 @@ absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, co
     ASSIGN_OR_RETURN(o.health_port, Port(f, "health-port", 0, 0));
   }
   o.log_level = f.GetString("log-level", o.log_level);
+  o.tls = {.cert = f.GetString("tls-cert", o.tls.cert),
+           .key = f.GetString("tls-key", o.tls.key),
+           .ca = f.GetString("tls-ca", o.tls.ca),
+           .client_ca = f.GetString("tls-client-ca", o.tls.client_ca)};
+  RETURN_IF_ERROR(CheckTlsFiles(o.tls));
   return o;
 }
 
@@ -42,7 +48,12 @@ std::string TransportUsage(const TransportOptions& d, const std::string& readine
       "                               probes that cannot speak TLS (Kubernetes): readiness is \"\" and ", readiness_name,
       ",\n",
       "                               liveness is \"liveness\" (docs/api.md). Default: none; 0 picks a free one\n",
-      "  --log-level LEVEL            trace, debug, info, warn, error (default ", d.log_level, "); logs go to stderr\n");
+      "  --log-level LEVEL            trace, debug, info, warn, error (default ", d.log_level, "); logs go to stderr\n",
+      "  --tls-cert PEM --tls-key PEM TLS on the gRPC port with this certificate chain and key (default: plaintext);\n",
+      "                               also this service's client certificate towards the peers it calls\n",
+      "  --tls-ca PEM                 verify the peers this service calls against these CA certificates\n",
+      "  --tls-client-ca PEM          require clients to present a certificate these CAs signed (mutual TLS)\n",
+      "                               The files are re-read when they change: rotating them needs no restart.\n");
 }
 
 }  // namespace kvfleet::transport

@@ -1,6 +1,7 @@
 // The flags every kvfleet service shares, parsed in one place: where the
-// gRPC server listens, the metrics and health ports, the log level (and,
-// next, TLS and auth). Each service keeps its own flags and embeds these.
+// gRPC server listens, the metrics and health ports, the log level and the
+// TLS files (checked here, so a bad one stops the service at start). Each
+// service keeps its own flags and embeds these.
 //
 //   ASSIGN_OR_RETURN(Flags f, Flags::Parse(args, WithTransportFlags({"model"}), {}));
 //   ASSIGN_OR_RETURN(o.transport, ParseTransportOptions(f, {.listen = "127.0.0.1:50051", .metrics_port = 9464}));
@@ -11,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/flags/flags.h"
+#include "services/transport/tls_files.h"
 
 namespace kvfleet::transport {
 
@@ -20,13 +22,15 @@ struct TransportOptions {
   int metrics_port = 0;                  // 0 picks a free one
   int health_port = -1;                  // plaintext grpc.health.v1 alone; -1 none, 0 a free one
   std::string log_level = "info";
+  TlsFiles tls;  // --tls-cert, --tls-key, --tls-ca, --tls-client-ca
 };
 
 // `own` plus the names ParseTransportOptions reads, for Flags::Parse.
 std::set<std::string> WithTransportFlags(std::set<std::string> own);
 
 // Reads the shared flags from `f`; `defaults` stands for the absent ones.
-// INVALID_ARGUMENT naming the flag for a port out of range.
+// INVALID_ARGUMENT naming the flag for a port out of range or a TLS file
+// that cannot be used (CheckTlsFiles).
 absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, const TransportOptions& defaults);
 
 // The help lines for the shared flags, with this service's defaults and

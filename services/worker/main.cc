@@ -125,7 +125,8 @@ absl::Status Run(const WorkerOptions& o) {
                                                .max_receive_message_bytes = o.max_message_bytes,
                                                .health_service_names = {"kvfleet.v1.Worker"},
                                                .health_port = o.transport.health_port,
-                                               .health_host = o.transport.metrics_host}));
+                                               .health_host = o.transport.metrics_host,
+                                               .tls = o.transport.tls}));
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
