@@ -34,14 +34,16 @@ absl::Status Run(const RouterOptions& o) {
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
 
-  WorkerPool pool({.model_id = model->id(), .probe_interval = o.probe_interval});
+  WorkerPool pool({.model_id = model->id(),
+                   .probe_interval = o.probe_interval,
+                   .channel = transport::PeerChannelOptions(o.transport.tls)});
   auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
   exposer->RegisterCollectable(pool_collector);
   Placement placement(o.placement);
   std::shared_ptr<grpc::Channel> cachemanager_channel;
   std::unique_ptr<CacheManagerWatcher> watcher;
   if (!o.cachemanager.empty()) {
-    cachemanager_channel = transport::CreateClientChannel(o.cachemanager);
+    cachemanager_channel = transport::CreateClientChannel(o.cachemanager, transport::PeerChannelOptions(o.transport.tls));
     watcher = std::make_unique<CacheManagerWatcher>(cachemanager_channel, model->id(), pool,
                                                     [&placement](const std::string& id) { placement.Forget(id); });
   }

@@ -28,6 +28,13 @@ struct ClientChannelOptions {
   std::string server_name;  // checked against the server's certificate instead of the address's host
 };
 
+// How a service calls its peers: their certificates checked against its
+// --tls-ca, its own --tls-cert and --tls-key presented (mutual TLS); plaintext
+// when it has no --tls-ca.
+inline ClientChannelOptions PeerChannelOptions(const TlsFiles& own) {
+  return {.tls = {.cert = own.cert, .key = own.key, .ca = own.ca}};
+}
+
 // Keepalive pings find a dead peer behind a silent connection within seconds.
 std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& address,
                                                    const ClientChannelOptions& options = {});

@@ -140,7 +140,8 @@ absl::Status Run(const WorkerOptions& o) {
                                 .model_id = o.model_id,
                                 .block_size = static_cast<int32_t>(m.executor->info().block_size),
                                 .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks),
-                                .numerics = m.executor->info().numerics});
+                                .numerics = m.executor->info().numerics,
+                                .channel = transport::PeerChannelOptions(o.transport.tls)});
   }
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,

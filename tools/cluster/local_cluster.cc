@@ -92,7 +92,10 @@ int DefaultThreadsPerWorker(int hardware_threads, int workers) {
 }
 
 std::vector<std::string> CachemanagerArgs(const LocalClusterOptions& options) {
-  return {"--listen", options.cachemanager_listen, "--metrics-port", "0", "--metrics-host", "127.0.0.1"};
+  std::vector<std::string> args = {"--listen", options.cachemanager_listen, "--metrics-port", "0", "--metrics-host",
+                                   "127.0.0.1"};
+  args.insert(args.end(), options.cachemanager_extra_args.begin(), options.cachemanager_extra_args.end());
+  return args;
 }
 
 std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int index,

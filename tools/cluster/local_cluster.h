@@ -50,6 +50,7 @@ struct LocalClusterOptions {
   std::string cachemanager_listen = "127.0.0.1:50050";
   int router_metrics_port = 9466;                   // 0 picks a free one; the other services always pick a free one
   std::string policy;                               // the router's --policy; empty: its default
+  std::vector<std::string> cachemanager_extra_args;  // appended to the cachemanager's command line (TLS)
   std::vector<std::string> router_extra_args;       // appended to the router's command line (placement knobs)
   std::vector<std::string> worker_extra_args;       // appended to every worker's (speculation, scheduling)
   std::string log_dir;                              // must exist; a member's stderr goes to <log_dir>/<label>.log

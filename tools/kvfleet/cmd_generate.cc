@@ -24,7 +24,7 @@ namespace kvfleet::tools {
 
 namespace {
 constexpr char kUsage[] =
-    R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT]
+    R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT [--tls-ca PEM]]
                         [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [sampling flags]

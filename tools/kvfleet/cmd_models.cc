@@ -11,10 +11,11 @@
 namespace kvfleet::tools {
 namespace {
 
-constexpr char kUsage[] = R"(usage: kvfleet models [--router HOST:PORT] [--timeout SECONDS]
+constexpr char kUsage[] = R"(usage: kvfleet models [--router HOST:PORT] [--tls-ca PEM] [--timeout SECONDS]
 
 Lists the models the router serves (--router, default 127.0.0.1:50060): id,
-context length, vocabulary size and live workers. Exits 1 when the router
+context length, vocabulary size and live workers (--tls-ca: over TLS, the
+router's certificate checked against that CA). Exits 1 when the router
 cannot be reached or no model has a live worker.
 )";
 
@@ -22,10 +23,11 @@ cannot be reached or no model has a live worker.
 
 absl::Status RunModels(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"router", "timeout"}, {}));
-  const std::string router = flags.GetString("router", kDefaultRouter);
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"router", "tls-ca", "timeout"}, {}));
+  const CallSettings call{.router = flags.GetString("router", kDefaultRouter), .tls_ca = flags.GetString("tls-ca", "")};
+  const std::string& router = call.router;
   ASSIGN_OR_RETURN(double timeout, flags.GetDouble("timeout", 10.0));
-  ASSIGN_OR_RETURN(v1::ListModelsResponse response, ListModels(router, absl::Seconds(timeout)));
+  ASSIGN_OR_RETURN(v1::ListModelsResponse response, ListModels(call, absl::Seconds(timeout)));
   std::printf("%-32s %11s %10s %12s\n", "model", "max_context", "vocab", "live_workers");
   int serving = 0;
   for (const v1::ModelInfo& m : response.models()) {

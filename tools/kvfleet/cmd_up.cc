@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "services/transport/termination_signals.h"
 #include "tools/cluster/local_cluster.h"
+#include "tools/cluster/local_pki.h"
 #include "tools/cluster/local_prometheus.h"
 #include "tools/cluster/service_binaries.h"
 #include "tools/kvfleet/commands.h"
@@ -35,7 +36,7 @@ constexpr char kUsage[] =
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
                   [--spec-draft-model PATH] [--ask TEXT [--exit-after-ask]]
-                  [--prometheus [--prometheus-port N] [--prometheus-rules DIR]]
+                  [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
 registered with it and one kvfleet-router in front, all serving --model
@@ -66,6 +67,10 @@ kills what is still running.
                           rules; prints "kvfleet up prometheus=URL" before the ready line
   --prometheus-port N     its port on 127.0.0.1 (default 9090; 0 picks a free one)
   --prometheus-rules DIR  the rule files it loads (default: this source tree's deploy/helm/kvfleet/rules)
+  --tls                   the whole cluster over TLS: a throwaway CA (openssl) in the log directory
+                          issues each service a certificate; mutual TLS on router -> worker,
+                          worker -> cachemanager and router -> cachemanager, TLS on the router's
+                          port (clients pass --tls-ca LOG_DIR/tls/ca.pem, as the banner shows)
   --ask TEXT              once ready, send TEXT as a chat message through the router and print
                           the answer, then keep serving
   --exit-after-ask        stop the cluster once --ask has its answer (exit 1 if it failed)
@@ -140,13 +145,13 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
 // Waits until the router counts every worker live (discovery through the
 // cachemanager is asynchronous); returns the model id it serves. Carries on
 // with a warning (and the model file's stem as its id) when that takes too long.
-absl::StatusOr<std::string> AwaitWorkersSeen(LocalCluster& cluster, const LocalClusterOptions& options) {
-  const std::string& router = cluster.router().endpoints.grpc_address;
+absl::StatusOr<std::string> AwaitWorkersSeen(LocalCluster& cluster, const LocalClusterOptions& options,
+                                             const CallSettings& router_call) {
   const absl::Time deadline = absl::Now() + kDiscoveryTimeout;
   std::string last_seen;
   while (absl::Now() < deadline) {
     RETURN_IF_ERROR(cluster.CheckRunning());
-    const absl::StatusOr<v1::ListModelsResponse> models = ListModels(router, absl::Seconds(5));
+    const absl::StatusOr<v1::ListModelsResponse> models = ListModels(router_call, absl::Seconds(5));
     if (models.ok() && models->models_size() > 0) {
       const v1::ModelInfo& model = models->models(0);
       if (model.live_workers() >= options.workers) return model.id();
@@ -167,9 +172,11 @@ std::string MetricsUrl(const ClusterMember& m) {
   return absl::StrCat("http://", m.endpoints.metrics_address, "/metrics");
 }
 
-void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, const std::string& model_id) {
+void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, const std::string& model_id,
+                 const CallSettings& router_call) {
   const std::string& router = cluster.router().endpoints.grpc_address;
-  const std::string router_flag = router == kDefaultRouter ? "" : absl::StrCat(" --router ", router);
+  std::string router_flag = router == kDefaultRouter ? "" : absl::StrCat(" --router ", router);
+  if (!router_call.tls_ca.empty()) absl::StrAppend(&router_flag, " --tls-ca ", router_call.tls_ca);
   std::vector<std::string> worker_metrics;
   for (const ClusterMember& w : cluster.workers()) worker_metrics.push_back(MetricsUrl(w));
   std::printf("kvfleet up: cluster ready — router %s (model %s, %d worker%s)\n", router.c_str(), model_id.c_str(),
@@ -177,10 +184,12 @@ void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, cons
   std::printf("  kvfleet chat%s \"What is the capital of France?\"          # through the router\n",
               router_flag.c_str());
   std::printf("  kvfleet generate%s --prompt \"Once upon a time\" --max-tokens 32\n", router_flag.c_str());
+  const std::string grpcurl_tls =
+      router_call.tls_ca.empty() ? "-plaintext" : absl::StrCat("-cacert ", router_call.tls_ca);
   std::printf(
-      "  grpcurl -plaintext -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}' %s "
+      "  grpcurl %s -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}' %s "
       "kvfleet.v1.Inference/Chat\n",
-      router.c_str());
+      grpcurl_tls.c_str(), router.c_str());
   std::printf("  metrics: router %s, cachemanager %s, workers %s\n", MetricsUrl(cluster.router()).c_str(),
               MetricsUrl(cluster.cachemanager()).c_str(), absl::StrJoin(worker_metrics, " ").c_str());
   std::printf("  logs: %s\n", o.log_dir.c_str());
@@ -189,11 +198,36 @@ void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, cons
   std::fflush(stdout);
 }
 
-absl::Status Ask(const std::string& router, const std::string& text) {
+absl::Status Ask(const CallSettings& router_call, const std::string& text) {
   ASSIGN_OR_RETURN(Flags defaults, Flags::Parse({}, {}, {}));
   ASSIGN_OR_RETURN(v1::ChatRequest request, ChatRequestFromFlags(defaults, text));
   std::fprintf(stderr, "kvfleet up: asking the router: %s\n", text.c_str());
-  return StreamChat({.router = router}, request, stdout, stderr);
+  return StreamChat(router_call, request, stdout, stderr);
+}
+
+// --tls: certificates from a throwaway CA for every member, passed on their
+// command lines; returns the CA file clients verify the router with.
+absl::StatusOr<std::string> UseTls(LocalClusterOptions& o) {
+  const std::string dir = o.log_dir + "/tls";
+  std::filesystem::create_directories(dir);
+  ASSIGN_OR_RETURN(cluster::LocalCa ca, cluster::LocalCa::Create(dir + "/ca"));
+  ASSIGN_OR_RETURN(cluster::CertificateFiles cachemanager, ca.Issue(dir + "/cachemanager", "cachemanager"));
+  ASSIGN_OR_RETURN(cluster::CertificateFiles worker, ca.Issue(dir + "/worker", "worker"));
+  ASSIGN_OR_RETURN(cluster::CertificateFiles router, ca.Issue(dir + "/router", "router"));
+  const std::string& root = ca.files().cert;
+  const auto identity = [](const cluster::CertificateFiles& f) {
+    return std::vector<std::string>{"--tls-cert", f.cert, "--tls-key", f.key};
+  };
+  const auto append = [](std::vector<std::string>& to, std::vector<std::string> more) {
+    to.insert(to.end(), more.begin(), more.end());
+  };
+  append(o.cachemanager_extra_args, identity(cachemanager));
+  append(o.cachemanager_extra_args, {"--tls-client-ca", root});  // workers and routers call it
+  append(o.worker_extra_args, identity(worker));
+  append(o.worker_extra_args, {"--tls-ca", root, "--tls-client-ca", root});  // calls the cachemanager; routers call it
+  append(o.router_extra_args, identity(router));
+  append(o.router_extra_args, {"--tls-ca", root});  // calls workers and the cachemanager; clients need no certificate
+  return root;
 }
 
 // The chart's rule files, for the local Prometheus; none (with a warning)
@@ -254,18 +288,23 @@ absl::Status RunUp(const Args& args) {
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "cachemanager-listen",
                                  "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "speculation",
                                  "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
-                                {"exit-after-ask", "prometheus"}));
+                                {"exit-after-ask", "prometheus", "tls"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");
   }
   ASSIGN_OR_RETURN(LocalClusterOptions options, OptionsFromFlags(flags));
+  std::string tls_ca;
+  if (flags.GetSwitch("tls")) {
+    ASSIGN_OR_RETURN(tls_ca, UseTls(options));
+  }
   std::fprintf(stderr,
                "kvfleet up: starting a cachemanager, %d worker%s (%d thread%s, %s KV cache each) and a router; "
                "logs in %s\n",
                options.workers, options.workers == 1 ? "" : "s", options.threads_per_worker,
                options.threads_per_worker == 1 ? "" : "s", options.kv_cache_memory.c_str(), options.log_dir.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options));
-  absl::StatusOr<std::string> model_id = AwaitWorkersSeen(*cluster, options);
+  const CallSettings router_call{.router = cluster->router().endpoints.grpc_address, .tls_ca = tls_ca};
+  absl::StatusOr<std::string> model_id = AwaitWorkersSeen(*cluster, options, router_call);
   if (!model_id.ok()) return StopCluster(*cluster, model_id.status());
   std::unique_ptr<cluster::LocalPrometheus> prometheus;
   if (flags.GetSwitch("prometheus")) {
@@ -276,9 +315,9 @@ absl::Status RunUp(const Args& args) {
     std::printf("kvfleet up prometheus=%s  (its log: %s; dashboards: docs/operations.md)\n", prometheus->url().c_str(),
                 prometheus->log_path().c_str());
   }
-  PrintBanner(*cluster, options, *model_id);
+  PrintBanner(*cluster, options, *model_id, router_call);
   if (flags.Has("ask")) {
-    const absl::Status asked = Ask(cluster->router().endpoints.grpc_address, flags.GetString("ask", ""));
+    const absl::Status asked = Ask(router_call, flags.GetString("ask", ""));
     if (!asked.ok()) std::fprintf(stderr, "kvfleet up: --ask failed: %s\n", std::string(asked.message()).c_str());
     if (flags.GetSwitch("exit-after-ask")) return StopCluster(*cluster, asked);
   }

@@ -70,8 +70,8 @@ const char* FinishName(v1::FinishReason reason) {
   }
 }
 
-std::unique_ptr<v1::Inference::Stub> NewStub(const std::string& router) {
-  return v1::Inference::NewStub(transport::CreateClientChannel(router));
+std::unique_ptr<v1::Inference::Stub> NewStub(const CallSettings& call) {
+  return v1::Inference::NewStub(transport::CreateClientChannel(call.router, {.tls = {.ca = call.tls_ca}}));
 }
 
 void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
@@ -99,7 +99,7 @@ absl::Status Drain(grpc::ClientReader<v1::GenerateTextResponse>& reader, const C
 
 std::set<std::string> WithRouterFlags(std::set<std::string> extra) {
   for (const char* name :
-       {"router", "timeout", "output", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repetition-penalty",
+       {"router", "tls-ca", "timeout", "output", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repetition-penalty",
         "presence-penalty", "frequency-penalty", "seed", "stop-token-ids", "stop", "cache-salt", "speculation"}) {
     extra.insert(name);
   }
@@ -112,6 +112,7 @@ absl::StatusOr<CallSettings> CallSettingsFromFlags(const Flags& flags) {
   CallSettings call;
   call.router = flags.GetString("router", kDefaultRouter);
   if (call.router.empty()) return absl::InvalidArgumentError("--router needs HOST:PORT");
+  call.tls_ca = flags.GetString("tls-ca", "");
   ASSIGN_OR_RETURN(double seconds, flags.GetDouble("timeout", 0.0));
   if (seconds < 0) return absl::InvalidArgumentError(absl::StrCat("--timeout must be >= 0, got ", seconds));
   if (seconds > 0) call.timeout = absl::Seconds(seconds);
@@ -222,7 +223,7 @@ absl::Status FromGrpcStatus(const grpc::Status& status, const std::string& route
 
 absl::Status StreamGenerate(const CallSettings& call, const v1::GenerateTextRequest& request, std::FILE* out,
                             std::FILE* err) {
-  auto stub = NewStub(call.router);
+  auto stub = NewStub(call);
   grpc::ClientContext context;
   SetDeadline(context, call.timeout);
   std::unique_ptr<grpc::ClientReader<v1::GenerateTextResponse>> reader = stub->Generate(&context, request);
@@ -230,19 +231,19 @@ absl::Status StreamGenerate(const CallSettings& call, const v1::GenerateTextRequ
 }
 
 absl::Status StreamChat(const CallSettings& call, const v1::ChatRequest& request, std::FILE* out, std::FILE* err) {
-  auto stub = NewStub(call.router);
+  auto stub = NewStub(call);
   grpc::ClientContext context;
   SetDeadline(context, call.timeout);
   std::unique_ptr<grpc::ClientReader<v1::GenerateTextResponse>> reader = stub->Chat(&context, request);
   return Drain(*reader, call, out, err);
 }
 
-absl::StatusOr<v1::ListModelsResponse> ListModels(const std::string& router, absl::Duration timeout) {
-  auto stub = NewStub(router);
+absl::StatusOr<v1::ListModelsResponse> ListModels(const CallSettings& call, absl::Duration timeout) {
+  auto stub = NewStub(call);
   grpc::ClientContext context;
   SetDeadline(context, timeout);
   v1::ListModelsResponse response;
-  RETURN_IF_ERROR(FromGrpcStatus(stub->ListModels(&context, v1::ListModelsRequest(), &response), router));
+  RETURN_IF_ERROR(FromGrpcStatus(stub->ListModels(&context, v1::ListModelsRequest(), &response), call.router));
   return response;
 }
 

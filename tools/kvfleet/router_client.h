@@ -31,7 +31,7 @@ inline constexpr char kDefaultRouter[] = "127.0.0.1:50060";
 // The same default as `kvfleet generate --local`.
 inline constexpr int64_t kDefaultMaxTokens = 256;
 
-// The valued flags every router call takes (--router, --timeout, --output,
+// The valued flags every router call takes (--router, --tls-ca, --timeout, --output,
 // sampling and stopping, --stop, --cache-salt) plus `extra`.
 std::set<std::string> WithRouterFlags(std::set<std::string> extra);
 // The switches every router call takes (--ignore-eos).
@@ -41,6 +41,7 @@ enum class OutputMode { kText, kIds };
 
 struct CallSettings {
   std::string router = kDefaultRouter;
+  std::string tls_ca;  // set: TLS to the router, its certificate checked against this CA (--tls-ca)
   absl::Duration timeout = absl::InfiniteDuration();  // the call's deadline
   OutputMode output = OutputMode::kText;
 };
@@ -99,6 +100,6 @@ absl::Status StreamGenerate(const CallSettings& call, const v1::GenerateTextRequ
                             std::FILE* err);
 absl::Status StreamChat(const CallSettings& call, const v1::ChatRequest& request, std::FILE* out, std::FILE* err);
 
-absl::StatusOr<v1::ListModelsResponse> ListModels(const std::string& router, absl::Duration timeout);
+absl::StatusOr<v1::ListModelsResponse> ListModels(const CallSettings& call, absl::Duration timeout);
 
 }  // namespace kvfleet::tools

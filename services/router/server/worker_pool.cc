@@ -34,7 +34,7 @@ void WorkerPool::Upsert(const std::string& worker_id, const std::string& endpoin
   e = Entry{.endpoint = endpoint,
             .incarnation = incarnation,
             .stub = options_.stub_factory ? options_.stub_factory(endpoint)
-                                          : v1::Worker::NewStub(transport::CreateClientChannel(endpoint)),
+                                          : v1::Worker::NewStub(transport::CreateClientChannel(endpoint, options_.channel)),
             .generation = next_generation_++};
   wake_ = true;
 }

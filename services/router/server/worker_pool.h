@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
+#include "services/transport/grpc_channel.h"
 
 namespace kvfleet::router {
 
@@ -44,6 +45,7 @@ struct WorkerPoolOptions {
   // Makes the stub for an endpoint; unset: a channel from
   // transport::CreateClientChannel. Tests put fake workers here.
   std::function<std::shared_ptr<v1::Worker::StubInterface>(const std::string& endpoint)> stub_factory;
+  transport::ClientChannelOptions channel;  // TLS towards the workers
 };
 
 // One worker as the router sees it at a decision.

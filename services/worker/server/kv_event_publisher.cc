@@ -111,7 +111,7 @@ v1::EventBatch KvEventPublisher::TakeBatch() {
 }
 
 bool KvEventPublisher::Session() {
-  auto stub = v1::CacheManager::NewStub(transport::CreateClientChannel(options_.cachemanager_address));
+  auto stub = v1::CacheManager::NewStub(transport::CreateClientChannel(options_.cachemanager_address, options_.channel));
   v1::RegisterRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_incarnation(incarnation_);

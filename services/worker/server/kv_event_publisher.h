@@ -32,6 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
+#include "services/transport/grpc_channel.h"
 #include "services/worker/engine/engine.h"
 #include "services/worker/engine/kv/kv_event_listener.h"
 
@@ -45,6 +46,7 @@ struct KvEventPublisherOptions {
   int32_t block_size = 16;
   int32_t capacity_blocks = 0;
   std::string numerics;  // the executor's numerics identity
+  transport::ClientChannelOptions channel;  // TLS towards the cachemanager
   std::chrono::milliseconds flush_interval{50};
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{3000};

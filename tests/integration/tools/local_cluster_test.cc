@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "kvfleet/v1/inference.grpc.pb.h"
+#include "services/transport/grpc_channel.h"
 #include "tests/integration/services/worker/worker_harness.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/service_process.h"
@@ -192,6 +193,61 @@ TEST_F(KvfleetUpTest, AskAnswersThenExits) {
   EXPECT_EQ(*code, 0) << Diagnostics();
   EXPECT_THAT(ReadFile(UpLog()), HasSubstr("generated, finish: ")) << "the answer's summary";
   for (pid_t pid : services_) EXPECT_TRUE(Dead(pid)) << "service pid " << pid << " outlived kvfleet up";
+}
+
+// --tls: every hop over (mutual) TLS from a throwaway CA. The router sees
+// both workers (worker -> cachemanager and router -> cachemanager are mTLS)
+// and generates (router -> worker is mTLS); a plaintext client is refused.
+TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
+  std::unique_ptr<ChildProcess> up = StartUp({"--tls"});
+  ASSERT_NE(up, nullptr);
+  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
+  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
+  const std::string router = ready->substr(std::string(kReadyPrefix).size());
+  services_ = ChildrenOf(up->pid());
+  const std::string ca = dir_.Path("logs/tls/ca.pem");
+  ASSERT_TRUE(std::filesystem::exists(ca)) << Diagnostics();
+
+  auto stub = v1::Inference::NewStub(transport::CreateClientChannel(router, {.own_connection = true, .tls = {.ca = ca}}));
+  int live = -1;
+  WaitUntil(
+      [&] {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::ListModelsResponse models;
+        if (!stub->ListModels(&context, v1::ListModelsRequest(), &models).ok() || models.models_size() == 0) {
+          return false;
+        }
+        live = models.models(0).live_workers();
+        return live == 2;
+      },
+      std::chrono::seconds(10));
+  EXPECT_EQ(live, 2) << Diagnostics();
+
+  v1::CompleteResponse completion;
+  {
+    v1::GenerateTextRequest request;
+    request.set_prompt("hello world, hello cluster");
+    request.mutable_options()->mutable_stopping()->set_max_tokens(4);
+    request.mutable_options()->mutable_stopping()->set_ignore_eos(true);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    const grpc::Status status = stub->Complete(&context, request, &completion);
+    ASSERT_TRUE(status.ok()) << status.error_message() << Diagnostics();
+  }
+  EXPECT_EQ(completion.token_ids_size(), 4);
+
+  grpc::ClientContext plain_context;
+  plain_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ListModelsResponse models;
+  EXPECT_EQ(v1::Inference::NewStub(NewTestChannel(router))->ListModels(&plain_context, v1::ListModelsRequest(), &models)
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE)
+      << "a plaintext client of a TLS router";
+  up->Signal(SIGINT);
+  absl::StatusOr<int> code = up->Wait(absl::Seconds(90));
+  ASSERT_TRUE(code.ok()) << code.status() << Diagnostics();
+  EXPECT_EQ(*code, 0) << Diagnostics();
 }
 
 TEST_F(KvfleetUpTest, AMissingModelFailsBeforeStartingAnything) {
