@@ -80,7 +80,8 @@ absl::Status Run(const Options& o) {
                                                .health_service_names = {"kvfleet.v1.CacheManager"},
                                                .health_port = o.transport.health_port,
                                                .health_host = o.transport.metrics_host,
-                                               .tls = o.transport.tls}));
+                                               .tls = o.transport.tls,
+                                               .allowed_peers = o.transport.tls_allowed_peers}));
   service.StartSweeper();
   server.SetLive(true);
   server.SetReady(true);

@@ -27,6 +27,12 @@
 namespace kvfleet::router {
 namespace {
 
+transport::ClientChannelOptions WorkerChannelOptions(const RouterOptions& o) {
+  transport::ClientChannelOptions channel = transport::PeerChannelOptions(o.transport.tls);
+  channel.server_name = o.worker_tls_name;
+  return channel;
+}
+
 absl::Status Run(const RouterOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model, RouterModel::Load(o.model_path, o.model_id));
   RouterMetrics metrics;
@@ -36,7 +42,7 @@ absl::Status Run(const RouterOptions& o) {
 
   WorkerPool pool({.model_id = model->id(),
                    .probe_interval = o.probe_interval,
-                   .channel = transport::PeerChannelOptions(o.transport.tls)});
+                   .channel = WorkerChannelOptions(o)});
   auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
   exposer->RegisterCollectable(pool_collector);
   Placement placement(o.placement);
@@ -61,7 +67,8 @@ absl::Status Run(const RouterOptions& o) {
                                                .health_service_names = {"kvfleet.v1.Inference"},
                                                .health_port = o.transport.health_port,
                                                .health_host = o.transport.metrics_host,
-                                               .tls = o.transport.tls}));
+                                               .tls = o.transport.tls,
+                                               .allowed_peers = o.transport.tls_allowed_peers}));
   transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port());
   server.SetLive(true);
   server.SetReady(true);

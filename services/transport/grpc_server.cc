@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "services/transport/peer_authorizer.h"
 
 namespace kvfleet::transport {
 namespace {
@@ -40,7 +41,7 @@ void ExclusivePort(grpc::ServerBuilder& builder) { builder.AddChannelArgument(GR
 // How often the certificate files are looked at for a rotation.
 constexpr unsigned kTlsRefreshSeconds = 10;
 
-std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls) {
+std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls, const std::vector<std::string>& allowed_peers) {
   if (!tls.serves_tls()) return grpc::InsecureServerCredentials();
   auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.key, tls.cert, tls.client_ca,
                                                                                      kTlsRefreshSeconds);
@@ -52,7 +53,9 @@ std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls) {
     options.watch_root_certs();
     options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   }
-  return grpc::experimental::TlsServerCredentials(options);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::experimental::TlsServerCredentials(options);
+  if (!allowed_peers.empty()) credentials->SetAuthMetadataProcessor(std::make_shared<PeerAuthorizer>(allowed_peers));
+  return credentials;
 }
 
 absl::Status CannotListen(const std::string& address) {
@@ -111,7 +114,7 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
 
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.address, Credentials(options.tls), &port);
+  builder.AddListeningPort(options.address, Credentials(options.tls, options.allowed_peers), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   ExclusivePort(builder);
   // Clients keep idle connections alive with pings (CreateClientChannel);

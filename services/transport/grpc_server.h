@@ -48,6 +48,9 @@ struct GrpcServerOptions {
   // TLS on `address` when tls.serves_tls() (the health port stays plaintext);
   // with tls.client_ca, mutual TLS. The files are assumed checked (CheckTlsFiles).
   TlsFiles tls;
+  // With tls.client_ca: only clients whose certificate names one of these
+  // (DNS SAN or common name) may call; empty: any certificate the CA signed.
+  std::vector<std::string> allowed_peers;
 };
 
 struct RunningServer {

@@ -1,6 +1,8 @@
 #include "services/transport/transport_options.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
 namespace kvfleet::transport {
@@ -18,7 +20,7 @@ absl::StatusOr<int> Port(const flags::Flags& f, const std::string& name, int fal
 
 std::set<std::string> WithTransportFlags(std::set<std::string> own) {
   own.insert({"listen", "metrics-host", "metrics-port", "health-port", "log-level", "tls-cert", "tls-key", "tls-ca",
-              "tls-client-ca"});
+              "tls-client-ca", "tls-allowed-peers"});
   return own;
 }
 
@@ -36,6 +38,12 @@ absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, co
            .ca = f.GetString("tls-ca", o.tls.ca),
            .client_ca = f.GetString("tls-client-ca", o.tls.client_ca)};
   RETURN_IF_ERROR(CheckTlsFiles(o.tls));
+  for (absl::string_view name : absl::StrSplit(f.GetString("tls-allowed-peers", ""), ',', absl::SkipWhitespace())) {
+    o.tls_allowed_peers.emplace_back(absl::StripAsciiWhitespace(name));
+  }
+  if (!o.tls_allowed_peers.empty() && o.tls.client_ca.empty()) {
+    return absl::InvalidArgumentError("--tls-allowed-peers names client certificates: it needs --tls-client-ca");
+  }
   return o;
 }
 
@@ -53,6 +61,7 @@ std::string TransportUsage(const TransportOptions& d, const std::string& readine
       "                               also this service's client certificate towards the peers it calls\n",
       "  --tls-ca PEM                 verify the peers this service calls against these CA certificates\n",
       "  --tls-client-ca PEM          require clients to present a certificate these CAs signed (mutual TLS)\n",
+      "  --tls-allowed-peers N,N      and to name one of these (DNS name or common name); others: PERMISSION_DENIED\n",
       "                               The files are re-read when they change: rotating them needs no restart.\n");
 }
 

@@ -9,6 +9,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/flags/flags.h"
@@ -23,6 +24,7 @@ struct TransportOptions {
   int health_port = -1;                  // plaintext grpc.health.v1 alone; -1 none, 0 a free one
   std::string log_level = "info";
   TlsFiles tls;  // --tls-cert, --tls-key, --tls-ca, --tls-client-ca
+  std::vector<std::string> tls_allowed_peers;  // --tls-allowed-peers: client certificate names allowed
 };
 
 // `own` plus the names ParseTransportOptions reads, for Flags::Parse.

@@ -126,7 +126,8 @@ absl::Status Run(const WorkerOptions& o) {
                                                .health_service_names = {"kvfleet.v1.Worker"},
                                                .health_port = o.transport.health_port,
                                                .health_host = o.transport.metrics_host,
-                                               .tls = o.transport.tls}));
+                                               .tls = o.transport.tls,
+                                               .allowed_peers = o.transport.tls_allowed_peers}));
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));

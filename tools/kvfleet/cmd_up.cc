@@ -206,7 +206,9 @@ absl::Status Ask(const CallSettings& router_call, const std::string& text) {
 }
 
 // --tls: certificates from a throwaway CA for every member, passed on their
-// command lines; returns the CA file clients verify the router with.
+// command lines, each authorising only the roles that call it (routers and
+// workers call the cachemanager, routers call workers); returns the CA file
+// clients verify the router with.
 absl::StatusOr<std::string> UseTls(LocalClusterOptions& o) {
   const std::string dir = o.log_dir + "/tls";
   std::filesystem::create_directories(dir);
@@ -222,11 +224,13 @@ absl::StatusOr<std::string> UseTls(LocalClusterOptions& o) {
     to.insert(to.end(), more.begin(), more.end());
   };
   append(o.cachemanager_extra_args, identity(cachemanager));
-  append(o.cachemanager_extra_args, {"--tls-client-ca", root});  // workers and routers call it
+  append(o.cachemanager_extra_args, {"--tls-client-ca", root, "--tls-allowed-peers", "router,worker"});
   append(o.worker_extra_args, identity(worker));
-  append(o.worker_extra_args, {"--tls-ca", root, "--tls-client-ca", root});  // calls the cachemanager; routers call it
+  append(o.worker_extra_args, {"--tls-ca", root, "--tls-client-ca", root, "--tls-allowed-peers", "router"});
   append(o.router_extra_args, identity(router));
-  append(o.router_extra_args, {"--tls-ca", root});  // calls workers and the cachemanager; clients need no certificate
+  // Calls workers (whose certificates say "worker") and the cachemanager;
+  // its own clients need no certificate.
+  append(o.router_extra_args, {"--tls-ca", root, "--worker-tls-name", "worker"});
   return root;
 }
 

@@ -32,6 +32,8 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
                                least_loaded (default 100)
   --probe-interval MS          how often each worker's load is read (default 250)
   --max-message-bytes N        largest request accepted (default 4194304)
+  --worker-tls-name NAME       with --tls-ca: the name the workers' certificates must carry (they are
+                               dialled by the address they advertise, e.g. a pod IP; default: that address)
 
 Exactly one of --cachemanager or --workers. On start it prints
 "kvfleet-router listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]", then "kvfleet-router ready".
@@ -52,12 +54,13 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                            {"model", "model-id", "cachemanager", "workers", "policy", "max-attempts",
                                             "overlap-timeout", "probe-interval", "max-message-bytes",
                                             "prefill-weight", "decode-weight", "decision-memory",
-                                            "in-flight-window", "affinity-guard-margin"}),
+                                            "in-flight-window", "affinity-guard-margin", "worker-tls-name"}),
                                        {}));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kRouterTransportDefaults));
+  o.worker_tls_name = f.GetString("worker-tls-name", "");
   o.cachemanager = f.GetString("cachemanager", "");
   for (absl::string_view w : absl::StrSplit(f.GetString("workers", ""), ',', absl::SkipWhitespace())) {
     o.workers.emplace_back(absl::StripAsciiWhitespace(w));

@@ -26,6 +26,10 @@ struct RouterOptions {
   std::chrono::milliseconds overlap_timeout{100};
   std::chrono::milliseconds probe_interval{250};
   int32_t max_message_bytes = 4 << 20;
+  // The name workers' TLS certificates must carry: they are dialled by the
+  // address they advertise (a pod IP), which certificates do not name.
+  // Empty: the address's host itself.
+  std::string worker_tls_name;
 };
 
 // --help: the router's flags and the shared transport flags.

@@ -33,8 +33,9 @@ class TlsTest : public ::testing::Test {
     auto server = ca_->Issue(dir_.Path("server"), "cachemanager");
     auto client = ca_->Issue(dir_.Path("client"), "router");
     auto stranger = other_ca_->Issue(dir_.Path("stranger"), "router");
-    ASSERT_TRUE(server.ok() && client.ok() && stranger.ok());
-    server_ = *server, client_ = *client, stranger_ = *stranger;
+    auto worker = ca_->Issue(dir_.Path("worker"), "worker");
+    ASSERT_TRUE(server.ok() && client.ok() && stranger.ok() && worker.ok());
+    server_ = *server, client_ = *client, stranger_ = *stranger, worker_ = *worker;
   }
 
   absl::StatusOr<StartedService> Start(const std::vector<std::string>& tls_args, const std::string& log = "cm.log") {
@@ -57,7 +58,7 @@ class TlsTest : public ::testing::Test {
 
   TempDir dir_;
   std::unique_ptr<LocalCa> ca_, other_ca_;
-  CertificateFiles server_, client_, stranger_;
+  CertificateFiles server_, client_, stranger_, worker_;
 };
 
 TEST_F(TlsTest, ServerTlsAcceptsClientsThatTrustItsCaOnly) {
@@ -82,6 +83,31 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheClientCa) {
       << "a client certificate from another CA";
 }
 
+// A valid chain is not enough: the certificate must name a role allowed here
+// (routers may call workers; workers may not call each other).
+TEST_F(TlsTest, AllowedPeersAreAuthorisedByTheNameTheirCertificateCarries) {
+  absl::StatusOr<StartedService> cm =
+      Start({"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", ca_->files().cert,
+             "--tls-allowed-peers", "router"});
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  const std::string ca = ca_->files().cert;
+  EXPECT_EQ(Call(cm->address, {.tls = {.cert = client_.cert, .key = client_.key, .ca = ca}}), grpc::StatusCode::OK);
+  EXPECT_EQ(Call(cm->address, {.tls = {.cert = worker_.cert, .key = worker_.key, .ca = ca}}),
+            grpc::StatusCode::PERMISSION_DENIED)
+      << "signed by the same CA, but named worker";
+}
+
+// Workers are dialled by pod IP; the router checks the name their
+// certificate must carry instead (--worker-tls-name).
+TEST_F(TlsTest, TheServerNameCheckedCanBeOtherThanTheAddress) {
+  absl::StatusOr<StartedService> cm = Start({"--tls-cert", server_.cert, "--tls-key", server_.key});
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  const std::string ca = ca_->files().cert;
+  EXPECT_EQ(Call(cm->address, {.tls = {.ca = ca}, .server_name = "cachemanager"}), grpc::StatusCode::OK);
+  EXPECT_EQ(Call(cm->address, {.tls = {.ca = ca}, .server_name = "worker"}), grpc::StatusCode::UNAVAILABLE)
+      << "a certificate that does not carry the expected name";
+}
+
 TEST_F(TlsTest, ABadFileStopsTheServiceAtStartNamingIt) {
   struct Case {
     std::vector<std::string> args;
@@ -94,6 +120,8 @@ TEST_F(TlsTest, ABadFileStopsTheServiceAtStartNamingIt) {
       {{"--tls-cert", server_.cert, "--tls-key", server_.cert}, "holds no unencrypted PEM private key"},
       {{"--tls-cert", server_.cert}, "--tls-cert and --tls-key go together"},
       {{"--tls-client-ca", ca_->files().cert}, "--tls-client-ca requires"},
+      {{"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-allowed-peers", "router"},
+       "--tls-allowed-peers names client certificates: it needs --tls-client-ca"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     absl::StatusOr<StartedService> cm = Start(cases[i].args, "bad" + std::to_string(i) + ".log");
