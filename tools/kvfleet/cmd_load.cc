@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "services/transport/grpc_channel.h"
+#include "tools/kvfleet/client_tls.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/load/load_runner.h"
 #include "tools/load/report_format.h"
@@ -26,6 +27,7 @@ constexpr char kUsage[] =
                     (--workload FILE.jsonl | [--prompt-tokens N] [--shared-prefix-tokens N]
                      [--max-tokens N] [--temperature T] [--seed N] [--ignore-eos])
                     [--warmup N] [--deadline-seconds S] [--cache-salt S] [--json]
+                    [--tls-ca PEM [--tls-cert PEM --tls-key PEM] [--tls-name NAME]]
 
 Sends streaming Generate requests to a worker or a router (told apart by
 asking: a worker answers GetInfo, a router ListModels), --concurrency at a time, and
@@ -126,9 +128,9 @@ struct Target {
   int32_t vocab_size = 0;
 };
 
-absl::StatusOr<Target> Connect(const std::string& address) {
+absl::StatusOr<Target> Connect(const std::string& address, const transport::ClientChannelOptions& channel_options) {
   constexpr int kConnectSeconds = 10;
-  auto channel = transport::CreateClientChannel(address);
+  auto channel = transport::CreateClientChannel(address, channel_options);
   Target t;
   t.worker = kvfleet::v1::Worker::NewStub(channel);
   grpc::ClientContext context;
@@ -212,14 +214,16 @@ absl::Status Warmup(load::GenerationTarget& target, const LoadCommand& c, const 
 }  // namespace
 
 absl::Status RunLoadClient(const Args& args) {
-  if (WantsHelp(args)) return PrintHelp(kUsage);
+  if (WantsHelp(args)) return PrintHelp(absl::StrCat(kUsage, "\n", kClientTlsUsage).c_str());
   ASSIGN_OR_RETURN(
       Flags f, Flags::Parse(args,
                             {"target", "concurrency", "requests", "workload", "prompt-tokens", "shared-prefix-tokens",
-                             "max-tokens", "temperature", "seed", "deadline-seconds", "warmup", "cache-salt"},
+                             "max-tokens", "temperature", "seed", "deadline-seconds", "warmup", "cache-salt",
+                             "tls-ca", "tls-cert", "tls-key", "tls-name"},
                             {"ignore-eos", "json"}));
   ASSIGN_OR_RETURN(LoadCommand c, ReadCommand(f));
-  ASSIGN_OR_RETURN(Target target, Connect(c.target));
+  ASSIGN_OR_RETURN(transport::ClientChannelOptions tls, ClientTlsFromFlags(f));
+  ASSIGN_OR_RETURN(Target target, Connect(c.target, tls));
   ASSIGN_OR_RETURN(std::vector<load::LoadRequest> workload, BuildWorkload(f, c, target.vocab_size));
   const std::string nonce = absl::StrCat(absl::ToUnixNanos(absl::Now()), "-", ::getpid());
   RETURN_IF_ERROR(Warmup(*target.generation, c, nonce, workload));

@@ -6,12 +6,13 @@
 #include "common/status_macros.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "services/transport/grpc_channel.h"
+#include "tools/kvfleet/client_tls.h"
 #include "tools/kvfleet/commands.h"
 
 namespace kvfleet::tools {
 namespace {
 
-constexpr char kUsage[] = R"(usage: kvfleet workers --cachemanager HOST:PORT [--model ID]
+constexpr char kUsage[] = R"(usage: kvfleet workers --cachemanager HOST:PORT [--model ID] [--tls-ca PEM --tls-cert PEM --tls-key PEM]
 
 Lists the live workers registered with the cachemanager: id, endpoint,
 model, KV blocks indexed / capacity, running and waiting requests, KV blocks
@@ -21,10 +22,11 @@ in use, and how long ago the worker was last heard from.
 }  // namespace
 
 absl::Status RunWorkers(const Args& args) {
-  if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"cachemanager", "model"}, {}));
+  if (WantsHelp(args)) return PrintHelp(absl::StrCat(kUsage, "\n", kClientTlsUsage).c_str());
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, WithClientTlsFlags({"cachemanager", "model"}), {}));
   ASSIGN_OR_RETURN(std::string address, flags.GetString("cachemanager"));
-  auto stub = v1::CacheManager::NewStub(transport::CreateClientChannel(address));
+  ASSIGN_OR_RETURN(transport::ClientChannelOptions tls, ClientTlsFromFlags(flags));
+  auto stub = v1::CacheManager::NewStub(transport::CreateClientChannel(address, tls));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::ListWorkersRequest request;

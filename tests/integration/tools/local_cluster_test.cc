@@ -244,6 +244,34 @@ TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
                 .error_code(),
             grpc::StatusCode::UNAVAILABLE)
       << "a plaintext client of a TLS router";
+
+  // The CLI over TLS: load through the router; the cachemanager's worker list
+  // with a router's client certificate, and refused without one.
+  const auto run = [&](const std::vector<std::string>& args, std::vector<std::string>* lines) {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
+    if (!cli.ok()) return -1;
+    absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
+    if (lines != nullptr) *lines = (*cli)->StdoutLines();
+    return code.ok() ? *code : -1;
+  };
+  EXPECT_EQ(run({"load", "--target", router, "--tls-ca", ca, "--requests", "2", "--prompt-tokens", "8",
+                 "--max-tokens", "4"},
+                nullptr),
+            0)
+      << ReadFile(dir_.Path("cli.log"));
+  const std::string log = ReadFile(UpLog());
+  const size_t at = log.find("cachemanager ready at ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string cachemanager = log.substr(at + 22, log.find(' ', at + 22) - at - 22);
+  std::vector<std::string> lines;
+  EXPECT_EQ(run({"workers", "--cachemanager", cachemanager, "--tls-ca", ca, "--tls-cert", dir_.Path("logs/tls/router.pem"),
+                 "--tls-key", dir_.Path("logs/tls/router.key")},
+                &lines),
+            0)
+      << ReadFile(dir_.Path("cli.log"));
+  EXPECT_THAT(lines, ::testing::Contains("2 live workers"));
+  EXPECT_NE(run({"workers", "--cachemanager", cachemanager, "--tls-ca", ca}, nullptr), 0)
+      << "the cachemanager requires a client certificate";
   up->Signal(SIGINT);
   absl::StatusOr<int> code = up->Wait(absl::Seconds(90));
   ASSERT_TRUE(code.ok()) << code.status() << Diagnostics();

@@ -5,7 +5,12 @@
 // naming it; the health port stays plaintext; a rotated certificate is
 // picked up without a restart.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
@@ -20,6 +25,46 @@ namespace {
 using cluster::CertificateFiles;
 using cluster::LocalCa;
 using transport::ClientChannelOptions;
+
+// A certificate signed by `ca` that expired yesterday, for `name` (DNS SAN
+// and CN), with the OpenSSL API: the openssl command cannot back-date one.
+CertificateFiles IssueExpired(const CertificateFiles& ca, const std::string& prefix, const std::string& name) {
+  std::FILE* f = std::fopen(ca.cert.c_str(), "r");
+  X509* ca_cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  f = std::fopen(ca.key.c_str(), "r");
+  EVP_PKEY* ca_key = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 7);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -2 * 86400);
+  X509_gmtime_adj(X509_getm_notAfter(cert), -86400);
+  X509_set_pubkey(cert, key);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
+  X509_set_issuer_name(cert, X509_get_subject_name(ca_cert));
+  X509V3_CTX ctx;
+  X509V3_set_ctx(&ctx, ca_cert, cert, nullptr, nullptr, 0);
+  const std::string san = "DNS:" + name + ",DNS:localhost,IP:127.0.0.1";
+  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, san.c_str());
+  X509_add_ext(cert, ext, -1);
+  X509_EXTENSION_free(ext);
+  X509_sign(cert, ca_key, EVP_sha256());
+  CertificateFiles out{.cert = prefix + ".pem", .key = prefix + ".key"};
+  f = std::fopen(out.cert.c_str(), "w");
+  PEM_write_X509(f, cert);
+  std::fclose(f);
+  f = std::fopen(out.key.c_str(), "w");
+  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+  X509_free(cert);
+  X509_free(ca_cert);
+  EVP_PKEY_free(key);
+  EVP_PKEY_free(ca_key);
+  return out;
+}
 
 class TlsTest : public ::testing::Test {
  protected:
@@ -81,6 +126,22 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheClientCa) {
   EXPECT_EQ(Call(cm->address, {.tls = {.cert = stranger_.cert, .key = stranger_.key, .ca = ca}}),
             grpc::StatusCode::UNAVAILABLE)
       << "a client certificate from another CA";
+}
+
+TEST_F(TlsTest, ExpiredCertificatesAreRefusedOnBothSides) {
+  const CertificateFiles expired = IssueExpired(ca_->files(), dir_.Path("expired"), "router");
+  absl::StatusOr<StartedService> refused = Start({"--tls-cert", expired.cert, "--tls-key", expired.key}, "exp.log");
+  ASSERT_FALSE(refused.ok()) << "a service whose own certificate has expired";
+  EXPECT_NE(std::string(refused.status().message()).find("has expired"), std::string::npos) << refused.status();
+
+  absl::StatusOr<StartedService> cm = Start(
+      {"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", ca_->files().cert});
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  EXPECT_EQ(Call(cm->address, {.tls = {.cert = expired.cert, .key = expired.key, .ca = ca_->files().cert}}),
+            grpc::StatusCode::UNAVAILABLE)
+      << "a client certificate that has expired";
+  EXPECT_EQ(Call(cm->address, {.tls = {.cert = client_.cert, .key = client_.key, .ca = ca_->files().cert}}),
+            grpc::StatusCode::OK);
 }
 
 // A valid chain is not enough: the certificate must name a role allowed here
