@@ -56,7 +56,11 @@ absl::Status Run(const RouterOptions& o) {
   for (const std::string& w : o.workers) pool.Upsert(w, w, /*incarnation=*/0);
   RouteSelector selector(pool, placement, cachemanager_channel, metrics, {.overlap_timeout = o.overlap_timeout});
   GenerationRunner runner(*model, selector, pool, metrics, {.max_attempts = o.max_attempts});
-  InferenceService service(*model, runner, pool, metrics);
+  std::unique_ptr<TenantTokens> tokens;
+  if (!o.auth_tokens.empty()) {
+    ASSIGN_OR_RETURN(tokens, TenantTokens::Load(o.auth_tokens));
+  }
+  InferenceService service(*model, runner, pool, metrics, tokens.get());
 
   pool.Start();
   if (watcher) watcher->Start();

@@ -2,6 +2,9 @@
 
 #include <random>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "services/transport/grpc_status.h"
 
@@ -23,11 +26,44 @@ uint64_t FreshSeed() {
 
 absl::StatusCode ToAbslCode(grpc::StatusCode code) { return static_cast<absl::StatusCode>(code); }
 
+// The worker's limit on a cache salt, checked before the tenant's is folded in.
+constexpr size_t kMaxClientSaltBytes = 256;
+
 }  // namespace
 
 InferenceService::InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool,
-                                   RouterMetrics& metrics)
-    : model_(model), runner_(runner), pool_(pool), metrics_(metrics) {}
+                                   RouterMetrics& metrics, TenantTokens* tokens)
+    : model_(model), runner_(runner), pool_(pool), metrics_(metrics), tokens_(tokens) {}
+
+absl::StatusOr<std::string> InferenceService::Authenticate(const grpc::ServerContext& context) const {
+  if (tokens_ == nullptr) return std::string();
+  // One answer whatever is wrong, so a caller learns nothing about which tokens exist.
+  const absl::Status refused = absl::UnauthenticatedError(
+      "this router requires `authorization: Bearer <token>` with a token it knows");
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  if (it == metadata.end()) return refused;
+  absl::string_view value(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&value, "Bearer ") && !absl::ConsumePrefix(&value, "bearer ")) return refused;
+  std::optional<std::string> tenant = tokens_->Lookup(std::string_view(value.data(), value.size()));
+  if (!tenant.has_value()) return refused;
+  return *tenant;
+}
+
+absl::StatusOr<v1::GenerationOptions> InferenceService::ForTenant(const std::string& tenant,
+                                                                  const v1::GenerationOptions& options) const {
+  v1::GenerationOptions out = options;
+  if (tokens_ == nullptr) return out;
+  if (options.cache_salt().size() > kMaxClientSaltBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", options.cache_salt().size(), " bytes; at most ",
+                                                   kMaxClientSaltBytes));
+  }
+  // Fixed length whatever the client sent; the tenant part cannot be forged
+  // by a client salt because the two are hashed together with a separator.
+  const TenantTokens::Digest d = TenantTokens::Sha256(absl::StrCat("tenant\x1f", tenant, "\x1f", options.cache_salt()));
+  out.set_cache_salt(absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(d.data()), d.size())));
+  return out;
+}
 
 grpc::Status InferenceService::Done(const char* method, grpc::Status status) {
   metrics_.RecordRequest(method, transport::StatusCodeLabel(ToAbslCode(status.error_code())));
@@ -44,14 +80,18 @@ grpc::Status InferenceService::RunPlan(const char* method, grpc::ServerContext& 
 grpc::Status InferenceService::Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   const auto arrival = Clock::now();
-  return RunPlan("Generate", *context, arrival, PlanGenerate(model_, *request, FreshSeed()),
+  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*context, *request);
+  if (!own.ok()) return Done("Generate", transport::ToGrpcStatus(own.status()));
+  return RunPlan("Generate", *context, arrival, PlanGenerate(model_, *own, FreshSeed()),
                  [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
 grpc::Status InferenceService::Chat(grpc::ServerContext* context, const v1::ChatRequest* request,
                                     grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   const auto arrival = Clock::now();
-  return RunPlan("Chat", *context, arrival, PlanChat(model_, *request, FreshSeed()),
+  absl::StatusOr<v1::ChatRequest> own = OwnRequest(*context, *request);
+  if (!own.ok()) return Done("Chat", transport::ToGrpcStatus(own.status()));
+  return RunPlan("Chat", *context, arrival, PlanChat(model_, *own, FreshSeed()),
                  [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
@@ -68,11 +108,14 @@ grpc::Status InferenceService::Complete(grpc::ServerContext* context, const v1::
     }
     return true;
   };
-  return RunPlan("Complete", *context, arrival, PlanGenerate(model_, *request, FreshSeed()), collect);
+  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*context, *request);
+  if (!own.ok()) return Done("Complete", transport::ToGrpcStatus(own.status()));
+  return RunPlan("Complete", *context, arrival, PlanGenerate(model_, *own, FreshSeed()), collect);
 }
 
 grpc::Status InferenceService::Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,
                                         v1::TokenizeResponse* response) {
+  if (absl::Status s = Authenticate(*context).status(); !s.ok()) return Done("Tokenize", transport::ToGrpcStatus(s));
   if (absl::Status s = CheckModelName(model_, request->model()); !s.ok()) {
     return Done("Tokenize", transport::ToGrpcStatus(s));
   }
@@ -85,6 +128,7 @@ grpc::Status InferenceService::Tokenize(grpc::ServerContext* context, const v1::
 
 grpc::Status InferenceService::Detokenize(grpc::ServerContext* context, const v1::DetokenizeRequest* request,
                                           v1::DetokenizeResponse* response) {
+  if (absl::Status s = Authenticate(*context).status(); !s.ok()) return Done("Detokenize", transport::ToGrpcStatus(s));
   if (absl::Status s = CheckModelName(model_, request->model()); !s.ok()) {
     return Done("Detokenize", transport::ToGrpcStatus(s));
   }
@@ -107,6 +151,7 @@ grpc::Status InferenceService::Detokenize(grpc::ServerContext* context, const v1
 
 grpc::Status InferenceService::ListModels(grpc::ServerContext* context, const v1::ListModelsRequest* request,
                                           v1::ListModelsResponse* response) {
+  if (absl::Status s = Authenticate(*context).status(); !s.ok()) return Done("ListModels", transport::ToGrpcStatus(s));
   v1::ModelInfo& m = *response->add_models();
   m.set_id(model_.id());
   m.set_max_context(model_.context_length());

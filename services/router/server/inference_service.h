@@ -9,9 +9,16 @@
 // thread per stream in flight (noted in docs/architecture.md; the callback
 // API is the way past a few thousand streams per router).
 //
+// With tenant tokens (--auth-tokens), every method requires
+// `authorization: Bearer <token>` (UNAUTHENTICATED otherwise, the same answer
+// for a missing and an unknown token), and a tenant's generations carry a
+// cache salt derived from the tenant and the salt the client sent, so
+// tenants neither share nor can probe each other's cached prefixes. Health
+// is a separate service and needs no token.
+//
 // Thread-safety: gRPC calls the methods from many threads at once.
 //
-//   InferenceService service(model, runner, pool, metrics);
+//   InferenceService service(model, runner, pool, metrics, tokens.get());  // tokens may be null: no auth
 //   StartGrpcServer({.services = {&service}, ...});
 #pragma once
 
@@ -21,6 +28,7 @@
 
 #include "kvfleet/v1/inference.grpc.pb.h"
 #include "services/router/frontend/router_model.h"
+#include "services/router/frontend/tenant_tokens.h"
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/router_metrics.h"
 #include "services/router/server/worker_pool.h"
@@ -29,7 +37,8 @@ namespace kvfleet::router {
 
 class InferenceService final : public v1::Inference::Service {
  public:
-  InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics);
+  InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics,
+                   TenantTokens* tokens = nullptr);
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) override;
@@ -51,10 +60,28 @@ class InferenceService final : public v1::Inference::Service {
   grpc::Status RunPlan(const char* method, grpc::ServerContext& context, GenerationRunner::Clock::time_point arrival,
                        const absl::StatusOr<GenerationPlan>& plan, const GenerationRunner::Sink& sink);
 
+  // The caller's tenant ("" with auth off), or UNAUTHENTICATED.
+  absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
+  // `options` with the tenant's salt folded in; INVALID_ARGUMENT for a salt too long.
+  absl::StatusOr<v1::GenerationOptions> ForTenant(const std::string& tenant, const v1::GenerationOptions& options) const;
+  // A generating request as this caller may send it: authenticated, its
+  // options ForTenant.
+  template <typename Request>
+  absl::StatusOr<Request> OwnRequest(const grpc::ServerContext& context, const Request& request) const {
+    absl::StatusOr<std::string> tenant = Authenticate(context);
+    if (!tenant.ok()) return tenant.status();
+    Request own = request;
+    absl::StatusOr<v1::GenerationOptions> options = ForTenant(*tenant, request.options());
+    if (!options.ok()) return options.status();
+    *own.mutable_options() = *std::move(options);
+    return own;
+  }
+
   const RouterModel& model_;
   GenerationRunner& runner_;
   const WorkerPool& pool_;
   RouterMetrics& metrics_;
+  TenantTokens* tokens_;
 };
 
 }  // namespace kvfleet::router

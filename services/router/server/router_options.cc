@@ -32,6 +32,9 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
                                least_loaded (default 100)
   --probe-interval MS          how often each worker's load is read (default 250)
   --max-message-bytes N        largest request accepted (default 4194304)
+  --auth-tokens FILE           require `authorization: Bearer <token>` on every call; FILE maps
+                               sha256(token) in hex to a tenant, one "<digest> <tenant>" a line,
+                               re-read when it changes. Each tenant's prefix cache is its own
   --worker-tls-name NAME       with --tls-ca: the name the workers' certificates must carry (they are
                                dialled by the address they advertise, e.g. a pod IP; default: that address)
 
@@ -54,13 +57,15 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                            {"model", "model-id", "cachemanager", "workers", "policy", "max-attempts",
                                             "overlap-timeout", "probe-interval", "max-message-bytes",
                                             "prefill-weight", "decode-weight", "decision-memory",
-                                            "in-flight-window", "affinity-guard-margin", "worker-tls-name"}),
+                                            "in-flight-window", "affinity-guard-margin", "worker-tls-name",
+                                            "auth-tokens"}),
                                        {}));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kRouterTransportDefaults));
   o.worker_tls_name = f.GetString("worker-tls-name", "");
+  o.auth_tokens = f.GetString("auth-tokens", "");
   o.cachemanager = f.GetString("cachemanager", "");
   for (absl::string_view w : absl::StrSplit(f.GetString("workers", ""), ',', absl::SkipWhitespace())) {
     o.workers.emplace_back(absl::StripAsciiWhitespace(w));

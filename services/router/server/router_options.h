@@ -30,6 +30,7 @@ struct RouterOptions {
   // address they advertise (a pod IP), which certificates do not name.
   // Empty: the address's host itself.
   std::string worker_tls_name;
+  std::string auth_tokens;  // the tenants' token file; empty: no auth on the public API
 };
 
 // --help: the router's flags and the shared transport flags.

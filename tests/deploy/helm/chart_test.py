@@ -15,9 +15,11 @@ the chart's own promises (GPU requests = limits, /dev/shm, gRPC probes and
 their budgets, grace periods, rollout strategies, selectors matching the pods
 they are meant for, references resolving, worker identity from the downward
 API, security contexts, the TTFT threshold, the runbook URLs, metrics only
-on ClusterIP Services, the args every service shares). The same for a few
-value sets written inline (INLINE_VALUE_SETS). Then values the chart must
-refuse. Prints what each value set renders; exits 1 naming the value set,
+on ClusterIP Services, the args every service shares, the TLS wiring: each
+service mounts its own Secret and is given the flags of its hops, with
+paths inside that mount and exactly the peers it must admit, and nothing
+else changes, probes included). The same for a few value sets written
+inline (INLINE_VALUE_SETS). Then values the chart must refuse. Prints what each value set renders; exits 1 naming the value set,
 the object and the check of every failure.
 """
 
@@ -52,6 +54,18 @@ WORKLOAD_KINDS = {"Deployment", "StatefulSet", "Job"}
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 TTFT_ALERT = "KvfleetRouterTtftP99High"
+TLS_DIR = "/etc/kvfleet/tls"
+# The services' TLS flags that name a file, and the kubernetes.io/tls key each must be.
+TLS_FILE_FLAGS = {"--tls-cert": "tls.crt", "--tls-key": "tls.key", "--tls-ca": "ca.crt", "--tls-client-ca": "ca.crt"}
+TLS_FLAGS = set(TLS_FILE_FLAGS) | {"--tls-allowed-peers", "--worker-tls-name"}
+# What each service is given with tls.enabled (docs/deploy.md, "TLS"): the router serves
+# its clients TLS without asking for certificates and checks workers and the cachemanager;
+# workers and the cachemanager require client certificates naming the peers that call them.
+TLS_FLAGS_OF = {
+    "router": {"--tls-cert", "--tls-key", "--tls-ca", "--worker-tls-name"},
+    "worker": {"--tls-cert", "--tls-key", "--tls-ca", "--tls-client-ca", "--tls-allowed-peers"},
+    "cachemanager": {"--tls-cert", "--tls-key", "--tls-client-ca", "--tls-allowed-peers"},
+}
 
 
 class Failures:
@@ -132,6 +146,22 @@ def string_leaves(value) -> set[str]:
 
 def arg_after(args: list[str], flag: str) -> str | None:
     return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
+
+
+def fullname(values: dict) -> str:
+    return values.get("fullnameOverride") or f"{RELEASE}-kvfleet"
+
+
+def tls_names(values: dict) -> dict:
+    """Each component's TLS Secret and the certificate names peers are checked against,
+    the chart's documented defaults filled in where the values leave them empty."""
+    tls, prefix = values["tls"], fullname(values)
+    return {
+        "secret": {c: tls[c]["secretName"] or f"{prefix}-{c}-tls" for c in ("router", "worker", "cachemanager")},
+        "router_client": tls["router"]["clientName"] or f"{prefix}-router",
+        "worker_client": tls["worker"]["clientName"] or f"{prefix}-worker",
+        "worker_server": tls["worker"]["serverName"] or f"{prefix}-worker",
+    }
 
 
 # --- the checks, one function per promise -------------------------------------------------------
@@ -516,6 +546,9 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
         present[obj["kind"]].add(obj["metadata"]["name"])
     user_strings = string_leaves(values)
     pull_secrets = {s["name"] for s in values.get("imagePullSecrets") or []}
+    # TLS Secrets left unnamed in values have documented default names ("<fullname>-<component>-tls").
+    tls_defaults = {name for component, name in tls_names(values)["secret"].items()
+                    if values["tls"]["enabled"] and not values["tls"][component]["secretName"]}
 
     def exists(kind: str, name: str, who: str, what: str, user_supplied_ok: bool) -> None:
         ok = name in present[kind] or (user_supplied_ok and name in user_strings)
@@ -533,7 +566,11 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
                 if "configMap" in volume:
                     exists("ConfigMap", volume["configMap"]["name"], who, "volume", False)
                 if "secret" in volume:
-                    exists("Secret", volume["secret"]["secretName"], who, "volume", True)
+                    # Secrets are the user's (or cert-manager's): the chart renders none.
+                    secret = volume["secret"]["secretName"]
+                    f.check(secret not in present["Secret"], vs, who, f"volume Secret {secret!r} is supplied by the user, not rendered")
+                    f.check(secret in user_strings or secret in tls_defaults, vs, who,
+                            f"volume Secret {secret!r} is named in values (or is the documented default of an empty tls.*.secretName)")
                 if "persistentVolumeClaim" in volume:
                     claim = volume["persistentVolumeClaim"]["claimName"]
                     f.check(claim in user_strings, vs, who, f"PVC {claim!r} is the one named in values")
@@ -572,6 +609,138 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
             exists(spec["scaleTargetRef"]["kind"], spec["scaleTargetRef"]["name"], who, "scaleTargetRef", False)
         if kind == "ServiceAccount":
             f.check(obj.get("automountServiceAccountToken") is False, vs, who, "automountServiceAccountToken false")
+
+
+def without_tls_flags(args: list[str]) -> list[str]:
+    """args with every TLS flag and its value taken out."""
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in TLS_FLAGS:
+            skip = True
+        else:
+            kept.append(arg)
+    return kept
+
+
+def secret_files(template: dict, container: dict) -> dict[str, tuple[str, str]]:
+    """Every file a container sees from a Secret volume: path -> (Secret, key)."""
+    volumes = {v["name"]: v for v in template["spec"].get("volumes") or []}
+    files = {}
+    for mount in container.get("volumeMounts") or []:
+        secret = (volumes.get(mount["name"]) or {}).get("secret")
+        if not secret:
+            continue
+        base = mount["mountPath"].rstrip("/")
+        items = secret.get("items") or [{"key": k, "path": k} for k in ("tls.crt", "tls.key", "ca.crt")]
+        for item in items:
+            if mount.get("subPath"):
+                if mount["subPath"] == item["path"]:
+                    files[base] = (secret["secretName"], item["key"])
+            else:
+                files[f"{base}/{item['path']}"] = (secret["secretName"], item["key"])
+    return files
+
+
+def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, user_values: dict) -> None:
+    """tls.enabled wires every hop and changes nothing else; off, no trace of it."""
+    services = [o for o in objects if o["kind"] == "Service"]
+    ingresses = [o for o in objects if o["kind"] == "Ingress"]
+    backend_protocol = "nginx.ingress.kubernetes.io/backend-protocol"
+    if not values["tls"]["enabled"]:
+        for obj in objects:
+            template = pod_template(obj)
+            for container in containers_of(template, init=True) if template else []:
+                who = f"{name_of(obj)} container {container['name']}"
+                args = (container.get("command") or []) + (container.get("args") or [])
+                f.check(not TLS_FLAGS & set(args), vs, who, "no TLS flag without tls.enabled", str(sorted(TLS_FLAGS & set(args))))
+                f.check(not any(m["mountPath"] == TLS_DIR for m in container.get("volumeMounts") or []), vs, who,
+                        f"nothing mounted at {TLS_DIR} without tls.enabled")
+        for service in services:
+            for port in service["spec"].get("ports") or []:
+                if port.get("name") == "grpc":
+                    f.check(port.get("appProtocol") == "kubernetes.io/h2c", vs, name_of(service), "cleartext gRPC port declares appProtocol kubernetes.io/h2c")
+        for ingress in ingresses:
+            f.check((ingress["metadata"].get("annotations") or {}) == values["router"]["ingress"]["annotations"], vs, name_of(ingress),
+                    "annotations are router.ingress.annotations")
+        return
+
+    names = tls_names(values)
+    f.check(not any(o["kind"] == "Secret" for o in objects), vs, "Secret", "none rendered: the user or cert-manager creates the TLS Secrets")
+    # The same values without TLS: everything but the TLS wiring must come out the same.
+    plain_values = copy.deepcopy(user_values)
+    plain_values.setdefault("tls", {})["enabled"] = False
+    plain = {(o["kind"], o["metadata"]["name"]): o for o in render(chart, plain_values)}
+    admitted = {"worker": [names["router_client"]], "cachemanager": sorted([names["router_client"], names["worker_client"]])}
+    for component, flags in TLS_FLAGS_OF.items():
+        obj = next((o for o in objects if o["kind"] in ("Deployment", "StatefulSet") and component_of(o) == component), None)
+        if not f.check(obj is not None, vs, component, "workload exists"):
+            continue
+        template = obj["spec"]["template"]
+        container = next(c for c in containers_of(template) if c["name"] == component)
+        who, args = f"{name_of(obj)} container {component}", container.get("args") or []
+        extra = len(values[component].get("extraArgs") or [])
+        given = [a for a in (args[:-extra] if extra else args) if a in TLS_FLAGS]
+        f.check(sorted(given) == sorted(flags), vs, who, f"TLS flags are {sorted(flags)}, once each", str(given))
+        secret = names["secret"][component]
+        volumes = [v for v in template["spec"].get("volumes") or [] if "secret" in v]
+        f.check([v["secret"]["secretName"] for v in volumes] == [secret], vs, who,
+                f"mounts the Secret of tls.{component}.secretName ({secret}) and no other", str([v["secret"]["secretName"] for v in volumes]))
+        for volume in volumes:
+            mode = volume["secret"].get("defaultMode")
+            f.check(mode == 0o440, vs, who, "Secret volume defaultMode 0440 (owner and the pod's fsGroup)", oct(mode) if isinstance(mode, int) else str(mode))
+        mounts = [m for m in container.get("volumeMounts") or [] if m["name"] in {v["name"] for v in volumes}]
+        f.check(len(mounts) == 1 and mounts[0]["mountPath"] == TLS_DIR and mounts[0].get("readOnly") is True and "subPath" not in mounts[0],
+                vs, who, f"Secret mounted whole and read-only at {TLS_DIR} (no subPath: renewed files reach the pod)", str(mounts))
+        files = secret_files(template, container)
+        for flag in sorted(flags & set(TLS_FILE_FLAGS)):
+            path = arg_after(args, flag)
+            f.check(files.get(path) == (secret, TLS_FILE_FLAGS[flag]), vs, who,
+                    f"{flag} {path} is the {TLS_FILE_FLAGS[flag]} of the mounted Secret", str(files.get(path)))
+        if component == "router":
+            f.check(arg_after(args, "--worker-tls-name") == names["worker_server"], vs, who,
+                    "--worker-tls-name is tls.worker.serverName (default <fullname>-worker)", str(arg_after(args, "--worker-tls-name")))
+        else:
+            peers = (arg_after(args, "--tls-allowed-peers") or "").split(",")
+            f.check(sorted(peers) == admitted[component] and len(set(peers)) == len(peers), vs, who,
+                    f"--tls-allowed-peers is exactly {admitted[component]}", str(peers))
+        twin = plain.get((obj["kind"], obj["metadata"]["name"]))
+        if not f.check(twin is not None, vs, who, "renders without TLS too"):
+            continue
+        twin_container = next(c for c in containers_of(twin["spec"]["template"]) if c["name"] == component)
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            handler = (container.get(probe) or {}).get("grpc") or {}
+            f.check(container.get(probe) == twin_container.get(probe) and handler.get("port") == HEALTH_PORT, vs, who,
+                    f"{probe} unchanged by TLS: gRPC on the plaintext health port {HEALTH_PORT}", str(container.get(probe)))
+        f.check(without_tls_flags(args) == twin_container.get("args"), vs, who, "args are the plaintext ones plus the TLS flags alone")
+        f.check(container.get("ports") == twin_container.get("ports"), vs, who, "container ports unchanged by TLS")
+    for job in (o for o in objects if o["kind"] == "Job"):
+        template, who = job["spec"]["template"], name_of(job)
+        volumes = [v for v in template["spec"].get("volumes") or [] if "secret" in v]
+        f.check([v["secret"]["secretName"] for v in volumes] == [names["secret"]["router"]], vs, who,
+                "mounts the routers' Secret (their CA)", str([v["secret"]["secretName"] for v in volumes]))
+        f.check(all([i["key"] for i in v["secret"].get("items") or [{"key": "(all)"}]] == ["ca.crt"] for v in volumes), vs, who,
+                "only its ca.crt: the test pod never holds the routers' key")
+        twin_job = plain.get(("Job", job["metadata"]["name"]))
+        twin_containers = {c["name"]: c for c in containers_of(twin_job["spec"]["template"], init=True)} if twin_job else {}
+        for container in containers_of(template, init=True):
+            command, files = container.get("command") or [], secret_files(template, container)
+            path = arg_after(command, "--tls-ca")
+            f.check(path is not None and files.get(path) == (names["secret"]["router"], "ca.crt"), vs, f"{who} container {container['name']}",
+                    "kvfleet --tls-ca is the mounted ca.crt of the routers' Secret", f"{path}: {files.get(path)}")
+            f.check(without_tls_flags(command) == (twin_containers.get(container["name"]) or {}).get("command"), vs,
+                    f"{who} container {container['name']}", "command is the plaintext one plus --tls-ca alone")
+    for service in services:
+        for port in service["spec"].get("ports") or []:
+            if port.get("name") == "grpc":
+                f.check("appProtocol" not in port, vs, name_of(service), "the gRPC port speaks TLS: no appProtocol kubernetes.io/h2c",
+                        str(port.get("appProtocol")))
+    for ingress in ingresses:
+        annotations = dict(ingress["metadata"].get("annotations") or {})
+        f.check(annotations.pop(backend_protocol, None) == "GRPCS", vs, name_of(ingress), f"{backend_protocol}: GRPCS (the routers speak TLS)")
+        wanted = {k: v for k, v in values["router"]["ingress"]["annotations"].items() if k != backend_protocol}
+        f.check(annotations == wanted, vs, name_of(ingress), "other annotations are router.ingress.annotations", str(annotations))
 
 
 def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
@@ -783,8 +952,22 @@ REFUSALS = [
     ("an unknown device", {"worker": {"device": "tpu"}}, "schema", "/worker/device"),
     ("an unknown model source", {"model": {"source": {"type": "s3"}}}, "schema", "/model/source/type"),
     ("a model id that is not a label value", {"model": {"id": "org/model"}}, "schema", "/model/id"),
-    ("tls turned on before it exists", {"tls": {"enabled": True}}, "render", "tls.enabled"),
     ("auth turned on before it exists", {"auth": {"enabled": True}}, "render", "auth.enabled"),
+    ("auth turned on before it exists, even with TLS", {"auth": {"enabled": True}, "tls": {"enabled": True}}, "render",
+     "token authentication is not implemented"),
+    ("the keys TLS was reserved with", {"tls": {"secretName": "kvfleet-tls"}}, "schema", "secretName"),
+    ("a TLS Secret name that is not a DNS name", {"tls": {"router": {"secretName": "Router_TLS"}}}, "schema", "/tls/router/secretName"),
+    ("a client name holding a comma (--tls-allowed-peers is a list)", {"tls": {"worker": {"clientName": "a,b"}}}, "schema",
+     "/tls/worker/clientName"),
+    ("a worker server name that is not a DNS name", {"tls": {"worker": {"serverName": "worker llm"}}}, "schema", "/tls/worker/serverName"),
+    ("an unknown key under tls.cachemanager", {"tls": {"cachemanager": {"clientName": "cm"}}}, "schema", "clientName"),
+    ("routers and workers admitted under one name",
+     {"tls": {"enabled": True, "router": {"clientName": "kvfleet"}, "worker": {"clientName": "kvfleet"}}},
+     "render", "tls.router.clientName and tls.worker.clientName"),
+    ("the workers' server name being the routers' client name",
+     {"tls": {"enabled": True, "worker": {"serverName": "kvf-kvfleet-router"}}}, "render", "tls.worker.serverName"),
+    ("TLS without an fsGroup to read the 0440 key files",
+     {"tls": {"enabled": True}, "podSecurityContext": {"fsGroup": None}}, "render", "podSecurityContext.fsGroup"),
     ("a CPU worker holding a GPU", {"worker": {"device": "cpu"}}, "render", "gpusPerWorker"),
     ("cuda without a GPU", {"worker": {"device": "cuda", "gpusPerWorker": 0,
                                        "resources": {"limits": {"memory": "8Gi"}}}}, "render", "gpusPerWorker is 0"),
@@ -834,6 +1017,8 @@ ACCEPTED = [
     ("a fraction given as a YAML number", {"worker": {"kvCacheMemory": 0.85}}),
     ("a memory limit given as a byte count",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "1GiB", "resources": {"limits": {"memory": 4294967296}}}}),
+    ("a client name that is a common name with blanks inside", {"tls": {"enabled": True, "router": {"clientName": "kvfleet router"}}}),
+    ("no fsGroup while TLS is off", {"podSecurityContext": {"fsGroup": None}, "tls": {"worker": {"clientName": "w"}}}),
 ]
 
 
@@ -855,6 +1040,14 @@ INLINE_VALUE_SETS = {
         "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
         "alerts": {"runbookBaseUrl": "https://git.example.com/kvfleet/blob/v0.1.0/"},
         "tests": {"prompt": "off"},
+    },
+    # TLS with every name left to the chart's defaults ("<fullname>-<component>-tls" Secrets,
+    # "<fullname>-router" / "<fullname>-worker" peers), extra args still last, and the
+    # default Ingress annotation turned into GRPCS.
+    "inline-tls-defaults": {
+        "tls": {"enabled": True},
+        "router": {"extraArgs": ["--decision-memory", "10000"], "ingress": {"enabled": True}},
+        "cachemanager": {"extraArgs": ["--log-level", "debug"]},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}},
@@ -987,6 +1180,7 @@ def main() -> int:
         check_metrics_exposure(f, vs, objects, values)
         check_common_args(f, vs, objects, values)
         check_references(f, vs, objects, values)
+        check_tls(f, vs, objects, values, chart, user_values)
         check_worker_identity(f, vs, objects)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)

@@ -103,6 +103,7 @@ absl::StatusOr<PrometheusScrape> RouterCluster::ScrapeRouter() const {
 
 int RouterCluster::LiveWorkers() const {
   grpc::ClientContext context;
+  if (!options_.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::ListModelsResponse response;
   if (!Stub()->ListModels(&context, v1::ListModelsRequest(), &response).ok() || response.models_size() != 1) {

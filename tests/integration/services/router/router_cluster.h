@@ -40,6 +40,9 @@ struct RouterClusterOptions {
   // The router gets the workers as a static --workers list instead of
   // watching the cachemanager (the workers still publish to it).
   bool static_workers = false;
+  // Sent as `authorization: Bearer` by the harness's own calls (waiting for
+  // the workers), for a router started with --auth-tokens.
+  std::string bearer_token;
 };
 
 class RouterCluster {
@@ -60,6 +63,9 @@ class RouterCluster {
   absl::Status RestartCacheManager();
 
   std::unique_ptr<v1::Inference::Stub> Stub() const;
+  // The router's and worker `index`'s stderr (logs).
+  std::string RouterLogPath() const { return dir_.Path("router.log"); }
+  std::string WorkerLogPath(int index) const { return workers_.at(index)->LogPath(); }
   const std::string& router_address() const { return router_.address; }
   absl::StatusOr<PrometheusScrape> ScrapeRouter() const;
   // live_workers of the model, per the router; -1 when ListModels fails.

@@ -59,6 +59,8 @@ class WorkerHarness {
   // grpc.health.v1 Check for `service` ("" is the whole server) at
   // `address` (empty: the worker's gRPC port).
   absl::StatusOr<bool> Serving(const std::string& service = "", const std::string& address = "") const;
+  // The worker's stderr (its logs).
+  std::string LogPath() const { return dir_.Path("worker.log"); }
 
  private:
   TempDir dir_;

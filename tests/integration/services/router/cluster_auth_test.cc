@@ -1,0 +1,92 @@
+// Tenant auth on the public API, through real router, cachemanager and
+// worker processes: no token or an unknown one is UNAUTHENTICATED with the
+// same message; a tenant's repeated prompt hits its prefix cache while
+// another tenant's identical prompt does not; no token reaches the logs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "services/router/frontend/tenant_tokens.h"
+#include "tests/integration/services/router/router_cluster.h"
+#include "tests/testing/temp_dir.h"
+
+namespace kvfleet::testing {
+namespace {
+
+constexpr char kTokenA[] = "tenant-a-secret-3f9c1e";
+constexpr char kTokenB[] = "tenant-b-secret-77ad02";
+
+std::string HexDigest(const std::string& token) {
+  const router::TenantTokens::Digest d = router::TenantTokens::Sha256(token);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
+
+std::string ReadAll(const std::string& path) {
+  std::stringstream s;
+  s << std::ifstream(path).rdbuf();
+  return s.str();
+}
+
+class ClusterAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_.Path("tokens")) << HexDigest(kTokenA) << " team-a\n" << HexDigest(kTokenB) << " team-b\n";
+    ASSERT_TRUE(cluster_
+                    .Start({.workers = 1,
+                            .router_args = {"--auth-tokens", dir_.Path("tokens"), "--log-level", "debug"},
+                            .bearer_token = kTokenA})
+                    .ok());
+  }
+
+  // A short greedy completion of `prompt` as `token` ("" sends none).
+  grpc::Status Complete(const std::string& token, const std::string& prompt, v1::CompleteResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    v1::GenerateTextRequest request;
+    request.set_prompt(prompt);
+    request.mutable_options()->mutable_stopping()->set_max_tokens(2);
+    request.mutable_options()->mutable_stopping()->set_ignore_eos(true);
+    return cluster_.Stub()->Complete(&context, request, response);
+  }
+
+  TempDir dir_;
+  RouterCluster cluster_;
+};
+
+TEST_F(ClusterAuthTest, MissingAndUnknownTokensAreRefusedAlike) {
+  v1::CompleteResponse response;
+  const grpc::Status none = Complete("", "hello", &response);
+  const grpc::Status unknown = Complete("not-a-token", "hello", &response);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(none.error_message(), unknown.error_message()) << "no hint which tokens exist";
+  EXPECT_TRUE(Complete(kTokenA, "hello", &response).ok());
+
+  grpc::ClientContext context;
+  v1::ListModelsResponse models;
+  EXPECT_EQ(cluster_.Stub()->ListModels(&context, v1::ListModelsRequest(), &models).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED)
+      << "every method needs a token";
+}
+
+TEST_F(ClusterAuthTest, TenantsNeverShareTheirCachedPrefixes) {
+  const std::string prompt = std::string(200, 'x') + " a prompt long enough to fill whole KV blocks";
+  v1::CompleteResponse first, again, other;
+  ASSERT_TRUE(Complete(kTokenA, prompt, &first).ok());
+  ASSERT_TRUE(Complete(kTokenA, prompt, &again).ok());
+  ASSERT_TRUE(Complete(kTokenB, prompt, &other).ok());
+  EXPECT_EQ(first.usage().cached_prompt_tokens(), 0);
+  EXPECT_GT(again.usage().cached_prompt_tokens(), 0) << "a tenant's own prefix is cached";
+  EXPECT_EQ(other.usage().cached_prompt_tokens(), 0) << "another tenant's identical prompt is not";
+  EXPECT_EQ(other.token_ids(0), first.token_ids(0)) << "the same greedy output all the same";
+
+  const std::string logs = ReadAll(cluster_.RouterLogPath()) + ReadAll(cluster_.WorkerLogPath(0));
+  EXPECT_EQ(logs.find(kTokenA), std::string::npos) << "a token in the logs";
+  EXPECT_EQ(logs.find(kTokenB), std::string::npos) << "a token in the logs";
+}
+
+}  // namespace
+}  // namespace kvfleet::testing
