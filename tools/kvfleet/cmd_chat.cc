@@ -20,7 +20,9 @@ with `kvfleet up`), and streams the answer to stdout; a summary goes to
 stderr. Text starting with -- goes after a lone --, or in --message.
 --output ids prints the generated token ids as one comma-separated line.
 --tls-ca PEM calls the router over TLS, its certificate checked against that
-CA (`kvfleet up --tls` prints the flag to use).
+CA (`kvfleet up --tls` prints the flag to use). A router with --auth-tokens
+needs a bearer token: --token-file FILE (its first line), else
+$KVFLEET_API_TOKEN; never on the command line, where other users see it.
 )";
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "services/transport/grpc_channel.h"
 #include "tools/kvfleet/client_tls.h"
 #include "tools/kvfleet/commands.h"
+#include "tools/kvfleet/router_client.h"
 #include "tools/load/load_runner.h"
 #include "tools/load/report_format.h"
 #include "tools/load/workload.h"
@@ -27,7 +28,7 @@ constexpr char kUsage[] =
                     (--workload FILE.jsonl | [--prompt-tokens N] [--shared-prefix-tokens N]
                      [--max-tokens N] [--temperature T] [--seed N] [--ignore-eos])
                     [--warmup N] [--deadline-seconds S] [--cache-salt S] [--json]
-                    [--tls-ca PEM [--tls-cert PEM --tls-key PEM] [--tls-name NAME]]
+                    [--tls-ca PEM [--tls-cert PEM --tls-key PEM] [--tls-name NAME]] [--token-file FILE]
 
 Sends streaming Generate requests to a worker or a router (told apart by
 asking: a worker answers GetInfo, a router ListModels), --concurrency at a time, and
@@ -54,6 +55,7 @@ end-to-end latency in milliseconds (nearest-rank percentiles).
                         each level gets a fresh salt, so no level reuses the
                         prefix cache of another level or an earlier run
   --json                one JSON object per level on stdout instead of a table
+  --token-file FILE     a router with --auth-tokens: the bearer token (its first line; else $KVFLEET_API_TOKEN)
 
 Inter-token latency: a message carrying k tokens, g seconds after the
 previous one, counts k gaps of g/k; tokens in the first message count
@@ -71,6 +73,7 @@ struct LoadCommand {
   absl::Duration deadline;
   std::string cache_salt;  // empty: a fresh salt per level
   bool json = false;
+  std::string bearer_token;  // --token-file or $KVFLEET_API_TOKEN
 
   int64_t RequestsAt(int32_t concurrency) const { return requests_flag > 0 ? requests_flag : 4 * concurrency; }
 };
@@ -128,7 +131,8 @@ struct Target {
   int32_t vocab_size = 0;
 };
 
-absl::StatusOr<Target> Connect(const std::string& address, const transport::ClientChannelOptions& channel_options) {
+absl::StatusOr<Target> Connect(const std::string& address, const transport::ClientChannelOptions& channel_options,
+                               const std::string& bearer_token) {
   constexpr int kConnectSeconds = 10;
   auto channel = transport::CreateClientChannel(address, channel_options);
   Target t;
@@ -154,6 +158,7 @@ absl::StatusOr<Target> Connect(const std::string& address, const transport::Clie
   t.router = kvfleet::v1::Inference::NewStub(channel);
   grpc::ClientContext models_context;
   models_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(kConnectSeconds));
+  if (!bearer_token.empty()) models_context.AddMetadata("authorization", "Bearer " + bearer_token);
   kvfleet::v1::ListModelsResponse models;
   const grpc::Status listed = t.router->ListModels(&models_context, kvfleet::v1::ListModelsRequest(), &models);
   if (!listed.ok() || models.models_size() == 0) {
@@ -202,7 +207,8 @@ absl::Status Warmup(load::GenerationTarget& target, const LoadCommand& c, const 
   const load::LoadOptions options{.concurrency = 1,
                                   .deadline = c.deadline,
                                   .cache_salt = SaltFor(c, nonce, "warmup"),
-                                  .request_id_prefix = "load-warmup-"};
+                                  .request_id_prefix = "load-warmup-",
+                                  .bearer_token = c.bearer_token};
   ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(target, Take(workload, c.warmup), options));
   if (report.failed() > 0) {
     const auto& [code, message] = *report.error_examples.begin();
@@ -219,11 +225,12 @@ absl::Status RunLoadClient(const Args& args) {
       Flags f, Flags::Parse(args,
                             {"target", "concurrency", "requests", "workload", "prompt-tokens", "shared-prefix-tokens",
                              "max-tokens", "temperature", "seed", "deadline-seconds", "warmup", "cache-salt",
-                             "tls-ca", "tls-cert", "tls-key", "tls-name"},
+                             "tls-ca", "tls-cert", "tls-key", "tls-name", "token-file"},
                             {"ignore-eos", "json"}));
   ASSIGN_OR_RETURN(LoadCommand c, ReadCommand(f));
   ASSIGN_OR_RETURN(transport::ClientChannelOptions tls, ClientTlsFromFlags(f));
-  ASSIGN_OR_RETURN(Target target, Connect(c.target, tls));
+  ASSIGN_OR_RETURN(c.bearer_token, BearerTokenFromFlags(f));
+  ASSIGN_OR_RETURN(Target target, Connect(c.target, tls, c.bearer_token));
   ASSIGN_OR_RETURN(std::vector<load::LoadRequest> workload, BuildWorkload(f, c, target.vocab_size));
   const std::string nonce = absl::StrCat(absl::ToUnixNanos(absl::Now()), "-", ::getpid());
   RETURN_IF_ERROR(Warmup(*target.generation, c, nonce, workload));
@@ -236,7 +243,8 @@ absl::Status RunLoadClient(const Args& args) {
     const load::LoadOptions options{.concurrency = level,
                                     .deadline = c.deadline,
                                     .cache_salt = SaltFor(c, nonce, absl::StrCat("level", i)),
-                                    .request_id_prefix = absl::StrCat("load-c", level, "-")};
+                                    .request_id_prefix = absl::StrCat("load-c", level, "-"),
+                                    .bearer_token = c.bearer_token};
     ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(*target.generation, Take(workload, c.RequestsAt(level)), options));
     std::fputs(c.json ? (load::FormatJson(report) + "\n").c_str() : load::FormatTableRow(report).c_str(), stdout);
     std::fflush(stdout);

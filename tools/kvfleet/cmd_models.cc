@@ -11,11 +11,12 @@
 namespace kvfleet::tools {
 namespace {
 
-constexpr char kUsage[] = R"(usage: kvfleet models [--router HOST:PORT] [--tls-ca PEM] [--timeout SECONDS]
+constexpr char kUsage[] = R"(usage: kvfleet models [--router HOST:PORT] [--tls-ca PEM] [--token-file FILE] [--timeout SECONDS]
 
 Lists the models the router serves (--router, default 127.0.0.1:50060): id,
 context length, vocabulary size and live workers (--tls-ca: over TLS, the
-router's certificate checked against that CA). Exits 1 when the router
+router's certificate checked against that CA; a router with --auth-tokens
+needs a token: --token-file FILE, else $KVFLEET_API_TOKEN). Exits 1 when the router
 cannot be reached or no model has a live worker.
 )";
 
@@ -23,8 +24,11 @@ cannot be reached or no model has a live worker.
 
 absl::Status RunModels(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"router", "tls-ca", "timeout"}, {}));
-  const CallSettings call{.router = flags.GetString("router", kDefaultRouter), .tls_ca = flags.GetString("tls-ca", "")};
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"router", "tls-ca", "token-file", "timeout"}, {}));
+  ASSIGN_OR_RETURN(std::string token, BearerTokenFromFlags(flags));
+  const CallSettings call{.router = flags.GetString("router", kDefaultRouter),
+                          .tls_ca = flags.GetString("tls-ca", ""),
+                          .bearer_token = token};
   const std::string& router = call.router;
   ASSIGN_OR_RETURN(double timeout, flags.GetDouble("timeout", 10.0));
   ASSIGN_OR_RETURN(v1::ListModelsResponse response, ListModels(call, absl::Seconds(timeout)));

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -74,6 +77,10 @@ std::unique_ptr<v1::Inference::Stub> NewStub(const CallSettings& call) {
   return v1::Inference::NewStub(transport::CreateClientChannel(call.router, {.tls = {.ca = call.tls_ca}}));
 }
 
+void Authorize(grpc::ClientContext& context, const CallSettings& call) {
+  if (!call.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + call.bearer_token);
+}
+
 void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
   if (timeout != absl::InfiniteDuration()) context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
 }
@@ -99,7 +106,7 @@ absl::Status Drain(grpc::ClientReader<v1::GenerateTextResponse>& reader, const C
 
 std::set<std::string> WithRouterFlags(std::set<std::string> extra) {
   for (const char* name :
-       {"router", "tls-ca", "timeout", "output", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repetition-penalty",
+       {"router", "tls-ca", "token-file", "timeout", "output", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repetition-penalty",
         "presence-penalty", "frequency-penalty", "seed", "stop-token-ids", "stop", "cache-salt", "speculation"}) {
     extra.insert(name);
   }
@@ -108,11 +115,26 @@ std::set<std::string> WithRouterFlags(std::set<std::string> extra) {
 
 std::set<std::string> RouterSwitches() { return {"ignore-eos"}; }
 
+absl::StatusOr<std::string> BearerTokenFromFlags(const Flags& flags) {
+  if (flags.Has("token-file")) {
+    const std::string path = flags.GetString("token-file", "");
+    std::ifstream file(path);
+    std::string token;
+    if (!file || !std::getline(file, token)) {
+      return absl::NotFoundError(absl::StrCat("cannot read a token from --token-file ", path));
+    }
+    return std::string(absl::StripAsciiWhitespace(token));
+  }
+  const char* env = std::getenv("KVFLEET_API_TOKEN");
+  return env != nullptr ? std::string(absl::StripAsciiWhitespace(env)) : std::string();
+}
+
 absl::StatusOr<CallSettings> CallSettingsFromFlags(const Flags& flags) {
   CallSettings call;
   call.router = flags.GetString("router", kDefaultRouter);
   if (call.router.empty()) return absl::InvalidArgumentError("--router needs HOST:PORT");
   call.tls_ca = flags.GetString("tls-ca", "");
+  ASSIGN_OR_RETURN(call.bearer_token, BearerTokenFromFlags(flags));
   ASSIGN_OR_RETURN(double seconds, flags.GetDouble("timeout", 0.0));
   if (seconds < 0) return absl::InvalidArgumentError(absl::StrCat("--timeout must be >= 0, got ", seconds));
   if (seconds > 0) call.timeout = absl::Seconds(seconds);
@@ -226,6 +248,7 @@ absl::Status StreamGenerate(const CallSettings& call, const v1::GenerateTextRequ
   auto stub = NewStub(call);
   grpc::ClientContext context;
   SetDeadline(context, call.timeout);
+  Authorize(context, call);
   std::unique_ptr<grpc::ClientReader<v1::GenerateTextResponse>> reader = stub->Generate(&context, request);
   return Drain(*reader, call, out, err);
 }
@@ -234,6 +257,7 @@ absl::Status StreamChat(const CallSettings& call, const v1::ChatRequest& request
   auto stub = NewStub(call);
   grpc::ClientContext context;
   SetDeadline(context, call.timeout);
+  Authorize(context, call);
   std::unique_ptr<grpc::ClientReader<v1::GenerateTextResponse>> reader = stub->Chat(&context, request);
   return Drain(*reader, call, out, err);
 }
@@ -242,6 +266,7 @@ absl::StatusOr<v1::ListModelsResponse> ListModels(const CallSettings& call, absl
   auto stub = NewStub(call);
   grpc::ClientContext context;
   SetDeadline(context, timeout);
+  Authorize(context, call);
   v1::ListModelsResponse response;
   RETURN_IF_ERROR(FromGrpcStatus(stub->ListModels(&context, v1::ListModelsRequest(), &response), call.router));
   return response;

@@ -31,7 +31,7 @@ inline constexpr char kDefaultRouter[] = "127.0.0.1:50060";
 // The same default as `kvfleet generate --local`.
 inline constexpr int64_t kDefaultMaxTokens = 256;
 
-// The valued flags every router call takes (--router, --tls-ca, --timeout, --output,
+// The valued flags every router call takes (--router, --tls-ca, --token-file, --timeout, --output,
 // sampling and stopping, --stop, --cache-salt) plus `extra`.
 std::set<std::string> WithRouterFlags(std::set<std::string> extra);
 // The switches every router call takes (--ignore-eos).
@@ -42,11 +42,18 @@ enum class OutputMode { kText, kIds };
 struct CallSettings {
   std::string router = kDefaultRouter;
   std::string tls_ca;  // set: TLS to the router, its certificate checked against this CA (--tls-ca)
+  // Sent as `authorization: Bearer`; from $KVFLEET_API_TOKEN or --token-file,
+  // never a flag (command lines are visible to every user of the machine).
+  std::string bearer_token;
   absl::Duration timeout = absl::InfiniteDuration();  // the call's deadline
   OutputMode output = OutputMode::kText;
 };
 
 absl::StatusOr<CallSettings> CallSettingsFromFlags(const flags::Flags& flags);
+
+// The bearer token: the first line of --token-file, else $KVFLEET_API_TOKEN,
+// else none. NOT_FOUND naming the file when it cannot be read.
+absl::StatusOr<std::string> BearerTokenFromFlags(const flags::Flags& flags);
 
 // Sampling, stopping, --stop (repeatable; each value is one stop string,
 // commas included) and --cache-salt. Unset flags leave the proto's defaults

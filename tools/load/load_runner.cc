@@ -95,6 +95,7 @@ grpc::Status StreamGenerate(Stub& stub, const Request& proto, const LoadOptions&
                             const GenerationTarget::OnMessage& on_message) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(options.deadline));
+  if (!options.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options.bearer_token);
   return ReadToEnd(*stub.Generate(&context, proto), on_message);
 }
 

@@ -46,6 +46,7 @@ struct LoadOptions {
   // blocks, so a run with a fresh salt starts from a cold cache.
   std::string cache_salt;
   std::string request_id_prefix = "load-";  // request i is named prefix + i
+  std::string bearer_token;                 // sent as `authorization: Bearer` when set (a router with auth)
 
   absl::Status Validate() const;
 };

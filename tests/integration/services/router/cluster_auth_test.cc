@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "services/router/frontend/tenant_tokens.h"
 #include "tests/integration/services/router/router_cluster.h"
+#include "tests/testing/child_process.h"
 #include "tests/testing/temp_dir.h"
 
 namespace kvfleet::testing {
@@ -86,6 +87,24 @@ TEST_F(ClusterAuthTest, TenantsNeverShareTheirCachedPrefixes) {
   const std::string logs = ReadAll(cluster_.RouterLogPath()) + ReadAll(cluster_.WorkerLogPath(0));
   EXPECT_EQ(logs.find(kTokenA), std::string::npos) << "a token in the logs";
   EXPECT_EQ(logs.find(kTokenB), std::string::npos) << "a token in the logs";
+}
+
+// The CLI sends the token from a file (never a flag): kvfleet load drives the
+// router with it and is refused without it.
+TEST_F(ClusterAuthTest, TheLoadToolAuthenticatesWithATokenFile) {
+  std::ofstream(dir_.Path("my-token")) << kTokenB << "\n";
+  const auto load = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"load", "--target", cluster_.router_address(), "--requests", "2",
+                                     "--prompt-tokens", "8", "--max-tokens", "2", "--warmup", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
+    if (!cli.ok()) return -1;
+    absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
+    return code.ok() ? *code : -1;
+  };
+  EXPECT_EQ(load({"--token-file", dir_.Path("my-token")}), 0) << ReadAll(dir_.Path("cli.log"));
+  EXPECT_NE(load({}), 0) << "no token";
+  EXPECT_EQ(ReadAll(dir_.Path("cli.log")).find(kTokenB), std::string::npos) << "the CLI never prints the token";
 }
 
 }  // namespace
