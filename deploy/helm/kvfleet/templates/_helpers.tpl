@@ -193,8 +193,9 @@ ports:
 {{- end -}}
 
 {{/* The args every service takes (list items, after its own): the metrics and
-health ports and the log level, then the component's extraArgs, last so that
-a flag repeated there wins (the services keep a flag's last value). Takes
+health ports, the log level and, with tls.enabled, the TLS flags
+(kvfleet.tls.args), then the component's extraArgs, last so that a flag
+repeated there wins (the services keep a flag's last value). Takes
 (dict "root" $ "component" NAME). */}}
 {{- define "kvfleet.commonArgs" -}}
 {{- $values := index .root.Values .component -}}
@@ -204,6 +205,9 @@ a flag repeated there wins (the services keep a flag's last value). Takes
 - {{ include "kvfleet.port.health" .root | quote }}
 - --log-level
 - {{ $values.logLevel }}
+{{- with (include "kvfleet.tls.args" . | trim) }}
+{{ . }}
+{{- end }}
 {{- range $values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
@@ -229,8 +233,10 @@ env:
 each targeting the container port of the same name. "spec" holds the rest of
 the spec (type, clusterIP, ...), "annotations" the metadata's. A Service with
 a metrics port is labelled kvfleet.io/metrics: "true", which is what the
-ServiceMonitor selects. gRPC is cleartext HTTP/2: appProtocol
-kubernetes.io/h2c is what Gateway implementations need to speak gRPC to it.
+ServiceMonitor selects. Without TLS, gRPC is cleartext HTTP/2: appProtocol
+kubernetes.io/h2c is what Gateway implementations need to speak gRPC to it;
+with tls.enabled the port speaks TLS, so it claims no h2c (a Gateway learns
+to originate TLS from a BackendTLSPolicy instead).
 Takes (dict "root" $ "component" NAME "name" NAME "ports" LIST ["spec" DICT]
 ["annotations" DICT]). */}}
 {{- define "kvfleet.service" -}}
@@ -260,7 +266,7 @@ spec:
       port: {{ include (printf "kvfleet.port.%s%s" $.component (title $name)) $.root }}
       targetPort: {{ $name }}
       protocol: TCP
-      {{- if eq $name "grpc" }}
+      {{- if and (eq $name "grpc") (not $.root.Values.tls.enabled) }}
       appProtocol: kubernetes.io/h2c
       {{- end }}
     {{- end }}
@@ -328,7 +334,9 @@ livenessProbe:
 {{- end -}}
 
 {{/* One container of the helm test Job: the kvfleet CLI (the router's image)
-running "command". Takes (dict "root" $ "name" NAME "command" LIST). */}}
+running "command"; with tls.enabled it mounts the routers' CA (the "tls"
+volume of the Job, kvfleet.tls.volume with only ca.crt). Takes
+(dict "root" $ "name" NAME "command" LIST). */}}
 {{- define "kvfleet.test.container" -}}
 - name: {{ .name }}
   image: {{ include "kvfleet.image" (dict "root" .root "component" "router") }}
@@ -345,4 +353,103 @@ running "command". Takes (dict "root" $ "name" NAME "command" LIST). */}}
       memory: 32Mi
     limits:
       memory: 128Mi
+  {{- if .root.Values.tls.enabled }}
+  volumeMounts:
+    {{- include "kvfleet.tls.volumeMount" .root | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{/*
+TLS (tls.enabled; docs/deploy.md, "TLS"). Each component's certificate, key
+and CA come from a Secret of type kubernetes.io/tls (tls.crt, tls.key,
+ca.crt) that the user or cert-manager creates; the chart renders none. It is
+mounted read-only at /etc/kvfleet/tls as a whole volume, never through
+subPath, so the kubelet's updates reach the pod and the services, which
+re-read the files every 10 s, pick up a renewed certificate without a
+restart. The hops:
+  clients -> router:          TLS (no client certificate asked)
+  router  -> worker:          mutual TLS; the worker admits tls.router.clientName;
+                              the router checks tls.worker.serverName (it dials pod IPs)
+  router, worker -> cachemanager: mutual TLS; the cachemanager admits
+                              tls.router.clientName and tls.worker.clientName
+Each service's own certificate is also its client certificate.
+*/}}
+
+{{/* Where a pod mounts its Secret. */}}
+{{- define "kvfleet.tls.dir" -}}/etc/kvfleet/tls{{- end -}}
+
+{{/* A component's Secret: tls.<component>.secretName, else
+"<fullname>-<component>-tls". Takes (dict "root" $ "component" NAME). */}}
+{{- define "kvfleet.tls.secretName" -}}
+{{- default (printf "%s-tls" (include "kvfleet.componentName" .)) (index .root.Values.tls .component).secretName -}}
+{{- end -}}
+
+{{/* The name a component's certificate carries as a client, which the
+services it calls admit (router, worker): tls.<component>.clientName, else
+"<fullname>-<component>". Takes (dict "root" $ "component" NAME). */}}
+{{- define "kvfleet.tls.clientName" -}}
+{{- default (include "kvfleet.componentName" .) (index .root.Values.tls .component).clientName -}}
+{{- end -}}
+
+{{/* The name routers check on the workers' certificate (--worker-tls-name):
+tls.worker.serverName, else "<fullname>-worker". */}}
+{{- define "kvfleet.tls.workerServerName" -}}
+{{- default (include "kvfleet.worker.fullname" .) .Values.tls.worker.serverName -}}
+{{- end -}}
+
+{{/* A component's TLS flags (list items; empty without tls.enabled), all
+paths inside kvfleet.tls.dir:
+  every service:  --tls-cert tls.crt --tls-key tls.key (its server and client certificate)
+  router, worker: --tls-ca ca.crt (the peers they call: workers, the cachemanager)
+  worker:         --tls-client-ca ca.crt --tls-allowed-peers <router>
+  cachemanager:   --tls-client-ca ca.crt --tls-allowed-peers <router>,<worker>
+  router:         --worker-tls-name <tls.worker.serverName>
+Takes (dict "root" $ "component" NAME). */}}
+{{- define "kvfleet.tls.args" -}}
+{{- if .root.Values.tls.enabled -}}
+{{- $dir := include "kvfleet.tls.dir" .root -}}
+{{- $router := include "kvfleet.tls.clientName" (dict "root" .root "component" "router") -}}
+{{- $worker := include "kvfleet.tls.clientName" (dict "root" .root "component" "worker") -}}
+- --tls-cert
+- {{ $dir }}/tls.crt
+- --tls-key
+- {{ $dir }}/tls.key
+{{- if ne .component "cachemanager" }}
+- --tls-ca
+- {{ $dir }}/ca.crt
+{{- end }}
+{{- if eq .component "router" }}
+- --worker-tls-name
+- {{ include "kvfleet.tls.workerServerName" .root | quote }}
+{{- else }}
+- --tls-client-ca
+- {{ $dir }}/ca.crt
+- --tls-allowed-peers
+- {{ ternary (printf "%s,%s" $router $worker) $router (eq .component "cachemanager") | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The pod volume "tls": a component's Secret, the keys in "keys" (default
+all three), mode 0440 (owner root, group the pod's fsGroup, which the
+services run with). Takes (dict "root" $ "component" NAME ["keys" LIST]). */}}
+{{- define "kvfleet.tls.volume" -}}
+- name: tls
+  secret:
+    secretName: {{ include "kvfleet.tls.secretName" . }}
+    # 0440: readable by the pod's fsGroup, not by others.
+    defaultMode: 288
+    items:
+      {{- range (.keys | default (list "tls.crt" "tls.key" "ca.crt")) }}
+      - key: {{ . }}
+        path: {{ . }}
+      {{- end }}
+{{- end -}}
+
+{{/* The container's mount of the "tls" volume: read-only, the whole volume
+(no subPath, so rotated files arrive). */}}
+{{- define "kvfleet.tls.volumeMount" -}}
+- name: tls
+  mountPath: {{ include "kvfleet.tls.dir" . }}
+  readOnly: true
 {{- end -}}
