@@ -18,9 +18,14 @@ API, security contexts, the TTFT threshold, the runbook URLs, metrics only
 on ClusterIP Services, the args every service shares, the TLS wiring: each
 service mounts its own Secret and is given the flags of its hops, with
 paths inside that mount and exactly the peers it must admit, and nothing
-else changes, probes included). The same for a few value sets written
-inline (INLINE_VALUE_SETS). Then values the chart must refuse. Prints what each value set renders; exits 1 naming the value set,
-the object and the check of every failure.
+else changes, probes included; the auth wiring: the routers alone mount
+the tokens Secret, whole, and --auth-tokens names the file in it, the test
+Job mounts the test token alone and passes --token-file to both steps,
+nothing else changes, and with auth off nothing of it renders; the chart
+renders no Secret). The same for a few value sets written inline
+(INLINE_VALUE_SETS). Then values the chart must refuse. Prints what each
+value set renders; exits 1 naming the value set, the object and the check
+of every failure.
 """
 
 from __future__ import annotations
@@ -66,6 +71,11 @@ TLS_FLAGS_OF = {
     "worker": {"--tls-cert", "--tls-key", "--tls-ca", "--tls-client-ca", "--tls-allowed-peers"},
     "cachemanager": {"--tls-cert", "--tls-key", "--tls-client-ca", "--tls-allowed-peers"},
 }
+# auth.enabled (docs/deploy.md, "Authentication"): routers read the token file from the
+# tokens Secret mounted here; the helm test reads its token from the test token Secret.
+AUTH_DIR = "/etc/kvfleet/auth"
+AUTH_TEST_TOKEN_DIR = "/etc/kvfleet/test-token"
+AUTH_FLAGS = {"--auth-tokens", "--token-file"}
 
 
 class Failures:
@@ -162,6 +172,13 @@ def tls_names(values: dict) -> dict:
         "worker_client": tls["worker"]["clientName"] or f"{prefix}-worker",
         "worker_server": tls["worker"]["serverName"] or f"{prefix}-worker",
     }
+
+
+def auth_names(values: dict) -> dict:
+    """The two auth Secrets, the chart's documented defaults filled in where the values leave them empty."""
+    auth, prefix = values["auth"], fullname(values)
+    return {"tokens": auth["tokensSecret"] or f"{prefix}-auth-tokens",
+            "test": auth["testTokenSecret"] or f"{prefix}-auth-test-token"}
 
 
 # --- the checks, one function per promise -------------------------------------------------------
@@ -549,6 +566,9 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
     # TLS Secrets left unnamed in values have documented default names ("<fullname>-<component>-tls").
     tls_defaults = {name for component, name in tls_names(values)["secret"].items()
                     if values["tls"]["enabled"] and not values["tls"][component]["secretName"]}
+    # So have the auth Secrets ("<fullname>-auth-tokens", "<fullname>-auth-test-token").
+    tls_defaults |= {name for key, name in auth_names(values).items()
+                     if values["auth"]["enabled"] and not values["auth"][{"tokens": "tokensSecret", "test": "testTokenSecret"}[key]]}
 
     def exists(kind: str, name: str, who: str, what: str, user_supplied_ok: bool) -> None:
         ok = name in present[kind] or (user_supplied_ok and name in user_strings)
@@ -570,7 +590,7 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
                     secret = volume["secret"]["secretName"]
                     f.check(secret not in present["Secret"], vs, who, f"volume Secret {secret!r} is supplied by the user, not rendered")
                     f.check(secret in user_strings or secret in tls_defaults, vs, who,
-                            f"volume Secret {secret!r} is named in values (or is the documented default of an empty tls.*.secretName)")
+                            f"volume Secret {secret!r} is named in values (or is the documented default of an empty tls.*.secretName or auth.*Secret)")
                 if "persistentVolumeClaim" in volume:
                     claim = volume["persistentVolumeClaim"]["claimName"]
                     f.check(claim in user_strings, vs, who, f"PVC {claim!r} is the one named in values")
@@ -611,17 +631,22 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
             f.check(obj.get("automountServiceAccountToken") is False, vs, who, "automountServiceAccountToken false")
 
 
-def without_tls_flags(args: list[str]) -> list[str]:
-    """args with every TLS flag and its value taken out."""
+def without_flags(args: list[str], flags: set[str]) -> list[str]:
+    """args with every flag of `flags` and its value taken out."""
     kept, skip = [], False
     for arg in args:
         if skip:
             skip = False
-        elif arg in TLS_FLAGS:
+        elif arg in flags:
             skip = True
         else:
             kept.append(arg)
     return kept
+
+
+def without_tls_flags(args: list[str]) -> list[str]:
+    """args with every TLS flag and its value taken out."""
+    return without_flags(args, TLS_FLAGS)
 
 
 def secret_files(template: dict, container: dict) -> dict[str, tuple[str, str]]:
@@ -668,6 +693,8 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
 
     names = tls_names(values)
     f.check(not any(o["kind"] == "Secret" for o in objects), vs, "Secret", "none rendered: the user or cert-manager creates the TLS Secrets")
+    # The auth Secrets' volumes are check_auth's; here, the TLS ones.
+    auth_secrets = set(auth_names(values).values()) if values["auth"]["enabled"] else set()
     # The same values without TLS: everything but the TLS wiring must come out the same.
     plain_values = copy.deepcopy(user_values)
     plain_values.setdefault("tls", {})["enabled"] = False
@@ -684,9 +711,10 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
         given = [a for a in (args[:-extra] if extra else args) if a in TLS_FLAGS]
         f.check(sorted(given) == sorted(flags), vs, who, f"TLS flags are {sorted(flags)}, once each", str(given))
         secret = names["secret"][component]
-        volumes = [v for v in template["spec"].get("volumes") or [] if "secret" in v]
+        volumes = [v for v in template["spec"].get("volumes") or [] if "secret" in v and v["secret"]["secretName"] not in auth_secrets]
         f.check([v["secret"]["secretName"] for v in volumes] == [secret], vs, who,
-                f"mounts the Secret of tls.{component}.secretName ({secret}) and no other", str([v["secret"]["secretName"] for v in volumes]))
+                f"mounts the Secret of tls.{component}.secretName ({secret}) and no other TLS Secret",
+                str([v["secret"]["secretName"] for v in volumes]))
         for volume in volumes:
             mode = volume["secret"].get("defaultMode")
             f.check(mode == 0o440, vs, who, "Secret volume defaultMode 0440 (owner and the pod's fsGroup)", oct(mode) if isinstance(mode, int) else str(mode))
@@ -717,9 +745,9 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
         f.check(container.get("ports") == twin_container.get("ports"), vs, who, "container ports unchanged by TLS")
     for job in (o for o in objects if o["kind"] == "Job"):
         template, who = job["spec"]["template"], name_of(job)
-        volumes = [v for v in template["spec"].get("volumes") or [] if "secret" in v]
+        volumes = [v for v in template["spec"].get("volumes") or [] if "secret" in v and v["secret"]["secretName"] not in auth_secrets]
         f.check([v["secret"]["secretName"] for v in volumes] == [names["secret"]["router"]], vs, who,
-                "mounts the routers' Secret (their CA)", str([v["secret"]["secretName"] for v in volumes]))
+                "mounts the routers' Secret (their CA) and no other TLS Secret", str([v["secret"]["secretName"] for v in volumes]))
         f.check(all([i["key"] for i in v["secret"].get("items") or [{"key": "(all)"}]] == ["ca.crt"] for v in volumes), vs, who,
                 "only its ca.crt: the test pod never holds the routers' key")
         twin_job = plain.get(("Job", job["metadata"]["name"]))
@@ -741,6 +769,139 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
         f.check(annotations.pop(backend_protocol, None) == "GRPCS", vs, name_of(ingress), f"{backend_protocol}: GRPCS (the routers speak TLS)")
         wanted = {k: v for k, v in values["router"]["ingress"]["annotations"].items() if k != backend_protocol}
         f.check(annotations == wanted, vs, name_of(ingress), "other annotations are router.ingress.annotations", str(annotations))
+
+
+def check_auth(f: Failures, vs: str, objects: list[dict], values: dict, chart, user_values: dict) -> None:
+    """auth.enabled: the routers alone mount the tokens Secret (whole, read-only, 0440, its key
+    `tokens` alone) and are given --auth-tokens naming that file; the helm test Job alone mounts
+    the test token Secret (its key `token` alone) and passes --token-file to both steps; nothing
+    else changes, and tokens reach no environment. Off: no trace of it. Never a Secret rendered."""
+    f.check(not any(o["kind"] == "Secret" for o in objects), vs, "Secret",
+            "none rendered: the chart takes no token and creates no Secret (the user does)",
+            str([name_of(o) for o in objects if o["kind"] == "Secret"]))
+    names = auth_names(values)
+    if not values["auth"]["enabled"]:
+        traces = sorted(AUTH_FLAGS) + [AUTH_DIR, AUTH_TEST_TOKEN_DIR, "KVFLEET_API_TOKEN", "auth-tokens", "auth-test-token"] \
+            + sorted(names.values())
+        for obj in objects:
+            text = json.dumps(clean(obj))
+            found = [t for t in traces if t in text]
+            f.check(not found, vs, name_of(obj), "nothing auth-related without auth.enabled", str(found))
+        return
+
+    # The same values without auth: everything but the auth wiring must come out the same.
+    plain_values = copy.deepcopy(user_values)
+    plain_values.setdefault("auth", {})["enabled"] = False
+    plain = {(o["kind"], o["metadata"]["name"]): o for o in render(chart, plain_values)}
+    rendered = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    f.check(rendered == set(plain), vs, "chart", "auth.enabled renders no object of its own (no Secret, no ConfigMap)",
+            str(sorted(rendered ^ set(plain))))
+    mode = lambda volume: oct(volume["secret"].get("defaultMode")) if isinstance(volume["secret"].get("defaultMode"), int) else "unset"
+
+    def check_volume(who: str, volume: dict, key: str) -> None:
+        secret = volume["secret"]
+        f.check(secret.get("items") == [{"key": key, "path": key}], vs, who,
+                f"Secret {secret['secretName']!r}: its key {key!r} alone", str(secret.get("items")))
+        f.check(secret.get("defaultMode") == 0o440, vs, who, f"Secret {secret['secretName']!r} defaultMode 0440 (owner and the pod's fsGroup)",
+                mode(volume))
+        f.check(not secret.get("optional"), vs, who, f"Secret {secret['secretName']!r} is not optional (no pod runs without it)")
+
+    def check_mount(who: str, container: dict, volume: dict, directory: str) -> None:
+        mounts = [m for m in container.get("volumeMounts") or [] if m["name"] == volume["name"]]
+        f.check(len(mounts) == 1 and mounts[0]["mountPath"] == directory and mounts[0].get("readOnly") is True
+                and "subPath" not in mounts[0], vs, who,
+                f"{volume['secret']['secretName']!r} mounted whole and read-only at {directory} (no subPath: updates reach the pod)",
+                str(mounts))
+
+    for obj in objects:
+        template = pod_template(obj)
+        if not template:
+            continue
+        who, spec, component = name_of(obj), template["spec"], component_of(obj)
+        volumes = spec.get("volumes") or []
+        tokens_volumes = [v for v in volumes if (v.get("secret") or {}).get("secretName") == names["tokens"]]
+        test_volumes = [v for v in volumes if (v.get("secret") or {}).get("secretName") == names["test"]]
+        projected = [src["secret"]["name"] for v in volumes for src in (v.get("projected") or {}).get("sources") or []
+                     if (src.get("secret") or {}).get("name") in names.values()]
+        f.check(not projected, vs, who, "no auth Secret in a projected volume", str(projected))
+        for container in containers_of(template, init=True):
+            cwho = f"{who} container {container['name']}"
+            for env in container.get("env") or []:
+                ref = ((env.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name")
+                f.check(ref not in names.values() and env["name"] != "KVFLEET_API_TOKEN", vs, cwho,
+                        "no token and no token file in the environment (files only)", env["name"])
+            for source in container.get("envFrom") or []:
+                f.check((source.get("secretRef") or {}).get("name") not in names.values(), vs, cwho,
+                        "no auth Secret in envFrom", str(source))
+        twin = plain.get((obj["kind"], obj["metadata"]["name"]))
+        if not f.check(twin is not None, vs, who, "renders without auth too"):
+            continue
+        twin_spec = twin["spec"]["template"]["spec"]
+        twin_containers = {c["name"]: c for c in containers_of(twin["spec"]["template"], init=True)}
+        if obj["kind"] == "Deployment" and component == "router":
+            f.check(not test_volumes, vs, who, "routers never mount the helm test's token")
+            if not f.check(len(tokens_volumes) == 1, vs, who, f"mounts the tokens Secret {names['tokens']!r} once",
+                           str(len(tokens_volumes))):
+                continue
+            volume = tokens_volumes[0]
+            check_volume(who, volume, "tokens")
+            for container in containers_of(template, init=True):
+                cwho = f"{who} container {container['name']}"
+                if container["name"] != "router":
+                    f.check(not any(m["name"] == volume["name"] for m in container.get("volumeMounts") or []), vs, cwho,
+                            "only the router container mounts the token file")
+                    continue
+                check_mount(cwho, container, volume, AUTH_DIR)
+                args = container.get("args") or []
+                f.check(args.count("--auth-tokens") == 1 and "--token-file" not in args, vs, cwho, "--auth-tokens once, no --token-file",
+                        str([a for a in args if a in AUTH_FLAGS]))
+                path = arg_after(args, "--auth-tokens")
+                f.check(path is not None and path.startswith(AUTH_DIR + "/")
+                        and secret_files(template, container).get(path) == (names["tokens"], "tokens"), vs, cwho,
+                        f"--auth-tokens {path} is the key tokens of the mounted Secret {names['tokens']!r}",
+                        str(secret_files(template, container).get(path)))
+                extra = len(values["router"].get("extraArgs") or [])
+                f.check(path is not None and args.index("--auth-tokens") < len(args) - extra, vs, cwho,
+                        "--auth-tokens comes before router.extraArgs (which still come last)")
+                stripped = copy.deepcopy(container)
+                stripped["args"] = without_flags(args, {"--auth-tokens"})
+                stripped["volumeMounts"] = [m for m in container.get("volumeMounts") or [] if m["name"] != volume["name"]]
+                f.check(stripped == twin_containers.get("router"), vs, cwho,
+                        "the container without auth plus --auth-tokens and the mount alone (probes, env, ports unchanged)")
+            f.check([v for v in volumes if v is not volume] == (twin_spec.get("volumes") or []), vs, who,
+                    "volumes are the ones without auth plus the tokens Secret alone")
+        elif obj["kind"] == "Job":
+            f.check(not tokens_volumes, vs, who, "the test Job never mounts the routers' tokens Secret")
+            if not f.check(len(test_volumes) == 1, vs, who, f"mounts the test token Secret {names['test']!r} once",
+                           str(len(test_volumes))):
+                continue
+            volume = test_volumes[0]
+            check_volume(who, volume, "token")
+            containers = containers_of(template, init=True)
+            f.check(sorted(c["name"] for c in containers) == ["chat", "models"], vs, who, "two steps: models and chat",
+                    str([c["name"] for c in containers]))
+            for container in containers:
+                cwho = f"{who} container {container['name']}"
+                command = container.get("command") or []
+                check_mount(cwho, container, volume, AUTH_TEST_TOKEN_DIR)
+                f.check(command.count("--token-file") == 1 and "--auth-tokens" not in command, vs, cwho,
+                        f"kvfleet {container['name']} passes --token-file once", str(command))
+                path = arg_after(command, "--token-file")
+                f.check(path is not None and secret_files(template, container).get(path) == (names["test"], "token"), vs, cwho,
+                        f"--token-file {path} is the key token of the mounted Secret {names['test']!r}",
+                        str(secret_files(template, container).get(path)))
+                stripped = copy.deepcopy(container)
+                stripped["command"] = without_flags(command, {"--token-file"})
+                stripped["volumeMounts"] = [m for m in container.get("volumeMounts") or [] if m["name"] != volume["name"]]
+                if not stripped["volumeMounts"]:
+                    del stripped["volumeMounts"]
+                f.check(stripped == twin_containers.get(container["name"]), vs, cwho,
+                        "the step without auth plus --token-file and the mount alone")
+            f.check([v for v in volumes if v is not volume] == (twin_spec.get("volumes") or []), vs, who,
+                    "volumes are the ones without auth plus the test token alone")
+        else:
+            f.check(not tokens_volumes and not test_volumes, vs, who, "mounts neither auth Secret (the token file is the routers' alone)")
+            f.check(template == twin["spec"]["template"], vs, who, "pod template unchanged by auth.enabled")
 
 
 def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
@@ -952,9 +1113,18 @@ REFUSALS = [
     ("an unknown device", {"worker": {"device": "tpu"}}, "schema", "/worker/device"),
     ("an unknown model source", {"model": {"source": {"type": "s3"}}}, "schema", "/model/source/type"),
     ("a model id that is not a label value", {"model": {"id": "org/model"}}, "schema", "/model/id"),
-    ("auth turned on before it exists", {"auth": {"enabled": True}}, "render", "auth.enabled"),
-    ("auth turned on before it exists, even with TLS", {"auth": {"enabled": True}, "tls": {"enabled": True}}, "render",
-     "token authentication is not implemented"),
+    ("the keys auth was reserved with", {"auth": {"tokenSecret": {"name": "kvfleet-tokens", "key": "tokens"}}}, "schema",
+     "tokenSecret"),
+    ("a token (not a Secret's name) in auth.tokensSecret", {"auth": {"tokensSecret": "Bearer s3cr3t"}}, "schema",
+     "/auth/tokensSecret"),
+    ("a test token Secret name that is not a DNS name", {"auth": {"testTokenSecret": "helm_test"}}, "schema",
+     "/auth/testTokenSecret"),
+    ("auth.enabled as a string", {"auth": {"enabled": "true"}}, "schema", "/auth/enabled"),
+    ("the helm test's plain token in the routers' tokens Secret",
+     {"auth": {"enabled": True, "tokensSecret": "llm-tokens", "testTokenSecret": "llm-tokens"}}, "render",
+     "auth.testTokenSecret and auth.tokensSecret"),
+    ("auth without an fsGroup to read the 0440 token file",
+     {"auth": {"enabled": True}, "podSecurityContext": {"fsGroup": None}}, "render", "auth.enabled: the token files"),
     ("the keys TLS was reserved with", {"tls": {"secretName": "kvfleet-tls"}}, "schema", "secretName"),
     ("a TLS Secret name that is not a DNS name", {"tls": {"router": {"secretName": "Router_TLS"}}}, "schema", "/tls/router/secretName"),
     ("a client name holding a comma (--tls-allowed-peers is a list)", {"tls": {"worker": {"clientName": "a,b"}}}, "schema",
@@ -1019,6 +1189,9 @@ ACCEPTED = [
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "1GiB", "resources": {"limits": {"memory": 4294967296}}}}),
     ("a client name that is a common name with blanks inside", {"tls": {"enabled": True, "router": {"clientName": "kvfleet router"}}}),
     ("no fsGroup while TLS is off", {"podSecurityContext": {"fsGroup": None}, "tls": {"worker": {"clientName": "w"}}}),
+    ("one Secret name for both auth Secrets while auth is off",
+     {"auth": {"tokensSecret": "llm-tokens", "testTokenSecret": "llm-tokens"}}),
+    ("auth without the helm test (no test token needed)", {"auth": {"enabled": True}, "tests": {"enabled": False}}),
 ]
 
 
@@ -1048,6 +1221,12 @@ INLINE_VALUE_SETS = {
         "tls": {"enabled": True},
         "router": {"extraArgs": ["--decision-memory", "10000"], "ingress": {"enabled": True}},
         "cachemanager": {"extraArgs": ["--log-level", "debug"]},
+    },
+    # auth without TLS, every name left to the chart's defaults ("<fullname>-auth-tokens",
+    # "<fullname>-auth-test-token"), with NetworkPolicies limiting the router's clients.
+    "inline-auth-defaults": {
+        "auth": {"enabled": True},
+        "networkPolicy": {"routerClients": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}]},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}},
@@ -1181,6 +1360,7 @@ def main() -> int:
         check_common_args(f, vs, objects, values)
         check_references(f, vs, objects, values)
         check_tls(f, vs, objects, values, chart, user_values)
+        check_auth(f, vs, objects, values, chart, user_values)
         check_worker_identity(f, vs, objects)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)

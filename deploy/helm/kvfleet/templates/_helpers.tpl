@@ -335,7 +335,8 @@ livenessProbe:
 
 {{/* One container of the helm test Job: the kvfleet CLI (the router's image)
 running "command"; with tls.enabled it mounts the routers' CA (the "tls"
-volume of the Job, kvfleet.tls.volume with only ca.crt). Takes
+volume of the Job, kvfleet.tls.volume with only ca.crt), with auth.enabled
+the test token (the "auth-test-token" volume). Takes
 (dict "root" $ "name" NAME "command" LIST). */}}
 {{- define "kvfleet.test.container" -}}
 - name: {{ .name }}
@@ -353,9 +354,14 @@ volume of the Job, kvfleet.tls.volume with only ca.crt). Takes
       memory: 32Mi
     limits:
       memory: 128Mi
-  {{- if .root.Values.tls.enabled }}
+  {{- if or .root.Values.tls.enabled .root.Values.auth.enabled }}
   volumeMounts:
+    {{- if .root.Values.tls.enabled }}
     {{- include "kvfleet.tls.volumeMount" .root | nindent 4 }}
+    {{- end }}
+    {{- if .root.Values.auth.enabled }}
+    {{- include "kvfleet.auth.testTokenVolumeMount" .root | nindent 4 }}
+    {{- end }}
   {{- end }}
 {{- end -}}
 
@@ -451,5 +457,89 @@ services run with). Takes (dict "root" $ "component" NAME ["keys" LIST]). */}}
 {{- define "kvfleet.tls.volumeMount" -}}
 - name: tls
   mountPath: {{ include "kvfleet.tls.dir" . }}
+  readOnly: true
+{{- end -}}
+
+{{/*
+Authentication (auth.enabled; docs/deploy.md, "Authentication"). The routers
+require `authorization: Bearer <token>` on every kvfleet.v1.Inference call
+(--auth-tokens): their token file maps the SHA-256 of each token to a tenant
+and holds no token. Two Secrets, both the user's (the chart renders none and
+takes no token in its values):
+  auth.tokensSecret     key "tokens": the token file; mounted by the router
+                        pods only, at kvfleet.auth.dir
+  auth.testTokenSecret  key "token": one plain token the helm test sends
+                        (--token-file); mounted by the test Job only, at
+                        kvfleet.auth.testTokenDir
+Each is mounted read-only as a whole volume, never through subPath, so the
+kubelet's updates reach the pod: the router re-reads its file when it
+changes, and tokens are added or revoked without a restart.
+*/}}
+
+{{/* Where router pods mount the tokens Secret, and the file --auth-tokens names. */}}
+{{- define "kvfleet.auth.dir" -}}/etc/kvfleet/auth{{- end -}}
+{{- define "kvfleet.auth.tokensFile" -}}{{ include "kvfleet.auth.dir" . }}/tokens{{- end -}}
+
+{{/* Where the test Job mounts the test token, and the file --token-file names. */}}
+{{- define "kvfleet.auth.testTokenDir" -}}/etc/kvfleet/test-token{{- end -}}
+{{- define "kvfleet.auth.testTokenFile" -}}{{ include "kvfleet.auth.testTokenDir" . }}/token{{- end -}}
+
+{{/* The Secret holding the routers' token file: auth.tokensSecret, else "<fullname>-auth-tokens". */}}
+{{- define "kvfleet.auth.tokensSecret" -}}
+{{- default (printf "%s-auth-tokens" (include "kvfleet.fullname" .)) .Values.auth.tokensSecret -}}
+{{- end -}}
+
+{{/* The Secret holding the helm test's token: auth.testTokenSecret, else "<fullname>-auth-test-token". */}}
+{{- define "kvfleet.auth.testTokenSecret" -}}
+{{- default (printf "%s-auth-test-token" (include "kvfleet.fullname" .)) .Values.auth.testTokenSecret -}}
+{{- end -}}
+
+{{/* The router's auth flag (list items; empty without auth.enabled). */}}
+{{- define "kvfleet.auth.routerArgs" -}}
+{{- if .Values.auth.enabled -}}
+- --auth-tokens
+- {{ include "kvfleet.auth.tokensFile" . }}
+{{- end -}}
+{{- end -}}
+
+{{/* The pod volume "auth-tokens" of the routers: the key "tokens" of the
+tokens Secret, mode 0440 (owner root, group the pod's fsGroup). Not
+optional: a router without its token file must not start. */}}
+{{- define "kvfleet.auth.tokensVolume" -}}
+- name: auth-tokens
+  secret:
+    secretName: {{ include "kvfleet.auth.tokensSecret" . }}
+    # 0440: readable by the pod's fsGroup, not by others.
+    defaultMode: 288
+    items:
+      - key: tokens
+        path: tokens
+{{- end -}}
+
+{{/* The router container's mount of "auth-tokens": read-only, the whole
+volume (no subPath, so an updated Secret reaches the router). */}}
+{{- define "kvfleet.auth.tokensVolumeMount" -}}
+- name: auth-tokens
+  mountPath: {{ include "kvfleet.auth.dir" . }}
+  readOnly: true
+{{- end -}}
+
+{{/* The test Job's volume "auth-test-token": the key "token" of the test
+token Secret, mode 0440. */}}
+{{- define "kvfleet.auth.testTokenVolume" -}}
+- name: auth-test-token
+  secret:
+    secretName: {{ include "kvfleet.auth.testTokenSecret" . }}
+    # 0440: readable by the pod's fsGroup, not by others.
+    defaultMode: 288
+    items:
+      - key: token
+        path: token
+{{- end -}}
+
+{{/* A test container's mount of "auth-test-token": read-only, no subPath. */}}
+{{- define "kvfleet.auth.testTokenVolumeMount" -}}
+- name: auth-test-token
+  mountPath: {{ include "kvfleet.auth.testTokenDir" . }}
   readOnly: true
 {{- end -}}
