@@ -7,9 +7,6 @@
 namespace kvfleet::transport {
 namespace {
 
-// How often the certificate files are looked at for a rotation.
-constexpr unsigned kTlsRefreshSeconds = 10;
-
 std::shared_ptr<grpc::ChannelCredentials> Credentials(const TlsFiles& tls) {
   if (tls.ca.empty()) return grpc::InsecureChannelCredentials();
   auto files = tls.cert.empty()

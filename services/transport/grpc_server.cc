@@ -38,9 +38,6 @@ class WithoutPlugins : public grpc::ServerBuilderOption {
 // would start and silently share its traffic (and its probes). Refused instead.
 void ExclusivePort(grpc::ServerBuilder& builder) { builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0); }
 
-// How often the certificate files are looked at for a rotation.
-constexpr unsigned kTlsRefreshSeconds = 10;
-
 std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls, const std::vector<std::string>& allowed_peers) {
   if (!tls.serves_tls()) return grpc::InsecureServerCredentials();
   auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.key, tls.cert, tls.client_ca,

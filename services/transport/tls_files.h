@@ -13,6 +13,9 @@
 
 namespace kvfleet::transport {
 
+// How often gRPC's file watcher looks at the files for a rotation.
+inline constexpr unsigned kTlsRefreshSeconds = 10;
+
 struct TlsFiles {
   std::string cert;       // this service's certificate chain; empty: no TLS on its port
   std::string key;        // its private key

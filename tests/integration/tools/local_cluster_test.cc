@@ -56,6 +56,25 @@ bool Dead(pid_t pid) {
   return close == std::string::npos || line.substr(close + 2, 1) == "Z";
 }
 
+// Waits up to 10 s for the router to count `n` live workers (discovery
+// through the cachemanager is asynchronous); returns the last count seen.
+int AwaitLiveWorkers(v1::Inference::Stub& stub, int n) {
+  int live = -1;
+  WaitUntil(
+      [&] {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::ListModelsResponse models;
+        if (!stub.ListModels(&context, v1::ListModelsRequest(), &models).ok() || models.models_size() == 0) {
+          return false;
+        }
+        live = models.models(0).live_workers();
+        return live == n;
+      },
+      std::chrono::seconds(10));
+  return live;
+}
+
 std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << std::ifstream(path).rdbuf();
@@ -126,20 +145,7 @@ TEST_F(KvfleetUpTest, ServesThroughTheRouterAndStopsCleanlyOnSigint) {
   }
 
   auto stub = v1::Inference::NewStub(NewTestChannel(router));
-  int live = -1;
-  WaitUntil(
-      [&] {
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-        v1::ListModelsResponse models;
-        if (!stub->ListModels(&context, v1::ListModelsRequest(), &models).ok() || models.models_size() == 0) {
-          return false;
-        }
-        live = models.models(0).live_workers();
-        return live == 2;
-      },
-      std::chrono::seconds(10));
-  EXPECT_EQ(live, 2) << Diagnostics();
+  EXPECT_EQ(AwaitLiveWorkers(*stub, 2), 2) << Diagnostics();
 
   v1::GenerateTextRequest request;
   request.set_prompt("hello world, hello cluster");
@@ -209,20 +215,7 @@ TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
   ASSERT_TRUE(std::filesystem::exists(ca)) << Diagnostics();
 
   auto stub = v1::Inference::NewStub(transport::CreateClientChannel(router, {.own_connection = true, .tls = {.ca = ca}}));
-  int live = -1;
-  WaitUntil(
-      [&] {
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-        v1::ListModelsResponse models;
-        if (!stub->ListModels(&context, v1::ListModelsRequest(), &models).ok() || models.models_size() == 0) {
-          return false;
-        }
-        live = models.models(0).live_workers();
-        return live == 2;
-      },
-      std::chrono::seconds(10));
-  EXPECT_EQ(live, 2) << Diagnostics();
+  EXPECT_EQ(AwaitLiveWorkers(*stub, 2), 2) << Diagnostics();
 
   v1::CompleteResponse completion;
   {
