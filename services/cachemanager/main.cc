@@ -46,7 +46,7 @@ struct Options {
 absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(flags::Flags f, flags::Flags::Parse(
                                        args, transport::WithTransportFlags({"liveness-deadline", "heartbeat-interval"}),
-                                       {}));
+                                       transport::WithTransportSwitches({})));
   Options o;
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kTransportDefaults));
   ASSIGN_OR_RETURN(double deadline, f.GetDouble("liveness-deadline", 3.0));
@@ -81,7 +81,8 @@ absl::Status Run(const Options& o) {
                                                .health_port = o.transport.health_port,
                                                .health_host = o.transport.metrics_host,
                                                .tls = o.transport.tls,
-                                               .allowed_peers = o.transport.tls_allowed_peers}));
+                                               .allowed_peers = o.transport.tls_allowed_peers,
+                                               .reflection = o.transport.reflection}));
   service.StartSweeper();
   server.SetLive(true);
   server.SetReady(true);

@@ -72,7 +72,8 @@ absl::Status Run(const RouterOptions& o) {
                                                .health_port = o.transport.health_port,
                                                .health_host = o.transport.metrics_host,
                                                .tls = o.transport.tls,
-                                               .allowed_peers = o.transport.tls_allowed_peers}));
+                                               .allowed_peers = o.transport.tls_allowed_peers,
+                                               .reflection = o.transport.reflection}));
   transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port());
   server.SetLive(true);
   server.SetReady(true);

@@ -114,6 +114,7 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
   builder.AddListeningPort(options.address, Credentials(options.tls, options.allowed_peers), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   ExclusivePort(builder);
+  if (!options.reflection) builder.SetOption(std::make_unique<WithoutPlugins>());
   // Clients keep idle connections alive with pings (CreateClientChannel);
   // accept them rather than answering with GOAWAY "too many pings".
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

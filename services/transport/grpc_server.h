@@ -51,6 +51,9 @@ struct GrpcServerOptions {
   // With tls.client_ca: only clients whose certificate names one of these
   // (DNS SAN or common name) may call; empty: any certificate the CA signed.
   std::vector<std::string> allowed_peers;
+  // Server reflection (grpcurl lists and calls methods without the protos);
+  // off for a port exposed to callers who need not discover the API.
+  bool reflection = true;
 };
 
 struct RunningServer {

@@ -18,6 +18,11 @@ absl::StatusOr<int> Port(const flags::Flags& f, const std::string& name, int fal
 
 }  // namespace
 
+std::set<std::string> WithTransportSwitches(std::set<std::string> own) {
+  own.insert("no-reflection");
+  return own;
+}
+
 std::set<std::string> WithTransportFlags(std::set<std::string> own) {
   own.insert({"listen", "metrics-host", "metrics-port", "health-port", "log-level", "tls-cert", "tls-key", "tls-ca",
               "tls-client-ca", "tls-allowed-peers"});
@@ -33,6 +38,7 @@ absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, co
     ASSIGN_OR_RETURN(o.health_port, Port(f, "health-port", 0, 0));
   }
   o.log_level = f.GetString("log-level", o.log_level);
+  if (f.GetSwitch("no-reflection")) o.reflection = false;
   o.tls = {.cert = f.GetString("tls-cert", o.tls.cert),
            .key = f.GetString("tls-key", o.tls.key),
            .ca = f.GetString("tls-ca", o.tls.ca),
@@ -62,7 +68,8 @@ std::string TransportUsage(const TransportOptions& d, const std::string& readine
       "  --tls-ca PEM                 verify the peers this service calls against these CA certificates\n",
       "  --tls-client-ca PEM          require clients to present a certificate these CAs signed (mutual TLS)\n",
       "  --tls-allowed-peers N,N      and to name one of these (DNS name or common name); others: PERMISSION_DENIED\n",
-      "                               The files are re-read when they change: rotating them needs no restart.\n");
+      "                               The files are re-read when they change: rotating them needs no restart.\n",
+      "  --no-reflection              do not offer gRPC server reflection (method discovery) on the gRPC port\n");
 }
 
 }  // namespace kvfleet::transport

@@ -25,10 +25,13 @@ struct TransportOptions {
   std::string log_level = "info";
   TlsFiles tls;  // --tls-cert, --tls-key, --tls-ca, --tls-client-ca
   std::vector<std::string> tls_allowed_peers;  // --tls-allowed-peers: client certificate names allowed
+  bool reflection = true;                       // --no-reflection turns server reflection off on the gRPC port
 };
 
-// `own` plus the names ParseTransportOptions reads, for Flags::Parse.
+// `own` plus the names ParseTransportOptions reads, for Flags::Parse: its
+// valued flags, and its switches.
 std::set<std::string> WithTransportFlags(std::set<std::string> own);
+std::set<std::string> WithTransportSwitches(std::set<std::string> own);
 
 // Reads the shared flags from `f`; `defaults` stands for the absent ones.
 // INVALID_ARGUMENT naming the flag for a port out of range or a TLS file

@@ -127,7 +127,8 @@ absl::Status Run(const WorkerOptions& o) {
                                                .health_port = o.transport.health_port,
                                                .health_host = o.transport.metrics_host,
                                                .tls = o.transport.tls,
-                                               .allowed_peers = o.transport.tls_allowed_peers}));
+                                               .allowed_peers = o.transport.tls_allowed_peers,
+                                               .reflection = o.transport.reflection}));
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));

@@ -59,7 +59,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                             "prefill-weight", "decode-weight", "decision-memory",
                                             "in-flight-window", "affinity-guard-margin", "worker-tls-name",
                                             "auth-tokens"}),
-                                       {}));
+                                       transport::WithTransportSwitches({})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");

@@ -71,7 +71,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                "stall-timeout", "max-message-bytes", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
                                "spec-ngram-max", "spec-self-layers", "spec-draft-model"}),
-                          {"no-prefix-caching", "no-spec-adaptive"}));
+                          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());

@@ -904,6 +904,20 @@ def check_auth(f: Failures, vs: str, objects: list[dict], values: dict, chart, u
             f.check(template == twin["spec"]["template"], vs, who, "pod template unchanged by auth.enabled")
 
 
+def check_reflection(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """Server reflection is off on the router's public port unless router.reflection, and never touched elsewhere."""
+    want_off = not values["router"].get("reflection", False)
+    for obj in objects:
+        if obj["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        for c in containers_of(obj["spec"]["template"]):
+            args = c.get("args") or []
+            who = f"{name_of(obj)} container {c['name']}"
+            expected = want_off and c["name"] == "router"
+            f.check(("--no-reflection" in args) == expected, vs, who,
+                    "--no-reflection" if expected else "no --no-reflection", " ".join(args))
+
+
 def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
     for obj in objects:
         if obj["kind"] != "StatefulSet":
@@ -1362,6 +1376,7 @@ def main() -> int:
         check_tls(f, vs, objects, values, chart, user_values)
         check_auth(f, vs, objects, values, chart, user_values)
         check_worker_identity(f, vs, objects)
+        check_reflection(f, vs, objects, values)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)
         check_images(f, vs, objects, values)

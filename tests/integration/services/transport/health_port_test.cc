@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "kvfleet/v1/inference.grpc.pb.h"
 #include "tests/integration/services/worker/worker_harness.h"
@@ -44,6 +45,35 @@ TEST(HealthPortTest, CachemanagerServesHealthAloneOnItsHealthPort) {
                 .error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_EQ(StopWithSigterm(*cm), 0);
+}
+
+// The reflection answer on `address`: OK when offered, UNIMPLEMENTED when not.
+grpc::StatusCode ReflectionStatus(const std::string& address) {
+  namespace reflection = grpc::reflection::v1alpha;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  auto stream = reflection::ServerReflection::NewStub(NewTestChannel(address))->ServerReflectionInfo(&context);
+  reflection::ServerReflectionRequest request;
+  request.set_list_services("");
+  stream->Write(request);
+  stream->WritesDone();
+  reflection::ServerReflectionResponse response;
+  while (stream->Read(&response)) {
+  }
+  return stream->Finish().error_code();
+}
+
+TEST(HealthPortTest, ReflectionCanBeTurnedOffOnTheGrpcPort) {
+  TempDir dir;
+  for (const bool off : {false, true}) {
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--metrics-port", "0"};
+    if (off) args.push_back("--no-reflection");
+    absl::StatusOr<StartedService> cm = StartServiceProcess("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY, args,
+                                                            dir.Path(off ? "off.log" : "on.log"), absl::Seconds(30));
+    ASSERT_TRUE(cm.ok()) << cm.status();
+    EXPECT_EQ(ReflectionStatus(cm->address), off ? grpc::StatusCode::UNIMPLEMENTED : grpc::StatusCode::OK);
+    EXPECT_EQ(HealthServing(cm->address, "").value_or(false), true) << "health stays";
+  }
 }
 
 TEST(HealthPortTest, RouterServesHealthAloneOnItsHealthPort) {

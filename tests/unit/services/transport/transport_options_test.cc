@@ -11,7 +11,7 @@ using ::testing::HasSubstr;
 const TransportOptions kDefaults{.listen = "127.0.0.1:50051", .metrics_port = 9464};
 
 absl::StatusOr<TransportOptions> Parse(const std::vector<std::string>& args) {
-  absl::StatusOr<flags::Flags> f = flags::Flags::Parse(args, WithTransportFlags({"model"}), {});
+  absl::StatusOr<flags::Flags> f = flags::Flags::Parse(args, WithTransportFlags({"model"}), WithTransportSwitches({}));
   if (!f.ok()) return f.status();
   return ParseTransportOptions(*f, kDefaults);
 }
@@ -24,18 +24,21 @@ TEST(TransportOptionsTest, DefaultsStandForAbsentFlags) {
   EXPECT_EQ(o->metrics_port, 9464);
   EXPECT_EQ(o->health_port, -1) << "no health port unless asked";
   EXPECT_EQ(o->log_level, "info");
+  EXPECT_TRUE(o->reflection);
+  EXPECT_FALSE(o->tls.serves_tls());
 }
 
 TEST(TransportOptionsTest, ReadsEverySharedFlag) {
   absl::StatusOr<TransportOptions> o =
       Parse({"--listen", "0.0.0.0:1", "--metrics-host", "127.0.0.1", "--metrics-port", "0", "--health-port", "0",
-             "--log-level", "debug"});
+             "--log-level", "debug", "--no-reflection"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->listen, "0.0.0.0:1");
   EXPECT_EQ(o->metrics_host, "127.0.0.1");
   EXPECT_EQ(o->metrics_port, 0);
   EXPECT_EQ(o->health_port, 0);
   EXPECT_EQ(o->log_level, "debug");
+  EXPECT_FALSE(o->reflection);
 }
 
 TEST(TransportOptionsTest, PortsOutOfRangeAreRefusedByName) {
