@@ -74,15 +74,8 @@ absl::Status Run(const Options& o) {
   });
   exposer->RegisterCollectable(map_collector);
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer({.address = o.transport.listen,
-                                               .services = {&service},
-                                               .max_receive_message_bytes = 64 << 20,  // snapshots are large
-                                               .health_service_names = {"kvfleet.v1.CacheManager"},
-                                               .health_port = o.transport.health_port,
-                                               .health_host = o.transport.metrics_host,
-                                               .tls = o.transport.tls,
-                                               .allowed_peers = o.transport.tls_allowed_peers,
-                                               .reflection = o.transport.reflection}));
+                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.CacheManager",
+                                                                             /*snapshots are large*/ 64 << 20)));
   service.StartSweeper();
   server.SetLive(true);
   server.SetReady(true);

@@ -8,8 +8,10 @@
 //   }
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +23,22 @@
 #include "services/transport/transport_options.h"
 
 namespace kvfleet::transport {
+
+// The server the shared flags describe (address, health port, TLS, allowed
+// peers, reflection), serving `services` with `readiness_name` as its
+// readiness name besides "".
+inline GrpcServerOptions ServerOptionsFrom(const TransportOptions& t, std::vector<grpc::Service*> services,
+                                           std::string readiness_name, int32_t max_receive_message_bytes) {
+  return {.address = t.listen,
+          .services = std::move(services),
+          .max_receive_message_bytes = max_receive_message_bytes,
+          .health_service_names = {std::move(readiness_name)},
+          .health_port = t.health_port,
+          .health_host = t.metrics_host,
+          .tls = t.tls,
+          .allowed_peers = t.tls_allowed_peers,
+          .reflection = t.reflection};
+}
 
 // The line scripts and tests wait for once a service has bound its ports:
 //   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]

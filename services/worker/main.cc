@@ -120,15 +120,8 @@ absl::Status Run(const WorkerOptions& o) {
   exposer->RegisterCollectable(metrics.registry());
   WorkerService service(metrics);
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer({.address = o.transport.listen,
-                                               .services = {&service},
-                                               .max_receive_message_bytes = o.max_message_bytes,
-                                               .health_service_names = {"kvfleet.v1.Worker"},
-                                               .health_port = o.transport.health_port,
-                                               .health_host = o.transport.metrics_host,
-                                               .tls = o.transport.tls,
-                                               .allowed_peers = o.transport.tls_allowed_peers,
-                                               .reflection = o.transport.reflection}));
+                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Worker",
+                                                                             o.max_message_bytes)));
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
