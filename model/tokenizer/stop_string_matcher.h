@@ -23,13 +23,12 @@
 
 namespace kvfleet::model {
 
-inline constexpr size_t kMaxStopStrings = 16;
-inline constexpr size_t kMaxStopStringBytes = 256;
-
+// Each Push costs about (stop strings) x (longest stop)^2 byte compares, so
+// servers bound both (services/limits/request_limits.h).
 class StopStringMatcher {
  public:
-  // INVALID_ARGUMENT for more than kMaxStopStrings, an empty one, or one
-  // longer than kMaxStopStringBytes. No stop strings is valid (a pass-through).
+  // INVALID_ARGUMENT for an empty stop string. No stop strings is valid (a
+  // pass-through).
   static absl::StatusOr<StopStringMatcher> Create(std::vector<std::string> stops);
 
   // Text to send now. After a stop string matched, returns "" for good.

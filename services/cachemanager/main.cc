@@ -20,7 +20,9 @@
 namespace kvfleet::cachemanager {
 namespace {
 
-const transport::TransportOptions kTransportDefaults{.listen = "127.0.0.1:50050", .metrics_port = 9465};
+// Snapshots of a large worker's blocks are large messages.
+const transport::TransportOptions kTransportDefaults{
+    .listen = "127.0.0.1:50050", .metrics_port = 9465, .max_message_bytes = 64 << 20};
 
 const char kUsageHead[] = R"(kvfleet-cachemanager: the cluster's KV map (proto/kvfleet/v1/cachemanager.proto)
 
@@ -74,8 +76,7 @@ absl::Status Run(const Options& o) {
   });
   exposer->RegisterCollectable(map_collector);
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.CacheManager",
-                                                                             /*snapshots are large*/ 64 << 20)));
+                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.CacheManager")));
   service.StartSweeper();
   server.SetLive(true);
   server.SetReady(true);

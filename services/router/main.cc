@@ -28,14 +28,14 @@ namespace kvfleet::router {
 namespace {
 
 transport::ClientChannelOptions WorkerChannelOptions(const RouterOptions& o) {
-  transport::ClientChannelOptions channel = transport::PeerChannelOptions(o.transport.tls);
+  transport::ClientChannelOptions channel = transport::PeerChannelOptions(o.transport);
   channel.server_name = o.worker_tls_name;
   return channel;
 }
 
 absl::Status Run(const RouterOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model, RouterModel::Load(o.model_path, o.model_id));
-  RouterMetrics metrics;
+  RouterMetrics metrics(o.metrics_max_tenants);
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
@@ -49,7 +49,7 @@ absl::Status Run(const RouterOptions& o) {
   std::shared_ptr<grpc::Channel> cachemanager_channel;
   std::unique_ptr<CacheManagerWatcher> watcher;
   if (!o.cachemanager.empty()) {
-    cachemanager_channel = transport::CreateClientChannel(o.cachemanager, transport::PeerChannelOptions(o.transport.tls));
+    cachemanager_channel = transport::CreateClientChannel(o.cachemanager, transport::PeerChannelOptions(o.transport));
     watcher = std::make_unique<CacheManagerWatcher>(cachemanager_channel, model->id(), pool,
                                                     [&placement](const std::string& id) { placement.Forget(id); });
   }
@@ -60,13 +60,17 @@ absl::Status Run(const RouterOptions& o) {
   if (!o.auth_tokens.empty()) {
     ASSIGN_OR_RETURN(tokens, TenantTokens::Load(o.auth_tokens));
   }
-  InferenceService service(*model, runner, pool, metrics, tokens.get());
+  std::unique_ptr<TenantQuotas> quotas;
+  if (o.quotas.any()) quotas = std::make_unique<TenantQuotas>(o.quotas);
+  InferenceService service(*model, runner, pool, metrics, tokens.get(), o.limits, quotas.get());
 
   pool.Start();
   if (watcher) watcher->Start();
-  ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Inference",
-                                                                             o.max_message_bytes)));
+  transport::GrpcServerOptions server_options = transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Inference");
+  // The public port answers to tenant tokens; the internal token is only
+  // what this router sends its workers and the cachemanager.
+  server_options.internal_token.clear();
+  ASSIGN_OR_RETURN(transport::RunningServer server, transport::StartGrpcServer(server_options));
   transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port());
   server.SetLive(true);
   server.SetReady(true);

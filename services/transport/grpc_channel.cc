@@ -1,5 +1,7 @@
 #include "services/transport/grpc_channel.h"
 
+#include "services/transport/internal_token.h"
+
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
@@ -32,7 +34,11 @@ std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& address, c
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (!options.server_name.empty()) args.SetSslTargetNameOverride(options.server_name);
-  return grpc::CreateCustomChannel(address, Credentials(options.tls), args);
+  if (options.internal_token.empty()) return grpc::CreateCustomChannel(address, Credentials(options.tls), args);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<InternalTokenInterceptorFactory>(options.internal_token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, Credentials(options.tls), args,
+                                                                std::move(interceptors));
 }
 
 }  // namespace kvfleet::transport

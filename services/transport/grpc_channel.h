@@ -11,7 +11,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "services/transport/tls_files.h"
+#include "services/transport/transport_options.h"
 
 namespace kvfleet::transport {
 
@@ -26,13 +26,14 @@ struct ClientChannelOptions {
   // client presents them (mutual TLS). client_ca is not used here.
   TlsFiles tls;
   std::string server_name;  // checked against the server's certificate instead of the address's host
+  std::string internal_token;  // sent on every call when set (internal_token.h)
 };
 
 // How a service calls its peers: their certificates checked against its
 // --tls-ca, its own --tls-cert and --tls-key presented (mutual TLS); plaintext
-// when it has no --tls-ca.
-inline ClientChannelOptions PeerChannelOptions(const TlsFiles& own) {
-  return {.tls = {.cert = own.cert, .key = own.key, .ca = own.ca}};
+// when it has no --tls-ca, with its --internal-token-file's token if any.
+inline ClientChannelOptions PeerChannelOptions(const TransportOptions& own) {
+  return {.tls = {.cert = own.tls.cert, .key = own.tls.key, .ca = own.tls.ca}, .internal_token = own.internal_token};
 }
 
 // Keepalive pings find a dead peer behind a silent connection within seconds.

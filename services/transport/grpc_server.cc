@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "services/transport/internal_token.h"
 #include "services/transport/peer_authorizer.h"
 
 namespace kvfleet::transport {
@@ -38,7 +39,14 @@ class WithoutPlugins : public grpc::ServerBuilderOption {
 // would start and silently share its traffic (and its probes). Refused instead.
 void ExclusivePort(grpc::ServerBuilder& builder) { builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0); }
 
-std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls, const std::vector<std::string>& allowed_peers) {
+std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls, const std::vector<std::string>& allowed_peers,
+                                                     const std::string& internal_token) {
+  if (!tls.serves_tls() && !internal_token.empty()) {
+    // Plaintext credentials take no authorisation hook; local ones do.
+    auto local = grpc::experimental::LocalServerCredentials(LOCAL_TCP);
+    local->SetAuthMetadataProcessor(std::make_shared<InternalTokenChecker>(internal_token));
+    return local;
+  }
   if (!tls.serves_tls()) return grpc::InsecureServerCredentials();
   auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.key, tls.cert, tls.client_ca,
                                                                                      kTlsRefreshSeconds);
@@ -111,8 +119,11 @@ absl::StatusOr<RunningServer> StartGrpcServer(const GrpcServerOptions& options) 
 
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.address, Credentials(options.tls, options.allowed_peers), &port);
+  builder.AddListeningPort(options.address, Credentials(options.tls, options.allowed_peers, options.internal_token),
+                           &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, options.max_metadata_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   ExclusivePort(builder);
   if (!options.reflection) builder.SetOption(std::make_unique<WithoutPlugins>());
   // Clients keep idle connections alive with pings (CreateClientChannel);

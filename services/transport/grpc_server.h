@@ -38,8 +38,14 @@ inline constexpr char kLivenessServiceName[] = "liveness";
 struct GrpcServerOptions {
   std::string address = "127.0.0.1:0";  // host:port; port 0 picks a free one
   std::vector<grpc::Service*> services;  // must outlive the server
-  // Larger messages get RESOURCE_EXHAUSTED from gRPC itself.
+  // Larger messages and metadata get RESOURCE_EXHAUSTED from gRPC itself;
+  // calls beyond max_concurrent_streams on one connection wait.
   int32_t max_receive_message_bytes = 1 << 20;
+  int32_t max_metadata_bytes = 16 << 10;
+  int32_t max_concurrent_streams = 1024;
+  // Non-empty (TLS off only): every call but health must carry this token
+  // (internal_token.h); the port then accepts loopback peers only.
+  std::string internal_token;
   // Readiness names reported by grpc.health.v1 besides the server-wide "".
   std::vector<std::string> health_service_names;
   // The plaintext health-only port: -1 none, 0 a free one.

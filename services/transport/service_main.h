@@ -28,10 +28,13 @@ namespace kvfleet::transport {
 // peers, reflection), serving `services` with `readiness_name` as its
 // readiness name besides "".
 inline GrpcServerOptions ServerOptionsFrom(const TransportOptions& t, std::vector<grpc::Service*> services,
-                                           std::string readiness_name, int32_t max_receive_message_bytes) {
+                                           std::string readiness_name) {
   return {.address = t.listen,
           .services = std::move(services),
-          .max_receive_message_bytes = max_receive_message_bytes,
+          .max_receive_message_bytes = t.max_message_bytes,
+          .max_metadata_bytes = t.max_metadata_bytes,
+          .max_concurrent_streams = t.max_concurrent_streams,
+          .internal_token = t.internal_token,
           .health_service_names = {std::move(readiness_name)},
           .health_port = t.health_port,
           .health_host = t.metrics_host,

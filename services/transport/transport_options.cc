@@ -1,5 +1,9 @@
 #include "services/transport/transport_options.h"
 
+#include <fstream>
+#include <iterator>
+#include <limits>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -16,7 +20,29 @@ absl::StatusOr<int> Port(const flags::Flags& f, const std::string& name, int fal
   return static_cast<int>(port);
 }
 
+absl::StatusOr<int32_t> AtLeast(const flags::Flags& f, const std::string& name, int32_t fallback, int64_t lowest) {
+  ASSIGN_OR_RETURN(int64_t value, f.GetInt(name, fallback));
+  if (value < lowest || value > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " ", value, " must be in [", lowest, ", ",
+                                                   std::numeric_limits<int32_t>::max(), "]"));
+  }
+  return static_cast<int32_t>(value);
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> ReadInternalToken(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--internal-token-file ", path, " cannot be read"));
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.size() < 16 || token.size() > 512 || token.find_first_of(" \t\r\n") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("--internal-token-file ", path,
+                                                   " must hold one token of 16 to 512 characters without spaces "
+                                                   "(e.g. `openssl rand -hex 32`)"));
+  }
+  return token;
+}
 
 std::set<std::string> WithTransportSwitches(std::set<std::string> own) {
   own.insert("no-reflection");
@@ -25,7 +51,8 @@ std::set<std::string> WithTransportSwitches(std::set<std::string> own) {
 
 std::set<std::string> WithTransportFlags(std::set<std::string> own) {
   own.insert({"listen", "metrics-host", "metrics-port", "health-port", "log-level", "tls-cert", "tls-key", "tls-ca",
-              "tls-client-ca", "tls-allowed-peers"});
+              "tls-client-ca", "tls-allowed-peers", "max-message-bytes", "max-metadata-bytes",
+              "max-concurrent-streams", "internal-token-file"});
   return own;
 }
 
@@ -50,6 +77,17 @@ absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, co
   if (!o.tls_allowed_peers.empty() && o.tls.client_ca.empty()) {
     return absl::InvalidArgumentError("--tls-allowed-peers names client certificates: it needs --tls-client-ca");
   }
+  ASSIGN_OR_RETURN(o.max_message_bytes, AtLeast(f, "max-message-bytes", o.max_message_bytes, 1024));
+  ASSIGN_OR_RETURN(o.max_metadata_bytes, AtLeast(f, "max-metadata-bytes", o.max_metadata_bytes, 1024));
+  ASSIGN_OR_RETURN(o.max_concurrent_streams, AtLeast(f, "max-concurrent-streams", o.max_concurrent_streams, 1));
+  if (f.Has("internal-token-file")) {
+    if (o.tls.serves_tls() || !o.tls.ca.empty()) {
+      return absl::InvalidArgumentError(
+          "--internal-token-file is for plaintext loopback clusters; with TLS, mutual TLS and --tls-allowed-peers "
+          "authorise peers instead");
+    }
+    ASSIGN_OR_RETURN(o.internal_token, ReadInternalToken(f.GetString("internal-token-file", "")));
+  }
   return o;
 }
 
@@ -69,7 +107,15 @@ std::string TransportUsage(const TransportOptions& d, const std::string& readine
       "  --tls-client-ca PEM          require clients to present a certificate these CAs signed (mutual TLS)\n",
       "  --tls-allowed-peers N,N      and to name one of these (DNS name or common name); others: PERMISSION_DENIED\n",
       "                               The files are re-read when they change: rotating them needs no restart.\n",
-      "  --no-reflection              do not offer gRPC server reflection (method discovery) on the gRPC port\n");
+      "  --no-reflection              do not offer gRPC server reflection (method discovery) on the gRPC port\n",
+      "  --max-message-bytes N        largest message accepted (default ", d.max_message_bytes, ")\n",
+      "  --max-metadata-bytes N       largest request metadata (headers) accepted (default ", d.max_metadata_bytes,
+      ")\n",
+      "  --max-concurrent-streams N   calls in flight on one client connection; more wait (default ",
+      d.max_concurrent_streams, ")\n",
+      "  --internal-token-file FILE   without TLS: a shared secret for the cluster's internal calls; the worker and\n",
+      "                               cachemanager require it from their callers (except health), the router and\n",
+      "                               workers send it. Loopback peers only; across hosts use mutual TLS\n");
 }
 
 }  // namespace kvfleet::transport

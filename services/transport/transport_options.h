@@ -1,6 +1,7 @@
 // The flags every kvfleet service shares, parsed in one place: where the
 // gRPC server listens, the metrics and health ports, the log level and the
-// TLS files (checked here, so a bad one stops the service at start). Each
+// TLS files (checked here, so a bad one stops the service at start), the
+// internal token and the transport's size limits. Each
 // service keeps its own flags and embeds these.
 //
 //   ASSIGN_OR_RETURN(Flags f, Flags::Parse(args, WithTransportFlags({"model"}), {}));
@@ -26,6 +27,16 @@ struct TransportOptions {
   TlsFiles tls;  // --tls-cert, --tls-key, --tls-ca, --tls-client-ca
   std::vector<std::string> tls_allowed_peers;  // --tls-allowed-peers: client certificate names allowed
   bool reflection = true;                       // --no-reflection turns server reflection off on the gRPC port
+  // Limits on what one client may send (docs/api.md, Limits). Larger
+  // messages and metadata get RESOURCE_EXHAUSTED from gRPC itself; streams
+  // beyond the limit on one connection wait for one to finish (HTTP/2).
+  int32_t max_message_bytes = 1 << 20;
+  int32_t max_metadata_bytes = 16 << 10;
+  int32_t max_concurrent_streams = 1024;
+  // --internal-token-file: with TLS off, the shared secret every call to an
+  // internal service (worker, cachemanager) carries and the service checks;
+  // loopback peers only. Empty: none.
+  std::string internal_token;
 };
 
 // `own` plus the names ParseTransportOptions reads, for Flags::Parse: its
@@ -37,6 +48,10 @@ std::set<std::string> WithTransportSwitches(std::set<std::string> own);
 // INVALID_ARGUMENT naming the flag for a port out of range or a TLS file
 // that cannot be used (CheckTlsFiles).
 absl::StatusOr<TransportOptions> ParseTransportOptions(const flags::Flags& f, const TransportOptions& defaults);
+
+// The token in an --internal-token-file: one word of 16 to 512 characters;
+// INVALID_ARGUMENT naming the file otherwise. Also used by the CLI.
+absl::StatusOr<std::string> ReadInternalToken(const std::string& path);
 
 // The help lines for the shared flags, with this service's defaults and
 // the name its readiness is also reported under (e.g. kvfleet.v1.Worker).

@@ -118,10 +118,9 @@ absl::Status Run(const WorkerOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
-  WorkerService service(metrics);
+  WorkerService service(metrics, o.limits);
   ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Worker",
-                                                                             o.max_message_bytes)));
+                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Worker")));
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
@@ -136,7 +135,7 @@ absl::Status Run(const WorkerOptions& o) {
                                 .block_size = static_cast<int32_t>(m.executor->info().block_size),
                                 .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks),
                                 .numerics = m.executor->info().numerics,
-                                .channel = transport::PeerChannelOptions(o.transport.tls)});
+                                .channel = transport::PeerChannelOptions(o.transport)});
   }
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,

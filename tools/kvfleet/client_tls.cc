@@ -5,7 +5,7 @@
 namespace kvfleet::tools {
 
 std::set<std::string> WithClientTlsFlags(std::set<std::string> own) {
-  own.insert({"tls-ca", "tls-cert", "tls-key", "tls-name"});
+  own.insert({"tls-ca", "tls-cert", "tls-key", "tls-name", "internal-token-file"});
   return own;
 }
 
@@ -18,6 +18,9 @@ absl::StatusOr<transport::ClientChannelOptions> ClientTlsFromFlags(const flags::
     return absl::InvalidArgumentError("--tls-cert presents a client certificate over TLS: give --tls-ca too");
   }
   RETURN_IF_ERROR(transport::CheckTlsFiles(options.tls));
+  if (flags.Has("internal-token-file")) {
+    ASSIGN_OR_RETURN(options.internal_token, transport::ReadInternalToken(flags.GetString("internal-token-file", "")));
+  }
   return options;
 }
 

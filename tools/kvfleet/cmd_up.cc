@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -36,7 +38,7 @@ constexpr char kUsage[] =
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
                   [--spec-draft-model PATH] [--ask TEXT [--exit-after-ask]]
-                  [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls]
+                  [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls | --internal-token]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
 registered with it and one kvfleet-router in front, all serving --model
@@ -71,6 +73,9 @@ kills what is still running.
                           issues each service a certificate; mutual TLS on router -> worker,
                           worker -> cachemanager and router -> cachemanager, TLS on the router's
                           port (clients pass --tls-ca LOG_DIR/tls/ca.pem, as the banner shows)
+  --internal-token        without TLS: a random token in LOG_DIR/internal-token (mode 0600) that workers
+                          and the cachemanager require of every caller, so other local users cannot
+                          drive them; `kvfleet load` and `kvfleet workers` take --internal-token-file
   --ask TEXT              once ready, send TEXT as a chat message through the router and print
                           the answer, then keep serving
   --exit-after-ask        stop the cluster once --ask has its answer (exit 1 if it failed)
@@ -234,6 +239,26 @@ absl::StatusOr<std::string> UseTls(LocalClusterOptions& o) {
   return root;
 }
 
+// --internal-token: a fresh random token, readable by this user only, on
+// every member's command line; returns its file.
+absl::StatusOr<std::string> UseInternalToken(LocalClusterOptions& o) {
+  const std::string path = o.log_dir + "/internal-token";
+  std::random_device os;  // the kernel's random source
+  std::string token;
+  for (int i = 0; i < 8; ++i) absl::StrAppend(&token, absl::Hex(os(), absl::kZeroPad8));
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << token << "\n";
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace);
+  for (std::vector<std::string>* args : {&o.cachemanager_extra_args, &o.worker_extra_args, &o.router_extra_args}) {
+    args->insert(args->end(), {"--internal-token-file", path});
+  }
+  return path;
+}
+
 // The chart's rule files, for the local Prometheus; none (with a warning)
 // when the directory is not there, e.g. a kvfleet installed without its source.
 std::vector<std::string> RuleFiles(const std::string& dir) {
@@ -292,14 +317,23 @@ absl::Status RunUp(const Args& args) {
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "cachemanager-listen",
                                  "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "speculation",
                                  "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
-                                {"exit-after-ask", "prometheus", "tls"}));
+                                {"exit-after-ask", "prometheus", "tls", "internal-token"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");
   }
   ASSIGN_OR_RETURN(LocalClusterOptions options, OptionsFromFlags(flags));
   std::string tls_ca;
+  if (flags.GetSwitch("tls") && flags.GetSwitch("internal-token")) {
+    return absl::InvalidArgumentError(
+        "--tls and --internal-token are alternatives: with --tls, mutual TLS authorises the internal calls");
+  }
   if (flags.GetSwitch("tls")) {
     ASSIGN_OR_RETURN(tls_ca, UseTls(options));
+  }
+  if (flags.GetSwitch("internal-token")) {
+    ASSIGN_OR_RETURN(const std::string token_file, UseInternalToken(options));
+    std::fprintf(stderr, "kvfleet up: internal calls require the token in %s (--internal-token-file)\n",
+                 token_file.c_str());
   }
   std::fprintf(stderr,
                "kvfleet up: starting a cachemanager, %d worker%s (%d thread%s, %s KV cache each) and a router; "

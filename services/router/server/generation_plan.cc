@@ -7,22 +7,22 @@
 namespace kvfleet::router {
 namespace {
 
-constexpr size_t kMaxRequestIdBytes = 128;
+// What can be checked before the prompt is tokenized or rendered.
+absl::Status CheckOptions(const limits::RequestLimits& limits, const v1::GenerationOptions& options) {
+  RETURN_IF_ERROR(limits::CheckGeneration(limits, {.request_id = options.request_id(),
+                                                   .cache_salt = options.cache_salt(),
+                                                   .priority = options.priority(),
+                                                   .stopping = &options.stopping(),
+                                                   .top_logprobs = options.top_logprobs()}));
+  return limits::CheckStopStrings(limits, options.stop());
+}
 
 absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_t> prompt,
-                                    const v1::GenerationOptions& options, uint64_t fresh_seed) {
-  RETURN_IF_ERROR(CheckModelName(model, options.model()));
+                                    const v1::GenerationOptions& options, uint64_t fresh_seed,
+                                    const limits::RequestLimits& limits) {
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty: give at least one token");
-  if (static_cast<int64_t>(prompt.size()) >= model.context_length()) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", prompt.size(), " tokens; model ", model.id(),
-                                                   " has a context of ", model.context_length(),
-                                                   " tokens, which must hold the prompt and at least one "
-                                                   "generated token: shorten the prompt"));
-  }
-  if (options.request_id().size() > kMaxRequestIdBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.request_id is ", options.request_id().size(), " bytes; at most ", kMaxRequestIdBytes));
-  }
+  RETURN_IF_ERROR(limits::CheckLength(limits, static_cast<int64_t>(prompt.size()), options.stopping().max_tokens(),
+                                      model.context_length()));
   std::vector<std::string> stops(options.stop().begin(), options.stop().end());
   if (absl::Status s = model::StopStringMatcher::Create(stops).status(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("options.stop: ", s.message()));
@@ -53,7 +53,9 @@ absl::Status CheckModelName(const RouterModel& model, const std::string& request
 }
 
 absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
-                                            uint64_t fresh_seed) {
+                                            uint64_t fresh_seed, const limits::RequestLimits& limits) {
+  RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
+  RETURN_IF_ERROR(CheckOptions(limits, request.options()));
   const bool has_text = !request.prompt().empty();
   const bool has_ids = request.prompt_token_ids_size() > 0;
   if (has_text == has_ids) {
@@ -61,22 +63,30 @@ absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::
   }
   std::vector<int32_t> prompt;
   if (has_text) {
+    RETURN_IF_ERROR(limits::CheckPromptBytes(limits, "prompt", static_cast<int64_t>(request.prompt().size())));
     ASSIGN_OR_RETURN(prompt, model.EncodePrompt(request.prompt()));
   } else {
     prompt.assign(request.prompt_token_ids().begin(), request.prompt_token_ids().end());
     RETURN_IF_ERROR(model.CheckTokenIds(prompt, "prompt_token_ids"));
   }
-  return Plan(model, std::move(prompt), request.options(), fresh_seed);
+  return Plan(model, std::move(prompt), request.options(), fresh_seed, limits);
 }
 
-absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed) {
+absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
+                                        const limits::RequestLimits& limits) {
+  RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
+  RETURN_IF_ERROR(CheckOptions(limits, request.options()));
   if (request.messages_size() == 0) return absl::InvalidArgumentError("messages is empty: give at least one");
+  RETURN_IF_ERROR(limits::CheckChatMessages(limits, request.messages_size()));
+  int64_t content_bytes = 0;
+  for (const v1::ChatMessage& m : request.messages()) content_bytes += static_cast<int64_t>(m.content().size());
+  RETURN_IF_ERROR(limits::CheckPromptBytes(limits, "the messages' contents together", content_bytes));
   std::vector<model::ChatMessage> messages;
   messages.reserve(request.messages_size());
   for (const v1::ChatMessage& m : request.messages()) messages.push_back({.role = m.role(), .content = m.content()});
   const bool add_generation_prompt = !request.has_add_generation_prompt() || request.add_generation_prompt();
   ASSIGN_OR_RETURN(std::vector<int32_t> prompt, model.EncodeChat(messages, add_generation_prompt));
-  return Plan(model, std::move(prompt), request.options(), fresh_seed);
+  return Plan(model, std::move(prompt), request.options(), fresh_seed, limits);
 }
 
 }  // namespace kvfleet::router

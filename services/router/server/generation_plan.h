@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "kvfleet/v1/inference.pb.h"
 #include "kvfleet/v1/worker.pb.h"
+#include "services/limits/request_limits.h"
 #include "services/router/frontend/router_model.h"
 
 namespace kvfleet::router {
@@ -29,9 +30,11 @@ struct GenerationPlan {
   std::vector<std::string> stop_strings;
 };
 
+// INVALID_ARGUMENT naming the limit for a request over one of `limits`.
 absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
-                                            uint64_t fresh_seed);
-absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed);
+                                            uint64_t fresh_seed, const limits::RequestLimits& limits = {});
+absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
+                                        const limits::RequestLimits& limits = {});
 
 // INVALID_ARGUMENT unless `requested` is empty or the router's model;
 // NOT_FOUND names the model it serves.

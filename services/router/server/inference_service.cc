@@ -26,14 +26,18 @@ uint64_t FreshSeed() {
 
 absl::StatusCode ToAbslCode(grpc::StatusCode code) { return static_cast<absl::StatusCode>(code); }
 
-// The worker's limit on a cache salt, checked before the tenant's is folded in.
-constexpr size_t kMaxClientSaltBytes = 256;
-
 }  // namespace
 
 InferenceService::InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool,
-                                   RouterMetrics& metrics, TenantTokens* tokens)
-    : model_(model), runner_(runner), pool_(pool), metrics_(metrics), tokens_(tokens) {}
+                                   RouterMetrics& metrics, TenantTokens* tokens, const limits::RequestLimits& limits,
+                                   TenantQuotas* quotas)
+    : model_(model),
+      runner_(runner),
+      pool_(pool),
+      metrics_(metrics),
+      tokens_(tokens),
+      limits_(limits),
+      quotas_(quotas) {}
 
 absl::StatusOr<std::string> InferenceService::Authenticate(const grpc::ServerContext& context) const {
   if (tokens_ == nullptr) return std::string();
@@ -54,9 +58,11 @@ absl::StatusOr<v1::GenerationOptions> InferenceService::ForTenant(const std::str
                                                                   const v1::GenerationOptions& options) const {
   v1::GenerationOptions out = options;
   if (tokens_ == nullptr) return out;
-  if (options.cache_salt().size() > kMaxClientSaltBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", options.cache_salt().size(), " bytes; at most ",
-                                                   kMaxClientSaltBytes));
+  // The client's salt is checked here, before the tenant's is folded in.
+  if (options.cache_salt().size() > static_cast<size_t>(limits_.max_cache_salt_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", options.cache_salt().size(),
+                                                   " bytes; the limit is ", limits_.max_cache_salt_bytes,
+                                                   " bytes (the server's --max-cache-salt-bytes)"));
   }
   // Fixed length whatever the client sent; the tenant part cannot be forged
   // by a client salt because the two are hashed together with a separator.
@@ -70,28 +76,60 @@ grpc::Status InferenceService::Done(const char* method, grpc::Status status) {
   return status;
 }
 
-grpc::Status InferenceService::RunPlan(const char* method, grpc::ServerContext& context,
+grpc::Status InferenceService::DoneForTenant(const char* method, const std::string& tenant, grpc::Status status) {
+  metrics_.RecordTenantRequest(tenant, transport::StatusCodeLabel(ToAbslCode(status.error_code())));
+  return Done(method, std::move(status));
+}
+
+grpc::Status InferenceService::RunPlan(const char* method, grpc::ServerContext& context, const std::string& tenant,
                                        GenerationRunner::Clock::time_point arrival,
                                        const absl::StatusOr<GenerationPlan>& plan, const GenerationRunner::Sink& sink) {
-  if (!plan.ok()) return Done(method, transport::ToGrpcStatus(plan.status()));
-  return Done(method, runner_.Run(context, *plan, arrival, sink));
+  if (!plan.ok()) return DoneForTenant(method, tenant, transport::ToGrpcStatus(plan.status()));
+  const int64_t prompt_tokens = static_cast<int64_t>(plan->prompt.size());
+  std::optional<TenantQuotas::Lease> lease;
+  if (quotas_ != nullptr) {
+    TenantQuotas::Admission admission = quotas_->Admit(tenant, prompt_tokens);
+    if (!admission.lease.has_value()) {
+      const std::string wait = std::to_string(admission.refusal.retry_after.count());
+      // gRPC's own retry policy reads grpc-retry-pushback-ms; others read ours.
+      context.AddTrailingMetadata("grpc-retry-pushback-ms", wait);
+      context.AddTrailingMetadata("retry-after-ms", wait);
+      metrics_.RecordQuotaRefusal(tenant, QuotaName(admission.refusal.kind));
+      return DoneForTenant(method, tenant,
+                           grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, admission.refusal.message));
+    }
+    lease = std::move(admission.lease);
+  }
+  int64_t generated = 0;
+  const GenerationRunner::Sink counting = [&](const v1::GenerateTextResponse& r) {
+    generated += r.token_ids_size();
+    return sink(r);
+  };
+  grpc::Status status = runner_.Run(context, *plan, arrival, counting);
+  if (lease.has_value()) lease->Finish(generated);
+  metrics_.RecordTenantTokens(tenant, prompt_tokens, generated);
+  return DoneForTenant(method, tenant, std::move(status));
 }
 
 grpc::Status InferenceService::Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   const auto arrival = Clock::now();
-  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*context, *request);
-  if (!own.ok()) return Done("Generate", transport::ToGrpcStatus(own.status()));
-  return RunPlan("Generate", *context, arrival, PlanGenerate(model_, *own, FreshSeed()),
+  absl::StatusOr<std::string> tenant = Authenticate(*context);
+  if (!tenant.ok()) return Done("Generate", transport::ToGrpcStatus(tenant.status()));
+  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*tenant, *request);
+  if (!own.ok()) return DoneForTenant("Generate", *tenant, transport::ToGrpcStatus(own.status()));
+  return RunPlan("Generate", *context, *tenant, arrival, PlanGenerate(model_, *own, FreshSeed(), limits_),
                  [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
 grpc::Status InferenceService::Chat(grpc::ServerContext* context, const v1::ChatRequest* request,
                                     grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   const auto arrival = Clock::now();
-  absl::StatusOr<v1::ChatRequest> own = OwnRequest(*context, *request);
-  if (!own.ok()) return Done("Chat", transport::ToGrpcStatus(own.status()));
-  return RunPlan("Chat", *context, arrival, PlanChat(model_, *own, FreshSeed()),
+  absl::StatusOr<std::string> tenant = Authenticate(*context);
+  if (!tenant.ok()) return Done("Chat", transport::ToGrpcStatus(tenant.status()));
+  absl::StatusOr<v1::ChatRequest> own = OwnRequest(*tenant, *request);
+  if (!own.ok()) return DoneForTenant("Chat", *tenant, transport::ToGrpcStatus(own.status()));
+  return RunPlan("Chat", *context, *tenant, arrival, PlanChat(model_, *own, FreshSeed(), limits_),
                  [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
@@ -108,9 +146,11 @@ grpc::Status InferenceService::Complete(grpc::ServerContext* context, const v1::
     }
     return true;
   };
-  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*context, *request);
-  if (!own.ok()) return Done("Complete", transport::ToGrpcStatus(own.status()));
-  return RunPlan("Complete", *context, arrival, PlanGenerate(model_, *own, FreshSeed()), collect);
+  absl::StatusOr<std::string> tenant = Authenticate(*context);
+  if (!tenant.ok()) return Done("Complete", transport::ToGrpcStatus(tenant.status()));
+  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*tenant, *request);
+  if (!own.ok()) return DoneForTenant("Complete", *tenant, transport::ToGrpcStatus(own.status()));
+  return RunPlan("Complete", *context, *tenant, arrival, PlanGenerate(model_, *own, FreshSeed(), limits_), collect);
 }
 
 grpc::Status InferenceService::Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,

@@ -16,9 +16,13 @@
 // tenants neither share nor can probe each other's cached prefixes. Health
 // is a separate service and needs no token.
 //
+// With quotas (--tenant-*), a generating call over its tenant's quota ends
+// RESOURCE_EXHAUSTED naming the quota, with `grpc-retry-pushback-ms` and
+// `retry-after-ms` trailers saying when to retry.
+//
 // Thread-safety: gRPC calls the methods from many threads at once.
 //
-//   InferenceService service(model, runner, pool, metrics, tokens.get());  // tokens may be null: no auth
+//   InferenceService service(model, runner, pool, metrics, tokens.get(), limits, quotas.get());  // null: none
 //   StartGrpcServer({.services = {&service}, ...});
 #pragma once
 
@@ -27,7 +31,9 @@
 #include <string>
 
 #include "kvfleet/v1/inference.grpc.pb.h"
+#include "services/limits/request_limits.h"
 #include "services/router/frontend/router_model.h"
+#include "services/router/frontend/tenant_quota.h"
 #include "services/router/frontend/tenant_tokens.h"
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/router_metrics.h"
@@ -38,7 +44,8 @@ namespace kvfleet::router {
 class InferenceService final : public v1::Inference::Service {
  public:
   InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics,
-                   TenantTokens* tokens = nullptr);
+                   TenantTokens* tokens = nullptr, const limits::RequestLimits& limits = {},
+                   TenantQuotas* quotas = nullptr);
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) override;
@@ -56,22 +63,22 @@ class InferenceService final : public v1::Inference::Service {
  private:
   // Records the call's status in the metrics and returns it.
   grpc::Status Done(const char* method, grpc::Status status);
-  // A generating call: the plan's error, or the runner's status, recorded.
-  grpc::Status RunPlan(const char* method, grpc::ServerContext& context, GenerationRunner::Clock::time_point arrival,
-                       const absl::StatusOr<GenerationPlan>& plan, const GenerationRunner::Sink& sink);
+  // A generating call: the plan's error, the tenant quota's refusal (with
+  // a retry hint in the trailers), or the runner's status, recorded.
+  grpc::Status RunPlan(const char* method, grpc::ServerContext& context, const std::string& tenant,
+                       GenerationRunner::Clock::time_point arrival, const absl::StatusOr<GenerationPlan>& plan,
+                       const GenerationRunner::Sink& sink);
+  grpc::Status DoneForTenant(const char* method, const std::string& tenant, grpc::Status status);
 
   // The caller's tenant ("" with auth off), or UNAUTHENTICATED.
   absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
   // `options` with the tenant's salt folded in; INVALID_ARGUMENT for a salt too long.
   absl::StatusOr<v1::GenerationOptions> ForTenant(const std::string& tenant, const v1::GenerationOptions& options) const;
-  // A generating request as this caller may send it: authenticated, its
-  // options ForTenant.
+  // A generating request as `tenant` may send it: its options ForTenant.
   template <typename Request>
-  absl::StatusOr<Request> OwnRequest(const grpc::ServerContext& context, const Request& request) const {
-    absl::StatusOr<std::string> tenant = Authenticate(context);
-    if (!tenant.ok()) return tenant.status();
+  absl::StatusOr<Request> OwnRequest(const std::string& tenant, const Request& request) const {
     Request own = request;
-    absl::StatusOr<v1::GenerationOptions> options = ForTenant(*tenant, request.options());
+    absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
     if (!options.ok()) return options.status();
     *own.mutable_options() = *std::move(options);
     return own;
@@ -82,6 +89,8 @@ class InferenceService final : public v1::Inference::Service {
   const WorkerPool& pool_;
   RouterMetrics& metrics_;
   TenantTokens* tokens_;
+  const limits::RequestLimits limits_;
+  TenantQuotas* quotas_;
 };
 
 }  // namespace kvfleet::router

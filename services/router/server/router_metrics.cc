@@ -1,5 +1,7 @@
 #include "services/router/server/router_metrics.h"
 
+#include <algorithm>
+
 #include "services/transport/registry_metrics.h"
 #include "services/transport/scrape_families.h"
 
@@ -7,7 +9,8 @@ namespace kvfleet::router {
 using transport::AddCounter;
 using transport::AddHistogram;
 
-RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+RouterMetrics::RouterMetrics(int max_tenant_labels)
+    : registry_(std::make_shared<prometheus::Registry>()), max_tenant_labels_(std::max(max_tenant_labels, 0)) {
   prometheus::Registry& r = *registry_;
   requests_ = &prometheus::BuildCounter()
                    .Name("kvfleet_router_requests_total")
@@ -42,6 +45,41 @@ RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry
                    "Between consecutive messages of tokens sent to a client", transport::InterTokenBuckets());
   e2e_ = AddHistogram(r, "kvfleet_router_e2e_request_latency_seconds", "From a call's arrival to its end",
                       transport::RequestBuckets());
+  tenant_requests_ = &prometheus::BuildCounter()
+                          .Name("kvfleet_router_tenant_requests_total")
+                          .Help("Finished generating calls by tenant (bounded; later tenants are \"other\") and code")
+                          .Register(r);
+  tenant_tokens_ = &prometheus::BuildCounter()
+                        .Name("kvfleet_router_tenant_tokens_total")
+                        .Help("Prompt and generated tokens of finished calls, by tenant and kind")
+                        .Register(r);
+  quota_refusals_ = &prometheus::BuildCounter()
+                         .Name("kvfleet_router_tenant_quota_refusals_total")
+                         .Help("Calls refused RESOURCE_EXHAUSTED by a tenant quota, by tenant and quota")
+                         .Register(r);
+}
+
+std::string RouterMetrics::TenantLabel(const std::string& tenant) {
+  if (tenant.empty()) return "none";
+  absl::MutexLock lock(&labels_mu_);
+  if (tenant_labels_.contains(tenant)) return tenant;
+  if (tenant_labels_.size() >= max_tenant_labels_) return "other";
+  tenant_labels_.insert(tenant);
+  return tenant;
+}
+
+void RouterMetrics::RecordTenantRequest(const std::string& tenant, const std::string& code) {
+  tenant_requests_->Add({{"tenant", TenantLabel(tenant)}, {"code", code}}).Increment();
+}
+
+void RouterMetrics::RecordTenantTokens(const std::string& tenant, int64_t prompt_tokens, int64_t generated_tokens) {
+  const std::string label = TenantLabel(tenant);
+  tenant_tokens_->Add({{"tenant", label}, {"kind", "prompt"}}).Increment(static_cast<double>(prompt_tokens));
+  tenant_tokens_->Add({{"tenant", label}, {"kind", "generated"}}).Increment(static_cast<double>(generated_tokens));
+}
+
+void RouterMetrics::RecordQuotaRefusal(const std::string& tenant, const std::string& quota) {
+  quota_refusals_->Add({{"tenant", TenantLabel(tenant)}, {"quota", quota}}).Increment();
 }
 
 void RouterMetrics::RecordRequest(const std::string& method, const std::string& code) {

@@ -7,7 +7,11 @@
 // (arrival to the worker call). Worker counts are read from the pool at
 // scrape time (WorkerPoolCollector).
 //
-// Labels are of low cardinality only (a method, a code, a policy, a reason).
+// Labels are of low cardinality only (a method, a code, a policy, a reason),
+// and `tenant` on the kvfleet_router_tenant_* families, bounded: the first
+// `max_tenant_labels` tenants seen keep their name, later ones count as
+// "other" (a token file may grow; a metrics backend should not). With auth
+// off the tenant is "none".
 //
 // Thread-safety: every method is thread-safe (prometheus-cpp metrics are).
 //
@@ -24,6 +28,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+
 #include "services/router/placement/decision.h"
 #include "services/router/placement/placement_options.h"
 #include "services/router/server/worker_pool.h"
@@ -32,7 +39,7 @@ namespace kvfleet::router {
 
 class RouterMetrics {
  public:
-  RouterMetrics();
+  explicit RouterMetrics(int max_tenant_labels = 100);
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
@@ -48,6 +55,11 @@ class RouterMetrics {
   void RecordInterToken(double seconds);
   void RecordFinished(double e2e_seconds, int64_t prompt_tokens, int64_t cached_prompt_tokens,
                       int64_t generated_tokens);
+  // The tenant's share: its generating calls by code, their tokens, and
+  // the calls its quotas refused (`quota` = requests, tokens, streams).
+  void RecordTenantRequest(const std::string& tenant, const std::string& code);
+  void RecordTenantTokens(const std::string& tenant, int64_t prompt_tokens, int64_t generated_tokens);
+  void RecordQuotaRefusal(const std::string& tenant, const std::string& quota);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -64,6 +76,15 @@ class RouterMetrics {
   prometheus::Histogram* ttft_;
   prometheus::Histogram* inter_token_;
   prometheus::Histogram* e2e_;
+  prometheus::Family<prometheus::Counter>* tenant_requests_;
+  prometheus::Family<prometheus::Counter>* tenant_tokens_;
+  prometheus::Family<prometheus::Counter>* quota_refusals_;
+
+  // The tenant's label value, "other" once the bound is reached.
+  std::string TenantLabel(const std::string& tenant);
+  const size_t max_tenant_labels_;
+  absl::Mutex labels_mu_;
+  absl::flat_hash_set<std::string> tenant_labels_ ABSL_GUARDED_BY(labels_mu_);
 };
 
 // kvfleet_router_workers{state} from the pool, at scrape time.

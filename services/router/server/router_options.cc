@@ -31,10 +31,17 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
   --overlap-timeout MS         longest wait for the cachemanager per request before placing
                                least_loaded (default 100)
   --probe-interval MS          how often each worker's load is read (default 250)
-  --max-message-bytes N        largest request accepted (default 4194304)
   --auth-tokens FILE           require `authorization: Bearer <token>` on every call; FILE maps
                                sha256(token) in hex to a tenant, one "<digest> <tenant>" a line,
                                re-read when it changes. Each tenant's prefix cache is its own
+  --tenant-requests-per-second R  each tenant's request rate (default 0: no limit); over it,
+                               RESOURCE_EXHAUSTED with a grpc-retry-pushback-ms trailer
+  --tenant-request-burst N     requests a tenant may send at once (default: one second's worth)
+  --tenant-tokens-per-second T each tenant's prompt + generated tokens per second (default 0: no limit)
+  --tenant-token-burst N       tokens a tenant may spend at once (default: one second's worth)
+  --tenant-max-streams N       generating calls a tenant may have in flight (default 0: no limit)
+                               With auth off, all callers are one tenant
+  --metrics-max-tenants N      tenants named in the tenant metrics; later ones are "other" (default 100)
   --worker-tls-name NAME       with --tls-ca: the name the workers' certificates must carry (they are
                                dialled by the address they advertise, e.g. a pod IP; default: that address)
 
@@ -47,25 +54,40 @@ Readiness turns off once SIGTERM arrives; liveness stays on while the router ser
 
 std::string RouterUsage() {
   return absl::StrCat(kUsageHead, transport::TransportUsage(kRouterTransportDefaults, "kvfleet.v1.Inference"),
-                      kUsageTail);
+                      kUsageTail, limits::LimitsUsage());
 }
 
 absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(flags::Flags f,
                    flags::Flags::Parse(args,
-                                       transport::WithTransportFlags(
+                                       transport::WithTransportFlags(limits::WithLimitFlags(
                                            {"model", "model-id", "cachemanager", "workers", "policy", "max-attempts",
-                                            "overlap-timeout", "probe-interval", "max-message-bytes",
+                                            "overlap-timeout", "probe-interval",
                                             "prefill-weight", "decode-weight", "decision-memory",
                                             "in-flight-window", "affinity-guard-margin", "worker-tls-name",
-                                            "auth-tokens"}),
+                                            "auth-tokens", "tenant-requests-per-second", "tenant-request-burst",
+                                            "tenant-tokens-per-second", "tenant-token-burst", "tenant-max-streams",
+                                            "metrics-max-tenants"})),
                                        transport::WithTransportSwitches({})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kRouterTransportDefaults));
+  ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
   o.worker_tls_name = f.GetString("worker-tls-name", "");
   o.auth_tokens = f.GetString("auth-tokens", "");
+  TenantQuotaOptions& q = o.quotas;
+  ASSIGN_OR_RETURN(q.requests_per_second, f.GetDouble("tenant-requests-per-second", q.requests_per_second));
+  ASSIGN_OR_RETURN(q.request_burst, f.GetDouble("tenant-request-burst", q.request_burst));
+  ASSIGN_OR_RETURN(q.tokens_per_second, f.GetDouble("tenant-tokens-per-second", q.tokens_per_second));
+  ASSIGN_OR_RETURN(q.token_burst, f.GetDouble("tenant-token-burst", q.token_burst));
+  ASSIGN_OR_RETURN(q.max_streams, f.GetInt("tenant-max-streams", q.max_streams));
+  RETURN_IF_ERROR(q.Validate());
+  ASSIGN_OR_RETURN(int64_t max_tenants, f.GetInt("metrics-max-tenants", o.metrics_max_tenants));
+  if (max_tenants < 0 || max_tenants > 10000) {
+    return absl::InvalidArgumentError("--metrics-max-tenants must be in [0, 10000]");
+  }
+  o.metrics_max_tenants = static_cast<int>(max_tenants);
   o.cachemanager = f.GetString("cachemanager", "");
   for (absl::string_view w : absl::StrSplit(f.GetString("workers", ""), ',', absl::SkipWhitespace())) {
     o.workers.emplace_back(absl::StripAsciiWhitespace(w));
@@ -89,16 +111,13 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(int64_t attempts, f.GetInt("max-attempts", o.max_attempts));
   ASSIGN_OR_RETURN(int64_t overlap_ms, f.GetInt("overlap-timeout", o.overlap_timeout.count()));
   ASSIGN_OR_RETURN(int64_t probe_ms, f.GetInt("probe-interval", o.probe_interval.count()));
-  ASSIGN_OR_RETURN(int64_t message_bytes, f.GetInt("max-message-bytes", o.max_message_bytes));
-  if (attempts < 1 || overlap_ms < 1 || probe_ms < 10 || message_bytes < 1024) {
+  if (attempts < 1 || overlap_ms < 1 || probe_ms < 10) {
     return absl::InvalidArgumentError(
-        "--max-attempts must be >= 1, --overlap-timeout >= 1 ms, --probe-interval >= 10 ms and "
-        "--max-message-bytes >= 1024");
+        "--max-attempts must be >= 1, --overlap-timeout >= 1 ms and --probe-interval >= 10 ms");
   }
   o.max_attempts = static_cast<int>(attempts);
   o.overlap_timeout = std::chrono::milliseconds(overlap_ms);
   o.probe_interval = std::chrono::milliseconds(probe_ms);
-  o.max_message_bytes = static_cast<int32_t>(message_bytes);
   return o;
 }
 

@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "services/limits/request_limits.h"
+#include "services/router/frontend/tenant_quota.h"
 #include "services/router/placement/placement_options.h"
 #include "services/transport/transport_options.h"
 
 namespace kvfleet::router {
 
-inline const transport::TransportOptions kRouterTransportDefaults{.listen = "127.0.0.1:50060", .metrics_port = 9466};
+inline const transport::TransportOptions kRouterTransportDefaults{
+    .listen = "127.0.0.1:50060", .metrics_port = 9466, .max_message_bytes = 4 << 20};
 
 struct RouterOptions {
   std::string model_path;
@@ -25,12 +28,14 @@ struct RouterOptions {
   int max_attempts = 3;
   std::chrono::milliseconds overlap_timeout{100};
   std::chrono::milliseconds probe_interval{250};
-  int32_t max_message_bytes = 4 << 20;
   // The name workers' TLS certificates must carry: they are dialled by the
   // address they advertise (a pod IP), which certificates do not name.
   // Empty: the address's host itself.
   std::string worker_tls_name;
   std::string auth_tokens;  // the tenants' token file; empty: no auth on the public API
+  limits::RequestLimits limits;
+  TenantQuotaOptions quotas;   // per tenant ("" with auth off); all 0: none
+  int metrics_max_tenants = 100;  // distinct `tenant` label values before "other"
 };
 
 // --help: the router's flags and the shared transport flags.

@@ -14,7 +14,7 @@ GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine,
                                  const v1::GenerateRequest& request, RequestId id)
     : service_(service), engine_(engine), call_(call), id_(id) {
   service_.StreamStarted(id_);
-  absl::StatusOr<engine::EngineRequest> converted = ToEngineRequest(request, id_, service_.context_length());
+  absl::StatusOr<engine::EngineRequest> converted = ToEngineRequest(request, id_, service_.context_length(), service_.limits());
   if (!converted.ok()) {
     Refuse(converted.status());
     return;

@@ -1,6 +1,7 @@
 #include "services/worker/server/proto_convert.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace kvfleet::worker {
 namespace {
@@ -21,14 +22,15 @@ engine::SamplingParams ToSampling(const v1::SamplingParams& p) {
 }  // namespace
 
 absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, RequestId id,
-                                                      int64_t context_length) {
-  if (request.request_id().size() > kMaxRequestIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("request_id is ", request.request_id().size(), " bytes; at most ",
-                                                   kMaxRequestIdBytes, " are allowed"));
-  }
-  if (request.cache_salt().size() > kMaxCacheSaltBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", request.cache_salt().size(), " bytes; at most ",
-                                                   kMaxCacheSaltBytes, " are allowed"));
+                                                      int64_t context_length, const limits::RequestLimits& limits) {
+  RETURN_IF_ERROR(limits::CheckGeneration(limits, {.request_id = request.request_id(),
+                                                   .cache_salt = request.cache_salt(),
+                                                   .priority = request.priority(),
+                                                   .stopping = &request.stopping(),
+                                                   .top_logprobs = request.top_logprobs()}));
+  if (!request.prompt_token_ids().empty()) {
+    RETURN_IF_ERROR(limits::CheckLength(limits, request.prompt_token_ids_size(), request.stopping().max_tokens(),
+                                        context_length));
   }
   engine::EngineRequest r{.id = id, .priority = request.priority(), .cache_salt = request.cache_salt()};
   r.prompt.assign(request.prompt_token_ids().begin(), request.prompt_token_ids().end());

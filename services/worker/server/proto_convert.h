@@ -13,17 +13,18 @@
 #include "common/ids.h"
 #include "kvfleet/v1/cachemanager.pb.h"
 #include "kvfleet/v1/worker.pb.h"
+#include "services/limits/request_limits.h"
 #include "services/worker/engine/engine_stats.h"
 #include "services/worker/engine/request.h"
 
 namespace kvfleet::worker {
 
-inline constexpr size_t kMaxRequestIdBytes = 128;
-inline constexpr size_t kMaxCacheSaltBytes = 256;
-
-// max_tokens 0 (unset) becomes "the rest of the context".
+// max_tokens 0 (unset) becomes "the rest of the context". The request is
+// checked against `limits` first, as the router did: a worker may be called
+// directly.
 absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest& request, RequestId id,
-                                                      int64_t context_length);
+                                                      int64_t context_length,
+                                                      const limits::RequestLimits& limits = {});
 
 v1::FinishReason ToProto(engine::FinishReason reason);
 

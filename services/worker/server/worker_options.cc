@@ -41,7 +41,6 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
   --spec-draft-model PATH      load "draft": a GGUF with the same vocabulary (e.g. from kvfleet make-draft)
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
-  --max-message-bytes N        largest request accepted (default 1048576)
   --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
   --worker-id ID               this worker's name in the cluster (default: the advertised address)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
@@ -58,24 +57,26 @@ std::chrono::milliseconds Millis(double seconds) {
 }  // namespace
 
 std::string WorkerUsage() {
-  return absl::StrCat(kUsageHead, transport::TransportUsage(kWorkerTransportDefaults, "kvfleet.v1.Worker"), kUsageTail);
+  return absl::StrCat(kUsageHead, transport::TransportUsage(kWorkerTransportDefaults, "kvfleet.v1.Worker"), kUsageTail,
+                      limits::LimitsUsage());
 }
 
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       flags::Flags f,
       flags::Flags::Parse(args,
-                          transport::WithTransportFlags(
+                          transport::WithTransportFlags(limits::WithLimitFlags(
                               {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
                                "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
-                               "stall-timeout", "max-message-bytes", "cachemanager", "worker-id",
+                               "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
-                               "spec-ngram-max", "spec-self-layers", "spec-draft-model"}),
+                               "spec-ngram-max", "spec-self-layers", "spec-draft-model"})),
                           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kWorkerTransportDefaults));
+  ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
   o.device = f.GetString("device", o.device);
   if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
@@ -121,9 +122,6 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   }
   o.drain_timeout = Millis(drain);
   o.stall_timeout = Millis(stall);
-  ASSIGN_OR_RETURN(int64_t message_bytes, f.GetInt("max-message-bytes", o.max_message_bytes));
-  if (message_bytes < 1024) return absl::InvalidArgumentError("--max-message-bytes must be >= 1024");
-  o.max_message_bytes = static_cast<int32_t>(message_bytes);
   o.cachemanager = f.GetString("cachemanager", "");
   o.worker_id = f.GetString("worker-id", "");
   o.advertise_address = f.GetString("advertise-address", "");

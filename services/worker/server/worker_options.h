@@ -14,11 +14,14 @@
 #include "services/worker/engine/scheduler/scheduler.h"
 #include "services/worker/engine/spec/proposer_set.h"
 #include "services/worker/engine/spec/speculation_options.h"
+#include "services/limits/request_limits.h"
 #include "services/transport/transport_options.h"
 
 namespace kvfleet::worker {
 
-inline const transport::TransportOptions kWorkerTransportDefaults{.listen = "127.0.0.1:50051", .metrics_port = 9464};
+// A router multiplexes every stream it sends a worker over one connection.
+inline const transport::TransportOptions kWorkerTransportDefaults{
+    .listen = "127.0.0.1:50051", .metrics_port = 9464, .max_concurrent_streams = 8192};
 
 struct WorkerOptions {
   std::string model_path;
@@ -39,10 +42,10 @@ struct WorkerOptions {
   engine::spec::ProposerConfig proposers;
   std::chrono::milliseconds drain_timeout{30000};
   std::chrono::milliseconds stall_timeout{60000};
-  int32_t max_message_bytes = 1 << 20;
   std::string cachemanager;        // host:port; empty: publish no KV events
   std::string worker_id;           // default: the advertised address
   std::string advertise_address;   // where routers reach this worker; default: the bound address
+  limits::RequestLimits limits;
 };
 
 // --help: the worker's flags and the shared transport flags.

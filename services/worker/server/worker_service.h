@@ -22,13 +22,14 @@
 #include "common/ids.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "services/worker/engine/engine.h"
+#include "services/limits/request_limits.h"
 #include "services/worker/server/worker_metrics.h"
 
 namespace kvfleet::worker {
 
 class WorkerService final : public v1::Worker::CallbackService {
  public:
-  explicit WorkerService(WorkerMetrics& metrics) : metrics_(metrics) {}
+  WorkerService(WorkerMetrics& metrics, const limits::RequestLimits& limits) : metrics_(metrics), limits_(limits) {}
 
   // The engine is running: Generate accepts requests. `engine` must outlive
   // every stream (stop the gRPC server before destroying it).
@@ -53,11 +54,13 @@ class WorkerService final : public v1::Worker::CallbackService {
   void StreamEnded(RequestId id);
   WorkerMetrics& metrics() { return metrics_; }
   int64_t context_length() const { return info_.max_context(); }
+  const limits::RequestLimits& limits() const { return limits_; }
 
  private:
   grpc::ServerWriteReactor<v1::GenerateResponse>* Unavailable(const char* why);
 
   WorkerMetrics& metrics_;
+  const limits::RequestLimits limits_;
   std::atomic<engine::Engine*> engine_{nullptr};
   v1::WorkerInfo info_;  // written once, before engine_ is published
   std::atomic<bool> draining_{false};

@@ -271,6 +271,41 @@ TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
   EXPECT_EQ(*code, 0) << Diagnostics();
 }
 
+// Without TLS, --internal-token: the cluster serves as usual, its workers
+// and cachemanager refuse callers without the token, and the CLI passes it.
+TEST_F(KvfleetUpTest, TheInternalTokenGuardsWorkersAndTheCachemanager) {
+  std::unique_ptr<ChildProcess> up = StartUp({"--internal-token", "--workers", "1"});
+  ASSERT_NE(up, nullptr);
+  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
+  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
+  const std::string router = ready->substr(std::string(kReadyPrefix).size());
+  services_ = ChildrenOf(up->pid());
+  const std::string token = dir_.Path("logs/internal-token");
+  ASSERT_TRUE(std::filesystem::exists(token)) << Diagnostics();
+  EXPECT_EQ(std::filesystem::status(token).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const auto run = [&](const std::vector<std::string>& args) {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
+    if (!cli.ok()) return -1;
+    absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
+    return code.ok() ? *code : -1;
+  };
+  EXPECT_EQ(run({"load", "--target", router, "--requests", "2", "--prompt-tokens", "8", "--max-tokens", "4"}), 0)
+      << "the router's public port needs no internal token: " << ReadFile(dir_.Path("cli.log"));
+  const std::string log = ReadFile(UpLog());
+  const size_t at = log.find("cachemanager ready at ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string cachemanager = log.substr(at + 22, log.find(' ', at + 22) - at - 22);
+  EXPECT_EQ(run({"workers", "--cachemanager", cachemanager, "--internal-token-file", token}), 0)
+      << ReadFile(dir_.Path("cli.log"));
+  EXPECT_NE(run({"workers", "--cachemanager", cachemanager}), 0) << "the cachemanager requires the token";
+  EXPECT_THAT(ReadFile(dir_.Path("cli.log")), HasSubstr("internal token"));
+  up->Signal(SIGINT);
+  absl::StatusOr<int> code = up->Wait(absl::Seconds(90));
+  ASSERT_TRUE(code.ok()) << code.status() << Diagnostics();
+  EXPECT_EQ(*code, 0) << Diagnostics();
+}
+
 TEST_F(KvfleetUpTest, AMissingModelFailsBeforeStartingAnything) {
   absl::StatusOr<std::unique_ptr<ChildProcess>> up =
       ChildProcess::Start(KVFLEET_CLI_BINARY, {"up", "--model", dir_.Path("missing.gguf")}, UpLog());

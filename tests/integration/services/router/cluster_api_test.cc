@@ -13,7 +13,11 @@ class RouterApiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cluster_ = new RouterCluster();
-    const absl::Status s = cluster_->Start({.workers = 2});
+    // Some limits lowered, so the tests can send one over each.
+    const absl::Status s = cluster_->Start({.workers = 2,
+                                            .router_args = {"--max-stop-strings", "4", "--max-chat-messages", "8",
+                                                            "--max-prompt-bytes", "65536", "--max-metadata-bytes",
+                                                            "8192", "--max-priority", "10"}});
     ASSERT_TRUE(s.ok()) << s;
   }
   static void TearDownTestSuite() {
@@ -164,6 +168,38 @@ TEST_F(RouterApiTest, MalformedCallsGetAClearStatusAndOthersAreStillServed) {
        "options.stop"},
       {"temperature below 0", [](auto& r) { r.mutable_options()->mutable_sampling()->set_temperature(-1); },
        grpc::StatusCode::INVALID_ARGUMENT, "temperature"},
+      {"five stop strings (--max-stop-strings 4)",
+       [](auto& r) {
+         for (const char* stop : {"a", "b", "c", "d", "e"}) r.mutable_options()->add_stop(stop);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-stop-strings"},
+      {"a stop string of 257 bytes", [](auto& r) { r.mutable_options()->add_stop(std::string(257, 's')); },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-stop-string-bytes"},
+      {"priority 11 (--max-priority 10)", [](auto& r) { r.mutable_options()->set_priority(11); },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-priority"},
+      {"a request id of 129 bytes", [](auto& r) { r.mutable_options()->set_request_id(std::string(129, 'i')); },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-request-id-bytes"},
+      {"a cache salt of 257 bytes", [](auto& r) { r.mutable_options()->set_cache_salt(std::string(257, 'c')); },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-cache-salt-bytes"},
+      {"top_logprobs 21", [](auto& r) { r.mutable_options()->set_top_logprobs(21); },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-top-logprobs"},
+      {"65 stop ids",
+       [](auto& r) {
+         for (int i = 0; i < 65; ++i) r.mutable_options()->mutable_stopping()->add_stop_token_ids(5);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-stop-token-ids"},
+      {"a text prompt of 65537 bytes (--max-prompt-bytes 65536)",
+       [](auto& r) {
+         r.clear_prompt_token_ids();
+         r.set_prompt(std::string(65537, 'p'));
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "--max-prompt-bytes"},
+      {"a message over 4 MiB",
+       [](auto& r) {
+         r.clear_prompt_token_ids();
+         r.set_prompt(std::string((4 << 20) + 1, 'p'));
+       },
+       grpc::StatusCode::RESOURCE_EXHAUSTED, ""},
   };
   for (const BadCall& c : cases) {
     SCOPED_TRACE(c.name);
@@ -178,6 +214,32 @@ TEST_F(RouterApiTest, MalformedCallsGetAClearStatusAndOthersAreStillServed) {
   }
   v1::ChatRequest empty_chat;
   EXPECT_EQ(cluster_->Chat(empty_chat).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::ChatRequest long_chat;
+  for (int i = 0; i < 9; ++i) {
+    v1::ChatMessage* m = long_chat.add_messages();
+    m->set_role(i % 2 == 0 ? "user" : "assistant");
+    m->set_content("hi");
+  }
+  const TextStreamResult nine = cluster_->Chat(long_chat);
+  EXPECT_EQ(nine.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(nine.status.error_message().find("--max-chat-messages"), std::string::npos) << nine.status.error_message();
+  long_chat.mutable_messages()->RemoveLast();
+  EXPECT_TRUE(cluster_->Chat(long_chat).status.ok()) << "eight messages are within the limit";
+}
+
+// Headers count too: one entry over --max-metadata-bytes is refused by gRPC
+// itself before the router reads the request.
+TEST_F(RouterApiTest, MetadataOverTheLimitIsRefusedAndTheRouterServesOn) {
+  auto stub = cluster_->Stub();
+  v1::ListModelsResponse response;
+  grpc::ClientContext small;
+  small.AddMetadata("x-padding", std::string(4000, 'm'));
+  EXPECT_TRUE(stub->ListModels(&small, v1::ListModelsRequest(), &response).ok());
+  grpc::ClientContext big;
+  big.AddMetadata("x-padding", std::string(8193, 'm'));
+  EXPECT_EQ(stub->ListModels(&big, v1::ListModelsRequest(), &response).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(cluster_->Generate(TinyTextRequest(5, 8, 4)).status.ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "services/router/frontend/tenant_tokens.h"
@@ -105,6 +106,92 @@ TEST_F(ClusterAuthTest, TheLoadToolAuthenticatesWithATokenFile) {
   EXPECT_EQ(load({"--token-file", dir_.Path("my-token")}), 0) << ReadAll(dir_.Path("cli.log"));
   EXPECT_NE(load({}), 0) << "no token";
   EXPECT_EQ(ReadAll(dir_.Path("cli.log")).find(kTokenB), std::string::npos) << "the CLI never prints the token";
+}
+
+// With TLS off, the internal token: the whole cluster runs with it (the
+// router reaches workers and the cachemanager, workers publish), and a
+// caller without it is refused by the worker itself.
+TEST(ClusterInternalTokenTest, TheClusterServesWithTheTokenAndAWorkerRefusesCallersWithoutIt) {
+  TempDir dir;
+  const std::string token_file = dir.Path("internal-token");
+  std::ofstream(token_file) << "cluster-internal-7c1d9e0b2a44\n";
+  const std::vector<std::string> token = {"--internal-token-file", token_file};
+  RouterCluster cluster;
+  ASSERT_TRUE(cluster.Start({.workers = 1, .worker_args = token, .router_args = token, .cachemanager_args = token})
+                  .ok());
+  const TextStreamResult served = cluster.Generate(TinyTextRequest(3, 8, 4));
+  EXPECT_TRUE(served.status.ok()) << served.status.error_message();
+  EXPECT_EQ(served.tokens.size(), 4u);
+  const StreamResult direct = cluster.worker(0).Generate(TinyRequest(3, 8, 4));
+  EXPECT_EQ(direct.status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << direct.status.error_message();
+  EXPECT_TRUE(cluster.worker(0).Serving().value_or(false)) << "health needs no token";
+}
+
+// Per-tenant quotas on a real router: a tenant over its request rate or its
+// streams in flight is refused RESOURCE_EXHAUSTED with the quota named and a
+// retry hint in the trailers, the other tenant is served meanwhile, a retry
+// after the hint succeeds, and the tenant metrics count it all.
+TEST(ClusterQuotaTest, ATenantOverItsQuotaIsToldWhenToRetryAndOthersAreServed) {
+  TempDir dir;
+  std::ofstream(dir.Path("tokens")) << HexDigest(kTokenA) << " team-a\n" << HexDigest(kTokenB) << " team-b\n";
+  RouterCluster cluster;
+  ASSERT_TRUE(cluster
+                  .Start({.workers = 1,
+                          .router_args = {"--auth-tokens", dir.Path("tokens"), "--tenant-requests-per-second", "0.5",
+                                          "--tenant-request-burst", "2", "--tenant-max-streams", "1",
+                                          "--metrics-max-tenants", "1"},
+                          .bearer_token = kTokenA})
+                  .ok());
+  struct Answer {
+    grpc::Status status;
+    std::multimap<grpc::string_ref, grpc::string_ref> trailers;
+    std::string pushback;
+  };
+  const auto complete = [&](const std::string& token, int max_tokens = 2) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    context.AddMetadata("authorization", "Bearer " + token);
+    v1::GenerateTextRequest request = TinyTextRequest(1, 8, max_tokens);
+    v1::CompleteResponse response;
+    Answer a{.status = cluster.Stub()->Complete(&context, request, &response)};
+    const auto it = context.GetServerTrailingMetadata().find("grpc-retry-pushback-ms");
+    if (it != context.GetServerTrailingMetadata().end()) a.pushback = std::string(it->second.data(), it->second.size());
+    return a;
+  };
+  EXPECT_TRUE(complete(kTokenA).status.ok());
+  EXPECT_TRUE(complete(kTokenA).status.ok());
+  const Answer over = complete(kTokenA);
+  ASSERT_EQ(over.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << over.status.error_message();
+  EXPECT_NE(over.status.error_message().find("--tenant-requests-per-second"), std::string::npos);
+  ASSERT_FALSE(over.pushback.empty()) << "a retry hint";
+  const int wait_ms = std::stoi(over.pushback);
+  EXPECT_GT(wait_ms, 0);
+  EXPECT_LE(wait_ms, 2000);
+  EXPECT_TRUE(complete(kTokenB).status.ok()) << "another tenant has its own quota";
+  std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+  EXPECT_TRUE(complete(kTokenA).status.ok()) << "a retry after the hint";
+
+  // Streams: team-b holds one long generation; a second is refused until it ends.
+  std::thread long_stream([&] { EXPECT_TRUE(complete(kTokenB, 3000).status.ok()); });
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::WorkerStats> stats = cluster.worker(0).Stats();
+        return stats.ok() && stats->running() == 1;  // the long one is generating
+      },
+      std::chrono::milliseconds(10000)));
+  const Answer second = complete(kTokenB);
+  EXPECT_EQ(second.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << second.status.error_message();
+  EXPECT_NE(second.status.error_message().find("--tenant-max-streams 1"), std::string::npos)
+      << second.status.error_message();
+  long_stream.join();
+
+  absl::StatusOr<PrometheusScrape> m = cluster.ScrapeRouter();
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->Value("kvfleet_router_tenant_quota_refusals_total", {{"tenant", "team-a"}, {"quota", "requests"}}), 1);
+  EXPECT_EQ(m->Value("kvfleet_router_tenant_quota_refusals_total", {{"tenant", "other"}, {"quota", "streams"}}), 1)
+      << "--metrics-max-tenants 1: the second tenant is labelled other";
+  EXPECT_EQ(m->Value("kvfleet_router_tenant_requests_total", {{"tenant", "team-a"}, {"code", "ok"}}), 3);
+  EXPECT_EQ(m->Value("kvfleet_router_tenant_tokens_total", {{"tenant", "team-a"}, {"kind", "generated"}}), 6);
 }
 
 }  // namespace

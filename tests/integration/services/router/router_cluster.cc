@@ -36,10 +36,13 @@ TextStreamResult ReadStream(std::unique_ptr<grpc::ClientReader<v1::GenerateTextR
 }  // namespace
 
 absl::Status RouterCluster::StartCacheManager(const std::string& listen) {
-  ASSIGN_OR_RETURN(cachemanager_, StartServiceProcess("kvfleet-cachemanager", ServiceBinary("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY),
-                                                      {"--listen", listen, "--metrics-port", "0", "--liveness-deadline",
-                                                       "1", "--heartbeat-interval", "200"},
-                                                      dir_.Path("cachemanager.log"), absl::Seconds(30)));
+  std::vector<std::string> args = {"--listen", listen, "--metrics-port", "0", "--liveness-deadline", "1",
+                                   "--heartbeat-interval", "200"};
+  args.insert(args.end(), options_.cachemanager_args.begin(), options_.cachemanager_args.end());
+  ASSIGN_OR_RETURN(cachemanager_,
+                   StartServiceProcess("kvfleet-cachemanager",
+                                       ServiceBinary("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY), args,
+                                       dir_.Path("cachemanager.log"), absl::Seconds(30)));
   return absl::OkStatus();
 }
 

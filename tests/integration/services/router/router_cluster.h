@@ -37,6 +37,7 @@ struct RouterClusterOptions {
   std::string model_path;
   std::vector<std::string> worker_args;  // appended to every worker's command line
   std::vector<std::string> router_args;  // appended to the router's
+  std::vector<std::string> cachemanager_args;  // appended to the cachemanager's
   // The router gets the workers as a static --workers list instead of
   // watching the cachemanager (the workers still publish to it).
   bool static_workers = false;

@@ -78,6 +78,53 @@ TEST(WorkerRequestsTest, MalformedRequestsGetTheDocumentedStatusAndTheWorkerKeep
   EXPECT_EQ(harness.Stats()->blocks_used(), 0);
 }
 
+// The limits table's flags on a real worker process, each value one over
+// its (lowered) limit: the worker checks them itself, as it may be called
+// without a router in front.
+TEST(WorkerRequestsTest, LoweredLimitsAreEnforcedByTheWorkerProcessNamingTheFlag) {
+  WorkerHarness harness;
+  ASSERT_TRUE(harness.Start({"--max-priority", "3", "--max-request-id-bytes", "4", "--max-cache-salt-bytes", "4",
+                             "--max-prompt-tokens", "16", "--max-output-tokens", "8", "--max-stop-token-ids", "1",
+                             "--max-top-logprobs", "2", "--max-message-bytes", "2048"})
+                  .ok());
+  const std::vector<MalformedCase> cases = {
+      {"priority", [](auto& r) { r.set_priority(4); }, grpc::StatusCode::INVALID_ARGUMENT, {"--max-priority"}},
+      {"request_id", [](auto& r) { r.set_request_id("12345"); }, grpc::StatusCode::INVALID_ARGUMENT,
+       {"--max-request-id-bytes"}},
+      {"cache_salt", [](auto& r) { r.set_cache_salt("12345"); }, grpc::StatusCode::INVALID_ARGUMENT,
+       {"--max-cache-salt-bytes"}},
+      {"prompt tokens", [](auto& r) { r = TinyRequest(1, 17, 4); }, grpc::StatusCode::INVALID_ARGUMENT,
+       {"17 tokens", "--max-prompt-tokens"}},
+      {"max_tokens", [](auto& r) { r.mutable_stopping()->set_max_tokens(9); }, grpc::StatusCode::INVALID_ARGUMENT,
+       {"--max-output-tokens"}},
+      {"stop ids",
+       [](auto& r) {
+         r.mutable_stopping()->add_stop_token_ids(5);
+         r.mutable_stopping()->add_stop_token_ids(6);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, {"--max-stop-token-ids"}},
+      {"top_logprobs",
+       [](auto& r) {
+         r.set_logprobs(true);
+         r.set_top_logprobs(3);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, {"--max-top-logprobs"}},
+      {"message bytes", [](auto& r) { r.set_request_id(std::string(2100, 'x')); }, grpc::StatusCode::RESOURCE_EXHAUSTED,
+       {}},
+  };
+  for (const MalformedCase& c : cases) {
+    v1::GenerateRequest r = TinyRequest(42, 8, 4);
+    EXPECT_TRUE(harness.Generate(r, milliseconds(30000)).status.ok()) << "within the limits, before " << c.name;
+    c.mutate(r);
+    const StreamResult result = harness.Generate(r, milliseconds(30000));
+    EXPECT_EQ(result.status.error_code(), c.code) << c.name << ": " << result.status.error_message();
+    for (const std::string& word : c.message_mentions) {
+      EXPECT_NE(result.status.error_message().find(word), std::string::npos)
+          << c.name << ": the message should mention '" << word << "': " << result.status.error_message();
+    }
+  }
+}
+
 TEST(WorkerRequestsTest, OverloadAtTwiceTheQueueLimitEndsEveryRequestOkOrResourceExhausted) {
   WorkerHarness harness;
   ASSERT_TRUE(harness.Start({"--max-num-seqs", "4", "--max-waiting-requests", "8"}).ok());

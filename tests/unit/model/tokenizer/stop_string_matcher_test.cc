@@ -55,11 +55,8 @@ TEST(StopStringMatcherTest, MultiByteCharactersStayWhole) {
   EXPECT_EQ(m.Push("曜"), "日曜");
 }
 
-TEST(StopStringMatcherTest, BadStopListsAreRefused) {
-  EXPECT_EQ(StopStringMatcher::Create({""}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(StopStringMatcher::Create({std::string(257, 'x')}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(StopStringMatcher::Create(std::vector<std::string>(17, "x")).status().code(),
-            absl::StatusCode::kInvalidArgument);
+TEST(StopStringMatcherTest, AnEmptyStopStringIsRefused) {
+  EXPECT_EQ(StopStringMatcher::Create({"a", ""}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // However the text is cut into deltas, the output is the text up to the

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -89,7 +91,71 @@ TEST_F(GenerationPlanTest, MalformedRequestsAreRefusedWithTheProblemNamed) {
   EXPECT_EQ(code_and_message(long_id).first, absl::StatusCode::kInvalidArgument);
   v1::GenerateTextRequest bad_stop = Ids({5});
   bad_stop.mutable_options()->add_stop(std::string(300, 'a'));
-  EXPECT_NE(code_and_message(bad_stop).second.find("options.stop"), std::string::npos);
+  EXPECT_NE(code_and_message(bad_stop).second.find("stop[0] is 300 bytes"), std::string::npos);
+}
+
+// The router's whole limits table, each value one over its (lowered) limit:
+// refused before any worker is asked, the flag named.
+TEST_F(GenerationPlanTest, EachLimitOneOverIsRefusedNamingItsFlag) {
+  const limits::RequestLimits l{.max_prompt_tokens = 4,
+                                .max_output_tokens = 8,
+                                .max_stop_strings = 2,
+                                .max_stop_string_bytes = 3,
+                                .max_stop_token_ids = 2,
+                                .max_top_logprobs = 2,
+                                .max_request_id_bytes = 4,
+                                .max_cache_salt_bytes = 4,
+                                .max_priority = 3,
+                                .max_chat_messages = 2,
+                                .max_prompt_bytes = 10};
+  const std::vector<std::pair<std::string, std::function<void(v1::GenerationOptions&)>>> over_options = {
+      {"--max-output-tokens", [](auto& o) { o.mutable_stopping()->set_max_tokens(9); }},
+      {"--max-stop-strings", [](auto& o) { o.add_stop("a"), o.add_stop("b"), o.add_stop("c"); }},
+      {"--max-stop-string-bytes", [](auto& o) { o.add_stop("abcd"); }},
+      {"--max-stop-token-ids", [](auto& o) { for (int i = 0; i < 3; ++i) o.mutable_stopping()->add_stop_token_ids(1); }},
+      {"--max-top-logprobs", [](auto& o) { o.set_top_logprobs(3); }},
+      {"--max-request-id-bytes", [](auto& o) { o.set_request_id("12345"); }},
+      {"--max-cache-salt-bytes", [](auto& o) { o.set_cache_salt("12345"); }},
+      {"--max-priority", [](auto& o) { o.set_priority(4); }},
+  };
+  for (const auto& [flag, make_over] : over_options) {
+    SCOPED_TRACE(flag);
+    v1::GenerateTextRequest r = Ids({5});
+    ASSERT_TRUE(PlanGenerate(*model_, r, 1, l).ok());
+    make_over(*r.mutable_options());
+    const absl::Status s = PlanGenerate(*model_, r, 1, l).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(flag), std::string::npos) << s;
+  }
+  auto message = [](const absl::Status& s) { return std::string(s.message()); };
+  EXPECT_TRUE(PlanGenerate(*model_, Ids({5, 5, 5, 5}), 1, l).ok());
+  EXPECT_NE(message(PlanGenerate(*model_, Ids({5, 5, 5, 5, 5}), 1, l).status()).find("--max-prompt-tokens"),
+            std::string::npos);
+  v1::GenerateTextRequest text;
+  text.set_prompt("12345678901");
+  EXPECT_NE(message(PlanGenerate(*model_, text, 1, l).status()).find("--max-prompt-bytes"), std::string::npos);
+  v1::ChatRequest chat;
+  for (const char* content : {"12345", "67890"}) {
+    v1::ChatMessage* m = chat.add_messages();
+    m->set_role("user");
+    m->set_content(content);
+  }
+  limits::RequestLimits roomy = l;
+  roomy.max_prompt_tokens = 0;
+  EXPECT_TRUE(PlanChat(*model_, chat, 1, roomy).ok()) << PlanChat(*model_, chat, 1, roomy).status();
+  chat.mutable_messages(1)->set_content("678901");
+  EXPECT_NE(message(PlanChat(*model_, chat, 1, roomy).status()).find("--max-prompt-bytes"), std::string::npos);
+  chat.mutable_messages(1)->set_content("6");
+  *chat.add_messages() = chat.messages(0);
+  EXPECT_NE(message(PlanChat(*model_, chat, 1, roomy).status()).find("--max-chat-messages"), std::string::npos);
+  // prompt + max_tokens within the context of 64
+  v1::GenerateTextRequest sum;
+  for (int i = 0; i < 60; ++i) sum.add_prompt_token_ids(5);
+  sum.mutable_options()->mutable_stopping()->set_max_tokens(4);
+  EXPECT_TRUE(PlanGenerate(*model_, sum, 1).ok());
+  sum.mutable_options()->mutable_stopping()->set_max_tokens(5);
+  EXPECT_NE(message(PlanGenerate(*model_, sum, 1).status()).find("65 exceeds the model's context of 64"),
+            std::string::npos);
 }
 
 TEST_F(GenerationPlanTest, ChatRendersMessagesAndHonoursAddGenerationPrompt) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace kvfleet::worker {
 namespace {
 
@@ -97,6 +99,39 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   EXPECT_EQ(load.blocks_free(), 5);
   EXPECT_EQ(load.pending_prefill_tokens(), 30);
   EXPECT_FALSE(load.draining());
+}
+
+// A worker may be called without a router in front: it checks the limits
+// table again, each value one over its (lowered) limit refused by name.
+TEST(ProtoConvertTest, TheWorkerChecksTheLimitsTableItself) {
+  const limits::RequestLimits l{.max_prompt_tokens = 2,
+                                .max_output_tokens = 8,
+                                .max_stop_token_ids = 1,
+                                .max_top_logprobs = 2,
+                                .max_request_id_bytes = 4,
+                                .max_cache_salt_bytes = 4,
+                                .max_priority = 3};
+  const std::vector<std::pair<std::string, std::function<void(v1::GenerateRequest&)>>> over = {
+      {"--max-prompt-tokens", [](auto& r) { r.add_prompt_token_ids(5); }},
+      {"--max-output-tokens", [](auto& r) { r.mutable_stopping()->set_max_tokens(9); }},
+      {"--max-stop-token-ids", [](auto& r) { r.mutable_stopping()->add_stop_token_ids(1), r.mutable_stopping()->add_stop_token_ids(2); }},
+      {"--max-top-logprobs", [](auto& r) { r.set_top_logprobs(3); }},
+      {"--max-request-id-bytes", [](auto& r) { r.set_request_id("12345"); }},
+      {"--max-cache-salt-bytes", [](auto& r) { r.set_cache_salt("12345"); }},
+      {"--max-priority", [](auto& r) { r.set_priority(-4); }},
+  };
+  ASSERT_TRUE(ToEngineRequest(Basic(), RequestId(1), 100, l).ok());
+  for (const auto& [flag, make_over] : over) {
+    SCOPED_TRACE(flag);
+    v1::GenerateRequest r = Basic();
+    make_over(r);
+    const absl::Status s = ToEngineRequest(r, RequestId(1), 100, l).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(flag), std::string::npos) << s;
+  }
+  v1::GenerateRequest sum = Basic();
+  sum.mutable_stopping()->set_max_tokens(99);
+  EXPECT_NE(ToEngineRequest(sum, RequestId(1), 100).status().message().find("101 exceeds"), std::string::npos);
 }
 
 }  // namespace
