@@ -29,6 +29,8 @@ DEB_PACKAGES=(
   # The dashboards and alert tests run a real Prometheus (and its promtool);
   # `kvfleet up --prometheus` uses it too.
   prometheus
+  # scripts/fuzz.sh: libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer.
+  clang libclang-rt-14-dev
 )
 # Exact pins: the reference tests compare numbers, so the oracle's own
 # dependencies must not drift under us.

@@ -135,7 +135,8 @@ absl::Status Run(const WorkerOptions& o) {
                                 .block_size = static_cast<int32_t>(m.executor->info().block_size),
                                 .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks),
                                 .numerics = m.executor->info().numerics,
-                                .channel = transport::PeerChannelOptions(o.transport)});
+                                .channel = transport::PeerChannelOptions(o.transport),
+                                .fault_drop_event_batch = o.fault_drop_event_batch});
   }
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,

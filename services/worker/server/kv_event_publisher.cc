@@ -162,6 +162,7 @@ bool KvEventPublisher::Session() {
   });
 
   uint64_t sequence = 0;
+  int64_t batches_with_events = 0;
   const auto started = std::chrono::steady_clock::now();
   auto last_sent = started;
   while (true) {
@@ -180,6 +181,11 @@ bool KvEventPublisher::Session() {
     if (!has_events && now - last_sent < quiet_limit) continue;
     v1::EventBatch batch = TakeBatch();
     batch.set_sequence(++sequence);
+    if (batch.events_size() > 0 && ++batches_with_events == options_.fault_drop_event_batch) {
+      KVFLEET_LOG_WARN("fault injection: event batch {} ({} events) dropped", sequence, batch.events_size());
+      last_sent = now;
+      continue;
+    }
     if (!stream->Write(batch)) break;
     last_sent = now;
   }

@@ -50,6 +50,10 @@ struct KvEventPublisherOptions {
   std::chrono::milliseconds flush_interval{50};
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{3000};
+  // Fault injection for the chaos tests (--fault-drop-event-batch): the Nth
+  // batch carrying events is lost on the way (its sequence number used, the
+  // batch not sent), as a network fault would. 0: none.
+  int64_t fault_drop_event_batch = 0;
 };
 
 class KvEventPublisher : public engine::KvEventListener {

@@ -43,6 +43,8 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
   --worker-id ID               this worker's name in the cluster (default: the advertised address)
+  --fault-drop-event-batch N   fault injection for tests: lose the Nth KV event batch on its way to the
+                               cachemanager (default 0: none)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
 
 On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound,
@@ -70,13 +72,14 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
                                "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
-                               "spec-ngram-max", "spec-self-layers", "spec-draft-model"})),
+                               "spec-ngram-max", "spec-self-layers", "spec-draft-model", "fault-drop-event-batch"})),
                           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kWorkerTransportDefaults));
   ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
+  ASSIGN_OR_RETURN(o.fault_drop_event_batch, f.GetInt("fault-drop-event-batch", 0));
   o.device = f.GetString("device", o.device);
   if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);

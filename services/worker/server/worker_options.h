@@ -46,6 +46,7 @@ struct WorkerOptions {
   std::string worker_id;           // default: the advertised address
   std::string advertise_address;   // where routers reach this worker; default: the bound address
   limits::RequestLimits limits;
+  int64_t fault_drop_event_batch = 0;  // chaos tests only (KvEventPublisherOptions)
 };
 
 // --help: the worker's flags and the shared transport flags.

@@ -55,16 +55,42 @@ absl::Status RouterCluster::Start(const RouterClusterOptions& options) {
   }
   RETURN_IF_ERROR(StartCacheManager("127.0.0.1:0"));
   for (int i = 0; i < options.workers; ++i) RETURN_IF_ERROR(StartWorker(i));
-  std::vector<std::string> args = {"--model",        model_path_, "--listen",       "127.0.0.1:0",
-                                   "--metrics-port", "0",         "--cachemanager", cachemanager_.address};
-  args.insert(args.end(), options.router_args.begin(), options.router_args.end());
-  ASSIGN_OR_RETURN(router_, StartServiceProcess("kvfleet-router", ServiceBinary("kvfleet-router", KVFLEET_ROUTER_BINARY), args, dir_.Path("router.log"),
-                                                absl::Seconds(30)));
+  RETURN_IF_ERROR(StartRouter("127.0.0.1:0"));
   if (!WaitForLiveWorkers(options.workers, std::chrono::seconds(30))) {
     return absl::DeadlineExceededError(
         absl::StrCat("the router sees ", LiveWorkers(), " live workers, not ", options.workers));
   }
   return absl::OkStatus();
+}
+
+absl::Status RouterCluster::StartRouter(const std::string& listen) {
+  std::vector<std::string> args = {"--model",        model_path_, "--listen",       listen,
+                                   "--metrics-port", "0",         "--cachemanager", cachemanager_.address};
+  args.insert(args.end(), options_.router_args.begin(), options_.router_args.end());
+  ASSIGN_OR_RETURN(router_, StartServiceProcess("kvfleet-router", ServiceBinary("kvfleet-router", KVFLEET_ROUTER_BINARY),
+                                                args, dir_.Path("router.log"), absl::Seconds(30)));
+  return absl::OkStatus();
+}
+
+void RouterCluster::KillRouter() {
+  router_.process->Signal(SIGKILL);
+  (void)router_.process->Wait(absl::Seconds(10));
+}
+
+absl::Status RouterCluster::RestartRouter() {
+  const std::string address = router_.address;
+  KillRouter();
+  return StartRouter(address);
+}
+
+absl::StatusOr<v1::ListWorkersResponse> RouterCluster::CacheManagerWorkers() const {
+  auto stub = v1::CacheManager::NewStub(NewTestChannel(cachemanager_.address));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ListWorkersResponse response;
+  const grpc::Status s = stub->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+  if (!s.ok()) return absl::UnavailableError(s.error_message());
+  return response;
 }
 
 absl::Status RouterCluster::StartWorker(int index) {
@@ -101,6 +127,11 @@ std::unique_ptr<v1::Inference::Stub> RouterCluster::Stub() const {
 
 absl::StatusOr<PrometheusScrape> RouterCluster::ScrapeRouter() const {
   ASSIGN_OR_RETURN(std::string body, HttpGet("127.0.0.1", router_.metrics_port, "/metrics", absl::Seconds(10)));
+  return PrometheusScrape::Parse(body);
+}
+
+absl::StatusOr<PrometheusScrape> RouterCluster::ScrapeCacheManager() const {
+  ASSIGN_OR_RETURN(std::string body, HttpGet("127.0.0.1", cachemanager_.metrics_port, "/metrics", absl::Seconds(10)));
   return PrometheusScrape::Parse(body);
 }
 

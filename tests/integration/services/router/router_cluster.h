@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "kvfleet/v1/inference.grpc.pb.h"
 #include "tests/integration/services/worker/worker_harness.h"
 #include "tests/testing/prometheus_text.h"
@@ -62,6 +63,11 @@ class RouterCluster {
   // SIGKILL, and (for Restart) a new cachemanager on the same address.
   void KillCacheManager();
   absl::Status RestartCacheManager();
+  // The cachemanager's view of the workers (ListWorkers).
+  absl::StatusOr<v1::ListWorkersResponse> CacheManagerWorkers() const;
+  // SIGKILL, and (for Restart) a new router on the same address.
+  void KillRouter();
+  absl::Status RestartRouter();
 
   std::unique_ptr<v1::Inference::Stub> Stub() const;
   // The router's and worker `index`'s stderr (logs).
@@ -69,6 +75,7 @@ class RouterCluster {
   std::string WorkerLogPath(int index) const { return workers_.at(index)->LogPath(); }
   const std::string& router_address() const { return router_.address; }
   absl::StatusOr<PrometheusScrape> ScrapeRouter() const;
+  absl::StatusOr<PrometheusScrape> ScrapeCacheManager() const;
   // live_workers of the model, per the router; -1 when ListModels fails.
   int LiveWorkers() const;
   bool WaitForLiveWorkers(int n, std::chrono::milliseconds timeout) const;
@@ -84,6 +91,7 @@ class RouterCluster {
 
  private:
   absl::Status StartCacheManager(const std::string& listen);
+  absl::Status StartRouter(const std::string& listen);
 
   RouterClusterOptions options_;
   TempDir dir_;

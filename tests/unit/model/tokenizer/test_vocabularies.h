@@ -12,11 +12,16 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "model/tokenizer/byte_level.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/vocabulary.h"
+#include "tests/testing/vocabularies.h"
 
 namespace kvfleet::model::testing {
+
+using kvfleet::testing::AddToken;
+using kvfleet::testing::ByteId;
+using kvfleet::testing::ByteLevelVocabulary;
+using kvfleet::testing::SentencePieceVocabulary;
 
 inline TokenId Id(const Vocabulary& v, std::string_view text) {
   for (TokenId i = 0; i < v.size(); ++i) {
@@ -24,55 +29,6 @@ inline TokenId Id(const Vocabulary& v, std::string_view text) {
   }
   ADD_FAILURE() << "no token '" << text << "' in the test vocabulary";
   return -1;
-}
-
-inline void AddToken(Vocabulary& v, std::string text, TokenType type = TokenType::kNormal, float score = 0) {
-  v.tokens.push_back(std::move(text));
-  v.token_types.push_back(type);
-  v.scores.push_back(score);
-}
-
-// gpt2-style: ids 0..2 are <|endoftext|>, <|im_start|>, <|im_end|> (control,
-// EOS = <|endoftext|>), 3..258 the byte-level characters of bytes 0..255 in
-// byte order, then one token per merge result, in merge order.
-inline Vocabulary ByteLevelVocabulary(const std::vector<std::string>& merges, std::string pre = "gpt2") {
-  Vocabulary v;
-  v.model = "gpt2";
-  v.pre = std::move(pre);
-  AddToken(v, "<|endoftext|>", TokenType::kControl);
-  AddToken(v, "<|im_start|>", TokenType::kControl);
-  AddToken(v, "<|im_end|>", TokenType::kControl);
-  for (int b = 0; b < 256; ++b) AddToken(v, ByteLevelChar(static_cast<uint8_t>(b)));
-  for (const std::string& m : merges) {
-    const size_t space = m.find(' ');
-    AddToken(v, m.substr(0, space) + m.substr(space + 1));
-  }
-  v.merges = merges;
-  v.eos = 0;
-  v.bos = 1;
-  return v;
-}
-
-inline TokenId ByteId(uint8_t b) { return 3 + b; }
-
-// SentencePiece-style: 0 <unk>, 1 <s> (BOS), 2 </s> (EOS), then, when
-// `bytes`, <0x00>..<0xFF> (3..258), then `pieces` with their scores.
-inline Vocabulary SentencePieceVocabulary(const std::vector<std::pair<std::string, float>>& pieces, bool bytes = true) {
-  Vocabulary v;
-  v.model = "llama";
-  AddToken(v, "<unk>", TokenType::kUnknown);
-  AddToken(v, "<s>", TokenType::kControl);
-  AddToken(v, "</s>", TokenType::kControl);
-  if (bytes) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    for (int b = 0; b < 256; ++b) AddToken(v, std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", TokenType::kByte);
-  }
-  for (const auto& [text, score] : pieces) AddToken(v, text, TokenType::kNormal, score);
-  v.unk = 0;
-  v.bos = 1;
-  v.eos = 2;
-  v.add_space_prefix = true;
-  return v;
 }
 
 // Creates a tokenizer or fails the test.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/) with clang, AddressSanitizer and
+# UndefinedBehaviorSanitizer in build-fuzz/, and runs each for SECONDS
+# (default 60) on a copy of its seed corpus, new finds kept in
+# build-fuzz/corpus/<target>. A crash stops the script, naming the target
+# and the input file: fix it, then add the input to
+# tests/fuzz/corpus/<target>/ as a regression (docs/security.md, Fuzzing).
+#
+#   scripts/fuzz.sh              # every target, 60 s each
+#   scripts/fuzz.sh 600 gguf     # one target, 10 minutes
+#   scripts/fuzz.sh --unit-tests # also build and run the unit tests under ASan+UBSan
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+seconds=60
+unit_tests=0
+skip_without_clang=0
+targets=()
+for arg in "$@"; do
+  case "$arg" in
+    --unit-tests) unit_tests=1 ;;
+    --skip-without-clang) skip_without_clang=1 ;;
+    ''|*[!0-9]*) targets+=("$arg") ;;
+    *) seconds="$arg" ;;
+  esac
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf tokenizer detokenizer chat_template stop_string worker_request router_request
+                                        cachemanager_events)
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz.sh: clang++ not found: apt-get install clang libclang-rt-14-dev (scripts/setup.sh does)" >&2
+  exit $((skip_without_clang ? 77 : 1))
+fi
+build=build-fuzz
+if [[ ! -f $build/build.ninja ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DKVFLEET_FUZZ=ON -DKVFLEET_CUDA=OFF -DKVFLEET_NATIVE=OFF >/dev/null
+fi
+jobs="${KVFLEET_JOBS:-$(nproc)}"
+cmake --build "$build" -j "$jobs" --target fuzz_targets
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:symbolize=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+for t in "${targets[@]}"; do
+  corpus="$build/corpus/$t"
+  mkdir -p "$corpus" "$build/crashes/$t"
+  log="$build/fuzz-$t.log"
+  echo "fuzz.sh: $t for ${seconds}s"
+  if ! "$build/tests/fuzz/${t}_fuzz" "$corpus" "tests/fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 \
+      -rss_limit_mb=2048 -artifact_prefix="$build/crashes/$t/" -print_final_stats=1 >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz.sh: $t FAILED; the input is in $build/crashes/$t/ (log: $log)" >&2
+    exit 1
+  fi
+  # The last status line: executions, coverage and features reached.
+  grep -E '^#[0-9]+' "$log" | tail -1 | sed "s/^/fuzz.sh: $t: /"
+  grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log" | sed "s/^/fuzz.sh: $t: /"
+done
+if [[ $unit_tests == 1 ]]; then
+  cmake --build "$build" -j "$jobs"
+  ctest --test-dir "$build" -L unit -j "$jobs" --output-on-failure
+fi
