@@ -918,6 +918,29 @@ def check_reflection(f: Failures, vs: str, objects: list[dict], values: dict) ->
                     "--no-reflection" if expected else "no --no-reflection", " ".join(args))
 
 
+QUOTA_FLAGS = {"requestsPerSecond": "--tenant-requests-per-second", "requestBurst": "--tenant-request-burst",
+               "tokensPerSecond": "--tenant-tokens-per-second", "tokenBurst": "--tenant-token-burst",
+               "maxStreams": "--tenant-max-streams"}
+
+
+def check_quotas(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """Each router.tenantQuotas value above 0 is its --tenant-* flag with that value, on routers only; 0 renders nothing."""
+    quotas = values["router"].get("tenantQuotas", {})
+    for obj in objects:
+        if obj["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        for c in containers_of(obj["spec"]["template"]):
+            args = c.get("args") or []
+            who = f"{name_of(obj)} container {c['name']}"
+            for key, flag in QUOTA_FLAGS.items():
+                value = quotas.get(key, 0) if c["name"] == "router" else 0
+                if value > 0:
+                    ok = flag in args and args.index(flag) + 1 < len(args) and float(args[args.index(flag) + 1]) == value
+                    f.check(ok, vs, who, f"{flag} {value}", " ".join(args))
+                else:
+                    f.check(flag not in args, vs, who, f"no {flag}", " ".join(args))
+
+
 def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
     for obj in objects:
         if obj["kind"] != "StatefulSet":
@@ -1119,6 +1142,7 @@ REFUSALS = [
     # (what, values, where the refusal comes from, text the message must contain)
     ("negative router replicas", {"router": {"replicas": -1}}, "schema", "/router/replicas"),
     ("negative worker replicas", {"worker": {"replicas": -3}}, "schema", "/worker/replicas"),
+    ("a negative tenant quota", {"router": {"tenantQuotas": {"maxStreams": -1}}}, "schema", "/router/tenantQuotas/maxStreams"),
     ("an unknown top-level key", {"replica": 2}, "schema", "replica"),
     ("an unknown nested key", {"worker": {"gpus": 1}}, "schema", "gpus"),
     ("a string for a number", {"worker": {"drainTimeoutSeconds": "30"}}, "schema", "/worker/drainTimeoutSeconds"),
@@ -1240,6 +1264,7 @@ INLINE_VALUE_SETS = {
     # "<fullname>-auth-test-token"), with NetworkPolicies limiting the router's clients.
     "inline-auth-defaults": {
         "auth": {"enabled": True},
+        "router": {"tenantQuotas": {"requestsPerSecond": 2.5, "tokensPerSecond": 4000, "maxStreams": 8}},
         "networkPolicy": {"routerClients": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}]},
     },
     "inline-nodeport": {
@@ -1377,6 +1402,7 @@ def main() -> int:
         check_auth(f, vs, objects, values, chart, user_values)
         check_worker_identity(f, vs, objects)
         check_reflection(f, vs, objects, values)
+        check_quotas(f, vs, objects, values)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)
         check_images(f, vs, objects, values)

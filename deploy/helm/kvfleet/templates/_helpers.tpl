@@ -494,6 +494,17 @@ changes, and tokens are added or revoked without a restart.
 {{- default (printf "%s-auth-test-token" (include "kvfleet.fullname" .)) .Values.auth.testTokenSecret -}}
 {{- end -}}
 
+{{/* The router's --tenant-* flags for the quotas set above 0 (list items). */}}
+{{- define "kvfleet.router.quotaArgs" -}}
+{{- $q := .Values.router.tenantQuotas -}}
+{{- range $flag, $value := dict "tenant-requests-per-second" $q.requestsPerSecond "tenant-request-burst" $q.requestBurst "tenant-tokens-per-second" $q.tokensPerSecond "tenant-token-burst" $q.tokenBurst "tenant-max-streams" $q.maxStreams }}
+{{- if gt (float64 $value) 0.0 }}
+- --{{ $flag }}
+- {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* The router's auth flag (list items; empty without auth.enabled). */}}
 {{- define "kvfleet.auth.routerArgs" -}}
 {{- if .Values.auth.enabled -}}
