@@ -34,9 +34,23 @@ absl::StatusOr<LlamaHparams> ReadLlamaHparams(const GgufFile& f) {
     ASSIGN_OR_RETURN(hp.name, f.GetString("general.name"));
   }
   ASSIGN_OR_RETURN(hp.context_length, PositiveInt(f, a + "context_length"));
+  // Per-thread attention scratch is sized by the context at start.
+  constexpr int64_t kMaxContext = int64_t{1} << 24;
+  if (hp.context_length > kMaxContext) {
+    return Invalid(f, absl::StrCat("context_length ", hp.context_length, " is over kvfleet's limit of ", kMaxContext,
+                                   " tokens"));
+  }
   ASSIGN_OR_RETURN(hp.hidden_size, PositiveInt(f, a + "embedding_length"));
   ASSIGN_OR_RETURN(hp.ffn_size, PositiveInt(f, a + "feed_forward_length"));
   ASSIGN_OR_RETURN(hp.num_layers, PositiveInt(f, a + "block_count"));
+  // Checked against the file before anything is sized by it: a forged
+  // block_count must not make the loader reserve gigabytes (found by
+  // tests/fuzz/gguf_fuzz.cc; its input is in the corpus).
+  constexpr int64_t kTensorsPerLayer = 9;  // 2 norms, 4 attention and 3 feed-forward matrices
+  if (hp.num_layers > static_cast<int64_t>(f.tensors().size()) / kTensorsPerLayer) {
+    return Invalid(f, absl::StrCat("block_count ", hp.num_layers, " needs at least ", kTensorsPerLayer,
+                                   " tensors per layer, but the file has ", f.tensors().size(), " tensors"));
+  }
   ASSIGN_OR_RETURN(hp.num_heads, PositiveInt(f, a + "attention.head_count"));
   hp.num_kv_heads = hp.num_heads;
   if (f.Has(a + "attention.head_count_kv")) {

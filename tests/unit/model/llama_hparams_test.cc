@@ -26,6 +26,23 @@ TEST(LlamaHparamsTest, KvHeadsMustDivideHeads) {
   EXPECT_NE(hp.status().message().find("head_count_kv"), std::string::npos);
 }
 
+// Sizes that come from metadata are checked before anything is allocated
+// by them (a forged file must fail with a message, not exhaust memory).
+TEST(LlamaHparamsTest, ABlockCountTheFileCannotHoldIsRefused) {
+  testing::TempDir dir;
+  auto hp = HparamsWith(dir, [](GgufWriter& w) { w.SetUint32("llama.block_count", 100000000); });
+  EXPECT_EQ(hp.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(hp.status().message().find("block_count 100000000 needs at least 9 tensors per layer"), std::string::npos)
+      << hp.status();
+}
+
+TEST(LlamaHparamsTest, AContextOverTheLimitIsRefused) {
+  testing::TempDir dir;
+  auto hp = HparamsWith(dir, [](GgufWriter& w) { w.SetUint32("llama.context_length", 1u << 30); });
+  EXPECT_EQ(hp.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(hp.status().message().find("context_length 1073741824"), std::string::npos) << hp.status();
+}
+
 TEST(LlamaHparamsTest, LinearRopeScalingIsRead) {
   testing::TempDir dir;
   auto hp = HparamsWith(dir, [](GgufWriter& w) {
