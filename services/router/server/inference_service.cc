@@ -11,8 +11,6 @@
 namespace kvfleet::router {
 namespace {
 
-using Clock = GenerationRunner::Clock;
-
 // Seeds for sampled requests that gave none. Each thread's generator is
 // seeded with 256 bits from the OS, so no two threads share a stream.
 uint64_t FreshSeed() {
@@ -113,29 +111,21 @@ grpc::Status InferenceService::RunPlan(const char* method, grpc::ServerContext& 
 
 grpc::Status InferenceService::Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
-  const auto arrival = Clock::now();
-  absl::StatusOr<std::string> tenant = Authenticate(*context);
-  if (!tenant.ok()) return Done("Generate", transport::ToGrpcStatus(tenant.status()));
-  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*tenant, *request);
-  if (!own.ok()) return DoneForTenant("Generate", *tenant, transport::ToGrpcStatus(own.status()));
-  return RunPlan("Generate", *context, *tenant, arrival, PlanGenerate(model_, *own, FreshSeed(), limits_),
-                 [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
+  return Generating(
+      "Generate", *context, *request,
+      [this](const v1::GenerateTextRequest& r) { return PlanGenerate(model_, r, FreshSeed(), limits_); },
+      [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
 grpc::Status InferenceService::Chat(grpc::ServerContext* context, const v1::ChatRequest* request,
                                     grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
-  const auto arrival = Clock::now();
-  absl::StatusOr<std::string> tenant = Authenticate(*context);
-  if (!tenant.ok()) return Done("Chat", transport::ToGrpcStatus(tenant.status()));
-  absl::StatusOr<v1::ChatRequest> own = OwnRequest(*tenant, *request);
-  if (!own.ok()) return DoneForTenant("Chat", *tenant, transport::ToGrpcStatus(own.status()));
-  return RunPlan("Chat", *context, *tenant, arrival, PlanChat(model_, *own, FreshSeed(), limits_),
-                 [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
+  return Generating(
+      "Chat", *context, *request, [this](const v1::ChatRequest& r) { return PlanChat(model_, r, FreshSeed(), limits_); },
+      [writer](const v1::GenerateTextResponse& r) { return writer->Write(r); });
 }
 
 grpc::Status InferenceService::Complete(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                                         v1::CompleteResponse* response) {
-  const auto arrival = Clock::now();
   auto collect = [response](const v1::GenerateTextResponse& r) {
     response->mutable_text()->append(r.text());
     response->mutable_token_ids()->MergeFrom(r.token_ids());
@@ -146,11 +136,9 @@ grpc::Status InferenceService::Complete(grpc::ServerContext* context, const v1::
     }
     return true;
   };
-  absl::StatusOr<std::string> tenant = Authenticate(*context);
-  if (!tenant.ok()) return Done("Complete", transport::ToGrpcStatus(tenant.status()));
-  absl::StatusOr<v1::GenerateTextRequest> own = OwnRequest(*tenant, *request);
-  if (!own.ok()) return DoneForTenant("Complete", *tenant, transport::ToGrpcStatus(own.status()));
-  return RunPlan("Complete", *context, *tenant, arrival, PlanGenerate(model_, *own, FreshSeed(), limits_), collect);
+  return Generating(
+      "Complete", *context, *request,
+      [this](const v1::GenerateTextRequest& r) { return PlanGenerate(model_, r, FreshSeed(), limits_); }, collect);
 }
 
 grpc::Status InferenceService::Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,

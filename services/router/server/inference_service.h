@@ -38,6 +38,7 @@
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/router_metrics.h"
 #include "services/router/server/worker_pool.h"
+#include "services/transport/grpc_status.h"
 
 namespace kvfleet::router {
 
@@ -74,14 +75,19 @@ class InferenceService final : public v1::Inference::Service {
   absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
   // `options` with the tenant's salt folded in; INVALID_ARGUMENT for a salt too long.
   absl::StatusOr<v1::GenerationOptions> ForTenant(const std::string& tenant, const v1::GenerationOptions& options) const;
-  // A generating request as `tenant` may send it: its options ForTenant.
-  template <typename Request>
-  absl::StatusOr<Request> OwnRequest(const std::string& tenant, const Request& request) const {
+  // A generating call (Generate, Complete, Chat): authenticated, its
+  // options ForTenant, planned by `plan`, then RunPlan.
+  template <typename Request, typename Plan>
+  grpc::Status Generating(const char* method, grpc::ServerContext& context, const Request& request, const Plan& plan,
+                          const GenerationRunner::Sink& sink) {
+    const auto arrival = GenerationRunner::Clock::now();
+    absl::StatusOr<std::string> tenant = Authenticate(context);
+    if (!tenant.ok()) return Done(method, transport::ToGrpcStatus(tenant.status()));
+    absl::StatusOr<v1::GenerationOptions> options = ForTenant(*tenant, request.options());
+    if (!options.ok()) return DoneForTenant(method, *tenant, transport::ToGrpcStatus(options.status()));
     Request own = request;
-    absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
-    if (!options.ok()) return options.status();
     *own.mutable_options() = *std::move(options);
-    return own;
+    return RunPlan(method, context, *tenant, arrival, plan(own), sink);
   }
 
   const RouterModel& model_;
