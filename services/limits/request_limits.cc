@@ -56,7 +56,7 @@ absl::StatusOr<RequestLimits> ParseRequestLimits(const flags::Flags& f) {
 std::string LimitsUsage() {
   const RequestLimits d;
   return absl::StrCat(
-      "Request limits (over one: INVALID_ARGUMENT naming it; docs/api.md, Limits):\n",
+      "Request limits (over one: INVALID_ARGUMENT naming it; docs/security.md, Limits and quotas):\n",
       "  --max-prompt-tokens N        prompt tokens (default 0: the model's context less one)\n",
       "  --max-output-tokens N        max_tokens (default 0: the model's context); prompt + max_tokens must\n",
       "                               also fit in the context\n",

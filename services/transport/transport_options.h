@@ -27,7 +27,7 @@ struct TransportOptions {
   TlsFiles tls;  // --tls-cert, --tls-key, --tls-ca, --tls-client-ca
   std::vector<std::string> tls_allowed_peers;  // --tls-allowed-peers: client certificate names allowed
   bool reflection = true;                       // --no-reflection turns server reflection off on the gRPC port
-  // Limits on what one client may send (docs/api.md, Limits). Larger
+  // Limits on what one client may send (docs/security.md, Limits and quotas). Larger
   // messages and metadata get RESOURCE_EXHAUSTED from gRPC itself; streams
   // beyond the limit on one connection wait for one to finish (HTTP/2).
   int32_t max_message_bytes = 1 << 20;
