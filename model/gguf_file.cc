@@ -199,7 +199,14 @@ absl::Status GgufFile::Parse() {
                                                      " is not a multiple of the ", tr.name, " block size ",
                                                      tr.block_elems));
     }
-    t.num_bytes = t.num_elements / tr.block_elems * tr.block_bytes;
+    // Its byte size must be representable before it is compared with the
+    // file's (found by tests/fuzz/gguf_fuzz.cc: a signed overflow).
+    const int64_t blocks = t.num_elements / tr.block_elems;
+    if (blocks > std::numeric_limits<int64_t>::max() / tr.block_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(p, ": ", what, ": ", t.num_elements, " elements of ", tr.name, " do not fit in any file"));
+    }
+    t.num_bytes = blocks * tr.block_bytes;
     ASSIGN_OR_RETURN(t.offset, c.Read<uint64_t>(what));
     if (t.offset % alignment_ != 0) {
       return absl::InvalidArgumentError(

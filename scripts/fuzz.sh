@@ -9,17 +9,22 @@
 #   scripts/fuzz.sh              # every target, 60 s each
 #   scripts/fuzz.sh 600 gguf     # one target, 10 minutes
 #   scripts/fuzz.sh --unit-tests # also build and run the unit tests under ASan+UBSan
+#   scripts/fuzz.sh --ci         # CI: a fixed seed and 30,000 inputs per target from the
+#                                # seed corpus alone, so a run is repeatable (a time limit
+#                                # and a growing corpus would make CI fail at random)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 seconds=60
 unit_tests=0
 skip_without_clang=0
+ci=0
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --unit-tests) unit_tests=1 ;;
     --skip-without-clang) skip_without_clang=1 ;;
+    --ci) ci=1 ;;
     ''|*[!0-9]*) targets+=("$arg") ;;
     *) seconds="$arg" ;;
   esac
@@ -41,15 +46,21 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:symbolize=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 for t in "${targets[@]}"; do
   corpus="$build/corpus/$t"
+  budget=(-max_total_time="$seconds")
+  if [[ $ci == 1 ]]; then
+    corpus="$(mktemp -d)"
+    budget=(-seed=1 -runs=30000)
+  fi
   mkdir -p "$corpus" "$build/crashes/$t"
   log="$build/fuzz-$t.log"
-  echo "fuzz.sh: $t for ${seconds}s"
-  if ! "$build/tests/fuzz/${t}_fuzz" "$corpus" "tests/fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 \
+  echo "fuzz.sh: $t: ${budget[*]}"
+  if ! "$build/tests/fuzz/${t}_fuzz" "$corpus" "tests/fuzz/corpus/$t" "${budget[@]}" -timeout=10 \
       -rss_limit_mb=2048 -artifact_prefix="$build/crashes/$t/" -print_final_stats=1 >"$log" 2>&1; then
     tail -40 "$log"
     echo "fuzz.sh: $t FAILED; the input is in $build/crashes/$t/ (log: $log)" >&2
     exit 1
   fi
+  [[ $ci == 1 ]] && rm -rf "$corpus"
   # The last status line: executions, coverage and features reached.
   grep -E '^#[0-9]+' "$log" | tail -1 | sed "s/^/fuzz.sh: $t: /"
   grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log" | sed "s/^/fuzz.sh: $t: /"

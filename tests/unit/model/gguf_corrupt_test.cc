@@ -138,6 +138,19 @@ TEST(GgufCorruptTest, ImplausibleDimensions) {
               {"blk.0.attn_k.weight", "dimensions"});
 }
 
+// Dimensions each in range whose byte size overflows (found by the GGUF
+// fuzzer): refused by name, not computed.
+TEST(GgufCorruptTest, ATensorTooLargeForAnyFileIsRefused) {
+  testing::TempDir dir;
+  auto bytes = TinyModelBytes();
+  const size_t at = TensorInfoAfterName(bytes, "blk.0.attn_k.weight");  // n_dims is 2
+  Poke<uint64_t>(bytes, at + 4, uint64_t{1} << 40);
+  Poke<uint64_t>(bytes, at + 12, uint64_t{1} << 21);
+  Poke<uint32_t>(bytes, at + 20, 0);  // F32: 2^61 elements are in range, their 2^63 bytes are not
+  ExpectError(GgufFile::Open(WriteBytes(dir, bytes, "huge.gguf")).status(), absl::StatusCode::kInvalidArgument,
+              {"blk.0.attn_k.weight", "do not fit in any file"});
+}
+
 TEST(GgufCorruptTest, ImplausibleStringLength) {
   testing::TempDir dir;
   auto bytes = TinyModelBytes();
