@@ -1,11 +1,31 @@
 // Both tokenizers on arbitrary text: encoding never fails on valid UTF-8
 // and refuses anything else with INVALID_ARGUMENT; every id is in the
-// vocabulary; byte-level BPE decodes back to exactly the text it encoded.
+// vocabulary; byte-level BPE decodes back to exactly the text it encoded,
+// less the bytes the vocabulary has no token for (SmolLM2 lacks 0x04, 0x06,
+// ...; Hugging Face drops those, and so does kvfleet: tests/reference/).
+#include <array>
+#include <map>
 #include <string>
 
+#include "model/tokenizer/byte_level.h"
 #include "model/tokenizer/utf8.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_tokenizers.h"
+
+namespace {
+
+// Which bytes `tok` (byte-level) can encode: those whose byte-level
+// character is a token.
+const std::array<bool, 256>& EncodableBytes(const kvfleet::model::Tokenizer& tok) {
+  static std::map<const kvfleet::model::Tokenizer*, std::array<bool, 256>> cache;
+  auto [it, added] = cache.try_emplace(&tok);
+  if (added) {
+    for (int b = 0; b < 256; ++b) it->second[b] = tok.FindToken(kvfleet::model::ByteLevelChar(static_cast<uint8_t>(b))).has_value();
+  }
+  return it->second;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvfleet;
@@ -27,7 +47,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Check(back.ok(), "Decode of Encode's ids failed");
   const bool byte_level = tok.FindToken("Ġ").has_value();
   if (byte_level && !options.add_special && !options.parse_special) {
-    fuzz::Check(*back == text, "byte-level BPE does not round-trip");
+    const std::array<bool, 256>& encodable = EncodableBytes(tok);
+    std::string expected;
+    for (char c : text) {
+      if (encodable[static_cast<uint8_t>(c)]) expected.push_back(c);
+    }
+    fuzz::Check(*back == expected, "byte-level BPE does not round-trip");
   }
   return 0;
 }
