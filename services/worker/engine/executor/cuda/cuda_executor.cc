@@ -240,7 +240,7 @@ absl::StatusOr<BatchArrays> CudaExecutor::StageBatch(const ForwardBatch& batch) 
       LayoutFor(batch.num_tokens(), batch.num_chunks(), batch.max_blocks_per_chunk, batch.num_logits_rows());
   uint8_t* host = batch_staging_.as<uint8_t>();
   const auto put = [host](size_t offset, const auto& v) {
-    std::memcpy(host + offset, v.data(), v.size() * sizeof(v[0]));
+    if (!v.empty()) std::memcpy(host + offset, v.data(), v.size() * sizeof(v[0]));  // an empty vector's data() may be null
   };
   put(l.token_ids, batch.token_ids);
   put(l.positions, batch.positions);

@@ -29,7 +29,10 @@ class FakeClock {
 // tokens), then `extra_tokens` more.
 inline std::vector<int32_t> Tokens(int32_t seed, int32_t blocks, int32_t block_size, int32_t extra_tokens = 0) {
   std::vector<int32_t> t;
-  for (int32_t i = 0; i < blocks * block_size + extra_tokens; ++i) t.push_back(seed * 100003 + i);
+  // Unsigned, so a large seed wraps instead of overflowing (UBSan).
+  for (int32_t i = 0; i < blocks * block_size + extra_tokens; ++i) {
+    t.push_back(static_cast<int32_t>(static_cast<uint32_t>(seed) * 100003u + static_cast<uint32_t>(i)));
+  }
   return t;
 }
 

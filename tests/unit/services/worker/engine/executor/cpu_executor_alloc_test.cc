@@ -16,19 +16,32 @@ namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<int64_t> g_allocations{0};
 
-void* CountedAlloc(size_t n) {
+void* CountedAlloc(size_t n, size_t align = 0) {
   if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  const size_t size = n == 0 ? 1 : n;
+  if (void* p = align == 0 ? std::malloc(size) : std::aligned_alloc(align, (size + align - 1) / align * align)) return p;
   throw std::bad_alloc();
 }
 }  // namespace
 
+// Every replaceable form, so nothing allocated by one pair is freed by
+// another (AddressSanitizer reports such a mismatch).
 void* operator new(size_t n) { return CountedAlloc(n); }
 void* operator new[](size_t n) { return CountedAlloc(n); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return std::malloc(n == 0 ? 1 : n); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept { return std::malloc(n == 0 ? 1 : n); }
+void* operator new(size_t n, std::align_val_t a) { return CountedAlloc(n, static_cast<size_t>(a)); }
+void* operator new[](size_t n, std::align_val_t a) { return CountedAlloc(n, static_cast<size_t>(a)); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace kvfleet::engine {
 namespace {
