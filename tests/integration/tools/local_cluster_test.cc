@@ -122,6 +122,25 @@ class KvfleetUpTest : public ::testing::Test {
   }
 
   std::string UpLog() const { return dir_.Path("up.log"); }
+
+  // Runs the kvfleet CLI with `args` (its stderr to cli.log): its exit code,
+  // -1 when it could not run; its stdout lines in `lines` when given.
+  int RunCli(const std::vector<std::string>& args, std::vector<std::string>* lines = nullptr) const {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
+    if (!cli.ok()) return -1;
+    absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
+    if (lines != nullptr) *lines = (*cli)->StdoutLines();
+    return code.ok() ? *code : -1;
+  }
+
+  // The cachemanager's address, from kvfleet up's "cachemanager ready at" line.
+  std::string CachemanagerFromLog() const {
+    const std::string log = ReadFile(UpLog());
+    const size_t at = log.find("cachemanager ready at ");
+    EXPECT_NE(at, std::string::npos) << log;
+    return at == std::string::npos ? "" : log.substr(at + 22, log.find(' ', at + 22) - at - 22);
+  }
+
   std::string Diagnostics() const {
     return "\n--- kvfleet up stderr:\n" + ReadFile(UpLog()) + "\n--- router log:\n" +
            ReadFile(dir_.Path("logs/router.log"));
@@ -240,30 +259,19 @@ TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
 
   // The CLI over TLS: load through the router; the cachemanager's worker list
   // with a router's client certificate, and refused without one.
-  const auto run = [&](const std::vector<std::string>& args, std::vector<std::string>* lines) {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
-    if (!cli.ok()) return -1;
-    absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
-    if (lines != nullptr) *lines = (*cli)->StdoutLines();
-    return code.ok() ? *code : -1;
-  };
-  EXPECT_EQ(run({"load", "--target", router, "--tls-ca", ca, "--requests", "2", "--prompt-tokens", "8",
-                 "--max-tokens", "4"},
-                nullptr),
+  EXPECT_EQ(RunCli({"load", "--target", router, "--tls-ca", ca, "--requests", "2", "--prompt-tokens", "8",
+                    "--max-tokens", "4"}),
             0)
       << ReadFile(dir_.Path("cli.log"));
-  const std::string log = ReadFile(UpLog());
-  const size_t at = log.find("cachemanager ready at ");
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string cachemanager = log.substr(at + 22, log.find(' ', at + 22) - at - 22);
+  const std::string cachemanager = CachemanagerFromLog();
   std::vector<std::string> lines;
-  EXPECT_EQ(run({"workers", "--cachemanager", cachemanager, "--tls-ca", ca, "--tls-cert", dir_.Path("logs/tls/router.pem"),
-                 "--tls-key", dir_.Path("logs/tls/router.key")},
-                &lines),
+  EXPECT_EQ(RunCli({"workers", "--cachemanager", cachemanager, "--tls-ca", ca, "--tls-cert",
+                    dir_.Path("logs/tls/router.pem"), "--tls-key", dir_.Path("logs/tls/router.key")},
+                   &lines),
             0)
       << ReadFile(dir_.Path("cli.log"));
   EXPECT_THAT(lines, ::testing::Contains("2 live workers"));
-  EXPECT_NE(run({"workers", "--cachemanager", cachemanager, "--tls-ca", ca}, nullptr), 0)
+  EXPECT_NE(RunCli({"workers", "--cachemanager", cachemanager, "--tls-ca", ca}), 0)
       << "the cachemanager requires a client certificate";
   up->Signal(SIGINT);
   absl::StatusOr<int> code = up->Wait(absl::Seconds(90));
@@ -284,21 +292,12 @@ TEST_F(KvfleetUpTest, TheInternalTokenGuardsWorkersAndTheCachemanager) {
   ASSERT_TRUE(std::filesystem::exists(token)) << Diagnostics();
   EXPECT_EQ(std::filesystem::status(token).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  const auto run = [&](const std::vector<std::string>& args) {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
-    if (!cli.ok()) return -1;
-    absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
-    return code.ok() ? *code : -1;
-  };
-  EXPECT_EQ(run({"load", "--target", router, "--requests", "2", "--prompt-tokens", "8", "--max-tokens", "4"}), 0)
+  EXPECT_EQ(RunCli({"load", "--target", router, "--requests", "2", "--prompt-tokens", "8", "--max-tokens", "4"}), 0)
       << "the router's public port needs no internal token: " << ReadFile(dir_.Path("cli.log"));
-  const std::string log = ReadFile(UpLog());
-  const size_t at = log.find("cachemanager ready at ");
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string cachemanager = log.substr(at + 22, log.find(' ', at + 22) - at - 22);
-  EXPECT_EQ(run({"workers", "--cachemanager", cachemanager, "--internal-token-file", token}), 0)
+  const std::string cachemanager = CachemanagerFromLog();
+  EXPECT_EQ(RunCli({"workers", "--cachemanager", cachemanager, "--internal-token-file", token}), 0)
       << ReadFile(dir_.Path("cli.log"));
-  EXPECT_NE(run({"workers", "--cachemanager", cachemanager}), 0) << "the cachemanager requires the token";
+  EXPECT_NE(RunCli({"workers", "--cachemanager", cachemanager}), 0) << "the cachemanager requires the token";
   EXPECT_THAT(ReadFile(dir_.Path("cli.log")), HasSubstr("internal token"));
   up->Signal(SIGINT);
   absl::StatusOr<int> code = up->Wait(absl::Seconds(90));
