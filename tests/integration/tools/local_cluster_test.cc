@@ -123,6 +123,18 @@ class KvfleetUpTest : public ::testing::Test {
 
   std::string UpLog() const { return dir_.Path("up.log"); }
 
+  // Waits for kvfleet up's ready line and records its service processes:
+  // the router's address, or "" (the failure recorded) if it never came.
+  std::string AwaitReady(ChildProcess& up) {
+    absl::StatusOr<std::string> ready = up.WaitForLine(kReadyPrefix, absl::Minutes(3));
+    if (!ready.ok()) {
+      ADD_FAILURE() << ready.status() << Diagnostics();
+      return "";
+    }
+    services_ = ChildrenOf(up.pid());
+    return ready->substr(std::string(kReadyPrefix).size());
+  }
+
   // Runs the kvfleet CLI with `args` (its stderr to cli.log): its exit code,
   // -1 when it could not run; its stdout lines in `lines` when given.
   int RunCli(const std::vector<std::string>& args, std::vector<std::string>* lines = nullptr) const {
@@ -154,10 +166,8 @@ class KvfleetUpTest : public ::testing::Test {
 TEST_F(KvfleetUpTest, ServesThroughTheRouterAndStopsCleanlyOnSigint) {
   std::unique_ptr<ChildProcess> up = StartUp({});
   ASSERT_NE(up, nullptr);
-  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
-  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
-  const std::string router = ready->substr(std::string(kReadyPrefix).size());
-  services_ = ChildrenOf(up->pid());
+  const std::string router = AwaitReady(*up);
+  ASSERT_FALSE(router.empty());
   EXPECT_EQ(services_.size(), 4u) << "cachemanager, two workers, router";
   for (const char* log : {"cachemanager.log", "worker-0.log", "worker-1.log", "router.log"}) {
     EXPECT_TRUE(std::filesystem::exists(dir_.Path(std::string("logs/") + log))) << log;
@@ -226,10 +236,8 @@ TEST_F(KvfleetUpTest, AskAnswersThenExits) {
 TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
   std::unique_ptr<ChildProcess> up = StartUp({"--tls"});
   ASSERT_NE(up, nullptr);
-  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
-  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
-  const std::string router = ready->substr(std::string(kReadyPrefix).size());
-  services_ = ChildrenOf(up->pid());
+  const std::string router = AwaitReady(*up);
+  ASSERT_FALSE(router.empty());
   const std::string ca = dir_.Path("logs/tls/ca.pem");
   ASSERT_TRUE(std::filesystem::exists(ca)) << Diagnostics();
 
@@ -284,10 +292,8 @@ TEST_F(KvfleetUpTest, TheWholeClusterServesOverTls) {
 TEST_F(KvfleetUpTest, TheInternalTokenGuardsWorkersAndTheCachemanager) {
   std::unique_ptr<ChildProcess> up = StartUp({"--internal-token", "--workers", "1"});
   ASSERT_NE(up, nullptr);
-  absl::StatusOr<std::string> ready = up->WaitForLine(kReadyPrefix, absl::Minutes(3));
-  ASSERT_TRUE(ready.ok()) << ready.status() << Diagnostics();
-  const std::string router = ready->substr(std::string(kReadyPrefix).size());
-  services_ = ChildrenOf(up->pid());
+  const std::string router = AwaitReady(*up);
+  ASSERT_FALSE(router.empty());
   const std::string token = dir_.Path("logs/internal-token");
   ASSERT_TRUE(std::filesystem::exists(token)) << Diagnostics();
   EXPECT_EQ(std::filesystem::status(token).permissions() & std::filesystem::perms::all,
