@@ -46,6 +46,8 @@ absl::Status Run(const RouterOptions& o) {
   auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
   exposer->RegisterCollectable(pool_collector);
   Placement placement(o.placement);
+  auto placement_collector = std::make_shared<PlacementCollector>(placement);
+  exposer->RegisterCollectable(placement_collector);
   std::shared_ptr<grpc::Channel> cachemanager_channel;
   std::unique_ptr<CacheManagerWatcher> watcher;
   if (!o.cachemanager.empty()) {
@@ -86,6 +88,7 @@ absl::Status Run(const RouterOptions& o) {
   if (watcher) watcher->Stop();
   pool.Stop();
   exposer->RemoveCollectable(pool_collector);
+  exposer->RemoveCollectable(placement_collector);
   KVFLEET_LOG_INFO("stopped");
   return absl::OkStatus();
 }

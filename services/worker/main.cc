@@ -151,6 +151,7 @@ absl::Status Run(const WorkerOptions& o) {
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
   engine.Start();
+  if (publisher) service.OnAdmission([p = publisher.get()] { p->NotifyLoadChanged(); });
   service.Attach(engine, MakeInfo(o, m));
   HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
                           [&server](HealthVerdict health) {
@@ -162,7 +163,7 @@ absl::Status Run(const WorkerOptions& o) {
   exposer->RegisterCollectable(progress);
   watchdog.SetLoaded(true);
   watchdog.Start();
-  if (publisher) publisher->Start(engine, [&service] { return service.draining(); });
+  if (publisher) publisher->Start(engine, [&service] { return service.draining(); }, &service.admitted());
   KVFLEET_LOG_INFO("speculation: default proposer {}, at most {} drafted tokens, {}; loaded: {}", o.speculation.proposer,
                    o.speculation.max_draft_tokens, o.speculation.adaptive ? "adaptive" : "fixed length",
                    absl::StrJoin(o.proposers.names(), ", "));

@@ -50,7 +50,18 @@ struct WorkerDescriptor {
   std::string numerics;  // backend and kernel version: tokens are identical only within one
 };
 
+// A router's newest placement ticket the worker admitted (LoadReport).
+struct AdmittedTicket {
+  uint64_t router = 0;
+  uint64_t ticket = 0;
+  bool operator==(const AdmittedTicket&) const = default;
+};
+
 struct WorkerLoad {
+  // A report lists at most this many routers (the worker's own bound);
+  // more are cut, so one report cannot grow the map's memory.
+  static constexpr size_t kMaxAdmittedRouters = 64;
+
   int32_t running = 0;
   int32_t waiting = 0;
   int32_t blocks_used = 0;
@@ -58,6 +69,8 @@ struct WorkerLoad {
   int32_t blocks_total = 0;
   int64_t pending_prefill_tokens = 0;
   bool draining = false;
+  double prefill_tokens_per_second = 0.0;
+  std::vector<AdmittedTicket> admitted;
 };
 
 struct KvEventRecord {

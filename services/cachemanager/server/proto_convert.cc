@@ -1,5 +1,7 @@
 #include "services/cachemanager/server/proto_convert.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -88,13 +90,21 @@ absl::StatusOr<KvEventBatch> ToKvEventBatch(const v1::EventBatch& b) {
 }
 
 WorkerLoad FromProto(const v1::LoadReport& l) {
-  return {.running = l.running(),
-          .waiting = l.waiting(),
-          .blocks_used = l.blocks_used(),
-          .blocks_free = l.blocks_free(),
-          .blocks_total = l.blocks_total(),
-          .pending_prefill_tokens = l.pending_prefill_tokens(),
-          .draining = l.draining()};
+  WorkerLoad out{.running = l.running(),
+                 .waiting = l.waiting(),
+                 .blocks_used = l.blocks_used(),
+                 .blocks_free = l.blocks_free(),
+                 .blocks_total = l.blocks_total(),
+                 .pending_prefill_tokens = l.pending_prefill_tokens(),
+                 .draining = l.draining(),
+                 .prefill_tokens_per_second = l.prefill_tokens_per_second()};
+  const size_t n = std::min<size_t>(static_cast<size_t>(l.admitted_size()), WorkerLoad::kMaxAdmittedRouters);
+  out.admitted.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const v1::PlacementTicket& t = l.admitted(static_cast<int>(i));
+    out.admitted.push_back({.router = t.router(), .ticket = t.ticket()});
+  }
+  return out;
 }
 
 v1::LoadReport ToProto(const WorkerLoad& l) {
@@ -106,6 +116,12 @@ v1::LoadReport ToProto(const WorkerLoad& l) {
   out.set_blocks_total(l.blocks_total);
   out.set_pending_prefill_tokens(l.pending_prefill_tokens);
   out.set_draining(l.draining);
+  out.set_prefill_tokens_per_second(l.prefill_tokens_per_second);
+  for (const AdmittedTicket& t : l.admitted) {
+    v1::PlacementTicket& a = *out.add_admitted();
+    a.set_router(t.router);
+    a.set_ticket(t.ticket);
+  }
   return out;
 }
 

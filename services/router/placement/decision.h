@@ -6,6 +6,7 @@
 //   decisions_counter.Add({{"reason", std::string(ReasonName(d.reason))}}).Increment();
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,7 +54,14 @@ struct Decision {
   // placed anyway (the worker queues or preempts) rather than refused.
   bool fits = true;
   std::vector<CandidateScore> scores;  // every candidate considered, by worker id
-  uint64_t in_flight_ticket = 0;       // for Placement::Settle
+  // The decision's ticket: sent to the worker with the router's instance id
+  // (its load reports then say which decisions they include), and for
+  // Placement::Settle and Retract.
+  uint64_t in_flight_ticket = 0;
+  uint64_t router_instance = 0;
+  // Until when the chosen worker is remembered to hold the prompt's blocks
+  // (the epoch when nothing was remembered).
+  std::chrono::steady_clock::time_point remembered_until;
 };
 
 }  // namespace kvfleet::router

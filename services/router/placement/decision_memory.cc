@@ -36,79 +36,105 @@ void DecisionMemory::Unref(uint32_t slot) {
 }
 
 void DecisionMemory::PopPrefix() {
-  const PrefixEntry e = prefix_fifo_.front();
-  prefix_fifo_.pop_front();
+  std::pop_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
+  const PrefixEntry e = prefix_heap_.back();
+  prefix_heap_.pop_back();
   auto it = pairs_.find(PairKey{e.hash, e.slot});
-  // Matches only if no later decision refreshed the pair.
-  if (it == pairs_.end() || it->second != e.expires) return;
-  pairs_.erase(it);
+  // Matches only if no later decision refreshed the pair (nor a retraction removed it).
+  if (it != pairs_.end() && it->second == e.expires) pairs_.erase(it);
   Unref(e.slot);
 }
 
 void DecisionMemory::PopInFlight() {
   const InFlightEntry e = in_flight_fifo_.front();
   in_flight_fifo_.pop_front();
+  WorkerState& w = slots_[e.slot];
   if (!e.settled) {
-    InFlight& f = slots_[e.slot].in_flight;
-    f.requests -= 1;
-    f.blocks -= e.blocks;
+    w.in_flight.requests -= 1;
+    w.in_flight.blocks -= e.blocks;
     --in_flight_count_;
   }
+  // Tickets leave the FIFO in order, so this one is the slot's oldest if it is still queued there.
+  if (!w.tickets.empty() && w.tickets.front() == e.ticket) w.tickets.pop_front();
   Unref(e.slot);
 }
 
-void DecisionMemory::Settle(uint64_t ticket) {
+bool DecisionMemory::SettleEntry(uint64_t ticket) {
   auto it = std::lower_bound(in_flight_fifo_.begin(), in_flight_fifo_.end(), ticket,
                              [](const InFlightEntry& e, uint64_t t) { return e.ticket < t; });
-  if (it == in_flight_fifo_.end() || it->ticket != ticket || it->settled) return;
+  if (it == in_flight_fifo_.end() || it->ticket != ticket || it->settled) return false;
   it->settled = true;
   InFlight& f = slots_[it->slot].in_flight;
   f.requests -= 1;
   f.blocks -= it->blocks;
   --in_flight_count_;
+  return true;
+}
+
+void DecisionMemory::Settle(uint64_t ticket) { SettleEntry(ticket); }
+
+void DecisionMemory::Acknowledge(const std::string& worker, uint64_t ticket) {
+  if (ticket == 0) return;
+  auto it = slot_of_.find(worker);
+  if (it == slot_of_.end()) return;
+  std::deque<uint64_t>& tickets = slots_[it->second].tickets;
+  while (!tickets.empty() && tickets.front() <= ticket) {
+    SettleEntry(tickets.front());
+    tickets.pop_front();
+  }
+}
+
+void DecisionMemory::Retract(const std::string& worker, std::span<const BlockHash> hashes, Clock::time_point expires,
+                             uint64_t ticket) {
+  SettleEntry(ticket);
+  auto it = slot_of_.find(worker);
+  if (it == slot_of_.end()) return;
+  for (const BlockHash& hash : hashes) {
+    auto pair = pairs_.find(PairKey{hash, it->second});
+    if (pair != pairs_.end() && pair->second == expires) pairs_.erase(pair);
+  }
 }
 
 void DecisionMemory::Expire(Clock::time_point now) {
-  while (!prefix_fifo_.empty() && prefix_fifo_.front().expires <= now) PopPrefix();
+  while (!prefix_heap_.empty() && prefix_heap_.front().expires <= now) PopPrefix();
   while (!in_flight_fifo_.empty() && in_flight_fifo_.front().expires <= now) PopInFlight();
 }
 
 uint64_t DecisionMemory::Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks,
-                                Clock::time_point now) {
-  const bool remember_prefix = limits_.prefix_ttl > Clock::duration::zero() && !hashes.empty();
+                                Clock::time_point now, std::optional<Clock::duration> prefix_ttl) {
+  const Clock::duration ttl = limits_.prefix_ttl > Clock::duration::zero() ? prefix_ttl.value_or(limits_.prefix_ttl)
+                                                                           : Clock::duration::zero();
+  const bool remember_prefix = ttl > Clock::duration::zero() && !hashes.empty();
   const bool count_in_flight = limits_.in_flight_ttl > Clock::duration::zero();
-  if (!remember_prefix && !count_in_flight) return 0;
+  const uint64_t ticket = next_ticket_++;
+  if (!remember_prefix && !count_in_flight) return ticket;
   const uint32_t slot = Intern(worker);
   if (remember_prefix) {
-    const Clock::time_point expires = now + limits_.prefix_ttl;
-    // The FIFOs stay in expiry order only on a clock that never goes back.
-    DCHECK(prefix_fifo_.empty() || prefix_fifo_.back().expires <= expires);
+    const Clock::time_point expires = now + ttl;
     for (const BlockHash& hash : hashes) {
       auto [it, inserted] = pairs_.try_emplace(PairKey{hash, slot}, expires);
-      if (inserted) {
-        ++slots_[slot].refs;
-      } else if (it->second < expires) {
+      if (!inserted) {
+        if (it->second >= expires) continue;  // an entry already carries a later expiry
         it->second = expires;
-      } else {
-        continue;  // its FIFO entry already carries this expiry
       }
-      prefix_fifo_.push_back({.hash = hash, .slot = slot, .expires = expires});
+      prefix_heap_.push_back({.hash = hash, .slot = slot, .expires = expires});
+      std::push_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
+      ++slots_[slot].refs;
     }
   }
-  uint64_t ticket = 0;
   if (count_in_flight) {
-    ticket = next_ticket_++;
     in_flight_fifo_.push_back(
         {.slot = slot, .expires = now + limits_.in_flight_ttl, .blocks = new_blocks, .ticket = ticket});
     WorkerState& w = slots_[slot];
     w.refs += 1;
     w.in_flight.requests += 1;
     w.in_flight.blocks += new_blocks;
+    w.tickets.push_back(ticket);
     ++in_flight_count_;
   }
-  // The caps may drop this very decision's oldest entries; its refs were
-  // counted above, so the slot is freed only if all of them go.
-  while (static_cast<int64_t>(prefix_fifo_.size()) > limits_.max_blocks) PopPrefix();
+  // The caps may drop this very decision's entries; its refs were counted
+  // above, so the slot is freed only if all of them go.
+  while (static_cast<int64_t>(prefix_heap_.size()) > limits_.max_blocks) PopPrefix();
   while (static_cast<int64_t>(in_flight_fifo_.size()) > limits_.max_in_flight) PopInFlight();
   return ticket;
 }
@@ -154,7 +180,8 @@ void DecisionMemory::Forget(const std::string& worker) {
   const uint32_t slot = it->second;
   absl::erase_if(pairs_, [&](const auto& p) { return p.first.slot == slot; });
   // The slot will be reused: no entry may still name it.
-  std::erase_if(prefix_fifo_, [&](const PrefixEntry& e) { return e.slot == slot; });
+  std::erase_if(prefix_heap_, [&](const PrefixEntry& e) { return e.slot == slot; });
+  std::make_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
   std::erase_if(in_flight_fifo_, [&](const InFlightEntry& e) { return e.slot == slot; });
   in_flight_count_ -= slots_[slot].in_flight.requests;
   Release(slot);

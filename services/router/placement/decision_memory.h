@@ -2,16 +2,20 @@
 // covers the lag between sending a request and hearing about it from the
 // worker (README.md, "Decision memory"):
 //
-// - prefix memory: for `prefix_ttl` after a request with block hashes
+// - prefix memory: for a TTL chosen per decision (Placement makes it as long
+//   as the prefill is predicted to take) after a request with block hashes
 //   h0..hn-1 went to worker w, w is taken to hold h0..hn-1. A worker stores
 //   a block's hash only once it has computed the block, and the cachemanager
 //   hears of it a flush later, so without this a burst of requests with a
-//   new shared prefix would scatter over the cluster.
-// - in-flight load: for `in_flight_ttl` a decision counts one request and
-//   its new KV blocks against w, until w's own load report includes it, or
-//   until the router settles it (the request ended: nothing is in flight any
+//   new shared prefix would scatter over the cluster. A decision whose
+//   attempt was refused or failed is retracted at once.
+// - in-flight load: a decision counts one request and its new KV blocks
+//   against w until w's own load report includes it (Acknowledge: the
+//   report carries the newest ticket w admitted from this router), or until
+//   the router settles it (the request ended: nothing is in flight any
 //   more, and counting it on would only push the next request of the same
-//   prefix away from the worker that holds it).
+//   prefix away from the worker that holds it). `in_flight_ttl` is only a
+//   safety bound for a report that never comes.
 //
 // Hashes are chained, so h_i names the whole prefix h0..h_i: if (h_i, w) is
 // remembered, w was sent all of h0..h_i, and (h_j, w) for j < i expires no
@@ -20,33 +24,39 @@
 // share a hot prefix. (The size cap drops a decision's first hashes first,
 // which can only make the answer smaller.)
 //
-// What it owns: a (hash, worker slot) → expiry map, a FIFO of every (hash,
-// slot, expiry) recorded and a FIFO of in-flight decisions, both in expiry
-// order (one monotonic clock, constant TTLs), so expiry and the size caps
-// drop from the front in O(1) each. A pair refreshed by a later decision
-// keeps its older FIFO entry, which no longer matches the pair's expiry and
-// is skipped. Worker names are interned to dense slots, freed when nothing
+// What it owns: a (hash, worker slot) → expiry map, a min-heap by expiry of
+// every (hash, slot, expiry) recorded (TTLs differ per decision), a FIFO of
+// in-flight decisions in ticket order (one constant safety TTL, so also in
+// expiry order) and, per slot, its in-flight tickets in order. Expiry pops
+// the heap top and the FIFO front; the size caps drop the soonest to
+// expire. A pair refreshed by a later decision, or retracted, keeps its
+// older heap entry, which no longer matches the pair's expiry and is
+// skipped. Worker names are interned to dense slots, freed when nothing
 // names them and reused.
 //
-// Invariants: each pair's latest FIFO entry carries its expiry, so when a
-// pair goes no FIFO entry of it is left behind; a slot is free only when no
-// pair, FIFO entry or in-flight entry names it (Forget purges the FIFOs of
-// the slot it frees); remembered_blocks() is the number of pairs; a slot's
-// in-flight sums are those of its unsettled entries in the in-flight FIFO,
-// whose tickets increase from front to back.
+// Invariants: each pair's latest heap entry carries its expiry; a slot is
+// free only when no heap entry or in-flight entry names it (each holds a
+// reference; Forget purges both of the slot it frees); remembered_blocks()
+// is the number of pairs; a slot's in-flight sums are those of its
+// unsettled entries in the in-flight FIFO, whose tickets increase from
+// front to back; a slot's ticket queue holds, in order, a superset of its
+// unsettled entries' tickets, and no ticket the FIFO has dropped.
 //
 // Thread-safety: none; Placement calls it under its mutex.
 //
-//   DecisionMemory memory({.prefix_ttl = 5s, .max_blocks = 1 << 18, .in_flight_ttl = 250ms, .max_in_flight = 1 << 16});
+//   DecisionMemory memory({.prefix_ttl = 5s, .max_blocks = 1 << 18, .in_flight_ttl = 60s, .max_in_flight = 1 << 16});
 //   memory.Expire(now);
+//   memory.Acknowledge("w1", report_admitted_ticket);
 //   std::vector<int32_t> depth = memory.RememberedBlocks(hashes, workers, now);
-//   uint64_t ticket = memory.Record("w1", hashes, /*new_blocks=*/12, now);
+//   uint64_t ticket = memory.Record("w1", hashes, /*new_blocks=*/12, now, /*prefix_ttl=*/40s);
 //   memory.Settle(ticket);  // the request ended
+//   memory.Retract("w1", hashes, now + 40s, ticket);  // or: its attempt was refused
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -62,7 +72,7 @@ class DecisionMemory {
   using Clock = std::chrono::steady_clock;
 
   struct Limits {
-    Clock::duration prefix_ttl{};     // 0: no prefix memory
+    Clock::duration prefix_ttl{};     // the default per decision; 0: no prefix memory
     int64_t max_blocks = 1;           // (hash, worker) pairs kept at most
     Clock::duration in_flight_ttl{};  // 0: no in-flight accounting
     int64_t max_in_flight = 1;        // in-flight decisions kept at most
@@ -79,10 +89,24 @@ class DecisionMemory {
   void Expire(Clock::time_point now);
 
   // `worker` was sent a request whose full blocks hash to `hashes` and that
-  // adds `new_blocks` KV blocks there. Returns the in-flight entry's ticket
-  // for Settle (0 when in-flight accounting is off).
+  // adds `new_blocks` KV blocks there; its prefix is remembered for
+  // `prefix_ttl` (default: limits' prefix_ttl; nothing when prefix memory is
+  // off or the TTL is not positive). Returns the decision's ticket, unique
+  // and increasing (sent to the worker, and for Settle); it counts in flight
+  // only when in-flight accounting is on.
   uint64_t Record(const std::string& worker, std::span<const BlockHash> hashes, int32_t new_blocks,
-                  Clock::time_point now);
+                  Clock::time_point now, std::optional<Clock::duration> prefix_ttl = std::nullopt);
+
+  // `worker`'s latest load report includes every request of ours up to
+  // `ticket` (the newest it admitted): they stop counting in flight. 0 or an
+  // unknown worker: nothing. O(tickets settled).
+  void Acknowledge(const std::string& worker, uint64_t ticket);
+
+  // The attempt behind `ticket` was refused or failed before computing
+  // anything: forget the prefix it recorded (pairs whose expiry is still
+  // `expires`, i.e. that no later decision refreshed) and settle it.
+  void Retract(const std::string& worker, std::span<const BlockHash> hashes, Clock::time_point expires,
+               uint64_t ticket);
 
   // The request behind `ticket` ended: it no longer counts as in flight. A
   // ticket already expired, settled, forgotten or 0 is ignored. O(log
@@ -130,19 +154,23 @@ class DecisionMemory {
   };
   struct WorkerState {
     std::string name;
-    int64_t refs = 0;  // pairs + in-flight entries naming it; the slot is freed at 0
+    int64_t refs = 0;  // heap + in-flight entries naming it; the slot is freed at 0
     InFlight in_flight;
+    std::deque<uint64_t> tickets;  // its in-flight tickets, oldest first (some may be settled)
   };
+  static bool ExpiresLater(const PrefixEntry& a, const PrefixEntry& b) { return a.expires > b.expires; }
 
   uint32_t Intern(const std::string& worker);
   void Release(uint32_t slot);
   void Unref(uint32_t slot);
   void PopPrefix();
   void PopInFlight();
+  // Marks the entry behind `ticket` settled; false if there is none to settle.
+  bool SettleEntry(uint64_t ticket);
 
   Limits limits_;
   absl::flat_hash_map<PairKey, Clock::time_point> pairs_;  // → expiry
-  std::deque<PrefixEntry> prefix_fifo_;
+  std::vector<PrefixEntry> prefix_heap_;  // min-heap by expiry (ExpiresLater)
   std::deque<InFlightEntry> in_flight_fifo_;
   absl::flat_hash_map<std::string, uint32_t> slot_of_;
   std::vector<WorkerState> slots_;  // indexed by slot; free ones have an empty name

@@ -1,6 +1,7 @@
 #include "services/router/placement/placement.h"
 
 #include <algorithm>
+#include <random>
 #include <tuple>
 #include <utility>
 
@@ -59,18 +60,31 @@ absl::StatusOr<std::vector<WorkerCandidate>> Eligible(std::vector<WorkerCandidat
   return eligible;
 }
 
-auto CostKey(const CandidateScore& s) { return std::tie(s.cost, s.load, s.used_blocks, s.worker_id); }
-auto LoadKey(const CandidateScore& s) { return std::tie(s.load, s.used_blocks, s.worker_id); }
+auto CostKey(const CandidateScore& s) { return std::tie(s.cost, s.load, s.used_blocks); }
+auto LoadKey(const CandidateScore& s) { return std::tie(s.load, s.used_blocks); }
 
-// The index in `scores` of the smallest key among those `in` admits; npos if none.
+// The index in `scores` of the smallest key among those `in` admits; npos if
+// none. Exact ties go to the first in worker-id order starting at
+// `rotation`: a new rotation each decision spreads ties round the cluster
+// (by worker id, a cold burst on an idle cluster would all go to one worker
+// until its reports caught up).
 template <typename Key, typename Pred>
-size_t ArgMin(const std::vector<CandidateScore>& scores, Key key, Pred in) {
+size_t ArgMin(const std::vector<CandidateScore>& scores, Key key, Pred in, size_t rotation) {
   size_t best = std::string::npos;
-  for (size_t i = 0; i < scores.size(); ++i) {
+  const size_t n = scores.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (rotation + k) % n;
     if (!in(scores[i])) continue;
     if (best == std::string::npos || key(scores[i]) < key(scores[best])) best = i;
   }
   return best;
+}
+
+uint64_t RandomInstance() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t{rd()} << 32) | rd();
+  return id;
 }
 
 }  // namespace
@@ -78,6 +92,7 @@ size_t ArgMin(const std::vector<CandidateScore>& scores, Key key, Pred in) {
 Placement::Placement(PlacementOptions options, NowFn now)
     : options_(std::move(options)),
       now_(std::move(now)),
+      router_instance_(options_.router_instance != 0 ? options_.router_instance : RandomInstance()),
       memory_({.prefix_ttl = options_.decision_memory,
                .max_blocks = options_.memory_max_blocks,
                .in_flight_ttl = options_.in_flight_window,
@@ -86,15 +101,15 @@ Placement::Placement(PlacementOptions options, NowFn now)
   CHECK(now_ != nullptr);
 }
 
-size_t Placement::ChooseLeastLoaded(const std::vector<CandidateScore>& scores) {
-  return ArgMin(scores, LoadKey, [](const CandidateScore&) { return true; });
+size_t Placement::ChooseLeastLoaded(const std::vector<CandidateScore>& scores, size_t rotation) {
+  return ArgMin(scores, LoadKey, [](const CandidateScore&) { return true; }, rotation);
 }
 
-size_t Placement::ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason) const {
+size_t Placement::ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason, size_t rotation) const {
   // Workers that cannot hold the request's new blocks only if none can.
   const bool any_fits = std::any_of(scores.begin(), scores.end(), [](const CandidateScore& s) { return s.fits; });
   auto in_tier = [any_fits](const CandidateScore& s) { return s.fits || !any_fits; };
-  const size_t best = ArgMin(scores, CostKey, in_tier);
+  const size_t best = ArgMin(scores, CostKey, in_tier, rotation);
   const CandidateScore& b = scores[best];
   if (options_.affinity_guard && b.matched_blocks > 0) {
     int32_t min_load = b.load;
@@ -112,8 +127,9 @@ size_t Placement::ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason&
     }
     if (scores[best].over_guard) {
       reason = Reason::kAffinityGuard;
-      const size_t alt = ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; });
-      return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier);
+      const size_t alt =
+          ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; }, rotation);
+      return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier, rotation);
     }
   }
   if (b.matched_blocks == 0) {
@@ -136,6 +152,8 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   absl::MutexLock lock(&mu_);
   const Clock::time_point now = now_();
   memory_.Expire(now);
+  for (const WorkerCandidate& c : live) memory_.Acknowledge(c.worker_id, c.admitted_ticket);
+  const size_t rotation = static_cast<size_t>(tie_rotation_++ % live.size());
   std::vector<int32_t> remembered(live.size(), 0);
   if (policy == Policy::kPrefixAware) remembered = memory_.RememberedBlocks(request.block_hashes, ids, now);
   std::vector<CandidateScore> scores;
@@ -148,10 +166,10 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   Reason reason = Reason::kCold;
   switch (policy) {
     case Policy::kPrefixAware:
-      chosen = ChoosePrefixAware(scores, reason);
+      chosen = ChoosePrefixAware(scores, reason, rotation);
       break;
     case Policy::kLeastLoaded:
-      chosen = ChooseLeastLoaded(scores);
+      chosen = ChooseLeastLoaded(scores, rotation);
       reason = Reason::kLeastLoaded;
       break;
     case Policy::kRoundRobin:
@@ -160,10 +178,13 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
       break;
   }
   const CandidateScore& s = scores[chosen];
-  const uint64_t ticket = memory_.Record(s.worker_id, request.block_hashes, s.new_blocks, now);
+  const Clock::duration remember = PrefixMemoryFor(request, live[chosen], s);
+  const uint64_t ticket = memory_.Record(s.worker_id, request.block_hashes, s.new_blocks, now, remember);
 
   Decision d;
   d.in_flight_ticket = ticket;
+  d.router_instance = router_instance_;
+  if (remember > Clock::duration::zero() && !request.block_hashes.empty()) d.remembered_until = now + remember;
   d.worker_id = s.worker_id;
   d.endpoint = std::move(live[chosen].endpoint);
   d.reason = reason;
@@ -180,6 +201,25 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
 void Placement::Settle(const Decision& decision) {
   absl::MutexLock lock(&mu_);
   memory_.Settle(decision.in_flight_ticket);
+}
+
+Placement::Clock::duration Placement::PrefixMemoryFor(const PlacementRequest& request, const WorkerCandidate& chosen,
+                                                      const CandidateScore& score) const {
+  if (options_.decision_memory <= std::chrono::milliseconds::zero()) return Clock::duration::zero();
+  if (!(chosen.prefill_tokens_per_second > 0.0)) return options_.decision_memory;
+  // Everything the worker has to prefill before this prompt's blocks are
+  // all computed and published: its own uncached tokens and the queue's.
+  const double tokens = score.uncached_prefill_blocks * request.block_size;
+  const double seconds = options_.decision_memory_prefill_factor * tokens / chosen.prefill_tokens_per_second;
+  const auto predicted = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::min(seconds, 1e7)));  // no overflow on a silly rate
+  return std::clamp<Clock::duration>(options_.decision_memory_min + predicted, options_.decision_memory_min,
+                                     options_.decision_memory_max);
+}
+
+void Placement::Retract(const Decision& decision, std::span<const BlockHash> block_hashes) {
+  absl::MutexLock lock(&mu_);
+  memory_.Retract(decision.worker_id, block_hashes, decision.remembered_until, decision.in_flight_ticket);
 }
 
 void Placement::Forget(const std::string& worker_id) {

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,16 @@ class Placement {
   // prefix stays remembered.
   void Settle(const Decision& decision);
 
+  // The attempt `decision` placed was refused or failed before computing
+  // anything (`block_hashes`: its request's): forget the prefix it recorded
+  // at once, and settle it.
+  void Retract(const Decision& decision, std::span<const BlockHash> block_hashes);
+
   // A worker left the cluster: drop what the router remembers sending it.
   void Forget(const std::string& worker_id);
+
+  // Sent with each decision's ticket (PlacementOptions::router_instance, or random).
+  uint64_t router_instance() const { return router_instance_; }
 
   // Gauges: (hash, worker) pairs remembered; decisions still counted in flight.
   int64_t remembered_blocks() const;
@@ -75,14 +84,20 @@ class Placement {
 
  private:
   // Indexes into `scores` (sorted by worker id, non-empty).
-  size_t ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason) const;
-  static size_t ChooseLeastLoaded(const std::vector<CandidateScore>& scores);
+  size_t ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason, size_t rotation) const;
+  static size_t ChooseLeastLoaded(const std::vector<CandidateScore>& scores, size_t rotation);
+
+  // How long to remember the chosen worker holds the prompt (PlacementOptions::decision_memory).
+  Clock::duration PrefixMemoryFor(const PlacementRequest& request, const WorkerCandidate& chosen,
+                                  const CandidateScore& score) const;
 
   const PlacementOptions options_;
   const NowFn now_;
+  const uint64_t router_instance_;
   mutable absl::Mutex mu_;
   DecisionMemory memory_ ABSL_GUARDED_BY(mu_);
   uint64_t round_robin_next_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t tie_rotation_ ABSL_GUARDED_BY(mu_) = 0;  // exact ties go round, not to the lowest id
 };
 
 }  // namespace kvfleet::router

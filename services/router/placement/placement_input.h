@@ -33,9 +33,18 @@ struct WorkerCandidate {
   int32_t blocks_used = 0;  // held by requests
   int32_t blocks_free = 0;  // allocatable, cached-but-unreferenced blocks included
   int32_t blocks_total = 0;
-  int64_t pending_prefill_tokens = 0;  // prompt tokens queued or mid-prefill on it
-  bool draining = false;               // never chosen
-  int32_t max_num_seqs = 0;            // its batch limit; 0: unknown
+  // Prompt tokens queued or mid-prefill on it, a prefix shared between its
+  // requests counted once.
+  int64_t pending_prefill_tokens = 0;
+  bool draining = false;     // never chosen
+  int32_t max_num_seqs = 0;  // its batch limit; 0: unknown
+  // The report's newest ticket of this router (Placement::router_instance)
+  // that the worker admitted: decisions up to it are in the figures above,
+  // so the router stops counting them as in flight. 0: none or unknown.
+  uint64_t admitted_ticket = 0;
+  // Its measured prefill rate; 0: unknown. Sets how long the router
+  // remembers sending it a prefix (as long as computing it should take).
+  double prefill_tokens_per_second = 0.0;
 };
 
 struct PlacementRequest {

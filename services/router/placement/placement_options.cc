@@ -53,6 +53,14 @@ absl::Status PlacementOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("decision_memory must be >= 0 ms (0 turns it off), got ", decision_memory.count(), " ms"));
   }
+  if (decision_memory_min.count() < 0 || decision_memory_max < decision_memory_min) {
+    return absl::InvalidArgumentError(absl::StrCat("decision_memory_min must be >= 0 ms and decision_memory_max >= it, got ",
+                                                   decision_memory_min.count(), " and ", decision_memory_max.count(),
+                                                   " ms"));
+  }
+  if (absl::Status s = NonNegativeFinite("decision_memory_prefill_factor", decision_memory_prefill_factor); !s.ok()) {
+    return s;
+  }
   if (memory_max_blocks < 1) {
     return absl::InvalidArgumentError(absl::StrCat("memory_max_blocks must be >= 1, got ", memory_max_blocks));
   }

@@ -42,14 +42,23 @@ struct PlacementOptions {
   double kv_pressure_weight = 4.0;
 
   // How long the router trusts its own decisions as "worker w holds this
-  // prefix" before the worker's KV events say so. 0 turns the memory off.
+  // prefix" before the worker's KV events say so: as long as the prefill is
+  // predicted to take on that worker, ((the request's uncached tokens + the
+  // worker's pending prefill) / its measured prefill rate) ×
+  // decision_memory_prefill_factor + decision_memory_min, at most
+  // decision_memory_max; decision_memory while the rate is unknown. 0
+  // decision_memory turns the memory off.
   std::chrono::milliseconds decision_memory{5000};
+  std::chrono::milliseconds decision_memory_min{1000};
+  double decision_memory_prefill_factor = 2.0;
+  std::chrono::milliseconds decision_memory_max{600000};
   // (block hash, worker) pairs remembered at most; the oldest go first.
   int64_t memory_max_blocks = int64_t{1} << 18;
-  // How long a decision counts as load the worker has not reported yet
-  // (its load report follows within one publisher flush, 50 ms, plus
-  // transit). 0 turns in-flight accounting off.
-  std::chrono::milliseconds in_flight_window{250};
+  // A decision counts as load the worker has not reported yet until a load
+  // report from the worker includes it (the report's admitted ticket) or the
+  // request ends; this is only the bound for a report that never comes. 0
+  // turns in-flight accounting off.
+  std::chrono::milliseconds in_flight_window{60000};
   // In-flight decisions remembered at most; the oldest go first.
   int64_t max_in_flight = int64_t{1} << 16;
 
@@ -61,6 +70,9 @@ struct PlacementOptions {
   bool affinity_guard = true;
   int32_t affinity_guard_margin = 16;
   double affinity_guard_ratio = 2.0;
+
+  // This router's id in the tickets it sends workers; 0: a random one.
+  uint64_t router_instance = 0;
 
   absl::Status Validate() const;
 };

@@ -101,7 +101,15 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
     const size_t tokens_before = stream.generated.size();
     if (tokens_before == 0) stream.numerics = route->numerics;
     const Outcome outcome = RunAttempt(context, *route, stream);
-    selector_.Settle(*route);
+    // A refusal, a bad request or a failure before any token computed
+    // nothing the router should remember sending there.
+    const bool computed_nothing = outcome == Outcome::kOverloaded || outcome == Outcome::kRequestError ||
+                                  (outcome == Outcome::kWorkerFailed && stream.generated.size() == tokens_before);
+    if (computed_nothing) {
+      selector_.Retract(*route, blocks);
+    } else {
+      selector_.Settle(*route);
+    }
     switch (outcome) {
       case Outcome::kFinished:
         return grpc::Status::OK;
@@ -139,6 +147,7 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
 GenerationRunner::Outcome GenerationRunner::RunAttempt(const grpc::ServerContextBase& context, const Route& route,
                                                        Stream& stream) {
   v1::GenerateRequest request = stream.plan.worker_request;
+  *request.mutable_placement() = selector_.TicketOf(route);
   request.mutable_resumed_output_token_ids()->Assign(stream.generated.begin(), stream.generated.end());
   std::unique_ptr<grpc::ClientContext> call = grpc::ClientContext::FromServerContext(context);
   std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader = route.stub->Generate(call.get(), request);

@@ -39,6 +39,14 @@ std::optional<v1::FindOverlapsResponse> RouteSelector::FindOverlaps(const std::s
   return response;
 }
 
+uint64_t RouteSelector::AdmittedTicketOf(
+    const google::protobuf::RepeatedPtrField<v1::PlacementTicket>& admitted) const {
+  for (const v1::PlacementTicket& t : admitted) {
+    if (t.router() == placement_.router_instance()) return t.ticket();
+  }
+  return 0;
+}
+
 void PromptBlocks::HashWith(int32_t pool_block_size) {
   if (pool_block_size <= 0 || pool_block_size == block_size) return;
   block_size = pool_block_size;
@@ -82,7 +90,9 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
                       .blocks_total = w.stats.blocks_total(),
                       .pending_prefill_tokens = w.stats.pending_prefill_tokens(),
                       .draining = w.draining,
-                      .max_num_seqs = w.max_num_seqs};
+                      .max_num_seqs = w.max_num_seqs,
+                      .admitted_ticket = AdmittedTicketOf(w.stats.admitted()),
+                      .prefill_tokens_per_second = w.stats.prefill_tokens_per_second()};
     if (auto it = by_id.find(w.worker_id); it != by_id.end()) {
       const v1::WorkerOverlap& o = *it->second;
       const v1::LoadReport& load = o.load();
@@ -96,6 +106,8 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
         c.blocks_total = load.blocks_total();
         c.pending_prefill_tokens = load.pending_prefill_tokens();
         c.draining = c.draining || load.draining();
+        c.admitted_ticket = std::max(c.admitted_ticket, AdmittedTicketOf(load.admitted()));
+        c.prefill_tokens_per_second = load.prefill_tokens_per_second();
       }
     }
     by_worker[w.worker_id] = &w;

@@ -70,11 +70,24 @@ class RouteSelector {
                                const absl::flat_hash_set<std::string>& exclude, const std::string& numerics = "");
   // The attempt on `route` ended, however: its load is the worker's own now.
   void Settle(const Route& route) { placement_.Settle(route.decision); }
+  // The attempt on `route` was refused or failed before its first token:
+  // the worker computed nothing to remember.
+  void Retract(const Route& route, const PromptBlocks& blocks) { placement_.Retract(route.decision, blocks.hashes); }
+  // The ticket to send with the attempt: which decision of which router it is.
+  v1::PlacementTicket TicketOf(const Route& route) const {
+    v1::PlacementTicket t;
+    t.set_router(route.decision.router_instance);
+    t.set_ticket(route.decision.in_flight_ticket);
+    return t;
+  }
 
  private:
   // The cachemanager's answer, or nullopt when it could not be asked.
   std::optional<v1::FindOverlapsResponse> FindOverlaps(const std::string& model_id,
                                                        const std::vector<BlockHash>& hashes);
+
+  // This router's newest ticket in a worker's load report; 0 if absent.
+  uint64_t AdmittedTicketOf(const google::protobuf::RepeatedPtrField<v1::PlacementTicket>& admitted) const;
 
   WorkerPool& pool_;
   Placement& placement_;

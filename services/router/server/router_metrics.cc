@@ -117,4 +117,16 @@ std::vector<prometheus::MetricFamily> WorkerPoolCollector::Collect() const {
   return std::move(out).Take();
 }
 
+std::vector<prometheus::MetricFamily> PlacementCollector::Collect() const {
+  transport::ScrapeFamilies out;
+  out.Family("kvfleet_router_placement_in_flight",
+             "Placement decisions counted as load their workers have not reported yet", prometheus::MetricType::Gauge)
+      .Add(static_cast<double>(placement_.in_flight()), {});
+  out.Family("kvfleet_router_placement_remembered_blocks",
+             "(block, worker) pairs the router remembers sending, ahead of the workers' KV events",
+             prometheus::MetricType::Gauge)
+      .Add(static_cast<double>(placement_.remembered_blocks()), {});
+  return std::move(out).Take();
+}
+
 }  // namespace kvfleet::router

@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "services/router/placement/decision.h"
+#include "services/router/placement/placement.h"
 #include "services/router/placement/placement_options.h"
 #include "services/router/server/worker_pool.h"
 
@@ -95,6 +96,19 @@ class WorkerPoolCollector : public prometheus::Collectable {
 
  private:
   const WorkerPool& pool_;
+};
+
+// The placement's own state at scrape time: decisions still counted as
+// load the workers have not reported (kvfleet_router_placement_in_flight)
+// and the (block, worker) pairs it remembers sending
+// (kvfleet_router_placement_remembered_blocks).
+class PlacementCollector : public prometheus::Collectable {
+ public:
+  explicit PlacementCollector(const Placement& placement) : placement_(placement) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const Placement& placement_;
 };
 
 }  // namespace kvfleet::router

@@ -23,9 +23,14 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
   --prefill-weight A           cost per uncached prompt block (default 1; services/router/placement/README.md)
   --decode-weight B            cost per block of decode load (default 1)
   --decision-memory MS         how long the router trusts its own decisions as "this worker holds the
-                               prefix" before the worker's events say so (default 5000; raise it where
-                               a cold prefill takes longer, e.g. CPU workers)
-  --in-flight-window MS        how long a decision counts as load its worker has not reported (default 250)
+                               prefix" before the worker's events say so, while the worker's prefill
+                               rate is unknown (default 5000; 0 turns the memory off)
+  --decision-memory-min MS     with the rate known: this plus --decision-memory-factor times the
+                               predicted prefill time (default 1000)
+  --decision-memory-factor X   margin on the predicted prefill time (default 2)
+  --decision-memory-max MS     the longest the router remembers a decision (default 600000)
+  --in-flight-window MS        the longest a decision counts as load its worker has not reported; it
+                               stops as soon as a load report includes it (default 60000)
   --affinity-guard-margin N    requests of imbalance before a hot prefix spills to another worker (default 16)
   --max-attempts N             failures in a row before a request fails (default 3)
   --overlap-timeout MS         longest wait for the cachemanager per request before placing
@@ -64,6 +69,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                            {"model", "model-id", "cachemanager", "workers", "policy", "max-attempts",
                                             "overlap-timeout", "probe-interval",
                                             "prefill-weight", "decode-weight", "decision-memory",
+                                            "decision-memory-min", "decision-memory-factor", "decision-memory-max",
                                             "in-flight-window", "affinity-guard-margin", "worker-tls-name",
                                             "auth-tokens", "tenant-requests-per-second", "tenant-request-burst",
                                             "tenant-tokens-per-second", "tenant-token-burst", "tenant-max-streams",
@@ -102,9 +108,15 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(p.prefill_weight, f.GetDouble("prefill-weight", p.prefill_weight));
   ASSIGN_OR_RETURN(p.decode_weight, f.GetDouble("decode-weight", p.decode_weight));
   ASSIGN_OR_RETURN(int64_t memory_ms, f.GetInt("decision-memory", p.decision_memory.count()));
+  ASSIGN_OR_RETURN(int64_t memory_min_ms, f.GetInt("decision-memory-min", p.decision_memory_min.count()));
+  ASSIGN_OR_RETURN(int64_t memory_max_ms, f.GetInt("decision-memory-max", p.decision_memory_max.count()));
+  ASSIGN_OR_RETURN(p.decision_memory_prefill_factor,
+                   f.GetDouble("decision-memory-factor", p.decision_memory_prefill_factor));
   ASSIGN_OR_RETURN(int64_t in_flight_ms, f.GetInt("in-flight-window", p.in_flight_window.count()));
   ASSIGN_OR_RETURN(int64_t margin, f.GetInt("affinity-guard-margin", p.affinity_guard_margin));
   p.decision_memory = std::chrono::milliseconds(memory_ms);
+  p.decision_memory_min = std::chrono::milliseconds(memory_min_ms);
+  p.decision_memory_max = std::chrono::milliseconds(memory_max_ms);
   p.in_flight_window = std::chrono::milliseconds(in_flight_ms);
   p.affinity_guard_margin = static_cast<int32_t>(margin);
   RETURN_IF_ERROR(p.Validate());

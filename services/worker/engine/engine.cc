@@ -95,6 +95,9 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   CHECK(sink != nullptr);
   RETURN_IF_ERROR(Validate(request));
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
+  auto req = std::make_unique<Request>(std::move(request), seed, 0, sink);
+  req->prompt_block_hashes = HashFullBlocks(RootBlockHash(options_.model_id, req->params.cache_salt),
+                                            req->params.prompt, kv_.block_size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Everything in flight beyond the running slots waits. Counted from the
@@ -106,10 +109,20 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
                                                        " requests wait for a running slot); retry later or "
                                                        "send the request to another worker"));
     }
-    if (!active_ids_.insert(request.id).second) {
-      return absl::AlreadyExistsError(absl::StrCat("request id ", request.id.value(), " is already in flight"));
+    if (!active_ids_.insert(req->id()).second) {
+      return absl::AlreadyExistsError(absl::StrCat("request id ", req->id().value(), " is already in flight"));
     }
-    inbox_.submitted.push_back(std::make_unique<Request>(std::move(request), seed, 0, sink));
+    // Leading blocks some active request already computes (or holds).
+    size_t covered = 0;
+    while (covered < req->prompt_block_hashes.size() &&
+           active_prompt_blocks_.contains(req->prompt_block_hashes[covered])) {
+      ++covered;
+    }
+    req->inbox_pending_tokens =
+        std::max<int64_t>(0, req->num_tokens() - static_cast<int64_t>(covered) * kv_.block_size());
+    inbox_pending_tokens_ += req->inbox_pending_tokens;
+    for (const BlockHash& h : req->prompt_block_hashes) ++active_prompt_blocks_[h];
+    inbox_.submitted.push_back(std::move(req));
   }
   wake_.notify_one();
   return absl::OkStatus();
@@ -142,6 +155,9 @@ void Engine::DrainInbox() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::swap(inbox, inbox_);
+    drained_requests_ += static_cast<int32_t>(inbox.submitted.size());
+    drained_pending_tokens_ += inbox_pending_tokens_;
+    inbox_pending_tokens_ = 0;
   }
   for (auto& req : inbox.submitted) {
     req->arrival = next_arrival_++;
@@ -175,6 +191,10 @@ void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenI
   {
     std::lock_guard<std::mutex> lock(mu_);
     active_ids_.erase(req.id());
+    for (const BlockHash& h : req.prompt_block_hashes) {
+      auto it = active_prompt_blocks_.find(h);
+      if (it != active_prompt_blocks_.end() && --it->second == 0) active_prompt_blocks_.erase(it);
+    }
   }
   requests_.erase(req.id());  // destroys req
 }
@@ -217,6 +237,7 @@ absl::Status Engine::Step() {
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
   }
   ReportStep(scheduled, start);  // before outputs retire the requests it reads
+  ObservePrefillRate(scheduled, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   ProcessOutputs(scheduled, batch, *forward);
   // Blocks only rejected or unscheduled guesses reached go back now.
   for (Request* r : scheduler_.running()) kv_.ReleaseBlocksPastTokens(*r);
@@ -359,10 +380,8 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.preemptions = scheduler_.num_preemptions();
   s.steps = steps_;
   s.speculation = speculator_.Stats();
-  for (const auto& [id, r] : requests_) {
-    const bool decoding = r->num_output_tokens() > 0 && r->num_pending_tokens() <= 1;
-    if (!decoding) s.pending_prefill_tokens += r->num_pending_tokens();
-  }
+  s.pending_prefill_tokens = DistinctPendingPrefill();
+  s.prefill_tokens_per_second = prefill_tokens_per_second_;
   int64_t allocated = 0, filled = 0;
   for (const Request* r : scheduler_.running()) {
     allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();
@@ -371,12 +390,51 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.kv_waste = allocated > 0 ? 1.0 - static_cast<double>(filled) / static_cast<double>(allocated) : 0.0;
   std::lock_guard<std::mutex> lock(mu_);
   stats_ = s;
+  drained_requests_ = 0;
+  drained_pending_tokens_ = 0;
   last_progress_ = std::chrono::steady_clock::now();
+}
+
+int64_t Engine::DistinctPendingPrefill() const {
+  const int64_t block_size = kv_.block_size();
+  absl::flat_hash_set<BlockHash> ahead;  // prompt blocks of the requests before this one
+  int64_t pending = 0;
+  auto visit = [&](const Request& r) {
+    const bool decoding = r.num_output_tokens() > 0 && r.num_pending_tokens() <= 1;
+    const std::vector<BlockHash>& hashes = r.prompt_block_hashes;
+    if (!decoding) {
+      size_t covered = 0;
+      while (covered < hashes.size() && (ahead.contains(hashes[covered]) || pool_.IsCached(hashes[covered]))) {
+        ++covered;
+      }
+      const int64_t done = std::max<int64_t>(r.num_computed_tokens, static_cast<int64_t>(covered) * block_size);
+      pending += std::max<int64_t>(0, r.num_tokens() - done);
+    }
+    ahead.insert(hashes.begin(), hashes.end());
+  };
+  for (const Request* r : scheduler_.running()) visit(*r);
+  for (const Request* r : scheduler_.waiting()) visit(*r);
+  return pending;
+}
+
+void Engine::ObservePrefillRate(const SchedulerOutput& scheduled, double seconds) {
+  bool prefilled = false;
+  for (const ScheduledChunk& c : scheduled.chunks) prefilled = prefilled || c.num_tokens - c.num_draft_tokens > 1;
+  if (!prefilled || seconds <= 0) return;
+  const double rate = static_cast<double>(scheduled.num_tokens) / seconds;
+  // Smoothed over about five prefill steps: one slow step (a page fault, a
+  // busy neighbour) must not make the router forget its decisions early.
+  constexpr double kWeight = 0.2;
+  prefill_tokens_per_second_ =
+      prefill_tokens_per_second_ == 0.0 ? rate : (1 - kWeight) * prefill_tokens_per_second_ + kWeight * rate;
 }
 
 EngineStats Engine::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  EngineStats s = stats_;
+  s.waiting += static_cast<int32_t>(inbox_.submitted.size()) + drained_requests_;
+  s.pending_prefill_tokens += inbox_pending_tokens_ + drained_pending_tokens_;
+  return s;
 }
 
 EngineHeartbeat Engine::Heartbeat() const {

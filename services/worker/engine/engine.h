@@ -109,7 +109,8 @@ class Engine {
   void Start();
   void Stop();
 
-  // Thread-safe snapshot, updated after every step.
+  // Thread-safe snapshot, updated after every step and on every Submit (the
+  // inbox counts as waiting, with its pending prefill).
   EngineStats Stats() const;
   // Thread-safe.
   EngineHeartbeat Heartbeat() const;
@@ -148,6 +149,11 @@ class Engine {
   bool IsStopToken(const Request& req, model::TokenId token) const;
   static Usage UsageSoFar(const Request& req);
   void PublishStats(int64_t last_step_tokens);
+  // Pending prefill over running then waiting requests, in the order they
+  // will be computed: each counts only what no earlier one covers, by
+  // prompt block hash, and what is not cached.
+  int64_t DistinctPendingPrefill() const;
+  void ObservePrefillRate(const SchedulerOutput& scheduled, double seconds);
   void ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const;
   void Loop();
 
@@ -163,12 +169,21 @@ class Engine {
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;
+  double prefill_tokens_per_second_ = 0.0;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   Inbox inbox_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<RequestId> active_ids_ ABSL_GUARDED_BY(mu_);  // submitted, not yet finished
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  // Prompt block hashes of every submitted, unfinished request, counted:
+  // what a request arriving in the inbox is compared against.
+  absl::flat_hash_map<BlockHash, int32_t> active_prompt_blocks_ ABSL_GUARDED_BY(mu_);
+  int64_t inbox_pending_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  // Taken from the inbox by this step but not yet in stats_ (a step can take
+  // seconds): still counted by Stats() until the step publishes.
+  int32_t drained_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t drained_pending_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point last_progress_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -18,12 +18,19 @@ struct SpeculationStats {
 
 struct EngineStats {
   int32_t running = 0;
-  int32_t waiting = 0;
+  int32_t waiting = 0;  // inbox included
   int32_t blocks_total = 0;
   int32_t blocks_used = 0;    // held by requests
   int32_t blocks_cached = 0;  // free but reusable by prefix hash
   int32_t blocks_free = 0;    // allocatable (cached included)
-  int64_t pending_prefill_tokens = 0;  // prompt (and recompute) tokens not yet computed
+  // Prompt (and recompute) tokens not yet computed, a prefix shared by
+  // several requests (running, waiting or still in the inbox) or already
+  // cached counted once; inbox requests included, so a burst that arrives
+  // during a long step is seen before the step ends.
+  int64_t pending_prefill_tokens = 0;
+  // Tokens per second of steps that prefilled (decode rows included: they
+  // share the step), smoothed; 0 until the first such step.
+  double prefill_tokens_per_second = 0.0;
   int64_t prefix_queried_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t preemptions = 0;

@@ -109,6 +109,11 @@ struct Request {
   int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache
   std::vector<BlockId> block_table;
   std::vector<BlockHash> block_hashes;  // of the full blocks committed so far
+  // Of the prompt's full blocks, computed at Submit: what the load report's
+  // pending prefill compares between requests (a shared prefix counts once).
+  std::vector<BlockHash> prompt_block_hashes;
+  // While in the inbox: its prompt tokens no earlier active request covers.
+  int64_t inbox_pending_tokens = 0;
   int32_t cached_prompt_tokens = -1;    // set at first admission
   std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;

@@ -26,6 +26,7 @@ GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine,
     Refuse(status);
     return;
   }
+  service.Admitted(request.placement());
   // A drain that gave up on running streams may have listed this one before
   // its Submit, when cancelling it had no effect yet.
   if (service.cancelling_all()) engine.Cancel(id);

@@ -61,10 +61,20 @@ void KvEventPublisher::AwaitSnapshot() {
   engine_->RequestKvSnapshot();
 }
 
-void KvEventPublisher::Start(engine::Engine& engine, std::function<bool()> draining) {
+void KvEventPublisher::Start(engine::Engine& engine, std::function<bool()> draining,
+                             const AdmittedTickets* admitted) {
   engine_ = &engine;
   draining_ = std::move(draining);
+  admitted_ = admitted;
   thread_ = std::thread([this] { Run(); });
+}
+
+void KvEventPublisher::NotifyLoadChanged() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    load_changed_ = true;
+  }
+  wake_.notify_all();
 }
 
 void KvEventPublisher::Stop() {
@@ -105,8 +115,12 @@ v1::EventBatch KvEventPublisher::TakeBatch() {
     std::lock_guard<std::mutex> lock(mu_);
     for (v1::KvEvent& e : pending_) *batch.add_events() = std::move(e);
     pending_.clear();
+    load_changed_ = false;
   }
-  *batch.mutable_load() = ToLoadReport(engine_->Stats(), draining_ && draining_());
+  // The tickets before the stats (ToLoadReport says why).
+  const std::vector<v1::PlacementTicket> admitted =
+      admitted_ != nullptr ? admitted_->Snapshot() : std::vector<v1::PlacementTicket>{};
+  *batch.mutable_load() = ToLoadReport(engine_->Stats(), draining_ && draining_(), admitted);
   return batch;
 }
 
@@ -166,19 +180,21 @@ bool KvEventPublisher::Session() {
   const auto started = std::chrono::steady_clock::now();
   auto last_sent = started;
   while (true) {
-    bool has_events = false, awaiting_snapshot = false;
+    bool has_events = false, awaiting_snapshot = false, load_changed = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait_for(lock, options_.flush_interval, [this] { return stop_; });
+      wake_.wait_for(lock, options_.flush_interval,
+                     [this] { return stop_ || (load_changed_ && state_ == State::kStreaming); });
       if (stop_) break;
       has_events = !pending_.empty();
       awaiting_snapshot = state_ == State::kAwaitingSnapshot;
+      load_changed = load_changed_ && !awaiting_snapshot;
     }
     const auto now = std::chrono::steady_clock::now();
     // The first batch should carry the snapshot; while waiting for the
     // engine to produce it, send only what liveness needs.
     const auto quiet_limit = awaiting_snapshot ? heartbeat : heartbeat / 2;
-    if (!has_events && now - last_sent < quiet_limit) continue;
+    if (!has_events && !load_changed && now - last_sent < quiet_limit) continue;
     v1::EventBatch batch = TakeBatch();
     batch.set_sequence(++sequence);
     if (batch.events_size() > 0 && ++batches_with_events == options_.fault_drop_event_batch) {

@@ -18,7 +18,7 @@
 //
 //   KvEventPublisher publisher(options);
 //   Engine engine(executor, engine_options, &publisher);
-//   publisher.Start(engine);   ...   publisher.Stop();
+//   publisher.Start(engine, draining, &admitted);   ...   publisher.Stop();
 #pragma once
 
 #include <atomic>
@@ -32,6 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
+#include "services/worker/server/admitted_tickets.h"
 #include "services/transport/grpc_channel.h"
 #include "services/worker/engine/engine.h"
 #include "services/worker/engine/kv/kv_event_listener.h"
@@ -67,8 +68,13 @@ class KvEventPublisher : public engine::KvEventListener {
   void OnAllCleared() override;
   void OnSnapshot(std::span<const BlockHash> hashes) override;
 
-  // `engine` must outlive Stop(). `draining` reports the worker's drain.
-  void Start(engine::Engine& engine, std::function<bool()> draining);
+  // `engine` and `admitted` must outlive Stop(). `draining` reports the
+  // worker's drain; `admitted` is what the load reports carry as tickets.
+  void Start(engine::Engine& engine, std::function<bool()> draining, const AdmittedTickets* admitted);
+  // Any thread: the load changed (a request was admitted); the next report
+  // goes out now rather than at the next flush or heartbeat, so a router
+  // never sees this worker idle just after sending it a burst.
+  void NotifyLoadChanged();
   void Stop();
   bool connected() const { return connected_.load(); }
 
@@ -87,6 +93,7 @@ class KvEventPublisher : public engine::KvEventListener {
   const KvEventPublisherOptions options_;
   engine::Engine* engine_ = nullptr;
   std::function<bool()> draining_;
+  const AdmittedTickets* admitted_ = nullptr;
   const uint64_t incarnation_;
   std::atomic<bool> connected_{false};
 
@@ -95,6 +102,7 @@ class KvEventPublisher : public engine::KvEventListener {
   State state_ ABSL_GUARDED_BY(mu_) = State::kDisconnected;
   std::vector<v1::KvEvent> pending_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool load_changed_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* session_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the call in flight, for Stop()
   std::thread thread_;
 };

@@ -91,7 +91,8 @@ void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* res
   if (output.finished) response->set_finish_reason(ToProto(output.finish_reason));
 }
 
-v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool draining) {
+v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool draining,
+                        const std::vector<v1::PlacementTicket>& admitted) {
   v1::WorkerStats out;
   out.set_running(s.running);
   out.set_waiting(s.waiting);
@@ -104,10 +105,13 @@ v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool
   out.set_kv_usage(s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
   out.set_draining(draining);
   out.set_steps(s.steps);
+  out.set_prefill_tokens_per_second(s.prefill_tokens_per_second);
+  for (const v1::PlacementTicket& t : admitted) *out.add_admitted() = t;
   return out;
 }
 
-v1::LoadReport ToLoadReport(const engine::EngineStats& s, bool draining) {
+v1::LoadReport ToLoadReport(const engine::EngineStats& s, bool draining,
+                            const std::vector<v1::PlacementTicket>& admitted) {
   v1::LoadReport out;
   out.set_running(s.running);
   out.set_waiting(s.waiting);
@@ -116,6 +120,8 @@ v1::LoadReport ToLoadReport(const engine::EngineStats& s, bool draining) {
   out.set_blocks_total(s.blocks_total);
   out.set_pending_prefill_tokens(s.pending_prefill_tokens);
   out.set_draining(draining);
+  out.set_prefill_tokens_per_second(s.prefill_tokens_per_second);
+  for (const v1::PlacementTicket& t : admitted) *out.add_admitted() = t;
   return out;
 }
 

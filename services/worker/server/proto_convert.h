@@ -33,9 +33,13 @@ v1::FinishReason ToProto(engine::FinishReason reason);
 // server merge outputs that queued behind a slow client into one message.
 void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* response);
 
-v1::WorkerStats ToProto(const engine::EngineStats& stats, int32_t max_num_seqs, bool draining);
+v1::WorkerStats ToProto(const engine::EngineStats& stats, int32_t max_num_seqs, bool draining,
+                        const std::vector<v1::PlacementTicket>& admitted);
 
 // The load the worker reports to the cachemanager with its KV events.
-v1::LoadReport ToLoadReport(const engine::EngineStats& stats, bool draining);
+// `admitted` read before `stats`: a ticket in the report then implies its
+// request is in the figures (AdmittedTickets::Record follows Submit).
+v1::LoadReport ToLoadReport(const engine::EngineStats& stats, bool draining,
+                            const std::vector<v1::PlacementTicket>& admitted);
 
 }  // namespace kvfleet::worker

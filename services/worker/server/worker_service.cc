@@ -89,9 +89,15 @@ grpc::ServerUnaryReactor* WorkerService::GetStats(grpc::CallbackServerContext* c
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is still loading its model"));
     return reactor;
   }
-  *response = ToProto(engine->Stats(), info_.max_num_seqs(), draining_.load());
+  const std::vector<v1::PlacementTicket> admitted = admitted_.Snapshot();  // before the stats: see ToLoadReport
+  *response = ToProto(engine->Stats(), info_.max_num_seqs(), draining_.load(), admitted);
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+void WorkerService::Admitted(const v1::PlacementTicket& placement) {
+  admitted_.Record(placement);
+  if (on_admission_) on_admission_();
 }
 
 }  // namespace kvfleet::worker

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
@@ -22,6 +23,7 @@
 #include "common/ids.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "services/worker/engine/engine.h"
+#include "services/worker/server/admitted_tickets.h"
 #include "services/limits/request_limits.h"
 #include "services/worker/server/worker_metrics.h"
 
@@ -55,6 +57,13 @@ class WorkerService final : public v1::Worker::CallbackService {
   WorkerMetrics& metrics() { return metrics_; }
   int64_t context_length() const { return info_.max_context(); }
   const limits::RequestLimits& limits() const { return limits_; }
+  // A request was admitted by the engine: its router's ticket now counts
+  // in the load this worker reports, and the report should go out now.
+  void Admitted(const v1::PlacementTicket& placement);
+  const AdmittedTickets& admitted() const { return admitted_; }
+  // Called after each admission (the KV event publisher's wake-up); set
+  // before Attach.
+  void OnAdmission(std::function<void()> callback) { on_admission_ = std::move(callback); }
 
  private:
   grpc::ServerWriteReactor<v1::GenerateResponse>* Unavailable(const char* why);
@@ -66,6 +75,8 @@ class WorkerService final : public v1::Worker::CallbackService {
   std::atomic<bool> draining_{false};
   std::atomic<bool> cancelling_all_{false};
   std::atomic<uint64_t> next_id_{1};
+  AdmittedTickets admitted_;
+  std::function<void()> on_admission_;
 
   mutable std::mutex mu_;
   absl::flat_hash_set<RequestId> active_ ABSL_GUARDED_BY(mu_);

@@ -83,6 +83,8 @@ class Scheduler {
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
   const std::list<Request*>& running() const { return running_; }
+  // In the order they will be admitted.
+  const auto& waiting() const { return waiting_; }
 
  private:
   struct WaitingOrder {

@@ -62,6 +62,52 @@ TEST(RouterPlacementTest, RequestsSharingALongPrefixLandOnTheWorkerHoldingIt) {
       6);
 }
 
+// The honest load signal end to end: a worker admits a request and at once
+// reports it with the router's ticket (worker -> cachemanager -> router,
+// within a flush, not at the end of a step); the router's next decision
+// sees the ticket and stops counting that request as its own in-flight load,
+// while the request is still streaming.
+TEST(RouterPlacementTest, AWorkersLoadReportCarriesTheRoutersTicketWhileTheRequestRuns) {
+  RouterCluster cluster;
+  ASSERT_TRUE(cluster.Start({.workers = 2}).ok());
+  bool checked = false;
+  const TextStreamResult long_one = cluster.Generate(
+      TinyTextRequest(700, 30, 4000), std::nullopt, [&](const TextStreamResult& partial) {
+        if (partial.tokens.size() < 3 || checked) return checked;
+        checked = true;
+        uint64_t router = 0, ticket = 0;
+        int32_t running = 0;
+        EXPECT_TRUE(WaitUntil(
+            [&] {
+              absl::StatusOr<v1::ListWorkersResponse> index = cluster.CacheManagerWorkers();
+              if (!index.ok()) return false;
+              for (const v1::WorkerEntry& w : index->workers()) {
+                if (w.load().admitted_size() == 0) continue;
+                router = w.load().admitted(0).router();
+                ticket = w.load().admitted(0).ticket();
+                running = w.load().running() + w.load().waiting();
+                return true;
+              }
+              return false;
+            },
+            milliseconds(5000)));
+        EXPECT_NE(router, 0u);
+        EXPECT_GE(ticket, 1u);
+        EXPECT_EQ(running, 1);  // the report that carries the ticket counts the request
+        // The next decision reads that report: the long request stops
+        // counting in flight, and the short one settles when it ends.
+        EXPECT_TRUE(cluster.Generate(TinyTextRequest(701, 10, 2)).status.ok());
+        absl::StatusOr<PrometheusScrape> scrape = cluster.ScrapeRouter();
+        EXPECT_TRUE(scrape.ok());
+        if (scrape.ok()) {
+          EXPECT_EQ(scrape->Value("kvfleet_router_placement_in_flight", {}), 0);
+        }
+        return true;  // cancel the long one
+      });
+  EXPECT_TRUE(checked);
+  EXPECT_EQ(long_one.status.error_code(), grpc::StatusCode::CANCELLED) << long_one.status.error_message();
+}
+
 TEST(RouterPlacementTest, UnrelatedConcurrentRequestsSpreadOverTheWorkers) {
   RouterCluster cluster;
   ASSERT_TRUE(cluster.Start({.workers = 3}).ok());

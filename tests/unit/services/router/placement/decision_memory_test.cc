@@ -251,5 +251,72 @@ TEST(DecisionMemoryTest, MatchesNaiveModel) {
   }
 }
 
+
+TEST(DecisionMemoryTest, AReportThatIncludesATicketEndsItsInFlightCountAndThoseBefore) {
+  DecisionMemory m({.prefix_ttl = milliseconds(1000), .max_blocks = 1 << 20, .in_flight_ttl = milliseconds(60000),
+                    .max_in_flight = 1 << 20});
+  const Clock::time_point t0{};
+  const uint64_t a1 = m.Record("a", {}, 4, t0);
+  const uint64_t b1 = m.Record("b", {}, 2, t0);
+  const uint64_t a2 = m.Record("a", {}, 3, t0);
+  const uint64_t a3 = m.Record("a", {}, 5, t0);
+  EXPECT_LT(a1, b1);
+  EXPECT_LT(b1, a2);
+  EXPECT_EQ(m.InFlightLoad("a").requests, 3);
+  // a's report includes a1 and a2 (its newest admitted ticket is a2); b's
+  // tickets are not a's to acknowledge.
+  m.Acknowledge("a", a2);
+  EXPECT_EQ(m.InFlightLoad("a").requests, 1);
+  EXPECT_EQ(m.InFlightLoad("a").blocks, 5);
+  EXPECT_EQ(m.InFlightLoad("b").requests, 1);
+  // An older report, a settled ticket and an unknown worker change nothing.
+  m.Acknowledge("a", a1);
+  m.Settle(a2);
+  m.Acknowledge("nobody", a3);
+  EXPECT_EQ(m.InFlightLoad("a").requests, 1);
+  EXPECT_EQ(m.in_flight(), 2);
+  m.Acknowledge("a", a3);
+  m.Acknowledge("b", b1);
+  EXPECT_EQ(m.in_flight(), 0);
+  // Long before the safety bound: nothing was left to expire.
+  m.Expire(t0 + milliseconds(100));
+  EXPECT_EQ(m.remembered_blocks(), 0);
+}
+
+TEST(DecisionMemoryTest, EachDecisionHasItsOwnPrefixTtl) {
+  DecisionMemory m(Limits());
+  const Clock::time_point t0{};
+  const std::vector<BlockHash> p = Hashes(1, 4), q = Hashes(2, 4);
+  m.Record("a", p, 4, t0, milliseconds(30000));  // a long cold prefill
+  m.Record("b", q, 4, t0, milliseconds(200));    // a short one
+  m.Expire(t0 + milliseconds(5000));
+  EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0 + milliseconds(5000))[0], 4);
+  EXPECT_EQ(m.RememberedBlocks(q, kWorkers, t0 + milliseconds(5000))[1], 0);
+  EXPECT_EQ(m.remembered_blocks(), 4);
+  m.Expire(t0 + milliseconds(30000));
+  EXPECT_EQ(m.remembered_blocks(), 0);
+}
+
+TEST(DecisionMemoryTest, ARetractedDecisionIsForgottenAtOnceButNotALaterOne) {
+  DecisionMemory m(Limits());
+  const Clock::time_point t0{};
+  const std::vector<BlockHash> p = Hashes(1, 6);
+  const uint64_t refused = m.Record("a", p, 6, t0);
+  m.Retract("a", p, t0 + milliseconds(1000), refused);
+  EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0)[0], 0);
+  EXPECT_EQ(m.InFlightLoad("a").requests, 0);
+  EXPECT_EQ(m.remembered_blocks(), 0);
+  // A decision refreshed by a later one keeps the later one's memory.
+  const uint64_t first = m.Record("b", p, 6, t0);
+  m.Record("b", p, 6, t0 + milliseconds(10));
+  m.Retract("b", p, t0 + milliseconds(1000), first);
+  EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0 + milliseconds(20))[1], 6);
+  EXPECT_EQ(m.InFlightLoad("b").requests, 1);
+  // Stale heap entries never match again, and the slot frees once they go.
+  m.Expire(t0 + milliseconds(2000));
+  EXPECT_EQ(m.remembered_blocks(), 0);
+  EXPECT_EQ(m.in_flight(), 0);
+}
+
 }  // namespace
 }  // namespace kvfleet::router

@@ -273,12 +273,13 @@ TEST_F(PlacementTest, RecentDecisionsLandABurstWithANewPrefixTogether) {
   }
   EXPECT_EQ(p.in_flight(), 8);
   EXPECT_EQ(p.remembered_blocks(), 32 + 8);
-  // Long after the in-flight window, within the memory: still remembered.
+  // Still within the memory: remembered; the reports have not included any
+  // of the 8, so they all still count in flight.
   clock_.Advance(milliseconds(4900));
   const Decision later = MustChoose(p, Burst(9)[8], kFourIdle);
   EXPECT_EQ(later.worker_id, "w0");
   EXPECT_EQ(later.reason, Reason::kRecentDecision);
-  EXPECT_EQ(p.in_flight(), 1);
+  EXPECT_EQ(p.in_flight(), 9);
 }
 
 TEST_F(PlacementTest, DecisionMemoryExpiresAfterItsDuration) {
@@ -301,11 +302,12 @@ TEST_F(PlacementTest, WithoutMemoryABurstScattersAndWithoutInFlightItHerds) {
   std::vector<std::string> chosen;
   for (const PlacementRequest& r : burst) chosen.push_back(MustChoose(no_memory, r, kFourIdle).worker_id);
   EXPECT_EQ(chosen, (std::vector<std::string>{"w0", "w1", "w2", "w3"}));
-  // With neither, stale reports send everything to the same worker.
+  // With neither, stale reports make every worker tie: rotation alone
+  // spreads them (by worker id they all went to w0).
   Placement neither = Make({.decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
   chosen.clear();
   for (const PlacementRequest& r : burst) chosen.push_back(MustChoose(neither, r, kFourIdle).worker_id);
-  EXPECT_EQ(chosen, (std::vector<std::string>{"w0", "w0", "w0", "w0"}));
+  EXPECT_EQ(chosen, (std::vector<std::string>{"w0", "w1", "w2", "w3"}));
 }
 
 TEST_F(PlacementTest, AffinityGuardCountsTheBurstItself) {
@@ -389,6 +391,75 @@ TEST_F(PlacementTest, ConcurrentChoosersShareOneRoundRobinCounter) {
     for (const auto& [w, n] : m) total[w] += n;
   }
   EXPECT_EQ(total, (std::map<std::string, int>{{"a", 400}, {"b", 400}, {"c", 400}}));
+}
+
+TEST_F(PlacementTest, ADecisionCountsInFlightUntilAReportIncludesItNotForAFixedWindow) {
+  Placement p = Make();
+  const std::vector<PlacementRequest> burst = Burst(2);
+  const Decision d = *p.Choose(burst[0], {Idle("w0"), Idle("w1")});
+  EXPECT_NE(d.router_instance, 0u);
+  EXPECT_EQ(d.router_instance, p.router_instance());
+  // Seconds later the reports still predate it (a long CPU step): it counts.
+  clock_.Advance(milliseconds(3000));
+  const Decision again = *p.Choose(burst[1], {Idle("w0"), Idle("w1")});
+  EXPECT_EQ(p.in_flight(), 2);
+  // w0's report now includes both (its newest admitted ticket is the second's).
+  WorkerCandidate w0 = Idle(again.worker_id);
+  w0.running = 2;
+  w0.admitted_ticket = again.in_flight_ticket;
+  WorkerCandidate other = Idle(again.worker_id == "w0" ? "w1" : "w0");
+  other.admitted_ticket = d.worker_id == other.worker_id ? d.in_flight_ticket : 0;
+  ASSERT_TRUE(p.Choose(burst[1], {w0, other}).ok());
+  EXPECT_EQ(p.in_flight(), 1);  // only the decision just made
+}
+
+TEST_F(PlacementTest, TheMemoryLastsAsLongAsThePredictedPrefill) {
+  Placement p = Make();  // decision_memory_min 1 s, factor 2
+  const std::vector<PlacementRequest> burst = Burst(3);
+  // 100 tokens/s: the 33-block (528-token) prompt takes 5.28 s to prefill;
+  // remembered 1 + 2 × 5.28 = 11.56 s.
+  WorkerCandidate slow = Idle("w0");
+  slow.prefill_tokens_per_second = 100;
+  WorkerCandidate other = Idle("w1");
+  other.blocks_used = 1;  // so the first decision goes to w0
+  const Decision first = *p.Choose(burst[0], {slow, other});
+  ASSERT_EQ(first.worker_id, "w0");
+  clock_.Advance(milliseconds(11000));  // the old constant 5 s would have forgotten
+  const Decision later = *p.Choose(burst[1], {slow, other});
+  EXPECT_EQ(later.worker_id, "w0");
+  EXPECT_EQ(later.reason, Reason::kRecentDecision);
+  // A fast worker's decision is short-lived: 10,000 tokens/s, 2 × 0.05 s + 1 s.
+  Placement q = Make();
+  WorkerCandidate fast = Idle("w0");
+  fast.prefill_tokens_per_second = 10000;
+  ASSERT_EQ(q.Choose(burst[0], {fast, other})->worker_id, "w0");
+  clock_.Advance(milliseconds(1200));
+  EXPECT_EQ(q.Choose(burst[1], {fast, other})->reason, Reason::kCold);
+}
+
+TEST_F(PlacementTest, ARefusedAttemptForgetsItsDecisionAtOnce) {
+  Placement p = Make();
+  const std::vector<PlacementRequest> burst = Burst(2);
+  const Decision refused = *p.Choose(burst[0], {Idle("w0"), Idle("w1")});
+  EXPECT_GT(p.remembered_blocks(), 0);
+  p.Retract(refused, burst[0].block_hashes);
+  EXPECT_EQ(p.remembered_blocks(), 0);
+  EXPECT_EQ(p.in_flight(), 0);
+  const Decision next = *p.Choose(burst[1], {Idle("w0"), Idle("w1")});
+  EXPECT_EQ(next.reason, Reason::kCold);
+  EXPECT_EQ(next.matched_blocks, 0);
+}
+
+TEST_F(PlacementTest, ExactTiesRotateInsteadOfFavouringTheLowestId) {
+  for (Policy policy : {Policy::kPrefixAware, Policy::kLeastLoaded}) {
+    // No memory, no in-flight: every decision sees the same idle cluster.
+    Placement p = Make({.policy = policy, .decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
+    std::map<std::string, int> per_worker;
+    for (int i = 0; i < 30; ++i) {
+      ++per_worker[p.Choose(MakeRequest(Tokens(i, 2, kBs), kBs), {Idle("a"), Idle("b"), Idle("c")})->worker_id];
+    }
+    EXPECT_EQ(per_worker, (std::map<std::string, int>{{"a", 10}, {"b", 10}, {"c", 10}})) << PolicyName(policy);
+  }
 }
 
 }  // namespace

@@ -209,11 +209,14 @@ TEST_F(GenerationRunnerTest, BeforeTheFirstTokenAnyNumericsMayServe) {
   std::vector<v1::GenerateTextResponse> out;
   ASSERT_TRUE(Run(Plan(), out).ok());
   EXPECT_EQ(out.back().worker_id(), "w1");
-  // And workers of one numerics resume each other as before.
+}
+
+// A fresh router: its first decision's tie goes to w0 (ties rotate after).
+TEST_F(GenerationRunnerTest, WorkersOfOneNumericsResumeEachOther) {
   SetNumerics({{"w0", "cuda-sm90/1"}, {"w1", "cuda-sm90/1"}});
   Expect("w0", {.messages = {Tokens({40})}, .status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "reset")});
   Expect("w1", {.messages = {Final({41}, v1::FINISH_REASON_LENGTH, 0)}});
-  out.clear();
+  std::vector<v1::GenerateTextResponse> out;
   ASSERT_TRUE(Run(Plan(), out).ok());
   EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{40, 41}));
 }

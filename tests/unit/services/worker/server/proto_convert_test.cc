@@ -87,18 +87,31 @@ TEST(ProtoConvertTest, OutputsMergeAndTheLastCarriesTheEnd) {
 }
 
 TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
-  const v1::WorkerStats s = ToProto({.running = 4, .waiting = 4, .blocks_total = 10, .blocks_used = 5}, 8, true);
+  v1::PlacementTicket ticket;
+  ticket.set_router(7);
+  ticket.set_ticket(42);
+  const v1::WorkerStats s =
+      ToProto({.running = 4, .waiting = 4, .blocks_total = 10, .blocks_used = 5, .prefill_tokens_per_second = 900},
+              8, true, {ticket});
+  EXPECT_DOUBLE_EQ(s.prefill_tokens_per_second(), 900);
+  ASSERT_EQ(s.admitted_size(), 1);
+  EXPECT_EQ(s.admitted(0).ticket(), 42u);
   EXPECT_DOUBLE_EQ(s.load(), 1.0);
   EXPECT_DOUBLE_EQ(s.kv_usage(), 0.5);
   EXPECT_TRUE(s.draining());
   const v1::LoadReport load = ToLoadReport({.running = 4, .waiting = 2, .blocks_total = 10, .blocks_used = 5,
-                                            .blocks_free = 5, .pending_prefill_tokens = 30},
-                                           false);
+                                            .blocks_free = 5, .pending_prefill_tokens = 30,
+                                            .prefill_tokens_per_second = 900},
+                                           false, {ticket});
   EXPECT_EQ(load.running(), 4);
   EXPECT_EQ(load.waiting(), 2);
   EXPECT_EQ(load.blocks_free(), 5);
   EXPECT_EQ(load.pending_prefill_tokens(), 30);
   EXPECT_FALSE(load.draining());
+  EXPECT_DOUBLE_EQ(load.prefill_tokens_per_second(), 900);
+  ASSERT_EQ(load.admitted_size(), 1);
+  EXPECT_EQ(load.admitted(0).router(), 7u);
+  EXPECT_EQ(load.admitted(0).ticket(), 42u);
 }
 
 // A worker may be called without a router in front: it checks the limits
