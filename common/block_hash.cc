@@ -1,8 +1,10 @@
 #include "common/block_hash.h"
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 #include <array>
+#include <memory>
 #include <string>
 
 #include "common/check.h"
@@ -32,19 +34,35 @@ void AppendU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-void AppendI32(std::string& out, int32_t v) {
-  const auto u = static_cast<uint32_t>(v);
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
-}
-
 void AppendBytes(std::string& out, std::string_view bytes) {
   AppendU64(out, bytes.size());
   out.append(bytes.data(), bytes.size());
 }
 
+// SHA256() would look the algorithm up (under a global lock, in OpenSSL 3)
+// on every call; the router, the workers and the simulator hash every block
+// of every prompt, so the algorithm is fetched once and each thread keeps
+// its own context.
+const EVP_MD* Sha256() {
+  static const EVP_MD* md = [] {
+    EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    CHECK(fetched != nullptr) << "OpenSSL has no SHA-256";
+    return fetched;
+  }();
+  return md;
+}
+
 BlockHash Digest(const std::string& input) {
+  struct ContextDeleter {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  thread_local std::unique_ptr<EVP_MD_CTX, ContextDeleter> ctx(EVP_MD_CTX_new());
   std::array<unsigned char, SHA256_DIGEST_LENGTH> md{};
-  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), md.data());
+  unsigned int size = 0;
+  CHECK(ctx != nullptr && EVP_DigestInit_ex2(ctx.get(), Sha256(), nullptr) == 1 &&
+        EVP_DigestUpdate(ctx.get(), input.data(), input.size()) == 1 &&
+        EVP_DigestFinal_ex(ctx.get(), md.data(), &size) == 1 && size == md.size())
+      << "SHA-256 failed";
   BlockHash h;
   for (int i = 0; i < 8; ++i) {
     h.hi = (h.hi << 8) | md[i];
@@ -100,7 +118,12 @@ BlockHash ChainBlockHash(const BlockHash& parent, std::span<const int32_t> token
   AppendU64(input, parent.hi);
   AppendU64(input, parent.lo);
   AppendU64(input, tokens.size());
-  for (int32_t t : tokens) AppendI32(input, t);
+  const size_t at = input.size();
+  input.resize(at + 4 * tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto u = static_cast<uint32_t>(tokens[i]);
+    for (int b = 0; b < 4; ++b) input[at + 4 * i + b] = static_cast<char>((u >> (8 * b)) & 0xff);
+  }
   AppendBytes(input, extra);
   return Digest(input);
 }

@@ -78,6 +78,9 @@ absl::Status CheckGeneration(const RequestLimits& l, const GenerationFields& g) 
   if (g.request_id.size() > static_cast<size_t>(l.max_request_id_bytes)) {
     return Over("request_id", g.request_id.size(), " bytes", l.max_request_id_bytes, "max-request-id-bytes");
   }
+  if (g.session_id.size() > static_cast<size_t>(l.max_request_id_bytes)) {
+    return Over("session_id", g.session_id.size(), " bytes", l.max_request_id_bytes, "max-request-id-bytes");
+  }
   if (g.cache_salt.size() > static_cast<size_t>(l.max_cache_salt_bytes)) {
     return Over("cache_salt", g.cache_salt.size(), " bytes", l.max_cache_salt_bytes, "max-cache-salt-bytes");
   }

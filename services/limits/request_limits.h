@@ -52,6 +52,7 @@ std::string LimitsUsage();
 // The parts of a generating request both the router and the worker check.
 struct GenerationFields {
   std::string_view request_id;
+  std::string_view session_id;  // router only; as long as a request_id at most
   std::string_view cache_salt;
   int32_t priority = 0;
   const v1::StoppingParams* stopping = nullptr;  // required

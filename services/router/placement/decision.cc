@@ -12,6 +12,8 @@ std::string_view ReasonName(Reason reason) {
       return "cold";
     case Reason::kAffinityGuard:
       return "affinity_guard";
+    case Reason::kSession:
+      return "session";
     case Reason::kLeastLoaded:
       return "least_loaded";
     case Reason::kRoundRobin:

@@ -19,11 +19,12 @@ enum class Reason {
   kRecentDecision,  // prefix_aware: ... per the router's own recent decisions, ahead of the worker's events
   kCold,            // prefix_aware: the cheapest worker holds none of it (no one did, or load outweighed the hit)
   kAffinityGuard,   // prefix_aware: the cheapest worker was overloaded; the cheapest of the others instead
+  kSession,         // prefix_aware: the session's home worker (it held as much of the prompt as any)
   kLeastLoaded,     // least_loaded policy
   kRoundRobin,      // round_robin policy
 };
 
-// "prefix_hit", "recent_decision", "cold", "affinity_guard", "least_loaded", "round_robin".
+// "prefix_hit", "recent_decision", "cold", "affinity_guard", "session", "least_loaded", "round_robin".
 std::string_view ReasonName(Reason reason);
 
 // One candidate as the cost model saw it (README.md, "Cost model").

@@ -1,7 +1,9 @@
 #include "services/router/placement/placement.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -80,6 +82,28 @@ size_t ArgMin(const std::vector<CandidateScore>& scores, Key key, Pred in, size_
   return best;
 }
 
+// Stable across processes (absl::Hash is seeded per process): every router
+// replica must pick the same home for a session.
+uint64_t RendezvousWeight(std::string_view session_id, std::string_view worker_id) {
+  uint64_t h = 0xcbf29ce484222325;  // FNV-1a
+  auto mix = [&h](std::string_view bytes) {
+    for (unsigned char c : bytes) {
+      h ^= c;
+      h *= 0x100000001b3;
+    }
+  };
+  mix(session_id);
+  mix(std::string_view("\0", 1));
+  mix(worker_id);
+  // splitmix64's finalizer: FNV alone leaves the high bits poorly mixed.
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111eb;
+  h ^= h >> 31;
+  return h;
+}
+
 uint64_t RandomInstance() {
   std::random_device rd;
   uint64_t id = 0;
@@ -105,32 +129,30 @@ size_t Placement::ChooseLeastLoaded(const std::vector<CandidateScore>& scores, s
   return ArgMin(scores, LoadKey, [](const CandidateScore&) { return true; }, rotation);
 }
 
-size_t Placement::ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason, size_t rotation) const {
+size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector<CandidateScore>& scores,
+                                    Reason& reason, size_t rotation) const {
   // Workers that cannot hold the request's new blocks only if none can.
   const bool any_fits = std::any_of(scores.begin(), scores.end(), [](const CandidateScore& s) { return s.fits; });
   auto in_tier = [any_fits](const CandidateScore& s) { return s.fits || !any_fits; };
   const size_t best = ArgMin(scores, CostKey, in_tier, rotation);
+  if (options_.affinity_guard) MarkOverGuard(scores, in_tier);
   const CandidateScore& b = scores[best];
-  if (options_.affinity_guard && b.matched_blocks > 0) {
-    int32_t min_load = b.load;
-    bool any_room = false;
-    for (const CandidateScore& s : scores) {
-      if (!in_tier(s)) continue;
-      min_load = std::min(min_load, s.load);
-      any_room = any_room || !s.saturated;
+  if (!request.session_id.empty()) {
+    // The session's home, unless measured overlap says another worker
+    // holds more of the conversation (a turn went elsewhere while the home
+    // was busy) or the home is overloaded or full.
+    const size_t home = SessionHome(request.session_id, scores, in_tier);
+    const CandidateScore& h = scores[home];
+    if (home != best && h.fits && !h.over_guard && h.matched_blocks >= b.matched_blocks) {
+      reason = Reason::kSession;
+      return home;
     }
-    for (CandidateScore& s : scores) {
-      if (!in_tier(s)) continue;
-      const bool imbalanced = s.load - min_load > options_.affinity_guard_margin &&
-                              s.load > options_.affinity_guard_ratio * static_cast<double>(min_load);
-      s.over_guard = imbalanced || (s.saturated && any_room);
-    }
-    if (scores[best].over_guard) {
-      reason = Reason::kAffinityGuard;
-      const size_t alt =
-          ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; }, rotation);
-      return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier, rotation);
-    }
+  }
+  if (options_.affinity_guard && b.matched_blocks > 0 && b.over_guard) {
+    reason = Reason::kAffinityGuard;
+    const size_t alt =
+        ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; }, rotation);
+    return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier, rotation);
   }
   if (b.matched_blocks == 0) {
     reason = Reason::kCold;
@@ -138,6 +160,40 @@ size_t Placement::ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason&
     reason = b.remembered_blocks > b.reported_blocks ? Reason::kRecentDecision : Reason::kPrefixHit;
   }
   return best;
+}
+
+template <typename Pred>
+void Placement::MarkOverGuard(std::vector<CandidateScore>& scores, Pred in_tier) const {
+  int32_t min_load = std::numeric_limits<int32_t>::max();
+  bool any_room = false;
+  for (const CandidateScore& s : scores) {
+    if (!in_tier(s)) continue;
+    min_load = std::min(min_load, s.load);
+    any_room = any_room || !s.saturated;
+  }
+  for (CandidateScore& s : scores) {
+    if (!in_tier(s)) continue;
+    const bool imbalanced = s.load - min_load > options_.affinity_guard_margin &&
+                            s.load > options_.affinity_guard_ratio * static_cast<double>(min_load);
+    s.over_guard = imbalanced || (s.saturated && any_room);
+  }
+}
+
+template <typename Pred>
+size_t Placement::SessionHome(const std::string& session_id, const std::vector<CandidateScore>& scores, Pred in_tier) {
+  size_t home = 0;
+  uint64_t top = 0;
+  bool any = false;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!in_tier(scores[i])) continue;
+    const uint64_t weight = RendezvousWeight(session_id, scores[i].worker_id);
+    if (!any || weight > top) {
+      home = i;
+      top = weight;
+      any = true;
+    }
+  }
+  return home;
 }
 
 absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std::vector<WorkerCandidate> candidates,
@@ -166,7 +222,7 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   Reason reason = Reason::kCold;
   switch (policy) {
     case Policy::kPrefixAware:
-      chosen = ChoosePrefixAware(scores, reason, rotation);
+      chosen = ChoosePrefixAware(request, scores, reason, rotation);
       break;
     case Policy::kLeastLoaded:
       chosen = ChooseLeastLoaded(scores, rotation);

@@ -84,7 +84,14 @@ class Placement {
 
  private:
   // Indexes into `scores` (sorted by worker id, non-empty).
-  size_t ChoosePrefixAware(std::vector<CandidateScore>& scores, Reason& reason, size_t rotation) const;
+  size_t ChoosePrefixAware(const PlacementRequest& request, std::vector<CandidateScore>& scores, Reason& reason,
+                           size_t rotation) const;
+  // Sets over_guard on the candidates `in_tier` admits (README.md, "Affinity guard").
+  template <typename Pred>
+  void MarkOverGuard(std::vector<CandidateScore>& scores, Pred in_tier) const;
+  // The session's home among the candidates `in_tier` admits: the highest rendezvous weight.
+  template <typename Pred>
+  static size_t SessionHome(const std::string& session_id, const std::vector<CandidateScore>& scores, Pred in_tier);
   static size_t ChooseLeastLoaded(const std::vector<CandidateScore>& scores, size_t rotation);
 
   // How long to remember the chosen worker holds the prompt (PlacementOptions::decision_memory).

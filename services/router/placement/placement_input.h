@@ -56,6 +56,12 @@ struct PlacementRequest {
   // kLeastLoaded while the cachemanager is unreachable (docs/design.md,
   // Placement).
   std::optional<Policy> policy;
+  // A conversation's id (GenerationOptions.session_id; empty: none).
+  // prefix_aware keeps a session on its home worker, a rendezvous hash of
+  // the id over the eligible workers (the same on every router replica, no
+  // shared state), unless another worker holds more of the prompt or the
+  // home is over the affinity guard or cannot fit the request.
+  std::string session_id;
 };
 
 }  // namespace kvfleet::router

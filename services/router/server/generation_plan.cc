@@ -10,6 +10,7 @@ namespace {
 // What can be checked before the prompt is tokenized or rendered.
 absl::Status CheckOptions(const limits::RequestLimits& limits, const v1::GenerationOptions& options) {
   RETURN_IF_ERROR(limits::CheckGeneration(limits, {.request_id = options.request_id(),
+                                                   .session_id = options.session_id(),
                                                    .cache_salt = options.cache_salt(),
                                                    .priority = options.priority(),
                                                    .stopping = &options.stopping(),
@@ -41,6 +42,7 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
   w.set_top_logprobs(options.top_logprobs());
   if (options.has_speculation()) *w.mutable_speculation() = options.speculation();
   plan.prompt = std::move(prompt);
+  plan.session_id = options.session_id();
   return plan;
 }
 

@@ -28,6 +28,7 @@ struct GenerationPlan {
   // Everything but resumed_output_token_ids, which each attempt sets.
   v1::GenerateRequest worker_request;
   std::vector<std::string> stop_strings;
+  std::string session_id;  // placement only: the worker never sees it
 };
 
 // INVALID_ARGUMENT naming the limit for a request over one of `limits`.

@@ -72,7 +72,9 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
   absl::StatusOr<TextStream> text = TextStream::Create(model_.tokenizer(), plan.stop_strings);
   if (!text.ok()) return transport::ToGrpcStatus(text.status());
   Stream stream{.plan = plan, .sink = sink, .arrival = arrival, .text = *std::move(text)};
-  PromptBlocks blocks{.prompt = plan.prompt, .root = RootBlockHash(model_.id(), plan.worker_request.cache_salt())};
+  PromptBlocks blocks{.prompt = plan.prompt,
+                      .root = RootBlockHash(model_.id(), plan.worker_request.cache_salt()),
+                      .session_id = plan.session_id};
   absl::flat_hash_set<std::string> exclude;
   int failures_in_a_row = 0;
   bool any_overloaded = false;

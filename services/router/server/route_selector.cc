@@ -115,7 +115,8 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   }
   PlacementRequest request{.block_hashes = blocks.hashes,
                            .prompt_tokens = static_cast<int32_t>(blocks.prompt.size()),
-                           .block_size = std::max(blocks.block_size, 1)};
+                           .block_size = std::max(blocks.block_size, 1),
+                           .session_id = blocks.session_id};
   // Without a cachemanager at all (static workers) the policy runs as
   // configured, its decision memory standing in for the index; only a
   // configured cachemanager that cannot be asked is a fallback.

@@ -46,6 +46,7 @@ struct PromptBlocks {
   BlockHash root;  // RootBlockHash(model id, cache salt)
   int32_t block_size = 0;
   std::vector<BlockHash> hashes;
+  std::string session_id;  // GenerationOptions.session_id, for placement
 
   void HashWith(int32_t pool_block_size);
 };

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "services/worker/engine/pending_prefill.h"
 
 namespace kvfleet::engine {
 
@@ -35,12 +36,14 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
     : executor_(executor),
       options_(options),
       listener_(listener),
-      pool_(static_cast<int32_t>(executor.info().num_blocks), listener),
+      pending_prefill_(static_cast<int32_t>(executor.info().block_size), listener),
+      pool_(static_cast<int32_t>(executor.info().num_blocks), &pending_prefill_),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
       scheduler_(options.scheduler, kv_),
       speculator_(options.speculation, options.proposers, kv_),
       batch_builder_(static_cast<int32_t>(executor.info().block_size)) {
   CHECK(options.Validate().ok()) << options.Validate();
+  pending_prefill_.Attach(pool_);
   const ExecutorLimits need = options.ExecutorLimitsNeeded(), have = executor.info().limits;
   CHECK(need.max_batch_tokens <= have.max_batch_tokens && need.max_batch_chunks <= have.max_batch_chunks &&
         need.logits_rows() <= have.logits_rows())
@@ -163,6 +166,7 @@ void Engine::DrainInbox() {
     req->arrival = next_arrival_++;
     speculator_.Resolve(*req);
     Request* raw = req.get();
+    pending_prefill_.Add(*raw);
     requests_[raw->id()] = std::move(req);
     scheduler_.Add(raw);
   }
@@ -177,6 +181,7 @@ void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenI
                     std::vector<TokenLogprobs> last_logprobs) {
   scheduler_.Remove(&req);
   speculator_.Forget(req);
+  pending_prefill_.Remove(req);
   req.state = RequestState::kFinished;
   RequestOutput out{.id = req.id(),
                     .new_tokens = std::move(last_tokens),
@@ -286,6 +291,7 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch
       kv_.CommitFullBlocks(req);
       continue;
     }
+    pending_prefill_.Computed(req);
     EmitTokens(req, chunk, forward, batch.first_logits_row(static_cast<int32_t>(i)));
   }
 }
@@ -380,7 +386,7 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.preemptions = scheduler_.num_preemptions();
   s.steps = steps_;
   s.speculation = speculator_.Stats();
-  s.pending_prefill_tokens = DistinctPendingPrefill();
+  s.pending_prefill_tokens = pending_prefill_.tokens();
   s.prefill_tokens_per_second = prefill_tokens_per_second_;
   int64_t allocated = 0, filled = 0;
   for (const Request* r : scheduler_.running()) {
@@ -393,28 +399,6 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   drained_requests_ = 0;
   drained_pending_tokens_ = 0;
   last_progress_ = std::chrono::steady_clock::now();
-}
-
-int64_t Engine::DistinctPendingPrefill() const {
-  const int64_t block_size = kv_.block_size();
-  absl::flat_hash_set<BlockHash> ahead;  // prompt blocks of the requests before this one
-  int64_t pending = 0;
-  auto visit = [&](const Request& r) {
-    const bool decoding = r.num_output_tokens() > 0 && r.num_pending_tokens() <= 1;
-    const std::vector<BlockHash>& hashes = r.prompt_block_hashes;
-    if (!decoding) {
-      size_t covered = 0;
-      while (covered < hashes.size() && (ahead.contains(hashes[covered]) || pool_.IsCached(hashes[covered]))) {
-        ++covered;
-      }
-      const int64_t done = std::max<int64_t>(r.num_computed_tokens, static_cast<int64_t>(covered) * block_size);
-      pending += std::max<int64_t>(0, r.num_tokens() - done);
-    }
-    ahead.insert(hashes.begin(), hashes.end());
-  };
-  for (const Request* r : scheduler_.running()) visit(*r);
-  for (const Request* r : scheduler_.waiting()) visit(*r);
-  return pending;
 }
 
 void Engine::ObservePrefillRate(const SchedulerOutput& scheduled, double seconds) {

@@ -38,6 +38,7 @@
 #include "services/worker/engine/executor/model_executor.h"
 #include "services/worker/engine/kv/block_pool.h"
 #include "services/worker/engine/kv/kv_cache_manager.h"
+#include "services/worker/engine/pending_prefill.h"
 #include "services/worker/engine/request.h"
 #include "services/worker/engine/scheduler/scheduler.h"
 #include "services/worker/engine/spec/proposer.h"
@@ -149,10 +150,6 @@ class Engine {
   bool IsStopToken(const Request& req, model::TokenId token) const;
   static Usage UsageSoFar(const Request& req);
   void PublishStats(int64_t last_step_tokens);
-  // Pending prefill over running then waiting requests, in the order they
-  // will be computed: each counts only what no earlier one covers, by
-  // prompt block hash, and what is not cached.
-  int64_t DistinctPendingPrefill() const;
   void ObservePrefillRate(const SchedulerOutput& scheduled, double seconds);
   void ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const;
   void Loop();
@@ -160,6 +157,7 @@ class Engine {
   ModelExecutor& executor_;
   EngineOptions options_;
   KvEventListener* listener_;
+  PendingPrefill pending_prefill_;  // the pool's listener; forwards to listener_
   BlockPool pool_;
   KvCacheManager kv_;
   Scheduler scheduler_;

@@ -109,11 +109,15 @@ struct Request {
   int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache
   std::vector<BlockId> block_table;
   std::vector<BlockHash> block_hashes;  // of the full blocks committed so far
-  // Of the prompt's full blocks, computed at Submit: what the load report's
-  // pending prefill compares between requests (a shared prefix counts once).
+  // Of the prompt's full blocks, computed at Submit (HashFullBlocks from the
+  // engine's model id and the request's cache salt, as the KV cache manager
+  // chains them): what the load report's pending prefill compares between
+  // requests (a shared prefix counts once), and what prefix lookups reuse.
   std::vector<BlockHash> prompt_block_hashes;
   // While in the inbox: its prompt tokens no earlier active request covers.
   int64_t inbox_pending_tokens = 0;
+  // Its partial last prompt block counts in PendingPrefill (until its first token).
+  bool pending_tail_counted = false;
   int32_t cached_prompt_tokens = -1;    // set at first admission
   std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;

@@ -17,16 +17,29 @@ KvCacheManager::KvCacheManager(BlockPool& pool, int32_t block_size, std::string 
 
 BlockHash KvCacheManager::RootFor(const Request& req) const { return RootBlockHash(model_id_, req.params.cache_salt); }
 
+BlockHash KvCacheManager::HashOfBlock(const Request& req, int32_t b, const BlockHash& parent) const {
+  // The prompt's hashes were computed once at submission (the engine's
+  // Submit): a queue head that waits for room is looked up again every
+  // step, and a long prompt is hundreds of SHA-256s.
+  if (b < static_cast<int32_t>(req.prompt_block_hashes.size())) {
+    DCHECK(req.prompt_block_hashes[static_cast<size_t>(b)] ==
+           ChainBlockHash(b == 0 ? RootFor(req) : parent,
+                          std::span<const int32_t>(req.tokens.data() + b * block_size_, block_size_)))
+        << "prompt_block_hashes do not match the model id and cache salt";
+    return req.prompt_block_hashes[static_cast<size_t>(b)];
+  }
+  return ChainBlockHash(parent, std::span<const int32_t>(req.tokens.data() + b * block_size_, block_size_));
+}
+
 int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_) {
     // At most (n - 1) / block_size blocks: the last token is always computed.
     const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
-    BlockHash parent = RootFor(req);
+    BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
     for (int32_t b = 0; b < max_blocks; ++b) {
-      const std::span<const int32_t> tokens(req.tokens.data() + b * block_size_, block_size_);
-      const BlockHash hash = ChainBlockHash(parent, tokens);
+      const BlockHash hash = HashOfBlock(req, b, parent);
       const std::optional<BlockId> block = pool_.AcquireCached(hash);
       if (!block) break;
       req.block_table.push_back(*block);
@@ -69,8 +82,8 @@ void KvCacheManager::CommitFullBlocks(Request& req) {
   while (static_cast<int32_t>(req.block_hashes.size()) < full) {
     const int32_t b = static_cast<int32_t>(req.block_hashes.size());
     const std::optional<BlockHash> parent = b == 0 ? std::nullopt : std::optional<BlockHash>(req.block_hashes.back());
-    const BlockHash hash = ChainBlockHash(parent.value_or(RootFor(req)),
-                                          std::span<const int32_t>(req.tokens.data() + b * block_size_, block_size_));
+    const bool known = b < static_cast<int32_t>(req.prompt_block_hashes.size());
+    const BlockHash hash = HashOfBlock(req, b, parent.has_value() || known ? parent.value_or(BlockHash{}) : RootFor(req));
     pool_.Commit(req.block_table[b], hash, parent);
     req.block_hashes.push_back(hash);
   }

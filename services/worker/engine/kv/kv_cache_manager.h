@@ -71,6 +71,10 @@ class KvCacheManager {
 
  private:
   BlockHash RootFor(const Request& req) const;
+  // Block b's hash, `parent` the one before it (the root for block 0):
+  // from req.prompt_block_hashes when it covers b (they must chain from
+  // RootFor(req)), computed otherwise.
+  BlockHash HashOfBlock(const Request& req, int32_t b, const BlockHash& parent) const;
 
   BlockPool& pool_;
   int32_t block_size_;

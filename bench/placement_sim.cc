@@ -1,0 +1,263 @@
+// placement_sim: main(), flags and output (placement_sim.h; bench/README.md,
+// "Placement simulator").
+//
+//   placement_sim --workload multi-tenant --workers 4,16,64 --load 0.3,0.7,0.9,1.1
+//   placement_sim --workload no-sharing --workers 16 --requests 10000 --json
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/placement_sim.h"
+#include "common/flags/flags.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::bench::placement_sim {
+
+absl::StatusOr<StepModel> NamedStepModel(const std::string& name) {
+  if (name == "cpu") {
+    // The default model (SmolLM2-135M) on this project's 2-core CI machine
+    // with 2 threads, from bench/README.md's same-run CPU figures: decode
+    // at 1 stream 115 tok/s (a ≈ 8.7 ms a step), at 8 streams 368 tok/s and
+    // a 128-token prefill at 540 tok/s (b ≈ 1.7 ms a token); c from the
+    // attention arithmetic (30 layers × 9 query heads × 64 × 2 multiply-adds
+    // per cached token and row, ≈ 35 kFLOP, at the ~12 GFLOP/s these
+    // kernels reach).
+    return StepModel{.name = "cpu", .a = 0.0087, .b = 0.0017, .c = 3e-6};
+  }
+  if (name == "gpu") {
+    // Llama-3-8B in bf16 on one H100 SXM, from its datasheet: reading the
+    // 16 GB of weights at 3.35 TB/s takes 4.8 ms a step (+ ~1 ms of
+    // launches: a = 6 ms); 16 GFLOP a token at 60% of 989 TFLOPS dense bf16
+    // is 27 µs (b); 128 KiB of KV a cached token (32 layers × 8 KV heads ×
+    // 128 × 2 × 2 bytes) read at 3.35 TB/s is 39 ns (c).
+    return StepModel{.name = "gpu", .a = 0.006, .b = 2.7e-5, .c = 3.9e-8};
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown --step-model '", name, "': cpu or gpu"));
+}
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: placement_sim [flags]
+
+The router's real placement code over simulated workers (the engine's real
+scheduler, KV cache manager and block pool; a step-time model instead of the
+model). Deterministic for a seed; every policy sees the same trace.
+
+  --workload NAME          multi-tenant (default), multi-turn, hot-prefix or no-sharing
+  --workers N,N            worker counts (default 4,16,64)
+  --load X,X               offered token rate / the cluster's peak (default 0.3,0.7,0.9,1.1)
+  --rate R                 or: requests per second (overrides --load)
+  --requests N             requests per run (default 10000)
+  --seed N                 (default 1)
+  --policies A,B           (default round_robin,least_loaded,prefix_aware)
+  --step-model NAME        gpu (default) or cpu
+  --step-a S --step-b S --step-c S   or: the step-time coefficients, seconds
+  --kv-tokens N            KV tokens per worker (default: 3 tenants' contexts plus 25%)
+  --max-num-seqs N         (default 256 gpu, 64 cpu)
+  --max-num-batched-tokens N  (default 8192 gpu, 512 cpu)
+  --tenants N --context-tokens N --question-tokens N --output-tokens N
+  --sessions-off           multi-turn: send no session ids
+  --turns N --think-seconds S  multi-turn conversations (default 6 turns, 5 s apart)
+  --zipf X                 hot-prefix skew (default 1.2)
+  --router-ms MS --load-delay-ms MS --event-flush-ms MS --event-delay-ms MS   propagation (1, 2, 50, 2)
+  --json                   one JSON object on stdout (the table goes to stderr)
+)";
+
+struct Flags {
+  WorkloadOptions workload;
+  std::vector<int64_t> workers;
+  std::vector<double> loads;
+  double rate = 0;
+  std::vector<router::Policy> policies;
+  SimOptions sim;
+  int64_t kv_tokens = 0;
+  bool json = false;
+};
+
+absl::StatusOr<std::vector<double>> Doubles(const std::string& list) {
+  std::vector<double> out;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    double v = 0;
+    if (!absl::SimpleAtod(part, &v) || !(v > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", std::string(part), "' is not a positive number"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(flags::Flags f,
+                   flags::Flags::Parse(args,
+                                       {"workload", "workers", "load", "rate", "requests", "seed", "policies",
+                                        "step-model", "step-a", "step-b", "step-c", "kv-tokens", "max-num-seqs",
+                                        "max-num-batched-tokens", "tenants", "context-tokens", "question-tokens",
+                                        "output-tokens", "turns", "think-seconds", "zipf", "router-ms",
+                                        "load-delay-ms", "event-flush-ms", "event-delay-ms"},
+                                       {"json", "sessions-off", "help"}));
+  if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
+  Flags o;
+  WorkloadOptions& w = o.workload;
+  ASSIGN_OR_RETURN(w.kind, ParseWorkload(f.GetString("workload", "multi-tenant")));
+  ASSIGN_OR_RETURN(w.requests, f.GetInt("requests", w.requests));
+  ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed", 1));
+  w.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(w.tenants, f.GetInt("tenants", w.kind == WorkloadKind::kHotPrefix ? 32 : w.tenants));
+  ASSIGN_OR_RETURN(w.context_tokens, f.GetInt("context-tokens", w.context_tokens));
+  ASSIGN_OR_RETURN(w.question_tokens, f.GetInt("question-tokens", w.question_tokens));
+  ASSIGN_OR_RETURN(w.output_tokens, f.GetInt("output-tokens", w.output_tokens));
+  ASSIGN_OR_RETURN(w.turns, f.GetInt("turns", w.turns));
+  ASSIGN_OR_RETURN(w.think_seconds, f.GetDouble("think-seconds", w.think_seconds));
+  ASSIGN_OR_RETURN(w.zipf, f.GetDouble("zipf", w.zipf));
+  if (w.requests < 1 || w.tenants < 1 || w.context_tokens < 0 || w.question_tokens < 1 || w.output_tokens < 1 ||
+      w.turns < 1 || w.think_seconds < 0 || w.zipf < 0) {
+    return absl::InvalidArgumentError(
+        "--requests, --tenants, --question-tokens, --output-tokens and --turns must be >= 1; --context-tokens, "
+        "--think-seconds and --zipf >= 0");
+  }
+  ASSIGN_OR_RETURN(o.workers, f.GetIntList("workers", "4,16,64"));
+  for (int64_t n : o.workers) {
+    if (n < 1 || n > 64) return absl::InvalidArgumentError("--workers takes counts from 1 to 64");
+  }
+  ASSIGN_OR_RETURN(o.loads, Doubles(f.GetString("load", "0.3,0.7,0.9,1.1")));
+  ASSIGN_OR_RETURN(o.rate, f.GetDouble("rate", 0));
+  for (absl::string_view name : absl::StrSplit(f.GetString("policies", "round_robin,least_loaded,prefix_aware"), ',')) {
+    ASSIGN_OR_RETURN(router::Policy p, router::ParsePolicy(std::string(name)));
+    o.policies.push_back(p);
+  }
+  ClusterShape& c = o.sim.cluster;
+  ASSIGN_OR_RETURN(c.model, NamedStepModel(f.GetString("step-model", "gpu")));
+  ASSIGN_OR_RETURN(c.model.a, f.GetDouble("step-a", c.model.a));
+  ASSIGN_OR_RETURN(c.model.b, f.GetDouble("step-b", c.model.b));
+  ASSIGN_OR_RETURN(c.model.c, f.GetDouble("step-c", c.model.c));
+  if (f.Has("step-a") || f.Has("step-b") || f.Has("step-c")) c.model.name += " (adjusted)";
+  const bool gpu = c.model.name.rfind("gpu", 0) == 0;
+  ASSIGN_OR_RETURN(int64_t seqs, f.GetInt("max-num-seqs", gpu ? 256 : 64));
+  ASSIGN_OR_RETURN(int64_t batched, f.GetInt("max-num-batched-tokens", gpu ? 8192 : 512));
+  c.max_num_seqs = static_cast<int32_t>(seqs);
+  c.max_num_batched_tokens = static_cast<int32_t>(batched);
+  const int64_t default_kv = (3 * (w.context_tokens + w.question_tokens + w.output_tokens) * 5) / 4;
+  ASSIGN_OR_RETURN(c.kv_tokens, f.GetInt("kv-tokens", default_kv));
+  if (seqs < 1 || batched < 16 || c.kv_tokens < 16 || !(c.model.a >= 0 && c.model.b > 0 && c.model.c >= 0)) {
+    return absl::InvalidArgumentError(
+        "--max-num-seqs >= 1, --max-num-batched-tokens >= 16, --kv-tokens >= 16, step a, c >= 0 and b > 0");
+  }
+  ASSIGN_OR_RETURN(o.sim.router_ms, f.GetDouble("router-ms", o.sim.router_ms));
+  ASSIGN_OR_RETURN(o.sim.load_delay_ms, f.GetDouble("load-delay-ms", o.sim.load_delay_ms));
+  ASSIGN_OR_RETURN(o.sim.event_flush_ms, f.GetDouble("event-flush-ms", o.sim.event_flush_ms));
+  ASSIGN_OR_RETURN(o.sim.event_delay_ms, f.GetDouble("event-delay-ms", o.sim.event_delay_ms));
+  o.sim.sessions = !f.GetSwitch("sessions-off");
+  o.json = f.GetSwitch("json");
+  return o;
+}
+
+struct Run {
+  int64_t workers;
+  double load;
+  double oracle;
+  double seconds;
+  std::vector<SimResult> results;
+};
+
+void PrintRun(const Flags& o, const Run& run, FILE* out) {
+  std::fprintf(out, "\n%s, %lld workers, load %.2f (oracle hit ratio %.3f; %.1f s to simulate)\n",
+               WorkloadName(o.workload.kind).c_str(), static_cast<long long>(run.workers), run.load, run.oracle,
+               run.seconds);
+  std::fprintf(out, "%-13s %9s %9s %9s %11s %6s %7s %12s %9s %9s %8s\n", "policy", "TTFT p50", "p90 s", "p99 s",
+               "tok/s", "hit", "/oracle", "computed", "run max", "run mean", "max/mean");
+  const SimResult* base = run.results.empty() ? nullptr : &run.results.front();
+  for (const SimResult& r : run.results) {
+    std::fprintf(out, "%-13s %9.3f %9.3f %9.3f %11.0f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f%s\n", r.policy.c_str(),
+                 r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.throughput_tokens_per_s, r.hit_ratio,
+                 run.oracle > 0 ? r.hit_ratio / run.oracle : 0.0, static_cast<long long>(r.tokens_computed),
+                 r.max_running, r.mean_running, r.mean_running > 0 ? r.max_running / r.mean_running : 0.0,
+                 r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
+  }
+  if (base != nullptr) {
+    for (const SimResult& r : run.results) {
+      if (&r == base) continue;
+      std::fprintf(out, "  %s vs %s: TTFT p90 %.2fx better, throughput %.2fx\n", r.policy.c_str(),
+                   base->policy.c_str(), r.ttft_p90_s > 0 ? base->ttft_p90_s / r.ttft_p90_s : 0.0,
+                   base->throughput_tokens_per_s > 0 ? r.throughput_tokens_per_s / base->throughput_tokens_per_s : 0.0);
+    }
+  }
+}
+
+nlohmann::json ToJson(const SimResult& r) {
+  return {{"requests", r.requests},       {"finished", r.finished},
+          {"ttft_p50_s", r.ttft_p50_s},   {"ttft_p90_s", r.ttft_p90_s},
+          {"ttft_p99_s", r.ttft_p99_s},   {"throughput_tokens_per_s", r.throughput_tokens_per_s},
+          {"hit_ratio", r.hit_ratio},     {"tokens_computed", r.tokens_computed},
+          {"max_running", r.max_running}, {"mean_running", r.mean_running},
+          {"preemptions", r.preemptions}, {"makespan_s", r.makespan_s},
+          {"audit", r.audit}};
+}
+
+absl::Status Main(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(Flags o, ReadFlags(args));
+  FILE* table = o.json ? stderr : stdout;
+  const ClusterShape& c = o.sim.cluster;
+  std::fprintf(table,
+               "placement_sim: %s, %lld requests, seed %llu; step model %s (a %.4g s, b %.4g s/token, c %.4g "
+               "s/KV token read), peak %.0f tokens/s a worker; KV %lld tokens a worker, max_num_seqs %d, "
+               "max_num_batched_tokens %d; router %.1f ms, load reports %.1f ms, KV events every %.0f ms + %.1f ms\n",
+               WorkloadName(o.workload.kind).c_str(), static_cast<long long>(o.workload.requests),
+               static_cast<unsigned long long>(o.workload.seed), c.model.name.c_str(), c.model.a, c.model.b, c.model.c,
+               c.PeakTokensPerSecond(), static_cast<long long>(c.kv_tokens), c.max_num_seqs,
+               c.max_num_batched_tokens, o.sim.router_ms, o.sim.load_delay_ms, o.sim.event_flush_ms,
+               o.sim.event_delay_ms);
+  nlohmann::json json = nlohmann::json::object();
+  nlohmann::json& by_workers = json[WorkloadName(o.workload.kind)];
+  const std::vector<double> loads = o.rate > 0 ? std::vector<double>{0} : o.loads;
+  for (int64_t workers : o.workers) {
+    for (double load : loads) {
+      SimOptions sim = o.sim;
+      sim.cluster.workers = static_cast<int32_t>(workers);
+      double effective = load;
+      if (o.rate > 0) {
+        // Requests per second given: the load that makes, from the mean request size.
+        const Workload probe = BuildWorkload(o.workload, 1.0, sim.cluster);
+        double tokens = 0;
+        for (const SimRequest& r : probe.requests) tokens += static_cast<double>(r.prompt_tokens() + r.answer.size());
+        effective = o.rate * tokens / static_cast<double>(probe.requests.size()) /
+                    (workers * sim.cluster.PeakTokensPerSecond());
+      }
+      const auto start = std::chrono::steady_clock::now();
+      const Workload workload = BuildWorkload(o.workload, effective, sim.cluster);
+      Run run{.workers = workers, .load = effective, .oracle = OracleHitRatio(workload, sim.cluster)};
+      for (router::Policy policy : o.policies) {
+        sim.policy = policy;
+        ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
+        run.results.push_back(std::move(r));
+      }
+      run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      PrintRun(o, run, table);
+      nlohmann::json& entry = by_workers[std::to_string(workers)][absl::StrCat(effective)];
+      entry["oracle_hit_ratio"] = run.oracle;
+      for (const SimResult& r : run.results) entry[r.policy] = ToJson(r);
+    }
+  }
+  if (o.json) std::printf("%s\n", json.dump().c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kvfleet::bench::placement_sim
+
+int main(int argc, char** argv) {
+  const absl::Status s = kvfleet::bench::placement_sim::Main(std::vector<std::string>(argv + 1, argv + argc));
+  if (absl::IsCancelled(s)) {
+    std::printf("%s", std::string(s.message()).c_str());
+    return 0;
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "placement_sim: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

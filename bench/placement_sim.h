@@ -1,0 +1,147 @@
+// placement_sim: the router's placement policies on a simulated cluster of
+// 4 to 64 workers, deterministic for a seed, in seconds (bench/README.md,
+// "Placement simulator").
+//
+// Real parts: the router's Placement (policies, DecisionMemory, cost model,
+// affinity guard) on a simulated clock, and per worker the engine's
+// Scheduler + KvCacheManager + BlockPool (prefix caching on) and its
+// PendingPrefillCounter. Simulated parts: the model (a step takes
+// t = a + b·tokens + c·kv_tokens_read, StepModel), the network (the
+// decision reaches the worker router_ms later), the load reports (sent at
+// the end of every step and on admission, visible load_delay_ms later, with
+// the router's admitted ticket) and the cachemanager's index (a worker's KV
+// events visible at the next event flush plus event_delay_ms, answered as
+// per-worker leading matches, as FindOverlaps does).
+//
+// The files divide the work:
+//   - placement_sim_workload.cc: the four workloads and the oracle bound;
+//   - placement_sim_cluster.cc: the event-driven simulation of one policy;
+//   - placement_sim.cc: main(), flags, the table and the JSON.
+//
+//   Workload w = BuildWorkload({.kind = WorkloadKind::kMultiTenant, .requests = 10000}, model, workers, kv_tokens);
+//   SimResult r = Simulate(w, {.workers = 16, .policy = Policy::kPrefixAware});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/router/placement/placement_options.h"
+
+namespace kvfleet::bench::placement_sim {
+
+// Step time t = a + b·tokens + c·kv_tokens_read seconds (tokens computed in
+// the step; kv_tokens_read = Σ over the step's chunks of the context they
+// attend to).
+struct StepModel {
+  std::string name;
+  double a = 0, b = 0, c = 0;
+  double Seconds(int64_t tokens, int64_t kv_tokens_read) const {
+    return a + b * static_cast<double>(tokens) + c * static_cast<double>(kv_tokens_read);
+  }
+};
+
+// "cpu" (fitted on this machine) or "gpu" (from published figures); see
+// placement_sim.cc for the numbers and where they come from.
+absl::StatusOr<StepModel> NamedStepModel(const std::string& name);
+
+enum class WorkloadKind { kMultiTenant, kMultiTurn, kHotPrefix, kNoSharing };
+absl::StatusOr<WorkloadKind> ParseWorkload(const std::string& name);
+std::string WorkloadName(WorkloadKind kind);
+
+struct WorkloadOptions {
+  WorkloadKind kind = WorkloadKind::kMultiTenant;
+  int64_t requests = 10000;
+  uint64_t seed = 1;
+  // multi-tenant: tenants, each with one shared context; questions are short.
+  int64_t tenants = 150;
+  int64_t context_tokens = 6000;
+  int64_t question_tokens = 100;
+  int64_t output_tokens = 200;
+  // multi-turn: conversations of up to `turns` turns, each turn the whole
+  // conversation so far plus a new question; the think time between turns.
+  int64_t sessions = 1000;
+  int64_t turns = 6;
+  double think_seconds = 5;
+  // hot-prefix: `tenants` prefixes, Zipf-distributed with this exponent.
+  double zipf = 1.2;
+};
+
+// One request of the trace. Token ids are real (prefix caching hashes them);
+// `answer` is what the simulated model "generates", so a later turn that
+// quotes it hits the blocks this turn wrote.
+struct SimRequest {
+  double arrival_s = 0;
+  int64_t group = -1;      // the tenant, session or prefix it shares with (-1: none)
+  std::string session_id;  // multi-turn only
+  // The prompt is *prefix then suffix; prefixes are shared between requests
+  // (a tenant's context, the conversation so far) to keep the trace small.
+  std::shared_ptr<const std::vector<int32_t>> prefix;
+  std::vector<int32_t> suffix;
+  std::vector<int32_t> answer;
+
+  int64_t prompt_tokens() const { return static_cast<int64_t>(prefix->size() + suffix.size()); }
+  std::vector<int32_t> Prompt() const;
+};
+
+struct Workload {
+  WorkloadOptions options;
+  double load = 0;          // offered / peak token rate
+  double offered_rate = 0;  // prompt + output tokens per second, as if nothing were cached
+  std::vector<SimRequest> requests;  // by arrival
+};
+
+// The cluster, for load and the oracle.
+struct ClusterShape {
+  int32_t workers = 16;
+  int64_t kv_tokens = 0;  // per worker
+  int32_t block_size = 16;
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 2048;
+  StepModel model;
+  // One worker's peak token rate: full steps of max_num_batched_tokens
+  // (the kv term left out: it is zero at no context).
+  double PeakTokensPerSecond() const {
+    return max_num_batched_tokens / model.Seconds(max_num_batched_tokens, 0);
+  }
+};
+
+// Poisson arrivals at `load` × the cluster's peak token rate (multi-turn:
+// sessions start as a Poisson process, turns follow after think time).
+Workload BuildWorkload(const WorkloadOptions& options, double load, const ClusterShape& cluster);
+
+// The best hit ratio any placement could reach on this trace with these
+// cache sizes (prefix tokens reused / prompt tokens): every request reuses
+// the longest full-block prefix it shares with an earlier request, as long
+// as the groups kept cached fit the cluster's KV, the most reused first.
+double OracleHitRatio(const Workload& workload, const ClusterShape& cluster);
+
+struct SimOptions {
+  ClusterShape cluster;
+  router::Policy policy = router::Policy::kPrefixAware;
+  router::PlacementOptions placement;  // .policy is overridden by `policy`
+  bool sessions = true;                // send session ids (multi-turn)
+  double router_ms = 1.0;              // decision to the worker (hashing, FindOverlaps, transit)
+  double load_delay_ms = 2.0;          // a load report to the router
+  double event_flush_ms = 50.0;        // the worker's KV event flush
+  double event_delay_ms = 2.0;         // a flushed event batch to the index
+};
+
+struct SimResult {
+  std::string policy;
+  int64_t requests = 0, finished = 0;
+  double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
+  double throughput_tokens_per_s = 0;  // prompt + output tokens served / makespan
+  double hit_ratio = 0;                // cached prompt tokens at admission / prompt tokens
+  int64_t tokens_computed = 0;         // every token the workers computed, recomputation included
+  double max_running = 0, mean_running = 0;  // per worker, time-averaged running requests: max over workers, mean
+  int64_t preemptions = 0;
+  double makespan_s = 0;
+  std::string audit;  // empty when the block accounting balanced
+};
+
+absl::StatusOr<SimResult> Simulate(const Workload& workload, const SimOptions& options);
+
+}  // namespace kvfleet::bench::placement_sim

@@ -1,0 +1,400 @@
+// One policy over one workload on the simulated cluster (placement_sim.h):
+// an event queue of request arrivals at the router, deliveries to workers
+// and the ends of engine steps, in simulated seconds.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <queue>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "bench/engine_bench.h"
+#include "bench/placement_sim.h"
+#include "common/block_hash.h"
+#include "common/status_macros.h"
+#include "services/router/placement/placement.h"
+#include "services/worker/engine/kv/block_pool.h"
+#include "services/worker/engine/kv/kv_cache_manager.h"
+#include "services/worker/engine/pending_prefill.h"
+#include "services/worker/engine/scheduler/scheduler.h"
+
+namespace kvfleet::bench::placement_sim {
+namespace {
+
+using router::Placement;
+using Clock = Placement::Clock;
+
+Clock::time_point At(double seconds) {
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+}
+
+constexpr char kModelId[] = "sim";
+
+// What a worker's load report says, as the router reads it.
+struct LoadSnapshot {
+  int32_t running = 0, waiting = 0, blocks_used = 0, blocks_free = 0, blocks_total = 0;
+  int64_t pending_prefill_tokens = 0;
+  uint64_t admitted_ticket = 0;
+};
+
+struct KvEvent {
+  double visible_at;
+  BlockHash hash;
+  bool stored;
+};
+
+// The worker's KV events, stamped with when the index will see them: at
+// the publisher's next flush, plus transit.
+class EventRecorder : public engine::KvEventListener {
+ public:
+  EventRecorder(const double& now, const SimOptions& o) : now_(now), o_(o) {}
+  void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>&) override { Add(hash, true); }
+  void OnBlockRemoved(const BlockHash& hash) override { Add(hash, false); }
+  void OnAllCleared() override {}
+  std::deque<KvEvent> events;
+
+ private:
+  void Add(const BlockHash& hash, bool stored) {
+    const double flush = o_.event_flush_ms / 1000;
+    const double at = flush > 0 ? std::ceil(now_ / flush) * flush : now_;
+    events.push_back({at + o_.event_delay_ms / 1000, hash, stored});
+  }
+  const double& now_;
+  const SimOptions& o_;
+};
+
+struct SimWorker {
+  SimWorker(std::string worker_id, const double& now, const SimOptions& o, int32_t num_blocks)
+      : id(std::move(worker_id)),
+        recorder(now, o),
+        pending(o.cluster.block_size, &recorder),
+        pool(num_blocks, &pending),
+        kv(pool, o.cluster.block_size, kModelId, /*enable_prefix_caching=*/true),
+        scheduler({.max_num_batched_tokens = o.cluster.max_num_batched_tokens, .max_num_seqs = o.cluster.max_num_seqs},
+                  kv) {
+    pending.Attach(pool);
+  }
+
+  std::string id;
+  EventRecorder recorder;
+  engine::PendingPrefill pending;  // the engine's own load figure
+  engine::BlockPool pool;
+  engine::KvCacheManager kv;
+  engine::Scheduler scheduler;
+  std::vector<engine::Request*> inbox;
+  bool busy = false;
+  engine::SchedulerOutput step;
+  // Reports are taken lazily: a worker that changed (a step ended, a
+  // request arrived) is read again once that change is load_delay old;
+  // until then the router sees the report before it.
+  bool changed = false;
+  double changed_at = 0;
+  LoadSnapshot visible;
+  uint64_t admitted_ticket = 0;
+  uint64_t next_arrival = 0;
+  // Running requests integrated over time, for the time-averaged figure.
+  double running_area = 0, last_change = 0;
+  int32_t last_running = 0;
+};
+
+enum class EventKind { kArrival, kDelivery, kStepEnd };
+struct Event {
+  double at;
+  uint64_t seq;  // ties in insertion order: deterministic
+  EventKind kind;
+  size_t index;  // request (arrival, delivery) or worker (step end)
+  size_t worker;
+  bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+};
+
+struct LiveRequest {
+  std::unique_ptr<engine::Request> request;
+  router::Decision decision;
+  size_t worker = 0;
+  double first_token_at = -1;
+};
+
+class Simulation {
+ public:
+  Simulation(const Workload& workload, const SimOptions& o) : w_(workload), o_(o), live_(workload.requests.size()) {
+    router::PlacementOptions p = o.placement;
+    p.policy = o.policy;
+    p.router_instance = 1;  // deterministic
+    placement_ = std::make_unique<Placement>(p, [this] { return At(now_); });
+    const int32_t blocks = static_cast<int32_t>(o.cluster.kv_tokens / o.cluster.block_size);
+    for (int32_t i = 0; i < o.cluster.workers; ++i) {
+      workers_.push_back(std::make_unique<SimWorker>(absl::StrCat("worker-", i), now_, o_, blocks));
+    }
+  }
+
+  absl::StatusOr<SimResult> Run() {
+    if (o_.cluster.workers < 1 || o_.cluster.workers > 64) {
+      return absl::InvalidArgumentError("the simulator takes 1 to 64 workers (one bit each in its index)");
+    }
+    const int64_t capacity = o_.cluster.kv_tokens;
+    for (size_t i = 0; i < w_.requests.size(); ++i) {
+      const SimRequest& r = w_.requests[i];
+      if (r.prompt_tokens() + static_cast<int64_t>(r.answer.size()) + o_.cluster.block_size > capacity) {
+        return absl::InvalidArgumentError(absl::StrCat("request ", i, " needs ", r.prompt_tokens() + r.answer.size(),
+                                                       " tokens of KV; a worker holds ", capacity,
+                                                       ": raise --kv-tokens"));
+      }
+      Push(r.arrival_s, EventKind::kArrival, i, 0);
+    }
+    int64_t events = 0;
+    while (!queue_.empty()) {
+      const Event e = queue_.top();
+      queue_.pop();
+      now_ = e.at;
+      if (++events > 200'000'000) return absl::InternalError("the simulation made no progress");
+      switch (e.kind) {
+        case EventKind::kArrival:
+          RETURN_IF_ERROR(Route(e.index));
+          break;
+        case EventKind::kDelivery:
+          Deliver(e.index, e.worker);
+          break;
+        case EventKind::kStepEnd:
+          EndStep(e.worker);
+          break;
+      }
+    }
+    return Summarize();
+  }
+
+ private:
+  void Push(double at, EventKind kind, size_t index, size_t worker) {
+    queue_.push({.at = at, .seq = next_seq_++, .kind = kind, .index = index, .worker = worker});
+  }
+
+  // The index sees every event that has arrived by now.
+  void ApplyVisibleEvents() {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      std::deque<KvEvent>& events = workers_[i]->recorder.events;
+      const uint64_t bit = uint64_t{1} << i;
+      while (!events.empty() && events.front().visible_at <= now_) {
+        const KvEvent& e = events.front();
+        if (e.stored) {
+          holders_[e.hash] |= bit;
+        } else if (auto it = holders_.find(e.hash); it != holders_.end()) {
+          it->second &= ~bit;
+          if (it->second == 0) holders_.erase(it);
+        }
+        events.pop_front();
+      }
+      SimWorker& w = *workers_[i];
+      if (w.changed && w.changed_at + o_.load_delay_ms / 1000 <= now_) {
+        w.visible = Snapshot(w);
+        w.changed = false;
+      }
+    }
+  }
+
+  // FindOverlaps: each worker's leading matched blocks, one pass over the
+  // prompt with the set of workers still matching.
+  std::vector<int32_t> Overlaps(const std::vector<BlockHash>& hashes) const {
+    std::vector<int32_t> matched(workers_.size(), 0);
+    uint64_t still = workers_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << workers_.size()) - 1;
+    for (size_t b = 0; b < hashes.size() && still != 0; ++b) {
+      auto it = holders_.find(hashes[b]);
+      const uint64_t holding = it == holders_.end() ? 0 : it->second;
+      uint64_t dropped = still & ~holding;
+      while (dropped != 0) {
+        const int w = __builtin_ctzll(dropped);
+        matched[static_cast<size_t>(w)] = static_cast<int32_t>(b);
+        dropped &= dropped - 1;
+      }
+      still &= holding;
+    }
+    while (still != 0) {
+      const int w = __builtin_ctzll(still);
+      matched[static_cast<size_t>(w)] = static_cast<int32_t>(hashes.size());
+      still &= still - 1;
+    }
+    return matched;
+  }
+
+  absl::Status Route(size_t i) {
+    const SimRequest& r = w_.requests[i];
+    engine::EngineRequest params{.id = RequestId(i + 1), .prompt = r.Prompt()};
+    params.stopping = {.max_tokens = static_cast<int32_t>(r.answer.size()), .ignore_eos = true};
+    auto request = std::make_unique<engine::Request>(std::move(params), 0, 0, nullptr);
+    request->prompt_block_hashes =
+        HashFullBlocks(RootBlockHash(kModelId, ""), request->params.prompt, o_.cluster.block_size);
+    ApplyVisibleEvents();
+    router::PlacementRequest pr{.block_hashes = request->prompt_block_hashes,
+                                .prompt_tokens = request->num_prompt_tokens(),
+                                .block_size = o_.cluster.block_size};
+    if (o_.sessions) pr.session_id = r.session_id;
+    const std::vector<int32_t> matched =
+        o_.policy == router::Policy::kRoundRobin ? std::vector<int32_t>(workers_.size(), 0) : Overlaps(pr.block_hashes);
+    std::vector<router::WorkerCandidate> candidates;
+    candidates.reserve(workers_.size());
+    for (size_t k = 0; k < workers_.size(); ++k) {
+      const LoadSnapshot& l = workers_[k]->visible;
+      candidates.push_back({.worker_id = workers_[k]->id,
+                            .endpoint = workers_[k]->id,
+                            .matched_blocks = matched[k],
+                            .running = l.running,
+                            .waiting = l.waiting,
+                            .blocks_used = l.blocks_used,
+                            .blocks_free = l.blocks_total > 0 ? l.blocks_free : workers_[k]->pool.num_blocks(),
+                            .blocks_total = l.blocks_total > 0 ? l.blocks_total : workers_[k]->pool.num_blocks(),
+                            .pending_prefill_tokens = l.pending_prefill_tokens,
+                            .max_num_seqs = o_.cluster.max_num_seqs,
+                            .admitted_ticket = l.admitted_ticket,
+                            .prefill_tokens_per_second = o_.cluster.PeakTokensPerSecond()});
+    }
+    absl::StatusOr<router::Decision> d = placement_->Choose(pr, std::move(candidates));
+    if (!d.ok()) return d.status();
+    const size_t worker = static_cast<size_t>(std::stoi(d->worker_id.substr(std::string("worker-").size())));
+    live_[i] = {.request = std::move(request), .decision = *std::move(d), .worker = worker};
+    Push(now_ + o_.router_ms / 1000, EventKind::kDelivery, i, worker);
+    return absl::OkStatus();
+  }
+
+  void Report(SimWorker& w) {
+    w.changed = true;
+    w.changed_at = now_;
+  }
+
+  LoadSnapshot Snapshot(const SimWorker& w) const {
+    const engine::BlockPoolStats pool = w.pool.Stats();
+    return {.running = w.scheduler.num_running(),
+            .waiting = w.scheduler.num_waiting() + static_cast<int32_t>(w.inbox.size()),
+            .blocks_used = pool.used,
+            .blocks_free = pool.free(),
+            .blocks_total = pool.total,
+            .pending_prefill_tokens = w.pending.tokens(),
+            .admitted_ticket = w.admitted_ticket};
+  }
+
+  void NoteRunning(SimWorker& w) {
+    w.running_area += w.last_running * (now_ - w.last_change);
+    w.last_change = now_;
+    w.last_running = w.scheduler.num_running();
+  }
+
+  void Deliver(size_t i, size_t worker) {
+    SimWorker& w = *workers_[worker];
+    w.inbox.push_back(live_[i].request.get());
+    w.pending.Add(*live_[i].request);
+    w.admitted_ticket = std::max(w.admitted_ticket, live_[i].decision.in_flight_ticket);
+    Report(w);  // on admission
+    if (!w.busy) StartStep(worker);
+  }
+
+  void StartStep(size_t worker) {
+    SimWorker& w = *workers_[worker];
+    for (engine::Request* r : w.inbox) {
+      r->arrival = w.next_arrival++;
+      w.scheduler.Add(r);
+    }
+    w.inbox.clear();
+    w.step = w.scheduler.Schedule();
+    NoteRunning(w);
+    if (w.step.empty()) {
+      w.busy = false;
+      return;
+    }
+    int64_t kv_read = 0;
+    for (const engine::ScheduledChunk& c : w.step.chunks) kv_read += c.request->num_computed_tokens + c.num_tokens;
+    w.busy = true;
+    Push(now_ + o_.cluster.model.Seconds(w.step.num_tokens, kv_read), EventKind::kStepEnd, 0, worker);
+  }
+
+  void EndStep(size_t worker) {
+    SimWorker& w = *workers_[worker];
+    for (const engine::ScheduledChunk& c : w.step.chunks) {
+      engine::Request* r = c.request;
+      r->num_computed_tokens += c.num_tokens;
+      tokens_computed_ += c.num_tokens;
+      w.kv.CommitFullBlocks(*r);
+      if (r->num_computed_tokens < r->num_tokens()) continue;  // a prefill chunk
+      const size_t i = r->id().value() - 1;
+      LiveRequest& l = live_[i];
+      w.pending.Computed(*r);
+      if (l.first_token_at < 0) {
+        l.first_token_at = now_;
+        ttft_.push_back(now_ - w_.requests[i].arrival_s);
+      }
+      r->tokens.push_back(w_.requests[i].answer[static_cast<size_t>(r->num_output_tokens())]);
+      if (r->num_output_tokens() >= r->params.stopping.max_tokens) Finish(w, i);
+    }
+    NoteRunning(w);
+    Report(w);
+    StartStep(worker);
+  }
+
+  void Finish(SimWorker& w, size_t i) {
+    LiveRequest& l = live_[i];
+    engine::Request& r = *l.request;
+    prompt_tokens_ += r.num_prompt_tokens();
+    cached_tokens_ += std::max(0, r.cached_prompt_tokens);
+    served_tokens_ += r.num_prompt_tokens() + r.num_output_tokens();
+    w.scheduler.Remove(&r);
+    w.pending.Remove(r);
+    placement_->Settle(l.decision);
+    last_finish_ = now_;
+    ++finished_;
+    l.request.reset();
+  }
+
+  SimResult Summarize() {
+    SimResult s{.policy = std::string(router::PolicyName(o_.policy)),
+                .requests = static_cast<int64_t>(w_.requests.size()),
+                .finished = finished_,
+                .ttft_p50_s = Percentile(ttft_, 50),
+                .ttft_p90_s = Percentile(ttft_, 90),
+                .ttft_p99_s = Percentile(ttft_, 99),
+                .tokens_computed = tokens_computed_};
+    const double start = w_.requests.empty() ? 0 : w_.requests.front().arrival_s;
+    s.makespan_s = last_finish_ - start;
+    s.throughput_tokens_per_s = s.makespan_s > 0 ? static_cast<double>(served_tokens_) / s.makespan_s : 0;
+    s.hit_ratio = prompt_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(prompt_tokens_) : 0;
+    double sum = 0;
+    for (auto& w : workers_) {
+      NoteRunning(*w);
+      const double mean = s.makespan_s > 0 ? w->running_area / s.makespan_s : 0;
+      s.max_running = std::max(s.max_running, mean);
+      sum += mean;
+      s.preemptions += w->scheduler.num_preemptions();
+      const engine::BlockPoolStats stats = w->pool.Stats(), recount = w->pool.Recount();
+      if (stats.used != 0 || stats.cached != recount.cached || stats.empty != recount.empty ||
+          recount.used != 0) {
+        s.audit = absl::StrCat(w->id, ": ", stats.used, " blocks still in use after every request finished (",
+                               recount.used, " on a recount)");
+      }
+    }
+    s.mean_running = sum / static_cast<double>(workers_.size());
+    if (finished_ != s.requests && s.audit.empty()) {
+      s.audit = absl::StrCat(s.requests - finished_, " requests never finished");
+    }
+    return s;
+  }
+
+  const Workload& w_;
+  const SimOptions& o_;
+  double now_ = 0;
+  std::unique_ptr<Placement> placement_;
+  std::vector<std::unique_ptr<SimWorker>> workers_;
+  std::vector<LiveRequest> live_;
+  absl::flat_hash_map<BlockHash, uint64_t> holders_;  // the index: hash -> workers holding it (bits)
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
+  uint64_t next_seq_ = 0;
+  std::vector<double> ttft_;
+  int64_t tokens_computed_ = 0, prompt_tokens_ = 0, cached_tokens_ = 0, served_tokens_ = 0, finished_ = 0;
+  double last_finish_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<SimResult> Simulate(const Workload& workload, const SimOptions& options) {
+  Simulation sim(workload, options);
+  return sim.Run();
+}
+
+}  // namespace kvfleet::bench::placement_sim

@@ -1,0 +1,218 @@
+// The simulator's four workloads and the oracle bound (placement_sim.h).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "bench/placement_sim.h"
+#include "common/block_hash.h"
+
+namespace kvfleet::bench::placement_sim {
+namespace {
+
+// Token ids 0-2 are special in the default model's vocabulary.
+constexpr int32_t kFirstToken = 3;
+constexpr int32_t kVocab = 49152;
+
+std::vector<int32_t> RandomTokens(std::mt19937_64& rng, int64_t n) {
+  std::uniform_int_distribution<int32_t> token(kFirstToken, kVocab - 1);
+  std::vector<int32_t> out(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (int32_t& t : out) t = token(rng);
+  return out;
+}
+
+std::shared_ptr<const std::vector<int32_t>> Shared(std::vector<int32_t> tokens) {
+  return std::make_shared<const std::vector<int32_t>>(std::move(tokens));
+}
+
+// Requests whose `prefix` picks one of `prefixes` by `pick`, each with its
+// own question and answer, at unit-rate Poisson times (scaled later).
+template <typename Pick>
+std::vector<SimRequest> SharedContextTrace(const WorkloadOptions& o, std::mt19937_64& rng,
+                                           const std::vector<std::shared_ptr<const std::vector<int32_t>>>& prefixes,
+                                           Pick pick) {
+  std::exponential_distribution<double> gap(1.0);
+  std::vector<SimRequest> out;
+  out.reserve(static_cast<size_t>(o.requests));
+  double t = 0;
+  for (int64_t i = 0; i < o.requests; ++i) {
+    t += gap(rng);
+    const int64_t g = pick(rng);
+    out.push_back({.arrival_s = t,
+                   .group = g,
+                   .prefix = prefixes[static_cast<size_t>(g)],
+                   .suffix = RandomTokens(rng, o.question_tokens),
+                   .answer = RandomTokens(rng, o.output_tokens)});
+  }
+  return out;
+}
+
+double TokensOf(const std::vector<SimRequest>& requests) {
+  double tokens = 0;
+  for (const SimRequest& r : requests) tokens += static_cast<double>(r.prompt_tokens() + r.answer.size());
+  return tokens;
+}
+
+}  // namespace
+
+std::vector<int32_t> SimRequest::Prompt() const {
+  std::vector<int32_t> p(prefix->begin(), prefix->end());
+  p.insert(p.end(), suffix.begin(), suffix.end());
+  return p;
+}
+
+absl::StatusOr<WorkloadKind> ParseWorkload(const std::string& name) {
+  if (name == "multi-tenant") return WorkloadKind::kMultiTenant;
+  if (name == "multi-turn") return WorkloadKind::kMultiTurn;
+  if (name == "hot-prefix") return WorkloadKind::kHotPrefix;
+  if (name == "no-sharing") return WorkloadKind::kNoSharing;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown workload '", name, "': multi-tenant, multi-turn, hot-prefix or no-sharing"));
+}
+
+std::string WorkloadName(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kMultiTenant:
+      return "multi-tenant";
+    case WorkloadKind::kMultiTurn:
+      return "multi-turn";
+    case WorkloadKind::kHotPrefix:
+      return "hot-prefix";
+    case WorkloadKind::kNoSharing:
+      return "no-sharing";
+  }
+  return "unknown";
+}
+
+Workload BuildWorkload(const WorkloadOptions& o, double load, const ClusterShape& cluster) {
+  std::mt19937_64 rng(o.seed);
+  Workload w{.options = o, .load = load};
+  const double cluster_peak = cluster.workers * cluster.PeakTokensPerSecond();
+  switch (o.kind) {
+    case WorkloadKind::kMultiTenant:
+    case WorkloadKind::kHotPrefix: {
+      std::vector<std::shared_ptr<const std::vector<int32_t>>> contexts;
+      for (int64_t t = 0; t < o.tenants; ++t) contexts.push_back(Shared(RandomTokens(rng, o.context_tokens)));
+      if (o.kind == WorkloadKind::kMultiTenant) {
+        std::uniform_int_distribution<int64_t> tenant(0, o.tenants - 1);
+        w.requests = SharedContextTrace(o, rng, contexts, [&](std::mt19937_64& r) { return tenant(r); });
+      } else {
+        std::vector<double> weights;
+        for (int64_t k = 1; k <= o.tenants; ++k) weights.push_back(1.0 / std::pow(static_cast<double>(k), o.zipf));
+        std::discrete_distribution<int64_t> zipf(weights.begin(), weights.end());
+        w.requests = SharedContextTrace(o, rng, contexts, [&](std::mt19937_64& r) { return zipf(r); });
+      }
+      break;
+    }
+    case WorkloadKind::kNoSharing: {
+      std::exponential_distribution<double> gap(1.0);
+      double t = 0;
+      for (int64_t i = 0; i < o.requests; ++i) {
+        t += gap(rng);
+        w.requests.push_back({.arrival_s = t,
+                              .prefix = Shared(RandomTokens(rng, o.context_tokens)),
+                              .suffix = RandomTokens(rng, o.question_tokens),
+                              .answer = RandomTokens(rng, o.output_tokens)});
+      }
+      break;
+    }
+    case WorkloadKind::kMultiTurn: {
+      // One system prompt for everyone, then each conversation's turns.
+      const auto system = Shared(RandomTokens(rng, 200));
+      const int64_t sessions = std::max<int64_t>(1, (o.requests + o.turns - 1) / o.turns);
+      for (int64_t s = 0; s < sessions; ++s) {
+        std::shared_ptr<const std::vector<int32_t>> history = system;
+        for (int64_t k = 0; k < o.turns && static_cast<int64_t>(w.requests.size()) < o.requests; ++k) {
+          SimRequest r{.arrival_s = static_cast<double>(k),  // the turn index until the times are known
+                       .group = s,
+                       .session_id = absl::StrCat("session-", s),
+                       .prefix = history,
+                       .suffix = RandomTokens(rng, o.question_tokens),
+                       .answer = RandomTokens(rng, o.output_tokens)};
+          std::vector<int32_t> next = r.Prompt();
+          next.insert(next.end(), r.answer.begin(), r.answer.end());
+          history = Shared(std::move(next));
+          w.requests.push_back(std::move(r));
+        }
+      }
+      // Sessions start as a Poisson process sized so the offered token rate
+      // is `load` × peak; turn k follows k × think_seconds later.
+      const double tokens_per_session = TokensOf(w.requests) / static_cast<double>(sessions);
+      std::exponential_distribution<double> start_gap(load * cluster_peak / tokens_per_session);
+      double start = 0;
+      int64_t last_group = -1;
+      for (SimRequest& r : w.requests) {
+        if (r.group != last_group) {
+          start += start_gap(rng);
+          last_group = r.group;
+        }
+        r.arrival_s = start + r.arrival_s * o.think_seconds;
+      }
+      std::stable_sort(w.requests.begin(), w.requests.end(),
+                       [](const SimRequest& a, const SimRequest& b) { return a.arrival_s < b.arrival_s; });
+      w.offered_rate = load * cluster_peak;
+      return w;
+    }
+  }
+  // Scale the unit-rate arrivals to the offered load.
+  const double mean_tokens = TokensOf(w.requests) / static_cast<double>(std::max<size_t>(w.requests.size(), 1));
+  const double request_rate = load * cluster_peak / mean_tokens;
+  for (SimRequest& r : w.requests) r.arrival_s /= request_rate;
+  w.offered_rate = load * cluster_peak;
+  return w;
+}
+
+double OracleHitRatio(const Workload& workload, const ClusterShape& cluster) {
+  const int32_t bs = cluster.block_size;
+  const BlockHash root = RootBlockHash("sim", "");
+  // Per group: the prefix tokens its requests could reuse (the leading full
+  // blocks some earlier request of the trace computed) and its working set
+  // (the longest sequence it ever holds).
+  std::map<int64_t, double> reuse, working_set;
+  absl::flat_hash_set<BlockHash> seen;
+  double prompt_tokens = 0, infinite_reuse = 0;
+  for (const SimRequest& r : workload.requests) {
+    std::vector<int32_t> prompt = r.Prompt();
+    prompt_tokens += static_cast<double>(prompt.size());
+    const std::vector<BlockHash> hashes = HashFullBlocks(root, prompt, bs);
+    size_t hit = 0;
+    while (hit < hashes.size() && seen.contains(hashes[hit])) ++hit;
+    // The engine computes at least the prompt's last token, so a prompt
+    // made only of full blocks reuses one block less.
+    if (hit * bs == prompt.size() && hit > 0) --hit;
+    const double reused = static_cast<double>(hit * bs);
+    infinite_reuse += reused;
+    reuse[r.group] += reused;
+    prompt.insert(prompt.end(), r.answer.begin(), r.answer.end());
+    working_set[r.group] = std::max(working_set[r.group], static_cast<double>(prompt.size()));
+    for (const BlockHash& h : HashFullBlocks(root, prompt, bs)) seen.insert(h);
+  }
+  if (prompt_tokens == 0) return 0;
+  // Sessions come and go, so their working sets are not all needed at
+  // once: the infinite-cache figure is the bound there.
+  const bool static_groups = workload.options.kind == WorkloadKind::kMultiTenant ||
+                             workload.options.kind == WorkloadKind::kHotPrefix;
+  double total_set = 0;
+  for (const auto& [g, s] : working_set) total_set += g >= 0 ? s : 0;
+  const double capacity = static_cast<double>(cluster.workers) * static_cast<double>(cluster.kv_tokens);
+  if (!static_groups || total_set <= capacity) return infinite_reuse / prompt_tokens;
+  // Static groups that do not all fit: keep the most reused per token of
+  // cache until the cluster is full (a fractional knapsack, an upper bound).
+  std::vector<std::pair<double, int64_t>> density;
+  for (const auto& [g, s] : working_set) {
+    if (g >= 0 && s > 0) density.push_back({reuse[g] / s, g});
+  }
+  std::sort(density.rbegin(), density.rend());
+  double left = capacity, kept = 0;
+  for (const auto& [d, g] : density) {
+    const double take = std::min(1.0, left / working_set[g]);
+    kept += take * reuse[g];
+    left -= take * working_set[g];
+    if (left <= 0) break;
+  }
+  return kept / prompt_tokens;
+}
+
+}  // namespace kvfleet::bench::placement_sim
