@@ -135,8 +135,12 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
   const bool any_fits = std::any_of(scores.begin(), scores.end(), [](const CandidateScore& s) { return s.fits; });
   auto in_tier = [any_fits](const CandidateScore& s) { return s.fits || !any_fits; };
   const size_t best = ArgMin(scores, CostKey, in_tier, rotation);
-  if (options_.affinity_guard) MarkOverGuard(scores, in_tier);
   const CandidateScore& b = scores[best];
+  // The guard applies to a hit (and to a session's home): a cold choice is
+  // already the cheapest by load.
+  if (options_.affinity_guard && (b.matched_blocks > 0 || !request.session_id.empty())) {
+    MarkOverGuard(scores, in_tier);
+  }
   if (!request.session_id.empty()) {
     // The session's home, unless measured overlap says another worker
     // holds more of the conversation (a turn went elsewhere while the home
