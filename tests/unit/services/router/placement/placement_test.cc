@@ -462,5 +462,56 @@ TEST_F(PlacementTest, ExactTiesRotateInsteadOfFavouringTheLowestId) {
   }
 }
 
+TEST_F(PlacementTest, ASessionStaysOnItsHomeWorkerAndEveryRouterAgreesOnIt) {
+  const std::vector<WorkerCandidate> idle = {Idle("w0"), Idle("w1"), Idle("w2"), Idle("w3")};
+  std::map<std::string, int> homes;
+  for (int s = 0; s < 40; ++s) {
+    PlacementRequest r = MakeRequest(Tokens(300 + s, 4, kBs), kBs);
+    r.session_id = "conversation-" + std::to_string(s);
+    // Two routers with no shared state, and no memory or in-flight load to
+    // tell them apart: the same home, every turn.
+    Placement a = Make({.decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
+    Placement b = Make({.decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
+    const std::string home = a.Choose(r, idle)->worker_id;
+    for (int turn = 0; turn < 3; ++turn) {
+      EXPECT_EQ(a.Choose(r, idle)->worker_id, home) << r.session_id;
+      EXPECT_EQ(b.Choose(r, idle)->worker_id, home) << r.session_id;
+    }
+    ++homes[home];
+  }
+  // Homes spread over the workers (40 sessions, 4 workers).
+  EXPECT_EQ(homes.size(), 4u);
+  for (const auto& [w, n] : homes) EXPECT_GE(n, 4) << w;
+}
+
+TEST_F(PlacementTest, ASessionYieldsToTheGuardAndToMeasuredOverlap) {
+  PlacementRequest r = MakeRequest(Tokens(900, 8, kBs), kBs);
+  r.session_id = "chat-1";
+  const std::vector<WorkerCandidate> idle = {Idle("w0"), Idle("w1"), Idle("w2")};
+  Placement probe = Make({.decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
+  const std::string home = probe.Choose(r, idle)->worker_id;
+  // The home is overloaded: the guard sends the turn elsewhere.
+  std::vector<WorkerCandidate> busy_home = idle;
+  for (WorkerCandidate& c : busy_home) {
+    if (c.worker_id == home) c = Busy(home, 40, 100);
+  }
+  Placement p = Make({.decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
+  const Decision moved = *p.Choose(r, busy_home);
+  EXPECT_NE(moved.worker_id, home);
+  // Another worker holds more of the conversation (the last turn ran
+  // there): measured overlap wins over the hash.
+  std::vector<WorkerCandidate> elsewhere = idle;
+  const std::string other = home == "w0" ? "w1" : "w0";
+  for (WorkerCandidate& c : elsewhere) {
+    if (c.worker_id == other) c = WithMatch(c, 6);
+  }
+  EXPECT_EQ(p.Choose(r, elsewhere)->worker_id, other);
+  // With equal overlap the home wins, with its own reason.
+  for (WorkerCandidate& c : elsewhere) c = WithMatch(c, 6);
+  const Decision back = *p.Choose(r, elsewhere);
+  EXPECT_EQ(back.worker_id, home);
+  EXPECT_TRUE(back.reason == Reason::kSession || back.reason == Reason::kPrefixHit) << ReasonName(back.reason);
+}
+
 }  // namespace
 }  // namespace kvfleet::router
