@@ -43,6 +43,8 @@ model). Deterministic for a seed; every policy sees the same trace.
   --turns N --think-seconds S  multi-turn conversations (default 6 turns, 5 s apart)
   --zipf X                 hot-prefix skew (default 1.2)
   --router-ms MS --load-delay-ms MS --event-flush-ms MS --event-delay-ms MS   propagation (1, 2, 50, 2)
+  --prefill-weight A --decode-weight B --kv-pressure-weight W --affinity-guard-margin N
+  --affinity-guard-ratio R the router's placement knobs (its defaults otherwise)
   --json                   one JSON object on stdout (the table goes to stderr)
 )";
 
@@ -76,7 +78,9 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
                                         "step-model", "step-a", "step-b", "step-c", "kv-tokens", "max-num-seqs",
                                         "max-num-batched-tokens", "tenants", "context-tokens", "question-tokens",
                                         "output-tokens", "turns", "think-seconds", "zipf", "router-ms",
-                                        "load-delay-ms", "event-flush-ms", "event-delay-ms"},
+                                        "load-delay-ms", "event-flush-ms", "event-delay-ms", "prefill-weight",
+                                        "decode-weight", "affinity-guard-margin", "affinity-guard-ratio",
+                                        "kv-pressure-weight"},
                                        {"json", "sessions-off", "help"}));
   if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
   Flags o;
@@ -130,6 +134,14 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(o.sim.event_flush_ms, f.GetDouble("event-flush-ms", o.sim.event_flush_ms));
   ASSIGN_OR_RETURN(o.sim.event_delay_ms, f.GetDouble("event-delay-ms", o.sim.event_delay_ms));
   o.sim.sessions = !f.GetSwitch("sessions-off");
+  router::PlacementOptions& p = o.sim.placement;
+  ASSIGN_OR_RETURN(p.prefill_weight, f.GetDouble("prefill-weight", p.prefill_weight));
+  ASSIGN_OR_RETURN(p.decode_weight, f.GetDouble("decode-weight", p.decode_weight));
+  ASSIGN_OR_RETURN(p.kv_pressure_weight, f.GetDouble("kv-pressure-weight", p.kv_pressure_weight));
+  ASSIGN_OR_RETURN(p.affinity_guard_ratio, f.GetDouble("affinity-guard-ratio", p.affinity_guard_ratio));
+  ASSIGN_OR_RETURN(int64_t margin, f.GetInt("affinity-guard-margin", p.affinity_guard_margin));
+  p.affinity_guard_margin = static_cast<int32_t>(margin);
+  RETURN_IF_ERROR(p.Validate());
   o.json = f.GetSwitch("json");
   return o;
 }
@@ -137,24 +149,26 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
 struct Run {
   int64_t workers;
   double load;
-  double oracle;
+  OracleHitRatios oracle;
   double seconds;
   std::vector<SimResult> results;
 };
 
 void PrintRun(const Flags& o, const Run& run, FILE* out) {
-  std::fprintf(out, "\n%s, %lld workers, load %.2f (oracle hit ratio %.3f; %.1f s to simulate)\n",
-               WorkloadName(o.workload.kind).c_str(), static_cast<long long>(run.workers), run.load, run.oracle,
-               run.seconds);
-  std::fprintf(out, "%-13s %9s %9s %9s %11s %6s %7s %12s %9s %9s %8s\n", "policy", "TTFT p50", "p90 s", "p99 s",
-               "tok/s", "hit", "/oracle", "computed", "run max", "run mean", "max/mean");
+  std::fprintf(out,
+               "\n%s, %lld workers, load %.2f (oracle hit ratio: bound %.3f, with this KV about %.3f; %.1f s to "
+               "simulate)\n",
+               WorkloadName(o.workload.kind).c_str(), static_cast<long long>(run.workers), run.load, run.oracle.bound,
+               run.oracle.capacity_estimate, run.seconds);
+  std::fprintf(out, "%-13s %9s %9s %9s %11s %6s %7s %12s %9s %9s %8s %8s\n", "policy", "TTFT p50", "p90 s", "p99 s",
+               "tok/s", "hit", "/oracle", "computed", "run max", "run mean", "max/mean", "preempt");
   const SimResult* base = run.results.empty() ? nullptr : &run.results.front();
   for (const SimResult& r : run.results) {
-    std::fprintf(out, "%-13s %9.3f %9.3f %9.3f %11.0f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f%s\n", r.policy.c_str(),
+    std::fprintf(out, "%-13s %9.3f %9.3f %9.3f %11.0f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f %8lld%s\n", r.policy.c_str(),
                  r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.throughput_tokens_per_s, r.hit_ratio,
-                 run.oracle > 0 ? r.hit_ratio / run.oracle : 0.0, static_cast<long long>(r.tokens_computed),
+                 run.oracle.bound > 0 ? r.hit_ratio / run.oracle.bound : 0.0, static_cast<long long>(r.tokens_computed),
                  r.max_running, r.mean_running, r.mean_running > 0 ? r.max_running / r.mean_running : 0.0,
-                 r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
+                 static_cast<long long>(r.preemptions), r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
   }
   if (base != nullptr) {
     for (const SimResult& r : run.results) {
@@ -216,7 +230,8 @@ absl::Status Main(const std::vector<std::string>& args) {
       run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       PrintRun(o, run, table);
       nlohmann::json& entry = by_workers[std::to_string(workers)][absl::StrCat(effective)];
-      entry["oracle_hit_ratio"] = run.oracle;
+      entry["oracle_hit_ratio"] = run.oracle.bound;
+      entry["oracle_capacity_estimate"] = run.oracle.capacity_estimate;
       for (const SimResult& r : run.results) entry[r.policy] = ToJson(r);
     }
   }

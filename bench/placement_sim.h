@@ -112,11 +112,19 @@ struct ClusterShape {
 // sessions start as a Poisson process, turns follow after think time).
 Workload BuildWorkload(const WorkloadOptions& options, double load, const ClusterShape& cluster);
 
-// The best hit ratio any placement could reach on this trace with these
-// cache sizes (prefix tokens reused / prompt tokens): every request reuses
-// the longest full-block prefix it shares with an earlier request, as long
-// as the groups kept cached fit the cluster's KV, the most reused first.
-double OracleHitRatio(const Workload& workload, const ClusterShape& cluster);
+// What placement could reach on this trace (prefix tokens reused / prompt
+// tokens). `bound`: every request reuses the leading full blocks any earlier
+// request left behind (prompt and answer), as with unlimited KV: no
+// placement beats it. `capacity_estimate`: the same, but keeping T tokens
+// cached across a gap of g seconds costs T·g of the cluster's workers ×
+// kv_tokens × span token-seconds and the shortest gaps go first. An exact
+// bound with per-worker caches is a scheduling problem of its own; the
+// estimate says roughly where the cache, not the placement, runs out.
+struct OracleHitRatios {
+  double bound = 0;
+  double capacity_estimate = 0;
+};
+OracleHitRatios OracleHitRatio(const Workload& workload, const ClusterShape& cluster);
 
 struct SimOptions {
   ClusterShape cluster;

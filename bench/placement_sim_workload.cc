@@ -1,10 +1,9 @@
 // The simulator's four workloads and the oracle bound (placement_sim.h).
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <random>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bench/placement_sim.h"
 #include "common/block_hash.h"
@@ -164,55 +163,63 @@ Workload BuildWorkload(const WorkloadOptions& o, double load, const ClusterShape
   return w;
 }
 
-double OracleHitRatio(const Workload& workload, const ClusterShape& cluster) {
+OracleHitRatios OracleHitRatio(const Workload& workload, const ClusterShape& cluster) {
   const int32_t bs = cluster.block_size;
   const BlockHash root = RootBlockHash("sim", "");
-  // Per group: the prefix tokens its requests could reuse (the leading full
-  // blocks some earlier request of the trace computed) and its working set
-  // (the longest sequence it ever holds).
-  std::map<int64_t, double> reuse, working_set;
-  absl::flat_hash_set<BlockHash> seen;
-  double prompt_tokens = 0, infinite_reuse = 0;
+  // Every reuse the trace offers: a request's leading full blocks that an
+  // earlier request computed (the sequence it left behind: prompt and
+  // answer), with how long ago those blocks were last written or read.
+  struct Reuse {
+    double gap_s;
+    double tokens;
+  };
+  std::vector<Reuse> reuses;
+  absl::flat_hash_map<BlockHash, double> last_touched;
+  double prompt_tokens = 0, reusable = 0;
   for (const SimRequest& r : workload.requests) {
-    std::vector<int32_t> prompt = r.Prompt();
-    prompt_tokens += static_cast<double>(prompt.size());
-    const std::vector<BlockHash> hashes = HashFullBlocks(root, prompt, bs);
+    std::vector<int32_t> sequence = r.Prompt();
+    prompt_tokens += static_cast<double>(sequence.size());
+    const std::vector<BlockHash> prompt_hashes = HashFullBlocks(root, sequence, bs);
     size_t hit = 0;
-    while (hit < hashes.size() && seen.contains(hashes[hit])) ++hit;
-    // The engine computes at least the prompt's last token, so a prompt
-    // made only of full blocks reuses one block less.
-    if (hit * bs == prompt.size() && hit > 0) --hit;
-    const double reused = static_cast<double>(hit * bs);
-    infinite_reuse += reused;
-    reuse[r.group] += reused;
-    prompt.insert(prompt.end(), r.answer.begin(), r.answer.end());
-    working_set[r.group] = std::max(working_set[r.group], static_cast<double>(prompt.size()));
-    for (const BlockHash& h : HashFullBlocks(root, prompt, bs)) seen.insert(h);
+    double since = r.arrival_s;
+    while (hit < prompt_hashes.size()) {
+      auto it = last_touched.find(prompt_hashes[hit]);
+      if (it == last_touched.end()) break;
+      since = std::min(since, it->second);
+      ++hit;
+    }
+    // The engine computes at least the prompt's last token.
+    if (hit > 0 && hit * bs == sequence.size()) --hit;
+    if (hit > 0) {
+      reuses.push_back({.gap_s = r.arrival_s - since, .tokens = static_cast<double>(hit * bs)});
+      reusable += static_cast<double>(hit * bs);
+    }
+    sequence.insert(sequence.end(), r.answer.begin(), r.answer.end());
+    for (const BlockHash& h : HashFullBlocks(root, sequence, bs)) last_touched[h] = r.arrival_s;
   }
-  if (prompt_tokens == 0) return 0;
-  // Sessions come and go, so their working sets are not all needed at
-  // once: the infinite-cache figure is the bound there.
-  const bool static_groups = workload.options.kind == WorkloadKind::kMultiTenant ||
-                             workload.options.kind == WorkloadKind::kHotPrefix;
-  double total_set = 0;
-  for (const auto& [g, s] : working_set) total_set += g >= 0 ? s : 0;
-  const double capacity = static_cast<double>(cluster.workers) * static_cast<double>(cluster.kv_tokens);
-  if (!static_groups || total_set <= capacity) return infinite_reuse / prompt_tokens;
-  // Static groups that do not all fit: keep the most reused per token of
-  // cache until the cluster is full (a fractional knapsack, an upper bound).
-  std::vector<std::pair<double, int64_t>> density;
-  for (const auto& [g, s] : working_set) {
-    if (g >= 0 && s > 0) density.push_back({reuse[g] / s, g});
+  OracleHitRatios out;
+  if (prompt_tokens == 0) return out;
+  out.bound = reusable / prompt_tokens;
+  // The estimate: keeping T tokens cached across a gap of g seconds costs
+  // T·g of the cluster's workers × kv_tokens × span token-seconds; the
+  // shortest gaps are taken first. Not a bound: blocks a running request
+  // pins cost nothing extra, and queueing changes the gaps.
+  const double span = workload.requests.back().arrival_s - workload.requests.front().arrival_s;
+  double budget = static_cast<double>(cluster.workers) * static_cast<double>(cluster.kv_tokens) * std::max(span, 1e-9);
+  std::sort(reuses.begin(), reuses.end(), [](const Reuse& a, const Reuse& b) { return a.gap_s < b.gap_s; });
+  double kept = 0;
+  for (const Reuse& u : reuses) {
+    const double cost = u.tokens * u.gap_s;
+    if (cost <= budget) {
+      kept += u.tokens;
+      budget -= cost;
+    } else {
+      kept += u.tokens * budget / cost;
+      break;
+    }
   }
-  std::sort(density.rbegin(), density.rend());
-  double left = capacity, kept = 0;
-  for (const auto& [d, g] : density) {
-    const double take = std::min(1.0, left / working_set[g]);
-    kept += take * reuse[g];
-    left -= take * working_set[g];
-    if (left <= 0) break;
-  }
-  return kept / prompt_tokens;
+  out.capacity_estimate = kept / prompt_tokens;
+  return out;
 }
 
 }  // namespace kvfleet::bench::placement_sim

@@ -44,7 +44,7 @@ TEST(PlacementSimTest, EveryRequestFinishesAndTheBlocksBalance) {
        {WorkloadKind::kMultiTenant, WorkloadKind::kMultiTurn, WorkloadKind::kHotPrefix, WorkloadKind::kNoSharing}) {
     const Workload w = BuildWorkload(Small(kind), 0.8, cluster);
     ASSERT_EQ(w.requests.size(), 400u) << WorkloadName(kind);
-    const double oracle = OracleHitRatio(w, cluster);
+    const double oracle = OracleHitRatio(w, cluster).bound;
     for (Policy policy : {Policy::kRoundRobin, Policy::kLeastLoaded, Policy::kPrefixAware}) {
       const SimResult r = MustSimulate(w, cluster, policy);
       const std::string where = WorkloadName(kind) + " " + r.policy;

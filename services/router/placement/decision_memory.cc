@@ -117,7 +117,7 @@ uint64_t DecisionMemory::Record(const std::string& worker, std::span<const Block
         if (it->second >= expires) continue;  // an entry already carries a later expiry
         it->second = expires;
       }
-      prefix_heap_.push_back({.hash = hash, .slot = slot, .expires = expires});
+      prefix_heap_.push_back({.hash = hash, .slot = slot, .expires = expires, .seq = next_seq_++});
       std::push_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
       ++slots_[slot].refs;
     }

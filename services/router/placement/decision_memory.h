@@ -144,6 +144,7 @@ class DecisionMemory {
     BlockHash hash;
     uint32_t slot;
     Clock::time_point expires;
+    uint64_t seq;  // insertion order: equal expiries go first in, first out
   };
   struct InFlightEntry {
     uint32_t slot;
@@ -158,7 +159,9 @@ class DecisionMemory {
     InFlight in_flight;
     std::deque<uint64_t> tickets;  // its in-flight tickets, oldest first (some may be settled)
   };
-  static bool ExpiresLater(const PrefixEntry& a, const PrefixEntry& b) { return a.expires > b.expires; }
+  static bool ExpiresLater(const PrefixEntry& a, const PrefixEntry& b) {
+    return a.expires != b.expires ? a.expires > b.expires : a.seq > b.seq;
+  }
 
   uint32_t Intern(const std::string& worker);
   void Release(uint32_t slot);
@@ -177,6 +180,7 @@ class DecisionMemory {
   std::vector<uint32_t> free_slots_;
   int64_t in_flight_count_ = 0;
   uint64_t next_ticket_ = 1;
+  uint64_t next_seq_ = 0;
 };
 
 }  // namespace kvfleet::router

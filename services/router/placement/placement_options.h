@@ -35,7 +35,7 @@ struct PlacementOptions {
   // cost(w) = prefill_weight · uncached_prefill_blocks(w)
   //         + decode_weight · decode_load_blocks(w) + KV pressure penalty.
   double prefill_weight = 1.0;  // a
-  double decode_weight = 1.0;   // b
+  double decode_weight = 0.5;   // b
   // Fraction of a worker's blocks in use (after this request) above which
   // each further block costs kv_pressure_weight more.
   double kv_pressure_threshold = 0.9;

@@ -29,7 +29,7 @@ TEST(CostModelTest, TermsOnAHandExample) {
   EXPECT_DOUBLE_EQ(s.uncached_prefill_blocks, (200.0 - 160.0 + 64.0) / 16.0);  // 6.5
   EXPECT_DOUBLE_EQ(s.decode_load_blocks, 43.0);
   EXPECT_DOUBLE_EQ(s.kv_penalty, 0.0);
-  EXPECT_DOUBLE_EQ(s.cost, 6.5 + 43.0);
+  EXPECT_DOUBLE_EQ(s.cost, 6.5 + 0.5 * 43.0);  // prefill_weight 1, decode_weight 0.5
   EXPECT_EQ(s.load, 5);
   EXPECT_EQ(s.used_blocks, 40);
   EXPECT_TRUE(s.fits);
@@ -69,7 +69,7 @@ TEST(CostModelTest, KvPressurePenaltyAboveTheThreshold) {
   // 85 used + 10 new = 95 of 100: 5 blocks over the 90% threshold.
   const CandidateScore s = ScoreCandidate(PlacementOptions{}, r, Busy("w", 4, 85, 100), 0, {});
   EXPECT_DOUBLE_EQ(s.kv_penalty, 4.0 * 5.0);
-  EXPECT_DOUBLE_EQ(s.cost, 10.0 + 95.0 + 20.0);
+  EXPECT_DOUBLE_EQ(s.cost, 10.0 + 0.5 * 95.0 + 20.0);
   EXPECT_TRUE(s.fits);
   // Exactly at the threshold: no penalty.
   EXPECT_DOUBLE_EQ(ScoreCandidate(PlacementOptions{}, r, Busy("w", 4, 80, 100), 0, {}).kv_penalty, 0.0);

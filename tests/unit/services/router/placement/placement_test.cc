@@ -44,7 +44,7 @@ class PlacementTest : public ::testing::Test {
 TEST_F(PlacementTest, PrefixHitBeatsAColdIdleWorkerWhenTheSavingOutweighsTheLoad) {
   Placement p = Make();
   const PlacementRequest r = MakeRequest(Tokens(1, 12, kBs), kBs);
-  // a: 2 uncached + (6 used + 2 new) = 10; b: 12 + 12 = 24.
+  // a: 2 uncached + 0.5 × (6 used + 2 new) = 6; b: 12 + 0.5 × 12 = 18.
   const Decision d = MustChoose(p, r, {WithMatch(Busy("a", 2, 6), 10), Idle("b")});
   EXPECT_EQ(d.worker_id, "a");
   EXPECT_EQ(d.endpoint, "a:50051");
@@ -53,8 +53,8 @@ TEST_F(PlacementTest, PrefixHitBeatsAColdIdleWorkerWhenTheSavingOutweighsTheLoad
   EXPECT_DOUBLE_EQ(d.prefix_match_ratio, 160.0 / 192.0);
   EXPECT_TRUE(d.fits);
   ASSERT_EQ(d.scores.size(), 2u);
-  EXPECT_DOUBLE_EQ(ScoreOf(d, "a").cost, 10.0);
-  EXPECT_DOUBLE_EQ(ScoreOf(d, "b").cost, 24.0);
+  EXPECT_DOUBLE_EQ(ScoreOf(d, "a").cost, 6.0);
+  EXPECT_DOUBLE_EQ(ScoreOf(d, "b").cost, 18.0);
 }
 
 TEST_F(PlacementTest, PrefixHitLosesWhenTheWorkerIsMuchBusier) {
@@ -165,16 +165,17 @@ TEST_F(PlacementTest, AWorkerThatCannotFitIsChosenOnlyIfNoneCan) {
   EXPECT_FALSE(d.fits);
 }
 
-TEST_F(PlacementTest, TiesBreakByLoadThenUsedBlocksThenId) {
+TEST_F(PlacementTest, TiesBreakByLoadThenUsedBlocksThenRotation) {
   const PlacementRequest r = MakeRequest(Tokens(4, 8, kBs), kBs);
   Placement p = Make();
   EXPECT_EQ(MustChoose(p, r, {Idle("c"), Idle("a"), Idle("b")}).worker_id, "a");
   // Same cost, fewer requests.
   Placement q = Make({.decision_memory = milliseconds(0), .in_flight_window = milliseconds(0)});
   EXPECT_EQ(MustChoose(q, r, {Busy("a", 3, 0), Busy("b", 1, 0)}).worker_id, "b");
-  // Same cost and load: a's 10 used blocks against b's 10 blocks of pending prefill.
+  // Same cost and load: a's 10 used blocks (at decode_weight 0.5) against
+  // b's 5 blocks of pending prefill.
   WorkerCandidate b = Idle("b");
-  b.pending_prefill_tokens = 10 * kBs;
+  b.pending_prefill_tokens = 5 * kBs;
   const Decision d = MustChoose(q, r, {Busy("a", 0, 10), b});
   EXPECT_DOUBLE_EQ(ScoreOf(d, "a").cost, ScoreOf(d, "b").cost);
   EXPECT_EQ(d.worker_id, "b");
@@ -511,6 +512,23 @@ TEST_F(PlacementTest, ASessionYieldsToTheGuardAndToMeasuredOverlap) {
   const Decision back = *p.Choose(r, elsewhere);
   EXPECT_EQ(back.worker_id, home);
   EXPECT_TRUE(back.reason == Reason::kSession || back.reason == Reason::kPrefixHit) << ReasonName(back.reason);
+}
+
+// production-stack's router died of an unbounded prefix table: a flood of
+// distinct prefixes and sessions must not grow anything past its cap.
+TEST_F(PlacementTest, AFloodOfDistinctPrefixesAndSessionsStaysWithinTheCaps) {
+  Placement p = Make({.memory_max_blocks = 1000, .max_in_flight = 100});
+  const std::vector<WorkerCandidate> cluster = {Idle("w0"), Idle("w1"), Idle("w2"), Idle("w3")};
+  for (int i = 0; i < 20000; ++i) {
+    PlacementRequest r = MakeRequest(Tokens(100000 + i, 8, kBs), kBs);
+    r.session_id = "session-" + std::to_string(i);
+    ASSERT_TRUE(p.Choose(r, cluster).ok());
+    ASSERT_LE(p.remembered_blocks(), 1000) << i;
+    ASSERT_LE(p.in_flight(), 100) << i;
+    clock_.Advance(milliseconds(1));
+  }
+  EXPECT_EQ(p.remembered_blocks(), 1000);
+  EXPECT_EQ(p.in_flight(), 100);
 }
 
 }  // namespace
