@@ -192,6 +192,7 @@ absl::Status Run(const Options& o) {
   const Clock::time_point start = Clock::now();
   RunInfo run{.load_before = LoadAverage()};
   const std::vector<BenchRequest> requests = BuildWorkload(o);
+  run.oracle_hit_ratio = OracleHitRatio(requests, o);
   run.prompt_lengths.assign(static_cast<size_t>(o.system_prompts), 0);
   for (const BenchRequest& r : requests) {
     run.prompt_lengths[static_cast<size_t>(r.system_prompt)] =

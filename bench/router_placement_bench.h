@@ -171,6 +171,10 @@ struct PhaseResult {
 // The whole run, for the output.
 struct RunInfo {
   std::vector<int64_t> prompt_lengths;  // per system prompt
+  // The best hit ratio any placement could reach on this run's requests:
+  // each system prompt computed once, every later request reusing its full
+  // blocks (OracleHitRatio).
+  double oracle_hit_ratio = NAN;
   double bench_s = 0;
   double load_before = NAN, load_after = NAN;
 };
@@ -179,6 +183,12 @@ struct RunInfo {
 // of the counters (router_placement_bench_report.cc, like the rest below).
 PhaseResult Summarize(const std::string& policy, const std::vector<BenchRequest>& requests,
                       const std::vector<Outcome>& outcomes, Counters metrics);
+
+// Cached prompt tokens / prompt tokens if each system prompt's full blocks
+// were computed once and every later request sharing it found them cached
+// (its last prompt token is always computed). The workers' KV holds every
+// prompt at once with the defaults, so no cache size lowers it there.
+double OracleHitRatio(const std::vector<BenchRequest>& requests, const Options& o, int32_t block_size = 16);
 
 // The options in one line.
 std::string Describe(const Options& o);
