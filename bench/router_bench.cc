@@ -181,9 +181,10 @@ absl::Status AddedLatency(const Cluster& c, int streams, int threads, const std:
   router::Placement placement({});
   // The state 1,000 open streams leave: their decisions are in flight.
   for (int s = 0; s < streams; ++s) {
+    const std::vector<BlockHash>& hashes = contexts[static_cast<size_t>(s) % contexts.size()];
     ASSIGN_OR_RETURN(router::Decision d,
-                     placement.Choose({.block_hashes = contexts[static_cast<size_t>(s) % contexts.size()],
-                                       .prompt_tokens = c.prompt_tokens,
+                     placement.Choose({.block_hashes = hashes,
+                                       .prompt_tokens = static_cast<int32_t>(hashes.size()) * c.block_size + 1,
                                        .block_size = c.block_size},
                                       Candidates(index.FindOverlaps("SmolLM2", {}))));
     (void)d;

@@ -37,12 +37,22 @@ void DecisionMemory::Unref(uint32_t slot) {
 
 void DecisionMemory::PopPrefix() {
   std::pop_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
-  const PrefixEntry e = prefix_heap_.back();
-  prefix_heap_.pop_back();
+  PrefixEntry& e = prefix_heap_.back();
   auto it = pairs_.find(PairKey{e.hash, e.slot});
-  // Matches only if no later decision refreshed the pair (nor a retraction removed it).
+  if (it != pairs_.end() && it->second > e.expires) {
+    // Refreshed since: the entry moves to the pair's expiry (a refresh only
+    // updates the map, so a hot prefix costs no heap work per decision).
+    e.expires = it->second;
+    e.seq = next_seq_++;
+    std::push_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
+    return;
+  }
+  // Equal: this entry's pair goes. Missing (retracted) or earlier (retracted,
+  // then recorded again with its own entry): only this entry goes.
   if (it != pairs_.end() && it->second == e.expires) pairs_.erase(it);
-  Unref(e.slot);
+  const uint32_t slot = e.slot;
+  prefix_heap_.pop_back();
+  Unref(slot);
 }
 
 void DecisionMemory::PopInFlight() {
@@ -114,8 +124,9 @@ uint64_t DecisionMemory::Record(const std::string& worker, std::span<const Block
     for (const BlockHash& hash : hashes) {
       auto [it, inserted] = pairs_.try_emplace(PairKey{hash, slot}, expires);
       if (!inserted) {
-        if (it->second >= expires) continue;  // an entry already carries a later expiry
-        it->second = expires;
+        // Its heap entry catches up when it reaches the top (PopPrefix).
+        it->second = std::max(it->second, expires);
+        continue;
       }
       prefix_heap_.push_back({.hash = hash, .slot = slot, .expires = expires, .seq = next_seq_++});
       std::push_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);

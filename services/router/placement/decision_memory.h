@@ -29,12 +29,13 @@
 // in-flight decisions in ticket order (one constant safety TTL, so also in
 // expiry order) and, per slot, its in-flight tickets in order. Expiry pops
 // the heap top and the FIFO front; the size caps drop the soonest to
-// expire. A pair refreshed by a later decision, or retracted, keeps its
-// older heap entry, which no longer matches the pair's expiry and is
-// skipped. Worker names are interned to dense slots, freed when nothing
+// expire. A refresh by a later decision only moves the pair's expiry in
+// the map; its heap entry moves when it reaches the top. A retracted pair's
+// entry no longer finds it and is dropped. Worker names are interned to dense slots, freed when nothing
 // names them and reused.
 //
-// Invariants: each pair's latest heap entry carries its expiry; a slot is
+// Invariants: each pair has a heap entry whose expiry is at most the
+// pair's (the entry that removes it); a slot is
 // free only when no heap entry or in-flight entry names it (each holds a
 // reference; Forget purges both of the slot it frees); remembered_blocks()
 // is the number of pairs; a slot's in-flight sums are those of its
