@@ -6,7 +6,6 @@
 //   decisions_counter.Add({{"reason", std::string(ReasonName(d.reason))}}).Increment();
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,9 +59,6 @@ struct Decision {
   // Placement::Settle and Retract.
   uint64_t in_flight_ticket = 0;
   uint64_t router_instance = 0;
-  // Until when the chosen worker is remembered to hold the prompt's blocks
-  // (the epoch when nothing was remembered).
-  std::chrono::steady_clock::time_point remembered_until;
 };
 
 }  // namespace kvfleet::router

@@ -39,17 +39,17 @@ void DecisionMemory::PopPrefix() {
   std::pop_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
   PrefixEntry& e = prefix_heap_.back();
   auto it = pairs_.find(PairKey{e.hash, e.slot});
-  if (it != pairs_.end() && it->second > e.expires) {
+  if (it != pairs_.end() && it->second.expires > e.expires) {
     // Refreshed since: the entry moves to the pair's expiry (a refresh only
     // updates the map, so a hot prefix costs no heap work per decision).
-    e.expires = it->second;
+    e.expires = it->second.expires;
     e.seq = next_seq_++;
     std::push_heap(prefix_heap_.begin(), prefix_heap_.end(), ExpiresLater);
     return;
   }
   // Equal: this entry's pair goes. Missing (retracted) or earlier (retracted,
   // then recorded again with its own entry): only this entry goes.
-  if (it != pairs_.end() && it->second == e.expires) pairs_.erase(it);
+  if (it != pairs_.end() && it->second.expires == e.expires) pairs_.erase(it);
   const uint32_t slot = e.slot;
   prefix_heap_.pop_back();
   Unref(slot);
@@ -94,14 +94,15 @@ void DecisionMemory::Acknowledge(const std::string& worker, uint64_t ticket) {
   }
 }
 
-void DecisionMemory::Retract(const std::string& worker, std::span<const BlockHash> hashes, Clock::time_point expires,
-                             uint64_t ticket) {
+void DecisionMemory::Retract(const std::string& worker, std::span<const BlockHash> hashes, uint64_t ticket) {
   SettleEntry(ticket);
   auto it = slot_of_.find(worker);
   if (it == slot_of_.end()) return;
   for (const BlockHash& hash : hashes) {
     auto pair = pairs_.find(PairKey{hash, it->second});
-    if (pair != pairs_.end() && pair->second == expires) pairs_.erase(pair);
+    if (pair != pairs_.end() && pair->second.first_ticket == ticket && pair->second.last_ticket == ticket) {
+      pairs_.erase(pair);
+    }
   }
 }
 
@@ -122,10 +123,12 @@ uint64_t DecisionMemory::Record(const std::string& worker, std::span<const Block
   if (remember_prefix) {
     const Clock::time_point expires = now + ttl;
     for (const BlockHash& hash : hashes) {
-      auto [it, inserted] = pairs_.try_emplace(PairKey{hash, slot}, expires);
+      auto [it, inserted] =
+          pairs_.try_emplace(PairKey{hash, slot}, Held{.expires = expires, .first_ticket = ticket, .last_ticket = ticket});
       if (!inserted) {
         // Its heap entry catches up when it reaches the top (PopPrefix).
-        it->second = std::max(it->second, expires);
+        it->second.expires = std::max(it->second.expires, expires);
+        it->second.last_ticket = ticket;
         continue;
       }
       prefix_heap_.push_back({.hash = hash, .slot = slot, .expires = expires, .seq = next_seq_++});
@@ -160,7 +163,7 @@ std::vector<int32_t> DecisionMemory::RememberedBlocks(std::span<const BlockHash>
     if (slot == slot_of_.end()) continue;
     auto held = [&](size_t i) {
       auto it = pairs_.find(PairKey{hashes[i], slot->second});
-      return it != pairs_.end() && it->second > now;
+      return it != pairs_.end() && it->second.expires > now;
     };
     // held(i) implies held(j) for every j < i (see the header): find the
     // last held block by binary search, checking both ends first.

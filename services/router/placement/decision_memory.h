@@ -51,7 +51,7 @@
 //   std::vector<int32_t> depth = memory.RememberedBlocks(hashes, workers, now);
 //   uint64_t ticket = memory.Record("w1", hashes, /*new_blocks=*/12, now, /*prefix_ttl=*/40s);
 //   memory.Settle(ticket);  // the request ended
-//   memory.Retract("w1", hashes, now + 40s, ticket);  // or: its attempt was refused
+//   memory.Retract("w1", hashes, ticket);  // or: its attempt was refused
 #pragma once
 
 #include <chrono>
@@ -104,10 +104,10 @@ class DecisionMemory {
   void Acknowledge(const std::string& worker, uint64_t ticket);
 
   // The attempt behind `ticket` was refused or failed before computing
-  // anything: forget the prefix it recorded (pairs whose expiry is still
-  // `expires`, i.e. that no later decision refreshed) and settle it.
-  void Retract(const std::string& worker, std::span<const BlockHash> hashes, Clock::time_point expires,
-               uint64_t ticket);
+  // anything: forget the pairs only it recorded, and settle it. Pairs another
+  // decision also recorded stay (that request may be computing them), with
+  // the expiry they have now.
+  void Retract(const std::string& worker, std::span<const BlockHash> hashes, uint64_t ticket);
 
   // The request behind `ticket` ended: it no longer counts as in flight. A
   // ticket already expired, settled, forgotten or 0 is ignored. O(log
@@ -173,7 +173,14 @@ class DecisionMemory {
   bool SettleEntry(uint64_t ticket);
 
   Limits limits_;
-  absl::flat_hash_map<PairKey, Clock::time_point> pairs_;  // → expiry
+  struct Held {
+    Clock::time_point expires;
+    // The first and the latest decision that recorded the pair: Retract
+    // removes it only when the two are the retracted decision.
+    uint64_t first_ticket;
+    uint64_t last_ticket;
+  };
+  absl::flat_hash_map<PairKey, Held> pairs_;
   std::vector<PrefixEntry> prefix_heap_;  // min-heap by expiry (ExpiresLater)
   std::deque<InFlightEntry> in_flight_fifo_;
   absl::flat_hash_map<std::string, uint32_t> slot_of_;

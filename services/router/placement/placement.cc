@@ -244,7 +244,6 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   Decision d;
   d.in_flight_ticket = ticket;
   d.router_instance = router_instance_;
-  if (remember > Clock::duration::zero() && !request.block_hashes.empty()) d.remembered_until = now + remember;
   d.worker_id = s.worker_id;
   d.endpoint = std::move(live[chosen].endpoint);
   d.reason = reason;
@@ -279,7 +278,7 @@ Placement::Clock::duration Placement::PrefixMemoryFor(const PlacementRequest& re
 
 void Placement::Retract(const Decision& decision, std::span<const BlockHash> block_hashes) {
   absl::MutexLock lock(&mu_);
-  memory_.Retract(decision.worker_id, block_hashes, decision.remembered_until, decision.in_flight_ticket);
+  memory_.Retract(decision.worker_id, block_hashes, decision.in_flight_ticket);
 }
 
 void Placement::Forget(const std::string& worker_id) {

@@ -52,7 +52,9 @@ struct PlacementOptions {
   std::chrono::milliseconds decision_memory_min{1000};
   double decision_memory_prefill_factor = 2.0;
   std::chrono::milliseconds decision_memory_max{600000};
-  // (block hash, worker) pairs remembered at most; the oldest go first.
+  // Entries of the decision memory's expiry heap at most (one per (block
+  // hash, worker) pair it remembers, plus retracted ones not yet popped);
+  // the soonest to expire go first.
   int64_t memory_max_blocks = int64_t{1} << 18;
   // A decision counts as load the worker has not reported yet until a load
   // report from the worker includes it (the report's admitted ticket) or the

@@ -106,7 +106,9 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
         c.blocks_total = load.blocks_total();
         c.pending_prefill_tokens = load.pending_prefill_tokens();
         c.draining = c.draining || load.draining();
-        c.admitted_ticket = std::max(c.admitted_ticket, AdmittedTicketOf(load.admitted()));
+        // The ticket of the report the figures come from: a newer probe's
+        // would drop decisions these figures do not count yet.
+        c.admitted_ticket = AdmittedTicketOf(load.admitted());
         c.prefill_tokens_per_second = load.prefill_tokens_per_second();
       }
     }

@@ -21,7 +21,7 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
   --workers H:P,H:P            or: a static list of workers (no prefix index; placement by its own memory)
   --policy NAME                prefix_aware (default), least_loaded or round_robin
   --prefill-weight A           cost per uncached prompt block (default 1; services/router/placement/README.md)
-  --decode-weight B            cost per block of decode load (default 1)
+  --decode-weight B            cost per block of decode load (default 0.5)
   --decision-memory MS         how long the router trusts its own decisions as "this worker holds the
                                prefix" before the worker's events say so, while the worker's prefill
                                rate is unknown (default 5000; 0 turns the memory off)

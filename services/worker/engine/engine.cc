@@ -36,7 +36,7 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
     : executor_(executor),
       options_(options),
       listener_(listener),
-      pending_prefill_(static_cast<int32_t>(executor.info().block_size), listener),
+      pending_prefill_(static_cast<int32_t>(executor.info().block_size), listener, options.enable_prefix_caching),
       pool_(static_cast<int32_t>(executor.info().num_blocks), &pending_prefill_),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
       scheduler_(options.scheduler, kv_),

@@ -23,9 +23,10 @@ struct EngineStats {
   int32_t blocks_used = 0;    // held by requests
   int32_t blocks_cached = 0;  // free but reusable by prefix hash
   int32_t blocks_free = 0;    // allocatable (cached included)
-  // Prompt (and recompute) tokens not yet computed, a prefix shared by
-  // several requests (running, waiting or still in the inbox) or already
-  // cached counted once; inbox requests included, so a burst that arrives
+  // Prompt tokens not yet computed (PendingPrefill): a prefix shared by
+  // several requests counts once and a cached one not at all. Requests still
+  // in the inbox are included (compared only with the active requests'
+  // prompts: the cache is the engine thread's), so a burst that arrives
   // during a long step is seen before the step ends.
   int64_t pending_prefill_tokens = 0;
   // Tokens per second of steps that prefilled (decode rows included: they

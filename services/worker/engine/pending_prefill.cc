@@ -3,11 +3,13 @@
 namespace kvfleet::engine {
 
 void PendingPrefill::Add(Request& r) {
-  for (const BlockHash& h : r.prompt_block_hashes) {
-    Block& b = blocks_[h];
-    if (b.requests++ > 0) continue;
-    b.computed = pool_ != nullptr && pool_->IsCached(h);
-    if (!b.computed) ++uncomputed_blocks_;
+  if (prefix_caching_) {
+    for (const BlockHash& h : r.prompt_block_hashes) {
+      Block& b = blocks_[h];
+      if (b.requests++ > 0) continue;
+      b.computed = pool_ != nullptr && pool_->IsCached(h);
+      if (!b.computed) ++uncomputed_blocks_;
+    }
   }
   r.pending_tail_counted = true;
   tail_tokens_ += TailOf(r);
@@ -21,6 +23,7 @@ void PendingPrefill::Computed(Request& r) {
 
 void PendingPrefill::Remove(Request& r) {
   Computed(r);
+  if (!prefix_caching_) return;
   for (const BlockHash& h : r.prompt_block_hashes) {
     auto it = blocks_.find(h);
     if (it == blocks_.end() || --it->second.requests > 0) continue;

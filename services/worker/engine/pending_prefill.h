@@ -1,7 +1,9 @@
 // The prompt tokens a worker still has to prefill, as its load report's
 // pending_prefill_tokens: over the requests it holds, the distinct full
 // prompt blocks that are not computed yet (not cached in the block pool),
-// plus each still-prefilling request's partial last block. A prefix shared
+// plus each still-prefilling request's tokens past them (its partial last
+// block and any resumed output). A preempted request's recomputation is
+// not counted again. A prefix shared
 // by a queue of requests is computed once, so it counts once (counted per
 // request, a worker holding a hot prefix looked several prompts busier than
 // it is, and the router sent the next request for that prefix elsewhere).
@@ -34,7 +36,10 @@ namespace kvfleet::engine {
 class PendingPrefill final : public KvEventListener {
  public:
   // `next` (may be null) receives every event; it must outlive this.
-  PendingPrefill(int32_t block_size, KvEventListener* next) : block_size_(block_size), next_(next) {}
+  // Without prefix caching nothing is shared or published: each request
+  // counts all its tokens until its prefill is done.
+  PendingPrefill(int32_t block_size, KvEventListener* next, bool prefix_caching = true)
+      : block_size_(block_size), next_(next), prefix_caching_(prefix_caching) {}
 
   // The pool whose cache says what is computed; it must outlive this.
   void Attach(const BlockPool& pool) { pool_ = &pool; }
@@ -54,10 +59,17 @@ class PendingPrefill final : public KvEventListener {
     int32_t requests = 0;   // active requests whose prompt has it
     bool computed = false;  // cached in the pool
   };
-  int64_t TailOf(const Request& r) const { return r.num_prompt_tokens() % block_size_; }
+  // The tokens a request counts on its own: past its prompt's full blocks
+  // (the partial last block and any resumed output), or all of them
+  // without prefix caching.
+  int64_t TailOf(const Request& r) const {
+    if (!prefix_caching_) return r.num_tokens();
+    return r.num_tokens() - static_cast<int64_t>(r.prompt_block_hashes.size()) * block_size_;
+  }
 
   const int32_t block_size_;
   KvEventListener* const next_;
+  const bool prefix_caching_;
   const BlockPool* pool_ = nullptr;
   absl::flat_hash_map<BlockHash, Block> blocks_;
   int64_t uncomputed_blocks_ = 0;

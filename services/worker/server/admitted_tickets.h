@@ -3,6 +3,10 @@
 // report already counts (it drops those from its own in-flight load) and
 // which it does not yet (it keeps counting them): no time window to guess.
 //
+// A watermark, not a set: two requests of one router admitted out of order
+// (concurrent calls) acknowledge the earlier ticket a moment before its own
+// admission; the router then undercounts that request for at most the gap.
+//
 // Bounded: at most `max_routers` routers, the least recently seen dropped
 // first (a router restarted under a new random id is a new router; the old
 // one's entry ages out). A dropped router's decisions then look unreported,

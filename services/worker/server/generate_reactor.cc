@@ -20,13 +20,15 @@ GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine,
     return;
   }
   // Once submitted, the engine may finish the request and gRPC delete this
-  // reactor before the constructor returns: only the parameters from here on.
+  // reactor (and the request) before the constructor returns: only copies
+  // and the parameters from here on.
+  const v1::PlacementTicket placement = request.placement();
   const absl::Status status = engine.Submit(*std::move(converted), this);
   if (!status.ok()) {
     Refuse(status);
     return;
   }
-  service.Admitted(request.placement());
+  service.Admitted(placement);
   // A drain that gave up on running streams may have listed this one before
   // its Submit, when cancelling it had no effect yet.
   if (service.cancelling_all()) engine.Cancel(id);

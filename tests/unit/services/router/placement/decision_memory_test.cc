@@ -302,14 +302,18 @@ TEST(DecisionMemoryTest, ARetractedDecisionIsForgottenAtOnceButNotALaterOne) {
   const Clock::time_point t0{};
   const std::vector<BlockHash> p = Hashes(1, 6);
   const uint64_t refused = m.Record("a", p, 6, t0);
-  m.Retract("a", p, t0 + milliseconds(1000), refused);
+  m.Retract("a", p, refused);
   EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0)[0], 0);
   EXPECT_EQ(m.InFlightLoad("a").requests, 0);
   EXPECT_EQ(m.remembered_blocks(), 0);
   // A decision refreshed by a later one keeps the later one's memory.
   const uint64_t first = m.Record("b", p, 6, t0);
   m.Record("b", p, 6, t0 + milliseconds(10));
-  m.Retract("b", p, t0 + milliseconds(1000), first);
+  m.Retract("b", p, first);
+  EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0 + milliseconds(20))[1], 6);
+  // Nor does retracting the later one take what the first still computes.
+  const uint64_t later = m.Record("b", p, 6, t0 + milliseconds(30));
+  m.Retract("b", p, later);
   EXPECT_EQ(m.RememberedBlocks(p, kWorkers, t0 + milliseconds(20))[1], 6);
   EXPECT_EQ(m.InFlightLoad("b").requests, 1);
   // Stale heap entries never match again, and the slot frees once they go.
