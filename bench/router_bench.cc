@@ -20,6 +20,7 @@
 //   router_bench --workers 16 --prompt-tokens 2048
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -200,6 +201,7 @@ absl::Status AddedLatency(const Cluster& c, int streams, int threads, const std:
         hash(static_cast<size_t>(n));
     std::vector<std::thread> pool;
     std::vector<int64_t> tokens(static_cast<size_t>(n), 0);
+    std::mutex index_mu;  // the cachemanager serializes its index too (KvMap: callers serialize)
     for (int k = 0; k < n; ++k) {
       pool.emplace_back([&, k] {
         std::mt19937_64 local(static_cast<uint64_t>(k) + 11);
@@ -212,11 +214,15 @@ absl::Status AddedLatency(const Cluster& c, int streams, int threads, const std:
           const auto t1 = Clock::now();
           std::vector<BlockHash> hashes = HashFullBlocks(root, *ids, c.block_size);
           const auto t2 = Clock::now();
-          absl::StatusOr<router::Decision> d =
-              placement.Choose({.block_hashes = hashes,
-                                .prompt_tokens = static_cast<int32_t>(ids->size()),
-                                .block_size = c.block_size},
-                               Candidates(index.FindOverlaps("SmolLM2", hashes)));
+          std::vector<cachemanager::WorkerOverlapInfo> overlaps;
+          {
+            std::lock_guard<std::mutex> lock(index_mu);
+            overlaps = index.FindOverlaps("SmolLM2", hashes);
+          }
+          absl::StatusOr<router::Decision> d = placement.Choose({.block_hashes = hashes,
+                                                                 .prompt_tokens = static_cast<int32_t>(ids->size()),
+                                                                 .block_size = c.block_size},
+                                                                Candidates(overlaps));
           CHECK(d.ok());
           const auto t3 = Clock::now();
           placement.Settle(*d);
