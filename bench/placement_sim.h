@@ -5,7 +5,7 @@
 // Real parts: the router's Placement (policies, DecisionMemory, cost model,
 // affinity guard) on a simulated clock, and per worker the engine's
 // Scheduler + KvCacheManager + BlockPool (prefix caching on) and its
-// PendingPrefillCounter. Simulated parts: the model (a step takes
+// PendingPrefill. Simulated parts: the model (a step takes
 // t = a + b·tokens + c·kv_tokens_read, StepModel), the network (the
 // decision reaches the worker router_ms later), the load reports (sent at
 // the end of every step and on admission, visible load_delay_ms later, with

@@ -121,9 +121,7 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
            active_prompt_blocks_.contains(req->prompt_block_hashes[covered])) {
       ++covered;
     }
-    req->inbox_pending_tokens =
-        std::max<int64_t>(0, req->num_tokens() - static_cast<int64_t>(covered) * kv_.block_size());
-    inbox_pending_tokens_ += req->inbox_pending_tokens;
+    inbox_pending_tokens_ += std::max<int64_t>(0, req->num_tokens() - static_cast<int64_t>(covered) * kv_.block_size());
     for (const BlockHash& h : req->prompt_block_hashes) ++active_prompt_blocks_[h];
     inbox_.submitted.push_back(std::move(req));
   }

@@ -114,8 +114,6 @@ struct Request {
   // chains them): what the load report's pending prefill compares between
   // requests (a shared prefix counts once), and what prefix lookups reuse.
   std::vector<BlockHash> prompt_block_hashes;
-  // While in the inbox: its prompt tokens no earlier active request covers.
-  int64_t inbox_pending_tokens = 0;
   // Its partial last prompt block counts in PendingPrefill (until its first token).
   bool pending_tail_counted = false;
   int32_t cached_prompt_tokens = -1;    // set at first admission
