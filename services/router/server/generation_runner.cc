@@ -56,18 +56,18 @@ GenerationRunner::GenerationRunner(const RouterModel& model, RouteSelector& sele
                                    RouterMetrics& metrics, GenerationRunnerOptions options)
     : model_(model), selector_(selector), pool_(pool), metrics_(metrics), options_(options) {}
 
-bool GenerationRunner::ClientIsGone(const grpc::ServerContextBase& context) {
-  return context.IsCancelled() || context.deadline() <= std::chrono::system_clock::now();
+bool GenerationRunner::ClientIsGone(const CallContext& call) {
+  return call.IsCancelled() || call.deadline() <= std::chrono::system_clock::now();
 }
 
-grpc::Status GenerationRunner::ClientEnded(const grpc::ServerContextBase& context) {
-  if (context.deadline() <= std::chrono::system_clock::now()) {
+grpc::Status GenerationRunner::ClientEnded(const CallContext& call) {
+  if (call.deadline() <= std::chrono::system_clock::now()) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the client's deadline passed");
   }
   return grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled");
 }
 
-grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const GenerationPlan& plan,
+grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationPlan& plan,
                                    Clock::time_point arrival, const Sink& sink) {
   absl::StatusOr<TextStream> text = TextStream::Create(model_.tokenizer(), plan.stop_strings);
   if (!text.ok()) return transport::ToGrpcStatus(text.status());
@@ -146,12 +146,12 @@ grpc::Status GenerationRunner::Run(const grpc::ServerContextBase& context, const
   }
 }
 
-GenerationRunner::Outcome GenerationRunner::RunAttempt(const grpc::ServerContextBase& context, const Route& route,
+GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& context, const Route& route,
                                                        Stream& stream) {
   v1::GenerateRequest request = stream.plan.worker_request;
   *request.mutable_placement() = selector_.TicketOf(route);
   request.mutable_resumed_output_token_ids()->Assign(stream.generated.begin(), stream.generated.end());
-  std::unique_ptr<grpc::ClientContext> call = grpc::ClientContext::FromServerContext(context);
+  std::unique_ptr<grpc::ClientContext> call = context.WorkerCall();
   std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader = route.stub->Generate(call.get(), request);
   const int32_t prompt_tokens = static_cast<int32_t>(stream.plan.prompt.size());
   v1::GenerateResponse in;

@@ -13,9 +13,9 @@
 // max_tokens and penalties). Errors that are the request's own fault
 // (INVALID_ARGUMENT, ...) go straight back to the client.
 //
-// Each worker call is a child of the client's call (ClientContext::
-// FromServerContext): the client's deadline and cancellation reach the
-// worker, which frees the request's KV blocks.
+// Each worker call inherits the client's call (CallContext::WorkerCall; for
+// gRPC, ClientContext::FromServerContext): the client's deadline and
+// cancellation reach the worker, which frees the request's KV blocks.
 //
 // The text (incremental detokenization and stop strings, TextStream) lives
 // here, across attempts. A stop string ends the worker call by cancelling it.
@@ -34,6 +34,7 @@
 
 #include "kvfleet/v1/inference.pb.h"
 #include "services/router/frontend/router_model.h"
+#include "services/router/server/call_context.h"
 #include "services/router/server/generation_plan.h"
 #include "services/router/server/route_selector.h"
 #include "services/router/server/router_metrics.h"
@@ -56,19 +57,24 @@ class GenerationRunner {
                    GenerationRunnerOptions options);
 
   // The call's final status; every message before it went through `sink`,
-  // the last one with finish_reason and usage.
+  // the last one with finish_reason and usage. `call` is the client's call,
+  // from whichever front end (call_context.h).
+  grpc::Status Run(const CallContext& call, const GenerationPlan& plan, Clock::time_point arrival, const Sink& sink);
+  // The same for a gRPC server call.
   grpc::Status Run(const grpc::ServerContextBase& context, const GenerationPlan& plan, Clock::time_point arrival,
-                   const Sink& sink);
+                   const Sink& sink) {
+    return Run(GrpcCallContext(context), plan, arrival, sink);
+  }
 
  private:
   struct Stream;  // one call's state across attempts (generation_runner.cc)
   enum class Outcome { kFinished, kClientGone, kRequestError, kOverloaded, kWorkerFailed };
 
-  Outcome RunAttempt(const grpc::ServerContextBase& context, const Route& route, Stream& stream);
+  Outcome RunAttempt(const CallContext& call, const Route& route, Stream& stream);
   // The client cancelled or its deadline passed.
-  static bool ClientIsGone(const grpc::ServerContextBase& context);
+  static bool ClientIsGone(const CallContext& call);
   // The status the client gets when the call ended without a final message.
-  static grpc::Status ClientEnded(const grpc::ServerContextBase& context);
+  static grpc::Status ClientEnded(const CallContext& call);
 
   const RouterModel& model_;
   RouteSelector& selector_;

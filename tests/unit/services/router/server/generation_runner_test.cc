@@ -221,6 +221,40 @@ TEST_F(GenerationRunnerTest, WorkersOfOneNumericsResumeEachOther) {
   EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{40, 41}));
 }
 
+// A front end other than gRPC (HTTP) hands the runner its own CallContext.
+class FakeCall : public CallContext {
+ public:
+  explicit FakeCall(std::chrono::system_clock::time_point deadline) : deadline_(deadline) {}
+  std::chrono::system_clock::time_point deadline() const override { return deadline_; }
+  bool IsCancelled() const override { return false; }
+  std::unique_ptr<grpc::ClientContext> WorkerCall() const override {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(deadline_);
+    return c;
+  }
+
+ private:
+  std::chrono::system_clock::time_point deadline_;
+};
+
+TEST_F(GenerationRunnerTest, AnyFrontEndsCallContextServesAndEndsTheCall) {
+  Expect("w0", {.messages = {Final({50, 51}, v1::FINISH_REASON_LENGTH, 0)}});
+  std::vector<v1::GenerateTextResponse> out;
+  const auto sink = [&](const v1::GenerateTextResponse& r) {
+    out.push_back(r);
+    return true;
+  };
+  const FakeCall live(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ASSERT_TRUE(runner_->Run(live, Plan(), GenerationRunner::Clock::now(), sink).ok());
+  EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{50, 51}));
+  // Its deadline already passed: no worker is called.
+  ExpectNoCall("w0");
+  ExpectNoCall("w1");
+  const FakeCall late(std::chrono::system_clock::now() - std::chrono::seconds(1));
+  EXPECT_EQ(runner_->Run(late, Plan(), GenerationRunner::Clock::now(), sink).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
 TEST_F(GenerationRunnerTest, AFailureBeforeTheFirstTokenIsRetriedWithNothingResumed) {
   Expect("w0", {.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining")});
   v1::GenerateRequest retried;
