@@ -59,18 +59,6 @@ struct Flags {
   bool json = false;
 };
 
-absl::StatusOr<std::vector<double>> Doubles(const std::string& list) {
-  std::vector<double> out;
-  for (absl::string_view part : absl::StrSplit(list, ',')) {
-    double v = 0;
-    if (!absl::SimpleAtod(part, &v) || !(v > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", std::string(part), "' is not a positive number"));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
 absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(flags::Flags f,
                    flags::Flags::Parse(args,
@@ -106,7 +94,10 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   for (int64_t n : o.workers) {
     if (n < 1 || n > 64) return absl::InvalidArgumentError("--workers takes counts from 1 to 64");
   }
-  ASSIGN_OR_RETURN(o.loads, Doubles(f.GetString("load", "0.3,0.7,0.9,1.1")));
+  ASSIGN_OR_RETURN(o.loads, f.GetDoubleList("load", "0.3,0.7,0.9,1.1"));
+  for (double load : o.loads) {
+    if (!(load > 0)) return absl::InvalidArgumentError(absl::StrCat("--load takes positive numbers, got ", load));
+  }
   ASSIGN_OR_RETURN(o.rate, f.GetDouble("rate", 0));
   for (absl::string_view name : absl::StrSplit(f.GetString("policies", "round_robin,least_loaded,prefix_aware"), ',')) {
     ASSIGN_OR_RETURN(router::Policy p, router::ParsePolicy(std::string(name)));

@@ -123,6 +123,20 @@ absl::StatusOr<std::vector<int64_t>> Flags::GetIntList(const std::string& name, 
   return out;
 }
 
+absl::StatusOr<std::vector<double>> Flags::GetDoubleList(const std::string& name, const std::string& fallback) const {
+  const std::string text = GetString(name, fallback);
+  std::vector<double> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    double v;
+    if (!absl::SimpleAtod(part, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", part, "' is not a number"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs at least one number"));
+  return out;
+}
+
 }  // namespace kvfleet::flags
 
 namespace kvfleet::flags {

@@ -41,6 +41,8 @@ class Flags {
   absl::StatusOr<std::vector<model::TokenId>> GetTokenIds(const std::string& name) const;
   // A comma-separated list of integers; `fallback` (same syntax) when absent.
   absl::StatusOr<std::vector<int64_t>> GetIntList(const std::string& name, const std::string& fallback) const;
+  // The same for numbers ("0.3,0.7").
+  absl::StatusOr<std::vector<double>> GetDoubleList(const std::string& name, const std::string& fallback) const;
 
   const std::vector<std::string>& positional() const { return positional_; }
 

@@ -56,5 +56,16 @@ TEST(FlagsTest, ALoneDoubleDashMakesTheRestPositional) {
   EXPECT_FALSE(Flags::Parse({"--"}, {}, {}).ok()) << "no positional arguments: -- is an unknown flag";
 }
 
+TEST(FlagsTest, NumberListsAndTheirErrors) {
+  absl::StatusOr<Flags> f = Flags::Parse({"--load", "0.3,0.7, 1.1"}, {"load", "other"}, {});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(*f->GetDoubleList("load", "1"), (std::vector<double>{0.3, 0.7, 1.1}));
+  EXPECT_EQ(*f->GetDoubleList("other", "0.5"), (std::vector<double>{0.5}));
+  absl::StatusOr<Flags> bad = Flags::Parse({"--load", "0.3,x"}, {"load"}, {});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE(bad->GetDoubleList("load", "").status().message().find("'x' is not a number"), std::string::npos);
+  EXPECT_FALSE(f->GetDoubleList("other", "").ok());
+}
+
 }  // namespace
 }  // namespace kvfleet::flags
