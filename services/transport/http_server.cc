@@ -1,0 +1,638 @@
+// Boost.Beast lives in this one translation unit (it is slow to compile).
+// GCC 12 with Boost 1.74's coroutine headers needs <utility> first.
+#include <utility>
+
+#include "services/transport/http_server.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace kvfleet::transport {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+constexpr size_t kMaxQueuedBytes = 1 << 20;  // a stream's unsent bytes before Write blocks
+constexpr auto kTlsCheckInterval = std::chrono::seconds(kTlsRefreshSeconds);
+
+// The handler's answer, handed from its thread to the connection's coroutine.
+class Exchange final : public HttpResponder, public std::enable_shared_from_this<Exchange> {
+ public:
+  struct Head {
+    int status = 200;
+    std::string content_type;
+    HttpHeaders headers;
+  };
+  // What the connection has to send next, taken at once.
+  struct Work {
+    std::optional<std::pair<Head, std::string>> whole;
+    std::optional<Head> stream_head;
+    std::string chunk;  // every Write since the last Take, concatenated
+    bool done = false;
+  };
+
+  explicit Exchange(net::any_io_executor strand) : strand_(strand), wake_(strand) {
+    wake_.expires_at(net::steady_timer::time_point::max());
+  }
+
+  void Respond(int status, std::string_view content_type, std::string body, HttpHeaders headers) override {
+    std::lock_guard lock(mu_);
+    if (answered_) return;
+    answered_ = true;
+    whole_.emplace(Head{status, std::string(content_type), std::move(headers)}, std::move(body));
+    WakeLocked();
+  }
+
+  void StartStream(int status, std::string_view content_type, HttpHeaders headers) override {
+    std::lock_guard lock(mu_);
+    if (answered_) return;
+    answered_ = true;
+    streaming_ = true;
+    stream_head_.emplace(Head{status, std::string(content_type), std::move(headers)});
+    WakeLocked();
+  }
+
+  bool Write(std::string data) override {
+    std::unique_lock lock(mu_);
+    if (!streaming_) return !gone_;
+    space_.wait(lock, [&] { return gone_ || queued_.size() < kMaxQueuedBytes; });
+    if (gone_) return false;
+    queued_ += data;
+    WakeLocked();
+    return true;
+  }
+
+  bool ClientGone() const override {
+    std::lock_guard lock(mu_);
+    return gone_;
+  }
+
+  void OnClientGone(std::function<void()> callback) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!gone_) {
+        on_gone_ = std::move(callback);
+        return;
+      }
+    }
+    callback();
+  }
+
+  void HandlerDone() {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    WakeLocked();
+  }
+
+  // From the I/O thread: the client is gone (or the server gives up on it).
+  void MarkGone() {
+    std::function<void()> callback;
+    {
+      std::lock_guard lock(mu_);
+      if (gone_) return;
+      gone_ = true;
+      callback = std::move(on_gone_);
+    }
+    space_.notify_all();
+    if (callback) callback();
+  }
+
+  // On the strand: waits until there is something to send.
+  net::awaitable<Work> Next() {
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (whole_ || stream_head_ || !queued_.empty() || done_) {
+          Work w;
+          w.whole = std::move(whole_);
+          w.stream_head = std::move(stream_head_);
+          w.chunk = std::move(queued_);
+          w.done = done_;
+          whole_.reset();
+          stream_head_.reset();
+          queued_.clear();
+          space_.notify_all();
+          co_return w;
+        }
+      }
+      // Whatever changes the state posts a cancel of this wait to the
+      // strand, so it cannot run between the check above and the wait.
+      error_code ec;
+      co_await wake_.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+  }
+
+ private:
+  void WakeLocked() {
+    net::post(strand_, [self = shared_from_this()] { self->wake_.cancel(); });
+  }
+
+  net::any_io_executor strand_;
+  net::steady_timer wake_;
+  mutable std::mutex mu_;
+  std::condition_variable space_;
+  bool answered_ = false;
+  bool streaming_ = false;
+  bool done_ = false;
+  bool gone_ = false;
+  std::optional<std::pair<Head, std::string>> whole_;
+  std::optional<Head> stream_head_;
+  std::string queued_;
+  std::function<void()> on_gone_;
+};
+
+std::string ErrorText(int status, std::string_view message) {
+  return absl::StrCat(status, " ", std::string(HttpReason(status)), ": ", std::string(message), "\n");
+}
+
+// Splits "HOST:PORT" (or "[v6]:PORT").
+absl::StatusOr<tcp::endpoint> ParseListen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("HTTP listen address '", listen, "' is not HOST:PORT"));
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty() || host == "*") host = "0.0.0.0";
+  if (host == "localhost") host = "127.0.0.1";
+  error_code ec;
+  const net::ip::address address = net::ip::make_address(host, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP listen address '", listen, "': '", host, "' is not an IP address"));
+  }
+  return tcp::endpoint(address, static_cast<unsigned short>(port));
+}
+
+std::string EndpointText(const tcp::endpoint& e) {
+  const std::string host = e.address().to_string();
+  return e.address().is_v6() ? absl::StrCat("[", host, "]:", e.port()) : absl::StrCat(host, ":", e.port());
+}
+
+std::optional<std::filesystem::file_time_type> ModifiedAt(const std::string& path) {
+  std::error_code ec;
+  auto t = std::filesystem::last_write_time(path, ec);
+  if (ec) return std::nullopt;
+  return t;
+}
+
+class BeastHttpServer final : public HttpServer {
+ public:
+  BeastHttpServer(HttpServerOptions options, HttpHandler handler)
+      : options_(std::move(options)), handler_(std::move(handler)), acceptor_(ioc_) {
+    if (!options_.error_body) options_.error_body = ErrorText;
+  }
+
+  ~BeastHttpServer() override { Shutdown(std::chrono::system_clock::now()); }
+
+  absl::Status Bind() {
+    if (options_.tls.serves_tls()) {
+      if (absl::Status s = CheckTlsFiles(options_.tls); !s.ok()) return s;
+      absl::StatusOr<std::shared_ptr<ssl::context>> context = MakeTlsContext();
+      if (!context.ok()) return context.status();
+      tls_ = *std::move(context);
+      tls_checked_at_ = std::chrono::steady_clock::now();
+      cert_mtime_ = ModifiedAt(options_.tls.cert);
+      key_mtime_ = ModifiedAt(options_.tls.key);
+    }
+    absl::StatusOr<tcp::endpoint> endpoint = ParseListen(options_.listen);
+    if (!endpoint.ok()) return endpoint.status();
+    error_code ec;
+    acceptor_.open(endpoint->protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(*endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options_.listen, ": ", ec.message()));
+    }
+    bound_ = acceptor_.local_endpoint();
+    address_ = EndpointText(bound_);
+    net::co_spawn(ioc_, Accept(), net::detached);
+    io_thread_ = std::thread([this] { ioc_.run(); });
+    return absl::OkStatus();
+  }
+
+  const std::string& address() const override { return address_; }
+  int port() const override { return bound_.port(); }
+
+  void Shutdown(std::chrono::system_clock::time_point deadline) override {
+    if (stopped_.exchange(true)) return;
+    net::post(ioc_, [this] {
+      error_code ignored;
+      acceptor_.close(ignored);
+    });
+    std::unique_lock lock(mu_);
+    if (!idle_.wait_until(lock, deadline, [&] { return active_requests_ == 0; })) {
+      KVFLEET_LOG_WARN("HTTP: {} requests still running at the shutdown deadline; ending them", active_requests_);
+      for (const std::weak_ptr<Exchange>& weak : running_) {
+        if (std::shared_ptr<Exchange> e = weak.lock()) net::post(ioc_, [e] { e->MarkGone(); });
+      }
+      idle_.wait(lock, [&] { return active_requests_ == 0; });
+    }
+    // The last answers have a moment to reach their clients.
+    idle_.wait_for(lock, std::chrono::seconds(2), [&] { return sending_ == 0; });
+    lock.unlock();
+    ioc_.stop();
+    if (io_thread_.joinable()) io_thread_.join();
+  }
+
+ private:
+  template <class Stream>
+  struct Connection {
+    // `tls`: the context a TLS stream uses (null for plain TCP), kept
+    // alive here because a reload replaces the server's.
+    template <class... Args>
+    explicit Connection(std::shared_ptr<ssl::context> tls, Args&&... args)
+        : tls_context(std::move(tls)), stream(std::forward<Args>(args)...), watch_end(stream.get_executor()) {}
+    std::shared_ptr<ssl::context> tls_context;
+    Stream stream;
+    beast::flat_buffer buffer;
+    std::string peer;
+    bool peer_allowed = true;
+    bool watching = false;
+    bool broken = false;
+    net::steady_timer watch_end;
+  };
+
+  static beast::tcp_stream& Lowest(beast::tcp_stream& s) { return s; }
+  static beast::tcp_stream& Lowest(beast::ssl_stream<beast::tcp_stream>& s) { return beast::get_lowest_layer(s); }
+
+  absl::StatusOr<std::shared_ptr<ssl::context>> MakeTlsContext() const {
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+    error_code ec;
+    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                             ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                         ec);
+    if (!ec) context->use_certificate_chain_file(options_.tls.cert, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls-cert ", options_.tls.cert, ": ", ec.message()));
+    context->use_private_key_file(options_.tls.key, ssl::context::pem, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls-key ", options_.tls.key, ": ", ec.message()));
+    if (!options_.tls.client_ca.empty()) {
+      context->load_verify_file(options_.tls.client_ca, ec);
+      if (ec) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tls-client-ca ", options_.tls.client_ca, ": ", ec.message()));
+      }
+      context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    }
+    return context;
+  }
+
+  // The TLS context for a new connection: rebuilt when the certificate or
+  // key file changed (a rotation needs no restart, as on the gRPC port).
+  std::shared_ptr<ssl::context> CurrentTls() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - tls_checked_at_ < kTlsCheckInterval) return tls_;
+    tls_checked_at_ = now;
+    const auto cert = ModifiedAt(options_.tls.cert);
+    const auto key = ModifiedAt(options_.tls.key);
+    if (cert == cert_mtime_ && key == key_mtime_) return tls_;
+    if (absl::Status s = CheckTlsFiles(options_.tls); !s.ok()) {
+      KVFLEET_LOG_WARN("HTTP: the TLS files changed but cannot be used ({}); keeping the previous ones",
+                       std::string(s.message()));
+      return tls_;
+    }
+    absl::StatusOr<std::shared_ptr<ssl::context>> context = MakeTlsContext();
+    if (!context.ok()) {
+      KVFLEET_LOG_WARN("HTTP: cannot reload the TLS files ({}); keeping the previous ones",
+                       std::string(context.status().message()));
+      return tls_;
+    }
+    KVFLEET_LOG_INFO("HTTP: reloaded the TLS certificate {}", options_.tls.cert);
+    cert_mtime_ = cert;
+    key_mtime_ = key;
+    tls_ = *std::move(context);
+    return tls_;
+  }
+
+  bool PeerNamesAllowed(SSL* ssl_handle) const {
+    if (options_.allowed_peers.empty()) return true;
+    X509* cert = SSL_get1_peer_certificate(ssl_handle);
+    if (cert == nullptr) return false;
+    bool allowed = false;
+    for (const std::string& name : options_.allowed_peers) {
+      if (X509_check_host(cert, name.data(), name.size(), 0, nullptr) == 1) allowed = true;
+    }
+    X509_free(cert);
+    return allowed;
+  }
+
+  net::awaitable<void> Accept() {
+    for (;;) {
+      error_code ec;
+      tcp::socket socket = co_await acceptor_.async_accept(net::make_strand(ioc_), net::redirect_error(net::use_awaitable, ec));
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
+      if (ec) continue;
+      if (connections_ >= options_.max_connections) {
+        KVFLEET_LOG_WARN("HTTP: {} connections open, the limit; closing a new one", connections_.load());
+        socket.close(ec);
+        continue;
+      }
+      const auto executor = socket.get_executor();
+      if (tls_ != nullptr) {
+        std::shared_ptr<ssl::context> tls = CurrentTls();
+        auto c = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(tls, std::move(socket), *tls);
+        net::co_spawn(executor, ServeTls(c), net::detached);
+      } else {
+        auto c = std::make_shared<Connection<beast::tcp_stream>>(nullptr, std::move(socket));
+        net::co_spawn(executor, Serve(c), net::detached);
+      }
+    }
+  }
+
+  net::awaitable<void> ServeTls(std::shared_ptr<Connection<beast::ssl_stream<beast::tcp_stream>>> c) {
+    ++connections_;
+    error_code ec;
+    Lowest(c->stream).expires_after(options_.idle_timeout);
+    co_await c->stream.async_handshake(ssl::stream_base::server, net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      KVFLEET_LOG_DEBUG("HTTP: TLS handshake failed: {}", ec.message());
+      --connections_;
+      co_return;
+    }
+    c->peer_allowed = PeerNamesAllowed(c->stream.native_handle());
+    co_await Serve(c, /*counted=*/true);
+    if (!c->broken) {
+      Lowest(c->stream).expires_after(std::chrono::seconds(2));
+      co_await c->stream.async_shutdown(net::redirect_error(net::use_awaitable, ec));
+    }
+  }
+
+  template <class Stream>
+  net::awaitable<void> Serve(std::shared_ptr<Connection<Stream>> c, bool counted = false) {
+    if (!counted) ++connections_;
+    error_code ec;
+    const tcp::endpoint remote = Lowest(c->stream).socket().remote_endpoint(ec);
+    c->peer = ec ? "unknown" : EndpointText(remote);
+    while (!c->broken) {
+      const bool keep_alive = co_await ServeOne(c);
+      if (!keep_alive) break;
+    }
+    if (!c->broken) Lowest(c->stream).socket().shutdown(tcp::socket::shutdown_send, ec);
+    --connections_;
+  }
+
+  template <class Stream>
+  net::awaitable<void> SendError(Connection<Stream>& c, int status, std::string_view message, bool keep_alive) {
+    http::response<http::string_body> res{static_cast<http::status>(status), 11};
+    res.set(http::field::content_type, options_.error_content_type);
+    res.body() = options_.error_body(status, message);
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    error_code ec;
+    Lowest(c.stream).expires_after(options_.body_timeout);
+    co_await http::async_write(c.stream, res, net::redirect_error(net::use_awaitable, ec));
+    Lowest(c.stream).expires_never();
+    if (ec) c.broken = true;
+  }
+
+  // One request and its answer; true when the connection may take another.
+  template <class Stream>
+  net::awaitable<bool> ServeOne(std::shared_ptr<Connection<Stream>> c) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
+    parser.body_limit(options_.max_body_bytes);
+    error_code ec;
+    Lowest(c->stream).expires_after(options_.idle_timeout);
+    co_await http::async_read_header(c->stream, c->buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    if (!ec && parser.get()[http::field::expect] == "100-continue" && parser.content_length().value_or(0) > 0) {
+      http::response<http::empty_body> go_on{http::status::continue_, 11};
+      co_await http::async_write(c->stream, go_on, net::redirect_error(net::use_awaitable, ec));
+    }
+    if (!ec && !parser.is_done()) {
+      Lowest(c->stream).expires_after(options_.body_timeout);
+      co_await http::async_read(c->stream, c->buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    }
+    Lowest(c->stream).expires_never();
+    if (ec == http::error::header_limit) {
+      co_await SendError(*c, 431,
+                         absl::StrCat("the request line and headers exceed ", options_.max_header_bytes, " bytes"),
+                         false);
+      co_return false;
+    }
+    if (ec == http::error::body_limit) {
+      co_await SendError(*c, 413, absl::StrCat("the request body exceeds ", options_.max_body_bytes, " bytes"),
+                         false);
+      co_return false;
+    }
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset || ec == ssl::error::stream_truncated) {
+      c->broken = ec != http::error::end_of_stream && ec != net::error::eof;
+      co_return false;
+    }
+    if (ec) {
+      co_await SendError(*c, 400, absl::StrCat("malformed HTTP request: ", ec.message()), false);
+      co_return false;
+    }
+    http::request<http::string_body> message = parser.release();
+    const bool keep_alive = message.keep_alive();
+    if (!c->peer_allowed) {
+      co_await SendError(*c, 403, "the client certificate does not name a peer this server allows", false);
+      co_return false;
+    }
+    HttpRequest request;
+    request.method = std::string(message.method_string());
+    const std::string_view target(message.target().data(), message.target().size());
+    const size_t question = target.find('?');
+    request.path = std::string(target.substr(0, question));
+    if (question != std::string_view::npos) request.query = std::string(target.substr(question + 1));
+    for (const auto& field : message) {
+      request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    request.body = std::move(message.body());
+    request.peer = c->peer;
+
+    auto exchange = std::make_shared<Exchange>(c->stream.get_executor());
+    if (!StartHandler(std::move(request), exchange)) {
+      co_await SendError(*c, 503,
+                         absl::StrCat("the server is at its limit of ", options_.max_active_requests,
+                                      " requests in progress; retry later"),
+                         keep_alive);
+      co_return keep_alive && !c->broken;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++sending_;
+    }
+    c->watching = true;
+    c->watch_end.expires_at(net::steady_timer::time_point::max());
+    net::co_spawn(c->stream.get_executor(), Watch(c, exchange), net::detached);
+    const bool sent = co_await Send(*c, *exchange, keep_alive);
+    if (c->watching) {
+      if (!c->broken) Lowest(c->stream).socket().cancel(ec);
+      while (c->watching) co_await c->watch_end.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+    {
+      std::lock_guard lock(mu_);
+      --sending_;
+    }
+    idle_.notify_all();
+    co_return sent && keep_alive && !c->broken;
+  }
+
+  // While the handler runs: the client closing its side (or sending the next
+  // request early: then the bytes are kept and the watch ends).
+  template <class Stream>
+  net::awaitable<void> Watch(std::shared_ptr<Connection<Stream>> c, std::shared_ptr<Exchange> exchange) {
+    error_code ec;
+    const size_t n =
+        co_await c->stream.async_read_some(c->buffer.prepare(4096), net::redirect_error(net::use_awaitable, ec));
+    if (!ec) {
+      c->buffer.commit(n);
+    } else if (ec != net::error::operation_aborted) {
+      c->broken = true;
+      exchange->MarkGone();
+    }
+    c->watching = false;
+    c->watch_end.cancel();
+  }
+
+  // Sends what the handler produces until it returns; false when the
+  // client went or the handler gave nothing. Each write has body_timeout
+  // (a client that stops reading is dropped); between writes the stream
+  // has no expiry, since a generation may be silent for long.
+  template <class Stream>
+  net::awaitable<bool> Send(Connection<Stream>& c, Exchange& exchange, bool keep_alive) {
+    std::optional<http::response<http::empty_body>> head;
+    error_code ec;
+    auto guarded = net::redirect_error(net::use_awaitable, ec);
+    for (;;) {
+      Exchange::Work work = co_await exchange.Next();
+      Lowest(c.stream).expires_after(options_.body_timeout);
+      if (work.whole) {
+        auto& [h, body] = *work.whole;
+        http::response<http::string_body> res{static_cast<http::status>(h.status), 11};
+        res.set(http::field::content_type, h.content_type);
+        for (auto& [name, value] : h.headers) res.insert(name, value);
+        res.body() = std::move(body);
+        res.keep_alive(keep_alive);
+        res.prepare_payload();
+        co_await http::async_write(c.stream, res, guarded);
+        break;
+      }
+      if (work.stream_head) {
+        head.emplace(static_cast<http::status>(work.stream_head->status), 11);
+        head->set(http::field::content_type, work.stream_head->content_type);
+        for (auto& [name, value] : work.stream_head->headers) head->insert(name, value);
+        head->keep_alive(keep_alive);
+        head->chunked(true);
+        http::response_serializer<http::empty_body> serializer(*head);
+        co_await http::async_write_header(c.stream, serializer, guarded);
+        if (ec) break;
+      }
+      if (head && !work.chunk.empty()) {
+        co_await net::async_write(c.stream, http::make_chunk(net::buffer(work.chunk)), guarded);
+        if (ec) break;
+      }
+      if (work.done) {
+        if (!head) {
+          Lowest(c.stream).expires_never();
+          co_await SendError(c, 500, "the server gave no answer to this request", false);
+          co_return false;
+        }
+        co_await net::async_write(c.stream, http::make_chunk_last(), guarded);
+        break;
+      }
+      Lowest(c.stream).expires_never();
+    }
+    Lowest(c.stream).expires_never();
+    if (ec) {
+      c.broken = true;
+      exchange.MarkGone();
+      co_return false;
+    }
+    co_return true;
+  }
+
+  bool StartHandler(HttpRequest request, std::shared_ptr<Exchange> exchange) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_ || active_requests_ >= options_.max_active_requests) return false;
+      ++active_requests_;
+      std::erase_if(running_, [](const std::weak_ptr<Exchange>& w) { return w.expired(); });
+      running_.push_back(exchange);
+    }
+    std::thread([this, request = std::move(request), exchange = std::move(exchange)]() mutable {
+      {
+        // Both go before the count drops, so nothing outlives the server.
+        HttpRequest own = std::move(request);
+        std::shared_ptr<Exchange> e = std::move(exchange);
+        handler_(own, *e);
+        e->HandlerDone();
+      }
+      std::lock_guard lock(mu_);
+      --active_requests_;
+      idle_.notify_all();
+    }).detach();
+    return true;
+  }
+
+  HttpServerOptions options_;
+  HttpHandler handler_;
+  std::shared_ptr<ssl::context> tls_;  // before the I/O context: its streams use it
+  std::chrono::steady_clock::time_point tls_checked_at_;
+  std::optional<std::filesystem::file_time_type> cert_mtime_, key_mtime_;
+  net::io_context ioc_{1};
+  tcp::acceptor acceptor_;
+  tcp::endpoint bound_;
+  std::string address_;
+  std::thread io_thread_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int active_requests_ = 0;  // guarded by mu_
+  int sending_ = 0;          // guarded by mu_ when read by Shutdown
+  std::vector<std::weak_ptr<Exchange>> running_;  // guarded by mu_
+};
+
+}  // namespace
+
+const std::string* HttpRequest::Header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (absl::EqualsIgnoreCase(n, std::string(name))) return &v;
+  }
+  return nullptr;
+}
+
+std::string_view HttpReason(int status) {
+  const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(status));
+  return std::string_view(reason.data(), reason.size());
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options, HttpHandler handler) {
+  auto server = std::make_unique<BeastHttpServer>(std::move(options), std::move(handler));
+  if (absl::Status s = server->Bind(); !s.ok()) return s;
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace kvfleet::transport
