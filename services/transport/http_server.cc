@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -413,6 +414,24 @@ class BeastHttpServer final : public HttpServer {
     co_await http::async_write(c.stream, res, net::redirect_error(net::use_awaitable, ec));
     Lowest(c.stream).expires_never();
     if (ec) c.broken = true;
+    if (!keep_alive && !c.broken) co_await Linger(c);
+  }
+
+  // Before closing on a request the server refused unread (a body over
+  // the limit), reads and drops what the client is still sending for a
+  // moment, so that its kernel does not answer the rest with a reset that
+  // would destroy the error response before the client reads it.
+  template <class Stream>
+  net::awaitable<void> Linger(Connection<Stream>& c) {
+    error_code ec;
+    Lowest(c.stream).socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::array<char, 16 << 10> sink;
+    size_t dropped = 0;
+    Lowest(c.stream).expires_after(std::chrono::seconds(2));
+    while (!ec && dropped < (64u << 20)) {
+      dropped += co_await Lowest(c.stream).async_read_some(net::buffer(sink), net::redirect_error(net::use_awaitable, ec));
+    }
+    c.broken = true;  // nothing more to say on it
   }
 
   // One request and its answer; true when the connection may take another.

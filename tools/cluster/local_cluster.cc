@@ -118,6 +118,9 @@ std::vector<std::string> RouterArgs(const LocalClusterOptions& options, const st
                                    "--metrics-port", absl::StrCat(options.router_metrics_port),
                                    "--metrics-host", "127.0.0.1",
                                    "--cachemanager", cachemanager_address};
+  if (!options.router_http_listen.empty()) {
+    args.insert(args.end(), {"--http-listen", options.router_http_listen});
+  }
   if (!options.policy.empty()) {
     args.push_back("--policy");
     args.push_back(options.policy);

@@ -47,6 +47,7 @@ struct LocalClusterOptions {
   int threads_per_worker = 1;
   std::string kv_cache_memory = "512MiB";  // per worker, as kvfleet-worker's --kv-cache-memory
   std::string router_listen = "127.0.0.1:50060";
+  std::string router_http_listen;  // the router's --http-listen (OpenAI-compatible API); empty: none
   std::string cachemanager_listen = "127.0.0.1:50050";
   int router_metrics_port = 9466;                   // 0 picks a free one; the other services always pick a free one
   std::string policy;                               // the router's --policy; empty: its default

@@ -34,7 +34,7 @@ using transport::TerminationSignals;
 
 constexpr char kUsage[] =
     R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE]
-                  [--listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
+                  [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
                   [--spec-draft-model PATH] [--ask TEXT [--exit-after-ask]]
@@ -44,7 +44,7 @@ Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
 registered with it and one kvfleet-router in front, all serving --model
 (default models/SmolLM2-135M-Instruct.Q4_1.gguf). Once every service is ready
 it prints how to call the router and the line
-  kvfleet up ready router=HOST:PORT
+  kvfleet up ready router=HOST:PORT http=HOST:PORT
 then serves until SIGINT (Ctrl-C) or SIGTERM, and stops the router, the
 workers (they drain) and the cachemanager in that order. A second Ctrl-C
 kills what is still running.
@@ -52,7 +52,9 @@ kills what is still running.
   --workers N             workers (default 2)
   --threads T             CPU threads per worker (default: usable CPUs / N, at least 1)
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
-  --listen HOST:PORT      the router's address (default 127.0.0.1:50060; port 0 picks a free one)
+  --listen HOST:PORT      the router's gRPC address (default 127.0.0.1:50060; port 0 picks a free one)
+  --http-listen HOST:PORT the router's OpenAI-compatible HTTP address (default 127.0.0.1:8000; port 0 picks
+                          a free one): base URL http://HOST:PORT/v1 for any OpenAI client
   --cachemanager-listen   the cachemanager's address (default 127.0.0.1:50050)
   --metrics-port N        the router's /metrics port (default 9466; the others pick free ports)
   --policy P              the router's placement policy (default: the router's, prefix_aware)
@@ -82,6 +84,7 @@ kills what is still running.
 )";
 
 constexpr char kDefaultModel[] = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+constexpr char kDefaultHttpListen[] = "127.0.0.1:8000";  // where vLLM and SGLang listen
 // How long the router may take to see every worker through the cachemanager
 // before `up` says so and carries on.
 constexpr absl::Duration kDiscoveryTimeout = absl::Seconds(30);
@@ -118,6 +121,8 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.threads_per_worker = static_cast<int>(threads);
   o.kv_cache_memory = flags.GetString("kv-cache-memory", o.kv_cache_memory);
   o.router_listen = flags.GetString("listen", o.router_listen);
+  o.router_http_listen = flags.GetString("http-listen", kDefaultHttpListen);
+  if (o.router_http_listen.empty()) return absl::InvalidArgumentError("--http-listen needs HOST:PORT");
   o.cachemanager_listen = flags.GetString("cachemanager-listen", o.cachemanager_listen);
   ASSIGN_OR_RETURN(int64_t metrics_port, flags.GetInt("metrics-port", o.router_metrics_port));
   // Clamped so that an out-of-range port stays out of range for Validate().
@@ -195,11 +200,21 @@ void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, cons
       "  grpcurl %s -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}' %s "
       "kvfleet.v1.Inference/Chat\n",
       grpcurl_tls.c_str(), router.c_str());
+  const std::string& http = cluster.router().endpoints.http_address;
+  const std::string scheme = router_call.tls_ca.empty() ? "http" : "https";
+  const std::string curl_tls = router_call.tls_ca.empty() ? "" : absl::StrCat(" --cacert ", router_call.tls_ca);
+  std::printf("  OpenAI-compatible: %s://%s/v1 (model \"%s\")\n", scheme.c_str(), http.c_str(), model_id.c_str());
+  std::printf(
+      "  curl%s %s://%s/v1/chat/completions -H 'Content-Type: application/json' "
+      "-d '{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n",
+      curl_tls.c_str(), scheme.c_str(), http.c_str(), model_id.c_str());
+  std::printf("  python: OpenAI(base_url=\"%s://%s/v1\", api_key=\"none\").chat.completions.create(...)\n",
+              scheme.c_str(), http.c_str());
   std::printf("  metrics: router %s, cachemanager %s, workers %s\n", MetricsUrl(cluster.router()).c_str(),
               MetricsUrl(cluster.cachemanager()).c_str(), absl::StrJoin(worker_metrics, " ").c_str());
   std::printf("  logs: %s\n", o.log_dir.c_str());
   std::printf("Ctrl-C stops the cluster.\n");
-  std::printf("kvfleet up ready router=%s\n", router.c_str());
+  std::printf("kvfleet up ready router=%s http=%s\n", router.c_str(), http.c_str());
   std::fflush(stdout);
 }
 
@@ -314,7 +329,8 @@ absl::Status RunUp(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(Flags flags,
                    Flags::Parse(args,
-                                {"model", "workers", "threads", "kv-cache-memory", "listen", "cachemanager-listen",
+                                {"model", "workers", "threads", "kv-cache-memory", "listen", "http-listen",
+                                 "cachemanager-listen",
                                  "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "speculation",
                                  "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token"}));

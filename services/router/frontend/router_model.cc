@@ -12,12 +12,14 @@ namespace kvfleet::router {
 
 std::string DefaultModelId(std::string_view path) { return std::filesystem::path(path).stem().string(); }
 
-absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, std::string model_id) {
+absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, std::string model_id,
+                                                               std::string served_name) {
   ASSIGN_OR_RETURN(std::unique_ptr<model::GgufFile> file, model::GgufFile::Open(path));
   ASSIGN_OR_RETURN(model::LlamaHparams hparams, model::ReadLlamaHparams(*file));
   ASSIGN_OR_RETURN(model::Vocabulary vocab, model::ReadGgufVocabulary(*file));
   std::unique_ptr<RouterModel> m(new RouterModel());
   m->id_ = model_id.empty() ? DefaultModelId(path) : std::move(model_id);
+  m->served_name_ = served_name.empty() ? m->id_ : std::move(served_name);
   m->context_length_ = static_cast<int32_t>(hparams.context_length);
   ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
   m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);

@@ -29,11 +29,16 @@ namespace kvfleet::router {
 class RouterModel {
  public:
   // `model_id` empty: the file's name without ".gguf", as the worker names
-  // it (the two must agree: the id seeds every block hash). Errors name the
-  // file. A model without a usable chat template loads; Chat then fails.
-  static absl::StatusOr<std::unique_ptr<RouterModel>> Load(const std::string& path, std::string model_id);
+  // it (the two must agree: the id seeds every block hash). `served_name`:
+  // the name clients use for it (--served-model-name); empty: the id.
+  // Errors name the file. A model without a usable chat template loads;
+  // Chat then fails.
+  static absl::StatusOr<std::unique_ptr<RouterModel>> Load(const std::string& path, std::string model_id,
+                                                           std::string served_name = "");
 
   const std::string& id() const { return id_; }
+  // What clients call it: requests may name it or the id; listings show it.
+  const std::string& served_name() const { return served_name_; }
   int32_t context_length() const { return context_length_; }
   int32_t vocab_size() const { return tokenizer_->vocab_size(); }
   const model::Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -56,6 +61,7 @@ class RouterModel {
   RouterModel() = default;
 
   std::string id_;
+  std::string served_name_;
   int32_t context_length_ = 0;
   std::unique_ptr<model::Tokenizer> tokenizer_;
   absl::StatusOr<model::ChatTemplate> chat_template_ = absl::UnknownError("not loaded");

@@ -24,8 +24,10 @@ class CallContext {
   virtual std::chrono::system_clock::time_point deadline() const = 0;
   virtual bool IsCancelled() const = 0;
   // A context for one worker call: the client's deadline, and cancelled
-  // when the client goes.
-  virtual std::unique_ptr<grpc::ClientContext> WorkerCall() const = 0;
+  // when the client goes. Shared, so that a front end whose transport
+  // does not propagate cancellation itself (HTTP) can keep a weak
+  // reference and cancel the call in flight.
+  virtual std::shared_ptr<grpc::ClientContext> WorkerCall() const = 0;
 };
 
 // A gRPC server call: the worker call is its child (FromServerContext), so
@@ -35,7 +37,7 @@ class GrpcCallContext final : public CallContext {
   explicit GrpcCallContext(const grpc::ServerContextBase& context) : context_(context) {}
   std::chrono::system_clock::time_point deadline() const override { return context_.deadline(); }
   bool IsCancelled() const override { return context_.IsCancelled(); }
-  std::unique_ptr<grpc::ClientContext> WorkerCall() const override {
+  std::shared_ptr<grpc::ClientContext> WorkerCall() const override {
     return grpc::ClientContext::FromServerContext(context_);
   }
 

@@ -49,9 +49,9 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
 }  // namespace
 
 absl::Status CheckModelName(const RouterModel& model, const std::string& requested) {
-  if (requested.empty() || requested == model.id()) return absl::OkStatus();
-  return absl::NotFoundError(
-      absl::StrCat("model '", requested, "' is not served here; this router serves '", model.id(), "' (ListModels)"));
+  if (requested.empty() || requested == model.served_name() || requested == model.id()) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("model '", requested, "' is not served here; this router serves '",
+                                          model.served_name(), "' (ListModels, GET /v1/models)"));
 }
 
 absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,

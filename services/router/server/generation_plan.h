@@ -37,8 +37,8 @@ absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::
 absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
                                         const limits::RequestLimits& limits = {});
 
-// INVALID_ARGUMENT unless `requested` is empty or the router's model;
-// NOT_FOUND names the model it serves.
+// OK when `requested` is empty or names the router's model (its served
+// name or its id); NOT_FOUND naming the model it serves otherwise.
 absl::Status CheckModelName(const RouterModel& model, const std::string& requested);
 
 }  // namespace kvfleet::router

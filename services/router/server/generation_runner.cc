@@ -151,7 +151,7 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
   v1::GenerateRequest request = stream.plan.worker_request;
   *request.mutable_placement() = selector_.TicketOf(route);
   request.mutable_resumed_output_token_ids()->Assign(stream.generated.begin(), stream.generated.end());
-  std::unique_ptr<grpc::ClientContext> call = context.WorkerCall();
+  std::shared_ptr<grpc::ClientContext> call = context.WorkerCall();
   std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader = route.stub->Generate(call.get(), request);
   const int32_t prompt_tokens = static_cast<int32_t>(stream.plan.prompt.size());
   v1::GenerateResponse in;

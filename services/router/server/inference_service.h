@@ -1,7 +1,8 @@
-// The public API (proto/kvfleet/v1/inference.proto) over gRPC: turns each
-// call into a GenerationPlan and runs it through the GenerationRunner, or
-// answers it from the model's tokenizer (Tokenize, Detokenize) and the pool
-// (ListModels). Translation only.
+// The public API (proto/kvfleet/v1/inference.proto) over gRPC: reads the
+// bearer token from the call's metadata, hands each call to PublicApi (the
+// behaviour both front ends share) and records it by method and code. A
+// quota's refusal carries `grpc-retry-pushback-ms` and `retry-after-ms`
+// trailers saying when to retry. Translation only.
 //
 // It is a synchronous gRPC service: each call holds a gRPC thread while it
 // streams, blocking on its worker call. The router does no heavy work per
@@ -9,20 +10,12 @@
 // thread per stream in flight (noted in docs/architecture.md; the callback
 // API is the way past a few thousand streams per router).
 //
-// With tenant tokens (--auth-tokens), every method requires
-// `authorization: Bearer <token>` (UNAUTHENTICATED otherwise, the same answer
-// for a missing and an unknown token), and a tenant's generations carry a
-// cache salt derived from the tenant and the salt the client sent, so
-// tenants neither share nor can probe each other's cached prefixes. Health
-// is a separate service and needs no token.
-//
-// With quotas (--tenant-*), a generating call over its tenant's quota ends
-// RESOURCE_EXHAUSTED naming the quota, with `grpc-retry-pushback-ms` and
-// `retry-after-ms` trailers saying when to retry.
+// Health is a separate service and needs no token.
 //
 // Thread-safety: gRPC calls the methods from many threads at once.
 //
-//   InferenceService service(model, runner, pool, metrics, tokens.get(), limits, quotas.get());  // null: none
+//   PublicApi api(model, runner, pool, metrics, tokens.get(), limits, quotas.get());
+//   InferenceService service(api, metrics);
 //   StartGrpcServer({.services = {&service}, ...});
 #pragma once
 
@@ -31,22 +24,15 @@
 #include <string>
 
 #include "kvfleet/v1/inference.grpc.pb.h"
-#include "services/limits/request_limits.h"
-#include "services/router/frontend/router_model.h"
-#include "services/router/frontend/tenant_quota.h"
-#include "services/router/frontend/tenant_tokens.h"
-#include "services/router/server/generation_runner.h"
+#include "services/router/server/public_api.h"
 #include "services/router/server/router_metrics.h"
-#include "services/router/server/worker_pool.h"
 #include "services/transport/grpc_status.h"
 
 namespace kvfleet::router {
 
 class InferenceService final : public v1::Inference::Service {
  public:
-  InferenceService(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics,
-                   TenantTokens* tokens = nullptr, const limits::RequestLimits& limits = {},
-                   TenantQuotas* quotas = nullptr);
+  InferenceService(PublicApi& api, RouterMetrics& metrics) : api_(api), metrics_(metrics) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateTextRequest* request,
                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) override;
@@ -64,39 +50,36 @@ class InferenceService final : public v1::Inference::Service {
  private:
   // Records the call's status in the metrics and returns it.
   grpc::Status Done(const char* method, grpc::Status status);
-  // A generating call: the plan's error, the tenant quota's refusal (with
-  // a retry hint in the trailers), or the runner's status, recorded.
-  grpc::Status RunPlan(const char* method, grpc::ServerContext& context, const std::string& tenant,
-                       GenerationRunner::Clock::time_point arrival, const absl::StatusOr<GenerationPlan>& plan,
-                       const GenerationRunner::Sink& sink);
-  grpc::Status DoneForTenant(const char* method, const std::string& tenant, grpc::Status status);
-
-  // The caller's tenant ("" with auth off), or UNAUTHENTICATED.
+  // The tenant the call's `authorization` metadata names.
   absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
-  // `options` with the tenant's salt folded in; INVALID_ARGUMENT for a salt too long.
-  absl::StatusOr<v1::GenerationOptions> ForTenant(const std::string& tenant, const v1::GenerationOptions& options) const;
-  // A generating call (Generate, Complete, Chat): authenticated, its
-  // options ForTenant, planned by `plan`, then RunPlan.
-  template <typename Request, typename Plan>
-  grpc::Status Generating(const char* method, grpc::ServerContext& context, const Request& request, const Plan& plan,
-                          const GenerationRunner::Sink& sink) {
-    const auto arrival = GenerationRunner::Clock::now();
+  // A generating call: authenticated, run by `run` (a PublicApi method),
+  // a quota's retry hint put in the trailers.
+  template <typename Run>
+  grpc::Status Generating(const char* method, grpc::ServerContext& context, const Run& run) {
+    const auto arrival = PublicApi::Clock::now();
     absl::StatusOr<std::string> tenant = Authenticate(context);
     if (!tenant.ok()) return Done(method, transport::ToGrpcStatus(tenant.status()));
-    absl::StatusOr<v1::GenerationOptions> options = ForTenant(*tenant, request.options());
-    if (!options.ok()) return DoneForTenant(method, *tenant, transport::ToGrpcStatus(options.status()));
-    Request own = request;
-    *own.mutable_options() = *std::move(options);
-    return RunPlan(method, context, *tenant, arrival, plan(own), sink);
+    PublicApi::Outcome outcome = run(GrpcCallContext(context), *tenant, arrival);
+    if (outcome.retry_after.has_value()) {
+      const std::string wait = std::to_string(outcome.retry_after->count());
+      // gRPC's own retry policy reads grpc-retry-pushback-ms; others read ours.
+      context.AddTrailingMetadata("grpc-retry-pushback-ms", wait);
+      context.AddTrailingMetadata("retry-after-ms", wait);
+    }
+    return Done(method, std::move(outcome.status));
+  }
+  // A unary call answered from the model or the pool.
+  template <typename Response, typename Answer>
+  grpc::Status Answering(const char* method, grpc::ServerContext& context, Response& response, const Answer& answer) {
+    if (absl::Status s = Authenticate(context).status(); !s.ok()) return Done(method, transport::ToGrpcStatus(s));
+    absl::StatusOr<Response> r = answer();
+    if (!r.ok()) return Done(method, transport::ToGrpcStatus(r.status()));
+    response = *std::move(r);
+    return Done(method, grpc::Status::OK);
   }
 
-  const RouterModel& model_;
-  GenerationRunner& runner_;
-  const WorkerPool& pool_;
+  PublicApi& api_;
   RouterMetrics& metrics_;
-  TenantTokens* tokens_;
-  const limits::RequestLimits limits_;
-  TenantQuotas* quotas_;
 };
 
 }  // namespace kvfleet::router

@@ -16,6 +16,10 @@ RouterMetrics::RouterMetrics(int max_tenant_labels)
                    .Name("kvfleet_router_requests_total")
                    .Help("Finished calls of the public API, by method and gRPC status code")
                    .Register(r);
+  http_requests_ = &prometheus::BuildCounter()
+                        .Name("kvfleet_router_http_requests_total")
+                        .Help("Finished requests on the OpenAI-compatible HTTP port, by endpoint and HTTP status")
+                        .Register(r);
   decisions_ = &prometheus::BuildCounter()
                     .Name("kvfleet_router_routing_decisions_total")
                     .Help("Placement decisions, by the policy applied and the reason for the choice")
@@ -84,6 +88,10 @@ void RouterMetrics::RecordQuotaRefusal(const std::string& tenant, const std::str
 
 void RouterMetrics::RecordRequest(const std::string& method, const std::string& code) {
   requests_->Add({{"method", method}, {"code", code}}).Increment();
+}
+
+void RouterMetrics::RecordHttpRequest(const std::string& endpoint, int status) {
+  http_requests_->Add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).Increment();
 }
 
 void RouterMetrics::RecordDecision(Policy policy, const Decision& decision) {

@@ -7,7 +7,8 @@
 // (arrival to the worker call). Worker counts are read from the pool at
 // scrape time (WorkerPoolCollector).
 //
-// Labels are of low cardinality only (a method, a code, a policy, a reason),
+// Labels are of low cardinality only (a method, a code, an HTTP route and
+// status, a policy, a reason),
 // and `tenant` on the kvfleet_router_tenant_* families, bounded: the first
 // `max_tenant_labels` tenants seen keep their name, later ones count as
 // "other" (a token file may grow; a metrics backend should not). With auth
@@ -47,6 +48,9 @@ class RouterMetrics {
   // `method` is the RPC name ("Generate"); `code` a gRPC code name in lower
   // case ("ok", "resource_exhausted").
   void RecordRequest(const std::string& method, const std::string& code);
+  // `endpoint` is the route ("/v1/chat/completions", "/v1/models/{id}",
+  // "other" for any unknown path: the label stays bounded).
+  void RecordHttpRequest(const std::string& endpoint, int status);
   void RecordDecision(Policy policy, const Decision& decision);
   void RecordRetry();
   void RecordResumption();
@@ -65,6 +69,7 @@ class RouterMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Counter>* http_requests_;
   prometheus::Family<prometheus::Counter>* decisions_;
   prometheus::Histogram* prefix_match_ratio_;
   prometheus::Counter* retries_;

@@ -15,6 +15,14 @@ const char kUsageHead[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/in
   --model PATH                 the model's GGUF file: its tokenizer, chat template and context (required;
                                the weights are not loaded)
   --model-id ID                must match the workers' (default: file name without .gguf)
+  --served-model-name NAME     the name clients give as `model` and listings show (default: the model id;
+                               requests may also use the id)
+  --http-listen HOST:PORT      also serve the OpenAI-compatible HTTP API there (/v1/chat/completions,
+                               /v1/completions, /v1/models, /tokenize, /detokenize, /health); default: off.
+                               The same TLS files, tenant tokens, quotas and limits as the gRPC port; the
+                               body limit is --max-message-bytes and the header limit --max-metadata-bytes
+  --http-request-timeout MS    the longest an HTTP request may run before it ends with 504 (HTTP carries
+                               no deadline of its own; default 600000)
 )";
 
 const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and their cached prefixes through the cachemanager
@@ -51,7 +59,8 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
                                dialled by the address they advertise, e.g. a pod IP; default: that address)
 
 Exactly one of --cachemanager or --workers. On start it prints
-"kvfleet-router listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]", then "kvfleet-router ready".
+"kvfleet-router listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT][ http=HOST:PORT]", then
+"kvfleet-router ready".
 Readiness turns off once SIGTERM arrives; liveness stays on while the router serves.
 )";
 
@@ -73,11 +82,17 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                             "in-flight-window", "affinity-guard-margin", "worker-tls-name",
                                             "auth-tokens", "tenant-requests-per-second", "tenant-request-burst",
                                             "tenant-tokens-per-second", "tenant-token-burst", "tenant-max-streams",
-                                            "metrics-max-tenants"})),
+                                            "metrics-max-tenants", "served-model-name", "http-listen",
+                                            "http-request-timeout"})),
                                        transport::WithTransportSwitches({})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
+  o.served_model_name = f.GetString("served-model-name", "");
+  o.http_listen = f.GetString("http-listen", "");
+  ASSIGN_OR_RETURN(int64_t http_timeout_ms, f.GetInt("http-request-timeout", o.http_request_timeout.count()));
+  if (http_timeout_ms < 1) return absl::InvalidArgumentError("--http-request-timeout must be >= 1 ms");
+  o.http_request_timeout = std::chrono::milliseconds(http_timeout_ms);
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kRouterTransportDefaults));
   ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
   o.worker_tls_name = f.GetString("worker-tls-name", "");

@@ -36,6 +36,11 @@ struct RouterOptions {
   limits::RequestLimits limits;
   TenantQuotaOptions quotas;   // per tenant ("" with auth off); all 0: none
   int metrics_max_tenants = 100;  // distinct `tenant` label values before "other"
+  // The OpenAI-compatible HTTP port (services/router/server/openai_http_service.h);
+  // empty: none. It shares the gRPC port's TLS files, tokens, quotas and limits.
+  std::string http_listen;
+  std::chrono::milliseconds http_request_timeout{600'000};
+  std::string served_model_name;  // the model's name for clients; empty: the model id
 };
 
 // --help: the router's flags and the shared transport flags.

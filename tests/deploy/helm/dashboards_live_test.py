@@ -48,7 +48,7 @@ def check(condition, message):
 
 def start_cluster(cli, model, log_dir):
     command = [cli, "up", "--model", model, "--workers", "2", "--threads", "1", "--kv-cache-memory", "256MiB",
-               "--listen", "127.0.0.1:0", "--cachemanager-listen", "127.0.0.1:0", "--metrics-port", "0",
+               "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--cachemanager-listen", "127.0.0.1:0", "--metrics-port", "0",
                "--prometheus", "--prometheus-port", "0", "--log-dir", log_dir]
     print("$ " + " ".join(command), flush=True)
     up = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
@@ -60,7 +60,7 @@ def start_cluster(cli, model, log_dir):
         if line.startswith("kvfleet up ready router="):
             threading.Thread(target=lambda: [print(l, end="") for l in up.stdout], daemon=True).start()
             check(prometheus, "kvfleet up printed no prometheus= line before its ready line")
-            return up, line.strip().split("=", 1)[1], prometheus
+            return up, line.split()[3].split("=", 1)[1], prometheus
         if time.time() > deadline:
             break
     up.kill()

@@ -6,55 +6,13 @@ ListModels and a refused call, then Ctrl-C stops the cluster cleanly.
 Exit 0: passed; 1: failed; 77: skipped (the default model is not fetched).
 """
 import argparse
-import importlib
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import grpc
-from grpc_tools import protoc
 
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def generate_stubs(proto_dir, out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    for proto in ("kvfleet/v1/types.proto", "kvfleet/v1/inference.proto"):
-        rc = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out_dir}", f"--grpc_python_out={out_dir}", proto])
-        check(rc == 0, f"grpc_tools.protoc failed on {proto} ({rc})")
-    sys.path.insert(0, out_dir)
-    return (importlib.import_module("kvfleet.v1.inference_pb2"), importlib.import_module("kvfleet.v1.types_pb2"),
-            importlib.import_module("kvfleet.v1.inference_pb2_grpc"))
-
-
-def start_cluster(cli, model, log_dir):
-    up = subprocess.Popen(
-        [cli, "up", "--model", model, "--workers", "1", "--threads", "2", "--kv-cache-memory", "256MiB",
-         "--listen", "127.0.0.1:0", "--cachemanager-listen", "127.0.0.1:0", "--metrics-port", "0",
-         "--log-dir", log_dir],
-        stdout=subprocess.PIPE, text=True)
-    deadline = time.time() + 180
-    for line in up.stdout:
-        print(line, end="")
-        if line.startswith("kvfleet up ready router="):
-            # Keep draining its stdout so it never blocks on a full pipe.
-            threading.Thread(target=lambda: [print(l, end="") for l in up.stdout], daemon=True).start()
-            return up, line.strip().split("=", 1)[1]
-        if time.time() > deadline:
-            break
-    up.kill()
-    raise Failure(f"kvfleet up never became ready (exit {up.wait()}); logs in {log_dir}")
+from kvfleet_up import Cluster, Failure, check, generate_stubs
 
 
 def run_checks(pb, types, stub):
@@ -113,18 +71,16 @@ def main():
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         pb, types, pb_grpc = generate_stubs(args.proto_dir, os.path.join(tmp, "stubs"))
-        up, router = start_cluster(args.cli, args.model, os.path.join(tmp, "logs"))
+        cluster = Cluster(args.cli, args.model, os.path.join(tmp, "logs"))
         try:
-            with grpc.insecure_channel(router) as channel:
+            with grpc.insecure_channel(cluster.router) as channel:
                 run_checks(pb, types, pb_grpc.InferenceStub(channel))
         except Failure as e:
             print(f"FAILED: {e}")
-            up.kill()
+            cluster.up.kill()
             return 1
         finally:
-            if up.poll() is None:
-                up.send_signal(signal.SIGINT)
-        code = up.wait(timeout=60)
+            code = cluster.stop()
         if code != 0:
             print(f"FAILED: kvfleet up exited {code} after Ctrl-C")
             return 1

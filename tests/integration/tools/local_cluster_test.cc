@@ -17,6 +17,7 @@
 #include "services/transport/grpc_channel.h"
 #include "tests/integration/services/worker/worker_harness.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/http_get.h"
 #include "tests/testing/service_process.h"
 #include "tests/testing/temp_dir.h"
 
@@ -105,6 +106,8 @@ class KvfleetUpTest : public ::testing::Test {
                                      "2",
                                      "--listen",
                                      "127.0.0.1:0",
+                                     "--http-listen",
+                                     "127.0.0.1:0",
                                      "--cachemanager-listen",
                                      "127.0.0.1:0",
                                      "--metrics-port",
@@ -123,8 +126,9 @@ class KvfleetUpTest : public ::testing::Test {
 
   std::string UpLog() const { return dir_.Path("up.log"); }
 
-  // Waits for kvfleet up's ready line and records its service processes:
-  // the router's address, or "" (the failure recorded) if it never came.
+  // Waits for kvfleet up's ready line ("router=H:P http=H:Q") and records
+  // its service processes: the router's gRPC address (the HTTP one in
+  // http_), or "" (the failure recorded) if it never came.
   std::string AwaitReady(ChildProcess& up) {
     absl::StatusOr<std::string> ready = up.WaitForLine(kReadyPrefix, absl::Minutes(3));
     if (!ready.ok()) {
@@ -132,7 +136,13 @@ class KvfleetUpTest : public ::testing::Test {
       return "";
     }
     services_ = ChildrenOf(up.pid());
-    return ready->substr(std::string(kReadyPrefix).size());
+    const std::vector<std::string> words = absl::StrSplit(ready->substr(std::string(kReadyPrefix).size()), ' ');
+    http_.clear();
+    for (const std::string& w : words) {
+      if (absl::StartsWith(w, "http=")) http_ = w.substr(5);
+    }
+    EXPECT_FALSE(http_.empty()) << "no http= in the ready line: " << *ready;
+    return words.front();
   }
 
   // Runs the kvfleet CLI with `args` (its stderr to cli.log): its exit code,
@@ -161,6 +171,7 @@ class KvfleetUpTest : public ::testing::Test {
   TempDir dir_;
   std::string model_;
   std::vector<pid_t> services_;
+  std::string http_;  // the router's OpenAI-compatible port, from the ready line
 };
 
 TEST_F(KvfleetUpTest, ServesThroughTheRouterAndStopsCleanlyOnSigint) {
@@ -175,6 +186,14 @@ TEST_F(KvfleetUpTest, ServesThroughTheRouterAndStopsCleanlyOnSigint) {
 
   auto stub = v1::Inference::NewStub(NewTestChannel(router));
   EXPECT_EQ(AwaitLiveWorkers(*stub, 2), 2) << Diagnostics();
+  // The OpenAI-compatible port is on too (its own tests:
+  // tests/integration/clients/openai_client_test.py).
+  const size_t colon = http_.rfind(':');
+  int http_port = 0;
+  ASSERT_TRUE(colon != std::string::npos && absl::SimpleAtoi(http_.substr(colon + 1), &http_port)) << http_;
+  absl::StatusOr<std::string> health = testing::HttpGet("127.0.0.1", http_port, "/health", absl::Seconds(10));
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_THAT(*health, HasSubstr("\"live_workers\":2"));
 
   v1::GenerateTextRequest request;
   request.set_prompt("hello world, hello cluster");

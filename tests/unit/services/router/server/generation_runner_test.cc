@@ -227,7 +227,7 @@ class FakeCall : public CallContext {
   explicit FakeCall(std::chrono::system_clock::time_point deadline) : deadline_(deadline) {}
   std::chrono::system_clock::time_point deadline() const override { return deadline_; }
   bool IsCancelled() const override { return false; }
-  std::unique_ptr<grpc::ClientContext> WorkerCall() const override {
+  std::shared_ptr<grpc::ClientContext> WorkerCall() const override {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(deadline_);
     return c;

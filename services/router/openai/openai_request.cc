@@ -1,0 +1,380 @@
+#include "services/router/openai/openai_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::router::openai {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kParamPayload[] = "type.kvfleet.dev/openai.param";
+
+absl::Status Bad(const std::string& param, const std::string& message) {
+  absl::Status s = absl::InvalidArgumentError(message);
+  s.SetPayload(kParamPayload, absl::Cord(param));
+  return s;
+}
+
+absl::Status WrongType(const std::string& param, const char* wanted, const Json& got) {
+  return Bad(param, absl::StrCat("`", param, "` must be ", wanted, ", not ", got.type_name()));
+}
+
+// The field, or nullptr when absent or null (OpenAI treats null as unset).
+const Json* Field(const Json& object, const char* name) {
+  const auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+absl::StatusOr<std::optional<double>> Number(const Json& object, const char* name) {
+  const Json* v = Field(object, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) return WrongType(name, "a number", *v);
+  return v->get<double>();
+}
+
+absl::StatusOr<std::optional<int64_t>> Integer(const Json& object, const char* name) {
+  const Json* v = Field(object, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number_integer()) return WrongType(name, "an integer", *v);
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return Bad(name, absl::StrCat("`", name, "` is too large"));
+  }
+  return v->get<int64_t>();
+}
+
+absl::StatusOr<std::optional<bool>> Bool(const Json& object, const char* name) {
+  const Json* v = Field(object, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) return WrongType(name, "true or false", *v);
+  return v->get<bool>();
+}
+
+absl::StatusOr<std::optional<std::string>> String(const Json& object, const char* name) {
+  const Json* v = Field(object, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) return WrongType(name, "a string", *v);
+  return v->get<std::string>();
+}
+
+// An int32 field within [min, max].
+absl::StatusOr<std::optional<int32_t>> Bounded(const Json& object, const char* name, int64_t min, int64_t max) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> v, Integer(object, name));
+  if (!v.has_value()) return std::nullopt;
+  if (*v < min || *v > max) {
+    return Bad(name, absl::StrCat("`", name, "` is ", *v, "; it must be in [", min, ", ", max, "]"));
+  }
+  return static_cast<int32_t>(*v);
+}
+
+absl::StatusOr<Json> ParseObject(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end());
+  } catch (const Json::parse_error& e) {
+    return Bad("", absl::StrCat("the request body is not valid JSON (at byte ", e.byte, "); send a JSON object"));
+  }
+  if (!j.is_object()) return Bad("", absl::StrCat("the request body must be a JSON object, not ", j.type_name()));
+  return j;
+}
+
+// Known features this server does not implement: refused when they ask
+// for something, so a client never silently gets less than it asked for.
+absl::Status RefuseUnsupported(const Json& body, Endpoint endpoint) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> n, Integer(body, "n"));
+  if (n.has_value() && *n != 1) {
+    return Bad("n", absl::StrCat("`n` is ", *n, "; this server returns one choice per request: send n = 1 (or "
+                                 "omit it) and make separate requests"));
+  }
+  for (const char* name : {"tools", "functions"}) {
+    if (const Json* v = Field(body, name); v != nullptr && !(v->is_array() && v->empty())) {
+      return Bad(name, absl::StrCat("`", name, "` is not supported: this server does not do tool calling"));
+    }
+  }
+  for (const char* name : {"tool_choice", "function_call"}) {
+    if (const Json* v = Field(body, name); v != nullptr && !(v->is_string() && (*v == "none" || *v == "auto"))) {
+      return Bad(name, absl::StrCat("`", name, "` is not supported: this server does not do tool calling"));
+    }
+  }
+  if (const Json* v = Field(body, "response_format"); v != nullptr) {
+    const Json* type = v->is_object() ? Field(*v, "type") : nullptr;
+    if (type == nullptr || *type != "text") {
+      return Bad("response_format",
+                 "only `response_format` {\"type\": \"text\"} is supported: this server has no structured output");
+    }
+  }
+  if (const Json* v = Field(body, "logit_bias"); v != nullptr && !(v->is_object() && v->empty())) {
+    return Bad("logit_bias", "`logit_bias` is not supported");
+  }
+  if (endpoint == Endpoint::kCompletion) {
+    ASSIGN_OR_RETURN(std::optional<bool> echo, Bool(body, "echo"));
+    if (echo.value_or(false)) return Bad("echo", "`echo` is not supported: the response holds the completion only");
+    ASSIGN_OR_RETURN(std::optional<int64_t> best_of, Integer(body, "best_of"));
+    if (best_of.has_value() && *best_of != 1) return Bad("best_of", "`best_of` other than 1 is not supported");
+    ASSIGN_OR_RETURN(std::optional<std::string> suffix, String(body, "suffix"));
+    if (suffix.has_value() && !suffix->empty()) return Bad("suffix", "`suffix` is not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadStop(const Json& body, v1::GenerationOptions& options) {
+  const Json* stop = Field(body, "stop");
+  if (stop == nullptr) return absl::OkStatus();
+  if (stop->is_string()) {
+    options.add_stop(stop->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!stop->is_array()) return WrongType("stop", "a string or a list of strings", *stop);
+  for (size_t i = 0; i < stop->size(); ++i) {
+    if (!(*stop)[i].is_string()) return WrongType(absl::StrCat("stop[", i, "]"), "a string", (*stop)[i]);
+    options.add_stop((*stop)[i].get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+// Sampling, stopping and the extension fields both endpoints share.
+absl::Status ReadOptions(const Json& body, CompletionCall& call, v1::GenerationOptions& options) {
+  ASSIGN_OR_RETURN(std::optional<std::string> model, String(body, "model"));
+  call.model = model.value_or("");
+  options.set_model(call.model);
+  ASSIGN_OR_RETURN(std::optional<bool> stream, Bool(body, "stream"));
+  call.stream = stream.value_or(false);
+  if (const Json* so = Field(body, "stream_options"); so != nullptr) {
+    if (!so->is_object()) return WrongType("stream_options", "an object", *so);
+    ASSIGN_OR_RETURN(std::optional<bool> usage, Bool(*so, "include_usage"));
+    call.include_usage = usage.value_or(false);
+  }
+
+  v1::SamplingParams& s = *options.mutable_sampling();
+  ASSIGN_OR_RETURN(std::optional<double> temperature, Number(body, "temperature"));
+  s.set_temperature(static_cast<float>(temperature.value_or(1.0)));  // OpenAI's default
+  ASSIGN_OR_RETURN(std::optional<double> top_p, Number(body, "top_p"));
+  if (top_p.has_value()) s.set_top_p(static_cast<float>(*top_p));
+  ASSIGN_OR_RETURN(std::optional<int64_t> top_k, Integer(body, "top_k"));
+  if (top_k.has_value() && *top_k > 0) {
+    s.set_top_k(static_cast<int32_t>(std::min<int64_t>(*top_k, INT32_MAX)));
+  } else if (top_k.has_value() && *top_k < -1) {
+    return Bad("top_k", absl::StrCat("`top_k` is ", *top_k, "; give a count, or 0 or -1 for no limit"));
+  }
+  ASSIGN_OR_RETURN(std::optional<double> min_p, Number(body, "min_p"));
+  if (min_p.has_value()) s.set_min_p(static_cast<float>(*min_p));
+  ASSIGN_OR_RETURN(std::optional<int64_t> seed, Integer(body, "seed"));
+  if (seed.has_value()) {
+    if (*seed < 0) return Bad("seed", absl::StrCat("`seed` is ", *seed, "; give a non-negative integer"));
+    s.set_seed(static_cast<uint64_t>(*seed));
+  }
+  ASSIGN_OR_RETURN(std::optional<double> presence, Number(body, "presence_penalty"));
+  if (presence.has_value()) s.set_presence_penalty(static_cast<float>(*presence));
+  ASSIGN_OR_RETURN(std::optional<double> frequency, Number(body, "frequency_penalty"));
+  if (frequency.has_value()) s.set_frequency_penalty(static_cast<float>(*frequency));
+  ASSIGN_OR_RETURN(std::optional<double> repetition, Number(body, "repetition_penalty"));
+  if (repetition.has_value()) s.set_repetition_penalty(static_cast<float>(*repetition));
+
+  v1::StoppingParams& stopping = *options.mutable_stopping();
+  ASSIGN_OR_RETURN(std::optional<int32_t> max_tokens, Bounded(body, "max_tokens", 1, INT32_MAX));
+  ASSIGN_OR_RETURN(std::optional<int32_t> max_completion, Bounded(body, "max_completion_tokens", 1, INT32_MAX));
+  // The newer name wins when both are sent; neither: up to the context.
+  if (max_completion.has_value()) {
+    stopping.set_max_tokens(*max_completion);
+  } else if (max_tokens.has_value()) {
+    stopping.set_max_tokens(*max_tokens);
+  }
+  ASSIGN_OR_RETURN(std::optional<bool> ignore_eos, Bool(body, "ignore_eos"));
+  stopping.set_ignore_eos(ignore_eos.value_or(false));
+  if (const Json* ids = Field(body, "stop_token_ids"); ids != nullptr) {
+    if (!ids->is_array()) return WrongType("stop_token_ids", "a list of token ids", *ids);
+    for (size_t i = 0; i < ids->size(); ++i) {
+      if (!(*ids)[i].is_number_integer()) {
+        return WrongType(absl::StrCat("stop_token_ids[", i, "]"), "an integer", (*ids)[i]);
+      }
+      stopping.add_stop_token_ids((*ids)[i].get<int32_t>());
+    }
+  }
+  RETURN_IF_ERROR(ReadStop(body, options));
+
+  if (call.endpoint == Endpoint::kChat) {
+    ASSIGN_OR_RETURN(std::optional<bool> logprobs, Bool(body, "logprobs"));
+    ASSIGN_OR_RETURN(std::optional<int32_t> top, Bounded(body, "top_logprobs", 0, 20));
+    call.logprobs = logprobs.value_or(false);
+    call.top_logprobs = top.value_or(0);
+    if (call.top_logprobs > 0 && !call.logprobs) {
+      return Bad("top_logprobs", "`top_logprobs` needs `logprobs`: true");
+    }
+  } else {
+    ASSIGN_OR_RETURN(std::optional<int32_t> count, Bounded(body, "logprobs", 0, 20));
+    call.logprobs = count.has_value();
+    call.top_logprobs = count.value_or(0);
+  }
+  options.set_logprobs(call.logprobs);
+  options.set_top_logprobs(call.top_logprobs);
+
+  ASSIGN_OR_RETURN(std::optional<std::string> salt, String(body, "cache_salt"));
+  options.set_cache_salt(salt.value_or(""));
+  ASSIGN_OR_RETURN(std::optional<std::string> user, String(body, "user"));
+  call.user = user.value_or("");
+  ASSIGN_OR_RETURN(std::optional<int64_t> priority, Integer(body, "priority"));
+  if (priority.has_value()) {
+    options.set_priority(static_cast<int32_t>(std::clamp<int64_t>(*priority, INT32_MIN, INT32_MAX)));
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> session, String(body, "session_id"));
+  options.set_session_id(session.value_or(""));
+  return absl::OkStatus();
+}
+
+// A message's content: a string, or text parts joined by newlines.
+absl::StatusOr<std::string> ReadContent(const Json& message, const std::string& at, bool may_be_empty) {
+  const Json* content = Field(message, "content");
+  if (content == nullptr) {
+    if (may_be_empty) return std::string();
+    return Bad(at + ".content", absl::StrCat("`", at, ".content` is missing"));
+  }
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array()) return WrongType(at + ".content", "a string or a list of content parts", *content);
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const Json& part = (*content)[i];
+    const std::string where = absl::StrCat(at, ".content[", i, "]");
+    if (!part.is_object()) return WrongType(where, "an object", part);
+    const Json* type = Field(part, "type");
+    if (type == nullptr || !type->is_string()) return Bad(where + ".type", absl::StrCat("`", where, ".type` is missing"));
+    if (*type != "text") {
+      return Bad(where + ".type", absl::StrCat("content parts of type '", type->get<std::string>(),
+                                               "' are not supported: this model takes text parts only"));
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> text, String(part, "text"));
+    texts.push_back(text.value_or(""));
+  }
+  return absl::StrJoin(texts, "\n");
+}
+
+absl::StatusOr<std::vector<v1::ChatMessage>> ReadMessages(const Json& body) {
+  const Json* messages = Field(body, "messages");
+  if (messages == nullptr) return Bad("messages", "`messages` is missing: give the conversation as a list");
+  if (!messages->is_array()) return WrongType("messages", "a list of messages", *messages);
+  if (messages->empty()) return Bad("messages", "`messages` is empty: give at least one message");
+  std::vector<v1::ChatMessage> out;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& m = (*messages)[i];
+    const std::string at = absl::StrCat("messages[", i, "]");
+    if (!m.is_object()) return WrongType(at, "an object", m);
+    const Json* role_json = Field(m, "role");
+    if (role_json == nullptr || !role_json->is_string()) {
+      return Bad(at + ".role", absl::StrCat("`", at, ".role` must be system, developer, user or assistant"));
+    }
+    std::string role = role_json->get<std::string>();
+    if (role == "developer") role = "system";  // the newer name for the same turn
+    if (role == "tool" || role == "function") {
+      return Bad(at + ".role", absl::StrCat("`", at, ".role` '", role,
+                                            "' needs tool calling, which this server does not support"));
+    }
+    if (role != "system" && role != "user" && role != "assistant") {
+      return Bad(at + ".role", absl::StrCat("`", at, ".role` is '", role,
+                                            "'; it must be system, developer, user or assistant"));
+    }
+    if (const Json* calls = Field(m, "tool_calls"); calls != nullptr && !(calls->is_array() && calls->empty())) {
+      return Bad(at + ".tool_calls", "tool calls are not supported: this server does not do tool calling");
+    }
+    v1::ChatMessage& message = out.emplace_back();
+    message.set_role(role);
+    ASSIGN_OR_RETURN(*message.mutable_content(), ReadContent(m, at, /*may_be_empty=*/role == "assistant"));
+  }
+  return out;
+}
+
+absl::Status ReadPrompt(const Json& body, v1::GenerateTextRequest& request) {
+  const Json* prompt = Field(body, "prompt");
+  if (prompt == nullptr) return Bad("prompt", "`prompt` is missing: give a string or a list of token ids");
+  if (prompt->is_string()) {
+    if (prompt->get_ref<const std::string&>().empty()) return Bad("prompt", "`prompt` is empty");
+    request.set_prompt(prompt->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!prompt->is_array()) return WrongType("prompt", "a string or a list of token ids", *prompt);
+  if (prompt->empty()) return Bad("prompt", "`prompt` is empty");
+  if (!(*prompt)[0].is_number_integer()) {
+    return Bad("prompt", "`prompt` holds several prompts; this server takes one per request: send a string or "
+                         "one list of token ids, and make separate requests for the others");
+  }
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const Json& id = (*prompt)[i];
+    if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX) {
+      return WrongType(absl::StrCat("prompt[", i, "]"), "a token id", id);
+    }
+    request.add_prompt_token_ids(id.get<int32_t>());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CompletionCall> ParseCompletionCall(Endpoint endpoint, std::string_view body) {
+  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  RETURN_IF_ERROR(RefuseUnsupported(json, endpoint));
+  CompletionCall call;
+  call.endpoint = endpoint;
+  if (endpoint == Endpoint::kChat) {
+    ASSIGN_OR_RETURN(std::vector<v1::ChatMessage> messages, ReadMessages(json));
+    for (v1::ChatMessage& m : messages) *call.chat.add_messages() = std::move(m);
+    ASSIGN_OR_RETURN(std::optional<bool> add_generation_prompt, Bool(json, "add_generation_prompt"));
+    if (add_generation_prompt.has_value()) call.chat.set_add_generation_prompt(*add_generation_prompt);
+    RETURN_IF_ERROR(ReadOptions(json, call, *call.chat.mutable_options()));
+  } else {
+    RETURN_IF_ERROR(ReadPrompt(json, call.completion));
+    RETURN_IF_ERROR(ReadOptions(json, call, *call.completion.mutable_options()));
+  }
+  return call;
+}
+
+absl::StatusOr<TokenizeCall> ParseTokenizeCall(std::string_view body) {
+  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  TokenizeCall call;
+  ASSIGN_OR_RETURN(std::optional<std::string> model, String(json, "model"));
+  call.model = model.value_or("");
+  const bool has_prompt = Field(json, "prompt") != nullptr;
+  const bool has_messages = Field(json, "messages") != nullptr;
+  if (has_prompt == has_messages) return Bad("prompt", "give exactly one of `prompt` (a string) or `messages`");
+  if (has_prompt) {
+    ASSIGN_OR_RETURN(std::optional<std::string> prompt, String(json, "prompt"));
+    ASSIGN_OR_RETURN(std::optional<bool> add_special, Bool(json, "add_special_tokens"));
+    v1::TokenizeRequest& r = call.prompt.emplace();
+    r.set_model(call.model);
+    r.set_text(*prompt);
+    // What /v1/completions does with the same text: BOS as the vocabulary
+    // asks, special-token texts kept as plain text.
+    r.set_add_bos(add_special.value_or(true));
+    return call;
+  }
+  ASSIGN_OR_RETURN(call.messages, ReadMessages(json));
+  ASSIGN_OR_RETURN(std::optional<bool> add_generation_prompt, Bool(json, "add_generation_prompt"));
+  call.add_generation_prompt = add_generation_prompt.value_or(true);
+  return call;
+}
+
+absl::StatusOr<v1::DetokenizeRequest> ParseDetokenizeCall(std::string_view body) {
+  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  v1::DetokenizeRequest request;
+  ASSIGN_OR_RETURN(std::optional<std::string> model, String(json, "model"));
+  request.set_model(model.value_or(""));
+  const Json* tokens = Field(json, "tokens");
+  if (tokens == nullptr || !tokens->is_array()) return Bad("tokens", "`tokens` must be a list of token ids");
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const Json& id = (*tokens)[i];
+    if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX) {
+      return WrongType(absl::StrCat("tokens[", i, "]"), "a token id", id);
+    }
+    request.add_token_ids(id.get<int32_t>());
+  }
+  return request;
+}
+
+std::string ErrorParam(const absl::Status& status) {
+  auto param = status.GetPayload(kParamPayload);
+  return param.has_value() ? std::string(*param) : std::string();
+}
+
+}  // namespace kvfleet::router::openai

@@ -1,0 +1,161 @@
+#include "services/router/server/public_api.h"
+
+#include <optional>
+#include <random>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "model/tokenizer/incremental_detokenizer.h"
+#include "services/transport/grpc_status.h"
+
+namespace kvfleet::router {
+namespace {
+
+// Seeds for sampled requests that gave none. Each thread's generator is
+// seeded with 256 bits from the OS, so no two threads share a stream.
+uint64_t FreshSeed() {
+  thread_local std::mt19937_64 rng = [] {
+    std::random_device os;
+    std::seed_seq seq{os(), os(), os(), os(), os(), os(), os(), os()};
+    return std::mt19937_64(seq);
+  }();
+  return rng();
+}
+
+absl::StatusCode ToAbslCode(grpc::StatusCode code) { return static_cast<absl::StatusCode>(code); }
+
+}  // namespace
+
+PublicApi::PublicApi(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool,
+                     RouterMetrics& metrics, TenantTokens* tokens, const limits::RequestLimits& limits,
+                     TenantQuotas* quotas)
+    : model_(model),
+      runner_(runner),
+      pool_(pool),
+      metrics_(metrics),
+      tokens_(tokens),
+      limits_(limits),
+      quotas_(quotas) {}
+
+absl::StatusOr<std::string> PublicApi::Authenticate(const std::string* authorization) const {
+  if (tokens_ == nullptr) return std::string();
+  // One answer whatever is wrong, so a caller learns nothing about which tokens exist.
+  const absl::Status refused = absl::UnauthenticatedError(
+      "this router requires `authorization: Bearer <token>` with a token it knows");
+  if (authorization == nullptr) return refused;
+  absl::string_view value(*authorization);
+  if (!absl::ConsumePrefix(&value, "Bearer ") && !absl::ConsumePrefix(&value, "bearer ")) return refused;
+  std::optional<std::string> tenant = tokens_->Lookup(std::string_view(value.data(), value.size()));
+  if (!tenant.has_value()) return refused;
+  return *tenant;
+}
+
+absl::StatusOr<v1::GenerationOptions> PublicApi::ForTenant(const std::string& tenant,
+                                                           const v1::GenerationOptions& options) const {
+  v1::GenerationOptions out = options;
+  if (tokens_ == nullptr) return out;
+  // The client's salt is checked here, before the tenant's is folded in.
+  if (options.cache_salt().size() > static_cast<size_t>(limits_.max_cache_salt_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("cache_salt is ", options.cache_salt().size(),
+                                                   " bytes; the limit is ", limits_.max_cache_salt_bytes,
+                                                   " bytes (the server's --max-cache-salt-bytes)"));
+  }
+  // Fixed length whatever the client sent; the tenant part cannot be forged
+  // by a client salt because the two are hashed together with a separator.
+  const TenantTokens::Digest d = TenantTokens::Sha256(absl::StrCat("tenant\x1f", tenant, "\x1f", options.cache_salt()));
+  out.set_cache_salt(absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(d.data()), d.size())));
+  return out;
+}
+
+PublicApi::Outcome PublicApi::ForTenantOutcome(const std::string& tenant, grpc::Status status,
+                                               std::optional<std::chrono::milliseconds> retry_after) {
+  metrics_.RecordTenantRequest(tenant, transport::StatusCodeLabel(ToAbslCode(status.error_code())));
+  return {.status = std::move(status), .retry_after = retry_after};
+}
+
+PublicApi::Outcome PublicApi::RunPlan(const CallContext& call, const std::string& tenant, Clock::time_point arrival,
+                                      const absl::StatusOr<GenerationPlan>& plan, const Sink& sink) {
+  if (!plan.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(plan.status()));
+  const int64_t prompt_tokens = static_cast<int64_t>(plan->prompt.size());
+  std::optional<TenantQuotas::Lease> lease;
+  if (quotas_ != nullptr) {
+    TenantQuotas::Admission admission = quotas_->Admit(tenant, prompt_tokens);
+    if (!admission.lease.has_value()) {
+      metrics_.RecordQuotaRefusal(tenant, QuotaName(admission.refusal.kind));
+      return ForTenantOutcome(tenant, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, admission.refusal.message),
+                              admission.refusal.retry_after);
+    }
+    lease = std::move(admission.lease);
+  }
+  int64_t generated = 0;
+  const Sink counting = [&](const v1::GenerateTextResponse& r) {
+    generated += r.token_ids_size();
+    return sink(r);
+  };
+  grpc::Status status = runner_.Run(call, *plan, arrival, counting);
+  if (lease.has_value()) lease->Finish(generated);
+  metrics_.RecordTenantTokens(tenant, prompt_tokens, generated);
+  return ForTenantOutcome(tenant, std::move(status));
+}
+
+PublicApi::Outcome PublicApi::Generate(const CallContext& call, const std::string& tenant,
+                                       const v1::GenerateTextRequest& request, Clock::time_point arrival,
+                                       const Sink& sink) {
+  absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
+  if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
+  v1::GenerateTextRequest own = request;
+  *own.mutable_options() = *std::move(options);
+  return RunPlan(call, tenant, arrival, PlanGenerate(model_, own, FreshSeed(), limits_), sink);
+}
+
+PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& tenant, const v1::ChatRequest& request,
+                                   Clock::time_point arrival, const Sink& sink) {
+  absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
+  if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
+  v1::ChatRequest own = request;
+  *own.mutable_options() = *std::move(options);
+  return RunPlan(call, tenant, arrival, PlanChat(model_, own, FreshSeed(), limits_), sink);
+}
+
+absl::StatusOr<v1::TokenizeResponse> PublicApi::Tokenize(const v1::TokenizeRequest& request) const {
+  if (absl::Status s = CheckModelName(model_, request.model()); !s.ok()) return s;
+  RETURN_IF_ERROR(limits::CheckPromptBytes(limits_, "text", static_cast<int64_t>(request.text().size())));
+  absl::StatusOr<std::vector<model::TokenId>> ids = model_.tokenizer().Encode(
+      request.text(), {.add_special = request.add_bos(), .parse_special = request.parse_special()});
+  if (!ids.ok()) return ids.status();
+  v1::TokenizeResponse response;
+  response.mutable_token_ids()->Assign(ids->begin(), ids->end());
+  return response;
+}
+
+absl::StatusOr<v1::DetokenizeResponse> PublicApi::Detokenize(const v1::DetokenizeRequest& request) const {
+  if (absl::Status s = CheckModelName(model_, request.model()); !s.ok()) return s;
+  const std::vector<model::TokenId> ids(request.token_ids().begin(), request.token_ids().end());
+  if (absl::Status s = model_.CheckTokenIds(ids, "token_ids"); !s.ok()) return s;
+  // Through the incremental detokenizer so the text is valid UTF-8 (a
+  // proto string must be).
+  model::IncrementalDetokenizer detokenizer(model_.tokenizer(), {.skip_special = request.skip_special()});
+  v1::DetokenizeResponse response;
+  std::string& text = *response.mutable_text();
+  for (model::TokenId id : ids) {
+    absl::StatusOr<std::string> piece = detokenizer.Push(id);
+    if (!piece.ok()) return piece.status();
+    text += *piece;
+  }
+  text += detokenizer.Finish();
+  return response;
+}
+
+v1::ListModelsResponse PublicApi::ListModels() const {
+  v1::ListModelsResponse response;
+  v1::ModelInfo& m = *response.add_models();
+  m.set_id(model_.served_name());
+  m.set_max_context(model_.context_length());
+  m.set_vocab_size(model_.vocab_size());
+  m.set_live_workers(pool_.Counts().routable);
+  return response;
+}
+
+}  // namespace kvfleet::router

@@ -1,0 +1,75 @@
+"""What the Python client tests share: a `kvfleet up` cluster on free
+ports, the gRPC stubs generated from proto/ with grpcio-tools, and checks
+that fail with a message."""
+import importlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from grpc_tools import protoc
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def generate_stubs(proto_dir, out_dir):
+    """(inference_pb2, types_pb2, inference_pb2_grpc) from proto_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    for proto in ("kvfleet/v1/types.proto", "kvfleet/v1/inference.proto"):
+        rc = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out_dir}", f"--grpc_python_out={out_dir}", proto])
+        check(rc == 0, f"grpc_tools.protoc failed on {proto} ({rc})")
+    sys.path.insert(0, out_dir)
+    return (importlib.import_module("kvfleet.v1.inference_pb2"), importlib.import_module("kvfleet.v1.types_pb2"),
+            importlib.import_module("kvfleet.v1.inference_pb2_grpc"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """`kvfleet up` with one worker; .router (gRPC), .http (OpenAI-compatible),
+    .cachemanager and .worker_metrics (a URL) once ready."""
+
+    def __init__(self, cli, model, log_dir, workers=1, extra=()):
+        self.cachemanager = f"127.0.0.1:{free_port()}"
+        self.log_dir = log_dir
+        self.up = subprocess.Popen(
+            [cli, "up", "--model", model, "--workers", str(workers), "--threads", "2", "--kv-cache-memory", "256MiB",
+             "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--cachemanager-listen", self.cachemanager,
+             "--metrics-port", "0", "--log-dir", log_dir, *extra],
+            stdout=subprocess.PIPE, text=True)
+        self.router = self.http = self.worker_metrics = None
+        deadline = time.time() + 180
+        for line in self.up.stdout:
+            print(line, end="", flush=True)
+            if line.startswith("  metrics: "):
+                self.worker_metrics = line.split(" workers ")[1].split()[0]
+            if line.startswith("kvfleet up ready "):
+                fields = dict(word.split("=", 1) for word in line.split()[3:])
+                self.router, self.http = fields["router"], fields["http"]
+                # Keep draining its stdout so it never blocks on a full pipe.
+                threading.Thread(target=lambda: [print(l, end="") for l in self.up.stdout], daemon=True).start()
+                return
+            if time.time() > deadline:
+                break
+        self.up.kill()
+        raise Failure(f"kvfleet up never became ready (exit {self.up.wait()}); logs in {log_dir}")
+
+    def stop(self):
+        """Ctrl-C; its exit code."""
+        import signal
+        if self.up.poll() is None:
+            self.up.send_signal(signal.SIGINT)
+        return self.up.wait(timeout=60)
