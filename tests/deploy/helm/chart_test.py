@@ -514,9 +514,11 @@ def check_metrics_exposure(f: Failures, vs: str, objects: list[dict], values: di
             f.check(spec.get("type", "ClusterIP") == "ClusterIP", vs, who, "a Service with a metrics port is ClusterIP",
                     str(spec.get("type")))
         if component_of(service) == "router":
-            f.check(names in (["grpc"], ["metrics"]), vs, who, "a router Service carries gRPC or metrics, not both", str(names))
+            f.check(names in (["grpc"], ["grpc", "http"], ["metrics"]), vs, who,
+                    "a router Service carries the client ports or metrics, not both", str(names))
         if service["metadata"]["name"] == router_name:
-            f.check(names == ["grpc"], vs, who, "the client-facing router Service carries gRPC only", str(names))
+            want = ["grpc", "http"] if values["router"]["http"]["enabled"] else ["grpc"]
+            f.check(names == want, vs, who, f"the client-facing router Service carries {want} only", str(names))
             f.check(spec.get("type", "ClusterIP") == values["router"]["service"]["type"], vs, who, "type is router.service.type")
     for component in ("router", "worker", "cachemanager"):
         reachable = [s["metadata"]["name"] for s in services if component_of(s) == component
@@ -536,7 +538,8 @@ def check_common_args(f: Failures, vs: str, objects: list[dict], values: dict) -
         container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == component)
         who, args, own = f"{name_of(obj)} container {component}", container.get("args") or [], values[component]
         ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
-        f.check(sorted(ports) == ["grpc", "health", "metrics"], vs, who, "container ports grpc, metrics and health", str(ports))
+        want = ["grpc", "health", "metrics"] + (["http"] if component == "router" and values["router"]["http"]["enabled"] else [])
+        f.check(sorted(ports) == sorted(want), vs, who, f"container ports {want}", str(ports))
         f.check(arg_after(args, "--metrics-port") == str(ports.get("metrics")), vs, who, "--metrics-port is the metrics container port")
         f.check(arg_after(args, "--log-level") == own["logLevel"], vs, who, f"--log-level from {component}.logLevel")
         extra = [str(a) for a in own.get("extraArgs") or []]
@@ -918,6 +921,38 @@ def check_reflection(f: Failures, vs: str, objects: list[dict], values: dict) ->
                     "--no-reflection" if expected else "no --no-reflection", " ".join(args))
 
 
+def check_http(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """router.http: the router's --http-listen, its container port, the router Service's port and the
+    router NetworkPolicy's ingress on 8000 together, or none of them; the timeout in ms; the served name."""
+    http = values["router"]["http"]
+    served = values["router"].get("servedModelName", "")
+    for obj in objects:
+        kind, who = obj["kind"], name_of(obj)
+        if kind in ("Deployment", "StatefulSet"):
+            for c in containers_of(obj["spec"]["template"]):
+                args = c.get("args") or []
+                router = c["name"] == "router"
+                ports = {p["name"]: p["containerPort"] for p in c.get("ports") or []}
+                on = router and http["enabled"]
+                f.check((arg_after(args, "--http-listen") == "0.0.0.0:8000") == on, vs, who,
+                        "--http-listen 0.0.0.0:8000" if on else "no --http-listen", " ".join(args))
+                f.check((ports.get("http") == 8000) == on, vs, who, "container port http 8000" if on else "no http port")
+                if on:
+                    f.check(arg_after(args, "--http-request-timeout") == str(http["requestTimeoutSeconds"] * 1000),
+                            vs, who, "--http-request-timeout in ms", " ".join(args))
+                f.check(arg_after(args, "--served-model-name") == (served if router and served else None), vs, who,
+                        f"--served-model-name {served!r}", " ".join(args))
+        if kind == "Service" and component_of(obj) == "router" and "grpc" in {p["name"] for p in obj["spec"]["ports"]}:
+            ports = {p["name"]: p for p in obj["spec"]["ports"]}
+            f.check(("http" in ports) == http["enabled"], vs, who, "port http" if http["enabled"] else "no http port")
+            if http["enabled"]:
+                f.check(ports["http"]["port"] == 8000 and ports["http"]["targetPort"] == "http", vs, who,
+                        "http: 8000 -> http", str(ports["http"]))
+        if kind == "NetworkPolicy" and component_of(obj) == "router":
+            opened = {p["port"] for rule in obj["spec"]["ingress"] for p in rule.get("ports", [])}
+            f.check((8000 in opened) == http["enabled"], vs, who, "ingress on 8000" if http["enabled"] else "8000 closed")
+
+
 QUOTA_FLAGS = {"requestsPerSecond": "--tenant-requests-per-second", "requestBurst": "--tenant-request-burst",
                "tokensPerSecond": "--tenant-tokens-per-second", "tokenBurst": "--tenant-token-burst",
                "maxStreams": "--tenant-max-streams"}
@@ -1143,6 +1178,8 @@ REFUSALS = [
     ("negative router replicas", {"router": {"replicas": -1}}, "schema", "/router/replicas"),
     ("negative worker replicas", {"worker": {"replicas": -3}}, "schema", "/worker/replicas"),
     ("a negative tenant quota", {"router": {"tenantQuotas": {"maxStreams": -1}}}, "schema", "/router/tenantQuotas/maxStreams"),
+    ("a zero HTTP timeout", {"router": {"http": {"enabled": True, "requestTimeoutSeconds": 0}}}, "schema",
+     "/router/http/requestTimeoutSeconds"),
     ("an unknown top-level key", {"replica": 2}, "schema", "replica"),
     ("an unknown nested key", {"worker": {"gpus": 1}}, "schema", "gpus"),
     ("a string for a number", {"worker": {"drainTimeoutSeconds": "30"}}, "schema", "/worker/drainTimeoutSeconds"),
@@ -1268,7 +1305,8 @@ INLINE_VALUE_SETS = {
         "networkPolicy": {"routerClients": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}]},
     },
     "inline-nodeport": {
-        "router": {"service": {"type": "NodePort"}},
+        "router": {"service": {"type": "NodePort"}, "http": {"enabled": False, "requestTimeoutSeconds": 600},
+                   "servedModelName": "smollm2"},
         "metrics": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
         "alerts": {"runbookBaseUrl": "https://docs.example.com/kvfleet"},
     },
@@ -1403,6 +1441,7 @@ def main() -> int:
         check_worker_identity(f, vs, objects)
         check_reflection(f, vs, objects, values)
         check_quotas(f, vs, objects, values)
+        check_http(f, vs, objects, values)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)
         check_images(f, vs, objects, values)

@@ -14,7 +14,8 @@
   at baseline at once;
 - a second router on the same cluster with TLS, tenant tokens and a quota:
   the client verifies the certificate (and refuses a wrong CA), a missing
-  token is 401, a quota's refusal 429 with Retry-After.
+  token is 401, a request past --http-request-timeout 504, a quota's
+  refusal 429 with Retry-After.
 
 The clients run with max_retries=0: the package retries 429 and 5xx by
 default, which would hide the statuses under test.
@@ -217,7 +218,7 @@ def check_tls_auth_quota(router_binary, model_path, cluster, model, tmp):
     router = subprocess.Popen(
         [router_binary, "--model", model_path, "--cachemanager", cluster.cachemanager, "--listen", "127.0.0.1:0",
          "--metrics-port", "0", "--http-listen", http, "--tls-cert", cert, "--tls-key", key, "--auth-tokens", tokens,
-         "--tenant-requests-per-second", "0.2", "--tenant-request-burst", "2"],
+         "--tenant-requests-per-second", "0.2", "--tenant-request-burst", "2", "--http-request-timeout", "1500"],
         stdout=subprocess.PIPE, stderr=log, text=True)
     try:
         for line in router.stdout:
@@ -241,7 +242,16 @@ def check_tls_auth_quota(router_binary, model_path, cluster, model, tmp):
             raise Failure("an unknown token was served")
         except openai.AuthenticationError as e:
             print(f"  unknown token: {e.status_code}")
-        secure.chat.completions.create(model=model, messages=MESSAGES, max_tokens=1, temperature=0)
+        # HTTP has no deadline of its own: the router's (1.5 s here) ends a long request with 504.
+        start = time.time()
+        try:
+            secure.chat.completions.create(model=model, messages=MESSAGES, max_tokens=4000, temperature=0,
+                                           extra_body={"ignore_eos": True})
+            raise Failure("a request longer than --http-request-timeout was not ended")
+        except openai.InternalServerError as e:
+            check(e.status_code == 504 and "--http-request-timeout" in e.body["message"], f"{e.status_code}: {e}")
+            print(f"  past --http-request-timeout: {e.status_code} after {time.time() - start:.1f} s")
+        # The tenant's burst of 2 is spent: the next request is refused with a hint.
         try:
             secure.chat.completions.create(model=model, messages=MESSAGES, max_tokens=1, temperature=0)
             raise Failure("the tenant's request rate was not enforced")

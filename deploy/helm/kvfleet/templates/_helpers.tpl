@@ -190,6 +190,11 @@ ports:
   - name: health
     containerPort: {{ include "kvfleet.port.health" .root }}
     protocol: TCP
+{{- if and (eq .component "router") .root.Values.router.http.enabled }}
+  - name: http
+    containerPort: {{ include "kvfleet.port.routerHttp" .root }}
+    protocol: TCP
+{{- end }}
 {{- end -}}
 
 {{/* The args every service takes (list items, after its own): the metrics and
@@ -318,6 +323,7 @@ livenessProbe:
 {{- define "kvfleet.port.health" -}}8080{{- end -}}
 {{- define "kvfleet.port.routerGrpc" -}}50060{{- end -}}
 {{- define "kvfleet.port.routerMetrics" -}}9466{{- end -}}
+{{- define "kvfleet.port.routerHttp" -}}8000{{- end -}}
 {{- define "kvfleet.port.workerGrpc" -}}50051{{- end -}}
 {{- define "kvfleet.port.workerMetrics" -}}9464{{- end -}}
 {{- define "kvfleet.port.cachemanagerGrpc" -}}50050{{- end -}}

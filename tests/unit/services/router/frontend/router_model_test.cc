@@ -35,6 +35,11 @@ TEST_F(RouterModelTest, TheIdIsTheFileStemLikeTheWorkersUnlessGiven) {
   ASSERT_TRUE(named.ok());
   EXPECT_EQ((*named)->id(), "custom");
   EXPECT_EQ(model_->context_length(), 512);
+  EXPECT_EQ(model_->served_name(), "tiny-chat");  // the id unless given
+  absl::StatusOr<std::unique_ptr<RouterModel>> served = RouterModel::Load(path_, "", "smollm2");
+  ASSERT_TRUE(served.ok());
+  EXPECT_EQ((*served)->id(), "tiny-chat");  // the block hashes' seed stays the workers'
+  EXPECT_EQ((*served)->served_name(), "smollm2");
 }
 
 TEST_F(RouterModelTest, ChatRendersTheTemplateWithItsControlTokens) {

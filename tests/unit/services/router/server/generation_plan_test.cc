@@ -83,6 +83,11 @@ TEST_F(GenerationPlanTest, MalformedRequestsAreRefusedWithTheProblemNamed) {
   const auto [code, message] = code_and_message(other_model);
   EXPECT_EQ(code, absl::StatusCode::kNotFound);
   EXPECT_NE(message.find("'m'"), std::string::npos) << message;
+  // A served name (--served-model-name) is accepted, as is the id, and named when refusing.
+  const std::unique_ptr<RouterModel> served = *RouterModel::Load(dir_.Path("m.gguf"), "", "smollm2");
+  EXPECT_TRUE(CheckModelName(*served, "smollm2").ok());
+  EXPECT_TRUE(CheckModelName(*served, "m").ok());
+  EXPECT_NE(CheckModelName(*served, "llama-70b").message().find("'smollm2'"), absl::string_view::npos);
   v1::GenerateTextRequest too_long;
   for (int i = 0; i < 64; ++i) too_long.add_prompt_token_ids(5);
   EXPECT_NE(code_and_message(too_long).second.find("context of 64"), std::string::npos);

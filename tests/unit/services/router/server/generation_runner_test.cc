@@ -3,6 +3,7 @@
 // stop strings across messages, refusals, pass-through of the request's own
 // errors, and a client that goes away.
 #include "services/router/server/generation_runner.h"
+#include "services/router/server/http_call_context.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -221,38 +222,36 @@ TEST_F(GenerationRunnerTest, WorkersOfOneNumericsResumeEachOther) {
   EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{40, 41}));
 }
 
-// A front end other than gRPC (HTTP) hands the runner its own CallContext.
-class FakeCall : public CallContext {
- public:
-  explicit FakeCall(std::chrono::system_clock::time_point deadline) : deadline_(deadline) {}
-  std::chrono::system_clock::time_point deadline() const override { return deadline_; }
-  bool IsCancelled() const override { return false; }
-  std::shared_ptr<grpc::ClientContext> WorkerCall() const override {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(deadline_);
-    return c;
-  }
-
- private:
-  std::chrono::system_clock::time_point deadline_;
-};
-
-TEST_F(GenerationRunnerTest, AnyFrontEndsCallContextServesAndEndsTheCall) {
-  Expect("w0", {.messages = {Final({50, 51}, v1::FINISH_REASON_LENGTH, 0)}});
+// The HTTP front end hands the runner its own CallContext: the server's
+// deadline on every worker call, and a cancel from the client's disconnect.
+TEST_F(GenerationRunnerTest, TheHttpCallContextServesSetsTheDeadlineAndEndsTheCall) {
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  std::chrono::system_clock::time_point worker_deadline;
+  EXPECT_CALL(*stubs_.at("w0"), GenerateRaw(_, _))
+      .WillOnce([&](grpc::ClientContext* context, const v1::GenerateRequest&) {
+        worker_deadline = context->deadline();
+        return new FakeReader({.messages = {Final({50, 51}, v1::FINISH_REASON_LENGTH, 0)}});
+      })
+      .RetiresOnSaturation();
   std::vector<v1::GenerateTextResponse> out;
   const auto sink = [&](const v1::GenerateTextResponse& r) {
     out.push_back(r);
     return true;
   };
-  const FakeCall live(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const HttpCallContext live(deadline);
   ASSERT_TRUE(runner_->Run(live, Plan(), GenerationRunner::Clock::now(), sink).ok());
   EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{50, 51}));
-  // Its deadline already passed: no worker is called.
+  EXPECT_EQ(worker_deadline, deadline);
+  // Its deadline already passed, or its client went: no worker is called.
   ExpectNoCall("w0");
   ExpectNoCall("w1");
-  const FakeCall late(std::chrono::system_clock::now() - std::chrono::seconds(1));
+  const HttpCallContext late(std::chrono::system_clock::now() - std::chrono::seconds(1));
   EXPECT_EQ(runner_->Run(late, Plan(), GenerationRunner::Clock::now(), sink).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
+  HttpCallContext gone(deadline);
+  gone.Cancel();
+  EXPECT_EQ(runner_->Run(gone, Plan(), GenerationRunner::Clock::now(), sink).error_code(),
+            grpc::StatusCode::CANCELLED);
 }
 
 TEST_F(GenerationRunnerTest, AFailureBeforeTheFirstTokenIsRetriedWithNothingResumed) {

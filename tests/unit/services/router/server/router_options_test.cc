@@ -15,6 +15,19 @@ TEST(RouterOptionsTest, DefaultsWithACacheManager) {
   EXPECT_EQ(o->placement.policy, Policy::kPrefixAware);
   EXPECT_EQ(o->max_attempts, 3);
   EXPECT_TRUE(o->workers.empty());
+  EXPECT_TRUE(o->http_listen.empty());  // the HTTP port is off unless asked for
+  EXPECT_EQ(o->http_request_timeout, std::chrono::minutes(10));
+  EXPECT_TRUE(o->served_model_name.empty());
+}
+
+TEST(RouterOptionsTest, TheHttpPortAndTheServedName) {
+  absl::StatusOr<RouterOptions> o =
+      ParseRouterOptions({"--model", "m", "--workers", "a:1", "--http-listen", "0.0.0.0:8000",
+                          "--http-request-timeout", "1500", "--served-model-name", "smollm2"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->http_listen, "0.0.0.0:8000");
+  EXPECT_EQ(o->http_request_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o->served_model_name, "smollm2");
 }
 
 TEST(RouterOptionsTest, StaticWorkersAndAPolicy) {
@@ -45,6 +58,7 @@ TEST(RouterOptionsTest, BadCommandLinesAreRefused) {
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--policy", "random"}).ok());
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--max-attempts", "0"}).ok());
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--probe-interval", "1"}).ok());
+  EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--http-request-timeout", "0"}).ok());
 }
 
 }  // namespace
