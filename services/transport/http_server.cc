@@ -42,7 +42,6 @@ using tcp = net::ip::tcp;
 using boost::system::error_code;
 
 constexpr size_t kMaxQueuedBytes = 1 << 20;  // a stream's unsent bytes before Write blocks
-constexpr auto kTlsCheckInterval = std::chrono::seconds(kTlsRefreshSeconds);
 
 // The handler's answer, handed from its thread to the connection's coroutine.
 class Exchange final : public HttpResponder, public std::enable_shared_from_this<Exchange> {
@@ -312,7 +311,7 @@ class BeastHttpServer final : public HttpServer {
   // key file changed (a rotation needs no restart, as on the gRPC port).
   std::shared_ptr<ssl::context> CurrentTls() {
     const auto now = std::chrono::steady_clock::now();
-    if (now - tls_checked_at_ < kTlsCheckInterval) return tls_;
+    if (now - tls_checked_at_ < options_.tls_reload_interval) return tls_;
     tls_checked_at_ = now;
     const auto cert = ModifiedAt(options_.tls.cert);
     const auto key = ModifiedAt(options_.tls.key);

@@ -83,6 +83,10 @@ struct HttpServerOptions {
   // signed; allowed_peers (with client_ca): and it must name one of them.
   TlsFiles tls;
   std::vector<std::string> allowed_peers;
+  // How often a new connection looks at the certificate and key files'
+  // times; changed files are loaded for the connections after (a rotation
+  // needs no restart, as on the gRPC port).
+  std::chrono::milliseconds tls_reload_interval{kTlsRefreshSeconds * 1000};
   size_t max_header_bytes = 16 << 10;  // the request line and headers; over it: 431
   size_t max_body_bytes = 4 << 20;     // over it: 413
   // From a connection's first byte (or the end of its previous response) to

@@ -60,7 +60,8 @@ def start_cluster(cli, model, log_dir):
         if line.startswith("kvfleet up ready router="):
             threading.Thread(target=lambda: [print(l, end="") for l in up.stdout], daemon=True).start()
             check(prometheus, "kvfleet up printed no prometheus= line before its ready line")
-            return up, line.split()[3].split("=", 1)[1], prometheus
+            fields = dict(word.split("=", 1) for word in line.split()[3:])
+            return up, fields["router"], fields["http"], prometheus
         if time.time() > deadline:
             break
     up.kill()
@@ -73,10 +74,11 @@ def api(prometheus, path):
 
 
 class Load:
-    """`kvfleet load` against the router in a loop, until stopped."""
+    """`kvfleet load` against the router in a loop, and a chat completion on
+    its OpenAI-compatible port after each run, until stopped."""
 
-    def __init__(self, cli, router):
-        self.cli, self.router, self.stop, self.runs, self.errors = cli, router, threading.Event(), 0, []
+    def __init__(self, cli, router, http):
+        self.cli, self.router, self.http, self.stop, self.runs, self.errors = cli, router, http, threading.Event(), 0, []
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -92,6 +94,14 @@ class Load:
                 self.errors.append(r.stderr[-2000:])
             elif self.runs == 0:
                 print(r.stdout, end="", flush=True)
+            body = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}).encode()
+            request = urllib.request.Request(f"http://{self.http}/v1/chat/completions", data=body,
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=120) as answer:
+                    json.load(answer)
+            except (OSError, ValueError) as e:
+                self.errors.append(f"HTTP chat completion: {e}")
             self.runs += 1  # after the error, so a reader that sees the run also sees its error
 
     def finish(self):
@@ -103,7 +113,7 @@ def run(args):
     repo = Path(args.repo).resolve()
     chart = repo / "deploy/helm/kvfleet"
     log_dir = tempfile.mkdtemp(prefix="kvfleet-dashboards-")
-    up, router, prometheus = start_cluster(args.cli, args.model, log_dir)
+    up, router, http, prometheus = start_cluster(args.cli, args.model, log_dir)
     load = None
     try:
         deadline, pods = time.time() + 30, []
@@ -121,7 +131,7 @@ def run(args):
 
         model_id = subprocess.run([args.cli, "models", "--router", router], capture_output=True, text=True,
                                   check=True).stdout.splitlines()[1].split()[0]
-        load = Load(args.cli, router)
+        load = Load(args.cli, router, http)
         started = time.time()
         while load.runs == 0 and time.time() < started + 120:
             time.sleep(0.5)
