@@ -90,7 +90,10 @@ absl::Status Run(const RouterOptions& o) {
                                 .max_body_bytes = static_cast<size_t>(o.transport.max_message_bytes),
                                 .max_active_requests = o.transport.max_concurrent_streams,
                                 .error_body = OpenAiHttpService::ErrorBody,
-                                .error_content_type = "application/json"},
+                                .error_content_type = "application/json",
+                                .on_server_answer = [&metrics](int status) {
+                                  metrics.RecordHttpRequest("unrouted", status);
+                                }},
                                [&http_service](const transport::HttpRequest& r, transport::HttpResponder& out) {
                                  http_service.Handle(r, out);
                                }));

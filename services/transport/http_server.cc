@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -26,6 +27,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -221,8 +223,7 @@ class BeastHttpServer final : public HttpServer {
       if (!context.ok()) return context.status();
       tls_ = *std::move(context);
       tls_checked_at_ = std::chrono::steady_clock::now();
-      cert_mtime_ = ModifiedAt(options_.tls.cert);
-      key_mtime_ = ModifiedAt(options_.tls.key);
+      tls_times_ = TlsFileTimes();
     }
     absl::StatusOr<tcp::endpoint> endpoint = ParseListen(options_.listen);
     if (!endpoint.ok()) return endpoint.status();
@@ -236,7 +237,7 @@ class BeastHttpServer final : public HttpServer {
     }
     bound_ = acceptor_.local_endpoint();
     address_ = EndpointText(bound_);
-    net::co_spawn(ioc_, Accept(), net::detached);
+    net::co_spawn(ioc_, Accept(), LogIfThrew);
     io_thread_ = std::thread([this] { ioc_.run(); });
     return absl::OkStatus();
   }
@@ -258,21 +259,46 @@ class BeastHttpServer final : public HttpServer {
       }
       idle_.wait(lock, [&] { return active_requests_ == 0; });
     }
-    // The last answers have a moment to reach their clients.
+    // The last answers have a moment to reach their clients; then every
+    // connection, idle keep-alive ones included, is closed, so a pooled
+    // client learns at once to go elsewhere.
     idle_.wait_for(lock, std::chrono::seconds(2), [&] { return sending_ == 0; });
     lock.unlock();
+    net::post(ioc_, [this] {
+      for (const std::weak_ptr<ConnectionBase>& weak : live_) {
+        if (std::shared_ptr<ConnectionBase> c = weak.lock()) c->Close();
+      }
+    });
+    for (int i = 0; i < 200 && connections_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ioc_.stop();
     if (io_thread_.joinable()) io_thread_.join();
   }
 
  private:
+  // What Shutdown needs of a connection of either stream type.
+  struct ConnectionBase {
+    virtual ~ConnectionBase() = default;
+    virtual void Close() = 0;
+  };
+
   template <class Stream>
-  struct Connection {
+  struct Connection final : ConnectionBase {
     // `tls`: the context a TLS stream uses (null for plain TCP), kept
-    // alive here because a reload replaces the server's.
+    // alive here because a reload replaces the server's. `open` counts the
+    // server's open connections while this one lives.
     template <class... Args>
-    explicit Connection(std::shared_ptr<ssl::context> tls, Args&&... args)
-        : tls_context(std::move(tls)), stream(std::forward<Args>(args)...), watch_end(stream.get_executor()) {}
+    explicit Connection(std::atomic<int>& open, std::shared_ptr<ssl::context> tls, Args&&... args)
+        : open_count(open), tls_context(std::move(tls)), stream(std::forward<Args>(args)...),
+          watch_end(stream.get_executor()) {
+      ++open_count;
+    }
+    ~Connection() override { --open_count; }
+    void Close() override {
+      error_code ignored;
+      Lowest(stream).socket().close(ignored);
+      broken = true;
+    }
+    std::atomic<int>& open_count;
     std::shared_ptr<ssl::context> tls_context;
     Stream stream;
     beast::flat_buffer buffer;
@@ -283,8 +309,20 @@ class BeastHttpServer final : public HttpServer {
     net::steady_timer watch_end;
   };
 
+  enum class Sent { kAnswered, kNoAnswer, kClientGone };
+
   static beast::tcp_stream& Lowest(beast::tcp_stream& s) { return s; }
   static beast::tcp_stream& Lowest(beast::ssl_stream<beast::tcp_stream>& s) { return beast::get_lowest_layer(s); }
+
+  // For co_spawn: a coroutine that throws is logged, not silently dropped.
+  static void LogIfThrew(std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      KVFLEET_LOG_ERROR("HTTP: a connection ended on an exception: {}", x.what());
+    }
+  }
 
   absl::StatusOr<std::shared_ptr<ssl::context>> MakeTlsContext() const {
     auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
@@ -307,15 +345,18 @@ class BeastHttpServer final : public HttpServer {
     return context;
   }
 
-  // The TLS context for a new connection: rebuilt when the certificate or
-  // key file changed (a rotation needs no restart, as on the gRPC port).
+  std::vector<std::optional<std::filesystem::file_time_type>> TlsFileTimes() const {
+    return {ModifiedAt(options_.tls.cert), ModifiedAt(options_.tls.key), ModifiedAt(options_.tls.client_ca)};
+  }
+
+  // The TLS context for a new connection: rebuilt when the certificate, key
+  // or client CA file changed (a rotation needs no restart, as on gRPC).
   std::shared_ptr<ssl::context> CurrentTls() {
     const auto now = std::chrono::steady_clock::now();
     if (now - tls_checked_at_ < options_.tls_reload_interval) return tls_;
     tls_checked_at_ = now;
-    const auto cert = ModifiedAt(options_.tls.cert);
-    const auto key = ModifiedAt(options_.tls.key);
-    if (cert == cert_mtime_ && key == key_mtime_) return tls_;
+    auto times = TlsFileTimes();
+    if (times == tls_times_) return tls_;
     if (absl::Status s = CheckTlsFiles(options_.tls); !s.ok()) {
       KVFLEET_LOG_WARN("HTTP: the TLS files changed but cannot be used ({}); keeping the previous ones",
                        std::string(s.message()));
@@ -327,31 +368,66 @@ class BeastHttpServer final : public HttpServer {
                        std::string(context.status().message()));
       return tls_;
     }
-    KVFLEET_LOG_INFO("HTTP: reloaded the TLS certificate {}", options_.tls.cert);
-    cert_mtime_ = cert;
-    key_mtime_ = key;
+    KVFLEET_LOG_INFO("HTTP: reloaded the TLS files ({})", options_.tls.cert);
+    tls_times_ = std::move(times);
     tls_ = *std::move(context);
     return tls_;
   }
 
+  // As the gRPC port's PeerAuthorizer: an exact match of a subject
+  // alternative name (DNS, URI, email, IP) or the common name; no wildcards.
   bool PeerNamesAllowed(SSL* ssl_handle) const {
     if (options_.allowed_peers.empty()) return true;
     X509* cert = SSL_get1_peer_certificate(ssl_handle);
     if (cert == nullptr) return false;
-    bool allowed = false;
-    for (const std::string& name : options_.allowed_peers) {
-      if (X509_check_host(cert, name.data(), name.size(), 0, nullptr) == 1) allowed = true;
+    std::vector<std::string> names;
+    if (auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
+      for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+        const GENERAL_NAME* san = sk_GENERAL_NAME_value(sans, i);
+        if (san->type == GEN_DNS || san->type == GEN_URI || san->type == GEN_EMAIL) {
+          const ASN1_IA5STRING* text = san->d.ia5;
+          names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)), ASN1_STRING_length(text));
+        } else if (san->type == GEN_IPADD) {
+          const ASN1_OCTET_STRING* ip = san->d.iPAddress;
+          const unsigned char* bytes = ASN1_STRING_get0_data(ip);
+          if (ASN1_STRING_length(ip) == 4) {
+            names.push_back(net::ip::make_address_v4(net::ip::address_v4::bytes_type{bytes[0], bytes[1], bytes[2],
+                                                                                     bytes[3]})
+                                .to_string());
+          }
+        }
+      }
+      GENERAL_NAMES_free(sans);
+    }
+    char common_name[256] = {};
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, common_name, sizeof(common_name)) > 0) {
+      names.emplace_back(common_name);
     }
     X509_free(cert);
-    return allowed;
+    for (const std::string& name : names) {
+      if (std::find(options_.allowed_peers.begin(), options_.allowed_peers.end(), name) !=
+          options_.allowed_peers.end()) {
+        return true;
+      }
+    }
+    KVFLEET_LOG_WARN("HTTP: refused a TLS client whose certificate names none of --tls-allowed-peers");
+    return false;
   }
 
   net::awaitable<void> Accept() {
+    net::steady_timer backoff(ioc_);
     for (;;) {
       error_code ec;
-      tcp::socket socket = co_await acceptor_.async_accept(net::make_strand(ioc_), net::redirect_error(net::use_awaitable, ec));
+      tcp::socket socket =
+          co_await acceptor_.async_accept(net::make_strand(ioc_), net::redirect_error(net::use_awaitable, ec));
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) co_return;
-      if (ec) continue;
+      if (ec) {
+        // Out of file descriptors, say: retrying at once would spin.
+        KVFLEET_LOG_WARN("HTTP: accept failed: {}; retrying in 50 ms", ec.message());
+        backoff.expires_after(std::chrono::milliseconds(50));
+        co_await backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
+        continue;
+      }
       if (connections_ >= options_.max_connections) {
         KVFLEET_LOG_WARN("HTTP: {} connections open, the limit; closing a new one", connections_.load());
         socket.close(ec);
@@ -361,38 +437,40 @@ class BeastHttpServer final : public HttpServer {
       // hold each behind the client's delayed ACK (40 ms on Linux).
       socket.set_option(tcp::no_delay(true), ec);
       const auto executor = socket.get_executor();
+      std::erase_if(live_, [](const std::weak_ptr<ConnectionBase>& w) { return w.expired(); });
       if (tls_ != nullptr) {
         std::shared_ptr<ssl::context> tls = CurrentTls();
-        auto c = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(tls, std::move(socket), *tls);
-        net::co_spawn(executor, ServeTls(c), net::detached);
+        auto c = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(connections_, tls,
+                                                                                    std::move(socket), *tls);
+        live_.push_back(c);
+        net::co_spawn(executor, ServeTls(c), LogIfThrew);
       } else {
-        auto c = std::make_shared<Connection<beast::tcp_stream>>(nullptr, std::move(socket));
-        net::co_spawn(executor, Serve(c), net::detached);
+        auto c = std::make_shared<Connection<beast::tcp_stream>>(connections_, nullptr, std::move(socket));
+        live_.push_back(c);
+        net::co_spawn(executor, Serve(c), LogIfThrew);
       }
     }
   }
 
   net::awaitable<void> ServeTls(std::shared_ptr<Connection<beast::ssl_stream<beast::tcp_stream>>> c) {
-    ++connections_;
     error_code ec;
     Lowest(c->stream).expires_after(options_.idle_timeout);
     co_await c->stream.async_handshake(ssl::stream_base::server, net::redirect_error(net::use_awaitable, ec));
     if (ec) {
       KVFLEET_LOG_DEBUG("HTTP: TLS handshake failed: {}", ec.message());
-      --connections_;
       co_return;
     }
     c->peer_allowed = PeerNamesAllowed(c->stream.native_handle());
-    co_await Serve(c, /*counted=*/true);
+    co_await Serve(c);
     if (!c->broken) {
+      // close_notify, so the client can tell the end from a truncation.
       Lowest(c->stream).expires_after(std::chrono::seconds(2));
       co_await c->stream.async_shutdown(net::redirect_error(net::use_awaitable, ec));
     }
   }
 
   template <class Stream>
-  net::awaitable<void> Serve(std::shared_ptr<Connection<Stream>> c, bool counted = false) {
-    if (!counted) ++connections_;
+  net::awaitable<void> Serve(std::shared_ptr<Connection<Stream>> c) {
     error_code ec;
     const tcp::endpoint remote = Lowest(c->stream).socket().remote_endpoint(ec);
     c->peer = ec ? "unknown" : EndpointText(remote);
@@ -400,12 +478,15 @@ class BeastHttpServer final : public HttpServer {
       const bool keep_alive = co_await ServeOne(c);
       if (!keep_alive) break;
     }
-    if (!c->broken) Lowest(c->stream).socket().shutdown(tcp::socket::shutdown_send, ec);
-    --connections_;
+    // TLS half-closes with its close_notify instead (ServeTls).
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      if (!c->broken) Lowest(c->stream).socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
   }
 
   template <class Stream>
   net::awaitable<void> SendError(Connection<Stream>& c, int status, std::string_view message, bool keep_alive) {
+    if (options_.on_server_answer) options_.on_server_answer(status);
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::content_type, options_.error_content_type);
     res.body() = options_.error_body(status, message);
@@ -476,6 +557,7 @@ class BeastHttpServer final : public HttpServer {
     }
     http::request<http::string_body> message = parser.release();
     const bool keep_alive = message.keep_alive();
+    const unsigned version = message.version();
     if (!c->peer_allowed) {
       co_await SendError(*c, 403, "the client certificate does not name a peer this server allows", false);
       co_return false;
@@ -504,20 +586,26 @@ class BeastHttpServer final : public HttpServer {
       std::lock_guard lock(mu_);
       ++sending_;
     }
+    absl::Cleanup sent_all = [this] {
+      {
+        std::lock_guard lock(mu_);
+        --sending_;
+      }
+      idle_.notify_all();
+    };
     c->watching = true;
     c->watch_end.expires_at(net::steady_timer::time_point::max());
-    net::co_spawn(c->stream.get_executor(), Watch(c, exchange), net::detached);
-    const bool sent = co_await Send(*c, *exchange, keep_alive);
+    net::co_spawn(c->stream.get_executor(), Watch(c, exchange), LogIfThrew);
+    const Sent sent = co_await Send(*c, *exchange, keep_alive, version);
     if (c->watching) {
-      if (!c->broken) Lowest(c->stream).socket().cancel(ec);
+      Lowest(c->stream).socket().cancel(ec);
       while (c->watching) co_await c->watch_end.async_wait(net::redirect_error(net::use_awaitable, ec));
     }
-    {
-      std::lock_guard lock(mu_);
-      --sending_;
+    if (sent == Sent::kNoAnswer && !c->broken) {
+      co_await SendError(*c, 500, "the server gave no answer to this request", false);
+      co_return false;
     }
-    idle_.notify_all();
-    co_return sent && keep_alive && !c->broken;
+    co_return sent == Sent::kAnswered && keep_alive && version >= 11 && !c->broken;
   }
 
   // While the handler runs: the client closing its side (or sending the next
@@ -537,13 +625,15 @@ class BeastHttpServer final : public HttpServer {
     c->watch_end.cancel();
   }
 
-  // Sends what the handler produces until it returns; false when the
-  // client went or the handler gave nothing. Each write has body_timeout
-  // (a client that stops reading is dropped); between writes the stream
-  // has no expiry, since a generation may be silent for long.
+  // Sends what the handler produces until it returns. Each write has
+  // body_timeout (a client that stops reading is dropped); between writes
+  // the stream has no expiry, since a generation may be silent for long.
+  // An HTTP/1.0 client's stream is not chunked: it ends when the
+  // connection closes.
   template <class Stream>
-  net::awaitable<bool> Send(Connection<Stream>& c, Exchange& exchange, bool keep_alive) {
+  net::awaitable<Sent> Send(Connection<Stream>& c, Exchange& exchange, bool keep_alive, unsigned version) {
     std::optional<http::response<http::empty_body>> head;
+    const bool chunked = version >= 11;
     error_code ec;
     auto guarded = net::redirect_error(net::use_awaitable, ec);
     for (;;) {
@@ -551,7 +641,7 @@ class BeastHttpServer final : public HttpServer {
       Lowest(c.stream).expires_after(options_.body_timeout);
       if (work.whole) {
         auto& [h, body] = *work.whole;
-        http::response<http::string_body> res{static_cast<http::status>(h.status), 11};
+        http::response<http::string_body> res{static_cast<http::status>(h.status), version};
         res.set(http::field::content_type, h.content_type);
         for (auto& [name, value] : h.headers) res.insert(name, value);
         res.body() = std::move(body);
@@ -561,26 +651,27 @@ class BeastHttpServer final : public HttpServer {
         break;
       }
       if (work.stream_head) {
-        head.emplace(static_cast<http::status>(work.stream_head->status), 11);
+        head.emplace(static_cast<http::status>(work.stream_head->status), version);
         head->set(http::field::content_type, work.stream_head->content_type);
         for (auto& [name, value] : work.stream_head->headers) head->insert(name, value);
-        head->keep_alive(keep_alive);
-        head->chunked(true);
+        head->keep_alive(keep_alive && chunked);
+        head->chunked(chunked);
         http::response_serializer<http::empty_body> serializer(*head);
         co_await http::async_write_header(c.stream, serializer, guarded);
         if (ec) break;
       }
       if (head && !work.chunk.empty()) {
-        co_await net::async_write(c.stream, http::make_chunk(net::buffer(work.chunk)), guarded);
+        if (chunked) {
+          co_await net::async_write(c.stream, http::make_chunk(net::buffer(work.chunk)), guarded);
+        } else {
+          co_await net::async_write(c.stream, net::buffer(work.chunk), guarded);
+        }
         if (ec) break;
       }
       if (work.done) {
-        if (!head) {
-          Lowest(c.stream).expires_never();
-          co_await SendError(c, 500, "the server gave no answer to this request", false);
-          co_return false;
-        }
-        co_await net::async_write(c.stream, http::make_chunk_last(), guarded);
+        Lowest(c.stream).expires_never();
+        if (!head) co_return Sent::kNoAnswer;
+        if (chunked) co_await net::async_write(c.stream, http::make_chunk_last(), guarded);
         break;
       }
       Lowest(c.stream).expires_never();
@@ -589,9 +680,9 @@ class BeastHttpServer final : public HttpServer {
     if (ec) {
       c.broken = true;
       exchange.MarkGone();
-      co_return false;
+      co_return Sent::kClientGone;
     }
-    co_return true;
+    co_return Sent::kAnswered;
   }
 
   bool StartHandler(HttpRequest request, std::shared_ptr<Exchange> exchange) {
@@ -602,38 +693,56 @@ class BeastHttpServer final : public HttpServer {
       std::erase_if(running_, [](const std::weak_ptr<Exchange>& w) { return w.expired(); });
       running_.push_back(exchange);
     }
-    std::thread([this, request = std::move(request), exchange = std::move(exchange)]() mutable {
-      {
-        // Both go before the count drops, so nothing outlives the server.
-        HttpRequest own = std::move(request);
-        std::shared_ptr<Exchange> e = std::move(exchange);
-        handler_(own, *e);
-        e->HandlerDone();
-      }
+    try {
+      std::thread([this, request = std::move(request), exchange = std::move(exchange)]() mutable {
+        {
+          // Both go before the count drops, so nothing outlives the server.
+          HttpRequest own = std::move(request);
+          std::shared_ptr<Exchange> e = std::move(exchange);
+          try {
+            handler_(own, *e);
+          } catch (const std::exception& x) {
+            KVFLEET_LOG_ERROR("HTTP: the handler of {} {} threw: {}", own.method, own.path, x.what());
+            e->Respond(500, options_.error_content_type,
+                       options_.error_body(500, "the server failed on this request; it is logged"), {});
+          }
+          e->HandlerDone();
+        }
+        std::lock_guard lock(mu_);
+        --active_requests_;
+        idle_.notify_all();
+      }).detach();
+    } catch (const std::system_error& x) {
+      // No thread to be had (a process limit): the client hears 503.
+      KVFLEET_LOG_ERROR("HTTP: cannot start a thread for a request: {}", x.what());
       std::lock_guard lock(mu_);
       --active_requests_;
       idle_.notify_all();
-    }).detach();
+      return false;
+    }
     return true;
   }
 
   HttpServerOptions options_;
   HttpHandler handler_;
+  // The counters and their lock go before the I/O context: a coroutine
+  // frame the context destroys last may still update them.
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int active_requests_ = 0;  // guarded by mu_
+  int sending_ = 0;          // guarded by mu_
+  std::vector<std::weak_ptr<Exchange>> running_;  // guarded by mu_
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> connections_{0};
   std::shared_ptr<ssl::context> tls_;  // before the I/O context: its streams use it
   std::chrono::steady_clock::time_point tls_checked_at_;
-  std::optional<std::filesystem::file_time_type> cert_mtime_, key_mtime_;
+  std::vector<std::optional<std::filesystem::file_time_type>> tls_times_;
   net::io_context ioc_{1};
   tcp::acceptor acceptor_;
   tcp::endpoint bound_;
   std::string address_;
   std::thread io_thread_;
-  std::atomic<bool> stopped_{false};
-  std::atomic<int> connections_{0};
-  std::mutex mu_;
-  std::condition_variable idle_;
-  int active_requests_ = 0;  // guarded by mu_
-  int sending_ = 0;          // guarded by mu_ when read by Shutdown
-  std::vector<std::weak_ptr<Exchange>> running_;  // guarded by mu_
+  std::vector<std::weak_ptr<ConnectionBase>> live_;  // the I/O thread's only
 };
 
 }  // namespace

@@ -12,8 +12,11 @@
 // through its HttpResponder, which hands the bytes to the I/O thread.
 //
 // The server answers on its own, without the handler, a request it cannot
-// parse (400), one whose headers or body exceed the limits (431, 413), and
-// one beyond max_active_requests (503); `error_body` shapes those bodies.
+// parse (400), one whose headers or body exceed the limits (431, 413), one
+// beyond max_active_requests (503), a client certificate that names no
+// allowed peer (403), and a handler that answered nothing or threw (500);
+// `error_body` shapes those bodies. HTTP/1.0 clients get HTTP/1.0 answers
+// (a stream unchunked, ended by closing the connection).
 //
 // A client gone. While a handler runs, the server keeps a read pending on
 // the connection, so a client that disconnects is noticed at once, not at
@@ -97,9 +100,11 @@ struct HttpServerOptions {
   std::chrono::milliseconds body_timeout{60'000};
   int max_connections = 4096;      // beyond it, new connections are closed at once
   int max_active_requests = 1024;  // handlers running at once; beyond it: 503
-  // The body of the server's own error responses (400, 413, 431, 503).
+  // The body of the server's own error responses (400, 403, 413, 431,
+  // 500, 503), and a callback told each one's status (for metrics).
   std::function<std::string(int status, std::string_view message)> error_body;
   std::string error_content_type = "text/plain";
+  std::function<void(int status)> on_server_answer;
 };
 
 class HttpServer {
@@ -114,7 +119,7 @@ class HttpServer {
   virtual int port() const = 0;
   // Stops accepting; requests in flight have until `deadline` to finish,
   // then their clients count as gone (OnClientGone). Returns once every
-  // handler has returned and every connection is closed.
+  // handler has returned and every connection (idle ones too) is closed.
   virtual void Shutdown(std::chrono::system_clock::time_point deadline) = 0;
 };
 

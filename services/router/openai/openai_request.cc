@@ -72,12 +72,24 @@ absl::StatusOr<std::optional<int32_t>> Bounded(const Json& object, const char* n
   return static_cast<int32_t>(*v);
 }
 
+// A token id: an integer in int32's range (the vocabulary check comes later).
+absl::StatusOr<int32_t> TokenId(const Json& v, const std::string& param) {
+  const bool in_range = v.is_number_integer() && (v.is_number_unsigned() ? v.get<uint64_t>() <= INT32_MAX
+                                                                         : v.get<int64_t>() >= INT32_MIN &&
+                                                                               v.get<int64_t>() <= INT32_MAX);
+  if (!in_range) return WrongType(param, "a token id", v);
+  return v.get<int32_t>();
+}
+
 absl::StatusOr<Json> ParseObject(std::string_view body) {
   Json j;
   try {
     j = Json::parse(body.begin(), body.end());
   } catch (const Json::parse_error& e) {
     return Bad("", absl::StrCat("the request body is not valid JSON (at byte ", e.byte, "); send a JSON object"));
+  } catch (const Json::exception& e) {
+    // A number no double holds (1e400) is out_of_range, not a parse error.
+    return Bad("", absl::StrCat("the request body is not JSON this server can read: ", e.what()));
   }
   if (!j.is_object()) return Bad("", absl::StrCat("the request body must be a JSON object, not ", j.type_name()));
   return j;
@@ -189,10 +201,8 @@ absl::Status ReadOptions(const Json& body, CompletionCall& call, v1::GenerationO
   if (const Json* ids = Field(body, "stop_token_ids"); ids != nullptr) {
     if (!ids->is_array()) return WrongType("stop_token_ids", "a list of token ids", *ids);
     for (size_t i = 0; i < ids->size(); ++i) {
-      if (!(*ids)[i].is_number_integer()) {
-        return WrongType(absl::StrCat("stop_token_ids[", i, "]"), "an integer", (*ids)[i]);
-      }
-      stopping.add_stop_token_ids((*ids)[i].get<int32_t>());
+      ASSIGN_OR_RETURN(int32_t id, TokenId((*ids)[i], absl::StrCat("stop_token_ids[", i, "]")));
+      stopping.add_stop_token_ids(id);
     }
   }
   RETURN_IF_ERROR(ReadStop(body, options));
@@ -301,11 +311,8 @@ absl::Status ReadPrompt(const Json& body, v1::GenerateTextRequest& request) {
                          "one list of token ids, and make separate requests for the others");
   }
   for (size_t i = 0; i < prompt->size(); ++i) {
-    const Json& id = (*prompt)[i];
-    if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX) {
-      return WrongType(absl::StrCat("prompt[", i, "]"), "a token id", id);
-    }
-    request.add_prompt_token_ids(id.get<int32_t>());
+    ASSIGN_OR_RETURN(int32_t id, TokenId((*prompt)[i], absl::StrCat("prompt[", i, "]")));
+    request.add_prompt_token_ids(id);
   }
   return absl::OkStatus();
 }
@@ -363,11 +370,8 @@ absl::StatusOr<v1::DetokenizeRequest> ParseDetokenizeCall(std::string_view body)
   const Json* tokens = Field(json, "tokens");
   if (tokens == nullptr || !tokens->is_array()) return Bad("tokens", "`tokens` must be a list of token ids");
   for (size_t i = 0; i < tokens->size(); ++i) {
-    const Json& id = (*tokens)[i];
-    if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX) {
-      return WrongType(absl::StrCat("tokens[", i, "]"), "a token id", id);
-    }
-    request.add_token_ids(id.get<int32_t>());
+    ASSIGN_OR_RETURN(int32_t id, TokenId((*tokens)[i], absl::StrCat("tokens[", i, "]")));
+    request.add_token_ids(id);
   }
   return request;
 }

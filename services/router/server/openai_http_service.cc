@@ -145,9 +145,10 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
     return Send(out, 200, formatter.Body());
   }
   if (started) {
+    // The head said 200; the metrics record how the stream ended (499: the client went).
     out.Write(openai::StreamErrorEvent(openai::HttpStatusFor(status.code()), std::string(status.message())));
     out.Write("data: [DONE]\n\n");
-    return 200;
+    return openai::HttpStatusFor(status.code());
   }
   HttpHeaders headers;
   if (outcome.retry_after.has_value()) {

@@ -91,7 +91,9 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   o.served_model_name = f.GetString("served-model-name", "");
   o.http_listen = f.GetString("http-listen", "");
   ASSIGN_OR_RETURN(int64_t http_timeout_ms, f.GetInt("http-request-timeout", o.http_request_timeout.count()));
-  if (http_timeout_ms < 1) return absl::InvalidArgumentError("--http-request-timeout must be >= 1 ms");
+  if (http_timeout_ms < 1 || http_timeout_ms > 7 * 24 * 3600 * 1000LL) {
+    return absl::InvalidArgumentError("--http-request-timeout must be between 1 ms and 7 days (604800000)");
+  }
   o.http_request_timeout = std::chrono::milliseconds(http_timeout_ms);
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kRouterTransportDefaults));
   ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));

@@ -4,13 +4,16 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -90,6 +93,20 @@ class RawClient {
       }
     }
     return r;
+  }
+  // What is left on the connection until the server closes it.
+  std::string ReadToEnd() {
+    while (Fill()) {
+    }
+    return std::exchange(buffer_, std::string());
+  }
+  // True when the server closes the connection within `limit` (a bound on
+  // a hang, not a measurement).
+  bool ClosedWithin(std::chrono::seconds limit) {
+    pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+    if (::poll(&p, 1, static_cast<int>(limit.count() * 1000)) != 1) return false;
+    char c;
+    return ::recv(fd_, &c, 1, 0) == 0;
   }
   // True once the server has closed the connection (reads EOF).
   bool ServerClosed() {
@@ -290,6 +307,45 @@ TEST(HttpServerTest, AHandlerThatNeverAnswersGives500) {
   RawClient client(server->port());
   client.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(client.Read().status, 500);
+}
+
+TEST(HttpServerTest, AHandlerThatThrowsGives500AndTheServerServesOn) {
+  std::atomic<int> calls{0};
+  auto server = StartOrDie({}, [&](const HttpRequest&, HttpResponder& out) {
+    if (calls++ == 0) throw std::runtime_error("boom");
+    out.Respond(200, "text/plain", "fine");
+  });
+  RawClient first(server->port());
+  first.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(first.Read().status, 500);
+  RawClient second(server->port());
+  second.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(second.Read().body, "fine");
+}
+
+TEST(HttpServerTest, AnHttp10ClientGetsAnUnchunkedStreamEndedByClosing) {
+  auto server = StartOrDie({}, [](const HttpRequest&, HttpResponder& out) {
+    out.StartStream(200, "text/event-stream");
+    out.Write("data: a\n\n");
+    out.Write("data: b\n\n");
+  });
+  RawClient client(server->port());
+  client.Send("GET /stream HTTP/1.0\r\n\r\n");
+  Response r = client.Read();  // the head; the body has no framing to read by
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("transfer-encoding"), nullptr);
+  EXPECT_EQ(client.ReadToEnd(), "data: a\n\ndata: b\n\n");
+}
+
+TEST(HttpServerTest, ShutdownClosesIdleKeptAliveConnections) {
+  auto server = StartOrDie({.idle_timeout = std::chrono::minutes(10)},
+                           [](const HttpRequest&, HttpResponder& out) { out.Respond(200, "text/plain", "ok"); });
+  RawClient client(server->port());
+  client.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(client.Read().status, 200);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  // Closed by the shutdown, long before its 10-minute idle timeout.
+  EXPECT_TRUE(client.ClosedWithin(std::chrono::seconds(30)));
 }
 
 TEST(HttpServerTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {

@@ -117,6 +117,11 @@ TEST(OpenAiRequestTest, UnsupportedFeaturesThatAskForSomethingAreRefusedNamingTh
 
 TEST(OpenAiRequestTest, BadShapesAndTypesNameTheField) {
   EXPECT_EQ(Refusal(Endpoint::kChat, "{not json").second, "");
+  // A number no double holds is refused, not thrown (it once ended the process).
+  EXPECT_EQ(Refusal(Endpoint::kChat, R"({"messages": [{"role": "user", "content": "x"}], "temperature": 1e400})").first,
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseTokenizeCall("1e999").ok());
+  EXPECT_FALSE(ParseDetokenizeCall(R"({"tokens": [1e999]})").ok());
   EXPECT_EQ(Refusal(Endpoint::kChat, "[1, 2]").first, absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Refusal(Endpoint::kChat, R"({})").second, "messages");
   EXPECT_EQ(Refusal(Endpoint::kChat, R"({"messages": []})").second, "messages");
@@ -135,6 +140,9 @@ TEST(OpenAiRequestTest, BadShapesAndTypesNameTheField) {
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": ["a", "b"]})").second, "prompt");
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": ""})").second, "prompt");
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": [1, "x"]})").second, "prompt[1]");
+  EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": [1, 18446744073709551615]})").second, "prompt[1]");
+  EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": "x", "stop_token_ids": [4294967298]})").second,
+            "stop_token_ids[0]");
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({})").second, "prompt");
 }
 

@@ -59,6 +59,8 @@ TEST(RouterOptionsTest, BadCommandLinesAreRefused) {
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--max-attempts", "0"}).ok());
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--probe-interval", "1"}).ok());
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--http-request-timeout", "0"}).ok());
+  EXPECT_FALSE(
+      ParseRouterOptions({"--model", "m", "--workers", "a:1", "--http-request-timeout", "99999999999999"}).ok());
 }
 
 }  // namespace
