@@ -1,0 +1,140 @@
+#include "kernels/cpu/matmul_q8.h"
+
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "common/check.h"
+#include "kernels/cpu/float16.h"
+#include "kernels/cpu/matmul_q8_kernel.h"
+
+namespace kvfleet::kernels {
+
+// matmul_q8_vnni.cc, compiled for AVX-512 VNNI.
+void Q8MatMulRowsVnni(DType w_type, const void* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
+                      int64_t row_begin, int64_t row_end);
+
+namespace {
+
+struct Avx2Dot {
+  // vpmaddubsw sums adjacent byte products into int16 (|sum| ≤ 2·128·127:
+  // never saturates), vpmaddwd adjacent int16 pairs into int32: lane l holds
+  // bytes 4l .. 4l+3, as vpdpbusd does.
+  static __m256i Lanes(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+};
+
+void Q8MatMulRowsAvx2(DType w_type, const void* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
+                      int64_t row_begin, int64_t row_end) {
+  Q8MatMulRowsFor<Avx2Dot>(w_type, w, n, k, xq, m, y, row_begin, row_end);
+}
+
+bool DetectVnni() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+std::atomic<Q8DotIsa>& Active() {
+  static std::atomic<Q8DotIsa> isa{DetectVnni() ? Q8DotIsa::kAvx512Vnni : Q8DotIsa::kAvx2};
+  return isa;
+}
+
+std::vector<BlockQ8A>& Scratch() {
+  thread_local std::vector<BlockQ8A> scratch;
+  return scratch;
+}
+
+// The signed value of element i of a weight block, and the block's scales.
+struct ScalarBlock {
+  int32_t w[32];
+  float d;
+  float m;
+};
+
+ScalarBlock ScalarWeights(DType w_type, const uint8_t* row, int64_t b) {
+  ScalarBlock s{};
+  if (w_type == DType::kQ8_0) {
+    const BlockQ8_0& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
+    for (int i = 0; i < 32; ++i) s.w[i] = q.qs[i];
+    s.d = HalfToFloat(q.d);
+    return s;
+  }
+  const uint8_t* qs;
+  if (w_type == DType::kQ4_0) {
+    const BlockQ4_0& q = reinterpret_cast<const BlockQ4_0*>(row)[b];
+    qs = q.qs;
+    s.d = HalfToFloat(q.d);
+  } else {
+    const BlockQ4_1& q = reinterpret_cast<const BlockQ4_1*>(row)[b];
+    qs = q.qs;
+    s.d = HalfToFloat(q.d);
+    s.m = HalfToFloat(q.m);
+  }
+  const int offset = w_type == DType::kQ4_0 ? 8 : 0;
+  for (int i = 0; i < 16; ++i) {
+    s.w[i] = (qs[i] & 0x0F) - offset;
+    s.w[i + 16] = (qs[i] >> 4) - offset;
+  }
+  return s;
+}
+
+}  // namespace
+
+bool Q8ActivationsApply(DType w_type) {
+  return w_type == DType::kQ8_0 || w_type == DType::kQ4_0 || w_type == DType::kQ4_1;
+}
+
+bool CpuHasQ8DotIsa(Q8DotIsa isa) { return isa == Q8DotIsa::kAvx2 || DetectVnni(); }
+
+Q8DotIsa ActiveQ8DotIsa() { return Active().load(); }
+
+bool ForceQ8DotIsa(Q8DotIsa isa) {
+  if (!CpuHasQ8DotIsa(isa)) return false;
+  Active().store(isa);
+  return true;
+}
+
+std::string_view Q8DotIsaName(Q8DotIsa isa) { return isa == Q8DotIsa::kAvx2 ? "avx2" : "avx512-vnni"; }
+
+void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k) {
+  Scratch().reserve(static_cast<size_t>(max_m * (max_k / 32)));
+}
+
+void MatMulQ8(const MatMulParams& p, ThreadPool& pool) {
+  CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";
+  CHECK(Q8ActivationsApply(p.w_type)) << "MatMulQ8 takes Q8_0, Q4_0 and Q4_1 weights";
+  const int64_t blocks = p.k / 32;
+  std::vector<BlockQ8A>& xq = Scratch();
+  xq.resize(static_cast<size_t>(p.m * blocks));
+  BlockQ8A* q = xq.data();
+  if (p.m == 1) {
+    QuantizeActivationRow(p.x, p.k, q);
+  } else {
+    pool.ParallelFor(p.m, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) QuantizeActivationRow(p.x + i * p.k, p.k, q + i * blocks);
+    });
+  }
+  const auto rows = ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni ? Q8MatMulRowsVnni : Q8MatMulRowsAvx2;
+  pool.ParallelFor(
+      p.n, [&](int64_t begin, int64_t end) { rows(p.w_type, p.w, p.n, p.k, q, p.m, p.y, begin, end); }, 4);
+}
+
+float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t k) {
+  const auto* row = static_cast<const uint8_t*>(w_row);
+  float acc[8] = {};
+  float offset = 0.0f;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const ScalarBlock w = ScalarWeights(w_type, row, b);
+    const float scale = w.d * x[b].d;
+    for (int l = 0; l < 8; ++l) {
+      int32_t lane = 0;
+      for (int i = 4 * l; i < 4 * l + 4; ++i) lane += w.w[i] * x[b].qs[i];
+      acc[l] = std::fma(scale, static_cast<float>(lane), acc[l]);
+    }
+    if (w_type == DType::kQ4_1) offset = offset + (w.m * x[b].d) * static_cast<float>(x[b].sum);
+  }
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + offset;
+}
+
+}  // namespace kvfleet::kernels

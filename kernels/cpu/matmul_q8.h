@@ -1,0 +1,46 @@
+// y = x · Wᵀ with the activations quantized to 8 bits (quantize_activations.h)
+// and integer dot products, for Q8_0, Q4_0 and Q4_1 weights: about a third of
+// the instructions per weight of dequantizing to float (matmul.h).
+//
+// The instruction set is chosen at run time from CPUID: AVX-512 VNNI where
+// the CPU has it (vpdpbusd), else AVX2 (vpmaddubsw + vpmaddwd); both give
+// identical bits (matmul_q8_kernel.h says why), so a stream may resume on a
+// node with the other. Every result depends only on its token and its
+// weight row: batch invariant, as MatMul.
+//
+//   if (Q8ActivationsApply(w_type)) MatMulQ8(p, pool); else MatMul(p, pool);
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/dtype.h"
+#include "common/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize_activations.h"
+
+namespace kvfleet::kernels {
+
+enum class Q8DotIsa { kAvx2, kAvx512Vnni };
+
+// Whether MatMulQ8 takes weights of this type.
+bool Q8ActivationsApply(DType w_type);
+
+void MatMulQ8(const MatMulParams& p, ThreadPool& pool);
+
+// The set in use (the best this CPU has unless forced); tests force each
+// one the machine can run. Forcing one it cannot run is refused (false).
+Q8DotIsa ActiveQ8DotIsa();
+bool ForceQ8DotIsa(Q8DotIsa isa);
+bool CpuHasQ8DotIsa(Q8DotIsa isa);
+std::string_view Q8DotIsaName(Q8DotIsa isa);
+
+// Sizes the calling thread's scratch for the quantized tokens of a MatMulQ8
+// of up to max_m rows of max_k, so a warm step allocates nothing.
+void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k);
+
+// The scalar definition: y for one token and one weight row, in the order
+// matmul_q8_kernel.h documents. Tests compare MatMulQ8 with it bit for bit.
+float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t k);
+
+}  // namespace kvfleet::kernels

@@ -1,0 +1,72 @@
+#include "kernels/cpu/quantize_activations.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+namespace kvfleet::kernels {
+namespace {
+
+// The scale and its inverse from a block's largest magnitude.
+inline void Scale(float amax, float* d, float* id) {
+  *d = amax / 127.0f;
+  *id = amax > 0.0f ? 127.0f / amax : 0.0f;
+}
+
+}  // namespace
+
+void QuantizeActivationRowReference(const float* x, int64_t k, BlockQ8A* out) {
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float* v = x + 32 * b;
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(v[i]));
+    float d, id;
+    Scale(amax, &d, &id);
+    BlockQ8A& q = out[b];
+    q.d = d;
+    q.sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      q.qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+      q.sum += q.qs[i];
+    }
+  }
+}
+
+void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float* v = x + 32 * b;
+    __m256 x0 = _mm256_loadu_ps(v), x1 = _mm256_loadu_ps(v + 8);
+    __m256 x2 = _mm256_loadu_ps(v + 16), x3 = _mm256_loadu_ps(v + 24);
+    // max is exact, so its order does not matter.
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign_mask, x0), _mm256_andnot_ps(sign_mask, x1)),
+                             _mm256_max_ps(_mm256_andnot_ps(sign_mask, x2), _mm256_andnot_ps(sign_mask, x3)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float d, id;
+    Scale(_mm_cvtss_f32(h), &d, &id);
+    const __m256 scale = _mm256_set1_ps(id);
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x0, scale), kRound));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x1, scale), kRound));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x2, scale), kRound));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x3, scale), kRound));
+    // Σq: exact in int32 whatever the order.
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    // Pack to int8 in element order (packs interleave 128-bit lanes; the
+    // permute puts them back).
+    const __m256i p16a = _mm256_packs_epi32(i0, i1), p16b = _mm256_packs_epi32(i2, i3);
+    const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    BlockQ8A& q = out[b];
+    q.d = d;
+    q.sum = _mm_cvtsi128_si32(s4);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q.qs), ordered);
+  }
+}
+
+}  // namespace kvfleet::kernels

@@ -1,0 +1,32 @@
+// Activations quantized to 8 bits per 32-value block, for the integer-dot
+// matmul (matmul_q8.h): per block a float scale d = max|x| / 127, the values
+// q = round-to-nearest-even(x · (127 / max|x|)) in [-127, 127], and their
+// integer sum (Q4_0's and Q4_1's offset terms need Σq).
+//
+// Exactness: a row's blocks depend only on that row, computed by one fixed
+// sequence of float operations (the AVX2 path and the scalar reference give
+// identical bits; tests check it), so a token quantizes the same alone or
+// in a batch.
+//
+//   std::vector<BlockQ8A> q(k / 32);
+//   QuantizeActivationRow(x, k, q.data());
+#pragma once
+
+#include <cstdint>
+
+namespace kvfleet::kernels {
+
+struct BlockQ8A {
+  float d;        // scale: value ≈ qs[i] · d
+  int32_t sum;    // Σ qs[i]
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8A) == 40);
+
+// x[0, k) into k / 32 blocks; k a multiple of 32.
+void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out);
+
+// The scalar definition QuantizeActivationRow must match bit for bit.
+void QuantizeActivationRowReference(const float* x, int64_t k, BlockQ8A* out);
+
+}  // namespace kvfleet::kernels

@@ -1,0 +1,141 @@
+// The 8-bit activation path: activation quantization against its scalar
+// definition, the integer-dot matmul against DotQ8Reference bit for bit on
+// every instruction set this machine has (forced in turn), batch and thread
+// invariance, and its error against the float32 path.
+#include "kernels/cpu/matmul_q8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/quantize.h"
+#include "tests/testing/random_data.h"
+
+namespace kvfleet::kernels {
+namespace {
+
+using ::kvfleet::testing::RandomFloats;
+
+bool SameBlocks(const std::vector<BlockQ8A>& a, const std::vector<BlockQ8A>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(BlockQ8A)) == 0;
+}
+
+TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
+  std::vector<float> x = RandomFloats(32 * 64, 5, 3.0f);
+  for (int i = 0; i < 32; ++i) x[i] = 0.0f;                         // an all-zero block: d = 0, q = 0
+  for (int i = 32; i < 64; ++i) x[i] = static_cast<float>(i - 48);  // exact ties at .5 after scaling
+  x[64] = 1e-30f;                                                    // a tiny block
+  for (int i = 65; i < 96; ++i) x[i] = 0.0f;
+  x[96] = -65504.0f;  // a large negative maximum: q = -127
+  std::vector<BlockQ8A> fast(64), reference(64);
+  QuantizeActivationRow(x.data(), static_cast<int64_t>(x.size()), fast.data());
+  QuantizeActivationRowReference(x.data(), static_cast<int64_t>(x.size()), reference.data());
+  EXPECT_TRUE(SameBlocks(fast, reference));
+  EXPECT_EQ(fast[0].d, 0.0f);
+  EXPECT_EQ(fast[0].sum, 0);
+  EXPECT_EQ(fast[3].qs[0], -127);
+  for (const BlockQ8A& b : fast) {
+    int sum = 0;
+    for (int8_t q : b.qs) {
+      EXPECT_GE(q, -127);
+      sum += q;
+    }
+    EXPECT_EQ(sum, b.sum);
+  }
+}
+
+struct Case {
+  int64_t n, k, m;
+};
+
+class MatMulQ8Test : public ::testing::TestWithParam<DType> {
+ protected:
+  std::vector<uint8_t> Weights(int64_t n, int64_t k, uint64_t seed) const {
+    const DType t = GetParam();
+    const std::vector<float> wf = RandomFloats(n * k, seed, 1.0f);
+    std::vector<uint8_t> w(RowBytes(t, n * k));
+    for (int64_t r = 0; r < n; ++r) QuantizeRow(t, wf.data() + r * k, w.data() + r * RowBytes(t, k), k);
+    return w;
+  }
+};
+
+TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAndThreads) {
+  const DType t = GetParam();
+  const Q8DotIsa original = ActiveQ8DotIsa();
+  int isas = 0;
+  for (Q8DotIsa isa : {Q8DotIsa::kAvx2, Q8DotIsa::kAvx512Vnni}) {
+    if (!ForceQ8DotIsa(isa)) {
+      std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", std::string(Q8DotIsaName(isa)).c_str());
+      continue;
+    }
+    ++isas;
+    for (Case c : {Case{7, 64, 1}, Case{37, 256, 1}, Case{33, 96, 5}, Case{41, 576, 13}}) {
+      const std::vector<uint8_t> w = Weights(c.n, c.k, 11);
+      const std::vector<float> x = RandomFloats(c.m * c.k, 12, 2.0f);
+      std::vector<BlockQ8A> xq(c.m * c.k / 32);
+      for (int64_t i = 0; i < c.m; ++i) QuantizeActivationRowReference(x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> y(c.m * c.n);
+        MatMulQ8({.w_type = t, .w = w.data(), .n = c.n, .k = c.k, .x = x.data(), .m = c.m, .y = y.data()}, pool);
+        for (int64_t i = 0; i < c.m; ++i) {
+          // The same token alone: the same bits (batch invariance).
+          std::vector<float> alone(c.n);
+          MatMulQ8({.w_type = t, .w = w.data(), .n = c.n, .k = c.k, .x = x.data() + i * c.k, .m = 1, .y = alone.data()},
+                   pool);
+          for (int64_t j = 0; j < c.n; ++j) {
+            const float ref = DotQ8Reference(t, w.data() + j * RowBytes(t, c.k), xq.data() + i * c.k / 32, c.k);
+            ASSERT_EQ(y[i * c.n + j], ref) << DTypeName(t) << " " << Q8DotIsaName(isa) << " token " << i << " row "
+                                           << j << " of " << c.n << "x" << c.k << ", m " << c.m;
+            ASSERT_EQ(alone[j], ref) << "alone, token " << i << " row " << j;
+          }
+        }
+      }
+    }
+  }
+  ForceQ8DotIsa(original);
+  EXPECT_GE(isas, 1);
+}
+
+// The quantization error of 8-bit activations: each block's values move by
+// at most half a step (d / 2), so |y − y_f32| ≤ Σ_b (d_b / 2) · Σ|w_b| plus
+// float rounding; checked against that bound, and typically far inside it.
+TEST_P(MatMulQ8Test, StaysWithinTheActivationQuantizationBoundOfTheFloatPath) {
+  const DType t = GetParam();
+  const int64_t n = 64, k = 576, m = 3;
+  const std::vector<uint8_t> w = Weights(n, k, 21);
+  const std::vector<float> x = RandomFloats(m * k, 22, 1.0f);
+  ThreadPool pool(2);
+  std::vector<float> y8(m * n), y32(m * n);
+  MatMulQ8({.w_type = t, .w = w.data(), .n = n, .k = k, .x = x.data(), .m = m, .y = y8.data()}, pool);
+  MatMul({.w_type = t, .w = w.data(), .n = n, .k = k, .x = x.data(), .m = m, .y = y32.data()}, pool);
+  std::vector<float> wrow(k);
+  double worst_share = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    DequantizeRow(t, w.data() + j * RowBytes(t, k), wrow.data(), k);
+    for (int64_t i = 0; i < m; ++i) {
+      double bound = 0, scale = 0;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        double amax = 0, wabs = 0;
+        for (int e = 0; e < 32; ++e) {
+          amax = std::max(amax, std::fabs(static_cast<double>(x[i * k + 32 * b + e])));
+          wabs += std::fabs(static_cast<double>(wrow[32 * b + e]));
+          scale += std::fabs(static_cast<double>(wrow[32 * b + e]) * x[i * k + 32 * b + e]);
+        }
+        bound += (amax / 127.0 / 2.0) * wabs;
+      }
+      const double error = std::fabs(static_cast<double>(y8[i * n + j]) - y32[i * n + j]);
+      EXPECT_LE(error, bound + 1e-5 * scale) << DTypeName(t) << " token " << i << " row " << j;
+      worst_share = std::max(worst_share, error / bound);
+    }
+  }
+  std::printf("%s: worst error %.3f of the quantization bound\n", std::string(DTypeName(t)).c_str(), worst_share);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, MatMulQ8Test, ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace kvfleet::kernels
