@@ -104,20 +104,31 @@ void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k) {
 void MatMulQ8(const MatMulParams& p, ThreadPool& pool) {
   CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";
   CHECK(Q8ActivationsApply(p.w_type)) << "MatMulQ8 takes Q8_0, Q4_0 and Q4_1 weights";
-  const int64_t blocks = p.k / 32;
+  // Everything the workers need behind one pointer: a lambda capturing more
+  // than that would make each ParallelFor allocate its std::function.
+  struct Call {
+    const MatMulParams& p;
+    int64_t blocks;
+    BlockQ8A* q;
+    decltype(&Q8MatMulRowsAvx2) rows;
+  };
   std::vector<BlockQ8A>& xq = Scratch();
+  const int64_t blocks = p.k / 32;
   xq.resize(static_cast<size_t>(p.m * blocks));
-  BlockQ8A* q = xq.data();
+  const Call call{p, blocks, xq.data(),
+                  ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni ? Q8MatMulRowsVnni : Q8MatMulRowsAvx2};
+  const Call* c = &call;
   if (p.m == 1) {
-    QuantizeActivationRow(p.x, p.k, q);
+    QuantizeActivationRow(p.x, p.k, call.q);
   } else {
-    pool.ParallelFor(p.m, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) QuantizeActivationRow(p.x + i * p.k, p.k, q + i * blocks);
+    pool.ParallelFor(p.m, [c](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) QuantizeActivationRow(c->p.x + i * c->p.k, c->p.k, c->q + i * c->blocks);
     });
   }
-  const auto rows = ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni ? Q8MatMulRowsVnni : Q8MatMulRowsAvx2;
   pool.ParallelFor(
-      p.n, [&](int64_t begin, int64_t end) { rows(p.w_type, p.w, p.n, p.k, q, p.m, p.y, begin, end); }, 4);
+      p.n,
+      [c](int64_t begin, int64_t end) { c->rows(c->p.w_type, c->p.w, c->p.n, c->p.k, c->q, c->p.m, c->p.y, begin, end); },
+      4);
 }
 
 float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t k) {
@@ -132,7 +143,7 @@ float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t
       for (int i = 4 * l; i < 4 * l + 4; ++i) lane += w.w[i] * x[b].qs[i];
       acc[l] = std::fma(scale, static_cast<float>(lane), acc[l]);
     }
-    if (w_type == DType::kQ4_1) offset = offset + (w.m * x[b].d) * static_cast<float>(x[b].sum);
+    if (w_type == DType::kQ4_1) offset = offset + w.m * x[b].dsum;
   }
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + offset;
 }

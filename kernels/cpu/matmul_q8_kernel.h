@@ -8,7 +8,7 @@
 // per 32-value block, eight int32 lanes, lane l = Σ w[i]·x[i] over
 // i = 4l .. 4l+3 (exact); then per lane acc = fma(d_w · d_x, float(lane), acc)
 // block after block; then HorizontalSum's fixed order; Q4_1 adds
-// Σ_b (m_w · d_x) · Σq_x, accumulated in block order. A (token, weight row)
+// Σ_b m_w · (d_x · Σq_x), accumulated in block order. A (token, weight row)
 // result depends on nothing else: not on the batch, the tiling or threads.
 #pragma once
 
@@ -100,7 +100,7 @@ template <class Dot, DType T>
 inline void AccumulateBlock(const Q8Weights& w, const BlockQ8A& x, __m256& acc, float& offset) {
   const __m256 lanes = _mm256_cvtepi32_ps(BlockLanes<Dot, T>(w, x));
   acc = _mm256_fmadd_ps(_mm256_set1_ps(w.d * x.d), lanes, acc);
-  if constexpr (T == DType::kQ4_1) offset = offset + (w.m * x.d) * static_cast<float>(x.sum);
+  if constexpr (T == DType::kQ4_1) offset = offset + w.m * x.dsum;
 }
 
 // y[j] for four consecutive weight rows and one token (decode).
@@ -149,6 +149,42 @@ inline void Q8OneRowTokens(const uint8_t* w_row, const BlockQ8A* x, int64_t bloc
   for (int r = 0; r < R; ++r) y[r * y_stride] = Q8HorizontalSum(acc[r]) + offset[r];
 }
 
+// A 2 weight rows × 4 tokens tile (prefill, verify chunks): every weight
+// block loaded once for four tokens, every token block once for two rows;
+// eight accumulators, each walking the blocks exactly as the others do.
+template <class Dot, DType T>
+inline void Q8TwoRowsFourTokens(const uint8_t* w0, const uint8_t* w1, const BlockQ8A* x, int64_t blocks, float* y,
+                                int64_t y_stride) {
+  __m256 a00 = _mm256_setzero_ps(), a01 = _mm256_setzero_ps(), a02 = _mm256_setzero_ps(), a03 = _mm256_setzero_ps();
+  __m256 a10 = _mm256_setzero_ps(), a11 = _mm256_setzero_ps(), a12 = _mm256_setzero_ps(), a13 = _mm256_setzero_ps();
+  float o00 = 0, o01 = 0, o02 = 0, o03 = 0, o10 = 0, o11 = 0, o12 = 0, o13 = 0;
+  const BlockQ8A* x1 = x + blocks;
+  const BlockQ8A* x2 = x1 + blocks;
+  const BlockQ8A* x3 = x2 + blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    _mm_prefetch(reinterpret_cast<const char*>(w0 + b * Q8BlockBytes<T>() + 1024), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w1 + b * Q8BlockBytes<T>() + 1024), _MM_HINT_T0);
+    const Q8Weights u = LoadQ8Weights<T>(w0, b);
+    const Q8Weights v = LoadQ8Weights<T>(w1, b);
+    AccumulateBlock<Dot, T>(u, x[b], a00, o00);
+    AccumulateBlock<Dot, T>(v, x[b], a10, o10);
+    AccumulateBlock<Dot, T>(u, x1[b], a01, o01);
+    AccumulateBlock<Dot, T>(v, x1[b], a11, o11);
+    AccumulateBlock<Dot, T>(u, x2[b], a02, o02);
+    AccumulateBlock<Dot, T>(v, x2[b], a12, o12);
+    AccumulateBlock<Dot, T>(u, x3[b], a03, o03);
+    AccumulateBlock<Dot, T>(v, x3[b], a13, o13);
+  }
+  y[0] = Q8HorizontalSum(a00) + o00;
+  y[1] = Q8HorizontalSum(a10) + o10;
+  y[y_stride] = Q8HorizontalSum(a01) + o01;
+  y[y_stride + 1] = Q8HorizontalSum(a11) + o11;
+  y[2 * y_stride] = Q8HorizontalSum(a02) + o02;
+  y[2 * y_stride + 1] = Q8HorizontalSum(a12) + o12;
+  y[3 * y_stride] = Q8HorizontalSum(a03) + o03;
+  y[3 * y_stride + 1] = Q8HorizontalSum(a13) + o13;
+}
+
 // Rows [row_begin, row_end) of y = x · Wᵀ from the quantized tokens xq
 // ([m][k / 32] blocks).
 template <class Dot, DType T>
@@ -159,6 +195,21 @@ void Q8MatMulRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, in
   int64_t j = row_begin;
   if (m == 1) {
     for (; j + 4 <= row_end; j += 4) Q8FourRowsOneToken<Dot, T>(w + j * row_bytes, row_bytes, xq, blocks, y + j);
+  } else if (m >= 4) {
+    // Pairs of rows over every whole group of four tokens; the tokens left
+    // over go through the one-row kernel below.
+    const int64_t quads = m / 4 * 4;
+    for (; j + 2 <= row_end; j += 2) {
+      for (int64_t i0 = 0; i0 < quads; i0 += 4) {
+        Q8TwoRowsFourTokens<Dot, T>(w + j * row_bytes, w + (j + 1) * row_bytes, xq + i0 * blocks, blocks,
+                                    y + i0 * n + j, n);
+      }
+      for (int64_t r = j; r < j + 2; ++r) {
+        for (int64_t i0 = quads; i0 < m; ++i0) {
+          Q8OneRowTokens<Dot, T, 1>(w + r * row_bytes, xq + i0 * blocks, blocks, y + i0 * n + r, n);
+        }
+      }
+    }
   }
   constexpr int64_t kTokens = 8;
   for (; j < row_end; ++j) {

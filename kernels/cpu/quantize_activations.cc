@@ -29,6 +29,7 @@ void QuantizeActivationRowReference(const float* x, int64_t k, BlockQ8A* out) {
       q.qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
       q.sum += q.qs[i];
     }
+    q.dsum = d * static_cast<float>(q.sum);
   }
 }
 
@@ -65,6 +66,7 @@ void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out) {
     BlockQ8A& q = out[b];
     q.d = d;
     q.sum = _mm_cvtsi128_si32(s4);
+    q.dsum = d * static_cast<float>(q.sum);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q.qs), ordered);
   }
 }

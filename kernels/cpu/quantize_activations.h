@@ -1,7 +1,8 @@
 // Activations quantized to 8 bits per 32-value block, for the integer-dot
 // matmul (matmul_q8.h): per block a float scale d = max|x| / 127, the values
-// q = round-to-nearest-even(x · (127 / max|x|)) in [-127, 127], and their
-// integer sum (Q4_0's and Q4_1's offset terms need Σq).
+// q = round-to-nearest-even(x · (127 / max|x|)) in [-127, 127], their
+// integer sum, and d · Σq (Q4_1's offset term: computed once per token
+// block, not once per weight row).
 //
 // Exactness: a row's blocks depend only on that row, computed by one fixed
 // sequence of float operations (the AVX2 path and the scalar reference give
@@ -19,9 +20,10 @@ namespace kvfleet::kernels {
 struct BlockQ8A {
   float d;        // scale: value ≈ qs[i] · d
   int32_t sum;    // Σ qs[i]
+  float dsum;     // d · float(sum)
   int8_t qs[32];
 };
-static_assert(sizeof(BlockQ8A) == 40);
+static_assert(sizeof(BlockQ8A) == 44);
 
 // x[0, k) into k / 32 blocks; k a multiple of 32.
 void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out);

@@ -53,6 +53,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
                                    *m.model, {.device = device,
                                               .block_size = o.block_size,
                                               .num_threads = o.threads,
+                                              .cpu_activations = o.cpu_activations,
                                               .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                   m.scheduler, o.speculation.max_draft_tokens)}));
   ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,

@@ -14,7 +14,7 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
-       [--repeats N]
+       [--repeats N] [--cpu-activations f32|q8]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
 prints one JSON line with the median tokens/s of each phase.
@@ -28,7 +28,8 @@ double Median(std::vector<double> v) {
 
 absl::Status RunBenchModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats"}, {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats",
+                                                        "cpu-activations"}, {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   ASSIGN_OR_RETURN(int64_t prompt_tokens, flags.GetInt("prompt-tokens", 128));
@@ -38,7 +39,10 @@ absl::Status RunBenchModel(const Args& args) {
     return absl::InvalidArgumentError("--prompt-tokens >= 1, --gen-tokens >= 2 and --repeats >= 1 are required");
   }
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
-  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, device, static_cast<int>(threads), prompt_tokens + gen_tokens));
+  ASSIGN_OR_RETURN(engine::CpuActivations activations,
+                   engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
+  ASSIGN_OR_RETURN(LocalModel m,
+                   LoadLocalModel(path, device, static_cast<int>(threads), prompt_tokens + gen_tokens, activations));
 
   engine::EngineRequest request{.id = RequestId(1)};
   std::mt19937 rng(1234);

@@ -13,6 +13,7 @@ namespace kvfleet::tools {
 
 namespace {
 constexpr char kUsage[] = R"(usage: kvfleet logits --model PATH --prompt-token-ids 1,2,3 --out FILE [--threads N] [--device auto]
+                      [--cpu-activations f32|q8]
 
 Writes the logits of the token that would follow the prompt to FILE as raw
 little-endian float32 (one value per vocabulary entry).
@@ -21,15 +22,18 @@ little-endian float32 (one value per vocabulary entry).
 
 absl::Status RunLogits(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "prompt-token-ids", "out", "threads", "device"}, {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "prompt-token-ids", "out", "threads", "device", "cpu-activations"}, {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(std::string out_path, flags.GetString("out"));
   ASSIGN_OR_RETURN(std::vector<model::TokenId> prompt, flags.GetTokenIds("prompt-token-ids"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   if (prompt.empty()) return absl::InvalidArgumentError("--prompt-token-ids is required and must not be empty");
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
+  ASSIGN_OR_RETURN(engine::CpuActivations activations,
+                   engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(LocalModel m,
-                   LoadLocalModel(path, device, static_cast<int>(threads), static_cast<int64_t>(prompt.size())));
+                   LoadLocalModel(path, device, static_cast<int>(threads), static_cast<int64_t>(prompt.size()),
+                                  activations));
 
   std::vector<BlockId> table;
   for (int64_t b = 0; b < m.executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));

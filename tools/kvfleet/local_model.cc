@@ -53,7 +53,8 @@ engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
 
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::LlamaModel& model,
                                                                            const engine::Device& device, int threads,
-                                                                           int64_t max_sequence_tokens) {
+                                                                           int64_t max_sequence_tokens,
+                                                                           engine::CpuActivations activations) {
   const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.hparams().context_length);
   const int64_t block_size = 16;
   return engine::CreateExecutor(
@@ -61,14 +62,15 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const
               .num_blocks = (tokens + block_size - 1) / block_size,
               .block_size = block_size,
               .num_threads = threads,
+              .cpu_activations = activations,
               .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
 }
 
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
-                                          int64_t max_sequence_tokens) {
+                                          int64_t max_sequence_tokens, engine::CpuActivations activations) {
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(path));
-  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens));
+  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations));
   return m;
 }
 

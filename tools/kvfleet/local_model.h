@@ -26,13 +26,14 @@ struct LocalModel {
 // An executor on `device` over `model` (which must outlive it) whose KV cache
 // holds max_sequence_tokens, capped at the model's context length, in whole
 // blocks, and which prefills such a sequence in one step.
-absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::LlamaModel& model,
-                                                                           const engine::Device& device, int threads,
-                                                                           int64_t max_sequence_tokens);
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
+    const model::LlamaModel& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
+    engine::CpuActivations activations = engine::CpuActivations::kF32);
 
 // Loads the model and creates its executor.
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
-                                          int64_t max_sequence_tokens);
+                                          int64_t max_sequence_tokens,
+                                          engine::CpuActivations activations = engine::CpuActivations::kF32);
 
 struct OneRequestResult {
   std::vector<model::TokenId> tokens;

@@ -24,6 +24,9 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                free once weights and scratch are loaded (CPU: MemAvailable and the cgroup limit);
                                default 1GiB
   --block-size N               tokens per KV block (default 16)
+  --cpu-activations f32|q8     CPU backend: activations for quantized weights as float32 (default) or 8-bit
+                               per 32-value block with integer dot products (faster; other tokens, so its own
+                               numerics identity, cpu-q8/1)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
@@ -69,6 +72,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       flags::Flags::Parse(args,
                           transport::WithTransportFlags(limits::WithLimitFlags(
                               {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
+                               "cpu-activations",
                                "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
                                "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
@@ -84,6 +88,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
   ASSIGN_OR_RETURN(o.block_size, f.GetInt("block-size", o.block_size));
+  ASSIGN_OR_RETURN(o.cpu_activations, engine::ParseCpuActivations(f.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   o.threads = static_cast<int>(threads);
   if (f.Has("max-num-seqs")) {

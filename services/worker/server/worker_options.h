@@ -33,6 +33,7 @@ struct WorkerOptions {
   std::string kv_cache_memory = "1GiB";
   int64_t block_size = 16;
   int threads = 0;               // 0: one per hardware thread
+  engine::CpuActivations cpu_activations = engine::CpuActivations::kF32;
   // Unset: the device's default (SchedulerConfig::DefaultsFor).
   std::optional<int32_t> max_num_seqs;
   std::optional<int32_t> max_num_batched_tokens;

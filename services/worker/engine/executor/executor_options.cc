@@ -9,6 +9,12 @@ std::string Device::ToString() const {
   return kind == DeviceKind::kCpu ? std::string("cpu") : absl::StrCat("cuda:", index);
 }
 
+absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text) {
+  if (text == "f32") return CpuActivations::kF32;
+  if (text == "q8") return CpuActivations::kQ8;
+  return absl::InvalidArgumentError(absl::StrCat("--cpu-activations must be f32 or q8, not '", std::string(text), "'"));
+}
+
 absl::StatusOr<Device> ParseDevice(std::string_view view) {
   const std::string text(view);  // this abseil's string_view is not std's
   if (text == "cpu") return Device{};

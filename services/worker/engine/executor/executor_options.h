@@ -29,6 +29,15 @@ struct Device {
 // factory's ResolveDevice turns it into one.
 absl::StatusOr<Device> ParseDevice(std::string_view text);
 
+// How the CPU backend feeds activations to quantized weights: float32
+// (every weight dequantized to float) or 8-bit per 32-value block with
+// integer dot products (kernels/cpu/matmul_q8.h). The two give different
+// tokens, so each has its own numerics identity.
+enum class CpuActivations { kF32, kQ8 };
+
+// "f32" or "q8"; INVALID_ARGUMENT naming both otherwise.
+absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text);
+
 struct ExecutorLimits {
   int32_t max_batch_tokens = 512;  // tokens of one Forward, all chunks together
   int32_t max_batch_chunks = 64;   // chunks of one Forward
@@ -43,6 +52,7 @@ struct ExecutorOptions {
   int64_t num_blocks = 0;   // KV capacity in blocks; 0: none yet (AllocateKvCache later)
   int64_t block_size = 16;  // tokens per block
   int num_threads = 0;      // CPU backend: 0 is one per hardware thread
+  CpuActivations cpu_activations = CpuActivations::kF32;  // CPU backend only
   ExecutorLimits limits;
 
   absl::Status Validate() const;

@@ -9,6 +9,7 @@
 #include "common/host_memory.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_q8.h"
 #include "kernels/cpu/paged_attention.h"
 
 namespace kvfleet::engine {
@@ -31,11 +32,13 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
       options_(options),
       info_(LlamaExecutorInfo(model, options)),
       pool_(options.num_threads) {
-  info_.numerics = kCpuNumerics;
+  const bool q8 = options.cpu_activations == CpuActivations::kQ8;
+  info_.numerics = q8 ? kCpuQ8Numerics : kCpuNumerics;
 
   const model::WeightView& rf = model.weights().rope_freqs;
   if (rf.present()) rope_freq_factors_.assign(rf.f32(), rf.f32() + rf.cols);
   ops_config_ = CpuOps::Config::For(hp_, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data());
+  ops_config_.q8_activations = q8;
 
   const int64_t T = info_.limits.max_batch_tokens;
   const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, T, info_.limits.max_logits_rows);
@@ -49,6 +52,7 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
   const int64_t max_k = std::max({hp_.hidden_size, hp_.ffn_size, hp_.num_heads * hp_.head_dim});
   pool_.RunOnEachThread([&] {
     kernels::ReserveMatMulScratch(max_k);
+    if (q8) kernels::ReserveMatMulQ8Scratch(std::max<int64_t>(T, info_.limits.logits_rows()), max_k);
     kernels::ReservePagedAttentionScratch(hp_.context_length);
   });
 }

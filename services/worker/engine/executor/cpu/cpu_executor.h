@@ -26,6 +26,8 @@ namespace kvfleet::engine {
 // The CPU backend's numerics identity (ExecutorInfo::numerics). Bump the
 // version whenever a kernel's arithmetic changes.
 inline constexpr char kCpuNumerics[] = "cpu/1";
+// With 8-bit activations (--cpu-activations q8): other tokens, another identity.
+inline constexpr char kCpuQ8Numerics[] = "cpu-q8/1";
 
 class CpuExecutor : public ModelExecutor {
  public:

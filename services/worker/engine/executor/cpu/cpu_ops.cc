@@ -5,6 +5,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_q8.h"
 #include "kernels/cpu/paged_attention.h"
 
 namespace kvfleet::engine {
@@ -34,7 +35,12 @@ void CpuOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows
 }
 
 void CpuOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float* y) {
-  kernels::MatMul({.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y}, pool_);
+  const kernels::MatMulParams p{.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y};
+  if (config_.q8_activations && kernels::Q8ActivationsApply(w.dtype)) {
+    kernels::MatMulQ8(p, pool_);
+  } else {
+    kernels::MatMul(p, pool_);
+  }
 }
 
 void CpuOps::AddBias(float* y, const float* bias, int64_t rows, int64_t n) { kernels::AddBias(y, bias, rows, n); }

@@ -26,6 +26,8 @@ class CpuOps {
     kernels::RopeParams rope;
     float rms_norm_eps = 1e-5f;
     float attention_scale = 1.0f;
+    // 8-bit activations and integer dot products for Q8_0/Q4_0/Q4_1 weights.
+    bool q8_activations = false;
 
     // freq_factors may be null (the model has none); it must outlive the ops.
     static Config For(const model::LlamaHparams& hp, const float* freq_factors);

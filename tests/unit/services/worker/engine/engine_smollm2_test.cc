@@ -54,10 +54,12 @@ class SmolLm2EngineTest : public ::testing::Test {
   static std::map<uint64_t, std::vector<model::TokenId>> Run(const std::vector<EngineRequest>& requests,
                                                              SchedulerConfig config, int64_t blocks,
                                                              EngineStats* stats = nullptr,
-                                                             const std::string& proposer = "off") {
+                                                             const std::string& proposer = "off",
+                                                             CpuActivations activations = CpuActivations::kF32) {
     auto executor = testing::NewExecutor(*model_, {.num_blocks = blocks,
                                                    .block_size = 16,
                                                    .num_threads = 2,
+                                                   .cpu_activations = activations,
                                                    .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
@@ -117,6 +119,30 @@ TEST_F(SmolLm2EngineTest, AloneBatchedChunkedCachedAndPreemptedAgree) {
     EXPECT_GT(drafted, 0) << proposer;
     EXPECT_GT(accepted, 0) << proposer;
   }
+}
+
+// The 8-bit activation path keeps every exactness rule: its tokens may
+// differ from float32's, but not between alone, batched, chunked, cached,
+// preempted and speculative runs.
+TEST_F(SmolLm2EngineTest, EightBitActivationsAgreeAloneBatchedChunkedCachedPreemptedAndSpeculative) {
+  const CpuActivations q8 = CpuActivations::kQ8;
+  std::map<uint64_t, std::vector<model::TokenId>> alone;
+  for (const auto& r : *requests_) {
+    alone[r.id.value()] = Run({r}, {.max_num_batched_tokens = 512}, 64, nullptr, "off", q8)[r.id.value()];
+  }
+  EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512}, 64, nullptr, "off", q8), alone) << "batched";
+  EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 7}, 64, nullptr, "off", q8), alone) << "chunks of 7";
+  EngineStats cached;
+  EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512, .max_num_seqs = 1}, 64, &cached, "off", q8), alone)
+      << "cached";
+  EXPECT_GE(cached.prefix_hit_tokens, 3 * 16);
+  EngineStats tight;
+  EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512, .growth_reserve_blocks = 0}, 6, &tight, "off", q8), alone)
+      << "preempted";
+  EXPECT_GT(tight.preemptions, 0);
+  EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512}, 64, nullptr, "ngram", q8), alone) << "ngram";
+  // Not asserted: that the answers match float32's. On this model they do
+  // not (8-bit activations move its logits by ~24%; kernels/cpu/README.md).
 }
 
 }  // namespace

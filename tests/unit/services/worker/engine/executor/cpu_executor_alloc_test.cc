@@ -46,13 +46,18 @@ void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p
 namespace kvfleet::engine {
 namespace {
 
-TEST(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
+class CpuExecutorAllocationTest : public ::testing::TestWithParam<CpuActivations> {};
+
+TEST_P(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
   testing::TempDir dir;
   ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kQ4_1, .seed = 2}, dir.Path("m.gguf")).ok());
   auto model = model::LlamaModel::Load(dir.Path("m.gguf"));
   ASSERT_TRUE(model.ok()) << model.status();
-  auto ex = CpuExecutor::Create(**model, {.num_blocks = 64, .block_size = 4, .num_threads = 2});
+  auto ex = CpuExecutor::Create(**model,
+                                {.num_blocks = 64, .block_size = 4, .num_threads = 2, .cpu_activations = GetParam()});
   ASSERT_TRUE(ex.ok()) << ex.status();
+  // Each activation mode is its own arithmetic, so its own numerics identity.
+  EXPECT_EQ((*ex)->info().numerics, GetParam() == CpuActivations::kQ8 ? "cpu-q8/1" : "cpu/1");
 
   std::vector<BlockId> table;
   for (int32_t b = 0; b < 32; ++b) table.emplace_back(b);
@@ -73,6 +78,10 @@ TEST(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(g_allocations.load(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Activations, CpuExecutorAllocationTest,
+                         ::testing::Values(CpuActivations::kF32, CpuActivations::kQ8),
+                         [](const auto& info) { return info.param == CpuActivations::kQ8 ? "q8" : "f32"; });
 
 }  // namespace
 }  // namespace kvfleet::engine

@@ -100,5 +100,13 @@ TEST(ExecutorOptionsTest, DevicesParseAndBadOnesAreNamed) {
   EXPECT_FALSE((ExecutorLimits{.max_batch_tokens = 4, .max_batch_chunks = 8}).Validate().ok());
 }
 
+TEST(ExecutorOptionsTest, CpuActivationsParseAndBadOnesAreNamed) {
+  EXPECT_EQ(*ParseCpuActivations("f32"), CpuActivations::kF32);
+  EXPECT_EQ(*ParseCpuActivations("q8"), CpuActivations::kQ8);
+  const auto bad = ParseCpuActivations("int4");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("f32 or q8"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvfleet::engine
