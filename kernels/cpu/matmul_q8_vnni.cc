@@ -19,3 +19,21 @@ void Q8MatMulRowsVnni(DType w_type, const void* w, int64_t n, int64_t k, const B
 }
 
 }  // namespace kvfleet::kernels
+
+namespace kvfleet::kernels {
+
+// For machine_ceilings.cc: 8 independent vpdpbusd chains, `iterations` rounds.
+int64_t VnniDotLoop(int64_t iterations) {
+  __m256i acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2);
+  for (int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_dpbusd_epi32(acc[i], u, s);
+  }
+  __m256i t = acc[0];
+  for (int i = 1; i < 8; ++i) t = _mm256_add_epi32(t, acc[i]);
+  return _mm256_extract_epi32(t, 0);
+}
+
+}  // namespace kvfleet::kernels

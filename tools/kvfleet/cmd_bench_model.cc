@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <random>
 
+#include "absl/strings/str_format.h"
+#include "kernels/cpu/machine_ceilings.h"
+
 #include "common/status_macros.h"
 #include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
@@ -14,10 +17,14 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
-       [--repeats N] [--cpu-activations f32|q8]
+       [--repeats N] [--cpu-activations f32|q8] [--ceilings]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
-prints one JSON line with the median tokens/s of each phase.
+prints one JSON line with the median tokens/s of each phase. --ceilings also
+measures the machine in the same run (read bandwidth, float32 FMA and int8
+dot throughput, on --threads threads) and adds the decode rates they allow
+(the weights read once per token; two flops or one int8 multiply-add per
+weight) and the measured decode as a share of the lower one.
 )";
 
 double Median(std::vector<double> v) {
@@ -29,7 +36,8 @@ double Median(std::vector<double> v) {
 absl::Status RunBenchModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats",
-                                                        "cpu-activations"}, {}));
+                                                        "cpu-activations"},
+                                             {"ceilings"}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
   ASSIGN_OR_RETURN(int64_t prompt_tokens, flags.GetInt("prompt-tokens", 128));
@@ -60,11 +68,35 @@ absl::Status RunBenchModel(const Args& args) {
     prefill.push_back(static_cast<double>(prompt_tokens) / result.prefill_seconds);
     decode.push_back(static_cast<double>(gen_tokens - 1) / result.decode_seconds);
   }
+  std::string ceilings;
+  if (flags.GetSwitch("ceilings")) {
+    ThreadPool pool(static_cast<int>(threads));
+    const kernels::MachineCeilings c = kernels::MeasureMachineCeilings(pool);
+    double weights = 0;  // multiply-adds per token: every matrix element once
+    const model::LlamaWeights& w = m.model->weights();
+    for (const model::LlamaLayerWeights& l : w.layers) {
+      for (const model::WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up,
+                                         &l.ffn_down}) {
+        weights += static_cast<double>(v->rows) * static_cast<double>(v->cols);
+      }
+    }
+    weights += static_cast<double>(w.output.rows) * static_cast<double>(w.output.cols);
+    const double bytes = static_cast<double>(m.executor->info().weight_bytes);
+    const double bandwidth_bound = c.read_bytes_per_s / bytes;
+    const double compute_bound = activations == engine::CpuActivations::kQ8 ? c.int8_macs_per_s / weights
+                                                                            : c.fma_flops_per_s / (2 * weights);
+    ceilings = absl::StrFormat(
+        ", \"read_gb_per_s\": %.2f, \"fma_gflops\": %.1f, \"int8_gmacs\": %.1f, \"int8_isa\": \"%s\", "
+        "\"weight_bytes_per_token\": %.0f, \"decode_bandwidth_bound\": %.1f, \"decode_compute_bound\": %.1f, "
+        "\"decode_share_of_bound\": %.3f",
+        c.read_bytes_per_s / 1e9, c.fma_flops_per_s / 1e9, c.int8_macs_per_s / 1e9, c.int8_isa, bytes,
+        bandwidth_bound, compute_bound, Median(decode) / std::min(bandwidth_bound, compute_bound));
+  }
   std::printf(
-      "{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, "
-      "\"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f}\n",
+      "{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, \"cpu_activations\": \"%s\", "
+      "\"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f%s}\n",
       static_cast<long long>(threads), static_cast<long long>(prompt_tokens), static_cast<long long>(gen_tokens),
-      Median(prefill), Median(decode));
+      activations == engine::CpuActivations::kQ8 ? "q8" : "f32", Median(prefill), Median(decode), ceilings.c_str());
   return absl::OkStatus();
 }
 

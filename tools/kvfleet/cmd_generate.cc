@@ -27,7 +27,8 @@ constexpr char kUsage[] =
     R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT [--tls-ca PEM]]
                         [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
-                        [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [sampling flags]
+                        [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [--cpu-activations f32|q8]
+                       [sampling flags]
 
 sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
                 [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
@@ -108,7 +109,8 @@ absl::Status RejectFlags(const Flags& flags, std::initializer_list<const char*> 
 
 absl::Status RunThroughRouter(const Flags& flags) {
   RETURN_IF_ERROR(
-      RejectFlags(flags, {"model", "threads", "device"}, "needs --local (the router serves its own model)"));
+      RejectFlags(flags, {"model", "threads", "device", "cpu-activations"},
+                  "needs --local (the router serves its own model)"));
   RETURN_IF_ERROR(
       RejectFlags(flags, {"chat", "system"}, "needs --local; to chat through the router use `kvfleet chat`"));
   ASSIGN_OR_RETURN(CallSettings call, CallSettingsFromFlags(flags));
@@ -139,9 +141,12 @@ absl::Status RunLocally(const Flags& flags) {
   // Sized for this request; one that exceeds the context is rejected by the
   // engine with both numbers.
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
+  ASSIGN_OR_RETURN(engine::CpuActivations activations,
+                   engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(m.executor,
                    CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
-                                       static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens));
+                                       static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
+                                       activations));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {
@@ -178,7 +183,8 @@ absl::Status RunGenerate(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(
       Flags flags,
-      Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads", "device"}),
+      Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads", "device",
+                                       "cpu-activations"}),
                    {"ignore-eos", "local"}));
   return flags.GetSwitch("local") ? RunLocally(flags) : RunThroughRouter(flags);
 }

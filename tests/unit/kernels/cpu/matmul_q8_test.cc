@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/machine_ceilings.h"
 #include "kernels/cpu/quantize.h"
 #include "tests/testing/random_data.h"
 
@@ -144,6 +145,24 @@ TEST_P(MatMulQ8Test, StaysWithinTheActivationQuantizationBoundOfTheFloatPath) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, MatMulQ8Test, ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace kvfleet::kernels
+
+namespace kvfleet::kernels {
+namespace {
+
+// The ceilings are measurements (not checked against any speed); what is
+// checked is that each is measured: positive, finite, and named.
+TEST(MachineCeilingsTest, MeasuresEveryCeilingOnThePoolsThreads) {
+  ThreadPool pool(2);
+  const MachineCeilings c = MeasureMachineCeilings(pool, size_t{8} << 20);
+  for (double v : {c.read_bytes_per_s, c.fma_flops_per_s, c.int8_macs_per_s}) {
+    EXPECT_GT(v, 0);
+    EXPECT_TRUE(std::isfinite(v));
+  }
+  EXPECT_EQ(c.int8_isa, Q8DotIsaName(ActiveQ8DotIsa()));
+}
 
 }  // namespace
 }  // namespace kvfleet::kernels
