@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "kernels/cpu/matmul_q8.h"
 
@@ -40,8 +43,11 @@ int64_t Avx2DotLoop(int64_t iterations) {
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_epi32(i);
   const __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
   for (int64_t it = 0; it < iterations; ++it) {
+    // Opaque to the compiler, so the products are not hoisted out of the loop.
+    __m256i a = u;
+    asm volatile("" : "+x"(a));
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, s), ones));
   }
   __m256i t = acc[0];
   for (int i = 1; i < 8; ++i) t = _mm256_add_epi32(t, acc[i]);
@@ -65,24 +71,35 @@ double BestParallel(ThreadPool& pool, int passes, const Work& work) {
 MachineCeilings MeasureMachineCeilings(ThreadPool& pool, size_t buffer_bytes) {
   MachineCeilings c;
   const int threads = pool.num_threads();
-  // Read bandwidth: each thread sums its own slice (first touched by it).
+  // Read bandwidth: each thread sums its own slice, the one it first
+  // touched (on a NUMA machine, memory on its own node).
   const size_t floats = buffer_bytes / sizeof(float) / 64 * 64;
   std::unique_ptr<float[]> buffer(new float[floats]);
   const size_t slice = floats / static_cast<size_t>(threads) / 64 * 64;
-  std::atomic<int> next{0};
+  std::mutex mu;
+  std::map<std::thread::id, size_t> slice_of;
   pool.RunOnEachThread([&] {
-    const size_t t = static_cast<size_t>(next.fetch_add(1) % threads);
+    size_t t;
+    {
+      std::lock_guard lock(mu);
+      t = slice_of.size();
+      slice_of[std::this_thread::get_id()] = t;
+    }
     std::fill(buffer.get() + t * slice, buffer.get() + (t + 1) * slice, 1.0f);
   });
   const double read_s = BestParallel(pool, 3, [&] {
-    const size_t t = static_cast<size_t>(next.fetch_add(1) % threads);
+    size_t t;
+    {
+      std::lock_guard lock(mu);
+      t = slice_of.at(std::this_thread::get_id());
+    }
     const float* p = buffer.get() + t * slice;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i < slice; i += 32) {
-      a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-      a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-      a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-      a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+      a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+      a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+      a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+      a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
     }
     g_sink = g_sink + _mm256_cvtss_f32(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
   });

@@ -101,7 +101,7 @@ void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k) {
   Scratch().reserve(static_cast<size_t>(max_m * (max_k / 32)));
 }
 
-void MatMulQ8(const MatMulParams& p, ThreadPool& pool) {
+void MatMulQ8(const MatMulParams& p, ThreadPool& pool, BlockQ8A* scratch) {
   CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";
   CHECK(Q8ActivationsApply(p.w_type)) << "MatMulQ8 takes Q8_0, Q4_0 and Q4_1 weights";
   // Everything the workers need behind one pointer: a lambda capturing more
@@ -112,10 +112,13 @@ void MatMulQ8(const MatMulParams& p, ThreadPool& pool) {
     BlockQ8A* q;
     decltype(&Q8MatMulRowsAvx2) rows;
   };
-  std::vector<BlockQ8A>& xq = Scratch();
   const int64_t blocks = p.k / 32;
-  xq.resize(static_cast<size_t>(p.m * blocks));
-  const Call call{p, blocks, xq.data(),
+  if (scratch == nullptr) {
+    std::vector<BlockQ8A>& own = Scratch();
+    own.resize(static_cast<size_t>(p.m * blocks));
+    scratch = own.data();
+  }
+  const Call call{p, blocks, scratch,
                   ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni ? Q8MatMulRowsVnni : Q8MatMulRowsAvx2};
   const Call* c = &call;
   if (p.m == 1) {

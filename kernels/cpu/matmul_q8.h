@@ -26,7 +26,10 @@ enum class Q8DotIsa { kAvx2, kAvx512Vnni };
 // Whether MatMulQ8 takes weights of this type.
 bool Q8ActivationsApply(DType w_type);
 
-void MatMulQ8(const MatMulParams& p, ThreadPool& pool);
+// `scratch` holds the quantized tokens: at least m · k / 32 blocks, owned
+// by the caller so a warm step allocates nothing whatever thread calls;
+// null: a vector of the calling thread's (ReserveMatMulQ8Scratch).
+void MatMulQ8(const MatMulParams& p, ThreadPool& pool, BlockQ8A* scratch = nullptr);
 
 // The set in use (the best this CPU has unless forced); tests force each
 // one the machine can run. Forcing one it cannot run is refused (false).

@@ -2,15 +2,29 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 
 namespace kvfleet::kernels {
 namespace {
 
-// The scale and its inverse from a block's largest magnitude.
+// The scale and its inverse from a block's largest magnitude. A maximum so
+// small that 127 / amax overflows quantizes the block to zeros.
 inline void Scale(float amax, float* d, float* id) {
   *d = amax / 127.0f;
-  *id = amax > 0.0f ? 127.0f / amax : 0.0f;
+  const float inverse = 127.0f / amax;
+  *id = amax > 0.0f && std::isfinite(inverse) ? inverse : 0.0f;
+}
+
+// A block holding a NaN: scale NaN, values 0, so the NaN reaches every
+// output it touches, as on the float32 path.
+inline void PoisonBlock(BlockQ8A& q) {
+  q.d = std::numeric_limits<float>::quiet_NaN();
+  q.sum = 0;
+  q.dsum = q.d;
+  std::fill(std::begin(q.qs), std::end(q.qs), int8_t{0});
 }
 
 }  // namespace
@@ -18,6 +32,10 @@ inline void Scale(float amax, float* d, float* id) {
 void QuantizeActivationRowReference(const float* x, int64_t k, BlockQ8A* out) {
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* v = x + 32 * b;
+    if (std::any_of(v, v + 32, [](float e) { return std::isnan(e); })) {
+      PoisonBlock(out[b]);
+      continue;
+    }
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(v[i]));
     float d, id;
@@ -39,6 +57,12 @@ void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out) {
     const float* v = x + 32 * b;
     __m256 x0 = _mm256_loadu_ps(v), x1 = _mm256_loadu_ps(v + 8);
     __m256 x2 = _mm256_loadu_ps(v + 16), x3 = _mm256_loadu_ps(v + 24);
+    const __m256 nan = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(x0, x0, _CMP_UNORD_Q), _mm256_cmp_ps(x1, x1, _CMP_UNORD_Q)),
+                                    _mm256_or_ps(_mm256_cmp_ps(x2, x2, _CMP_UNORD_Q), _mm256_cmp_ps(x3, x3, _CMP_UNORD_Q)));
+    if (_mm256_movemask_ps(nan) != 0) {
+      PoisonBlock(out[b]);
+      continue;
+    }
     // max is exact, so its order does not matter.
     __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign_mask, x0), _mm256_andnot_ps(sign_mask, x1)),
                              _mm256_max_ps(_mm256_andnot_ps(sign_mask, x2), _mm256_andnot_ps(sign_mask, x3)));

@@ -118,6 +118,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.proposers.self_layers = static_cast<int32_t>(self_layers);
   o.proposers.draft_model_path = f.GetString("spec-draft-model", "");
   o.proposers.num_threads = o.threads;
+  o.proposers.cpu_activations = o.cpu_activations;
   // The default must be one of the proposers these flags load.
   if (absl::Status s = o.speculation.Validate(o.proposers.names()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--speculation; --spec-self-layers loads \"self\", "

@@ -41,6 +41,10 @@ absl::Status ExecutorLimits::Validate() const {
 }
 
 absl::Status ExecutorOptions::Validate() const {
+  if (cpu_activations == CpuActivations::kQ8 && device.kind != DeviceKind::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat("--cpu-activations q8 applies to the CPU backend; this model runs on ",
+                                                   device.ToString(), " (drop the flag, or give --device cpu)"));
+  }
   if (num_blocks < 0) return absl::InvalidArgumentError("num_blocks must be >= 0");
   if (block_size <= 0 || block_size > 1024) return absl::InvalidArgumentError("block_size must be in [1, 1024]");
   if (num_threads < 0) return absl::InvalidArgumentError("num_threads must be >= 0");

@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const Pr
   ASSIGN_OR_RETURN(draft->executor, create(*draft->model, {.device = target.device,
                                                            .block_size = target.block_size,
                                                            .num_threads = config.num_threads,
+                                                           .cpu_activations = config.cpu_activations,
                                                            .limits = limits}));
   return draft;
 }

@@ -30,6 +30,9 @@ struct ProposerConfig {
   int32_t self_layers = 0;        // > 0: load "self" with the target's first self_layers layers
   std::string draft_model_path;   // non-empty: load "draft" from this GGUF
   int num_threads = 0;            // the draft model's CPU threads (0: all)
+  // The draft model's activations on the CPU: the target's, so the two
+  // compute alike (--cpu-activations).
+  CpuActivations cpu_activations = CpuActivations::kF32;
 
   // The names of the proposers Load() builds from this configuration.
   std::vector<std::string> names() const;

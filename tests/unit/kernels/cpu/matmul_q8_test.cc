@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -30,6 +33,9 @@ TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
   x[64] = 1e-30f;                                                    // a tiny block
   for (int i = 65; i < 96; ++i) x[i] = 0.0f;
   x[96] = -65504.0f;  // a large negative maximum: q = -127
+  x[128] = 1e-38f;    // a maximum too small to invert: a block of zeros
+  for (int i = 129; i < 160; ++i) x[i] = i % 2 ? -1e-39f : 0.0f;
+  x[170] = std::numeric_limits<float>::quiet_NaN();  // a NaN: the block's scale is NaN
   std::vector<BlockQ8A> fast(64), reference(64);
   QuantizeActivationRow(x.data(), static_cast<int64_t>(x.size()), fast.data());
   QuantizeActivationRowReference(x.data(), static_cast<int64_t>(x.size()), reference.data());
@@ -37,6 +43,9 @@ TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
   EXPECT_EQ(fast[0].d, 0.0f);
   EXPECT_EQ(fast[0].sum, 0);
   EXPECT_EQ(fast[3].qs[0], -127);
+  EXPECT_EQ(fast[4].sum, 0);
+  EXPECT_TRUE(std::all_of(std::begin(fast[4].qs), std::end(fast[4].qs), [](int8_t q) { return q == 0; }));
+  EXPECT_TRUE(std::isnan(fast[5].d));
   for (const BlockQ8A& b : fast) {
     int sum = 0;
     for (int8_t q : b.qs) {

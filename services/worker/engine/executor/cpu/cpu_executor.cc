@@ -50,16 +50,21 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
   rope_sin_ = rope_cos_ + rope_floats;
   // The kernels' per-thread scratch too, on every thread, once.
   const int64_t max_k = std::max({hp_.hidden_size, hp_.ffn_size, hp_.num_heads * hp_.head_dim});
+  if (q8) {
+    q8_scratch_blocks_ = std::max<int64_t>(T, info_.limits.logits_rows()) * (max_k / 32);
+    q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
+    ops_config_.q8_scratch = q8_scratch_.get();
+  }
   pool_.RunOnEachThread([&] {
     kernels::ReserveMatMulScratch(max_k);
-    if (q8) kernels::ReserveMatMulQ8Scratch(std::max<int64_t>(T, info_.limits.logits_rows()), max_k);
     kernels::ReservePagedAttentionScratch(hp_.context_length);
   });
 }
 
 ExecutorMemory CpuExecutor::memory() const {
   return {.weight_bytes = info_.weight_bytes,
-          .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)),
+          .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)) +
+                           q8_scratch_blocks_ * static_cast<int64_t>(sizeof(kernels::BlockQ8A)),
           .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token};
 }
 

@@ -11,6 +11,8 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include "kernels/cpu/quantize_activations.h"
+
 #include <memory>
 #include <vector>
 
@@ -53,6 +55,9 @@ class CpuExecutor : public ModelExecutor {
   // Scratch, uninitialised: the kernels write before they read.
   std::unique_ptr<float[]> scratch_;
   int64_t scratch_floats_ = 0;
+  // With 8-bit activations: the quantized tokens of the largest batch.
+  std::unique_ptr<kernels::BlockQ8A[]> q8_scratch_;
+  int64_t q8_scratch_blocks_ = 0;
   LlamaActivations activations_;
   float* rope_cos_ = nullptr;  // [max_batch_tokens, rot_dim / 2]
   float* rope_sin_ = nullptr;

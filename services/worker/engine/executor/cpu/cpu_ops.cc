@@ -37,7 +37,7 @@ void CpuOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows
 void CpuOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float* y) {
   const kernels::MatMulParams p{.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y};
   if (config_.q8_activations && kernels::Q8ActivationsApply(w.dtype)) {
-    kernels::MatMulQ8(p, pool_);
+    kernels::MatMulQ8(p, pool_, config_.q8_scratch);
   } else {
     kernels::MatMul(p, pool_);
   }

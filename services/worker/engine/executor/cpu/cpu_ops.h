@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "common/thread_pool.h"
+#include "kernels/cpu/quantize_activations.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/paged_kv.h"
 #include "model/llama_hparams.h"
@@ -26,8 +27,11 @@ class CpuOps {
     kernels::RopeParams rope;
     float rms_norm_eps = 1e-5f;
     float attention_scale = 1.0f;
-    // 8-bit activations and integer dot products for Q8_0/Q4_0/Q4_1 weights.
+    // 8-bit activations and integer dot products for Q8_0/Q4_0/Q4_1 weights,
+    // with the executor's buffer for the quantized tokens (sized for its
+    // largest batch, so no step allocates whichever thread runs it).
     bool q8_activations = false;
+    kernels::BlockQ8A* q8_scratch = nullptr;
 
     // freq_factors may be null (the model has none); it must outlive the ops.
     static Config For(const model::LlamaHparams& hp, const float* freq_factors);

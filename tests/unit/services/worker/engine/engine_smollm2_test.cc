@@ -65,7 +65,10 @@ class SmolLm2EngineTest : public ::testing::Test {
     // its own cache, whose greedy guesses the target always accepts.
     const spec::ProposerConfig loaded =
         proposer == "off" ? spec::ProposerConfig{}
-                          : spec::ProposerConfig{.self_layers = 12, .draft_model_path = kDefaultModelPath, .num_threads = 2};
+                          : spec::ProposerConfig{.self_layers = 12,
+                                                 .draft_model_path = kDefaultModelPath,
+                                                 .num_threads = 2,
+                                                 .cpu_activations = activations};
     auto proposers = spec::ProposerSet::Load(loaded, *executor, CreateExecutor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = "smollm2", .scheduler = config};
@@ -123,7 +126,7 @@ TEST_F(SmolLm2EngineTest, AloneBatchedChunkedCachedAndPreemptedAgree) {
 
 // The 8-bit activation path keeps every exactness rule: its tokens may
 // differ from float32's, but not between alone, batched, chunked, cached,
-// preempted and speculative runs.
+// preempted and speculative (n-gram, self, draft) runs.
 TEST_F(SmolLm2EngineTest, EightBitActivationsAgreeAloneBatchedChunkedCachedPreemptedAndSpeculative) {
   const CpuActivations q8 = CpuActivations::kQ8;
   std::map<uint64_t, std::vector<model::TokenId>> alone;
@@ -140,7 +143,13 @@ TEST_F(SmolLm2EngineTest, EightBitActivationsAgreeAloneBatchedChunkedCachedPreem
   EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512, .growth_reserve_blocks = 0}, 6, &tight, "off", q8), alone)
       << "preempted";
   EXPECT_GT(tight.preemptions, 0);
-  EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512}, 64, nullptr, "ngram", q8), alone) << "ngram";
+  for (const std::string proposer : {"ngram", "self", "draft"}) {
+    EngineStats spec;
+    EXPECT_EQ(Run(*requests_, {.max_num_batched_tokens = 512}, 64, &spec, proposer, q8), alone) << proposer;
+    int64_t accepted = 0;
+    for (const SpeculationStats& p : spec.speculation) accepted += p.accepted_tokens;
+    EXPECT_GT(accepted, 0) << proposer;
+  }
   // Not asserted: that the answers match float32's. On this model they do
   // not (8-bit activations move its logits by ~24%; kernels/cpu/README.md).
 }

@@ -106,6 +106,11 @@ TEST(ExecutorOptionsTest, CpuActivationsParseAndBadOnesAreNamed) {
   const auto bad = ParseCpuActivations("int4");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("f32 or q8"), std::string::npos);
+  // q8 is the CPU backend's: asked for on a GPU, it is refused, not ignored.
+  const absl::Status on_gpu =
+      ExecutorOptions{.device = {.kind = DeviceKind::kCuda}, .cpu_activations = CpuActivations::kQ8}.Validate();
+  EXPECT_EQ(on_gpu.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(on_gpu.message().find("cuda:0"), std::string::npos) << on_gpu;
 }
 
 }  // namespace
