@@ -3,9 +3,10 @@
 #include <utility>
 
 #include "services/transport/http_server.h"
+#include "services/transport/http_exchange.h"
+#include "services/transport/tls_peer_names.h"
 
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <array>
@@ -42,134 +43,7 @@ namespace http = beast::http;
 namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
-
-constexpr size_t kMaxQueuedBytes = 1 << 20;  // a stream's unsent bytes before Write blocks
-
-// The handler's answer, handed from its thread to the connection's coroutine.
-class Exchange final : public HttpResponder, public std::enable_shared_from_this<Exchange> {
- public:
-  struct Head {
-    int status = 200;
-    std::string content_type;
-    HttpHeaders headers;
-  };
-  // What the connection has to send next, taken at once.
-  struct Work {
-    std::optional<std::pair<Head, std::string>> whole;
-    std::optional<Head> stream_head;
-    std::string chunk;  // every Write since the last Take, concatenated
-    bool done = false;
-  };
-
-  explicit Exchange(net::any_io_executor strand) : strand_(strand), wake_(strand) {
-    wake_.expires_at(net::steady_timer::time_point::max());
-  }
-
-  void Respond(int status, std::string_view content_type, std::string body, HttpHeaders headers) override {
-    std::lock_guard lock(mu_);
-    if (answered_) return;
-    answered_ = true;
-    whole_.emplace(Head{status, std::string(content_type), std::move(headers)}, std::move(body));
-    WakeLocked();
-  }
-
-  void StartStream(int status, std::string_view content_type, HttpHeaders headers) override {
-    std::lock_guard lock(mu_);
-    if (answered_) return;
-    answered_ = true;
-    streaming_ = true;
-    stream_head_.emplace(Head{status, std::string(content_type), std::move(headers)});
-    WakeLocked();
-  }
-
-  bool Write(std::string data) override {
-    std::unique_lock lock(mu_);
-    if (!streaming_) return !gone_;
-    space_.wait(lock, [&] { return gone_ || queued_.size() < kMaxQueuedBytes; });
-    if (gone_) return false;
-    queued_ += data;
-    WakeLocked();
-    return true;
-  }
-
-  bool ClientGone() const override {
-    std::lock_guard lock(mu_);
-    return gone_;
-  }
-
-  void OnClientGone(std::function<void()> callback) override {
-    {
-      std::lock_guard lock(mu_);
-      if (!gone_) {
-        on_gone_ = std::move(callback);
-        return;
-      }
-    }
-    callback();
-  }
-
-  void HandlerDone() {
-    std::lock_guard lock(mu_);
-    done_ = true;
-    WakeLocked();
-  }
-
-  // From the I/O thread: the client is gone (or the server gives up on it).
-  void MarkGone() {
-    std::function<void()> callback;
-    {
-      std::lock_guard lock(mu_);
-      if (gone_) return;
-      gone_ = true;
-      callback = std::move(on_gone_);
-    }
-    space_.notify_all();
-    if (callback) callback();
-  }
-
-  // On the strand: waits until there is something to send.
-  net::awaitable<Work> Next() {
-    for (;;) {
-      {
-        std::lock_guard lock(mu_);
-        if (whole_ || stream_head_ || !queued_.empty() || done_) {
-          Work w;
-          w.whole = std::move(whole_);
-          w.stream_head = std::move(stream_head_);
-          w.chunk = std::move(queued_);
-          w.done = done_;
-          whole_.reset();
-          stream_head_.reset();
-          queued_.clear();
-          space_.notify_all();
-          co_return w;
-        }
-      }
-      // Whatever changes the state posts a cancel of this wait to the
-      // strand, so it cannot run between the check above and the wait.
-      error_code ec;
-      co_await wake_.async_wait(net::redirect_error(net::use_awaitable, ec));
-    }
-  }
-
- private:
-  void WakeLocked() {
-    net::post(strand_, [self = shared_from_this()] { self->wake_.cancel(); });
-  }
-
-  net::any_io_executor strand_;
-  net::steady_timer wake_;
-  mutable std::mutex mu_;
-  std::condition_variable space_;
-  bool answered_ = false;
-  bool streaming_ = false;
-  bool done_ = false;
-  bool gone_ = false;
-  std::optional<std::pair<Head, std::string>> whole_;
-  std::optional<Head> stream_head_;
-  std::string queued_;
-  std::function<void()> on_gone_;
-};
+using http_internal::Exchange;
 
 std::string ErrorText(int status, std::string_view message) {
   return absl::StrCat(status, " ", std::string(HttpReason(status)), ": ", std::string(message), "\n");
@@ -374,44 +248,13 @@ class BeastHttpServer final : public HttpServer {
     return tls_;
   }
 
-  // As the gRPC port's PeerAuthorizer: an exact match of a subject
-  // alternative name (DNS, URI, email, IP) or the common name; no wildcards.
   bool PeerNamesAllowed(SSL* ssl_handle) const {
     if (options_.allowed_peers.empty()) return true;
     X509* cert = SSL_get1_peer_certificate(ssl_handle);
-    if (cert == nullptr) return false;
-    std::vector<std::string> names;
-    if (auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
-      for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
-        const GENERAL_NAME* san = sk_GENERAL_NAME_value(sans, i);
-        if (san->type == GEN_DNS || san->type == GEN_URI || san->type == GEN_EMAIL) {
-          const ASN1_IA5STRING* text = san->d.ia5;
-          names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)), ASN1_STRING_length(text));
-        } else if (san->type == GEN_IPADD) {
-          const ASN1_OCTET_STRING* ip = san->d.iPAddress;
-          const unsigned char* bytes = ASN1_STRING_get0_data(ip);
-          if (ASN1_STRING_length(ip) == 4) {
-            names.push_back(net::ip::make_address_v4(net::ip::address_v4::bytes_type{bytes[0], bytes[1], bytes[2],
-                                                                                     bytes[3]})
-                                .to_string());
-          }
-        }
-      }
-      GENERAL_NAMES_free(sans);
-    }
-    char common_name[256] = {};
-    if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, common_name, sizeof(common_name)) > 0) {
-      names.emplace_back(common_name);
-    }
-    X509_free(cert);
-    for (const std::string& name : names) {
-      if (std::find(options_.allowed_peers.begin(), options_.allowed_peers.end(), name) !=
-          options_.allowed_peers.end()) {
-        return true;
-      }
-    }
-    KVFLEET_LOG_WARN("HTTP: refused a TLS client whose certificate names none of --tls-allowed-peers");
-    return false;
+    const bool allowed = cert != nullptr && CertificateNamesOneOf(cert, options_.allowed_peers);
+    if (cert != nullptr) X509_free(cert);
+    if (!allowed) KVFLEET_LOG_WARN("HTTP: refused a TLS client whose certificate names none of --tls-allowed-peers");
+    return allowed;
   }
 
   net::awaitable<void> Accept() {

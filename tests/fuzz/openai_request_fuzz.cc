@@ -3,8 +3,6 @@
 // then planned against a tiny model and formatted back as a response.
 // Nothing crashes or throws; every refusal is a client error; the JSON the
 // formatter writes always parses.
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include <string_view>
@@ -13,24 +11,10 @@
 #include "services/router/openai/openai_response.h"
 #include "services/router/server/generation_plan.h"
 #include "tests/fuzz/fuzz_input.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "tests/fuzz/fuzz_router_model.h"
 
 namespace {
 
-const kvfleet::router::RouterModel& Model() {
-  static const kvfleet::router::RouterModel* model = [] {
-    char path[] = "/tmp/kvfleet-fuzz-XXXXXX";
-    const int fd = mkstemp(path);
-    kvfleet::fuzz::Check(fd >= 0, "cannot make a temporary file");
-    close(fd);
-    kvfleet::fuzz::Check(kvfleet::tools::WriteTinyModel({.context_length = 256}, path).ok(), "tiny model");
-    auto m = kvfleet::router::RouterModel::Load(path, "tiny");
-    unlink(path);
-    kvfleet::fuzz::Check(m.ok(), "tiny model load");
-    return m->release();
-  }();
-  return *model;
-}
 
 bool IsClientError(absl::StatusCode code) {
   return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
@@ -60,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::Check(call.status().code() == absl::StatusCode::kInvalidArgument, "a refusal is INVALID_ARGUMENT");
     return 0;
   }
-  const RouterModel& model = Model();
+  const RouterModel& model = kvfleet::fuzz::FuzzRouterModel();
   absl::StatusOr<GenerationPlan> plan = endpoint == openai::Endpoint::kChat ? PlanChat(model, call->chat, 7)
                                                                             : PlanGenerate(model, call->completion, 7);
   if (!plan.ok()) {

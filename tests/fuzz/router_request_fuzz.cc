@@ -3,8 +3,6 @@
 // the limits table. Nothing crashes, a refusal is a client error, and
 // whatever the router plans the worker accepts under the same limits (the
 // two checks agree).
-#include <unistd.h>
-
 #include <cstdlib>
 #include <memory>
 
@@ -12,24 +10,10 @@
 #include "services/router/server/generation_plan.h"
 #include "services/worker/server/proto_convert.h"
 #include "tests/fuzz/fuzz_input.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "tests/fuzz/fuzz_router_model.h"
 
 namespace {
 
-const kvfleet::router::RouterModel& Model() {
-  static const kvfleet::router::RouterModel* model = [] {
-    char path[] = "/tmp/kvfleet-fuzz-XXXXXX";
-    const int fd = mkstemp(path);
-    kvfleet::fuzz::Check(fd >= 0, "cannot make a temporary file");
-    close(fd);
-    kvfleet::fuzz::Check(kvfleet::tools::WriteTinyModel({.context_length = 256}, path).ok(), "tiny model");
-    auto m = kvfleet::router::RouterModel::Load(path, "tiny");
-    unlink(path);
-    kvfleet::fuzz::Check(m.ok(), "tiny model load");
-    return m->release();
-  }();
-  return *model;
-}
 
 bool IsClientError(absl::StatusCode code) {
   return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
@@ -40,7 +24,7 @@ bool IsClientError(absl::StatusCode code) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvfleet;
   if (size == 0) return 0;
-  const kvfleet::router::RouterModel& model = Model();
+  const kvfleet::router::RouterModel& model = kvfleet::fuzz::FuzzRouterModel();
   // The first byte: which call, and whether the limits are lowered.
   const uint8_t mode = data[0];
   limits::RequestLimits limits;

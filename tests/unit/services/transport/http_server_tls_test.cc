@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "services/transport/http_server.h"
+#include "services/transport/tls_peer_names.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/cluster/local_pki.h"
 
@@ -142,6 +144,21 @@ TEST_F(HttpServerTlsTest, WithAClientCaTheClientsCertificateMustNameAnAllowedPee
   // No certificate at all: TLS 1.3 finishes the client's handshake first,
   // then the server refuses; either way nothing is served.
   EXPECT_EQ(Get(server->port(), ca_->files().cert).response.find("secret"), std::string::npos);
+}
+
+// The names the allowed-peers rule reads, and that it matches them exactly.
+TEST_F(HttpServerTlsTest, ACertificatesNamesAreItsSansAndCommonNameMatchedExactly) {
+  const CertificateFiles files = Issue("client", "app");
+  std::FILE* f = std::fopen(files.cert.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  ASSERT_NE(cert, nullptr);
+  EXPECT_EQ(CertificateNames(cert), (std::vector<std::string>{"app", "localhost", "127.0.0.1", "app"}));
+  EXPECT_TRUE(CertificateNamesOneOf(cert, {"worker", "app"}));
+  EXPECT_TRUE(CertificateNamesOneOf(cert, {"127.0.0.1"}));
+  EXPECT_FALSE(CertificateNamesOneOf(cert, {"ap", "*.app", "APP", "worker"}));
+  X509_free(cert);
 }
 
 }  // namespace

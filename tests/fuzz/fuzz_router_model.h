@@ -1,0 +1,28 @@
+// The router-side fuzzers' model: a tiny GGUF written once per process to
+// a temporary file, loaded as the router loads one, and kept.
+#pragma once
+
+#include <unistd.h>
+
+#include "services/router/frontend/router_model.h"
+#include "tests/fuzz/fuzz_input.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::fuzz {
+
+inline const router::RouterModel& FuzzRouterModel() {
+  static const router::RouterModel* model = [] {
+    char path[] = "/tmp/kvfleet-fuzz-XXXXXX";
+    const int fd = mkstemp(path);
+    Check(fd >= 0, "cannot make a temporary file");
+    close(fd);
+    Check(tools::WriteTinyModel({.context_length = 256}, path).ok(), "tiny model");
+    auto m = router::RouterModel::Load(path, "tiny");
+    unlink(path);
+    Check(m.ok(), "tiny model load");
+    return m->release();
+  }();
+  return *model;
+}
+
+}  // namespace kvfleet::fuzz
