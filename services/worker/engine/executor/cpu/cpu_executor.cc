@@ -55,10 +55,13 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
     q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
     ops_config_.q8_scratch = q8_scratch_.get();
   }
-  pool_.RunOnEachThread([&] {
-    kernels::ReserveMatMulScratch(max_k);
-    kernels::ReservePagedAttentionScratch(hp_.context_length);
-  });
+  max_k_ = max_k;
+  pool_.RunOnEachThread([this] { ReserveThreadScratch(); });
+}
+
+void CpuExecutor::ReserveThreadScratch() const {
+  kernels::ReserveMatMulScratch(max_k_);
+  kernels::ReservePagedAttentionScratch(hp_.context_length);
 }
 
 ExecutorMemory CpuExecutor::memory() const {
@@ -97,6 +100,14 @@ absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
 
 absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
+  // The calling thread runs kernel chunks too, and it need not be the one
+  // that created the executor (a worker's engine thread is not): its
+  // scratch is sized on its first step, not grown by later ones.
+  thread_local const CpuExecutor* reserved_for = nullptr;
+  if (reserved_for != this) {
+    ReserveThreadScratch();
+    reserved_for = this;
+  }
   RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
   const BatchArrays arrays{.token_ids = batch.token_ids.data(),

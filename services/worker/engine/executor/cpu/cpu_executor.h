@@ -58,6 +58,10 @@ class CpuExecutor : public ModelExecutor {
   // With 8-bit activations: the quantized tokens of the largest batch.
   std::unique_ptr<kernels::BlockQ8A[]> q8_scratch_;
   int64_t q8_scratch_blocks_ = 0;
+  int64_t max_k_ = 0;  // the widest matmul input: what the kernels' per-thread scratch is sized for
+  // Sizes the calling thread's kernel scratch (every pool thread at start;
+  // a thread that calls Forward on its first step).
+  void ReserveThreadScratch() const;
   LlamaActivations activations_;
   float* rope_cos_ = nullptr;  // [max_batch_tokens, rot_dim / 2]
   float* rope_sin_ = nullptr;
