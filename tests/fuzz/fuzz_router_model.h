@@ -1,5 +1,6 @@
 // The router-side fuzzers' model: a tiny GGUF written once per process to
-// a temporary file, loaded as the router loads one, and kept.
+// a temporary file, loaded as the router loads one, and kept; and what
+// counts as the client's fault.
 #pragma once
 
 #include <unistd.h>
@@ -23,6 +24,11 @@ inline const router::RouterModel& FuzzRouterModel() {
     return m->release();
   }();
   return *model;
+}
+
+// A refusal the router blames on the request: what a fuzzed call may get.
+inline bool IsRouterClientError(absl::StatusCode code) {
+  return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
 }
 
 }  // namespace kvfleet::fuzz

@@ -13,15 +13,6 @@
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_router_model.h"
 
-namespace {
-
-
-bool IsClientError(absl::StatusCode code) {
-  return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvfleet;
   using namespace kvfleet::router;
@@ -48,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<GenerationPlan> plan = endpoint == openai::Endpoint::kChat ? PlanChat(model, call->chat, 7)
                                                                             : PlanGenerate(model, call->completion, 7);
   if (!plan.ok()) {
-    fuzz::Check(IsClientError(plan.status().code()) ||
+    fuzz::Check(kvfleet::fuzz::IsRouterClientError(plan.status().code()) ||
                     plan.status().code() == absl::StatusCode::kFailedPrecondition,
                 "a planning refusal is the client's");
     return 0;

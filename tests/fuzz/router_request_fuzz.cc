@@ -12,15 +12,6 @@
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_router_model.h"
 
-namespace {
-
-
-bool IsClientError(absl::StatusCode code) {
-  return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvfleet;
   if (size == 0) return 0;
@@ -44,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     plan = router::PlanGenerate(model, request, 7, limits);
   }
   if (!plan.ok()) {
-    fuzz::Check(IsClientError(plan.status().code()), "a refusal that is not a client error");
+    fuzz::Check(kvfleet::fuzz::IsRouterClientError(plan.status().code()), "a refusal that is not a client error");
     return 0;
   }
   fuzz::Check(!plan->prompt.empty(), "an empty prompt planned");

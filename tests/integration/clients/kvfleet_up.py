@@ -73,3 +73,22 @@ class Cluster:
         if self.up.poll() is None:
             self.up.send_signal(signal.SIGINT)
         return self.up.wait(timeout=60)
+
+
+def run_against_cluster(cli, model, log_dir, checks):
+    """Starts a Cluster, runs checks(cluster), stops it with Ctrl-C: the
+    test's exit code (0 passed, 1 failed, naming why)."""
+    cluster = Cluster(cli, model, log_dir)
+    try:
+        checks(cluster)
+    except Failure as e:
+        print(f"FAILED: {e}")
+        cluster.up.kill()
+        cluster.stop()
+        return 1
+    code = cluster.stop()
+    if code != 0:
+        print(f"FAILED: kvfleet up exited {code} after Ctrl-C")
+        return 1
+    print("passed")
+    return 0

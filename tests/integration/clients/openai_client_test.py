@@ -36,7 +36,7 @@ import grpc
 import httpx2 as httpx  # the HTTP library the openai package is built on
 import openai
 
-from kvfleet_up import Cluster, Failure, check, free_port, generate_stubs
+from kvfleet_up import Failure, check, free_port, generate_stubs, run_against_cluster
 
 MESSAGES = [{"role": "system", "content": "You are a concise assistant."},
             {"role": "user", "content": "What is the capital of France?"}]
@@ -277,8 +277,8 @@ def main():
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         pb, _, pb_grpc = generate_stubs(args.proto_dir, os.path.join(tmp, "stubs"))
-        cluster = Cluster(args.cli, args.model, os.path.join(tmp, "logs"))
-        try:
+
+        def checks(cluster):
             client = openai.OpenAI(base_url=f"http://{cluster.http}/v1", api_key="none", max_retries=0)
             model = client.models.list().data[0].id
             with grpc.insecure_channel(cluster.router) as channel:
@@ -287,18 +287,8 @@ def main():
             check_sse_framing(cluster.http, model)
             check_disconnect(client, model, cluster.worker_metrics)
             check_tls_auth_quota(args.router, args.model, cluster, model, tmp)
-        except Failure as e:
-            print(f"FAILED: {e}")
-            cluster.up.kill()
-            return 1
-        finally:
-            code = cluster.stop()
-        if code != 0:
-            print(f"FAILED: kvfleet up exited {code} after Ctrl-C")
-            return 1
-    print("passed")
-    return 0
 
+        return run_against_cluster(args.cli, args.model, os.path.join(tmp, "logs"), checks)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,7 +12,7 @@ import tempfile
 
 import grpc
 
-from kvfleet_up import Cluster, Failure, check, generate_stubs
+from kvfleet_up import Failure, check, generate_stubs, run_against_cluster
 
 
 def run_checks(pb, types, stub):
@@ -71,21 +71,12 @@ def main():
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         pb, types, pb_grpc = generate_stubs(args.proto_dir, os.path.join(tmp, "stubs"))
-        cluster = Cluster(args.cli, args.model, os.path.join(tmp, "logs"))
-        try:
+
+        def checks(cluster):
             with grpc.insecure_channel(cluster.router) as channel:
                 run_checks(pb, types, pb_grpc.InferenceStub(channel))
-        except Failure as e:
-            print(f"FAILED: {e}")
-            cluster.up.kill()
-            return 1
-        finally:
-            code = cluster.stop()
-        if code != 0:
-            print(f"FAILED: kvfleet up exited {code} after Ctrl-C")
-            return 1
-    print("passed")
-    return 0
+
+        return run_against_cluster(args.cli, args.model, os.path.join(tmp, "logs"), checks)
 
 
 if __name__ == "__main__":
