@@ -12,45 +12,160 @@
 namespace kvfleet::kernels {
 namespace {
 
+// A tile is up to this many consecutive tokens of one sequence, times the
+// query heads that share one KV head: they all read each K/V row once.
+constexpr int64_t kMaxTileTokens = 8;
+// The scores a thread keeps for its tile (rows × context), in floats. A
+// longer context gets smaller tiles, down to one token.
+constexpr int64_t kScoreBudget = int64_t{1} << 17;
+
 inline __m256 LoadHalf8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// Σ q[i]·k[i] with k in float16; same accumulation order as Dot8.
-inline float DotHalf(const float* q, const uint16_t* k, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), LoadHalf8(k + i), acc);
-  return HorizontalSum(acc);
+struct ThreadScratch {
+  std::vector<float> scores;  // [rows, tile context]
+  std::vector<float> acc;     // [rows, head_dim]: the weighted V sums
+  std::vector<float> kv;      // one cache block of K or V, as float32
+};
+
+ThreadScratch& Scratch() {
+  thread_local ThreadScratch s;
+  return s;
 }
 
-void AttendOne(const PagedAttentionParams& p, int64_t token, int64_t head, std::vector<float>& scores) {
-  const KvCacheLayout& L = p.layout;
-  const int64_t d = L.head_dim;
-  const int64_t kv_head = head / (p.num_heads / L.num_kv_heads);
-  const int64_t context = static_cast<int64_t>(p.where.positions[token]) + 1;
-  const int32_t* table = p.where.block_table + p.where.token_chunk[token] * p.where.table_width;
-  const float* q = p.q + (token * p.num_heads + head) * d;
-  scores.resize(static_cast<size_t>(context));
+// The rows of one tile: tokens [t0, t1) of one sequence, query heads
+// [h0, h0 + group). Row r is token t0 + r / group, head h0 + r % group.
+struct Tile {
+  int64_t t0, t1;
+  int64_t kv_head;
+  int64_t h0, group;
+  int64_t rows() const { return (t1 - t0) * group; }
+};
 
-  float max_score = -INFINITY;
-  for (int64_t j = 0; j < context; ++j) {
-    const int64_t off = L.Offset(table[j / L.block_size], kv_head, j % L.block_size);
-    scores[j] = DotHalf(q, p.k_cache + off, d) * p.scale;
-    max_score = std::max(max_score, scores[j]);
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < context; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    sum += scores[j];
-  }
-  float* out = p.out + (token * p.num_heads + head) * d;
-  for (int64_t i = 0; i < d; i += 8) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t j = 0; j < context; ++j) {
-      const int64_t off = L.Offset(table[j / L.block_size], kv_head, j % L.block_size);
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), LoadHalf8(p.v_cache + off + i), acc);
+// Grows, never shrinks: once reserved, a warm step does not allocate.
+void GrowTo(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+// The first `count` K or V rows of one (block, KV head), as float32: the
+// layout keeps them contiguous.
+void LoadBlock(const uint16_t* cache, int64_t offset, int64_t count, int64_t d, float* kv) {
+  for (int64_t i = 0; i < count * d; i += 8) _mm256_storeu_ps(kv + i, LoadHalf8(cache + offset + i));
+}
+
+// scores[j] = (q · k_j) · scale for the block's positions j < count. Each
+// dot product walks head_dim in steps of 8 with one accumulator, then
+// HorizontalSum: the order of Dot8, whatever the tile. Four positions at a
+// time keep four independent FMA chains in flight.
+void ScoreBlock(const float* q, const float* k, int64_t count, int64_t d, float scale, float* scores) {
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const float* k0 = k + j * d;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + i);
+      a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + i), a0);
+      a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d + i), a1);
+      a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + 2 * d + i), a2);
+      a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + 3 * d + i), a3);
     }
-    _mm256_storeu_ps(out + i, _mm256_div_ps(acc, _mm256_set1_ps(sum)));
+    scores[j] = HorizontalSum(a0) * scale;
+    scores[j + 1] = HorizontalSum(a1) * scale;
+    scores[j + 2] = HorizontalSum(a2) * scale;
+    scores[j + 3] = HorizontalSum(a3) * scale;
+  }
+  for (; j < count; ++j) scores[j] = Dot8(q, k + j * d, static_cast<int>(d)) * scale;
+}
+
+// acc[c] = fma(w_j, v_j[c], acc[c]) for the block's positions j < count in
+// order, for C consecutive 8-wide chunks of head_dim held in registers.
+template <int C>
+void AccumulateChunks(const float* weights, const float* v, int64_t count, int64_t d, float* acc) {
+  __m256 a[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) a[c] = _mm256_loadu_ps(acc + 8 * c);
+  for (int64_t j = 0; j < count; ++j) {
+    const __m256 w = _mm256_set1_ps(weights[j]);
+    const float* vj = v + j * d;
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) a[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 8 * c), a[c]);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(acc + 8 * c, a[c]);
+}
+
+void AccumulateBlock(const float* weights, const float* v, int64_t count, int64_t d, float* acc) {
+  for (int64_t c0 = 0; c0 < d / 8; c0 += 8) {
+    const float* vc = v + 8 * c0;
+    float* ac = acc + 8 * c0;
+    switch (std::min<int64_t>(8, d / 8 - c0)) {
+      case 1: AccumulateChunks<1>(weights, vc, count, d, ac); break;
+      case 2: AccumulateChunks<2>(weights, vc, count, d, ac); break;
+      case 3: AccumulateChunks<3>(weights, vc, count, d, ac); break;
+      case 4: AccumulateChunks<4>(weights, vc, count, d, ac); break;
+      case 5: AccumulateChunks<5>(weights, vc, count, d, ac); break;
+      case 6: AccumulateChunks<6>(weights, vc, count, d, ac); break;
+      case 7: AccumulateChunks<7>(weights, vc, count, d, ac); break;
+      default: AccumulateChunks<8>(weights, vc, count, d, ac); break;
+    }
+  }
+}
+
+// Every (token, head) row of the tile, in three passes over its sequence's
+// blocks: scores, then softmax, then the weighted sum of V. Each row's
+// arithmetic is the single-row algorithm's, in the same order (positions
+// ascending, each block converted from float16 once for all rows), so a
+// row's result does not depend on which other rows share its tile.
+void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& s) {
+  const KvCacheLayout& L = p.layout;
+  const int64_t d = L.head_dim, bs = L.block_size, rows = tile.rows();
+  const int32_t* table = p.where.block_table + p.where.token_chunk[tile.t0] * p.where.table_width;
+  auto row_context = [&](int64_t r) { return static_cast<int64_t>(p.where.positions[tile.t0 + r / tile.group]) + 1; };
+  auto row_offset = [&](int64_t r) { return ((tile.t0 + r / tile.group) * p.num_heads + tile.h0 + r % tile.group) * d; };
+  int64_t context = 0;  // the tile's longest
+  for (int64_t t = tile.t0; t < tile.t1; ++t) context = std::max<int64_t>(context, p.where.positions[t] + 1);
+  GrowTo(s.scores, rows * context);
+  GrowTo(s.acc, rows * (d + 1));
+  GrowTo(s.kv, bs * d);
+  float* scores = s.scores.data();
+  float* kv = s.kv.data();
+
+  for (int64_t b0 = 0; b0 < context; b0 += bs) {
+    const int64_t in_block = std::min(bs, context - b0);
+    LoadBlock(p.k_cache, L.Offset(table[b0 / bs], tile.kv_head, 0), in_block, d, kv);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t count = std::min(in_block, row_context(r) - b0);
+      if (count > 0) ScoreBlock(p.q + row_offset(r), kv, count, d, p.scale, scores + r * context + b0);
+    }
+  }
+  float* acc = s.acc.data();
+  float* row_sums = acc + rows * d;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* sr = scores + r * context;
+    const int64_t n = row_context(r);
+    float max_score = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sr[j]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      sr[j] = std::exp(sr[j] - max_score);
+      sum += sr[j];
+    }
+    row_sums[r] = sum;
+  }
+  std::fill(acc, acc + rows * d, 0.0f);
+  for (int64_t b0 = 0; b0 < context; b0 += bs) {
+    const int64_t in_block = std::min(bs, context - b0);
+    LoadBlock(p.v_cache, L.Offset(table[b0 / bs], tile.kv_head, 0), in_block, d, kv);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t count = std::min(in_block, row_context(r) - b0);
+      if (count > 0) AccumulateBlock(scores + r * context + b0, kv, count, d, acc + r * d);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = p.out + row_offset(r);
+    const __m256 sum = _mm256_set1_ps(row_sums[r]);
+    for (int64_t i = 0; i < d; i += 8) _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_loadu_ps(acc + r * d + i), sum));
   }
 }
 
@@ -75,21 +190,73 @@ void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const flo
 
 namespace {
 
-std::vector<float>& Scores() {
-  thread_local std::vector<float> scores;
-  return scores;
+// How the batch is cut into tiles: windows of `tokens` consecutive batch
+// tokens (split further where the sequence changes), times KV heads, times
+// `head_parts` slices of each KV head's query heads. None of it changes a
+// row's arithmetic; it only trades sharing of K/V reads for parallelism.
+struct TileShape {
+  int64_t tokens = 1;
+  int64_t head_parts = 1;
+};
+
+TileShape ChooseTiles(const PagedAttentionParams& p, int64_t group, int threads) {
+  int64_t longest = 1;
+  for (int64_t t = 0; t < p.num_tokens; ++t) longest = std::max<int64_t>(longest, p.where.positions[t] + 1);
+  TileShape shape;
+  shape.tokens = std::clamp<int64_t>(kScoreBudget / (group * longest), 1, kMaxTileTokens);
+  const int64_t want = 2 * static_cast<int64_t>(threads);  // items per thread, for balance
+  auto items = [&] { return (p.num_tokens + shape.tokens - 1) / shape.tokens * p.layout.num_kv_heads * shape.head_parts; };
+  while (shape.tokens > 1 && items() < want) shape.tokens = (shape.tokens + 1) / 2;
+  while (shape.head_parts < group && items() < want) ++shape.head_parts;
+  return shape;
 }
 
 }  // namespace
 
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool) {
-  const int64_t work = p.num_tokens * p.num_heads;
-  pool.ParallelFor(work, [&p](int64_t begin, int64_t end) {
-    std::vector<float>& scores = Scores();
-    for (int64_t w = begin; w < end; ++w) AttendOne(p, w / p.num_heads, w % p.num_heads, scores);
+  if (p.num_tokens == 0) return;
+  const int64_t group = p.num_heads / p.layout.num_kv_heads;
+  // Everything the workers need behind one pointer: a lambda capturing more
+  // would make ParallelFor's std::function allocate.
+  struct Job {
+    const PagedAttentionParams& p;
+    int64_t group;
+    TileShape shape;
+    int64_t windows;
+  };
+  const TileShape shape = ChooseTiles(p, group, pool.num_threads());
+  const Job job{p, group, shape, (p.num_tokens + shape.tokens - 1) / shape.tokens};
+  const Job* j = &job;
+  const int64_t per_window = p.layout.num_kv_heads * shape.head_parts;
+  pool.ParallelFor(job.windows * per_window, [j](int64_t begin, int64_t end) {
+    const PagedAttentionParams& p = j->p;
+    const int64_t parts = j->shape.head_parts;
+    const int64_t heads_per_part = (j->group + parts - 1) / parts;
+    ThreadScratch& s = Scratch();
+    for (int64_t w = begin; w < end; ++w) {
+      const int64_t window = w / (p.layout.num_kv_heads * parts);
+      const int64_t kv_head = w / parts % p.layout.num_kv_heads;
+      const int64_t part = w % parts;
+      const int64_t h_first = part * heads_per_part;
+      const int64_t h_count = std::min(heads_per_part, j->group - h_first);
+      if (h_count <= 0) continue;
+      const int64_t t_end = std::min(p.num_tokens, (window + 1) * j->shape.tokens);
+      for (int64_t t0 = window * j->shape.tokens; t0 < t_end;) {
+        int64_t t1 = t0 + 1;
+        while (t1 < t_end && p.where.token_chunk[t1] == p.where.token_chunk[t0]) ++t1;
+        AttendTile(p, Tile{t0, t1, kv_head, kv_head * j->group + h_first, h_count}, s);
+        t0 = t1;
+      }
+    }
   });
 }
 
-void ReservePagedAttentionScratch(int64_t max_context) { Scores().reserve(static_cast<size_t>(max_context)); }
+void ReservePagedAttentionScratch(int64_t max_context, int64_t heads_per_kv_head, int64_t head_dim,
+                                  int64_t block_size) {
+  ThreadScratch& s = Scratch();
+  s.scores.reserve(static_cast<size_t>(std::max(kScoreBudget, heads_per_kv_head * max_context)));
+  s.acc.reserve(static_cast<size_t>(kMaxTileTokens * heads_per_kv_head * (head_dim + 1)));
+  s.kv.reserve(static_cast<size_t>(block_size * head_dim));
+}
 
 }  // namespace kvfleet::kernels

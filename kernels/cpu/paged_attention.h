@@ -7,6 +7,11 @@
 // over positions 0..p in order — independent of the batch it is in, of
 // which physical blocks hold its context, and of the thread count.
 //
+// Cost: the consecutive tokens of one sequence in a batch (a prefill chunk,
+// a verify chunk) and the query heads that share a KV head are computed as
+// one tile, which converts each cached K and V row from float16 once for
+// all of them instead of once per (token, head); README.md, "Attention".
+//
 //   PagedAttention(params, pool);
 #pragma once
 
@@ -38,8 +43,9 @@ struct PagedAttentionParams {
 // must already be in the cache (including its own K/V).
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool);
 
-// Sizes the calling thread's score scratch for contexts up to max_context,
-// so no later PagedAttention on it allocates (run it on each pool thread).
-void ReservePagedAttentionScratch(int64_t max_context);
+// Sizes the calling thread's scratch for contexts up to max_context, so no
+// later PagedAttention on it allocates (run it on each pool thread).
+void ReservePagedAttentionScratch(int64_t max_context, int64_t heads_per_kv_head, int64_t head_dim,
+                                  int64_t block_size);
 
 }  // namespace kvfleet::kernels

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/float16.h"
@@ -90,6 +93,161 @@ TEST(PagedAttentionTest, IndependentOfBlockPlacementAndOfBatching) {
   const auto last_only = Attend(b, {30, 7, 19}, k, v, q, len, 1);
   for (int64_t i = 0; i < kHeads * kDim; ++i) {
     ASSERT_EQ(last_only[i], all[(len - 1) * kHeads * kDim + i]) << "element " << i;
+  }
+}
+
+// A cache of any shape holding several sequences, and attention over any
+// batch of their tokens: for the tests of how tiles are cut.
+struct Sequences {
+  int64_t heads, kv_heads, dim, block;
+  KvCacheLayout layout;
+  std::vector<uint16_t> k, v;
+  std::vector<std::vector<int32_t>> tables;  // one per sequence
+  std::vector<float> q;                      // [sequence][position][head][dim], flattened per sequence
+  int64_t max_len;
+
+  Sequences(int64_t heads, int64_t kv_heads, int64_t dim, int64_t block, const std::vector<int64_t>& lengths)
+      : heads(heads), kv_heads(kv_heads), dim(dim), block(block) {
+    max_len = *std::max_element(lengths.begin(), lengths.end());
+    const int64_t per_seq = (max_len + block - 1) / block;
+    layout = KvCacheLayout{per_seq * static_cast<int64_t>(lengths.size()), kv_heads, block, dim};
+    k.resize(layout.ElementsPerLayer());
+    v.resize(layout.ElementsPerLayer());
+    q = RandomFloats(static_cast<int64_t>(lengths.size()) * max_len * heads * dim, 40, 2.0f);
+    // Blocks handed out in an interleaved, reversed order, as a busy pool would.
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      std::vector<int32_t> table(per_seq);
+      for (int64_t b = 0; b < per_seq; ++b) {
+        table[b] = static_cast<int32_t>((per_seq - 1 - b) * static_cast<int64_t>(lengths.size()) + s);
+      }
+      tables.push_back(table);
+      const auto ks = RandomFloats(lengths[s] * kv_heads * dim, 50 + s, 2.0f);
+      const auto vs = RandomFloats(lengths[s] * kv_heads * dim, 60 + s, 2.0f);
+      std::vector<int32_t> positions(lengths[s]), chunk(lengths[s], 0);
+      std::vector<int64_t> slots(lengths[s]);
+      for (int64_t i = 0; i < lengths[s]; ++i) {
+        positions[i] = static_cast<int32_t>(i);
+        slots[i] = table[i / block] * block + i % block;
+      }
+      WriteKv(layout, {positions.data(), chunk.data(), table.data(), per_seq, slots.data()}, ks.data(), vs.data(),
+              lengths[s], k.data(), v.data());
+    }
+  }
+
+  // Causal attention for one token in double precision, from the float16 cache.
+  std::vector<double> Reference(int32_t seq, int32_t pos) const {
+    std::vector<double> out(heads * dim);
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t g = h / (heads / kv_heads);
+      const float* qh = q.data() + ((seq * max_len + pos) * heads + h) * dim;
+      std::vector<double> s(pos + 1);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j <= pos; ++j) {
+        const int64_t off = layout.Offset(tables[seq][j / block], g, j % block);
+        double dot = 0;
+        for (int64_t i = 0; i < dim; ++i) dot += qh[i] * static_cast<double>(HalfToFloat(k[off + i]));
+        s[j] = dot / std::sqrt(static_cast<double>(dim));
+        mx = std::max(mx, s[j]);
+      }
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t j = 0; j <= pos; ++j) {
+        const int64_t off = layout.Offset(tables[seq][j / block], g, j % block);
+        for (int64_t i = 0; i < dim; ++i) out[h * dim + i] += s[j] / sum * HalfToFloat(v[off + i]);
+      }
+    }
+    return out;
+  }
+
+  // Attention for the batch of (sequence, position) tokens, in that order.
+  std::vector<float> Attend(const std::vector<std::pair<int32_t, int32_t>>& tokens, int threads) const {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t width = static_cast<int64_t>(tables[0].size());
+    std::vector<int32_t> positions(n), chunk(n), table;
+    std::vector<int64_t> slots(n);
+    std::vector<float> qs(n * heads * dim);
+    for (int64_t t = 0; t < n; ++t) {
+      const auto [seq, pos] = tokens[t];
+      positions[t] = pos;
+      chunk[t] = static_cast<int32_t>(t);  // one table row per token: rows of one sequence repeat
+      table.insert(table.end(), tables[seq].begin(), tables[seq].end());
+      slots[t] = tables[seq][pos / block] * block + pos % block;
+      std::copy_n(q.begin() + ((seq * max_len + pos) * heads) * dim, heads * dim, qs.begin() + t * heads * dim);
+    }
+    // Tokens of one sequence that follow each other share a table row, as a chunk's do.
+    for (int64_t t = 1; t < n; ++t) {
+      if (tokens[t].first == tokens[t - 1].first) chunk[t] = chunk[t - 1];
+    }
+    std::vector<float> out(n * heads * dim);
+    ThreadPool pool(threads);
+    PagedAttention({.layout = layout,
+                    .where = {positions.data(), chunk.data(), table.data(), width, slots.data()},
+                    .num_tokens = n,
+                    .num_heads = heads,
+                    .scale = 1.0f / std::sqrt(static_cast<float>(dim)),
+                    .q = qs.data(),
+                    .k_cache = k.data(),
+                    .v_cache = v.data(),
+                    .out = out.data()},
+                   pool);
+    return out;
+  }
+};
+
+struct Shape {
+  int64_t heads, kv_heads, dim, block;
+};
+
+class PagedAttentionTileTest : public ::testing::TestWithParam<Shape> {};
+
+// Prefill chunks, verify chunks and decode tokens of three sequences in one
+// batch: every token's output is bit-identical to attending it alone, on one
+// thread or two, whatever the tiles the batch was cut into.
+TEST_P(PagedAttentionTileTest, EveryTokenMatchesItselfAloneBitForBit) {
+  const Shape sh = GetParam();
+  const Sequences seqs(sh.heads, sh.kv_heads, sh.dim, sh.block, {40, 23, 9});
+  std::vector<std::pair<int32_t, int32_t>> batch;
+  for (int32_t p = 3; p < 40; ++p) batch.push_back({0, p});   // a long prefill chunk
+  batch.push_back({2, 8});                                     // a decode token
+  for (int32_t p = 18; p < 23; ++p) batch.push_back({1, p});  // a verify chunk
+  batch.push_back({2, 5});                                     // a token of an earlier sequence again
+  for (int threads : {1, 2}) {
+    const auto together = seqs.Attend(batch, threads);
+    const int64_t row = sh.heads * sh.dim;
+    for (size_t t = 0; t < batch.size(); ++t) {
+      const auto alone = seqs.Attend({batch[t]}, 1);
+      const auto reference = seqs.Reference(batch[t].first, batch[t].second);
+      for (int64_t i = 0; i < row; ++i) {
+        ASSERT_NEAR(alone[i], reference[i], 1e-4) << "token " << t << ", element " << i;
+        ASSERT_EQ(together[t * row + i], alone[i])
+            << "token " << t << " (sequence " << batch[t].first << ", position " << batch[t].second << "), element "
+            << i << ", " << threads << " thread(s)";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTileTest,
+                         ::testing::Values(Shape{4, 2, 16, 4},     // grouped heads, small blocks
+                                           Shape{9, 3, 64, 16},    // SmolLM2-135M
+                                           Shape{6, 6, 72, 8},     // no grouping; head_dim not a multiple of 64
+                                           Shape{8, 2, 128, 16}),  // two passes over head_dim's chunks
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           const Shape& s = info.param;
+                           return "h" + std::to_string(s.heads) + "kv" + std::to_string(s.kv_heads) + "d" +
+                                  std::to_string(s.dim) + "b" + std::to_string(s.block);
+                         });
+
+// A context long enough that a tile's scores would pass the per-thread
+// budget: tiles shrink to one token (and split their heads across threads),
+// and the results stay the same bits.
+TEST(PagedAttentionTest, ContextsPastTheScoreBudgetGiveTheSameBits) {
+  const int64_t len = 70000;  // 2 heads per KV head × 70,000 > 131,072 scores
+  const Sequences seqs(4, 2, 16, 64, {len});
+  const std::vector<std::pair<int32_t, int32_t>> batch = {{0, len - 3}, {0, len - 2}, {0, len - 1}};
+  const auto together = seqs.Attend(batch, 2);
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const auto alone = seqs.Attend({batch[t]}, 1);
+    for (int64_t i = 0; i < 4 * 16; ++i) ASSERT_EQ(together[t * 64 + i], alone[i]) << "token " << t << " element " << i;
   }
 }
 

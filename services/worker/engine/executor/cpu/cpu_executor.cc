@@ -61,7 +61,8 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
 
 void CpuExecutor::ReserveThreadScratch() const {
   kernels::ReserveMatMulScratch(max_k_);
-  kernels::ReservePagedAttentionScratch(hp_.context_length);
+  kernels::ReservePagedAttentionScratch(hp_.context_length, hp_.num_heads / hp_.num_kv_heads, hp_.head_dim,
+                                        options_.block_size);
 }
 
 ExecutorMemory CpuExecutor::memory() const {
