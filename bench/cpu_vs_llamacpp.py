@@ -6,7 +6,14 @@ For each thread count it measures, for both engines:
   decode:  tokens/s generating --gen-tokens tokens greedily, one at a time,
            after that prompt (each step: one forward pass + argmax).
 Each number is the median of --repeats runs (after one warm-up run per engine
-and thread count). kvfleet is measured through `kvfleet bench-model`, which
+and thread count). kvfleet runs once per --cpu-activations mode (float32 and
+8-bit activations by default). Per thread count, `kvfleet bench-model
+--ceilings` also measures the machine (read bandwidth, float32 FMA and int8
+dot throughput) and each figure is printed as a share of the rate those
+allow: decode against the lower of the bandwidth bound (every weight read
+once per token) and the compute bound; prefill against the compute bound of
+its arithmetic (two flops per weight for float32 activations, one int8
+multiply-add for 8-bit ones). kvfleet is measured through `kvfleet bench-model`, which
 prints one JSON line {"prefill_tokens_per_s": x, "decode_tokens_per_s": y};
 llama.cpp through llama-cpp-python's Llama (scripts/setup.sh --with-benchmarks installs
 it): prefill = Llama.eval(prompt) with n_batch >= prompt, decode = eval of
@@ -40,19 +47,39 @@ _TEXT = (
 )
 
 
-def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens):
+def bench_model(binary, model, threads, prompt_tokens, gen_tokens, activations, extra=()):
     cmd = [binary, "bench-model", "--model", model, "--threads", str(threads),
            "--prompt-tokens", str(prompt_tokens), "--gen-tokens", str(gen_tokens),
-           "--repeats", "1"]  # the median is taken here, over separate runs
+           "--repeats", "1", "--cpu-activations", activations, *extra]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stderr[-1000:]}")
     for line in reversed(p.stdout.splitlines()):
         line = line.strip()
         if line.startswith("{"):
-            r = json.loads(line)
-            return float(r["prefill_tokens_per_s"]), float(r["decode_tokens_per_s"])
+            return json.loads(line)
     raise RuntimeError(f"`{' '.join(cmd)}` printed no JSON line: {p.stdout[-500:]}")
+
+
+def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens, activations):
+    # One run per call: the median is taken over separate processes.
+    r = bench_model(binary, model, threads, prompt_tokens, gen_tokens, activations)
+    return float(r["prefill_tokens_per_s"]), float(r["decode_tokens_per_s"])
+
+
+def ceilings(binary, model, threads):
+    """The machine's limits on `threads` threads, as tokens/s of this model."""
+    r = bench_model(binary, model, threads, 16, 2, "f32", ("--ceilings",))
+    weights = float(r["weight_bytes_per_token"])
+    # bench-model reports the decode bounds; the int8 one follows from the
+    # float32 one: 2 flops per weight against one int8 multiply-add.
+    flops_per_token = float(r["fma_gflops"]) * 1e9 / float(r["decode_compute_bound"])
+    macs_per_token = flops_per_token / 2
+    return {"read_gb_per_s": r["read_gb_per_s"], "fma_gflops": r["fma_gflops"],
+            "int8_gmacs": r["int8_gmacs"], "int8_isa": r["int8_isa"], "weight_bytes_per_token": weights,
+            "bandwidth_bound": float(r["decode_bandwidth_bound"]),
+            "f32_compute_bound": float(r["decode_compute_bound"]),
+            "q8_compute_bound": float(r["int8_gmacs"]) * 1e9 / macs_per_token}
 
 
 class LlamaCpp:
@@ -108,8 +135,10 @@ def main(argv=None) -> int:
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cpu-activations", default="f32,q8", help="comma-separated kvfleet modes")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
+    modes = args.cpu_activations.split(",")
 
     if not os.path.exists(args.model):
         print(f"model {args.model} not found: run scripts/fetch_model.sh", file=sys.stderr)
@@ -119,11 +148,17 @@ def main(argv=None) -> int:
     for n in threads:
         row = {"threads": n}
         try:
-            row["kvfleet"] = median_of(lambda: kvfleet_once(
-                args.kvfleet, args.model, n, args.prompt_tokens, args.gen_tokens), args.repeats)
+            row["ceilings"] = ceilings(args.kvfleet, args.model, n)
         except (OSError, RuntimeError) as e:
-            print(f"kvfleet, {n} threads: {e}", file=sys.stderr)
-            row["kvfleet"] = (None, None)
+            print(f"ceilings, {n} threads: {e}", file=sys.stderr)
+            row["ceilings"] = None
+        for mode in modes:
+            try:
+                row[f"kvfleet {mode}"] = median_of(lambda: kvfleet_once(
+                    args.kvfleet, args.model, n, args.prompt_tokens, args.gen_tokens, mode), args.repeats)
+            except (OSError, RuntimeError) as e:
+                print(f"kvfleet {mode}, {n} threads: {e}", file=sys.stderr)
+                row[f"kvfleet {mode}"] = (None, None)
         try:
             engine = LlamaCpp(args.model, n, args.prompt_tokens, args.gen_tokens)
             row["llama.cpp"] = median_of(engine.once, args.repeats)
@@ -135,17 +170,33 @@ def main(argv=None) -> int:
 
     print(f"\n{os.path.basename(args.model)}: prefill {args.prompt_tokens} tokens, decode "
           f"{args.gen_tokens} tokens, median of {args.repeats}")
-    print(f"{'threads':>7}  {'phase':<8} {'kvfleet tok/s':>14} {'llama.cpp tok/s':>16} "
-          f"{'kvfleet/llama.cpp':>18}")
     for row in results:
+        c = row["ceilings"]
+        if c:
+            print(f"{row['threads']} threads: read {c['read_gb_per_s']:.1f} GB/s, float32 FMA "
+                  f"{c['fma_gflops']:.0f} GFLOP/s, int8 {c['int8_gmacs']:.0f} GMAC/s ({c['int8_isa']}); "
+                  f"{c['weight_bytes_per_token'] / 1e6:.1f} MB of weights per token: bounds "
+                  f"{c['bandwidth_bound']:.0f} tok/s (bandwidth), {c['f32_compute_bound']:.0f} (float32 "
+                  f"compute), {c['q8_compute_bound']:.0f} (int8 compute)")
+    print(f"{'threads':>7}  {'phase':<8} {'engine':<13} {'tok/s':>9} {'vs llama.cpp':>13} {'of ceiling':>11}")
+    for row in results:
+        c = row["ceilings"]
         for i, phase in enumerate(("prefill", "decode")):
-            a, b = row["kvfleet"][i], row["llama.cpp"][i]
-            ratio = f"{a / b:.2f}x" if a and b else "n/a"
-            print(f"{row['threads']:>7}  {phase:<8} {fmt(a):>14} {fmt(b):>16} {ratio:>18}")
+            base = row["llama.cpp"][i]
+            for name in [f"kvfleet {m}" for m in modes] + ["llama.cpp"]:
+                a = row[name][i]
+                ratio = f"{a / base:.2f}x" if a and base else "n/a"
+                share = "n/a"
+                if a and c:
+                    q8 = name != "kvfleet f32"  # llama.cpp's CPU path quantizes activations to 8 bits too
+                    compute = c["q8_compute_bound"] if q8 else c["f32_compute_bound"]
+                    bound = min(c["bandwidth_bound"], compute) if phase == "decode" else compute
+                    share = f"{a / bound:.0%}"
+                print(f"{row['threads']:>7}  {phase:<8} {name:<13} {fmt(a):>9} {ratio:>13} {share:>11}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": os.path.basename(args.model), "prompt_tokens": args.prompt_tokens,
-                       "gen_tokens": args.gen_tokens, "repeats": args.repeats,
+                       "gen_tokens": args.gen_tokens, "repeats": args.repeats, "modes": modes,
                        "results": results}, f, indent=2)
     return 0
 

@@ -63,6 +63,9 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   int64_t file_size() const { return static_cast<int64_t>(mapping_.bytes().size()); }
+  // MappedFile::DropPages over this file's mapping (tensor data a backend
+  // has copied into its own layout).
+  void DropPages(const void* data, size_t size) const { mapping_.DropPages(data, size); }
 
   const std::map<std::string, GgufValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

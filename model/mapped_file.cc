@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -58,6 +59,17 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 MappedFile::~MappedFile() { Release(); }
+
+void MappedFile::DropPages(const void* data, size_t size) const {
+  const auto begin = reinterpret_cast<uintptr_t>(data), end = begin + size;
+  const auto map_begin = reinterpret_cast<uintptr_t>(data_), map_end = map_begin + size_;
+  if (data_ == nullptr || begin < map_begin || end > map_end) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  // A private, read-only file mapping: dropped pages are re-read from the
+  // file on the next touch, never zero-filled.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 void MappedFile::Release() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);

@@ -23,6 +23,12 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+  // Lets the kernel drop this process's pages that lie wholly inside
+  // [data, data + size): for bytes a caller has copied and will not read
+  // again. Reading them later still works (they come back from the file).
+  // Ranges outside the mapping are ignored.
+  void DropPages(const void* data, size_t size) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -7,12 +7,13 @@
 #include "common/check.h"
 #include "kernels/cpu/float16.h"
 #include "kernels/cpu/matmul_q8_kernel.h"
+#include "kernels/cpu/quant_blocks.h"
 
 namespace kvfleet::kernels {
 
 // matmul_q8_vnni.cc, compiled for AVX-512 VNNI.
-void Q8MatMulRowsVnni(DType w_type, const void* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
-                      int64_t row_begin, int64_t row_end);
+void Q8PanelRowsVnni(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
+                     int64_t panel_begin, int64_t panel_end);
 
 namespace {
 
@@ -20,14 +21,16 @@ struct Avx2Dot {
   // vpmaddubsw sums adjacent byte products into int16 (|sum| ≤ 2·128·127:
   // never saturates), vpmaddwd adjacent int16 pairs into int32: lane l holds
   // bytes 4l .. 4l+3, as vpdpbusd does.
-  static __m256i Lanes(__m256i u, __m256i s) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  static __m256i Accumulate(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
   }
+  // 16 vector registers: four tokens at a time.
+  static constexpr int kTokens = 4;
 };
 
-void Q8MatMulRowsAvx2(DType w_type, const void* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
-                      int64_t row_begin, int64_t row_end) {
-  Q8MatMulRowsFor<Avx2Dot>(w_type, w, n, k, xq, m, y, row_begin, row_end);
+void Q8PanelRowsAvx2(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
+                     int64_t panel_begin, int64_t panel_end) {
+  Q8PanelRowsFor<Avx2Dot>(w_type, w, n, k, xq, m, y, panel_begin, panel_end);
 }
 
 bool DetectVnni() {
@@ -101,54 +104,53 @@ void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k) {
   Scratch().reserve(static_cast<size_t>(max_m * (max_k / 32)));
 }
 
-void MatMulQ8(const MatMulParams& p, ThreadPool& pool, BlockQ8A* scratch) {
-  CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";
-  CHECK(Q8ActivationsApply(p.w_type)) << "MatMulQ8 takes Q8_0, Q4_0 and Q4_1 weights";
+void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, ThreadPool& pool, BlockQ8A* scratch) {
+  CHECK(w.k % 32 == 0) << "matmul inner dimension " << w.k << " must be a multiple of 32";
+  CHECK(Q8ActivationsApply(w.type)) << "MatMulQ8 takes Q8_0, Q4_0 and Q4_1 weights";
   // Everything the workers need behind one pointer: a lambda capturing more
   // than that would make each ParallelFor allocate its std::function.
   struct Call {
-    const MatMulParams& p;
+    const Q8PanelWeights& w;
+    const float* x;
+    int64_t m;
+    float* y;
     int64_t blocks;
     BlockQ8A* q;
-    decltype(&Q8MatMulRowsAvx2) rows;
+    decltype(&Q8PanelRowsAvx2) rows;
   };
-  const int64_t blocks = p.k / 32;
+  const int64_t blocks = w.k / 32;
   if (scratch == nullptr) {
     std::vector<BlockQ8A>& own = Scratch();
-    own.resize(static_cast<size_t>(p.m * blocks));
+    own.resize(static_cast<size_t>(m * blocks));
     scratch = own.data();
   }
-  const Call call{p, blocks, scratch,
-                  ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni ? Q8MatMulRowsVnni : Q8MatMulRowsAvx2};
+  const Call call{w, x, m, y, blocks, scratch,
+                  ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni ? Q8PanelRowsVnni : Q8PanelRowsAvx2};
   const Call* c = &call;
-  if (p.m == 1) {
-    QuantizeActivationRow(p.x, p.k, call.q);
+  if (m == 1) {
+    QuantizeActivationRow(x, w.k, call.q);
   } else {
-    pool.ParallelFor(p.m, [c](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) QuantizeActivationRow(c->p.x + i * c->p.k, c->p.k, c->q + i * c->blocks);
+    pool.ParallelFor(m, [c](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) QuantizeActivationRow(c->x + i * c->w.k, c->w.k, c->q + i * c->blocks);
     });
   }
-  pool.ParallelFor(
-      p.n,
-      [c](int64_t begin, int64_t end) { c->rows(c->p.w_type, c->p.w, c->p.n, c->p.k, c->q, c->p.m, c->p.y, begin, end); },
-      4);
+  const int64_t panels = (w.n + kQ8PanelRows - 1) / kQ8PanelRows;
+  pool.ParallelFor(panels, [c](int64_t begin, int64_t end) {
+    c->rows(c->w.type, c->w.data, c->w.n, c->w.k, c->q, c->m, c->y, begin, end);
+  });
 }
 
 float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t k) {
   const auto* row = static_cast<const uint8_t*>(w_row);
-  float acc[8] = {};
-  float offset = 0.0f;
+  float acc = 0.0f, offset = 0.0f;
   for (int64_t b = 0; b < k / 32; ++b) {
     const ScalarBlock w = ScalarWeights(w_type, row, b);
-    const float scale = w.d * x[b].d;
-    for (int l = 0; l < 8; ++l) {
-      int32_t lane = 0;
-      for (int i = 4 * l; i < 4 * l + 4; ++i) lane += w.w[i] * x[b].qs[i];
-      acc[l] = std::fma(scale, static_cast<float>(lane), acc[l]);
-    }
-    if (w_type == DType::kQ4_1) offset = offset + w.m * x[b].dsum;
+    int32_t dot = 0;
+    for (int i = 0; i < 32; ++i) dot += w.w[i] * x[b].qs[i];
+    acc = std::fma(w.d * x[b].d, static_cast<float>(dot), acc);
+    if (w_type == DType::kQ4_1) offset = std::fma(w.m, x[b].dsum, offset);
   }
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + offset;
+  return w_type == DType::kQ4_1 ? acc + offset : acc;
 }
 
 }  // namespace kvfleet::kernels

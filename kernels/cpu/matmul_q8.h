@@ -1,6 +1,9 @@
 // y = x · Wᵀ with the activations quantized to 8 bits (quantize_activations.h)
-// and integer dot products, for Q8_0, Q4_0 and Q4_1 weights: about a third of
-// the instructions per weight of dequantizing to float (matmul.h).
+// and integer dot products, for Q8_0, Q4_0 and Q4_1 weights repacked into
+// panels of 8 rows at load (q8_panels.h): per 32 weights of 8 rows, one
+// integer multiply-add instruction per 4 of them, and the float work once
+// per block for all 8 rows; far fewer instructions than dequantizing to
+// float (matmul.h). Threads split the panels (output features), never k.
 //
 // The instruction set is chosen at run time from CPUID: AVX-512 VNNI where
 // the CPU has it (vpdpbusd), else AVX2 (vpmaddubsw + vpmaddwd); both give
@@ -8,7 +11,7 @@
 // node with the other. Every result depends only on its token and its
 // weight row: batch invariant, as MatMul.
 //
-//   if (Q8ActivationsApply(w_type)) MatMulQ8(p, pool); else MatMul(p, pool);
+//   MatMulQ8({DType::kQ4_1, n, k, panels}, x, m, y, pool);
 #pragma once
 
 #include <cstdint>
@@ -16,7 +19,7 @@
 
 #include "common/dtype.h"
 #include "common/thread_pool.h"
-#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/q8_panels.h"
 #include "kernels/cpu/quantize_activations.h"
 
 namespace kvfleet::kernels {
@@ -26,10 +29,12 @@ enum class Q8DotIsa { kAvx2, kAvx512Vnni };
 // Whether MatMulQ8 takes weights of this type.
 bool Q8ActivationsApply(DType w_type);
 
-// `scratch` holds the quantized tokens: at least m · k / 32 blocks, owned
-// by the caller so a warm step allocates nothing whatever thread calls;
-// null: a vector of the calling thread's (ReserveMatMulQ8Scratch).
-void MatMulQ8(const MatMulParams& p, ThreadPool& pool, BlockQ8A* scratch = nullptr);
+// y [m, n] = x [m, k] · Wᵀ. `scratch` holds the quantized tokens: at least
+// m · k / 32 blocks, owned by the caller so a warm step allocates nothing
+// whatever thread calls; null: a vector of the calling thread's
+// (ReserveMatMulQ8Scratch).
+void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, ThreadPool& pool,
+              BlockQ8A* scratch = nullptr);
 
 // The set in use (the best this CPU has unless forced); tests force each
 // one the machine can run. Forcing one it cannot run is refused (false).
@@ -42,8 +47,9 @@ std::string_view Q8DotIsaName(Q8DotIsa isa);
 // of up to max_m rows of max_k, so a warm step allocates nothing.
 void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k);
 
-// The scalar definition: y for one token and one weight row, in the order
-// matmul_q8_kernel.h documents. Tests compare MatMulQ8 with it bit for bit.
+// The scalar definition: y for one token and one weight row (GGUF's row
+// layout), in the order matmul_q8_kernel.h documents. Tests compare
+// MatMulQ8 with it bit for bit.
 float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t k);
 
 }  // namespace kvfleet::kernels

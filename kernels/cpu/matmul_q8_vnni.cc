@@ -8,14 +8,16 @@ namespace {
 
 struct VnniDot {
   // vpdpbusd: lane l += Σ u[4l+i] · s[4l+i], i = 0..3, exactly.
-  static __m256i Lanes(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+  static __m256i Accumulate(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+  // 32 vector registers: eight tokens' accumulators, offsets and dots fit.
+  static constexpr int kTokens = 8;
 };
 
 }  // namespace
 
-void Q8MatMulRowsVnni(DType w_type, const void* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
-                      int64_t row_begin, int64_t row_end) {
-  Q8MatMulRowsFor<VnniDot>(w_type, w, n, k, xq, m, y, row_begin, row_end);
+void Q8PanelRowsVnni(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
+                     int64_t panel_begin, int64_t panel_end) {
+  Q8PanelRowsFor<VnniDot>(w_type, w, n, k, xq, m, y, panel_begin, panel_end);
 }
 
 }  // namespace kvfleet::kernels

@@ -1,6 +1,7 @@
 // The 8-bit activation path: activation quantization against its scalar
-// definition, the integer-dot matmul against DotQ8Reference bit for bit on
-// every instruction set this machine has (forced in turn), batch and thread
+// definition, the panel layout's size, the integer-dot matmul on packed
+// panels against DotQ8Reference (on the row layout) bit for bit on every
+// instruction set this machine has (forced in turn), batch and thread
 // invariance, and its error against the float32 path.
 #include "kernels/cpu/matmul_q8.h"
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/machine_ceilings.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
 #include "tests/testing/random_data.h"
 
@@ -69,7 +71,21 @@ class MatMulQ8Test : public ::testing::TestWithParam<DType> {
     for (int64_t r = 0; r < n; ++r) QuantizeRow(t, wf.data() + r * k, w.data() + r * RowBytes(t, k), k);
     return w;
   }
+  std::vector<uint8_t> Panels(const std::vector<uint8_t>& rows, int64_t n, int64_t k) const {
+    std::vector<uint8_t> panels(Q8PanelBytes(GetParam(), n, k));
+    PackQ8Panels(GetParam(), rows.data(), n, k, panels.data());
+    return panels;
+  }
 };
+
+// The memory planner counts a packed matrix as the bytes of its row layout:
+// exact when the rows are a multiple of 8 (every matrix of the models in
+// use), one padded panel otherwise.
+TEST_P(MatMulQ8Test, PanelsTakeTheBytesOfTheRowLayout) {
+  const DType t = GetParam();
+  for (int64_t n : {8, 64, 576, 49152}) EXPECT_EQ(Q8PanelBytes(t, n, 576), RowBytes(t, n * 576)) << n;
+  EXPECT_EQ(Q8PanelBytes(t, 20, 64), RowBytes(t, 24 * 64));
+}
 
 TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAndThreads) {
   const DType t = GetParam();
@@ -81,20 +97,22 @@ TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAnd
       continue;
     }
     ++isas;
-    for (Case c : {Case{7, 64, 1}, Case{37, 256, 1}, Case{33, 96, 5}, Case{41, 576, 13}}) {
+    for (Case c : {Case{7, 64, 1}, Case{37, 256, 1}, Case{33, 96, 5}, Case{41, 576, 13}, Case{16, 64, 9},
+                   Case{24, 128, 64}}) {
       const std::vector<uint8_t> w = Weights(c.n, c.k, 11);
+      const std::vector<uint8_t> panels = Panels(w, c.n, c.k);
+      const Q8PanelWeights pw{t, c.n, c.k, panels.data()};
       const std::vector<float> x = RandomFloats(c.m * c.k, 12, 2.0f);
       std::vector<BlockQ8A> xq(c.m * c.k / 32);
       for (int64_t i = 0; i < c.m; ++i) QuantizeActivationRowReference(x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
       for (int threads : {1, 3}) {
         ThreadPool pool(threads);
         std::vector<float> y(c.m * c.n);
-        MatMulQ8({.w_type = t, .w = w.data(), .n = c.n, .k = c.k, .x = x.data(), .m = c.m, .y = y.data()}, pool);
+        MatMulQ8(pw, x.data(), c.m, y.data(), pool);
         for (int64_t i = 0; i < c.m; ++i) {
           // The same token alone: the same bits (batch invariance).
           std::vector<float> alone(c.n);
-          MatMulQ8({.w_type = t, .w = w.data(), .n = c.n, .k = c.k, .x = x.data() + i * c.k, .m = 1, .y = alone.data()},
-                   pool);
+          MatMulQ8(pw, x.data() + i * c.k, 1, alone.data(), pool);
           for (int64_t j = 0; j < c.n; ++j) {
             const float ref = DotQ8Reference(t, w.data() + j * RowBytes(t, c.k), xq.data() + i * c.k / 32, c.k);
             ASSERT_EQ(y[i * c.n + j], ref) << DTypeName(t) << " " << Q8DotIsaName(isa) << " token " << i << " row "
@@ -119,7 +137,8 @@ TEST_P(MatMulQ8Test, StaysWithinTheActivationQuantizationBoundOfTheFloatPath) {
   const std::vector<float> x = RandomFloats(m * k, 22, 1.0f);
   ThreadPool pool(2);
   std::vector<float> y8(m * n), y32(m * n);
-  MatMulQ8({.w_type = t, .w = w.data(), .n = n, .k = k, .x = x.data(), .m = m, .y = y8.data()}, pool);
+  const std::vector<uint8_t> panels = Panels(w, n, k);
+  MatMulQ8({t, n, k, panels.data()}, x.data(), m, y8.data(), pool);
   MatMul({.w_type = t, .w = w.data(), .n = n, .k = k, .x = x.data(), .m = m, .y = y32.data()}, pool);
   std::vector<float> wrow(k);
   double worst_share = 0, diff2 = 0, norm2 = 0;

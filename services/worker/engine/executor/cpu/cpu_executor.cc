@@ -38,7 +38,6 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
   const model::WeightView& rf = model.weights().rope_freqs;
   if (rf.present()) rope_freq_factors_.assign(rf.f32(), rf.f32() + rf.cols);
   ops_config_ = CpuOps::Config::For(hp_, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data());
-  ops_config_.q8_activations = q8;
 
   const int64_t T = info_.limits.max_batch_tokens;
   const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, T, info_.limits.max_logits_rows);
@@ -54,6 +53,8 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
     q8_scratch_blocks_ = std::max<int64_t>(T, info_.limits.logits_rows()) * (max_k / 32);
     q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
     ops_config_.q8_scratch = q8_scratch_.get();
+    q8_weights_ = std::make_unique<Q8PackedWeights>(Q8PackedWeights::Pack(model, pool_));
+    ops_config_.q8_weights = q8_weights_.get();
   }
   max_k_ = max_k;
   pool_.RunOnEachThread([this] { ReserveThreadScratch(); });
@@ -66,7 +67,9 @@ void CpuExecutor::ReserveThreadScratch() const {
 }
 
 ExecutorMemory CpuExecutor::memory() const {
-  return {.weight_bytes = info_.weight_bytes,
+  // The packed copy of the matmul weights replaces their mapped pages.
+  const int64_t packing = q8_weights_ ? q8_weights_->bytes() - q8_weights_->source_bytes() : 0;
+  return {.weight_bytes = info_.weight_bytes + packing,
           .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)) +
                            q8_scratch_blocks_ * static_cast<int64_t>(sizeof(kernels::BlockQ8A)),
           .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token};

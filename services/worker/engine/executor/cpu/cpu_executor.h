@@ -29,7 +29,8 @@ namespace kvfleet::engine {
 // version whenever a kernel's arithmetic changes.
 inline constexpr char kCpuNumerics[] = "cpu/1";
 // With 8-bit activations (--cpu-activations q8): other tokens, another identity.
-inline constexpr char kCpuQ8Numerics[] = "cpu-q8/1";
+// Version 2: the panel kernels (one int32 dot per block, one float chain).
+inline constexpr char kCpuQ8Numerics[] = "cpu-q8/2";
 
 class CpuExecutor : public ModelExecutor {
  public:
@@ -55,7 +56,9 @@ class CpuExecutor : public ModelExecutor {
   // Scratch, uninitialised: the kernels write before they read.
   std::unique_ptr<float[]> scratch_;
   int64_t scratch_floats_ = 0;
-  // With 8-bit activations: the quantized tokens of the largest batch.
+  // With 8-bit activations: the packed weights, and the quantized tokens
+  // of the largest batch.
+  std::unique_ptr<Q8PackedWeights> q8_weights_;
   std::unique_ptr<kernels::BlockQ8A[]> q8_scratch_;
   int64_t q8_scratch_blocks_ = 0;
   int64_t max_k_ = 0;  // the widest matmul input: what the kernels' per-thread scratch is sized for

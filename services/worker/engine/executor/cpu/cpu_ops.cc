@@ -35,12 +35,13 @@ void CpuOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows
 }
 
 void CpuOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float* y) {
-  const kernels::MatMulParams p{.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y};
-  if (config_.q8_activations && kernels::Q8ActivationsApply(w.dtype)) {
-    kernels::MatMulQ8(p, pool_, config_.q8_scratch);
-  } else {
-    kernels::MatMul(p, pool_);
+  if (config_.q8_weights != nullptr) {
+    if (const kernels::Q8PanelWeights* panels = config_.q8_weights->Find(w.data)) {
+      kernels::MatMulQ8(*panels, x, m, y, pool_, config_.q8_scratch);
+      return;
+    }
   }
+  kernels::MatMul({.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y}, pool_);
 }
 
 void CpuOps::AddBias(float* y, const float* bias, int64_t rows, int64_t n) { kernels::AddBias(y, bias, rows, n); }

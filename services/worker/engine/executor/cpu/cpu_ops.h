@@ -1,6 +1,7 @@
 // The CPU backend's ops for RunLlamaForward (llama_forward.h): each one calls
 // a kernels/cpu kernel on host memory, threaded by the executor's pool.
-// Weights are read in place from the model file's mapping.
+// Weights are read in place from the model file's mapping, or with 8-bit
+// activations from their packed copy (q8_packed_weights.h).
 //
 // Thread-safety: one thread at a time (it owns the RoPE angle scratch).
 //
@@ -17,6 +18,7 @@
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
 #include "services/worker/engine/executor/forward_batch.h"
+#include "services/worker/engine/executor/cpu/q8_packed_weights.h"
 #include "services/worker/engine/executor/llama_forward.h"
 
 namespace kvfleet::engine {
@@ -27,10 +29,11 @@ class CpuOps {
     kernels::RopeParams rope;
     float rms_norm_eps = 1e-5f;
     float attention_scale = 1.0f;
-    // 8-bit activations and integer dot products for Q8_0/Q4_0/Q4_1 weights,
-    // with the executor's buffer for the quantized tokens (sized for its
-    // largest batch, so no step allocates whichever thread runs it).
-    bool q8_activations = false;
+    // 8-bit activations and integer dot products for the weights packed
+    // here (null: float32 activations everywhere), with the executor's
+    // buffer for the quantized tokens (sized for its largest batch, so no
+    // step allocates whichever thread runs it).
+    const Q8PackedWeights* q8_weights = nullptr;
     kernels::BlockQ8A* q8_scratch = nullptr;
 
     // freq_factors may be null (the model has none); it must outlive the ops.

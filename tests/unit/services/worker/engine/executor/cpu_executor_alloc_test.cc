@@ -64,7 +64,7 @@ TEST_P(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
   }).join();
   ASSERT_TRUE(ex.ok()) << ex.status();
   // Each activation mode is its own arithmetic, so its own numerics identity.
-  EXPECT_EQ((*ex)->info().numerics, GetParam() == CpuActivations::kQ8 ? "cpu-q8/1" : "cpu/1");
+  EXPECT_EQ((*ex)->info().numerics, GetParam() == CpuActivations::kQ8 ? kCpuQ8Numerics : kCpuNumerics);
 
   std::vector<BlockId> table;
   for (int32_t b = 0; b < 32; ++b) table.emplace_back(b);

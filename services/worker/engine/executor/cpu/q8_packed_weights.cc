@@ -1,0 +1,58 @@
+#include "services/worker/engine/executor/cpu/q8_packed_weights.h"
+
+#include <vector>
+
+#include "common/dtype.h"
+#include "kernels/cpu/matmul_q8.h"
+
+namespace kvfleet::engine {
+
+Q8PackedWeights Q8PackedWeights::Pack(const model::LlamaModel& model, ThreadPool& pool) {
+  const model::LlamaWeights& w = model.weights();
+  std::vector<const model::WeightView*> matrices;
+  for (const model::LlamaLayerWeights& l : w.layers) {
+    for (const model::WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up,
+                                       &l.ffn_down}) {
+      matrices.push_back(v);
+    }
+  }
+  matrices.push_back(&w.output);  // the token embedding table itself when tied
+
+  Q8PackedWeights packed;
+  std::vector<int64_t> offsets;
+  std::vector<const model::WeightView*> chosen;
+  for (const model::WeightView* v : matrices) {
+    if (!v->present() || !kernels::Q8ActivationsApply(v->dtype) || v->cols % 32 != 0) continue;
+    offsets.push_back(packed.bytes_);
+    chosen.push_back(v);
+    packed.bytes_ += kernels::Q8PanelBytes(v->dtype, v->rows, v->cols);
+    packed.source_bytes_ += RowBytes(v->dtype, v->rows * v->cols);
+  }
+  packed.storage_.reset(new uint8_t[static_cast<size_t>(packed.bytes_)]);
+  struct Job {
+    const std::vector<const model::WeightView*>& chosen;
+    const std::vector<int64_t>& offsets;
+    uint8_t* storage;
+  };
+  const Job job{chosen, offsets, packed.storage_.get()};
+  const Job* j = &job;
+  pool.ParallelFor(static_cast<int64_t>(chosen.size()), [j](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const model::WeightView& v = *j->chosen[i];
+      kernels::PackQ8Panels(v.dtype, v.data, v.rows, v.cols, j->storage + j->offsets[i]);
+    }
+  });
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const model::WeightView& v = *chosen[i];
+    packed.by_source_[v.data] = {.type = v.dtype, .n = v.rows, .k = v.cols, .data = packed.storage_.get() + offsets[i]};
+    model.file().DropPages(v.data, static_cast<size_t>(RowBytes(v.dtype, v.rows * v.cols)));
+  }
+  return packed;
+}
+
+const kernels::Q8PanelWeights* Q8PackedWeights::Find(const void* rows) const {
+  const auto it = by_source_.find(rows);
+  return it == by_source_.end() ? nullptr : &it->second;
+}
+
+}  // namespace kvfleet::engine
