@@ -36,8 +36,9 @@ On the default model (the executor of --device auto|cpu|cuda[:N], default auto):
                        bench/engine_vs_llamacpp.py compares it with llama.cpp)
                        [--streams 1,4,8,16,32 --prompt-tokens 32 --gen-tokens 32
                         --repeats 3 --threads 2 --seed 1]
-Every model subcommand takes --model PATH (default: the project's default model)
-and --device (default auto: GPU 0 when one is usable, else the CPU).
+Every model subcommand takes --model PATH (default: the project's default model),
+--device (default auto: GPU 0 when one is usable, else the CPU) and
+--cpu-activations f32|q8 (default f32).
 )";
 
 }  // namespace
@@ -58,11 +59,13 @@ int main(int argc, char** argv) {
       {"kv-waste", sim},
       {"concurrency", sim},
       {"continuous-vs-static",
-       {"model", "device", "threads", "requests", "prompt-min", "prompt-max", "output-min", "output-max", "max-num-seqs",
-        "repeats", "arrival-rate", "seed"}},
+       {"model", "device", "cpu-activations", "threads", "requests", "prompt-min", "prompt-max", "output-min",
+        "output-max", "max-num-seqs", "repeats", "arrival-rate", "seed"}},
       {"shared-prefix",
-       {"model", "device", "threads", "requests", "prefix", "suffix", "output", "max-num-batched-tokens", "seed"}},
-      {"aggregate-decode", {"model", "device", "threads", "streams", "prompt-tokens", "gen-tokens", "repeats", "seed"}},
+       {"model", "device", "cpu-activations", "threads", "requests", "prefix", "suffix", "output",
+        "max-num-batched-tokens", "seed"}},
+      {"aggregate-decode",
+       {"model", "device", "cpu-activations", "threads", "streams", "prompt-tokens", "gen-tokens", "repeats", "seed"}},
   };
   const auto known = accepted.find(command);
   if (known == accepted.end()) {

@@ -51,11 +51,15 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags&
                                                                     int64_t num_blocks, int num_threads,
                                                                     const engine::ExecutorLimits& limits) {
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
-  std::printf("# device: %s\n", device.ToString().c_str());
+  ASSIGN_OR_RETURN(engine::CpuActivations activations,
+                   engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
+  std::printf("# device: %s%s\n", device.ToString().c_str(),
+              activations == engine::CpuActivations::kQ8 ? ", 8-bit activations" : "");
   return engine::CreateExecutor(model, {.device = device,
                                         .num_blocks = num_blocks,
                                         .block_size = 16,
                                         .num_threads = num_threads,
+                                        .cpu_activations = activations,
                                         .limits = limits});
 }
 

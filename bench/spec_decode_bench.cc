@@ -50,7 +50,8 @@ using Clock = std::chrono::steady_clock;
 // Every run's engine; the executor is sized for it.
 constexpr engine::SchedulerConfig kScheduler{.max_num_batched_tokens = 512, .max_num_seqs = 64};
 
-constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device auto] [--threads 2] [--streams 1,8,32]
+constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device auto] [--cpu-activations f32|q8]
+       [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
        [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
        [--repeats 1]
@@ -198,11 +199,14 @@ absl::Status Main(const flags::Flags& f) {
   s.max_draft_tokens = static_cast<int32_t>(max_draft);
   ASSIGN_OR_RETURN(s.model, model::LlamaModel::Load(model_path));
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(f.GetString("device", "auto")));
+  ASSIGN_OR_RETURN(engine::CpuActivations activations,
+                   engine::ParseCpuActivations(f.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(s.executor,
                    engine::CreateExecutor(*s.model, {.device = device,
                                                      .num_blocks = 1024,
                                                      .block_size = 16,
                                                      .num_threads = static_cast<int>(threads),
+                                                     .cpu_activations = activations,
                                                      .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                          kScheduler, s.max_draft_tokens)}));
   ASSIGN_OR_RETURN(engine::spec::ProposerSet set,
@@ -210,7 +214,8 @@ absl::Status Main(const flags::Flags& f) {
                                                               .max_n = static_cast<int32_t>(ngram_max)},
                                                     .self_layers = static_cast<int32_t>(self_layers),
                                                     .draft_model_path = draft_path,
-                                                    .num_threads = static_cast<int>(threads)},
+                                                    .num_threads = static_cast<int>(threads),
+                                                    .cpu_activations = activations},
                                                    *s.executor, engine::CreateExecutor));
   s.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(set));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(s.model->vocabulary()));
@@ -305,7 +310,7 @@ int main(int argc, char** argv) {
   }
   kvfleet::InitLogging(std::getenv("KVFLEET_LOG_LEVEL") != nullptr ? std::getenv("KVFLEET_LOG_LEVEL") : "warn");
   absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
-      args, {"model", "device", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
+      args, {"model", "device", "cpu-activations", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
              "workloads", "configs", "ngram-min", "ngram-max", "repeats"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
