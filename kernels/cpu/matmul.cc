@@ -80,7 +80,10 @@ float DotOne(const float* w, const float* x, int64_t k) {
 // into scratch (decode steps, and verification of speculative tokens).
 // Both paths give identical bits.
 constexpr int64_t kFusedMaxRows = 10;
-constexpr int64_t kPrefetchBytes = 1024;
+// The few-rows kernel walks one weight row after another, a single stream:
+// prefetch this far ahead in it (4 KiB measured 1.02-1.03x 1 KiB at 4 and 8
+// streams).
+constexpr int64_t kPrefetchBytes = 4096;
 
 // acc += block · x[32b .. 32b+31], in element order.
 inline __m256 FmaBlock(const Block32& w, const float* x, __m256 acc) {
@@ -107,13 +110,13 @@ void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) 
       __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
       for (int64_t b = 0; b < blocks; ++b) {
         const float* xb = x + 32 * b;
-        // Four row streams are too few for the hardware prefetcher to hide
-        // memory latency on decode, where every weight is read once.
-        const int64_t ahead = b * Traits(T).block_bytes + kPrefetchBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(r0 + ahead), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(r1 + ahead), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(r2 + ahead), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(r3 + ahead), _MM_HINT_T0);
+        // The hardware prefetcher does not hide memory latency here (decode
+        // reads every weight once): fetch the rows two groups ahead (the
+        // 4 rows are contiguous), 4 blocks' worth per block of these.
+        const uint8_t* ahead = r0 + 8 * row_bytes + b * 4 * Traits(T).block_bytes;
+        for (int64_t line = 0; line < 4 * Traits(T).block_bytes; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+        }
         a0 = FmaBlock(LoadBlock32<T>(r0, b), xb, a0);
         a1 = FmaBlock(LoadBlock32<T>(r1, b), xb, a1);
         a2 = FmaBlock(LoadBlock32<T>(r2, b), xb, a2);

@@ -37,6 +37,11 @@ constexpr int64_t PanelBlockBytes() {
   return T == DType::kQ8_0 ? 272 : (T == DType::kQ4_0 ? 144 : 160);
 }
 
+// How far ahead of the panel block in use to prefetch: decode reads every
+// weight once, and a 4 KiB lead measured 1.1-1.2x the decode rate of 1 KiB
+// (2 threads, SmolLM2-135M Q4_1).
+constexpr int64_t kPanelPrefetchBytes = 4096;
+
 // Four bytes of x (one group of a block), in every 32-bit lane.
 inline __m256i BroadcastGroup(const int8_t* qs) {
   int32_t v;
@@ -56,8 +61,8 @@ inline void PanelTokens(const uint8_t* panel, int64_t blocks, const BlockQ8A* x,
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* pb = panel + b * PanelBlockBytes<T>();
-    _mm_prefetch(reinterpret_cast<const char*>(pb + 1024), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(pb + 1024 + 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(pb + kPanelPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(pb + kPanelPrefetchBytes + 64), _MM_HINT_T0);
     __m256i dot[TOK];
 #pragma GCC unroll 8
     for (int t = 0; t < TOK; ++t) dot[t] = _mm256_setzero_si256();
