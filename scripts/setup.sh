@@ -129,7 +129,18 @@ PY
     log "benchmarks: $bench_pin present in $venv"
   else
     log "benchmarks: building $bench_pin from source (CPU only; many minutes)"
-    export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON -DLLAMA_CURL=OFF}"
+    # Every instruction set this CPU has, named one by one rather than
+    # -march=native, so that AMX stays off: it is outside the comparison
+    # (bench/README.md), and on VMs that report it llama.cpp's AMX path
+    # crashes in its first matmul.
+    ggml_isa=""
+    cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
+                avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx512vbmi:AVX512_VBMI; do
+      [[ "$cpu_flags" == *" ${pair%%:*} "* ]] && ggml_isa+=" -DGGML_${pair##*:}=ON"
+    done
+    export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF$ggml_isa -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON -DLLAMA_CURL=OFF}"
+    log "benchmarks: CMAKE_ARGS=$CMAKE_ARGS"
     export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
     "$venv/bin/python" -m pip install --disable-pip-version-check -q \
       --no-binary llama-cpp-python --no-cache-dir "$bench_pin"

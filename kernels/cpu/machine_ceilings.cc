@@ -54,6 +54,10 @@ int64_t Avx2DotLoop(int64_t iterations) {
   return _mm256_extract_epi32(t, 0);
 }
 
+// Each ceiling is the best of this many passes: a pass takes milliseconds,
+// and on a shared machine one in three can lose a core to someone else.
+constexpr int kPasses = 7;
+
 // The best of `passes` runs of `work` on every thread at once: seconds.
 template <class Work>
 double BestParallel(ThreadPool& pool, int passes, const Work& work) {
@@ -87,7 +91,7 @@ MachineCeilings MeasureMachineCeilings(ThreadPool& pool, size_t buffer_bytes) {
     }
     std::fill(buffer.get() + t * slice, buffer.get() + (t + 1) * slice, 1.0f);
   });
-  const double read_s = BestParallel(pool, 3, [&] {
+  const double read_s = BestParallel(pool, kPasses, [&] {
     size_t t;
     {
       std::lock_guard lock(mu);
@@ -106,12 +110,12 @@ MachineCeilings MeasureMachineCeilings(ThreadPool& pool, size_t buffer_bytes) {
   c.read_bytes_per_s = static_cast<double>(slice * threads * sizeof(float)) / read_s;
 
   constexpr int64_t kIterations = 4'000'000;
-  const double fma_s = BestParallel(pool, 3, [&] { g_sink = g_sink + FmaLoop(kIterations); });
+  const double fma_s = BestParallel(pool, kPasses, [&] { g_sink = g_sink + FmaLoop(kIterations); });
   c.fma_flops_per_s = 2.0 * 10 * 8 * kIterations * threads / fma_s;
 
   const Q8DotIsa isa = ActiveQ8DotIsa();
   c.int8_isa = std::string(Q8DotIsaName(isa));
-  const double dot_s = BestParallel(pool, 3, [&] {
+  const double dot_s = BestParallel(pool, kPasses, [&] {
     const int64_t r = isa == Q8DotIsa::kAvx512Vnni ? VnniDotLoop(kIterations) : Avx2DotLoop(kIterations);
     g_sink = g_sink + static_cast<double>(r);
   });
