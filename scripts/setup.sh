@@ -134,10 +134,14 @@ PY
     # (bench/README.md), and on VMs that report it llama.cpp's AMX path
     # crashes in its first matmul.
     ggml_isa=""
-    cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-    for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
-                avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 avx512vbmi:AVX512_VBMI; do
-      [[ "$cpu_flags" == *" ${pair%%:*} "* ]] && ggml_isa+=" -DGGML_${pair##*:}=ON"
+    cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2 || true) "
+    has() { for f in "$@"; do [[ "$cpu_flags" == *" $f "* ]] || return 1; done; }
+    # ggml's AVX512 switch compiles for F, BW, DQ, VL and CD together.
+    for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI \
+                avx512f+avx512bw+avx512dq+avx512vl+avx512cd:AVX512 avx512_vnni:AVX512_VNNI \
+                avx512_bf16:AVX512_BF16 avx512vbmi:AVX512_VBMI; do
+      # shellcheck disable=SC2046  # the flag list splits into has()'s arguments on purpose
+      if has $(tr '+' ' ' <<<"${pair%%:*}"); then ggml_isa+=" -DGGML_${pair##*:}=ON"; fi
     done
     export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF$ggml_isa -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON -DLLAMA_CURL=OFF}"
     log "benchmarks: CMAKE_ARGS=$CMAKE_ARGS"

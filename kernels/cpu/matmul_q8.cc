@@ -11,6 +11,11 @@
 
 namespace kvfleet::kernels {
 
+// The kernels' panel sizes (matmul_q8_kernel.h) against the panel format's.
+static_assert(PanelBlockBytes<DType::kQ8_0>() == kQ8PanelRows * sizeof(BlockQ8_0));
+static_assert(PanelBlockBytes<DType::kQ4_0>() == kQ8PanelRows * sizeof(BlockQ4_0));
+static_assert(PanelBlockBytes<DType::kQ4_1>() == kQ8PanelRows * sizeof(BlockQ4_1));
+
 // matmul_q8_vnni.cc, compiled for AVX-512 VNNI.
 void Q8PanelRowsVnni(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
                      int64_t panel_begin, int64_t panel_end);
@@ -99,10 +104,6 @@ bool ForceQ8DotIsa(Q8DotIsa isa) {
 }
 
 std::string_view Q8DotIsaName(Q8DotIsa isa) { return isa == Q8DotIsa::kAvx2 ? "avx2" : "avx512-vnni"; }
-
-void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k) {
-  Scratch().reserve(static_cast<size_t>(max_m * (max_k / 32)));
-}
 
 void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, ThreadPool& pool, BlockQ8A* scratch) {
   CHECK(w.k % 32 == 0) << "matmul inner dimension " << w.k << " must be a multiple of 32";

@@ -31,8 +31,8 @@ bool Q8ActivationsApply(DType w_type);
 
 // y [m, n] = x [m, k] · Wᵀ. `scratch` holds the quantized tokens: at least
 // m · k / 32 blocks, owned by the caller so a warm step allocates nothing
-// whatever thread calls; null: a vector of the calling thread's
-// (ReserveMatMulQ8Scratch).
+// whatever thread calls (the CPU executor's); null: a vector of the calling
+// thread's, grown as needed (tests, benchmarks).
 void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, ThreadPool& pool,
               BlockQ8A* scratch = nullptr);
 
@@ -42,10 +42,6 @@ Q8DotIsa ActiveQ8DotIsa();
 bool ForceQ8DotIsa(Q8DotIsa isa);
 bool CpuHasQ8DotIsa(Q8DotIsa isa);
 std::string_view Q8DotIsaName(Q8DotIsa isa);
-
-// Sizes the calling thread's scratch for the quantized tokens of a MatMulQ8
-// of up to max_m rows of max_k, so a warm step allocates nothing.
-void ReserveMatMulQ8Scratch(int64_t max_m, int64_t max_k);
 
 // The scalar definition: y for one token and one weight row (GGUF's row
 // layout), in the order matmul_q8_kernel.h documents. Tests compare

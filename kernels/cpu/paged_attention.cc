@@ -25,7 +25,7 @@ inline __m256 LoadHalf8(const uint16_t* p) {
 
 struct ThreadScratch {
   std::vector<float> scores;  // [rows, tile context]
-  std::vector<float> acc;     // [rows, head_dim]: the weighted V sums
+  std::vector<float> acc;     // [rows, head_dim] weighted V sums, then [rows] softmax sums
   std::vector<float> kv;      // one cache block of K or V, as float32
 };
 
@@ -35,12 +35,13 @@ ThreadScratch& Scratch() {
 }
 
 // The rows of one tile: tokens [t0, t1) of one sequence, query heads
-// [h0, h0 + group). Row r is token t0 + r / group, head h0 + r % group.
+// [h0, h0 + heads) of one KV head. Row r is token t0 + r / heads, head
+// h0 + r % heads.
 struct Tile {
   int64_t t0, t1;
   int64_t kv_head;
-  int64_t h0, group;
-  int64_t rows() const { return (t1 - t0) * group; }
+  int64_t h0, heads;
+  int64_t rows() const { return (t1 - t0) * heads; }
 };
 
 // Grows, never shrinks: once reserved, a warm step does not allocate.
@@ -112,8 +113,9 @@ void AccumulateBlock(const float* weights, const float* v, int64_t count, int64_
   }
 }
 
-// Every (token, head) row of the tile, in three passes over its sequence's
-// blocks: scores, then softmax, then the weighted sum of V. Each row's
+// Every (token, head) row of the tile: a pass over its sequence's blocks
+// for the scores, softmax row by row, then a pass for the weighted sum of
+// V. Each row's
 // arithmetic is the single-row algorithm's, in the same order (positions
 // ascending, each block converted from float16 once for all rows), so a
 // row's result does not depend on which other rows share its tile.
@@ -121,8 +123,8 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   const KvCacheLayout& L = p.layout;
   const int64_t d = L.head_dim, bs = L.block_size, rows = tile.rows();
   const int32_t* table = p.where.block_table + p.where.token_chunk[tile.t0] * p.where.table_width;
-  auto row_context = [&](int64_t r) { return static_cast<int64_t>(p.where.positions[tile.t0 + r / tile.group]) + 1; };
-  auto row_offset = [&](int64_t r) { return ((tile.t0 + r / tile.group) * p.num_heads + tile.h0 + r % tile.group) * d; };
+  auto row_context = [&](int64_t r) { return static_cast<int64_t>(p.where.positions[tile.t0 + r / tile.heads]) + 1; };
+  auto row_offset = [&](int64_t r) { return ((tile.t0 + r / tile.heads) * p.num_heads + tile.h0 + r % tile.heads) * d; };
   int64_t context = 0;  // the tile's longest
   for (int64_t t = tile.t0; t < tile.t1; ++t) context = std::max<int64_t>(context, p.where.positions[t] + 1);
   GrowTo(s.scores, rows * context);

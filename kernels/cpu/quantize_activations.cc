@@ -18,8 +18,10 @@ inline void Scale(float amax, float* d, float* id) {
   *id = amax > 0.0f && std::isfinite(inverse) ? inverse : 0.0f;
 }
 
-// A block holding a NaN: scale NaN, values 0, so the NaN reaches every
-// output it touches, as on the float32 path.
+// A block holding a NaN or an infinity: scale NaN, values 0, so a
+// non-finite result reaches every output it touches, as on the float32
+// path (an infinite maximum would otherwise quantize to -128 and overflow
+// Σq, outside the range the dot products rely on).
 inline void PoisonBlock(BlockQ8A& q) {
   q.d = std::numeric_limits<float>::quiet_NaN();
   q.sum = 0;
@@ -38,6 +40,10 @@ void QuantizeActivationRowReference(const float* x, int64_t k, BlockQ8A* out) {
     }
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(v[i]));
+    if (!std::isfinite(amax)) {
+      PoisonBlock(out[b]);
+      continue;
+    }
     float d, id;
     Scale(amax, &d, &id);
     BlockQ8A& q = out[b];
@@ -69,8 +75,13 @@ void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out) {
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    if (!std::isfinite(amax)) {
+      PoisonBlock(out[b]);
+      continue;
+    }
     float d, id;
-    Scale(_mm_cvtss_f32(h), &d, &id);
+    Scale(amax, &d, &id);
     const __m256 scale = _mm256_set1_ps(id);
     constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x0, scale), kRound));

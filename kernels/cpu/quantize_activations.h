@@ -2,7 +2,8 @@
 // matmul (matmul_q8.h): per block a float scale d = max|x| / 127, the values
 // q = round-to-nearest-even(x · (127 / max|x|)) in [-127, 127], their
 // integer sum, and d · Σq (Q4_1's offset term: computed once per token
-// block, not once per weight row).
+// block, not once per weight row). A block with a NaN or an infinity gets
+// d = NaN and q = 0.
 //
 // Exactness: a row's blocks depend only on that row, computed by one fixed
 // sequence of float operations (the AVX2 path and the scalar reference give

@@ -52,7 +52,10 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
                   .draft_scratch_bytes = draft.scratch_bytes,
                   .block_size = info.block_size,
                   .kv_bytes_per_token = info.kv_bytes_per_token};
-  const int64_t own = target.weight_bytes + target.scratch_bytes + draft.weight_bytes + draft.scratch_bytes;
+  // What is not resident yet: resident bytes are already out of a free
+  // figure that does not exclude own allocations.
+  const int64_t own = target.weight_bytes + target.scratch_bytes + draft.weight_bytes + draft.scratch_bytes -
+                      target.resident_bytes - draft.resident_bytes;
   plan.free_bytes = std::max<int64_t>(0, free.excludes_own_allocations ? free.free_bytes : free.free_bytes - own);
 
   double fraction = 0.0;

@@ -38,6 +38,10 @@ struct ExecutorMemory {
   int64_t weight_bytes = 0;
   int64_t scratch_bytes = 0;  // activations, logits, batch staging, tables
   int64_t kv_cache_bytes = 0;
+  // Of weight_bytes and scratch_bytes, what is already written, so that a
+  // free figure taken now (DeviceFreeMemory) has it out already: the CPU's
+  // packed weights for 8-bit activations.
+  int64_t resident_bytes = 0;
 };
 
 // What the executor's device has free now, for the memory plan.

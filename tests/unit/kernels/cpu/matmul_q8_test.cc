@@ -30,6 +30,7 @@ bool SameBlocks(const std::vector<BlockQ8A>& a, const std::vector<BlockQ8A>& b) 
 
 TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
   std::vector<float> x = RandomFloats(32 * 64, 5, 3.0f);
+  x[200] = std::numeric_limits<float>::infinity();  // an infinity: poisoned like a NaN, not -128
   for (int i = 0; i < 32; ++i) x[i] = 0.0f;                         // an all-zero block: d = 0, q = 0
   for (int i = 32; i < 64; ++i) x[i] = static_cast<float>(i - 48);  // exact ties at .5 after scaling
   x[64] = 1e-30f;                                                    // a tiny block
@@ -48,6 +49,8 @@ TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
   EXPECT_EQ(fast[4].sum, 0);
   EXPECT_TRUE(std::all_of(std::begin(fast[4].qs), std::end(fast[4].qs), [](int8_t q) { return q == 0; }));
   EXPECT_TRUE(std::isnan(fast[5].d));
+  EXPECT_TRUE(std::isnan(fast[6].d));
+  EXPECT_EQ(fast[6].sum, 0);
   for (const BlockQ8A& b : fast) {
     int sum = 0;
     for (int8_t q : b.qs) {

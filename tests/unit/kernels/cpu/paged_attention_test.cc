@@ -1,6 +1,7 @@
 #include "kernels/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/float16.h"
+#include "kernels/cpu/simd.h"
 #include "tests/testing/random_data.h"
 
 namespace kvfleet::kernels {
@@ -96,6 +98,41 @@ TEST(PagedAttentionTest, IndependentOfBlockPlacementAndOfBatching) {
   }
 }
 
+// The per-row kernel the tiles replaced, kept as the bit-exact reference:
+// each (token, head) walks its context alone, converting every K and V row
+// from float16 itself. The tiles must give these bits.
+void AttendRowAlone(const PagedAttentionParams& p, int64_t token, int64_t head, float* out) {
+  const KvCacheLayout& L = p.layout;
+  const int64_t d = L.head_dim;
+  const int64_t kv_head = head / (p.num_heads / L.num_kv_heads);
+  const int64_t context = static_cast<int64_t>(p.where.positions[token]) + 1;
+  const int32_t* table = p.where.block_table + p.where.token_chunk[token] * p.where.table_width;
+  const float* q = p.q + (token * p.num_heads + head) * d;
+  auto half8 = [](const uint16_t* h) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))); };
+  std::vector<float> scores(context);
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < context; ++j) {
+    const uint16_t* k = p.k_cache + L.Offset(table[j / L.block_size], kv_head, j % L.block_size);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), half8(k + i), acc);
+    scores[j] = HorizontalSum(acc) * p.scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < context; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  for (int64_t i = 0; i < d; i += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < context; ++j) {
+      const uint16_t* v = p.v_cache + L.Offset(table[j / L.block_size], kv_head, j % L.block_size);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), half8(v + i), acc);
+    }
+    _mm256_storeu_ps(out + i, _mm256_div_ps(acc, _mm256_set1_ps(sum)));
+  }
+}
+
 // A cache of any shape holding several sequences, and attention over any
 // batch of their tokens: for the tests of how tiles are cut.
 struct Sequences {
@@ -178,17 +215,23 @@ struct Sequences {
       if (tokens[t].first == tokens[t - 1].first) chunk[t] = chunk[t - 1];
     }
     std::vector<float> out(n * heads * dim);
+    const PagedAttentionParams params{.layout = layout,
+                                      .where = {positions.data(), chunk.data(), table.data(), width, slots.data()},
+                                      .num_tokens = n,
+                                      .num_heads = heads,
+                                      .scale = 1.0f / std::sqrt(static_cast<float>(dim)),
+                                      .q = qs.data(),
+                                      .k_cache = k.data(),
+                                      .v_cache = v.data(),
+                                      .out = out.data()};
+    if (threads == 0) {  // the per-row reference
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t h = 0; h < heads; ++h) AttendRowAlone(params, t, h, out.data() + (t * heads + h) * dim);
+      }
+      return out;
+    }
     ThreadPool pool(threads);
-    PagedAttention({.layout = layout,
-                    .where = {positions.data(), chunk.data(), table.data(), width, slots.data()},
-                    .num_tokens = n,
-                    .num_heads = heads,
-                    .scale = 1.0f / std::sqrt(static_cast<float>(dim)),
-                    .q = qs.data(),
-                    .k_cache = k.data(),
-                    .v_cache = v.data(),
-                    .out = out.data()},
-                   pool);
+    PagedAttention(params, pool);
     return out;
   }
 };
@@ -200,8 +243,9 @@ struct Shape {
 class PagedAttentionTileTest : public ::testing::TestWithParam<Shape> {};
 
 // Prefill chunks, verify chunks and decode tokens of three sequences in one
-// batch: every token's output is bit-identical to attending it alone, on one
-// thread or two, whatever the tiles the batch was cut into.
+// batch: every token's output is bit-identical to attending it alone and to
+// the per-row kernel, on one thread or two, whatever the tiles the batch was
+// cut into.
 TEST_P(PagedAttentionTileTest, EveryTokenMatchesItselfAloneBitForBit) {
   const Shape sh = GetParam();
   const Sequences seqs(sh.heads, sh.kv_heads, sh.dim, sh.block, {40, 23, 9});
@@ -210,9 +254,13 @@ TEST_P(PagedAttentionTileTest, EveryTokenMatchesItselfAloneBitForBit) {
   batch.push_back({2, 8});                                     // a decode token
   for (int32_t p = 18; p < 23; ++p) batch.push_back({1, p});  // a verify chunk
   batch.push_back({2, 5});                                     // a token of an earlier sequence again
+  const auto per_row = seqs.Attend(batch, /*threads=*/0);
   for (int threads : {1, 2}) {
     const auto together = seqs.Attend(batch, threads);
     const int64_t row = sh.heads * sh.dim;
+    for (size_t e = 0; e < together.size(); ++e) {
+      ASSERT_EQ(together[e], per_row[e]) << "element " << e << " against the per-row kernel, " << threads << " thread(s)";
+    }
     for (size_t t = 0; t < batch.size(); ++t) {
       const auto alone = seqs.Attend({batch[t]}, 1);
       const auto reference = seqs.Reference(batch[t].first, batch[t].second);
@@ -245,6 +293,8 @@ TEST(PagedAttentionTest, ContextsPastTheScoreBudgetGiveTheSameBits) {
   const Sequences seqs(4, 2, 16, 64, {len});
   const std::vector<std::pair<int32_t, int32_t>> batch = {{0, len - 3}, {0, len - 2}, {0, len - 1}};
   const auto together = seqs.Attend(batch, 2);
+  const auto per_row = seqs.Attend(batch, /*threads=*/0);
+  for (size_t e = 0; e < together.size(); ++e) ASSERT_EQ(together[e], per_row[e]) << "element " << e;
   for (size_t t = 0; t < batch.size(); ++t) {
     const auto alone = seqs.Attend({batch[t]}, 1);
     for (int64_t i = 0; i < 4 * 16; ++i) ASSERT_EQ(together[t * 64 + i], alone[i]) << "token " << t << " element " << i;

@@ -22,6 +22,11 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Ll
         absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
   }
   std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options));
+  if (options.cpu_activations == CpuActivations::kQ8) {
+    ASSIGN_OR_RETURN(Q8PackedWeights packed, Q8PackedWeights::Pack(model, ex->pool_));
+    ex->q8_weights_ = std::make_unique<Q8PackedWeights>(std::move(packed));
+    ex->ops_config_.q8_weights = ex->q8_weights_.get();
+  }
   if (options.num_blocks > 0) RETURN_IF_ERROR(ex->AllocateKvCache(options.num_blocks));
   return ex;
 }
@@ -53,8 +58,6 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
     q8_scratch_blocks_ = std::max<int64_t>(T, info_.limits.logits_rows()) * (max_k / 32);
     q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
     ops_config_.q8_scratch = q8_scratch_.get();
-    q8_weights_ = std::make_unique<Q8PackedWeights>(Q8PackedWeights::Pack(model, pool_));
-    ops_config_.q8_weights = q8_weights_.get();
   }
   max_k_ = max_k;
   pool_.RunOnEachThread([this] { ReserveThreadScratch(); });
@@ -67,12 +70,15 @@ void CpuExecutor::ReserveThreadScratch() const {
 }
 
 ExecutorMemory CpuExecutor::memory() const {
-  // The packed copy of the matmul weights replaces their mapped pages.
-  const int64_t packing = q8_weights_ ? q8_weights_->bytes() - q8_weights_->source_bytes() : 0;
+  // The packed copy of the matmul weights replaces their mapped pages,
+  // except for a tied embedding table's, which the lookup reads again.
+  const int64_t packing =
+      q8_weights_ ? q8_weights_->bytes() - q8_weights_->source_bytes() + q8_weights_->reread_bytes() : 0;
   return {.weight_bytes = info_.weight_bytes + packing,
           .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)) +
                            q8_scratch_blocks_ * static_cast<int64_t>(sizeof(kernels::BlockQ8A)),
-          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token};
+          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token,
+          .resident_bytes = q8_weights_ ? q8_weights_->bytes() : 0};
 }
 
 absl::StatusOr<DeviceFreeMemory> CpuExecutor::FreeMemory() const {

@@ -11,8 +11,10 @@ namespace {
 // Reports fixed figures; runs nothing.
 class SizedExecutor : public ModelExecutor {
  public:
-  SizedExecutor(int64_t weights, int64_t scratch, int64_t kv_bytes_per_token, int64_t free, bool excludes_own)
-      : memory_{.weight_bytes = weights, .scratch_bytes = scratch}, free_{free, excludes_own} {
+  SizedExecutor(int64_t weights, int64_t scratch, int64_t kv_bytes_per_token, int64_t free, bool excludes_own,
+                int64_t resident = 0)
+      : memory_{.weight_bytes = weights, .scratch_bytes = scratch, .resident_bytes = resident},
+        free_{free, excludes_own} {
     info_ = {.device = Device{.kind = excludes_own ? DeviceKind::kCuda : DeviceKind::kCpu},
              .context_length = 8192,
              .block_size = 16,
@@ -42,6 +44,18 @@ TEST(MemoryPlanTest, ASizeIsTakenAsGivenInWholeBlocks) {
   EXPECT_EQ(plan->full_context_sequences, 5);  // 2912 / 512 blocks per 8192-token sequence
   EXPECT_EQ(plan->free_bytes, (int64_t{8} << 30) - 110 * kMiB) << "the CPU's own weights and scratch come off";
   EXPECT_NE(plan->ToString().find("kv_cache"), std::string::npos);
+}
+
+// The CPU's packed weights for 8-bit activations are written before the
+// plan reads the free memory: they are out of it already, not twice.
+TEST(MemoryPlanTest, WhatIsAlreadyResidentIsNotSubtractedAgain) {
+  const SizedExecutor cpu(100 * kMiB, 10 * kMiB, 23040, int64_t{8} << 30, /*excludes_own=*/false,
+                          /*resident=*/96 * kMiB);
+  const SizedExecutor draft(50 * kMiB, 5 * kMiB, 23040, 0, /*excludes_own=*/false, /*resident=*/40 * kMiB);
+  const auto plan = PlanMemory({.kv_cache_memory = "1GiB", .target = &cpu, .draft = &draft});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->free_bytes, (int64_t{8} << 30) - (110 - 96) * kMiB - (55 - 40) * kMiB);
+  EXPECT_EQ(plan->weight_bytes, 100 * kMiB) << "the plan still shows everything the executors hold";
 }
 
 TEST(MemoryPlanTest, AFractionIsOfWhatIsFreeOnceWeightsAndScratchAreIn) {

@@ -61,9 +61,14 @@ TEST(Q8PackedWeightsTest, PacksEveryMatrixDropsTheirMappedPagesAndComputesTheRow
   ASSERT_GT(before, 0) << "no mapping of " << model.file().path() << " in /proc/self/smaps (" << touched << ")";
 
   ThreadPool pool(2);
-  const Q8PackedWeights packed = Q8PackedWeights::Pack(model, pool);
+  absl::StatusOr<Q8PackedWeights> packed_or = Q8PackedWeights::Pack(model, pool);
+  ASSERT_TRUE(packed_or.ok()) << packed_or.status();
+  const Q8PackedWeights& packed = *packed_or;
   EXPECT_EQ(packed.tensors(), 7 * static_cast<int64_t>(w.layers.size()) + 1);  // + the (tied) output head
   EXPECT_EQ(packed.bytes(), packed.source_bytes());
+  // SmolLM2 ties its output head to the embedding table, which the lookup
+  // reads again in the row layout.
+  EXPECT_EQ(packed.reread_bytes(), RowBytes(w.token_embd.dtype, w.token_embd.rows * w.token_embd.cols));
   const int64_t after = ResidentBytesOfMapping(model.file().path());
   std::printf("mapped file resident: %.1f MB before packing, %.1f MB after; packed copy %.1f MB\n", before / 1e6,
               after / 1e6, packed.bytes() / 1e6);
