@@ -7,6 +7,7 @@
 //   const WeightView& wq = w.layers[0].attn_q;
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ struct LlamaLayerWeights {
   WeightView ffn_gate;    // [ffn, hidden]
   WeightView ffn_up;      // [ffn, hidden]
   WeightView ffn_down;    // [hidden, ffn]
+
+  // The seven matrices a token multiplies through in this layer.
+  std::array<const WeightView*, 7> Matrices() const {
+    return {&attn_q, &attn_k, &attn_v, &attn_output, &ffn_gate, &ffn_up, &ffn_down};
+  }
 };
 
 struct LlamaWeights {

@@ -38,38 +38,6 @@ void DotFour(const float* w, const float* x, int64_t k, float* out) {
   out[3] = HorizontalSum(a3);
 }
 
-// DotFour for two x rows at once: eight accumulators, each walking k exactly
-// as DotFour's does, so the results are bit-identical; the weight loads are
-// shared by both rows.
-void DotFourTwo(const float* w, const float* x0, const float* x1, int64_t k, float* out0, float* out1) {
-  __m256 a00 = _mm256_setzero_ps(), a10 = _mm256_setzero_ps(), a20 = _mm256_setzero_ps(), a30 = _mm256_setzero_ps();
-  __m256 a01 = _mm256_setzero_ps(), a11 = _mm256_setzero_ps(), a21 = _mm256_setzero_ps(), a31 = _mm256_setzero_ps();
-  const float* w1 = w + k;
-  const float* w2 = w + 2 * k;
-  const float* w3 = w + 3 * k;
-  for (int64_t i = 0; i < k; i += 8) {
-    const __m256 v0 = _mm256_loadu_ps(w + i), v1 = _mm256_loadu_ps(w1 + i);
-    const __m256 v2 = _mm256_loadu_ps(w2 + i), v3 = _mm256_loadu_ps(w3 + i);
-    const __m256 xa = _mm256_loadu_ps(x0 + i), xb = _mm256_loadu_ps(x1 + i);
-    a00 = _mm256_fmadd_ps(v0, xa, a00);
-    a10 = _mm256_fmadd_ps(v1, xa, a10);
-    a20 = _mm256_fmadd_ps(v2, xa, a20);
-    a30 = _mm256_fmadd_ps(v3, xa, a30);
-    a01 = _mm256_fmadd_ps(v0, xb, a01);
-    a11 = _mm256_fmadd_ps(v1, xb, a11);
-    a21 = _mm256_fmadd_ps(v2, xb, a21);
-    a31 = _mm256_fmadd_ps(v3, xb, a31);
-  }
-  out0[0] = HorizontalSum(a00);
-  out0[1] = HorizontalSum(a10);
-  out0[2] = HorizontalSum(a20);
-  out0[3] = HorizontalSum(a30);
-  out1[0] = HorizontalSum(a01);
-  out1[1] = HorizontalSum(a11);
-  out1[2] = HorizontalSum(a21);
-  out1[3] = HorizontalSum(a31);
-}
-
 // DotFour for three x rows at once: twelve accumulators, so the FMA units
 // always have independent chains (eight only just cover their latency),
 // and each weight load serves three rows. Each accumulator walks k as
@@ -266,10 +234,8 @@ void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
     }
     int64_t i = 0;
     if (rows == kRowTile) {
+      // Tokens left over (at most two) take DotFour one at a time.
       for (; i + 3 <= p.m; i += 3) DotFourThree(scratch.data(), p.x + i * p.k, p.k, p.y + i * p.n + j, p.n);
-      for (; i + 2 <= p.m; i += 2) {
-        DotFourTwo(scratch.data(), p.x + i * p.k, p.x + (i + 1) * p.k, p.k, p.y + i * p.n + j, p.y + (i + 1) * p.n + j);
-      }
     }
     for (; i < p.m; ++i) {
       const float* x = p.x + i * p.k;

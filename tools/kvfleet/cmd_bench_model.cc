@@ -75,10 +75,7 @@ absl::Status RunBenchModel(const Args& args) {
     double weights = 0;  // multiply-adds per token: every matrix element once
     const model::LlamaWeights& w = m.model->weights();
     for (const model::LlamaLayerWeights& l : w.layers) {
-      for (const model::WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up,
-                                         &l.ffn_down}) {
-        weights += static_cast<double>(v->rows) * static_cast<double>(v->cols);
-      }
+      for (const model::WeightView* v : l.Matrices()) weights += static_cast<double>(v->rows) * static_cast<double>(v->cols);
     }
     weights += static_cast<double>(w.output.rows) * static_cast<double>(w.output.cols);
     const double bytes = static_cast<double>(m.executor->info().weight_bytes);

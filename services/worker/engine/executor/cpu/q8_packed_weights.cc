@@ -14,10 +14,7 @@ absl::StatusOr<Q8PackedWeights> Q8PackedWeights::Pack(const model::LlamaModel& m
   const model::LlamaWeights& w = model.weights();
   std::vector<const model::WeightView*> matrices;
   for (const model::LlamaLayerWeights& l : w.layers) {
-    for (const model::WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up,
-                                       &l.ffn_down}) {
-      matrices.push_back(v);
-    }
+    matrices.insert(matrices.end(), l.Matrices().begin(), l.Matrices().end());
   }
   matrices.push_back(&w.output);  // the token embedding table itself when tied
 
