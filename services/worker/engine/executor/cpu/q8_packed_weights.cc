@@ -14,7 +14,8 @@ absl::StatusOr<Q8PackedWeights> Q8PackedWeights::Pack(const model::LlamaModel& m
   const model::LlamaWeights& w = model.weights();
   std::vector<const model::WeightView*> matrices;
   for (const model::LlamaLayerWeights& l : w.layers) {
-    matrices.insert(matrices.end(), l.Matrices().begin(), l.Matrices().end());
+    const auto layer = l.Matrices();
+    matrices.insert(matrices.end(), layer.begin(), layer.end());
   }
   matrices.push_back(&w.output);  // the token embedding table itself when tied
 
