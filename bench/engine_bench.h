@@ -24,8 +24,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/model_executor.h"
-#include "services/worker/engine/scheduler/scheduler.h"
+#include "engine/executor/model_executor.h"
+#include "engine/scheduler/scheduler.h"
 #include "common/flags/flags.h"
 
 namespace kvfleet::bench {

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/engine_bench.h"
 #include "common/status_macros.h"
-#include "services/worker/engine/engine.h"
+#include "engine/engine.h"
 
 namespace kvfleet::bench {
 namespace {

@@ -21,9 +21,9 @@
 #include "bench/engine_bench.h"
 #include "common/kv_sizing.h"
 #include "common/status_macros.h"
-#include "services/worker/engine/kv/block_pool.h"
-#include "services/worker/engine/kv/kv_cache_manager.h"
-#include "services/worker/engine/scheduler/scheduler.h"
+#include "engine/kv/block_pool.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/scheduler/scheduler.h"
 
 namespace kvfleet::bench {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/engine_bench.h"
 #include "common/status_macros.h"
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/executor/executor_factory.h"
 
 namespace kvfleet::bench {
 

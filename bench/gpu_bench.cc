@@ -31,8 +31,8 @@
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/paged_attention.h"
-#include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/cuda/cuda_executor.h"
+#include "engine/engine.h"
+#include "engine/executor/cuda/cuda_executor.h"
 
 namespace kvfleet::bench {
 namespace {

@@ -16,10 +16,10 @@
 #include "common/block_hash.h"
 #include "common/status_macros.h"
 #include "services/router/placement/placement.h"
-#include "services/worker/engine/kv/block_pool.h"
-#include "services/worker/engine/kv/kv_cache_manager.h"
-#include "services/worker/engine/pending_prefill.h"
-#include "services/worker/engine/scheduler/scheduler.h"
+#include "engine/kv/block_pool.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/pending_prefill.h"
+#include "engine/scheduler/scheduler.h"
 
 namespace kvfleet::bench::placement_sim {
 namespace {

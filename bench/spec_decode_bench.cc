@@ -37,9 +37,9 @@
 #include "model/tokenizer/chat_encoding.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
-#include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/executor_factory.h"
-#include "services/worker/engine/spec/proposer_set.h"
+#include "engine/engine.h"
+#include "engine/executor/executor_factory.h"
+#include "engine/spec/proposer_set.h"
 #include "tools/draft_model/make_draft.h"
 
 namespace kvfleet::bench {

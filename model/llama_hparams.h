@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/kv_sizing.h"
-#include "model/gguf_file.h"
+#include "model/gguf/gguf_file.h"
 
 namespace kvfleet::model {
 

@@ -3,7 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model/gguf_vocabulary.h"
+#include "model/gguf/gguf_vocabulary.h"
 
 namespace kvfleet::model {
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "model/gguf_file.h"
+#include "model/gguf/gguf_file.h"
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
 #include "model/vocabulary.h"

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
-#include "model/gguf_file.h"
+#include "model/gguf/gguf_file.h"
 #include "model/llama_hparams.h"
 
 namespace kvfleet::model {

@@ -6,8 +6,8 @@
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-dirs=(common model kernels)
-for d in services/*/engine services/*/index services/*/placement services/*/frontend; do [[ -d $d ]] && dirs+=("$d"); done
+dirs=(common model kernels engine)
+for d in services/*/index services/*/placement services/*/frontend; do [[ -d $d ]] && dirs+=("$d"); done
 leaks=$(grep -rlE '#include [<"](grpcpp/|grpc/|.*\.pb\.h|.*\.grpc\.pb\.h)' "${dirs[@]}" 2>/dev/null)
 if [[ -n $leaks ]]; then
   echo "gRPC or generated proto headers in transport-free code:"

@@ -33,8 +33,8 @@ declare -A binaries=(
   [kvfleet-worker]=services/worker/kvfleet-worker
   [kvfleet-router]=services/router/kvfleet-router
   [kvfleet-cachemanager]=services/cachemanager/kvfleet-cachemanager
-  [cuda_ops_test]=tests/unit/services/worker/engine/executor/ops/cuda_ops_test
-  [engine_cuda_test]=tests/unit/services/worker/engine/engine_cuda_test
+  [cuda_ops_test]=tests/unit/engine/executor/ops/cuda_ops_test
+  [engine_cuda_test]=tests/unit/engine/engine_cuda_test
   [router_cluster_gpu_test]=tests/integration/services/router/router_cluster_gpu_test
   [gpu_bench]=bench/gpu_bench
 )

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "services/worker/engine/sampler/logprobs.h"
-#include "services/worker/engine/sampler/sampling_params.h"
+#include "engine/sampler/logprobs.h"
+#include "engine/sampler/sampling_params.h"
 
 namespace kvfleet::limits {
 namespace {

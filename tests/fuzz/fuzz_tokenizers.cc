@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "model/gguf_file.h"
-#include "model/gguf_vocabulary.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_vocabulary.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/testing/vocabularies.h"
 

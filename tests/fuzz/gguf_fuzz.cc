@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kernels/cpu/quantize.h"
-#include "model/gguf_file.h"
-#include "model/gguf_vocabulary.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_vocabulary.h"
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
 #include "model/tokenizer/chat_template.h"

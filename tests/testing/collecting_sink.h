@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "services/worker/engine/request.h"
+#include "engine/request.h"
 
 namespace kvfleet::testing {
 

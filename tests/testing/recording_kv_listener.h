@@ -16,7 +16,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "common/block_hash.h"
-#include "services/worker/engine/kv/kv_event_listener.h"
+#include "engine/kv/kv_event_listener.h"
 
 namespace kvfleet::testing {
 

@@ -1,7 +1,7 @@
 #include "tests/testing/test_executor.h"
 
 #include "common/check.h"
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/executor/executor_factory.h"
 
 namespace kvfleet::testing {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/model_executor.h"
+#include "engine/executor/model_executor.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::testing {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/executor/executor_factory.h"
 #include "tests/testing/test_executor.h"
 
 namespace kvfleet::testing {

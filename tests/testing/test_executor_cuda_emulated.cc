@@ -1,6 +1,6 @@
 // test_executor.h's CUDA-on-the-host-emulation implementation.
 #include "common/check.h"
-#include "services/worker/engine/executor/cuda/cuda_executor.h"
+#include "engine/executor/cuda/cuda_executor.h"
 #include "tests/testing/test_executor.h"
 
 namespace kvfleet::testing {

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/quantize.h"
-#include "model/gguf_file.h"
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
 
 namespace kvfleet::tools {

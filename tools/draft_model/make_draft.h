@@ -1,5 +1,5 @@
 // Makes a cheaper draft model for speculative decoding (the `draft`
-// proposer, services/worker/engine/README.md) from a target GGUF: the first
+// proposer, engine/README.md) from a target GGUF: the first
 // N transformer blocks, optionally with every weight matrix requantized, and
 // everything else of the target unchanged. A draft
 // shares the target's vocabulary, embeddings and output head, so its

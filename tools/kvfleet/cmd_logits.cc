@@ -6,7 +6,7 @@
 #include "common/status_macros.h"
 #include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/executor/executor_factory.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {

@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include "common/status_macros.h"
-#include "services/worker/engine/engine.h"
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/engine.h"
+#include "engine/executor/executor_factory.h"
 
 namespace kvfleet::tools {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/model_executor.h"
-#include "services/worker/engine/request.h"
+#include "engine/executor/model_executor.h"
+#include "engine/request.h"
 
 namespace kvfleet::tools {
 

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "common/dtype.h"
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_writer.h"
 
 namespace kvfleet::tools {
 

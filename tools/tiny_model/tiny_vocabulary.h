@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_writer.h"
 
 namespace kvfleet::tools {
 

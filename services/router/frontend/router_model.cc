@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model/gguf_vocabulary.h"
+#include "model/gguf/gguf_vocabulary.h"
 #include "model/llama_hparams.h"
 #include "model/tokenizer/chat_encoding.h"
 

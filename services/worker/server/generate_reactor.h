@@ -24,7 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
-#include "services/worker/engine/engine.h"
+#include "engine/engine.h"
 
 namespace kvfleet::worker {
 

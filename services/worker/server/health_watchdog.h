@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "services/worker/engine/engine.h"
+#include "engine/engine.h"
 
 namespace kvfleet::worker {
 

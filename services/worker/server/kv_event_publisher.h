@@ -34,8 +34,8 @@
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "services/worker/server/admitted_tickets.h"
 #include "services/transport/grpc_channel.h"
-#include "services/worker/engine/engine.h"
-#include "services/worker/engine/kv/kv_event_listener.h"
+#include "engine/engine.h"
+#include "engine/kv/kv_event_listener.h"
 
 namespace kvfleet::worker {
 

@@ -14,8 +14,8 @@
 #include "kvfleet/v1/cachemanager.pb.h"
 #include "kvfleet/v1/worker.pb.h"
 #include "services/limits/request_limits.h"
-#include "services/worker/engine/engine_stats.h"
-#include "services/worker/engine/request.h"
+#include "engine/engine_stats.h"
+#include "engine/request.h"
 
 namespace kvfleet::worker {
 

@@ -29,10 +29,10 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "services/worker/engine/engine_stats.h"
-#include "services/worker/engine/finish_reason.h"
-#include "services/worker/engine/request.h"
-#include "services/worker/engine/step_observer.h"
+#include "engine/engine_stats.h"
+#include "engine/finish_reason.h"
+#include "engine/request.h"
+#include "engine/step_observer.h"
 #include "services/worker/server/health_watchdog.h"
 
 namespace kvfleet::worker {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/worker/engine/executor/executor_options.h"
-#include "services/worker/engine/scheduler/scheduler.h"
-#include "services/worker/engine/spec/proposer_set.h"
-#include "services/worker/engine/spec/speculation_options.h"
+#include "engine/executor/executor_options.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/spec/proposer_set.h"
+#include "engine/spec/speculation_options.h"
 #include "services/limits/request_limits.h"
 #include "services/transport/transport_options.h"
 

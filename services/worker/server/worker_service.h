@@ -22,7 +22,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/ids.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
-#include "services/worker/engine/engine.h"
+#include "engine/engine.h"
 #include "services/worker/server/admitted_tickets.h"
 #include "services/limits/request_limits.h"
 #include "services/worker/server/worker_metrics.h"

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "model/gguf_file.h"
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"

@@ -1,11 +1,11 @@
-#include "model/gguf_file.h"
+#include "model/gguf/gguf_file.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "common/kv_sizing.h"
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
 #include "tests/testing/default_model.h"
 #include "tests/testing/temp_dir.h"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_writer.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/executor/executor_factory.h"
 #include "tests/integration/services/router/router_cluster.h"
 #include "tools/tiny_model/tiny_model.h"
 

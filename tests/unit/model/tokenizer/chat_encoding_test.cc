@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "model/gguf_file.h"
-#include "model/gguf_vocabulary.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_vocabulary.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 

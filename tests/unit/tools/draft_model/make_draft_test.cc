@@ -16,9 +16,9 @@
 
 #include "absl/strings/match.h"
 #include "kernels/cpu/quantize.h"
-#include "model/gguf_writer.h"
+#include "model/gguf/gguf_writer.h"
 #include "model/llama_model.h"
-#include "services/worker/engine/executor/executor_factory.h"
+#include "engine/executor/executor_factory.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 

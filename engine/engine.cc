@@ -1,0 +1,459 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "engine/pending_prefill.h"
+
+namespace kvfleet::engine {
+
+absl::Status EngineOptions::Validate() const {
+  RETURN_IF_ERROR(scheduler.Validate());
+  std::vector<std::string> names;
+  for (const spec::Proposer* p : proposers) names.emplace_back(p->name());
+  return speculation.Validate(names);
+}
+
+ExecutorLimits EngineOptions::ExecutorLimitsNeeded() const {
+  return ExecutorLimitsFor(scheduler, proposers.empty() ? 0 : speculation.max_draft_tokens);
+}
+
+ExecutorLimits EngineOptions::ExecutorLimitsFor(const SchedulerConfig& scheduler, int32_t max_draft_tokens) {
+  const int32_t tokens = scheduler.max_num_batched_tokens;
+  const int32_t chunks = std::min(scheduler.max_num_seqs, tokens);
+  const int32_t per_chunk = 1 + max_draft_tokens;
+  return {.max_batch_tokens = tokens,
+          .max_batch_chunks = chunks,
+          .max_logits_rows = static_cast<int32_t>(std::min<int64_t>(tokens, int64_t{chunks} * per_chunk))};
+}
+
+Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener)
+    : executor_(executor),
+      options_(options),
+      listener_(listener),
+      pending_prefill_(static_cast<int32_t>(executor.info().block_size), listener, options.enable_prefix_caching),
+      pool_(static_cast<int32_t>(executor.info().num_blocks), &pending_prefill_),
+      kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
+      scheduler_(options.scheduler, kv_),
+      speculator_(options.speculation, options.proposers, kv_),
+      batch_builder_(static_cast<int32_t>(executor.info().block_size)) {
+  CHECK(options.Validate().ok()) << options.Validate();
+  pending_prefill_.Attach(pool_);
+  const ExecutorLimits need = options.ExecutorLimitsNeeded(), have = executor.info().limits;
+  CHECK(need.max_batch_tokens <= have.max_batch_tokens && need.max_batch_chunks <= have.max_batch_chunks &&
+        need.logits_rows() <= have.logits_rows())
+      << "the executor takes batches of " << have.max_batch_tokens << " tokens, " << have.max_batch_chunks
+      << " chunks and " << have.logits_rows() << " logits rows; this engine needs " << need.max_batch_tokens << ", "
+      << need.max_batch_chunks << " and " << need.logits_rows();
+  PublishStats(0);
+}
+
+Engine::~Engine() { Stop(); }
+
+absl::Status Engine::Validate(const EngineRequest& r) const {
+  const ExecutorInfo& info = executor_.info();
+  if (r.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty; send at least one token");
+  RETURN_IF_ERROR(r.sampling.Validate());
+  RETURN_IF_ERROR(r.logprobs.Validate());
+  RETURN_IF_ERROR(r.stopping.Validate(info.vocab_size));
+  RETURN_IF_ERROR(speculator_.Validate(r.speculation));
+  for (model::TokenId t : r.prompt) {
+    if (t < 0 || t >= info.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt token id ", t, " is outside the vocabulary [0, ", info.vocab_size, ")"));
+    }
+  }
+  for (model::TokenId t : r.resumed_output) {
+    if (t < 0 || t >= info.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("resumed output token id ", t, " is outside the vocabulary [0, ", info.vocab_size, ")"));
+    }
+  }
+  if (static_cast<int64_t>(r.resumed_output.size()) >= r.stopping.max_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("resumed output has ", r.resumed_output.size(),
+                                                   " tokens and max_tokens is ", r.stopping.max_tokens,
+                                                   ": nothing is left to generate"));
+  }
+  const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stopping.max_tokens;
+  if (total > info.context_length) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", r.prompt.size(), " tokens and max_tokens is ",
+                                                   r.stopping.max_tokens, ": ", total,
+                                                   " exceeds the model's context length of ", info.context_length,
+                                                   " tokens; shorten the prompt or lower max_tokens"));
+  }
+  if (kv_.BlocksFor(total) > pool_.num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens = ", total, " tokens needs ",
+                                                   kv_.BlocksFor(total), " KV blocks but the whole cache has ",
+                                                   pool_.num_blocks(), "; lower max_tokens"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
+  CHECK(sink != nullptr);
+  RETURN_IF_ERROR(Validate(request));
+  const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
+  auto req = std::make_unique<Request>(std::move(request), seed, 0, sink);
+  req->prompt_block_hashes = HashFullBlocks(RootBlockHash(options_.model_id, req->params.cache_salt),
+                                            req->params.prompt, kv_.block_size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Everything in flight beyond the running slots waits. Counted from the
+    // in-flight set rather than the last step's stats, so a burst that
+    // arrives between two steps is counted exactly.
+    const int64_t waiting = static_cast<int64_t>(active_ids_.size()) - options_.scheduler.max_num_seqs;
+    if (options_.max_waiting_requests > 0 && waiting >= options_.max_waiting_requests) {
+      return absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", waiting,
+                                                       " requests wait for a running slot); retry later or "
+                                                       "send the request to another worker"));
+    }
+    if (!active_ids_.insert(req->id()).second) {
+      return absl::AlreadyExistsError(absl::StrCat("request id ", req->id().value(), " is already in flight"));
+    }
+    // Leading blocks some active request already computes (or holds).
+    size_t covered = 0;
+    while (covered < req->prompt_block_hashes.size() &&
+           active_prompt_blocks_.contains(req->prompt_block_hashes[covered])) {
+      ++covered;
+    }
+    inbox_pending_tokens_ += std::max<int64_t>(0, req->num_tokens() - static_cast<int64_t>(covered) * kv_.block_size());
+    for (const BlockHash& h : req->prompt_block_hashes) ++active_prompt_blocks_[h];
+    inbox_.submitted.push_back(std::move(req));
+  }
+  wake_.notify_one();
+  return absl::OkStatus();
+}
+
+void Engine::Cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.cancelled.push_back(id);
+  }
+  wake_.notify_one();
+}
+
+void Engine::RequestKvSnapshot() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.snapshot = true;
+  }
+  wake_.notify_one();
+}
+
+bool Engine::HasWork() const {
+  if (!requests_.empty()) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return !inbox_.empty();
+}
+
+void Engine::DrainInbox() {
+  Inbox inbox;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::swap(inbox, inbox_);
+    drained_requests_ += static_cast<int32_t>(inbox.submitted.size());
+    drained_pending_tokens_ += inbox_pending_tokens_;
+    inbox_pending_tokens_ = 0;
+  }
+  for (auto& req : inbox.submitted) {
+    req->arrival = next_arrival_++;
+    speculator_.Resolve(*req);
+    Request* raw = req.get();
+    pending_prefill_.Add(*raw);
+    requests_[raw->id()] = std::move(req);
+    scheduler_.Add(raw);
+  }
+  for (RequestId id : inbox.cancelled) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) Finish(*it->second, FinishReason::kCancelled);
+  }
+  if (inbox.snapshot && listener_ != nullptr) listener_->OnSnapshot(pool_.CachedHashes());
+}
+
+void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens,
+                    std::vector<TokenLogprobs> last_logprobs) {
+  scheduler_.Remove(&req);
+  speculator_.Forget(req);
+  pending_prefill_.Remove(req);
+  req.state = RequestState::kFinished;
+  RequestOutput out{.id = req.id(),
+                    .new_tokens = std::move(last_tokens),
+                    .logprobs = std::move(last_logprobs),
+                    .finished = true,
+                    .finish_reason = reason};
+  if (req.first_scheduled_at) {
+    out.queue_seconds = std::chrono::duration<double>(*req.first_scheduled_at - req.submitted_at).count();
+  }
+  out.usage = UsageSoFar(req);
+  req.sink->OnOutput(std::move(out));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_ids_.erase(req.id());
+    for (const BlockHash& h : req.prompt_block_hashes) {
+      auto it = active_prompt_blocks_.find(h);
+      if (it != active_prompt_blocks_.end() && --it->second == 0) active_prompt_blocks_.erase(it);
+    }
+  }
+  requests_.erase(req.id());  // destroys req
+}
+
+bool Engine::IsStopToken(const Request& req, model::TokenId token) const {
+  const auto& stops = req.params.stopping.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return true;
+  if (req.params.stopping.ignore_eos) return false;
+  return std::find(options_.end_of_turn_tokens.begin(), options_.end_of_turn_tokens.end(), token) !=
+         options_.end_of_turn_tokens.end();
+}
+
+absl::Status Engine::Step() {
+  const auto start = std::chrono::steady_clock::now();
+  DrainInbox();
+  speculator_.Plan(scheduler_.running(), options_.scheduler.max_num_batched_tokens);
+  const SchedulerOutput scheduled = scheduler_.Schedule();
+  if (scheduled.empty()) {
+    PublishStats(0);
+    return absl::OkStatus();
+  }
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    if (!c.request->first_scheduled_at) c.request->first_scheduled_at = start;
+  }
+  const ForwardBatch& batch = BuildForwardBatch(scheduled);
+  const auto forward_start = std::chrono::steady_clock::now();
+  absl::StatusOr<ForwardOutput> forward = executor_.Forward(batch);
+  if (!forward.ok()) {
+    KVFLEET_LOG_ERROR("engine step failed: {}", forward.status().ToString());
+    for (const ScheduledChunk& c : scheduled.chunks) Finish(*c.request, FinishReason::kError);
+    PublishStats(0);
+    return forward.status();
+  }
+  // The step-cost curve is learnt from decode steps only: a long prefill
+  // chunk's attention would bend it away from where drafts are decided.
+  bool decode_only = true;
+  for (const ScheduledChunk& c : scheduled.chunks) decode_only = decode_only && c.num_tokens - c.num_draft_tokens == 1;
+  if (decode_only) {
+    speculator_.ObserveStep(scheduled.num_tokens,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
+  }
+  ReportStep(scheduled, start);  // before outputs retire the requests it reads
+  ObservePrefillRate(scheduled, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  ProcessOutputs(scheduled, batch, *forward);
+  // Blocks only rejected or unscheduled guesses reached go back now.
+  for (Request* r : scheduler_.running()) kv_.ReleaseBlocksPastTokens(*r);
+  ++steps_;
+  PublishStats(scheduled.num_tokens);
+  return absl::OkStatus();
+}
+
+const ForwardBatch& Engine::BuildForwardBatch(const SchedulerOutput& scheduled) {
+  batch_builder_.Clear();
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    const Request& r = *c.request;
+    if (c.num_draft_tokens > 0) {
+      verify_tokens_.assign(1, r.tokens.back());
+      verify_tokens_.insert(verify_tokens_.end(), r.draft.begin(), r.draft.begin() + c.num_draft_tokens);
+      batch_builder_.AddChunk(verify_tokens_, r.num_computed_tokens, r.block_table, LogitsWanted::kAll);
+      continue;
+    }
+    const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
+    batch_builder_.AddChunk(std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens), r.num_computed_tokens,
+                            r.block_table, reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone);
+  }
+  return batch_builder_.Finish();
+}
+
+void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const {
+  if (options_.step_observer == nullptr) return;
+  StepReport report{.num_tokens = scheduled.num_tokens, .num_sequences = static_cast<int32_t>(scheduled.chunks.size())};
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    const int32_t known = c.num_tokens - c.num_draft_tokens;
+    const bool produces_token = c.request->num_computed_tokens + known == c.request->num_tokens();
+    report.num_prefill_tokens += produces_token ? known - 1 : known;
+    report.num_draft_tokens += c.num_draft_tokens;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  options_.step_observer->OnStep(report);
+}
+
+void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch& batch,
+                            const ForwardOutput& forward) {
+  for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
+    const ScheduledChunk& chunk = scheduled.chunks[i];
+    Request& req = *chunk.request;
+    req.num_computed_tokens += chunk.num_tokens - chunk.num_draft_tokens;
+    if (req.num_computed_tokens < req.num_tokens()) {  // a prefill chunk; no token yet
+      kv_.CommitFullBlocks(req);
+      continue;
+    }
+    pending_prefill_.Computed(req);
+    EmitTokens(req, chunk, forward, batch.first_logits_row(static_cast<int32_t>(i)));
+  }
+}
+
+void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row) {
+  const int32_t drafted = chunk.num_draft_tokens;
+  std::vector<model::TokenId> emitted;
+  std::vector<TokenLogprobs> logprobs;
+  int32_t accepted = 0;
+  std::optional<FinishReason> finish;
+  for (int32_t j = 0; j <= drafted; ++j) {
+    // Row j saw the pending token and the first j guesses: exactly what plain
+    // decoding would have computed if those guesses are the tokens so far.
+    const std::span<const float> row = forward.Row(first_row + j);
+    const model::TokenId token = req.sampler.Sample(row, req.num_tokens());
+    req.sampler.Accept(token);
+    req.tokens.push_back(token);
+    emitted.push_back(token);
+    if (req.params.logprobs.enabled) logprobs.push_back(ComputeLogprobs(row, token, req.params.logprobs.top_n));
+    const bool agrees = j < drafted && token == req.draft[j];
+    // An agreeing guess was computed at its position: its KV is valid.
+    if (agrees) {
+      ++accepted;
+      ++req.num_computed_tokens;
+    }
+    if (IsStopToken(req, token)) {
+      finish = FinishReason::kStop;
+    } else if (req.num_output_tokens() >= req.params.stopping.max_tokens) {
+      finish = FinishReason::kLength;
+    }
+    if (finish || !agrees) break;
+  }
+  if (drafted > 0) {
+    // Every guess counts as drafted, except those a stop or the length
+    // limit left untested.
+    const int32_t tested = finish ? std::min<int32_t>(drafted, static_cast<int32_t>(emitted.size())) : drafted;
+    speculator_.RecordVerification(req, tested, accepted);
+    req.draft.clear();
+  }
+  kv_.CommitFullBlocks(req);
+  if (finish) {
+    // The last tokens and the end travel together in one output.
+    Finish(req, *finish, std::move(emitted), std::move(logprobs));
+    return;
+  }
+  req.sink->OnOutput(
+      {.id = req.id(), .new_tokens = std::move(emitted), .logprobs = std::move(logprobs), .usage = UsageSoFar(req)});
+}
+
+absl::Status Engine::AuditBlocks() const {
+  const BlockPoolStats counted = pool_.Stats(), recounted = pool_.Recount();
+  if (counted.used != recounted.used || counted.cached != recounted.cached || counted.empty != recounted.empty) {
+    return absl::InternalError(absl::StrCat("pool counters say used/cached/empty ", counted.used, "/", counted.cached,
+                                            "/", counted.empty, ", a recount ", recounted.used, "/", recounted.cached,
+                                            "/", recounted.empty));
+  }
+  std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
+  for (const auto& [id, req] : requests_) {
+    if (static_cast<int32_t>(req->block_table.size()) > kv_.BlocksFor(req->num_tokens())) {
+      return absl::InternalError(absl::StrCat("request ", id.value(), " holds ", req->block_table.size(),
+                                              " blocks for ", req->num_tokens(), " tokens"));
+    }
+    for (BlockId b : req->block_table) ++refs[static_cast<size_t>(b.value())];
+  }
+  for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
+    if (refs[static_cast<size_t>(b)] != pool_.ref_count(BlockId(b))) {
+      return absl::InternalError(absl::StrCat("block ", b, " has reference count ", pool_.ref_count(BlockId(b)),
+                                              " but ", refs[static_cast<size_t>(b)], " block tables name it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Usage Engine::UsageSoFar(const Request& req) {
+  return {.prompt_tokens = req.num_prompt_tokens(),
+          .cached_prompt_tokens = std::max(0, req.cached_prompt_tokens),
+          .generated_tokens = req.num_output_tokens() - static_cast<int32_t>(req.params.resumed_output.size())};
+}
+
+void Engine::PublishStats(int64_t last_step_tokens) {
+  EngineStats s;
+  s.last_step_tokens = last_step_tokens;
+  s.running = scheduler_.num_running();
+  s.waiting = scheduler_.num_waiting();
+  const BlockPoolStats pool = pool_.Stats();
+  s.blocks_total = pool.total;
+  s.blocks_used = pool.used;
+  s.blocks_cached = pool.cached;
+  s.blocks_free = pool.free();
+  s.prefix_queried_tokens = kv_.counters().queried_tokens;
+  s.prefix_hit_tokens = kv_.counters().hit_tokens;
+  s.preemptions = scheduler_.num_preemptions();
+  s.steps = steps_;
+  s.speculation = speculator_.Stats();
+  s.pending_prefill_tokens = pending_prefill_.tokens();
+  s.prefill_tokens_per_second = prefill_tokens_per_second_;
+  int64_t allocated = 0, filled = 0;
+  for (const Request* r : scheduler_.running()) {
+    allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();
+    filled += r->num_computed_tokens;
+  }
+  s.kv_waste = allocated > 0 ? 1.0 - static_cast<double>(filled) / static_cast<double>(allocated) : 0.0;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_ = s;
+  drained_requests_ = 0;
+  drained_pending_tokens_ = 0;
+  last_progress_ = std::chrono::steady_clock::now();
+}
+
+void Engine::ObservePrefillRate(const SchedulerOutput& scheduled, double seconds) {
+  bool prefilled = false;
+  for (const ScheduledChunk& c : scheduled.chunks) prefilled = prefilled || c.num_tokens - c.num_draft_tokens > 1;
+  if (!prefilled || seconds <= 0) return;
+  const double rate = static_cast<double>(scheduled.num_tokens) / seconds;
+  // Smoothed over about five prefill steps: one slow step (a page fault, a
+  // busy neighbour) must not make the router forget its decisions early.
+  constexpr double kWeight = 0.2;
+  prefill_tokens_per_second_ =
+      prefill_tokens_per_second_ == 0.0 ? rate : (1 - kWeight) * prefill_tokens_per_second_ + kWeight * rate;
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats s = stats_;
+  s.waiting += static_cast<int32_t>(inbox_.submitted.size()) + drained_requests_;
+  s.pending_prefill_tokens += inbox_pending_tokens_ + drained_pending_tokens_;
+  return s;
+}
+
+EngineHeartbeat Engine::Heartbeat() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {.in_flight = static_cast<int64_t>(active_ids_.size()), .last_progress = last_progress_};
+}
+
+void Engine::Start() {
+  CHECK(!thread_.joinable()) << "engine already started";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::Loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return stop_ || !requests_.empty() || !inbox_.empty(); });
+      if (stop_) return;
+      // Waiting idle is not stalling: progress is measured from the wake.
+      last_progress_ = std::chrono::steady_clock::now();
+    }
+    const absl::Status status = Step();
+    if (!status.ok()) KVFLEET_LOG_ERROR("engine: {}", status.ToString());
+  }
+}
+
+}  // namespace kvfleet::engine

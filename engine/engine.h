@@ -1,0 +1,190 @@
+// The worker's engine: continuous batching over a paged KV cache.
+//
+// Owns every request, the block pool, the KV cache manager and the
+// scheduler; drives a ModelExecutor. All of that state belongs to one engine
+// thread and takes no locks. Other threads talk to it only through the
+// inbox (Submit, Cancel) and read Stats() snapshots; outputs leave through
+// each request's OutputSink.
+//
+// One step: take the inbox, draft for decoding requests (speculative
+// decoding, when a proposer is loaded), schedule (decode tokens, drafts and
+// prefill chunks under one token budget), run one forward pass for the whole
+// batch, sample a token for every request that reached the end of its known
+// tokens and verify its draft, publish full blocks to the prefix cache,
+// stream outputs, and free the blocks of finished requests.
+//
+// Step() can be called directly (tests drive the engine synchronously);
+// Start() runs steps on the engine's own thread until Stop().
+//
+//   Engine engine(executor, {.model_id = "SmolLM2"});
+//   RETURN_IF_ERROR(engine.Submit(std::move(request), &sink));
+//   while (engine.HasWork()) RETURN_IF_ERROR(engine.Step());
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "engine/engine_stats.h"
+#include "engine/executor/model_executor.h"
+#include "engine/kv/block_pool.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/pending_prefill.h"
+#include "engine/request.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/spec/proposer.h"
+#include "engine/spec/speculation_options.h"
+#include "engine/speculator.h"
+#include "engine/step_observer.h"
+
+namespace kvfleet::engine {
+
+struct EngineOptions {
+  std::string model_id;  // roots the block hashes
+  SchedulerConfig scheduler;
+  bool enable_prefix_caching = true;
+  std::vector<model::TokenId> end_of_turn_tokens;  // the model's own stop tokens
+  // Submit refuses (RESOURCE_EXHAUSTED) while this many requests wait for a
+  // running slot; 0: unbounded.
+  int32_t max_waiting_requests = 0;
+  StepObserver* step_observer = nullptr;  // may be null; must outlive the engine
+  // Speculative decoding: the loaded proposers (must outlive the engine;
+  // none: no speculation) and the worker's defaults.
+  std::vector<spec::Proposer*> proposers;
+  spec::SpeculationOptions speculation;
+
+  absl::Status Validate() const;
+  // The batch limits an executor must take for this engine: the scheduler's
+  // token and sequence budgets, and a logits row per chunk plus one per
+  // drafted token.
+  ExecutorLimits ExecutorLimitsNeeded() const;
+  static ExecutorLimits ExecutorLimitsFor(const SchedulerConfig& scheduler, int32_t max_draft_tokens);
+};
+
+// Liveness of the engine loop, for a watchdog: the loop is stalled when
+// requests are in flight and it has made no progress for a while.
+struct EngineHeartbeat {
+  int64_t in_flight = 0;  // submitted, not yet finished
+  std::chrono::steady_clock::time_point last_progress;  // last step end, or wake from idle
+};
+
+class Engine {
+ public:
+  // The executor's cache geometry sizes the block pool; its limits must hold
+  // options.ExecutorLimitsNeeded(). `listener` (may be null) receives KV
+  // events on the engine thread; both must outlive the engine.
+  Engine(ModelExecutor& executor, const EngineOptions& options, KvEventListener* listener = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. INVALID_ARGUMENT for a request that is malformed or can never
+  // fit (prompt + max_tokens over the context or over the whole pool);
+  // RESOURCE_EXHAUSTED when max_waiting_requests are already waiting. The
+  // sink must outlive the request (until it receives finished = true).
+  absl::Status Submit(EngineRequest request, OutputSink* sink);
+  // Thread-safe. The request finishes with kCancelled at the next step and its
+  // blocks are freed; unknown or finished ids are ignored.
+  void Cancel(RequestId id);
+  // Thread-safe. At the next step (even when idle) the engine thread calls
+  // the KV event listener's OnSnapshot with every cached hash.
+  void RequestKvSnapshot();
+
+  // One scheduling step on the calling thread. Errors are the executor's.
+  absl::Status Step();
+  // Requests queued, waiting or running (engine thread, or when stopped).
+  bool HasWork() const;
+
+  // Runs steps on the engine's own thread until Stop(). Requests still in
+  // flight at Stop() get no final output: stop only once they are done (or
+  // their sinks no longer care), as the worker does after draining.
+  void Start();
+  void Stop();
+
+  // Thread-safe snapshot, updated after every step and on every Submit (the
+  // inbox counts as waiting, with its pending prefill).
+  EngineStats Stats() const;
+  // Thread-safe.
+  EngineHeartbeat Heartbeat() const;
+
+  const EngineOptions& options() const { return options_; }
+
+  // Audits the block accounting (engine thread, between steps): the pool's
+  // counters equal a fresh recount; every block's reference count equals the
+  // number of requests whose block table names it; no request holds a block
+  // past its tokens. INTERNAL naming the first mismatch. For tests.
+  absl::Status AuditBlocks() const;
+
+ private:
+  struct Inbox {
+    std::vector<std::unique_ptr<Request>> submitted;
+    std::vector<RequestId> cancelled;
+    bool snapshot = false;
+    bool empty() const { return submitted.empty() && cancelled.empty() && !snapshot; }
+  };
+
+  absl::Status Validate(const EngineRequest& request) const;
+  void DrainInbox();
+  // The step's chunks as the executor's flat batch (in batch_builder_).
+  const ForwardBatch& BuildForwardBatch(const SchedulerOutput& scheduled);
+  // Frees the request's blocks, sends its final output (with last_tokens,
+  // if any) and destroys it.
+  void Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens = {},
+              std::vector<TokenLogprobs> last_logprobs = {});
+  // Samples (and verifies drafts), streams and retires after a forward pass.
+  void ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch& batch, const ForwardOutput& forward);
+  // Samples the tokens that follow a chunk that reached the end of the
+  // request's tokens, from its logits rows: one token, or, with a draft,
+  // each drafted token's own sample until one differs from the guess (that
+  // sample is kept instead) or all agree (and one more follows).
+  void EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row);
+  bool IsStopToken(const Request& req, model::TokenId token) const;
+  static Usage UsageSoFar(const Request& req);
+  void PublishStats(int64_t last_step_tokens);
+  void ObservePrefillRate(const SchedulerOutput& scheduled, double seconds);
+  void ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const;
+  void Loop();
+
+  ModelExecutor& executor_;
+  EngineOptions options_;
+  KvEventListener* listener_;
+  PendingPrefill pending_prefill_;  // the pool's listener; forwards to listener_
+  BlockPool pool_;
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  Speculator speculator_;
+  ForwardBatchBuilder batch_builder_;  // reused: no allocation per step once warm
+  std::vector<model::TokenId> verify_tokens_;  // a drafted chunk's tokens: pending token, then guesses
+  absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
+  uint64_t next_arrival_ = 0;
+  int64_t steps_ = 0;
+  double prefill_tokens_per_second_ = 0.0;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  Inbox inbox_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<RequestId> active_ids_ ABSL_GUARDED_BY(mu_);  // submitted, not yet finished
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  // Prompt block hashes of every submitted, unfinished request, counted:
+  // what a request arriving in the inbox is compared against.
+  absl::flat_hash_map<BlockHash, int32_t> active_prompt_blocks_ ABSL_GUARDED_BY(mu_);
+  int64_t inbox_pending_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  // Taken from the inbox by this step but not yet in stats_ (a step can take
+  // seconds): still counted by Stats() until the step publishes.
+  int32_t drained_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t drained_pending_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point last_progress_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,142 @@
+#include "engine/executor/cpu/cpu_executor.h"
+
+#include <algorithm>
+#include <new>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/host_memory.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_q8.h"
+#include "kernels/cpu/paged_attention.h"
+
+namespace kvfleet::engine {
+
+absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::LlamaModel& model,
+                                                                 const ExecutorOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  if (options.device.kind != DeviceKind::kCpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
+  }
+  std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options));
+  if (options.cpu_activations == CpuActivations::kQ8) {
+    ASSIGN_OR_RETURN(Q8PackedWeights packed, Q8PackedWeights::Pack(model, ex->pool_));
+    ex->q8_weights_ = std::make_unique<Q8PackedWeights>(std::move(packed));
+    ex->ops_config_.q8_weights = ex->q8_weights_.get();
+  }
+  if (options.num_blocks > 0) RETURN_IF_ERROR(ex->AllocateKvCache(options.num_blocks));
+  return ex;
+}
+
+CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
+    : model_(model),
+      hp_(model.hparams()),
+      options_(options),
+      info_(LlamaExecutorInfo(model, options)),
+      pool_(options.num_threads) {
+  const bool q8 = options.cpu_activations == CpuActivations::kQ8;
+  info_.numerics = q8 ? kCpuQ8Numerics : kCpuNumerics;
+
+  const model::WeightView& rf = model.weights().rope_freqs;
+  if (rf.present()) rope_freq_factors_.assign(rf.f32(), rf.f32() + rf.cols);
+  ops_config_ = CpuOps::Config::For(hp_, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data());
+
+  const int64_t T = info_.limits.max_batch_tokens;
+  const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, T, info_.limits.max_logits_rows);
+  const int64_t rope_floats = T * (hp_.rope_dim / 2);
+  scratch_floats_ = sizes.total() + 2 * rope_floats;
+  scratch_.reset(new float[static_cast<size_t>(scratch_floats_)]);
+  activations_ = sizes.Carve(scratch_.get());
+  rope_cos_ = scratch_.get() + sizes.total();
+  rope_sin_ = rope_cos_ + rope_floats;
+  // The kernels' per-thread scratch too, on every thread, once.
+  const int64_t max_k = std::max({hp_.hidden_size, hp_.ffn_size, hp_.num_heads * hp_.head_dim});
+  if (q8) {
+    q8_scratch_blocks_ = std::max<int64_t>(T, info_.limits.logits_rows()) * (max_k / 32);
+    q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
+    ops_config_.q8_scratch = q8_scratch_.get();
+  }
+  max_k_ = max_k;
+  pool_.RunOnEachThread([this] { ReserveThreadScratch(); });
+}
+
+void CpuExecutor::ReserveThreadScratch() const {
+  kernels::ReserveMatMulScratch(max_k_);
+  kernels::ReservePagedAttentionScratch(hp_.context_length, hp_.num_heads / hp_.num_kv_heads, hp_.head_dim,
+                                        options_.block_size);
+}
+
+ExecutorMemory CpuExecutor::memory() const {
+  // The packed copy of the matmul weights replaces their mapped pages,
+  // except for a tied embedding table's, which the lookup reads again.
+  const int64_t packing =
+      q8_weights_ ? q8_weights_->bytes() - q8_weights_->source_bytes() + q8_weights_->reread_bytes() : 0;
+  return {.weight_bytes = info_.weight_bytes + packing,
+          .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)) +
+                           q8_scratch_blocks_ * static_cast<int64_t>(sizeof(kernels::BlockQ8A)),
+          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token,
+          .resident_bytes = q8_weights_ ? q8_weights_->bytes() : 0};
+}
+
+absl::StatusOr<DeviceFreeMemory> CpuExecutor::FreeMemory() const {
+  ASSIGN_OR_RETURN(int64_t free, HostFreeMemoryBytes());
+  return DeviceFreeMemory{.free_bytes = free, .excludes_own_allocations = false};
+}
+
+absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
+  if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
+  if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
+  const size_t per_layer =
+      static_cast<size_t>(num_blocks * hp_.num_kv_heads * options_.block_size * hp_.head_dim);
+  for (int64_t l = 0; l < hp_.num_layers; ++l) {
+    // Uninitialised: a slot is written before any token reads it, and the
+    // pages are only committed as blocks are used.
+    k_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
+    v_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
+    if (k_cache_.back() == nullptr || v_cache_.back() == nullptr) {
+      k_cache_.clear();
+      v_cache_.clear();
+      return absl::ResourceExhaustedError(absl::StrCat("no host memory for a KV cache of ", num_blocks, " blocks"));
+    }
+    k_layers_.push_back(k_cache_.back().get());
+    v_layers_.push_back(v_cache_.back().get());
+  }
+  info_.num_blocks = num_blocks;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
+  if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
+  // The calling thread runs kernel chunks too, and it need not be the one
+  // that created the executor (a worker's engine thread is not): its
+  // scratch is sized on its first step, not grown by later ones.
+  thread_local const CpuExecutor* reserved_for = nullptr;
+  if (reserved_for != this) {
+    ReserveThreadScratch();
+    reserved_for = this;
+  }
+  RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
+  RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
+  const BatchArrays arrays{.token_ids = batch.token_ids.data(),
+                           .logits_tokens = batch.logits_tokens.data(),
+                           .placement = {.positions = batch.positions.data(),
+                                         .token_chunk = batch.token_chunk.data(),
+                                         .block_table = batch.block_table.data(),
+                                         .table_width = batch.max_blocks_per_chunk,
+                                         .kv_slots = batch.kv_slots.data()}};
+  const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
+                                  .num_kv_heads = hp_.num_kv_heads,
+                                  .block_size = info_.block_size,
+                                  .head_dim = hp_.head_dim},
+                       .k = k_layers_.data(),
+                       .v = v_layers_.data()};
+  CpuOps ops(pool_, ops_config_, rope_cos_, rope_sin_);
+  RunLlamaForward(ops, hp_, model_.weights(), batch, arrays, activations_, kv);
+  return ForwardOutput{.vocab_size = info_.vocab_size, .num_rows = batch.num_logits_rows(),
+                       .logits = activations_.logits};
+}
+
+}  // namespace kvfleet::engine

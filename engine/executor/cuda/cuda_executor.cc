@@ -1,0 +1,289 @@
+#include "engine/executor/cuda/cuda_executor.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cuda/paged_attention.h"
+
+namespace kvfleet::engine {
+inline namespace KVFLEET_CUDA_BUILD {
+namespace {
+
+namespace cu = ::kvfleet::cuda;
+
+constexpr size_t kAlign = 256;
+// The attention workspace's budget for partial results; always at least one
+// token's worth at the end of the context.
+constexpr int64_t kAttentionWorkspaceBytes = int64_t{256} << 20;
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+int64_t TensorBytes(const model::WeightView& w) { return w.rows * RowBytes(w.dtype, w.cols); }
+
+// Every tensor the forward pass reads.
+template <typename Fn>
+void ForEachWeight(model::LlamaWeights& w, Fn fn) {
+  fn(w.token_embd);
+  fn(w.output_norm);
+  fn(w.output);
+  for (model::LlamaLayerWeights& l : w.layers) {
+    for (model::WeightView* v : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_bias, &l.attn_k_bias,
+                                 &l.attn_v_bias, &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+      fn(*v);
+    }
+  }
+}
+
+}  // namespace
+
+int CudaExecutor::DeviceCount(std::string* why_none) { return cu::DeviceCount(why_none); }
+
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::LlamaModel& model,
+                                                                   const ExecutorOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  if (options.device.kind != DeviceKind::kCuda) {
+    return absl::InvalidArgumentError(absl::StrCat("the CUDA executor cannot run on ", options.device.ToString()));
+  }
+  std::string why;
+  const int count = cu::DeviceCount(&why);
+  if (options.device.index >= count) {
+    return absl::FailedPreconditionError(
+        count == 0 ? absl::StrCat(options.device.ToString(), " asked for, but ", why, "; use --device cpu")
+                   : absl::StrCat(options.device.ToString(), " asked for, but this machine has ", count,
+                                  " GPU(s) (cuda:0 .. cuda:", count - 1, ")"));
+  }
+  const model::LlamaHparams& hp = model.hparams();
+  if (!kernels::cuda::PagedAttentionSupports(hp.head_dim, hp.num_heads, hp.num_kv_heads, &why)) {
+    return absl::InvalidArgumentError(absl::StrCat("this model (head_dim ", hp.head_dim, ", ", hp.num_heads,
+                                                   " heads of ", hp.num_kv_heads, " KV heads) cannot run on CUDA: ",
+                                                   why, "; use --device cpu"));
+  }
+  if (hp.hidden_size % 32 != 0 || hp.ffn_size % 32 != 0) {
+    return absl::InvalidArgumentError("the CUDA matmul needs hidden and feed-forward sizes that are multiples of 32");
+  }
+  std::unique_ptr<CudaExecutor> ex(new CudaExecutor(model, options));
+  RETURN_IF_ERROR(ex->Init());
+  if (options.num_blocks > 0) RETURN_IF_ERROR(ex->AllocateKvCache(options.num_blocks));
+  return ex;
+}
+
+CudaExecutor::CudaExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
+    : model_(model),
+      hp_(model.hparams()),
+      options_(options),
+      info_(LlamaExecutorInfo(model, options)),
+      device_weights_(model.weights()) {}
+
+CudaExecutor::~CudaExecutor() {
+  if (stream_ != nullptr) {
+    (void)cu::Synchronize(stream_);
+    cu::DestroyStream(stream_);
+  }
+}
+
+absl::Status CudaExecutor::Init() {
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  ASSIGN_OR_RETURN(cu::DeviceProperties props, cu::GetDeviceProperties(options_.device.index));
+  info_.numerics = cu::IsEmulated() ? absl::StrCat("cuda-emulated/", kCudaKernelVersion)
+                                    : absl::StrCat("cuda-sm", props.major, props.minor, "/", kCudaKernelVersion);
+  ASSIGN_OR_RETURN(stream_, cu::CreateStream());
+  RETURN_IF_ERROR(UploadWeights());
+  RETURN_IF_ERROR(UploadRopeTables());
+  RETURN_IF_ERROR(AllocateScratch());
+  RETURN_IF_ERROR(cu::Synchronize(stream_));
+  KVFLEET_LOG_INFO("CUDA executor on {} ({}, sm_{}{}, {} multiprocessors): weights {} MiB, scratch {} MiB",
+                   options_.device.ToString(), props.name, props.major, props.minor, props.multiprocessors,
+                   weight_bytes_ >> 20, scratch_bytes_ >> 20);
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::UploadWeights() {
+  // One allocation holds every tensor; a tensor shared by two roles (tied
+  // embeddings) is copied once.
+  struct Placed {
+    size_t offset;
+    int64_t bytes;
+  };
+  std::unordered_map<const void*, Placed> placed;
+  size_t total = 0;
+  ForEachWeight(device_weights_, [&](model::WeightView& w) {
+    if (w.present() && placed.emplace(w.data, Placed{total, TensorBytes(w)}).second) {
+      total = AlignUp(total + TensorBytes(w));
+    }
+  });
+  ASSIGN_OR_RETURN(weights_, cu::DeviceBuffer::Allocate(total));
+  for (const auto& [host, where] : placed) {
+    RETURN_IF_ERROR(
+        cu::CopyToDevice(weights_.as<uint8_t>() + where.offset, host, static_cast<size_t>(where.bytes), stream_));
+  }
+  ForEachWeight(device_weights_, [&](model::WeightView& w) {
+    if (w.present()) w.data = weights_.as<uint8_t>() + placed.at(w.data).offset;
+  });
+  device_weights_.rope_freqs = {};  // folded into the RoPE table
+  weight_bytes_ = static_cast<int64_t>(total);
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::UploadRopeTables() {
+  const int64_t half = hp_.rope_dim / 2, positions = hp_.context_length;
+  std::vector<int32_t> all(static_cast<size_t>(positions));
+  for (int64_t p = 0; p < positions; ++p) all[static_cast<size_t>(p)] = static_cast<int32_t>(p);
+  std::vector<float> table(static_cast<size_t>(2 * positions * half));
+  const model::WeightView& rf = model_.weights().rope_freqs;
+  const CudaOps::Config config = CudaOps::Config::For(hp_, nullptr, nullptr);
+  kernels::RopeParams params = {.mode = config.rope.mode,
+                                .head_dim = hp_.head_dim,
+                                .rot_dim = hp_.rope_dim,
+                                .theta_base = static_cast<float>(hp_.rope_theta),
+                                .position_scale = static_cast<float>(1.0 / hp_.rope_scaling_factor),
+                                .freq_factors = rf.present() ? rf.f32() : nullptr};
+  // The one definition of the angles (the CPU backend computes the same per batch).
+  kernels::RopeCosSin(params, all.data(), positions, table.data(), table.data() + positions * half);
+  ASSIGN_OR_RETURN(rope_tables_, cu::DeviceBuffer::Allocate(table.size() * sizeof(float)));
+  RETURN_IF_ERROR(cu::CopyToDevice(rope_tables_.get(), table.data(), table.size() * sizeof(float), stream_));
+  // The copy is from pageable memory: it has left `table` before it returns.
+  scratch_bytes_ += static_cast<int64_t>(rope_tables_.size());
+  return absl::OkStatus();
+}
+
+CudaExecutor::BatchLayout CudaExecutor::LayoutFor(int64_t tokens, int64_t chunks, int64_t width,
+                                                   int64_t logits_rows) const {
+  BatchLayout l;
+  size_t at = 0;
+  const auto take = [&at](size_t bytes) { return std::exchange(at, AlignUp(at + bytes)); };
+  l.token_ids = take(tokens * 4);
+  l.positions = take(tokens * 4);
+  l.token_chunk = take(tokens * 4);
+  l.kv_slots = take(tokens * 8);
+  l.block_table = take(chunks * width * 4);
+  l.logits_tokens = take(logits_rows * 4);
+  l.end = at;
+  return l;
+}
+
+absl::Status CudaExecutor::AllocateScratch() {
+  const ExecutorLimits& lim = info_.limits;
+  const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, lim.max_batch_tokens, lim.max_logits_rows);
+  ASSIGN_OR_RETURN(activation_buffer_, cu::DeviceBuffer::Allocate(static_cast<size_t>(sizes.total()) * sizeof(float)));
+  activations_ = sizes.Carve(activation_buffer_.as<float>());
+
+  const int64_t width = (hp_.context_length + options_.block_size - 1) / options_.block_size;
+  const BatchLayout batch = LayoutFor(lim.max_batch_tokens, lim.max_batch_chunks, width, lim.max_logits_rows);
+  ASSIGN_OR_RETURN(batch_staging_, cu::PinnedHostBuffer::Allocate(batch.end));
+  ASSIGN_OR_RETURN(batch_device_, cu::DeviceBuffer::Allocate(batch.end));
+
+  attention_.item_capacity = CudaAttentionWorkspace::ItemsFor(lim.max_batch_tokens, hp_.context_length);
+  attention_.partial_capacity =
+      CudaAttentionWorkspace::PartialsFor(hp_, lim.max_batch_tokens, kAttentionWorkspaceBytes);
+  const size_t items_bytes = AlignUp(attention_.item_capacity * sizeof(kernels::cuda::AttentionWorkItem));
+  const size_t offsets_bytes = AlignUp(lim.max_batch_tokens * sizeof(int64_t));
+  const size_t o_bytes = AlignUp(attention_.partial_capacity * hp_.num_heads * hp_.head_dim * sizeof(float));
+  const size_t ml_bytes = AlignUp(attention_.partial_capacity * hp_.num_heads * 2 * sizeof(float));
+  ASSIGN_OR_RETURN(attention_buffer_, cu::DeviceBuffer::Allocate(items_bytes + offsets_bytes + o_bytes + ml_bytes));
+  uint8_t* a = attention_buffer_.as<uint8_t>();
+  attention_.items = reinterpret_cast<kernels::cuda::AttentionWorkItem*>(a);
+  attention_.partial_offsets = reinterpret_cast<int64_t*>(a + items_bytes);
+  attention_.partial_o = reinterpret_cast<float*>(a + items_bytes + offsets_bytes);
+  attention_.partial_ml = reinterpret_cast<float*>(a + items_bytes + offsets_bytes + o_bytes);
+
+  ASSIGN_OR_RETURN(logits_host_, cu::PinnedHostBuffer::Allocate(static_cast<size_t>(sizes.logits) * sizeof(float)));
+  scratch_bytes_ += static_cast<int64_t>(activation_buffer_.size() + batch_device_.size() + attention_buffer_.size());
+  return absl::OkStatus();
+}
+
+ExecutorMemory CudaExecutor::memory() const {
+  return {.weight_bytes = weight_bytes_,
+          .scratch_bytes = scratch_bytes_,
+          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token};
+}
+
+absl::StatusOr<DeviceFreeMemory> CudaExecutor::FreeMemory() const {
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  int64_t free = 0, total = 0;
+  RETURN_IF_ERROR(cu::MemGetInfo(&free, &total));
+  return DeviceFreeMemory{.free_bytes = free, .excludes_own_allocations = true};
+}
+
+absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
+  if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
+  if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  const size_t per_layer =
+      static_cast<size_t>(num_blocks * hp_.num_kv_heads * options_.block_size * hp_.head_dim) * sizeof(uint16_t);
+  for (int64_t l = 0; l < hp_.num_layers; ++l) {
+    absl::StatusOr<cu::DeviceBuffer> k = cu::DeviceBuffer::Allocate(per_layer);
+    absl::StatusOr<cu::DeviceBuffer> v = k.ok() ? cu::DeviceBuffer::Allocate(per_layer) : k.status();
+    if (!v.ok()) {
+      k_cache_.clear();
+      v_cache_.clear();
+      k_layers_.clear();
+      v_layers_.clear();
+      return absl::ResourceExhaustedError(absl::StrCat("no device memory for a KV cache of ", num_blocks,
+                                                       " blocks on ", options_.device.ToString(), ": ",
+                                                       v.status().message()));
+    }
+    k_layers_.push_back(k->as<uint16_t>());
+    v_layers_.push_back(v->as<uint16_t>());
+    k_cache_.push_back(std::move(*k));
+    v_cache_.push_back(std::move(*v));
+  }
+  info_.num_blocks = num_blocks;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchArrays> CudaExecutor::StageBatch(const ForwardBatch& batch) {
+  const BatchLayout l =
+      LayoutFor(batch.num_tokens(), batch.num_chunks(), batch.max_blocks_per_chunk, batch.num_logits_rows());
+  uint8_t* host = batch_staging_.as<uint8_t>();
+  const auto put = [host](size_t offset, const auto& v) {
+    if (!v.empty()) std::memcpy(host + offset, v.data(), v.size() * sizeof(v[0]));  // an empty vector's data() may be null
+  };
+  put(l.token_ids, batch.token_ids);
+  put(l.positions, batch.positions);
+  put(l.token_chunk, batch.token_chunk);
+  put(l.kv_slots, batch.kv_slots);
+  put(l.block_table, batch.block_table);
+  put(l.logits_tokens, batch.logits_tokens);
+  RETURN_IF_ERROR(cu::CopyToDevice(batch_device_.get(), host, l.end, stream_));
+  uint8_t* dev = batch_device_.as<uint8_t>();
+  return BatchArrays{.token_ids = reinterpret_cast<const int32_t*>(dev + l.token_ids),
+                     .logits_tokens = reinterpret_cast<const int32_t*>(dev + l.logits_tokens),
+                     .placement = {.positions = reinterpret_cast<const int32_t*>(dev + l.positions),
+                                   .token_chunk = reinterpret_cast<const int32_t*>(dev + l.token_chunk),
+                                   .block_table = reinterpret_cast<const int32_t*>(dev + l.block_table),
+                                   .table_width = batch.max_blocks_per_chunk,
+                                   .kv_slots = reinterpret_cast<const int64_t*>(dev + l.kv_slots)}};
+}
+
+absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
+  if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
+  RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
+  RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  ASSIGN_OR_RETURN(BatchArrays arrays, StageBatch(batch));
+  const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
+                                  .num_kv_heads = hp_.num_kv_heads,
+                                  .block_size = info_.block_size,
+                                  .head_dim = hp_.head_dim},
+                       .k = k_layers_.data(),
+                       .v = v_layers_.data()};
+  const float* cos = rope_tables_.as<float>();
+  const float* sin = cos + hp_.context_length * (hp_.rope_dim / 2);
+  CudaOps ops(stream_, CudaOps::Config::For(hp_, cos, sin), attention_);
+  RunLlamaForward(ops, hp_, device_weights_, batch, arrays, activations_, kv);
+  RETURN_IF_ERROR(ops.status());
+  const size_t logits_bytes = static_cast<size_t>(batch.num_logits_rows()) * hp_.vocab_size * sizeof(float);
+  RETURN_IF_ERROR(cu::CopyToHost(logits_host_.get(), activations_.logits, logits_bytes, stream_));
+  RETURN_IF_ERROR(cu::CheckLaunches("the forward pass's kernels"));
+  RETURN_IF_ERROR(cu::Synchronize(stream_));
+  return ForwardOutput{.vocab_size = info_.vocab_size,
+                       .num_rows = batch.num_logits_rows(),
+                       .logits = logits_host_.as<float>()};
+}
+
+}  // namespace KVFLEET_CUDA_BUILD
+}  // namespace kvfleet::engine

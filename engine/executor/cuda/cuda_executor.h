@@ -1,0 +1,92 @@
+// The CUDA backend of ModelExecutor for Llama-family models:
+// RunLlamaForward over CudaOps (kernels/cuda) on one GPU and one stream.
+//
+// Owns, in device memory (plain cudaMalloc, never managed memory): every
+// weight tensor in its storage type (dequantized in the kernels as read),
+// the RoPE cos/sin table of every position, every activation buffer and the
+// attention workspace (sized once from the options' limits), and the KV
+// cache (per layer, K and V float16 [num_blocks, kv_heads, block_size,
+// head_dim], allocated by AllocateKvCache). In page-locked host memory: the
+// batch's staging buffer (one copy to the device per step) and the logits
+// rows (one copy back per step; the host sampler stays the reference).
+// Borrows the model, which must outlive it. Create it through CreateExecutor
+// (executor_factory.h).
+//
+// The same source builds twice: against the CUDA runtime (this backend) and
+// against the host emulation (tests in CI), whose numerics identity differs.
+//
+// Thread-safety: one thread at a time; any thread (the device is made
+// current on every call).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/cuda/device_buffer.h"
+#include "model/llama_model.h"
+#include "engine/executor/cuda/cuda_ops.h"
+#include "engine/executor/llama_forward.h"
+#include "engine/executor/model_executor.h"
+
+namespace kvfleet::engine {
+inline namespace KVFLEET_CUDA_BUILD {
+
+// The CUDA kernels' arithmetic version, part of the numerics identity
+// ("cuda-sm90/1"): bump it whenever a kernel's reduction order changes.
+inline constexpr int kCudaKernelVersion = 1;
+
+class CudaExecutor : public ModelExecutor {
+ public:
+  // options.device must be a GPU this process can use. Errors name the
+  // problem: no such GPU, an unsupported shape, not enough device memory.
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(const model::LlamaModel& model,
+                                                              const ExecutorOptions& options);
+  static int DeviceCount(std::string* why_none);
+  ~CudaExecutor() override;
+
+  const ExecutorInfo& info() const override { return info_; }
+  ExecutorMemory memory() const override;
+  absl::StatusOr<DeviceFreeMemory> FreeMemory() const override;
+  absl::Status AllocateKvCache(int64_t num_blocks) override;
+  absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
+
+ private:
+  // Where each batch array sits in the staging buffer (and its device twin).
+  struct BatchLayout {
+    size_t token_ids = 0, positions = 0, token_chunk = 0, kv_slots = 0, block_table = 0, logits_tokens = 0, end = 0;
+  };
+
+  CudaExecutor(const model::LlamaModel& model, const ExecutorOptions& options);
+  absl::Status Init();
+  absl::Status UploadWeights();
+  absl::Status UploadRopeTables();
+  absl::Status AllocateScratch();
+  BatchLayout LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows) const;
+  absl::StatusOr<BatchArrays> StageBatch(const ForwardBatch& batch);
+
+  const model::LlamaModel& model_;
+  const model::LlamaHparams& hp_;
+  ExecutorOptions options_;
+  ExecutorInfo info_;
+  ::kvfleet::cuda::Stream stream_ = nullptr;
+
+  ::kvfleet::cuda::DeviceBuffer weights_;
+  model::LlamaWeights device_weights_;  // the model's views, pointing into weights_
+  int64_t weight_bytes_ = 0;
+  ::kvfleet::cuda::DeviceBuffer rope_tables_;  // cos [context, rot/2], then sin
+  ::kvfleet::cuda::DeviceBuffer activation_buffer_;
+  LlamaActivations activations_;
+  ::kvfleet::cuda::PinnedHostBuffer batch_staging_;
+  ::kvfleet::cuda::DeviceBuffer batch_device_;
+  ::kvfleet::cuda::DeviceBuffer attention_buffer_;
+  CudaAttentionWorkspace attention_;
+  ::kvfleet::cuda::PinnedHostBuffer logits_host_;
+  int64_t scratch_bytes_ = 0;
+  std::vector<::kvfleet::cuda::DeviceBuffer> k_cache_, v_cache_;
+  std::vector<uint16_t*> k_layers_, v_layers_;
+};
+
+}  // namespace KVFLEET_CUDA_BUILD
+}  // namespace kvfleet::engine

@@ -1,0 +1,50 @@
+#include "engine/executor/executor_factory.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "engine/executor/cpu/cpu_executor.h"
+#if KVFLEET_HAS_CUDA
+#include "engine/executor/cuda/cuda_executor.h"
+#endif
+
+namespace kvfleet::engine {
+
+int CudaDeviceCount(std::string* why_none) {
+#if KVFLEET_HAS_CUDA
+  return CudaExecutor::DeviceCount(why_none);
+#else
+  if (why_none != nullptr) *why_none = "this build has no CUDA backend (nvcc was not found when it was configured)";
+  return 0;
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::LlamaModel& model,
+                                                              const ExecutorOptions& options) {
+  if (options.device.kind == DeviceKind::kCpu) {
+    ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> ex, CpuExecutor::Create(model, options));
+    return std::unique_ptr<ModelExecutor>(std::move(ex));
+  }
+#if KVFLEET_HAS_CUDA
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> ex, CudaExecutor::Create(model, options));
+  return std::unique_ptr<ModelExecutor>(std::move(ex));
+#else
+  return absl::FailedPreconditionError(absl::StrCat(
+      "device ", options.device.ToString(),
+      " asked for, but this build has no CUDA backend (nvcc was not found when it was configured); "
+      "use --device cpu, or rebuild on a machine with the CUDA toolkit"));
+#endif
+}
+
+absl::StatusOr<Device> ResolveDevice(std::string_view spec) {
+  if (spec != "auto") return ParseDevice(spec);
+  std::string why;
+  if (CudaDeviceCount(&why) > 0) {
+    KVFLEET_LOG_INFO("device auto: cuda:0 (a usable GPU)");
+    return Device{.kind = DeviceKind::kCuda, .index = 0};
+  }
+  KVFLEET_LOG_INFO("device auto: cpu ({})", why);
+  return Device{};
+}
+
+}  // namespace kvfleet::engine

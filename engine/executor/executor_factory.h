@@ -1,0 +1,33 @@
+// The one place that names a backend: every executor in the tree comes from
+// CreateExecutor, and "auto" becomes a device here.
+//
+//   ASSIGN_OR_RETURN(Device device, ResolveDevice("auto"));   // cuda:0 if usable, else cpu
+//   ASSIGN_OR_RETURN(auto ex, CreateExecutor(model, {.device = device}));
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/llama_model.h"
+#include "engine/executor/model_executor.h"
+
+namespace kvfleet::engine {
+
+// The CPU or CUDA executor for options.device. A CUDA device in a build
+// without the CUDA backend, or one that is missing or unusable, is an error
+// that says so.
+absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::LlamaModel& model,
+                                                              const ExecutorOptions& options);
+
+// "auto": GPU 0 when the CUDA backend is built and a GPU is usable, else the
+// CPU, logging which and why. Anything else as ParseDevice.
+absl::StatusOr<Device> ResolveDevice(std::string_view spec);
+
+// The usable GPUs' count (0 without the CUDA backend in this build or
+// without a driver), and a line on why there are none: for logs and for
+// tests that skip without a GPU.
+int CudaDeviceCount(std::string* why_none = nullptr);
+
+}  // namespace kvfleet::engine

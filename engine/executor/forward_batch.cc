@@ -1,0 +1,116 @@
+#include "engine/executor/forward_batch.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvfleet::engine {
+
+absl::Status ForwardBatch::Validate(int64_t vocab_size, int64_t context_length, int64_t num_blocks,
+                                    int64_t model_layers) const {
+  if (num_layers < 0 || num_layers > model_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_layers ", num_layers, " is outside [0, ", model_layers, "]"));
+  }
+  for (int32_t c = 0; c < num_chunks(); ++c) {
+    if (chunk_size(c) <= 0 || positions[chunk_starts[c]] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", c, " is empty or starts at a negative position"));
+    }
+    const int64_t end = chunk_end_position(c);
+    if (end > context_length) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", c, " reaches position ", end,
+                                                     ", past the model's context length ", context_length));
+    }
+    const int64_t blocks_needed = (end + block_size - 1) / block_size;
+    const std::span<const int32_t> row = BlockTableRow(c);
+    const int64_t present = std::find(row.begin(), row.end(), -1) - row.begin();
+    if (present < blocks_needed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk ", c, " needs ", blocks_needed, " blocks but its block table has ", present));
+    }
+    for (int64_t i = 0; i < blocks_needed; ++i) {
+      if (row[i] < 0 || row[i] >= num_blocks) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk ", c, " names block ", row[i], " outside the cache of ", num_blocks, " blocks"));
+      }
+    }
+  }
+  for (int32_t t : token_ids) {
+    if (t < 0 || t >= vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", t, " is outside the vocabulary [0, ", vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBatchLimits(const ForwardBatch& batch, const ExecutorLimits& limits) {
+  if (batch.num_tokens() > limits.max_batch_tokens || batch.num_chunks() > limits.max_batch_chunks ||
+      batch.num_logits_rows() > limits.logits_rows()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the batch has ", batch.num_tokens(), " tokens in ", batch.num_chunks(), " chunks with ",
+        batch.num_logits_rows(), " logits rows; this executor takes at most ", limits.max_batch_tokens, ", ",
+        limits.max_batch_chunks, " and ", limits.logits_rows()));
+  }
+  return absl::OkStatus();
+}
+
+void ForwardBatchBuilder::Clear(int32_t num_layers) {
+  batch_.num_layers = num_layers;
+  batch_.block_size = block_size_;
+  batch_.max_blocks_per_chunk = 0;
+  batch_.token_ids.clear();
+  batch_.positions.clear();
+  batch_.token_chunk.clear();
+  batch_.kv_slots.clear();
+  batch_.chunk_starts.assign(1, 0);
+  batch_.block_table.clear();
+  batch_.chunk_logits_starts.assign(1, 0);
+  batch_.logits_tokens.clear();
+  staged_tables_.clear();
+  staged_table_starts_.assign(1, 0);
+}
+
+void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32_t start_position,
+                                   std::span<const BlockId> block_table, LogitsWanted logits) {
+  const int32_t chunk = batch_.num_chunks();
+  const int32_t first_token = batch_.num_tokens();
+  const int64_t end = static_cast<int64_t>(start_position) + static_cast<int64_t>(tokens.size());
+  const size_t blocks = std::min(block_table.size(), static_cast<size_t>((end + block_size_ - 1) / block_size_));
+  for (size_t i = 0; i < blocks; ++i) staged_tables_.push_back(block_table[i].value());
+  staged_table_starts_.push_back(static_cast<int32_t>(staged_tables_.size()));
+  batch_.max_blocks_per_chunk = std::max(batch_.max_blocks_per_chunk, static_cast<int32_t>(blocks));
+
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t pos = start_position + static_cast<int32_t>(i);
+    const size_t block = static_cast<size_t>(pos / block_size_);
+    batch_.token_ids.push_back(tokens[i]);
+    batch_.positions.push_back(pos);
+    batch_.token_chunk.push_back(chunk);
+    // A table too short to hold the token leaves -1, which Validate reports.
+    batch_.kv_slots.push_back(pos >= 0 && block < blocks ? static_cast<int64_t>(block_table[block].value()) *
+                                                                   block_size_ +
+                                                               pos % block_size_
+                                                         : -1);
+  }
+  batch_.chunk_starts.push_back(batch_.num_tokens());
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  if (logits == LogitsWanted::kAll) {
+    for (int32_t i = 0; i < n; ++i) batch_.logits_tokens.push_back(first_token + i);
+  } else if (logits == LogitsWanted::kLast && n > 0) {
+    batch_.logits_tokens.push_back(first_token + n - 1);
+  }
+  batch_.chunk_logits_starts.push_back(batch_.num_logits_rows());
+}
+
+const ForwardBatch& ForwardBatchBuilder::Finish() {
+  const int32_t width = batch_.max_blocks_per_chunk;
+  batch_.block_table.assign(static_cast<size_t>(batch_.num_chunks()) * width, -1);
+  for (int32_t c = 0; c < batch_.num_chunks(); ++c) {
+    std::copy(staged_tables_.begin() + staged_table_starts_[c], staged_tables_.begin() + staged_table_starts_[c + 1],
+              batch_.block_table.begin() + static_cast<size_t>(c) * width);
+  }
+  return batch_;
+}
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,118 @@
+// The contract between the engine and a model executor for one step: which
+// tokens of which sequences to compute, where their KV lives, and which
+// tokens need logits. The batch owns flat arrays, built once per step, so a
+// backend can copy them to a device in one transfer, launch asynchronously,
+// or (later) broadcast them to tensor-parallel ranks; nothing in it points
+// into request state.
+//
+// A chunk computes tokens at positions [start, start + n) of one sequence;
+// the KV of positions before start must already be in the cache blocks of
+// its block table (prefix hits, earlier chunks, earlier decode steps).
+// Prefill chunks, decode tokens and speculative tokens are all chunks: one
+// code path.
+//
+// Layout (T tokens, C chunks, R logits rows, W = max_blocks_per_chunk):
+//   token_ids, positions, token_chunk  [T]  int32
+//   kv_slots                           [T]  int64: block * block_size + slot of the token's new K/V
+//   chunk_starts                       [C + 1]: chunk c owns tokens [chunk_starts[c], chunk_starts[c + 1])
+//   block_table                        [C, W] int32 physical block ids; entries past a chunk's
+//                                      context are -1
+//   chunk_logits_starts                [C + 1]: chunk c's logits rows are [chunk_logits_starts[c], ...[c + 1])
+//   logits_tokens                      [R]  the token (index into T) each logits row projects; ascending
+//
+//   ForwardBatchBuilder builder(/*block_size=*/16);
+//   builder.AddChunk(prompt, /*start_position=*/0, table, LogitsWanted::kLast);
+//   ASSIGN_OR_RETURN(ForwardOutput out, executor.Forward(builder.Finish()));
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/ids.h"
+#include "model/token_id.h"
+#include "engine/executor/executor_options.h"
+
+namespace kvfleet::engine {
+
+enum class LogitsWanted { kNone, kLast, kAll };
+
+struct ForwardBatch {
+  // 0: the whole model. L > 0: only the first L layers, then the final norm
+  // and the output head on their result (self-speculative drafting). The KV
+  // written for those layers is what the full model writes for them.
+  int32_t num_layers = 0;
+  int32_t block_size = 0;
+  int32_t max_blocks_per_chunk = 0;
+
+  std::vector<int32_t> token_ids;
+  std::vector<int32_t> positions;
+  std::vector<int32_t> token_chunk;
+  std::vector<int64_t> kv_slots;
+  std::vector<int32_t> chunk_starts{0};
+  std::vector<int32_t> block_table;
+  std::vector<int32_t> chunk_logits_starts{0};
+  std::vector<int32_t> logits_tokens;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+  int32_t num_chunks() const { return static_cast<int32_t>(chunk_starts.size()) - 1; }
+  int32_t num_logits_rows() const { return static_cast<int32_t>(logits_tokens.size()); }
+  int32_t chunk_size(int32_t c) const { return chunk_starts[c + 1] - chunk_starts[c]; }
+  // The logits row of chunk c's first row (its last token's, for kLast).
+  int32_t first_logits_row(int32_t c) const { return chunk_logits_starts[c]; }
+  // One past the chunk's last position: how much context its last token sees.
+  int32_t chunk_end_position(int32_t c) const { return positions[chunk_starts[c + 1] - 1] + 1; }
+  std::span<const int32_t> BlockTableRow(int32_t c) const {
+    return {block_table.data() + static_cast<size_t>(c) * max_blocks_per_chunk,
+            static_cast<size_t>(max_blocks_per_chunk)};
+  }
+
+  // Checks the batch against an executor's cache and model: INVALID_ARGUMENT
+  // naming the chunk for a token outside the vocabulary, a position past the
+  // context, a block table that does not cover its chunk or names a block
+  // outside the cache, or num_layers outside [0, model_layers].
+  absl::Status Validate(int64_t vocab_size, int64_t context_length, int64_t num_blocks, int64_t model_layers) const;
+};
+
+// INVALID_ARGUMENT when the batch is larger than an executor takes (its
+// scratch is sized for those limits).
+absl::Status CheckBatchLimits(const ForwardBatch& batch, const ExecutorLimits& limits);
+
+// Builds a ForwardBatch chunk by chunk. Finish() lays out the block table
+// (its width is only known once every chunk is in). Clear() keeps every
+// array's capacity, so an engine that reuses one builder allocates nothing in
+// a steady state.
+class ForwardBatchBuilder {
+ public:
+  explicit ForwardBatchBuilder(int32_t block_size) : block_size_(block_size) { Clear(); }
+
+  void Clear(int32_t num_layers = 0);
+  // `block_table` must cover positions [0, start_position + tokens.size());
+  // entries past that are not copied.
+  void AddChunk(std::span<const model::TokenId> tokens, int32_t start_position, std::span<const BlockId> block_table,
+                LogitsWanted logits);
+  const ForwardBatch& Finish();
+
+ private:
+  int32_t block_size_;
+  ForwardBatch batch_;
+  // Each chunk's table entries, concatenated, until Finish places them.
+  std::vector<int32_t> staged_tables_;
+  std::vector<int32_t> staged_table_starts_;
+};
+
+// A view of an executor's logits for the last batch: rows in the batch's
+// logits-row order, [num_rows, vocab_size]. Valid until the executor's next
+// Forward.
+struct ForwardOutput {
+  int64_t vocab_size = 0;
+  int64_t num_rows = 0;
+  const float* logits = nullptr;
+
+  std::span<const float> Row(int64_t row) const {
+    return {logits + row * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+};
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,95 @@
+// The executor backend interface: runs the model's forward pass for one
+// ForwardBatch over a paged KV cache that the executor owns physically (host
+// memory for the CPU backend, device memory for CUDA). Which blocks a
+// sequence uses is decided by the caller (the block pool); the executor only
+// reads and writes the blocks it is told to.
+//
+// Life cycle: CreateExecutor (executor_factory.h) loads the weights and sizes
+// every scratch buffer from ExecutorLimits; the KV cache comes then or later
+// (AllocateKvCache), once the memory planner knows what is left. Forward
+// allocates nothing: a step's cost is its kernels, and a decode step can be
+// captured in a CUDA graph.
+//
+// Thread-safety: one thread at a time (the engine thread).
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> ex, CreateExecutor(model, options));
+//   RETURN_IF_ERROR(ex->AllocateKvCache(plan.num_blocks));
+//   ASSIGN_OR_RETURN(ForwardOutput out, ex->Forward(batch));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/executor/executor_options.h"
+#include "engine/executor/forward_batch.h"
+
+namespace kvfleet::model {
+class LlamaModel;
+}  // namespace kvfleet::model
+
+namespace kvfleet::engine {
+
+// Bytes an executor holds on its device, by purpose (the memory plan's rows).
+struct ExecutorMemory {
+  int64_t weight_bytes = 0;
+  int64_t scratch_bytes = 0;  // activations, logits, batch staging, tables
+  int64_t kv_cache_bytes = 0;
+  // Of weight_bytes and scratch_bytes, what is already written, so that a
+  // free figure taken now (DeviceFreeMemory) has it out already: the CPU's
+  // packed weights for 8-bit activations.
+  int64_t resident_bytes = 0;
+};
+
+// What the executor's device has free now, for the memory plan.
+struct DeviceFreeMemory {
+  int64_t free_bytes = 0;
+  // True when free_bytes already excludes this executor's own allocations
+  // (cudaMemGetInfo after they were made). The CPU's figure does not: the
+  // mapped weights and untouched scratch are not resident yet, so the
+  // planner subtracts them.
+  bool excludes_own_allocations = false;
+};
+
+struct ExecutorInfo {
+  Device device;
+  // Backend and kernel version, e.g. "cpu/1" or "cuda-sm90/1": greedy
+  // tokens are identical between executors with the same identity, close
+  // but not identical across identities. The router resumes a broken
+  // stream only on a worker with the same one.
+  std::string numerics;
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;
+  int64_t block_size = 0;
+  int64_t num_blocks = 0;  // 0 until the KV cache is allocated
+  int64_t num_layers = 0;
+  int64_t weight_bytes = 0;  // what a forward pass reads: the cost of a step relative to another model's
+  int64_t kv_bytes_per_token = 0;  // 2 × layers × kv_heads × head_dim × 2 bytes (float16 cache)
+  ExecutorLimits limits;     // resolved: max_logits_rows is set
+};
+
+class ModelExecutor {
+ public:
+  virtual ~ModelExecutor() = default;
+  virtual const ExecutorInfo& info() const = 0;
+  virtual ExecutorMemory memory() const = 0;
+  // CPU: min(MemAvailable, cgroup limit − usage); CUDA: cudaMemGetInfo.
+  virtual absl::StatusOr<DeviceFreeMemory> FreeMemory() const = 0;
+  // Once. INVALID_ARGUMENT for num_blocks < 1, FAILED_PRECONDITION when a
+  // cache exists, RESOURCE_EXHAUSTED when the device cannot hold it.
+  virtual absl::Status AllocateKvCache(int64_t num_blocks) = 0;
+  // INVALID_ARGUMENT for a batch ForwardBatch::Validate refuses or one past
+  // info().limits; FAILED_PRECONDITION before AllocateKvCache. The output
+  // views the executor's own buffer until the next call.
+  virtual absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) = 0;
+};
+
+// CreateExecutor's signature (executor_factory.h), for libraries that make
+// executors (the draft model's) without linking any backend themselves.
+using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<ModelExecutor>>(const model::LlamaModel&,
+                                                                                      const ExecutorOptions&)>;
+
+}  // namespace kvfleet::engine

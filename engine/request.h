@@ -1,0 +1,136 @@
+// What a client submits to the engine, what it gets back, and the engine's
+// per-request state.
+//
+//   EngineRequest r{.id = RequestId(7), .prompt = ids, .stopping = {.max_tokens = 64}};
+//   RETURN_IF_ERROR(engine.Submit(std::move(r), &sink));
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/block_hash.h"
+#include "common/ids.h"
+#include "model/token_id.h"
+#include "engine/finish_reason.h"
+#include "engine/sampler/logprobs.h"
+#include "engine/sampler/sampler.h"
+#include "engine/sampler/sampling_params.h"
+#include "engine/spec/acceptance_estimate.h"
+#include "engine/spec/speculation_options.h"
+
+namespace kvfleet::engine {
+
+namespace spec {
+class Proposer;
+}
+
+struct EngineRequest {
+  RequestId id;
+  std::vector<model::TokenId> prompt;
+  SamplingParams sampling;
+  StoppingParams stopping;
+  int32_t priority = 0;    // lower runs first; FIFO within a priority
+  std::string cache_salt;  // separates tenants' prefix caches
+  LogprobsParams logprobs;
+  // Tokens this request already generated elsewhere (a failover resumes it
+  // here): they follow the prompt, count as output for the penalties and
+  // max_tokens, and are not streamed again. With greedy or seeded sampling
+  // the continuation equals what the first worker would have produced.
+  std::vector<model::TokenId> resumed_output;
+  // Speculative decoding: the proposer ("" for the worker's default, "off")
+  // and the most tokens to draft per step (0: the worker's).
+  spec::SpeculationParams speculation;
+};
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t cached_prompt_tokens = 0;  // of the prompt, served from the prefix cache at admission
+  int32_t generated_tokens = 0;      // by this engine for this request (resumed output excluded)
+};
+
+// One delivery to a request's sink: new tokens, and at the end the reason.
+struct RequestOutput {
+  RequestId id;
+  std::vector<model::TokenId> new_tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per new token, when asked for
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kLength;
+  Usage usage;  // so far on every output; final on the finished one
+  // On the final output: seconds from Submit to the first step that ran the
+  // request; -1 when it never ran (cancelled while waiting).
+  double queue_seconds = -1.0;
+};
+
+// Receives a request's outputs. Called on the engine thread: it must not
+// block (hand the output to another thread or queue it).
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual void OnOutput(RequestOutput output) = 0;
+};
+
+enum class RequestState { kWaiting, kRunning, kFinished };
+
+// The engine's state for one request. Owned by the engine; the scheduler and
+// the KV cache manager see it by pointer.
+struct Request {
+  Request(EngineRequest params, uint64_t seed, uint64_t arrival, OutputSink* sink)
+      : params(std::move(params)),
+        tokens(this->params.prompt),
+        sampler(this->params.sampling, seed, this->params.prompt),
+        seed(seed),
+        arrival(arrival),
+        sink(sink) {
+    tokens.insert(tokens.end(), this->params.resumed_output.begin(), this->params.resumed_output.end());
+    for (model::TokenId t : this->params.resumed_output) sampler.Accept(t);
+  }
+
+  RequestId id() const { return params.id; }
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_prompt_tokens() const { return static_cast<int32_t>(params.prompt.size()); }
+  int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens(); }
+  // Tokens whose KV is still to be computed (the prompt's rest, or the last
+  // sampled token).
+  int32_t num_pending_tokens() const { return num_tokens() - num_computed_tokens; }
+
+  EngineRequest params;
+  std::vector<model::TokenId> tokens;  // prompt, then every sampled token
+  Sampler sampler;
+  uint64_t seed;
+  uint64_t arrival;  // admission order; kept across preemption
+  OutputSink* sink;
+
+  RequestState state = RequestState::kWaiting;
+  int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache
+  std::vector<BlockId> block_table;
+  std::vector<BlockHash> block_hashes;  // of the full blocks committed so far
+  // Of the prompt's full blocks, computed at Submit (HashFullBlocks from the
+  // engine's model id and the request's cache salt, as the KV cache manager
+  // chains them): what the load report's pending prefill compares between
+  // requests (a shared prefix counts once), and what prefix lookups reuse.
+  std::vector<BlockHash> prompt_block_hashes;
+  // Its partial last prompt block counts in PendingPrefill (until its first token).
+  bool pending_tail_counted = false;
+  int32_t cached_prompt_tokens = -1;    // set at first admission
+  std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
+  int32_t num_preemptions = 0;
+  bool cancel_requested = false;
+
+  // Speculative decoding (see Speculator).
+  spec::Proposer* proposer = nullptr;  // null: this request never speculates
+  int32_t max_draft_tokens = 0;
+  // This step's guesses for the tokens after `tokens`: scheduled after the
+  // pending token in the same chunk, verified by the step's forward pass,
+  // cleared by the next plan.
+  std::vector<model::TokenId> draft;
+  spec::AcceptanceEstimate acceptance;
+  int32_t steps_since_draft = 0;
+};
+
+}  // namespace kvfleet::engine

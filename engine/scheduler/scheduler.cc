@@ -1,0 +1,124 @@
+#include "engine/scheduler/scheduler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+
+namespace kvfleet::engine {
+
+absl::Status SchedulerConfig::Validate() const {
+  if (max_num_batched_tokens < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_num_batched_tokens must be >= 1, got ", max_num_batched_tokens));
+  }
+  if (max_num_seqs < 1)
+    return absl::InvalidArgumentError(absl::StrCat("max_num_seqs must be >= 1, got ", max_num_seqs));
+  return absl::OkStatus();
+}
+
+SchedulerConfig SchedulerConfig::DefaultsFor(DeviceKind device) {
+  if (device == DeviceKind::kCuda) return {.max_num_batched_tokens = 8192, .max_num_seqs = 256};
+  return {};
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {}
+
+void Scheduler::Add(Request* req) {
+  CHECK(req->block_table.empty());
+  req->state = RequestState::kWaiting;
+  waiting_.insert(req);
+}
+
+void Scheduler::Remove(Request* req) {
+  waiting_.erase(req);
+  running_.remove(req);
+  kv_.Free(*req);
+}
+
+SchedulerOutput Scheduler::Schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.max_num_batched_tokens;
+  ScheduleRunning(out, budget);
+  // After a preemption the pool is the bottleneck: admitting now would only
+  // preempt again next step.
+  if (out.preempted.empty()) AdmitWaiting(out, budget);
+  for (const ScheduledChunk& c : out.chunks) out.num_tokens += c.num_tokens;
+  return out;
+}
+
+void Scheduler::ScheduleRunning(SchedulerOutput& out, int32_t& budget) {
+  int32_t not_yet_scheduled = static_cast<int32_t>(running_.size());
+  for (auto it = running_.begin(); it != running_.end() && budget > 0;) {
+    Request* req = *it;
+    --not_yet_scheduled;
+    const int32_t pending = std::min(req->num_pending_tokens(), budget);
+    int32_t n = pending;
+    if (!req->draft.empty()) {
+      req->draft.resize(std::min<size_t>(req->draft.size(), budget - pending));
+      n += static_cast<int32_t>(req->draft.size());
+      // Speculation never costs anyone their blocks: a draft's blocks must
+      // leave one for each running request still to be scheduled.
+      const int32_t spare = kv_.num_free_blocks() - kv_.MissingBlocks(*req, n);
+      if (!req->draft.empty() && (spare < not_yet_scheduled || !kv_.Allocate(*req, n))) {
+        req->draft.clear();
+        n = pending;
+      }
+    }
+    if (n <= 0) {
+      ++it;
+      continue;
+    }
+    bool preempted_self = false;
+    while (!kv_.Allocate(*req, n)) {
+      Request* victim = PreemptNewest(out);
+      if (victim == req) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;  // req was the newest: everything after it is gone too
+    out.chunks.push_back({req, n, static_cast<int32_t>(req->draft.size())});
+    budget -= n;
+    ++it;
+  }
+}
+
+Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
+  CHECK(!running_.empty());
+  Request* victim = running_.back();
+  running_.pop_back();
+  kv_.Free(*victim);
+  victim->draft.clear();
+  victim->state = RequestState::kWaiting;
+  ++victim->num_preemptions;
+  ++num_preemptions_;
+  waiting_.insert(victim);  // keeps its arrival: back at the front of its priority
+  out.preempted.push_back(victim);
+  return victim;
+}
+
+void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
+  if (config_.static_batching && !running_.empty()) return;
+  while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    Request* req = *waiting_.begin();
+    kv_.AcquireCachedPrefix(*req);
+    const int32_t n = std::min(req->num_pending_tokens(), budget);
+    // Admit only while every running request keeps a block to grow into:
+    // admitting into the last free blocks only buys a preemption (and its
+    // recompute) a few steps later. An idle engine always admits.
+    const int32_t reserve = config_.growth_reserve_blocks * static_cast<int32_t>(running_.size() + 1);
+    if (!kv_.Allocate(*req, n) || (!running_.empty() && kv_.num_free_blocks() < reserve)) {
+      kv_.Free(*req);  // give the blocks and the cached prefix back; try again next step
+      break;
+    }
+    waiting_.erase(waiting_.begin());
+    kv_.RecordAdmission(*req);
+    req->state = RequestState::kRunning;
+    running_.push_back(req);
+    out.chunks.push_back({req, n});
+    budget -= n;
+  }
+}
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,74 @@
+#include "engine/spec/proposer_set.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "engine/spec/draft_model_proposer.h"
+#include "engine/spec/self_speculative_proposer.h"
+
+namespace kvfleet::engine::spec {
+
+std::vector<std::string> ProposerConfig::names() const {
+  std::vector<std::string> out = {"ngram"};
+  if (self_layers > 0) out.push_back("self");
+  if (!draft_model_path.empty()) out.push_back("draft");
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const ProposerConfig& config,
+                                                                        const ExecutorInfo& target,
+                                                                        const ExecutorFactory& create) {
+  if (config.draft_model_path.empty()) return std::unique_ptr<DraftModel>();
+  absl::StatusOr<std::unique_ptr<model::LlamaModel>> loaded = model::LlamaModel::Load(config.draft_model_path);
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(), absl::StrCat("the draft model (--spec-draft-model) did not load: ",
+                                                             loaded.status().message()));
+  }
+  auto draft = std::make_unique<DraftModel>();
+  draft->model = std::move(*loaded);
+  // The draft only ever needs its last token's logits per chunk.
+  ExecutorLimits limits = target.limits;
+  limits.max_logits_rows = limits.max_batch_chunks;
+  ASSIGN_OR_RETURN(draft->executor, create(*draft->model, {.device = target.device,
+                                                           .block_size = target.block_size,
+                                                           .num_threads = config.num_threads,
+                                                           .cpu_activations = config.cpu_activations,
+                                                           .limits = limits}));
+  return draft;
+}
+
+absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, ModelExecutor& target,
+                                               std::unique_ptr<DraftModel> draft) {
+  ProposerSet set;
+  RETURN_IF_ERROR(config.ngram.Validate());
+  set.proposers_.push_back(std::make_unique<NgramProposer>(config.ngram));
+  if (config.self_layers > 0) {
+    RETURN_IF_ERROR(SelfSpeculativeProposer::ValidateLayers(target.info(), config.self_layers));
+    set.proposers_.push_back(std::make_unique<SelfSpeculativeProposer>(target, config.self_layers));
+  }
+  if (!config.draft_model_path.empty()) {
+    if (draft == nullptr) return absl::InvalidArgumentError("a draft model is configured but was not loaded");
+    KVFLEET_LOG_INFO("draft model {}: {} layers, {} KV blocks of {} tokens", config.draft_model_path,
+                     draft->model->hparams().num_layers, draft->executor->info().num_blocks,
+                     draft->executor->info().block_size);
+    ASSIGN_OR_RETURN(std::unique_ptr<DraftModelProposer> proposer,
+                     DraftModelProposer::Create(std::move(draft->model), std::move(draft->executor), target.info()));
+    set.proposers_.push_back(std::move(proposer));
+  }
+  return set;
+}
+
+absl::StatusOr<ProposerSet> ProposerSet::Load(const ProposerConfig& config, ModelExecutor& target,
+                                              const ExecutorFactory& create) {
+  ASSIGN_OR_RETURN(std::unique_ptr<DraftModel> draft, LoadDraftModel(config, target.info(), create));
+  if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(target.info().num_blocks));
+  return Build(config, target, std::move(draft));
+}
+
+std::vector<Proposer*> ProposerSet::pointers() const {
+  std::vector<Proposer*> out;
+  for (const auto& p : proposers_) out.push_back(p.get());
+  return out;
+}
+
+}  // namespace kvfleet::engine::spec

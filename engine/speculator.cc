@@ -1,0 +1,220 @@
+#include "engine/speculator.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "engine/spec/draft_lengths.h"
+
+namespace kvfleet::engine {
+namespace {
+
+// A request that stopped drafting tries one token again after this many
+// steps, so a text that turns repetitive is noticed.
+constexpr int32_t kProbeInterval = 16;
+// Weight of the newest measurement in a proposer's cost per drafted token.
+constexpr double kCostSmoothing = 0.2;
+
+}  // namespace
+
+Speculator::Speculator(const spec::SpeculationOptions& options, std::vector<spec::Proposer*> proposers,
+                       KvCacheManager& kv)
+    : options_(options), kv_(kv) {
+  for (spec::Proposer* p : proposers) {
+    CHECK(p != nullptr);
+    CHECK(Find(p->name()) == nullptr) << "two proposers named " << std::string(p->name());
+    Loaded loaded{.proposer = p, .acceptance = spec::AcceptanceEstimate()};
+    loaded.stats.proposer = std::string(p->name());
+    loaded_.push_back(std::move(loaded));
+  }
+}
+
+std::vector<std::string> Speculator::available() const {
+  std::vector<std::string> names;
+  for (const Loaded& l : loaded_) names.emplace_back(l.proposer->name());
+  return names;
+}
+
+absl::Status Speculator::Validate(const spec::SpeculationParams& params) const {
+  return params.Validate(available());
+}
+
+const Speculator::Loaded* Speculator::Find(std::string_view name) const {
+  for (const Loaded& l : loaded_) {
+    if (l.proposer->name() == name) return &l;
+  }
+  return nullptr;
+}
+
+Speculator::Loaded& Speculator::Of(const spec::Proposer* proposer) {
+  for (Loaded& l : loaded_) {
+    if (l.proposer == proposer) return l;
+  }
+  CHECK(false) << "proposer " << std::string(proposer->name()) << " is not loaded";
+  return loaded_.front();
+}
+
+void Speculator::Resolve(Request& req) const {
+  const spec::SpeculationParams& p = req.params.speculation;
+  const Loaded* loaded = Find(p.proposer.empty() ? options_.proposer : p.proposer);
+  req.proposer = loaded != nullptr ? loaded->proposer : nullptr;
+  req.max_draft_tokens =
+      p.max_draft_tokens > 0 ? std::min(p.max_draft_tokens, options_.max_draft_tokens) : options_.max_draft_tokens;
+  // A new request starts from what this proposer achieves lately.
+  if (loaded != nullptr) req.acceptance = spec::AcceptanceEstimate(loaded->acceptance.rate());
+}
+
+std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candidates,
+                                              const std::list<Request*>& running, int32_t token_budget) {
+  std::vector<int32_t> caps;
+  for (const Request* r : candidates) {
+    // Verification yields at most k + 1 tokens; never draft past max_tokens.
+    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
+    caps.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
+  }
+  if (!options_.adaptive) return caps;
+
+  spec::PlainStep plain;
+  int64_t pending = 0;
+  for (const Request* r : running) {
+    pending += r->num_pending_tokens();
+    if (r->num_pending_tokens() == 1) plain.produced += 1.0;
+  }
+  plain.tokens = static_cast<int32_t>(std::min<int64_t>(pending, token_budget));
+  std::vector<spec::DraftCandidate> offers;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Loaded* l = &Of(candidates[i]->proposer);
+    // Before a measurement, a proposer model costs its share of a target step.
+    const double cost = l->measured_cost ? l->seconds_per_token
+                                         : l->proposer->relative_cost() * step_cost_.Seconds(1.0);
+    // A draft model that is behind must first run the text it missed; that
+    // pays off over the rest of the request (about two tokens per step), so
+    // each step carries its share.
+    const Request& r = *candidates[i];
+    const int64_t behind = l->proposer->RowsBehind(r.id(), r.tokens);
+    const double remaining = std::max(1.0, (r.params.stopping.max_tokens - r.num_output_tokens()) / 2.0);
+    offers.push_back({.acceptance = r.acceptance.rate(),
+                      .max_tokens = caps[i],
+                      .propose_seconds_per_token = cost,
+                      .setup_seconds = static_cast<double>(behind) * cost / remaining});
+  }
+  std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
+  if (!candidates.empty()) {
+    KVFLEET_LOG_DEBUG("speculation: step cost {:.2f} ms + {:.3f} ms/token, {} tokens, {} decoding; first candidate "
+                      "r={:.2f} propose {:.3f} ms/token -> k={}",
+                      step_cost_.fixed_seconds() * 1e3, step_cost_.seconds_per_token() * 1e3, plain.tokens,
+                      plain.produced, offers[0].acceptance, offers[0].propose_seconds_per_token * 1e3, lengths[0]);
+  }
+  const double step_seconds = step_cost_.Seconds(plain.tokens);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const double token_cost =
+        step_cost_.seconds_per_token() + offers[i].propose_seconds_per_token + offers[i].setup_seconds;
+    // A probe bets that the request's acceptance has changed, so it must be
+    // cheap: a sure token would have to pay twice over. Never in a saturated
+    // batch, nor with a proposer nearly as dear as the target (whose probe
+    // would also first catch up on the whole text since its last draft).
+    if (lengths[i] == 0 && caps[i] > 0 && candidates[i]->steps_since_draft >= kProbeInterval &&
+        step_seconds > 2.0 * token_cost * std::max(plain.produced, 1.0)) {
+      lengths[i] = 1;
+    }
+  }
+  return lengths;
+}
+
+void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) {
+  for (Request* r : running) r->draft.clear();
+  if (loaded_.empty()) return;
+  std::vector<Request*> candidates;
+  for (Request* r : running) {
+    if (r->proposer != nullptr && r->num_pending_tokens() == 1) candidates.push_back(r);
+  }
+  if (candidates.empty()) return;
+  const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
+  for (Loaded& l : loaded_) {
+    std::vector<Request*> mine;
+    std::vector<int32_t> ks;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i]->proposer == l.proposer && lengths[i] > 0) {
+        mine.push_back(candidates[i]);
+        ks.push_back(lengths[i]);
+      }
+    }
+    if (!mine.empty()) Draft(l, mine, ks, static_cast<int32_t>(running.size()));
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Request* r = candidates[i];
+    r->steps_since_draft = r->draft.empty() ? r->steps_since_draft + 1 : 0;
+  }
+}
+
+void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths,
+                       int32_t reserve_blocks) {
+  std::vector<spec::DraftSlot> slots;
+  std::vector<Request*> owners;
+  int64_t asked = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request& r = *requests[i];
+    // Drafting into the target's KV needs the blocks now. They must leave
+    // one free block per running request, so no plain decode token is ever
+    // short of one because of a draft; short of that, this request decodes
+    // plainly.
+    if (loaded.proposer->uses_target_kv() &&
+        (kv_.num_free_blocks() - kv_.MissingBlocks(r, 1 + lengths[i]) < reserve_blocks ||
+         !kv_.Allocate(r, 1 + lengths[i]))) {
+      continue;
+    }
+    slots.push_back({.id = r.id(),
+                     .context = r.tokens,
+                     .num_computed = r.num_computed_tokens,
+                     .block_table = r.block_table,
+                     .max_tokens = lengths[i]});
+    owners.push_back(&r);
+    asked += lengths[i];
+  }
+  if (slots.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = loaded.proposer->Propose(slots);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  loaded.stats.propose_seconds += seconds;
+  // Per token the proposer ran (a model's catch-up and draft rows), or per
+  // guess for a lookup: what one more drafted token costs.
+  int64_t rows = 0;
+  for (const spec::DraftSlot& slot : slots) rows += slot.rows_computed;
+  const double measured = seconds / static_cast<double>(rows > 0 ? rows : asked);
+  loaded.seconds_per_token = loaded.measured_cost
+                                 ? (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * measured
+                                 : measured;
+  loaded.measured_cost = true;
+  if (!status.ok()) {
+    KVFLEET_LOG_ERROR("speculation: proposer {} failed, decoding without its drafts this step: {}",
+                      std::string(loaded.proposer->name()), status.ToString());
+    return;
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::vector<model::TokenId>& draft = slots[i].draft;
+    if (static_cast<int32_t>(draft.size()) > slots[i].max_tokens) draft.resize(slots[i].max_tokens);
+    owners[i]->draft = std::move(draft);
+  }
+}
+
+void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accepted) {
+  if (drafted <= 0) return;
+  req.acceptance.Observe(drafted, accepted);
+  Loaded* l = &Of(req.proposer);
+  l->acceptance.Observe(drafted, accepted);
+  l->stats.drafted_tokens += drafted;
+  l->stats.accepted_tokens += accepted;
+  ++l->stats.verify_passes;
+}
+
+void Speculator::Forget(const Request& req) {
+  if (req.proposer != nullptr) req.proposer->Forget(req.id());
+}
+
+std::vector<SpeculationStats> Speculator::Stats() const {
+  std::vector<SpeculationStats> out;
+  for (const Loaded& l : loaded_) out.push_back(l.stats);
+  return out;
+}
+
+}  // namespace kvfleet::engine

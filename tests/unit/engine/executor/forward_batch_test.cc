@@ -1,0 +1,117 @@
+// The flat batch: what the builder lays out for a mix of chunks, that
+// clearing keeps nothing from the previous step, and what Validate refuses.
+#include "engine/executor/forward_batch.h"
+
+#include <gtest/gtest.h>
+
+namespace kvfleet::engine {
+namespace {
+
+std::vector<BlockId> Blocks(std::initializer_list<int32_t> ids) {
+  std::vector<BlockId> out;
+  for (int32_t id : ids) out.emplace_back(id);
+  return out;
+}
+
+TEST(ForwardBatchBuilderTest, LaysOutTokensSlotsTablesAndLogitsRows) {
+  ForwardBatchBuilder builder(/*block_size=*/4);
+  const std::vector<model::TokenId> prefill = {10, 11, 12, 13, 14, 15};  // positions 3..8
+  const std::vector<model::TokenId> decode = {20};                       // position 4
+  const std::vector<model::TokenId> verify = {30, 31, 32};               // positions 0..2
+  // A table may be longer than the chunk needs (blocks for a draft): only the needed entries are kept.
+  builder.AddChunk(prefill, 3, Blocks({7, 2, 9, 5}), LogitsWanted::kNone);
+  builder.AddChunk(decode, 4, Blocks({1, 6}), LogitsWanted::kLast);
+  builder.AddChunk(verify, 0, Blocks({3}), LogitsWanted::kAll);
+  const ForwardBatch& b = builder.Finish();
+
+  EXPECT_EQ(b.num_tokens(), 10);
+  EXPECT_EQ(b.num_chunks(), 3);
+  EXPECT_EQ(b.token_ids, (std::vector<int32_t>{10, 11, 12, 13, 14, 15, 20, 30, 31, 32}));
+  EXPECT_EQ(b.positions, (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 4, 0, 1, 2}));
+  EXPECT_EQ(b.token_chunk, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 1, 2, 2, 2}));
+  // Position 3 is block 0 (id 7) slot 3; position 8 is block 2 (id 9) slot 0.
+  EXPECT_EQ(b.kv_slots, (std::vector<int64_t>{7 * 4 + 3, 2 * 4 + 0, 2 * 4 + 1, 2 * 4 + 2, 2 * 4 + 3, 9 * 4 + 0,
+                                              6 * 4 + 0, 3 * 4 + 0, 3 * 4 + 1, 3 * 4 + 2}));
+  EXPECT_EQ(b.chunk_starts, (std::vector<int32_t>{0, 6, 7, 10}));
+  ASSERT_EQ(b.max_blocks_per_chunk, 3);
+  EXPECT_EQ(b.block_table, (std::vector<int32_t>{7, 2, 9, /**/ 1, 6, -1, /**/ 3, -1, -1}));
+  EXPECT_EQ(b.logits_tokens, (std::vector<int32_t>{6, 7, 8, 9}));
+  EXPECT_EQ(b.first_logits_row(1), 0);
+  EXPECT_EQ(b.first_logits_row(2), 1);
+  EXPECT_EQ(b.chunk_logits_starts, (std::vector<int32_t>{0, 0, 1, 4}));
+  EXPECT_EQ(b.chunk_end_position(0), 9);
+  EXPECT_TRUE(b.Validate(/*vocab_size=*/64, /*context_length=*/64, /*num_blocks=*/10, /*model_layers=*/2).ok());
+
+  builder.Clear(/*num_layers=*/1);
+  builder.AddChunk(decode, 0, Blocks({4}), LogitsWanted::kLast);
+  const ForwardBatch& next = builder.Finish();
+  EXPECT_EQ(next.num_layers, 1);
+  EXPECT_EQ(next.token_ids, (std::vector<int32_t>{20}));
+  EXPECT_EQ(next.block_table, (std::vector<int32_t>{4}));
+  EXPECT_EQ(next.logits_tokens, (std::vector<int32_t>{0}));
+}
+
+TEST(ForwardBatchTest, ValidateNamesTheProblem) {
+  const std::vector<model::TokenId> tokens = {1, 2, 3, 4, 5};
+  const auto error = [&](int32_t start, const std::vector<BlockId>& table, int32_t layers = 0) {
+    ForwardBatchBuilder builder(4);
+    builder.Clear(layers);
+    builder.AddChunk(tokens, start, table, LogitsWanted::kLast);
+    return std::string(builder.Finish().Validate(/*vocab_size=*/5, 16, /*num_blocks=*/8, 2).message());
+  };
+  EXPECT_NE(error(0, Blocks({0, 1})).find("token id 5 is outside the vocabulary [0, 5)"), std::string::npos);
+  const std::vector<model::TokenId> ok = {1, 2, 3, 4, 0};
+  ForwardBatchBuilder builder(4);
+  builder.AddChunk(ok, 0, Blocks({0}), LogitsWanted::kLast);
+  EXPECT_NE(builder.Finish().Validate(5, 16, 8, 2).message().find("needs 2 blocks but its block table has 1"),
+            std::string::npos);
+  builder.Clear();
+  builder.AddChunk(ok, 0, Blocks({0, 8}), LogitsWanted::kLast);
+  EXPECT_NE(builder.Finish().Validate(5, 16, 8, 2).message().find("block 8 outside the cache of 8"),
+            std::string::npos);
+  builder.Clear();
+  builder.AddChunk(ok, 14, Blocks({0, 1, 2, 3, 4, 5}), LogitsWanted::kLast);
+  EXPECT_NE(builder.Finish().Validate(5, 16, 8, 2).message().find("past the model's context length 16"),
+            std::string::npos);
+  builder.Clear(3);
+  builder.AddChunk(ok, 0, Blocks({0, 1}), LogitsWanted::kLast);
+  EXPECT_NE(builder.Finish().Validate(5, 16, 8, 2).message().find("num_layers 3"), std::string::npos);
+}
+
+TEST(ForwardBatchTest, LimitsAreCheckedAgainstTheExecutors) {
+  ForwardBatchBuilder builder(4);
+  const std::vector<model::TokenId> tokens = {1, 2, 3};
+  builder.AddChunk(tokens, 0, Blocks({0}), LogitsWanted::kAll);
+  const ForwardBatch& b = builder.Finish();
+  EXPECT_TRUE(CheckBatchLimits(b, {.max_batch_tokens = 3, .max_batch_chunks = 1}).ok());
+  EXPECT_FALSE(CheckBatchLimits(b, {.max_batch_tokens = 2, .max_batch_chunks = 1}).ok());
+  EXPECT_FALSE(CheckBatchLimits(b, {.max_batch_tokens = 8, .max_batch_chunks = 1, .max_logits_rows = 2}).ok());
+}
+
+TEST(ExecutorOptionsTest, DevicesParseAndBadOnesAreNamed) {
+  EXPECT_EQ(*ParseDevice("cpu"), Device{});
+  EXPECT_EQ(*ParseDevice("cuda"), (Device{.kind = DeviceKind::kCuda, .index = 0}));
+  EXPECT_EQ(ParseDevice("cuda:3")->ToString(), "cuda:3");
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "auto"}) {
+    const auto d = ParseDevice(bad);
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseDevice("tpu").status().message().find("cuda:N"), std::string::npos);
+  EXPECT_FALSE((ExecutorLimits{.max_batch_tokens = 4, .max_batch_chunks = 8}).Validate().ok());
+}
+
+TEST(ExecutorOptionsTest, CpuActivationsParseAndBadOnesAreNamed) {
+  EXPECT_EQ(*ParseCpuActivations("f32"), CpuActivations::kF32);
+  EXPECT_EQ(*ParseCpuActivations("q8"), CpuActivations::kQ8);
+  const auto bad = ParseCpuActivations("int4");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("f32 or q8"), std::string::npos);
+  // q8 is the CPU backend's: asked for on a GPU, it is refused, not ignored.
+  const absl::Status on_gpu =
+      ExecutorOptions{.device = {.kind = DeviceKind::kCuda}, .cpu_activations = CpuActivations::kQ8}.Validate();
+  EXPECT_EQ(on_gpu.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(on_gpu.message().find("cuda:0"), std::string::npos) << on_gpu;
+}
+
+}  // namespace
+}  // namespace kvfleet::engine

@@ -1,0 +1,167 @@
+#include "tests/unit/engine/executor/ops/cuda_op_backend.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "kernels/cuda/device_buffer.h"
+#include "engine/executor/cuda/cuda_ops.h"
+
+namespace kvfleet::engine::ops_test {
+inline namespace KVFLEET_CUDA_BUILD {
+namespace {
+
+namespace cu = ::kvfleet::cuda;
+
+// Every CUDA call of a test must succeed: a failure is the test's failure.
+template <typename T>
+T Must(absl::StatusOr<T> v) {
+  CHECK(v.ok()) << v.status();
+  return std::move(*v);
+}
+void Must(const absl::Status& s) { CHECK(s.ok()) << s; }
+
+class CudaOpBackend : public OpBackend {
+ public:
+  CudaOpBackend() : stream_(Must(cu::CreateStream())) {}
+  ~CudaOpBackend() override { cu::DestroyStream(stream_); }
+
+  std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) override {
+    const cu::DeviceBuffer w = Up(table.bytes), d_ids = Up(ids);
+    cu::DeviceBuffer out = Poisoned<float>(ids.size() * table.cols);
+    Ops().Embed(View(table, w), d_ids.as<int32_t>(), static_cast<int64_t>(ids.size()), out.as<float>());
+    return Down<float>(out, ids.size() * table.cols);
+  }
+  std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) override {
+    const cu::DeviceBuffer d_w = Up(w.bytes), d_x = Up(x);
+    cu::DeviceBuffer y = Poisoned<float>(m * w.rows);
+    Ops().MatMul(View(w, d_w), d_x.as<float>(), m, y.as<float>());
+    return Down<float>(y, m * w.rows);
+  }
+  std::vector<float> RmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
+                             float eps) override {
+    cu::DeviceBuffer d_x = Up(x);
+    const cu::DeviceBuffer d_w = Up(weight);
+    Ops({.rms_norm_eps = eps})
+        .RmsNorm(d_x.as<float>(), d_w.as<float>(), d_x.as<float>(), rows, static_cast<int64_t>(weight.size()));
+    return Down<float>(d_x, x.size());
+  }
+  std::vector<float> Rope(const kernels::RopeParams& p, const std::vector<float>& x,
+                          const std::vector<int32_t>& positions, int64_t heads) override {
+    // The executor's table: every position up to the largest, from RopeCosSin.
+    const int32_t max_position = *std::max_element(positions.begin(), positions.end());
+    std::vector<int32_t> all(static_cast<size_t>(max_position) + 1);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+    const int64_t half = p.rot_dim / 2;
+    std::vector<float> cos(all.size() * half), sin(all.size() * half);
+    kernels::RopeCosSin(p, all.data(), static_cast<int64_t>(all.size()), cos.data(), sin.data());
+    const cu::DeviceBuffer d_cos = Up(cos), d_sin = Up(sin), d_pos = Up(positions);
+    cu::DeviceBuffer d_x = Up(x);
+    CudaOps ops = Ops({.rope = p, .rope_cos = d_cos.as<float>(), .rope_sin = d_sin.as<float>()});
+    const ForwardBatch batch = RopeOnlyBatch(positions);
+    ops.Prepare(batch, {.placement = {.positions = d_pos.as<int32_t>()}});
+    ops.Rope(d_x.as<float>(), static_cast<int64_t>(positions.size()), heads);
+    return Down<float>(d_x, x.size());
+  }
+  std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) override {
+    const cu::DeviceBuffer g = Up(gate), u = Up(up);
+    cu::DeviceBuffer out = Poisoned<float>(gate.size());
+    Ops().SwiGlu(g.as<float>(), u.as<float>(), out.as<float>(), static_cast<int64_t>(gate.size()));
+    return Down<float>(out, gate.size());
+  }
+  std::vector<float> Add(const std::vector<float>& y, const std::vector<float>& x) override {
+    cu::DeviceBuffer d_y = Up(y);
+    const cu::DeviceBuffer d_x = Up(x);
+    Ops().Add(d_y.as<float>(), d_x.as<float>(), static_cast<int64_t>(x.size()));
+    return Down<float>(d_y, y.size());
+  }
+  std::vector<float> Attention(AttentionCase& c) override {
+    const ForwardBatch& b = *c.batch;
+    const cu::DeviceBuffer positions = Up(b.positions), chunks = Up(b.token_chunk), table = Up(b.block_table),
+                           slots = Up(b.kv_slots), q = Up(c.q), k = Up(c.k), v = Up(c.v);
+    cu::DeviceBuffer k_cache = Up(c.k_cache), v_cache = Up(c.v_cache);
+    cu::DeviceBuffer out = Poisoned<float>(c.q.size());
+    const kernels::TokenPlacement where{.positions = positions.as<int32_t>(),
+                                        .token_chunk = chunks.as<int32_t>(),
+                                        .block_table = table.as<int32_t>(),
+                                        .table_width = b.max_blocks_per_chunk,
+                                        .kv_slots = slots.as<int64_t>()};
+    // A workspace that holds a few tokens' partials only, so long cases run
+    // in several groups.
+    CudaAttentionWorkspace ws;
+    const int64_t heads = c.num_heads, d = c.layout.head_dim;
+    const int32_t parts = kernels::cuda::PartitionsFor(*std::max_element(b.positions.begin(), b.positions.end()));
+    ws.item_capacity = int64_t{b.num_tokens()} * parts;
+    ws.partial_capacity = 2 * kernels::cuda::TileTokens(heads / c.layout.num_kv_heads) * parts;
+    const cu::DeviceBuffer items = Poisoned<uint8_t>(ws.item_capacity * sizeof(kernels::cuda::AttentionWorkItem)),
+                           offsets = Poisoned<int64_t>(b.num_tokens()),
+                           partial_o = Poisoned<float>(ws.partial_capacity * heads * d),
+                           partial_ml = Poisoned<float>(ws.partial_capacity * heads * 2);
+    ws.items = items.as<kernels::cuda::AttentionWorkItem>();
+    ws.partial_offsets = offsets.as<int64_t>();
+    ws.partial_o = partial_o.as<float>();
+    ws.partial_ml = partial_ml.as<float>();
+    CudaOps ops(stream_, {.attention_scale = c.scale, .group = heads / c.layout.num_kv_heads}, ws);
+    ops.Prepare(b, {.placement = where});
+    Must(ops.status());
+    ops.WriteKv(c.layout, where, k.as<float>(), v.as<float>(), b.num_tokens(), k_cache.as<uint16_t>(),
+                v_cache.as<uint16_t>());
+    ops.Attention(b, c.layout, where, heads, q.as<float>(), k_cache.as<uint16_t>(), v_cache.as<uint16_t>(),
+                  out.as<float>());
+    c.k_cache = Down<uint16_t>(k_cache, c.k_cache.size());
+    c.v_cache = Down<uint16_t>(v_cache, c.v_cache.size());
+    return Down<float>(out, c.q.size());
+  }
+  std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
+                            const std::vector<float>& norm_weight, const HostWeights& head, float eps) override {
+    const cu::DeviceBuffer d_x = Up(x), d_rows = Up(rows), d_norm = Up(norm_weight), d_head = Up(head.bytes);
+    cu::DeviceBuffer gathered = Poisoned<float>(rows.size() * head.cols), logits = Poisoned<float>(rows.size() * head.rows);
+    Ops({.rms_norm_eps = eps})
+        .Logits(d_x.as<float>(), d_rows.as<int32_t>(), static_cast<int64_t>(rows.size()), d_norm.as<float>(),
+                View(head, d_head), gathered.as<float>(), logits.as<float>());
+    return Down<float>(logits, rows.size() * head.rows);
+  }
+
+ private:
+  CudaOps Ops(const CudaOps::Config& config = {}) { return CudaOps(stream_, config, no_attention_); }
+
+  static model::WeightView View(const HostWeights& w, const cu::DeviceBuffer& data) {
+    return {.dtype = w.dtype, .rows = w.rows, .cols = w.cols, .data = data.get()};
+  }
+
+  template <typename T>
+  cu::DeviceBuffer Up(const std::vector<T>& host) {
+    cu::DeviceBuffer b = Must(cu::DeviceBuffer::Allocate(std::max<size_t>(16, host.size() * sizeof(T))));
+    Must(cu::CopyToDevice(b.get(), host.data(), host.size() * sizeof(T), stream_));
+    return b;
+  }
+  // Poisoned (0xff bytes: NaN floats) rather than zeroed, so an output the
+  // kernels never write shows up.
+  template <typename T>
+  cu::DeviceBuffer Poisoned(size_t n) {
+    cu::DeviceBuffer b = Must(cu::DeviceBuffer::Allocate(std::max<size_t>(16, n * sizeof(T))));
+    Must(cu::Memset(b.get(), 0xff, n * sizeof(T), stream_));
+    return b;
+  }
+  template <typename T>
+  std::vector<T> Down(const cu::DeviceBuffer& b, size_t n) {
+    std::vector<T> host(n);
+    Must(cu::CopyToHost(host.data(), b.get(), n * sizeof(T), stream_));
+    Must(cu::Synchronize(stream_));
+    Must(cu::CheckLaunches("an op harness case"));
+    return host;
+  }
+
+  cu::Stream stream_;
+  CudaAttentionWorkspace no_attention_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpBackend> MakeCudaOpBackend(int device, std::string* why) {
+  if (device >= cu::DeviceCount(why)) return nullptr;
+  Must(cu::SetDevice(device));
+  return std::make_unique<CudaOpBackend>();
+}
+
+}  // namespace KVFLEET_CUDA_BUILD
+}  // namespace kvfleet::engine::ops_test

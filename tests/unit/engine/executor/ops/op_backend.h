@@ -1,0 +1,82 @@
+// One backend's ops (llama_forward.h's op set) behind host inputs and
+// outputs, so the op harness can run the same cases through every backend
+// and compare each with a float64 reference and with itself.
+//
+// Each backend's adapter moves the inputs into its memory (a copy to the
+// device for CUDA), runs its own Ops class there and brings the outputs
+// back.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/paged_kv.h"
+#include "engine/executor/forward_batch.h"
+
+namespace kvfleet::engine::ops_test {
+
+// A weight matrix [rows, cols] in its storage type.
+struct HostWeights {
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<uint8_t> bytes;
+};
+
+// One attention case: the batch's K/V are written into the cache, then every
+// token of the batch attends over it.
+struct AttentionCase {
+  kernels::KvCacheLayout layout;
+  int64_t num_heads = 0;
+  float scale = 1.0f;
+  const ForwardBatch* batch = nullptr;
+  std::vector<float> q;  // [tokens, heads, head_dim]
+  std::vector<float> k;  // [tokens, kv_heads, head_dim]
+  std::vector<float> v;
+  // In: the cache before the batch (prefix K/V written by earlier steps); out: after.
+  std::vector<uint16_t> k_cache, v_cache;
+};
+
+class OpBackend {
+ public:
+  virtual ~OpBackend() = default;
+
+  virtual std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) = 0;
+  virtual std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) = 0;
+  virtual std::vector<float> RmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
+                                     float eps) = 0;
+  virtual std::vector<float> Rope(const kernels::RopeParams& p, const std::vector<float>& x,
+                                  const std::vector<int32_t>& positions, int64_t heads) = 0;
+  virtual std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) = 0;
+  virtual std::vector<float> Add(const std::vector<float>& y, const std::vector<float>& x) = 0;
+  virtual std::vector<float> Attention(AttentionCase& c) = 0;
+  virtual std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
+                                    const std::vector<float>& norm_weight, const HostWeights& head, float eps) = 0;
+};
+
+// A batch that only carries positions (one chunk of them, in any order), for
+// an op that reads nothing else of it.
+inline ForwardBatch RopeOnlyBatch(const std::vector<int32_t>& positions) {
+  ForwardBatch b;
+  const int32_t n = static_cast<int32_t>(positions.size());
+  b.token_ids.assign(positions.size(), 0);
+  b.positions = positions;
+  b.token_chunk.assign(positions.size(), 0);
+  b.chunk_starts = {0, n};
+  b.chunk_logits_starts = {0, 0};
+  return b;
+}
+
+// How a test suite names and makes a backend. make() returns null when the
+// backend cannot run here (no GPU); `why` then says so for the skip.
+struct BackendParam {
+  std::string name;
+  std::function<std::unique_ptr<OpBackend>(std::string* why)> make;
+};
+
+}  // namespace kvfleet::engine::ops_test

@@ -1,0 +1,295 @@
+// The op harness, parameterised by backend (as llama.cpp's test-backend-ops):
+// every op of llama_forward.h on random inputs of several shapes, compared
+// with the float64 reference under a per-op tolerance (normalised MSE), and
+// a bit-exact batch-invariance case per op — the property every exactness
+// guarantee of the engine rests on. A test binary includes this header and
+// instantiates OpHarnessTest with the backends it has; a backend that cannot
+// run here (no GPU) makes each case skip with the reason.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/cpu/float16.h"
+#include "tests/testing/random_data.h"
+#include "tests/unit/engine/executor/ops/cpu_op_backend.h"
+#include "tests/unit/engine/executor/ops/op_backend.h"
+#include "tests/unit/engine/executor/ops/op_reference.h"
+
+namespace kvfleet::engine::ops_test {
+
+// Per-op tolerances on the normalised MSE against the float64 reference.
+// Float32 arithmetic lands near 1e-14 on these sizes; the bounds leave room
+// for long reductions without letting an indexing bug through (those give
+// errors of order 1).
+inline constexpr double kExact = 0.0;
+inline constexpr double kMatMulTolerance = 1e-10;
+inline constexpr double kNormTolerance = 1e-11;
+inline constexpr double kRopeTolerance = 1e-11;
+inline constexpr double kSwiGluTolerance = 1e-11;
+inline constexpr double kAttentionTolerance = 1e-10;
+inline constexpr double kAddTolerance = 1e-14;  // one rounding of the exact sum
+
+class OpHarnessTest : public ::testing::TestWithParam<BackendParam> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    backend_ = GetParam().make(&why);
+    if (backend_ == nullptr) GTEST_SKIP() << GetParam().name << " cannot run here: " << why;
+  }
+
+  // Rows [first, first + n) of `all`, each `width` wide.
+  static std::vector<float> Slice(const std::vector<float>& all, int64_t first, int64_t n, int64_t width) {
+    return {all.begin() + first * width, all.begin() + (first + n) * width};
+  }
+
+  std::unique_ptr<OpBackend> backend_;
+};
+
+inline std::string BackendName(const ::testing::TestParamInfo<BackendParam>& info) { return info.param.name; }
+inline void PrintTo(const BackendParam& p, std::ostream* os) { *os << p.name; }
+
+TEST_P(OpHarnessTest, EmbeddingDequantizesExactlyAndPerToken) {
+  for (DType dtype : kAllDTypes) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const HostWeights table = RandomWeights(dtype, 97, 96, 5);
+    const std::vector<int32_t> ids = {3, 96, 0, 3, 41, 17, 88};
+    const std::vector<float> out = backend_->Embed(table, ids);
+    EXPECT_EQ(Nmse(out, RefEmbed(table, ids)), kExact);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(backend_->Embed(table, {ids[i]}), Slice(out, static_cast<int64_t>(i), 1, 96)) << i;
+    }
+  }
+}
+
+TEST_P(OpHarnessTest, MatMulOfEveryWeightTypeMatchesTheReferenceAtEveryBatchSize) {
+  struct Shape {
+    int64_t n, k;
+  };
+  for (DType dtype : kAllDTypes) {
+    for (const Shape s : {Shape{64, 64}, Shape{136, 256}, Shape{200, 576}, Shape{96, 2048}}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " n=" << s.n << " k=" << s.k);
+      const HostWeights w = RandomWeights(dtype, s.n, s.k, static_cast<uint32_t>(s.n + s.k));
+      const int64_t m = 40;  // past every backend's few-rows path
+      const std::vector<float> x = testing::RandomFloats(m * s.k, 9, 2.0f);
+      const std::vector<float> y = backend_->MatMul(w, x, m);
+      EXPECT_LT(Nmse(y, RefMatMul(w, x, m)), kMatMulTolerance);
+      // The same rows at other batch sizes and offsets give the same bits.
+      for (const int64_t sub : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{17}}) {
+        const int64_t first = (m - sub) / 2;
+        const std::vector<float> part = backend_->MatMul(w, Slice(x, first, sub, s.k), sub);
+        EXPECT_EQ(part, Slice(y, first, sub, s.n)) << "rows " << first << ".." << first + sub;
+      }
+    }
+  }
+}
+
+TEST_P(OpHarnessTest, RmsNormMatchesTheReferenceRowByRow) {
+  for (const int64_t n : {64, 576, 2048}) {
+    const int64_t rows = 9;
+    const std::vector<float> x = testing::RandomFloats(rows * n, static_cast<uint32_t>(n), 3.0f);
+    const std::vector<float> weight = testing::RandomFloats(n, 2, 1.5f);
+    const std::vector<float> y = backend_->RmsNorm(x, weight, rows, 1e-5f);
+    EXPECT_LT(Nmse(y, RefRmsNorm(x, weight, rows, 1e-5f)), kNormTolerance) << n;
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(backend_->RmsNorm(Slice(x, r, 1, n), weight, 1, 1e-5f), Slice(y, r, 1, n)) << n << " row " << r;
+    }
+  }
+}
+
+TEST_P(OpHarnessTest, RopeRotatesEachTokenByItsOwnPosition) {
+  const std::vector<float> factors = testing::RandomFloats(16, 4, 0.5f);
+  std::vector<float> positive_factors;
+  for (float f : factors) positive_factors.push_back(1.0f + std::abs(f));
+  struct Case {
+    kernels::RopeParams p;
+    int64_t heads;
+  };
+  for (const Case& c : {Case{{.mode = kernels::RopeMode::kAdjacent, .head_dim = 64, .rot_dim = 64,
+                               .theta_base = 100000.0f},
+                              9},
+                         Case{{.mode = kernels::RopeMode::kHalves, .head_dim = 64, .rot_dim = 32, .theta_base = 10000.0f,
+                               .position_scale = 0.25f, .freq_factors = positive_factors.data()},
+                              4},
+                         Case{{.mode = kernels::RopeMode::kAdjacent, .head_dim = 16, .rot_dim = 16}, 2}}) {
+    const std::vector<int32_t> positions = {0, 1, 17, 4095, 8191, 300, 17};
+    const int64_t width = c.heads * c.p.head_dim;
+    const std::vector<float> x = testing::RandomFloats(static_cast<int64_t>(positions.size()) * width, 8, 2.0f);
+    const std::vector<float> y = backend_->Rope(c.p, x, positions, c.heads);
+    EXPECT_LT(Nmse(y, RefRope(c.p, x, positions, c.heads)), kRopeTolerance);
+    for (size_t t = 0; t < positions.size(); ++t) {
+      EXPECT_EQ(backend_->Rope(c.p, Slice(x, static_cast<int64_t>(t), 1, width), {positions[t]}, c.heads),
+                Slice(y, static_cast<int64_t>(t), 1, width))
+          << t;
+    }
+  }
+}
+
+TEST_P(OpHarnessTest, SwiGluAndResidualAddAreElementwise) {
+  const std::vector<float> gate = testing::RandomFloats(3 * 1536, 1, 8.0f), up = testing::RandomFloats(3 * 1536, 2);
+  const std::vector<float> act = backend_->SwiGlu(gate, up);
+  EXPECT_LT(Nmse(act, RefSwiGlu(gate, up)), kSwiGluTolerance);
+  EXPECT_EQ(backend_->SwiGlu(Slice(gate, 1, 1, 1536), Slice(up, 1, 1, 1536)), Slice(act, 1, 1, 1536));
+  const std::vector<float> sum = backend_->Add(gate, up);
+  EXPECT_LT(Nmse(sum, RefAdd(gate, up)), kAddTolerance);
+  EXPECT_EQ(backend_->Add(Slice(gate, 2, 1, 1536), Slice(up, 2, 1, 1536)), Slice(sum, 2, 1, 1536));
+}
+
+TEST_P(OpHarnessTest, LogitsNormAndProjectOnlyTheRowsAsked) {
+  for (DType dtype : {DType::kQ4_1, DType::kQ8_0, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const int64_t hidden = 128, vocab = 500, tokens = 12;
+    const HostWeights head = RandomWeights(dtype, vocab, hidden, 77);
+    const std::vector<float> x = testing::RandomFloats(tokens * hidden, 3, 4.0f);
+    const std::vector<float> norm = testing::RandomFloats(hidden, 6, 2.0f);
+    const std::vector<int32_t> rows = {0, 5, 6, 11};
+    const std::vector<float> logits = backend_->Logits(x, rows, norm, head, 1e-5f);
+    EXPECT_LT(Nmse(logits, RefLogits(x, rows, norm, head, 1e-5f)), kMatMulTolerance);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(backend_->Logits(x, {rows[i]}, norm, head, 1e-5f), Slice(logits, static_cast<int64_t>(i), 1, vocab));
+    }
+  }
+}
+
+// Backends round differently (sums in other orders), so they agree within
+// the tolerances, not bit for bit: what "CPU and GPU give close numbers"
+// means, per op.
+TEST_P(OpHarnessTest, AgreesWithTheCpuBackendWithinTheTolerances) {
+  const std::unique_ptr<OpBackend> cpu = MakeCpuOpBackend(2);
+  const auto close = [](const std::vector<float>& a, const std::vector<float>& b, double tolerance) {
+    return Nmse(a, std::vector<double>(b.begin(), b.end())) < tolerance;
+  };
+  for (DType dtype : kAllDTypes) {
+    const HostWeights w = RandomWeights(dtype, 160, 576, 3);
+    const std::vector<float> x = testing::RandomFloats(5 * 576, 4, 2.0f);
+    EXPECT_TRUE(close(backend_->MatMul(w, x, 5), cpu->MatMul(w, x, 5), kMatMulTolerance)) << DTypeName(dtype);
+    const std::vector<int32_t> ids = {0, 159, 7};
+    EXPECT_EQ(backend_->Embed(w, ids), cpu->Embed(w, ids)) << "dequantization is exact: " << DTypeName(dtype);
+  }
+  const std::vector<float> x = testing::RandomFloats(4 * 576, 5, 3.0f), weight = testing::RandomFloats(576, 6);
+  EXPECT_TRUE(close(backend_->RmsNorm(x, weight, 4, 1e-5f), cpu->RmsNorm(x, weight, 4, 1e-5f), kNormTolerance));
+  const kernels::RopeParams rope{.head_dim = 64, .rot_dim = 64, .theta_base = 100000.0f};
+  const std::vector<int32_t> positions = {3, 8000, 40, 41};
+  const std::vector<float> heads = testing::RandomFloats(4 * 3 * 64, 7);
+  EXPECT_EQ(backend_->Rope(rope, heads, positions, 3), cpu->Rope(rope, heads, positions, 3))
+      << "one table of angles and the same products: RoPE agrees bit for bit";
+}
+
+// One sequence's Q/K/V per position, and the steps that compute it: each
+// step a list of (start, length) pieces of that sequence. The cache starts
+// empty; every step writes its tokens' K/V and attends.
+struct AttentionShape {
+  int64_t heads, kv_heads, head_dim, block_size;
+};
+
+class AttentionRun {
+ public:
+  AttentionRun(const AttentionShape& s, int64_t length, uint32_t seed)
+      : s_(s),
+        length_(length),
+        q_(testing::RandomFloats(length * s.heads * s.head_dim, seed, 2.0f)),
+        k_(testing::RandomFloats(length * s.kv_heads * s.head_dim, seed + 1, 2.0f)),
+        v_(testing::RandomFloats(length * s.kv_heads * s.head_dim, seed + 2, 2.0f)) {}
+
+  int64_t blocks() const { return (length_ + s_.block_size - 1) / s_.block_size; }
+
+  // Runs `steps` (pieces of one chunk each) with the sequence's blocks at
+  // `table` (a permutation of physical blocks, optionally behind other
+  // sequences in the same batch: `others` adds that many decoy chunks of a
+  // second sequence per step). Returns each position's output, and checks
+  // every step against the reference and the cache write against RefWriteKv.
+  std::vector<std::vector<float>> Run(OpBackend& backend, const std::vector<std::pair<int32_t, int32_t>>& steps,
+                                      const std::vector<BlockId>& table, bool with_decoy) {
+    const int64_t num_blocks = 2 * blocks() + 8;
+    const kernels::KvCacheLayout layout{num_blocks, s_.kv_heads, s_.block_size, s_.head_dim};
+    AttentionCase c{.layout = layout, .num_heads = s_.heads, .scale = 1.0f / std::sqrt(float(s_.head_dim))};
+    c.k_cache.assign(static_cast<size_t>(layout.ElementsPerLayer()), kernels::FloatToHalf(0.0f));
+    c.v_cache = c.k_cache;
+    // The decoy sequence lives in the last blocks and re-attends its first tokens.
+    std::vector<BlockId> decoy_table;
+    for (int64_t b = num_blocks - 8; b < num_blocks; ++b) decoy_table.emplace_back(static_cast<int32_t>(b));
+    std::vector<std::vector<float>> outputs(static_cast<size_t>(length_));
+    const int64_t qw = s_.heads * s_.head_dim, kw = s_.kv_heads * s_.head_dim;
+    for (const auto& [start, n] : steps) {
+      ForwardBatchBuilder builder(static_cast<int32_t>(s_.block_size));
+      c.q.clear();
+      c.k.clear();
+      c.v.clear();
+      const auto add = [&](int32_t first, int32_t count, const std::vector<BlockId>& t, const std::vector<float>& q,
+                           const std::vector<float>& k, const std::vector<float>& v) {
+        const std::vector<model::TokenId> ids(static_cast<size_t>(count), 0);
+        builder.AddChunk(ids, first, t, LogitsWanted::kNone);
+        c.q.insert(c.q.end(), q.begin() + first * qw, q.begin() + (first + count) * qw);
+        c.k.insert(c.k.end(), k.begin() + first * kw, k.begin() + (first + count) * kw);
+        c.v.insert(c.v.end(), v.begin() + first * kw, v.begin() + (first + count) * kw);
+      };
+      if (with_decoy) add(0, 5, decoy_table, q_, v_, k_);
+      add(start, n, table, q_, k_, v_);
+      const ForwardBatch& batch = builder.Finish();
+      c.batch = &batch;
+      std::vector<uint16_t> want_k, want_v;
+      RefWriteKv(c, want_k, want_v);
+      const std::vector<double> ref = RefAttention(c);
+      const std::vector<float> out = backend.Attention(c);
+      EXPECT_LT(Nmse(out, ref), kAttentionTolerance) << "step at " << start << " of " << n;
+      EXPECT_TRUE(c.k_cache == want_k && c.v_cache == want_v) << "the K/V write differs at step " << start;
+      const int32_t own = with_decoy ? 5 : 0;
+      for (int32_t i = 0; i < n; ++i) {
+        outputs[static_cast<size_t>(start + i)].assign(out.begin() + (own + i) * qw, out.begin() + (own + i + 1) * qw);
+      }
+    }
+    return outputs;
+  }
+
+  // The identity table, and a scattered one (blocks in reverse, odd ids).
+  std::vector<BlockId> InOrder() const {
+    std::vector<BlockId> t;
+    for (int64_t b = 0; b < blocks(); ++b) t.emplace_back(static_cast<int32_t>(b));
+    return t;
+  }
+  std::vector<BlockId> Scattered() const {
+    std::vector<BlockId> t;
+    for (int64_t b = blocks() - 1; b >= 0; --b) t.emplace_back(static_cast<int32_t>(2 * b + 1));
+    return t;
+  }
+
+ private:
+  AttentionShape s_;
+  int64_t length_;
+  std::vector<float> q_, k_, v_;
+};
+
+// The steps of one prefill in pieces of `chunk`, then decode one token at a time from `decode_from`.
+inline std::vector<std::pair<int32_t, int32_t>> Steps(int32_t length, int32_t chunk, int32_t decode_from) {
+  std::vector<std::pair<int32_t, int32_t>> steps;
+  for (int32_t p = 0; p < decode_from; p += chunk) steps.emplace_back(p, std::min(chunk, decode_from - p));
+  for (int32_t p = decode_from; p < length; ++p) steps.emplace_back(p, 1);
+  return steps;
+}
+
+TEST_P(OpHarnessTest, AttentionIsTheSameWholeChunkedDecodedBatchedAndRelocated) {
+  // Shapes of the tiny test models, SmolLM2 (9 of 3 heads of 64) and the
+  // Llama-3.2-1B class (32 of 8 of 128); contexts that cross the CUDA
+  // decode kernel's fixed partitions.
+  struct Case {
+    AttentionShape shape;
+    int32_t length;
+  };
+  for (const Case& c : {Case{{4, 2, 16, 4}, 70}, Case{{9, 3, 64, 16}, 400}, Case{{32, 8, 128, 16}, 300}}) {
+    SCOPED_TRACE(::testing::Message() << c.shape.heads << "/" << c.shape.kv_heads << " heads of " << c.shape.head_dim
+                                      << ", " << c.length << " tokens");
+    AttentionRun run(c.shape, c.length, 31);
+    const auto whole = run.Run(*backend_, Steps(c.length, c.length, c.length), run.InOrder(), false);
+    const int32_t decode_from = c.length - 23;
+    const auto chunked = run.Run(*backend_, Steps(c.length, 37, decode_from), run.Scattered(), true);
+    const auto decoded = run.Run(*backend_, Steps(c.length, 1, 1), run.Scattered(), false);
+    for (int32_t p = 0; p < c.length; ++p) {
+      ASSERT_EQ(chunked[p], whole[p]) << "position " << p << ": chunks of 37 + decode, batched, scattered";
+      ASSERT_EQ(decoded[p], whole[p]) << "position " << p << ": one token at a time";
+    }
+  }
+}
+
+}  // namespace kvfleet::engine::ops_test

@@ -1,0 +1,177 @@
+#include "tests/unit/engine/executor/ops/op_reference.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/check.h"
+#include "kernels/cpu/float16.h"
+#include "kernels/cpu/quantize.h"
+#include "tests/testing/random_data.h"
+
+namespace kvfleet::engine::ops_test {
+
+std::vector<float> DequantizedRows(const HostWeights& w) {
+  std::vector<float> out(static_cast<size_t>(w.rows * w.cols));
+  const int64_t row_bytes = RowBytes(w.dtype, w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    kernels::DequantizeRow(w.dtype, w.bytes.data() + r * row_bytes, out.data() + r * w.cols, w.cols);
+  }
+  return out;
+}
+
+HostWeights RandomWeights(DType dtype, int64_t rows, int64_t cols, uint32_t seed, float scale) {
+  const std::vector<float> values = testing::RandomFloats(rows * cols, seed, scale);
+  HostWeights w{.dtype = dtype, .rows = rows, .cols = cols};
+  const int64_t row_bytes = RowBytes(dtype, cols);
+  w.bytes.resize(static_cast<size_t>(rows * row_bytes));
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::QuantizeRow(dtype, values.data() + r * cols, w.bytes.data() + r * row_bytes, cols);
+  }
+  return w;
+}
+
+std::vector<double> RefEmbed(const HostWeights& table, const std::vector<int32_t>& ids) {
+  const std::vector<float> rows = DequantizedRows(table);
+  std::vector<double> out;
+  for (int32_t id : ids) out.insert(out.end(), rows.begin() + id * table.cols, rows.begin() + (id + 1) * table.cols);
+  return out;
+}
+
+std::vector<double> RefMatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) {
+  const std::vector<float> wd = DequantizedRows(w);
+  std::vector<double> y(static_cast<size_t>(m * w.rows));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < w.rows; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < w.cols; ++k) acc += static_cast<double>(wd[j * w.cols + k]) * x[i * w.cols + k];
+      y[i * w.rows + j] = acc;
+    }
+  }
+  return y;
+}
+
+std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
+                               float eps) {
+  const int64_t n = static_cast<int64_t>(weight.size());
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum_sq = 0;
+    for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[r * n + i]) * x[r * n + i];
+    const double scale = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] = x[r * n + i] * scale * weight[i];
+  }
+  return y;
+}
+
+std::vector<double> RefRope(const kernels::RopeParams& p, const std::vector<float>& x,
+                            const std::vector<int32_t>& positions, int64_t heads) {
+  std::vector<double> y(x.begin(), x.end());
+  const int64_t half = p.rot_dim / 2;
+  for (size_t t = 0; t < positions.size(); ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      double* v = y.data() + (static_cast<int64_t>(t) * heads + h) * p.head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        double inv_freq = std::pow(static_cast<double>(p.theta_base), -2.0 * static_cast<double>(i) / p.rot_dim);
+        if (p.freq_factors != nullptr) inv_freq /= p.freq_factors[i];
+        const double angle = positions[t] * static_cast<double>(p.position_scale) * inv_freq;
+        const int64_t a = p.mode == kernels::RopeMode::kAdjacent ? 2 * i : i;
+        const int64_t b = p.mode == kernels::RopeMode::kAdjacent ? 2 * i + 1 : i + half;
+        const double x0 = v[a], x1 = v[b];
+        v[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
+        v[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<double> RefSwiGlu(const std::vector<float>& gate, const std::vector<float>& up) {
+  std::vector<double> out(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate[i];
+    out[i] = g / (1.0 + std::exp(-g)) * up[i];
+  }
+  return out;
+}
+
+std::vector<double> RefAdd(const std::vector<float>& y, const std::vector<float>& x) {
+  std::vector<double> out(y.size());
+  for (size_t i = 0; i < y.size(); ++i) out[i] = static_cast<double>(y[i]) + x[i];
+  return out;
+}
+
+void RefWriteKv(const AttentionCase& c, std::vector<uint16_t>& k_cache, std::vector<uint16_t>& v_cache) {
+  k_cache = c.k_cache;
+  v_cache = c.v_cache;
+  const kernels::KvCacheLayout& L = c.layout;
+  for (int32_t t = 0; t < c.batch->num_tokens(); ++t) {
+    const int64_t slot = c.batch->kv_slots[t];
+    for (int64_t h = 0; h < L.num_kv_heads; ++h) {
+      const int64_t off = L.Offset(slot / L.block_size, h, slot % L.block_size);
+      for (int64_t i = 0; i < L.head_dim; ++i) {
+        k_cache[off + i] = kernels::FloatToHalf(c.k[(t * L.num_kv_heads + h) * L.head_dim + i]);
+        v_cache[off + i] = kernels::FloatToHalf(c.v[(t * L.num_kv_heads + h) * L.head_dim + i]);
+      }
+    }
+  }
+}
+
+std::vector<double> RefAttention(const AttentionCase& c) {
+  std::vector<uint16_t> kc, vc;
+  RefWriteKv(c, kc, vc);
+  const kernels::KvCacheLayout& L = c.layout;
+  const ForwardBatch& b = *c.batch;
+  const int64_t d = L.head_dim, group = c.num_heads / L.num_kv_heads;
+  std::vector<double> out(static_cast<size_t>(b.num_tokens() * c.num_heads * d));
+  for (int32_t t = 0; t < b.num_tokens(); ++t) {
+    const std::span<const int32_t> table = b.BlockTableRow(b.token_chunk[t]);
+    const int64_t context = b.positions[t] + 1;
+    for (int64_t h = 0; h < c.num_heads; ++h) {
+      const int64_t g = h / group;
+      const float* q = c.q.data() + (t * c.num_heads + h) * d;
+      std::vector<double> s(static_cast<size_t>(context));
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t j = 0; j < context; ++j) {
+        const int64_t off = L.Offset(table[j / L.block_size], g, j % L.block_size);
+        double dot = 0;
+        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * kernels::HalfToFloat(kc[off + i]);
+        s[j] = dot * c.scale;
+        mx = std::max(mx, s[j]);
+      }
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t i = 0; i < d; ++i) {
+        double acc = 0;
+        for (int64_t j = 0; j < context; ++j) {
+          const int64_t off = L.Offset(table[j / L.block_size], g, j % L.block_size);
+          acc += s[j] * kernels::HalfToFloat(vc[off + i]);
+        }
+        out[(t * c.num_heads + h) * d + i] = acc / sum;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> RefLogits(const std::vector<float>& x, const std::vector<int32_t>& rows,
+                              const std::vector<float>& norm_weight, const HostWeights& head, float eps) {
+  const int64_t n = head.cols;
+  std::vector<float> gathered;
+  for (int32_t r : rows) gathered.insert(gathered.end(), x.begin() + r * n, x.begin() + (r + 1) * n);
+  const std::vector<double> normed = RefRmsNorm(gathered, norm_weight, static_cast<int64_t>(rows.size()), eps);
+  // The head sees the normed rows at float precision, as every backend does.
+  const std::vector<float> normed_f(normed.begin(), normed.end());
+  return RefMatMul(head, normed_f, static_cast<int64_t>(rows.size()));
+}
+
+double Nmse(const std::vector<float>& out, const std::vector<double>& ref) {
+  if (out.size() != ref.size()) return std::numeric_limits<double>::infinity();
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::isnan(out[i])) return std::numeric_limits<double>::infinity();
+    err += (out[i] - ref[i]) * (out[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return norm > 0 ? err / norm : err;
+}
+
+}  // namespace kvfleet::engine::ops_test
