@@ -23,7 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "engine/executor/model_executor.h"
 #include "engine/scheduler/scheduler.h"
 #include "common/flags/flags.h"
@@ -45,8 +45,8 @@ double Percentile(std::vector<double> values, double p);
 // The model, and an executor over it on --device (default auto) with
 // 16-token blocks, taking batches up to `limits` (it borrows the model,
 // which must outlive it).
-absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& path);
-absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<model::Model>> LoadModel(const std::string& path);
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::Model& model,
                                                                     int64_t num_blocks, int num_threads,
                                                                     const engine::ExecutorLimits& limits);
 

@@ -295,7 +295,7 @@ absl::Status RunContinuousVsStatic(const Flags& flags) {
                                     {.max_num_batched_tokens = batched_tokens,
                                      .max_num_seqs = static_cast<int32_t>(c.max_num_seqs)},
                                     /*max_draft_tokens=*/0)));
-  const std::vector<Job> jobs = MakeCvsJobs(c, model->hparams().vocab_size);
+  const std::vector<Job> jobs = MakeCvsJobs(c, model->config().vocab_size);
   const std::string arrivals = c.arrival_rate > 0 ? absl::StrCat("Poisson arrivals at ", c.arrival_rate, " req/s")
                                                   : std::string("all arriving at t=0");
   std::printf("continuous-vs-static: %s, %lld threads. %s Load average: %s\n", c.model_path.c_str(),
@@ -338,7 +338,7 @@ absl::Status RunSharedPrefix(const Flags& flags) {
   ASSIGN_OR_RETURN(auto executor,
                    MakeExecutor(flags, *model, num_blocks, static_cast<int>(c.threads),
                                 engine::EngineOptions::ExecutorLimitsFor(sched, /*max_draft_tokens=*/0)));
-  const std::vector<Job> jobs = MakeSharedPrefixJobs(c, model->hparams().vocab_size);
+  const std::vector<Job> jobs = MakeSharedPrefixJobs(c, model->config().vocab_size);
   std::printf("shared-prefix: %s, %lld threads. %s Load average: %s\n", c.model_path.c_str(),
               static_cast<long long>(c.threads), kNoiseNote, LoadAverage().c_str());
   std::printf(
@@ -408,7 +408,7 @@ absl::Status RunAggregateDecode(const Flags& flags) {
     return absl::InvalidArgumentError("need --prompt-tokens >= 1, --gen-tokens >= 2, --repeats >= 1, --threads >= 1");
   }
   ASSIGN_OR_RETURN(auto model, LoadModel(path));
-  const int64_t vocab = model->hparams().vocab_size;
+  const int64_t vocab = model->config().vocab_size;
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::printf(
       "# aggregate-decode: %s, %lld threads, prompt %lld tokens, %lld generated per stream (greedy, "

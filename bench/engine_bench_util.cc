@@ -38,8 +38,8 @@ double Percentile(std::vector<double> values, double p) {
   return values[index];
 }
 
-absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<model::LlamaModel>> model = model::LlamaModel::Load(path);
+absl::StatusOr<std::unique_ptr<model::Model>> LoadModel(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<model::Model>> model = model::Model::Load(path);
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat(model.status().message(),
                                                             " (the default model comes from scripts/fetch_model.sh)"));
@@ -47,7 +47,7 @@ absl::StatusOr<std::unique_ptr<model::LlamaModel>> LoadModel(const std::string& 
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::Model& model,
                                                                     int64_t num_blocks, int num_threads,
                                                                     const engine::ExecutorLimits& limits) {
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));

@@ -65,7 +65,7 @@ class Report {
 int64_t BlocksFor(int64_t tokens) { return (tokens + 15) / 16; }
 
 // The CUDA executor on GPU 0 (on the emulated device in gpu_bench_emulated).
-absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeGpuExecutor(const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeGpuExecutor(const model::Model& model,
                                                                        int64_t num_blocks,
                                                                        const engine::ExecutorLimits& limits) {
   ASSIGN_OR_RETURN(std::unique_ptr<engine::CudaExecutor> ex,
@@ -83,7 +83,7 @@ absl::Status DecodeAndPrefill(const Flags& flags, const std::string& name, const
   ASSIGN_OR_RETURN(int64_t gen, flags.GetInt("gen-tokens", 64));
   ASSIGN_OR_RETURN(int64_t prefill, flags.GetInt("prefill-tokens", 2048));
   ASSIGN_OR_RETURN(auto model, LoadModel(path));
-  const int64_t vocab = model->hparams().vocab_size;
+  const int64_t vocab = model->config().vocab_size;
   std::mt19937_64 rng(7);
   for (int64_t n : streams) {
     ASSIGN_OR_RETURN(auto ex, MakeGpuExecutor(*model, n * BlocksFor(prompt + gen) + 8,

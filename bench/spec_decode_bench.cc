@@ -33,7 +33,7 @@
 #include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/tokenizer/chat_encoding.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
@@ -96,7 +96,7 @@ struct Measurement {
 };
 
 struct Setup {
-  std::unique_ptr<model::LlamaModel> model;
+  std::unique_ptr<model::Model> model;
   std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
@@ -197,7 +197,7 @@ absl::Status Main(const flags::Flags& f) {
 
   Setup s;
   s.max_draft_tokens = static_cast<int32_t>(max_draft);
-  ASSIGN_OR_RETURN(s.model, model::LlamaModel::Load(model_path));
+  ASSIGN_OR_RETURN(s.model, model::Model::Load(model_path));
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(f.GetString("device", "auto")));
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(f.GetString("cpu-activations", "f32")));

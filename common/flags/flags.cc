@@ -95,8 +95,8 @@ absl::StatusOr<double> Flags::GetDouble(const std::string& name, double fallback
   return v;
 }
 
-absl::StatusOr<std::vector<model::TokenId>> Flags::GetTokenIds(const std::string& name) const {
-  std::vector<model::TokenId> ids;
+absl::StatusOr<std::vector<int32_t>> Flags::GetTokenIds(const std::string& name) const {
+  std::vector<int32_t> ids;
   const std::string* value = Last(name);
   if (value == nullptr) return ids;
   for (absl::string_view part : absl::StrSplit(*value, ',', absl::SkipWhitespace())) {

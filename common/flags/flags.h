@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/token_id.h"
 
 namespace kvfleet::flags {
 
@@ -37,8 +36,9 @@ class Flags {
   absl::StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback) const;
   absl::StatusOr<double> GetDouble(const std::string& name, double fallback) const;
   bool GetSwitch(const std::string& name) const { return Has(name); }
-  // A comma-separated list of token ids ("1,2,3").
-  absl::StatusOr<std::vector<model::TokenId>> GetTokenIds(const std::string& name) const;
+  // A comma-separated list of token ids ("1,2,3"), as int32 (model::TokenId is int32_t;
+  // flags sit below the model layer and do not name it).
+  absl::StatusOr<std::vector<int32_t>> GetTokenIds(const std::string& name) const;
   // A comma-separated list of integers; `fallback` (same syntax) when absent.
   absl::StatusOr<std::vector<int64_t>> GetIntList(const std::string& name, const std::string& fallback) const;
   // The same for numbers ("0.3,0.7").

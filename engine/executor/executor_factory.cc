@@ -19,7 +19,7 @@ int CudaDeviceCount(std::string* why_none) {
 #endif
 }
 
-absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model& model,
                                                               const ExecutorOptions& options) {
   if (options.device.kind == DeviceKind::kCpu) {
     ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> ex, CpuExecutor::Create(model, options));

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "engine/executor/model_executor.h"
 
 namespace kvfleet::engine {
@@ -18,7 +18,7 @@ namespace kvfleet::engine {
 // The CPU or CUDA executor for options.device. A CUDA device in a build
 // without the CUDA backend, or one that is missing or unusable, is an error
 // that says so.
-absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model& model,
                                                               const ExecutorOptions& options);
 
 // "auto": GPU 0 when the CUDA backend is built and a GPU is usable, else the

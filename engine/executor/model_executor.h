@@ -28,7 +28,7 @@
 #include "engine/executor/forward_batch.h"
 
 namespace kvfleet::model {
-class LlamaModel;
+class Model;
 }  // namespace kvfleet::model
 
 namespace kvfleet::engine {
@@ -89,7 +89,7 @@ class ModelExecutor {
 
 // CreateExecutor's signature (executor_factory.h), for libraries that make
 // executors (the draft model's) without linking any backend themselves.
-using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<ModelExecutor>>(const model::LlamaModel&,
+using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<ModelExecutor>>(const model::Model&,
                                                                                       const ExecutorOptions&)>;
 
 }  // namespace kvfleet::engine

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/generation_bounds.h"
 #include "model/token_id.h"
 
 namespace kvfleet::engine {
 
-inline constexpr int32_t kMaxTopLogprobs = 20;
 
 struct LogprobsParams {
   bool enabled = false;

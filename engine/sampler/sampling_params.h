@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/generation_bounds.h"
 #include "model/token_id.h"
 
 namespace kvfleet::engine {
@@ -29,7 +30,6 @@ struct SamplingParams {
   absl::Status Validate() const;
 };
 
-inline constexpr int32_t kMaxStopTokenIds = 64;
 
 struct StoppingParams {
   int32_t max_tokens = 256;                   // >= 1

@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const Pr
                                                                         const ExecutorInfo& target,
                                                                         const ExecutorFactory& create) {
   if (config.draft_model_path.empty()) return std::unique_ptr<DraftModel>();
-  absl::StatusOr<std::unique_ptr<model::LlamaModel>> loaded = model::LlamaModel::Load(config.draft_model_path);
+  absl::StatusOr<std::unique_ptr<model::Model>> loaded = model::Model::Load(config.draft_model_path);
   if (!loaded.ok()) {
     return absl::Status(loaded.status().code(), absl::StrCat("the draft model (--spec-draft-model) did not load: ",
                                                              loaded.status().message()));
@@ -49,7 +49,7 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
   if (!config.draft_model_path.empty()) {
     if (draft == nullptr) return absl::InvalidArgumentError("a draft model is configured but was not loaded");
     KVFLEET_LOG_INFO("draft model {}: {} layers, {} KV blocks of {} tokens", config.draft_model_path,
-                     draft->model->hparams().num_layers, draft->executor->info().num_blocks,
+                     draft->model->config().num_layers, draft->executor->info().num_blocks,
                      draft->executor->info().block_size);
     ASSIGN_OR_RETURN(std::unique_ptr<DraftModelProposer> proposer,
                      DraftModelProposer::Create(std::move(draft->model), std::move(draft->executor), target.info()));

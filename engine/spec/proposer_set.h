@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "engine/executor/model_executor.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/proposer.h"
@@ -40,7 +40,7 @@ struct ProposerConfig {
 
 // A draft model's weights and its executor (on the target's device).
 struct DraftModel {
-  std::shared_ptr<const model::LlamaModel> model;
+  std::shared_ptr<const model::Model> model;
   std::unique_ptr<ModelExecutor> executor;
 };
 

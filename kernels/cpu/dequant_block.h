@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "common/dtype.h"
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace kvfleet::kernels {

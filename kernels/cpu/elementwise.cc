@@ -26,6 +26,20 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t count) {
   }
 }
 
+void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  constexpr float kCubic = 0.044715f;
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    const float inner = kSqrt2OverPi * (g + kCubic * (g * g * g));
+    out[i] = ((0.5f * g) * (1.0f + std::tanh(inner))) * up[i];
+  }
+}
+
+void Scale(float* x, int64_t count, float s) {
+  for (int64_t i = 0; i < count; ++i) x[i] *= s;
+}
+
 void AddInPlace(float* y, const float* x, int64_t count) {
   for (int64_t i = 0; i < count; ++i) y[i] += x[i];
 }

@@ -1,4 +1,4 @@
-// Row-wise and element-wise CPU kernels of the Llama forward pass. Each row is
+// Row-wise and element-wise CPU kernels of the forward pass. Each row is
 // computed by a fixed sequence of operations independent of how many rows are
 // processed together (docs/design.md, Exactness).
 //
@@ -17,6 +17,13 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_
 
 // out[i] = silu(gate[i]) · up[i], silu(v) = v / (1 + e^−v). out may alias gate.
 void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
+
+// out[i] = gelu_tanh(gate[i]) · up[i], gelu_tanh(v) = v/2 · (1 + tanh(√(2/π) · (v + 0.044715 v³)))
+// (Gemma's activation). out may alias gate.
+void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);
+
+// x[i] *= s.
+void Scale(float* x, int64_t count, float s);
 
 // y[i] += x[i].
 void AddInPlace(float* y, const float* x, int64_t count);

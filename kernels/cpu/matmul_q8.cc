@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/check.h"
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/matmul_q8_kernel.h"
 #include "kernels/cpu/quant_blocks.h"
 

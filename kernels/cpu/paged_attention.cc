@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/simd.h"
 
 namespace kvfleet::kernels {
@@ -123,45 +124,58 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   const KvCacheLayout& L = p.layout;
   const int64_t d = L.head_dim, bs = L.block_size, rows = tile.rows();
   const int32_t* table = p.where.block_table + p.where.token_chunk[tile.t0] * p.where.table_width;
+  // Row r sees keys [row_first(r), row_context(r)).
   auto row_context = [&](int64_t r) { return static_cast<int64_t>(p.where.positions[tile.t0 + r / tile.heads]) + 1; };
+  auto row_first = [&](int64_t r) { return p.window > 0 ? std::max<int64_t>(0, row_context(r) - p.window) : 0; };
   auto row_offset = [&](int64_t r) { return ((tile.t0 + r / tile.heads) * p.num_heads + tile.h0 + r % tile.heads) * d; };
-  int64_t context = 0;  // the tile's longest
-  for (int64_t t = tile.t0; t < tile.t1; ++t) context = std::max<int64_t>(context, p.where.positions[t] + 1);
+  int64_t context = 0, first = INT64_MAX;  // the tile's longest context and earliest visible key
+  for (int64_t r = 0; r < rows; r += tile.heads) {
+    context = std::max(context, row_context(r));
+    first = std::min(first, row_first(r));
+  }
+  const int64_t first_block = first / bs * bs;
   GrowTo(s.scores, rows * context);
   GrowTo(s.acc, rows * (d + 1));
   GrowTo(s.kv, bs * d);
   float* scores = s.scores.data();
   float* kv = s.kv.data();
 
-  for (int64_t b0 = 0; b0 < context; b0 += bs) {
+  // Each row's keys of the block [b0, b0 + in_block): [j0, j1).
+  auto visible = [&](int64_t r, int64_t b0, int64_t in_block, int64_t* j0) {
+    *j0 = std::max(b0, row_first(r));
+    return std::min(b0 + in_block, row_context(r)) - *j0;
+  };
+  for (int64_t b0 = first_block; b0 < context; b0 += bs) {
     const int64_t in_block = std::min(bs, context - b0);
     LoadBlock(p.k_cache, L.Offset(table[b0 / bs], tile.kv_head, 0), in_block, d, kv);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t count = std::min(in_block, row_context(r) - b0);
-      if (count > 0) ScoreBlock(p.q + row_offset(r), kv, count, d, p.scale, scores + r * context + b0);
+      int64_t j0;
+      const int64_t count = visible(r, b0, in_block, &j0);
+      if (count > 0) ScoreBlock(p.q + row_offset(r), kv + (j0 - b0) * d, count, d, p.scale, scores + r * context + j0);
     }
   }
   float* acc = s.acc.data();
   float* row_sums = acc + rows * d;
   for (int64_t r = 0; r < rows; ++r) {
     float* sr = scores + r * context;
-    const int64_t n = row_context(r);
+    const int64_t lo = row_first(r), n = row_context(r);
     float max_score = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sr[j]);
+    for (int64_t j = lo; j < n; ++j) max_score = std::max(max_score, sr[j]);
     float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = lo; j < n; ++j) {
       sr[j] = std::exp(sr[j] - max_score);
       sum += sr[j];
     }
     row_sums[r] = sum;
   }
   std::fill(acc, acc + rows * d, 0.0f);
-  for (int64_t b0 = 0; b0 < context; b0 += bs) {
+  for (int64_t b0 = first_block; b0 < context; b0 += bs) {
     const int64_t in_block = std::min(bs, context - b0);
     LoadBlock(p.v_cache, L.Offset(table[b0 / bs], tile.kv_head, 0), in_block, d, kv);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t count = std::min(in_block, row_context(r) - b0);
-      if (count > 0) AccumulateBlock(scores + r * context + b0, kv, count, d, acc + r * d);
+      int64_t j0;
+      const int64_t count = visible(r, b0, in_block, &j0);
+      if (count > 0) AccumulateBlock(scores + r * context + j0, kv + (j0 - b0) * d, count, d, acc + r * d);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {

@@ -1,11 +1,12 @@
-// Causal grouped-query attention over a paged KV cache, and the write of new
-// K/V rows into their cache slots.
+// Causal grouped-query attention over a paged KV cache, optionally over a
+// sliding window, and the write of new K/V rows into their cache slots.
 //
-// The cache layout and the token placement are kernels/paged_kv.h's.
+// The cache layout and the token placement are kernels/common/paged_kv.h's.
 //
 // Exactness: each (token, head) output is one fixed sequence of operations
-// over positions 0..p in order — independent of the batch it is in, of
-// which physical blocks hold its context, and of the thread count.
+// over its visible positions in ascending order (0..p, or p − window + 1..p)
+// — independent of the batch it is in, of which physical blocks hold its
+// context, and of the thread count.
 //
 // Cost: the consecutive tokens of one sequence in a batch (a prefill chunk,
 // a verify chunk) and the query heads that share a KV head are computed as
@@ -18,7 +19,7 @@
 #include <cstdint>
 
 #include "common/thread_pool.h"
-#include "kernels/paged_kv.h"
+#include "kernels/common/paged_kv.h"
 
 namespace kvfleet::kernels {
 
@@ -33,14 +34,16 @@ struct PagedAttentionParams {
   int64_t num_tokens = 0;
   int64_t num_heads = 0;             // query heads; a multiple of layout.num_kv_heads
   float scale = 1.0f;                // usually 1/sqrt(head_dim)
+  int64_t window = 0;                // 0: keys 0..p; w > 0: keys k with p − k < w
   const float* q = nullptr;          // [num_tokens, num_heads, head_dim]
   const uint16_t* k_cache = nullptr;
   const uint16_t* v_cache = nullptr;
   float* out = nullptr;              // [num_tokens, num_heads, head_dim]
 };
 
-// Token t attends to positions 0..positions[t] of its own sequence, which
-// must already be in the cache (including its own K/V).
+// Token t attends to positions 0..positions[t] of its own sequence (the
+// last `window` of them when a window is set), which must already be in the
+// cache (including its own K/V).
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool);
 
 // Sizes the calling thread's scratch for contexts up to max_context, so no

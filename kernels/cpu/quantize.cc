@@ -8,7 +8,7 @@
 
 #include "common/check.h"
 #include "kernels/cpu/dequant_block.h"
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace kvfleet::kernels {

@@ -48,8 +48,16 @@ struct AttentionPlan {
   int64_t max_group_partials = 0;  // (token, partition) pairs of the largest group
 };
 
-// The number of partitions a token at `position` attends over.
+// The number of partitions up to a token at `position` (the plan's slots).
 constexpr int32_t PartitionsFor(int32_t position) { return position / kPartitionTokens + 1; }
+
+// The first partition a token at `position` reads under a sliding window
+// (0 without one): the layers of one model share one plan, and a windowed
+// layer's kernels skip the partitions before it.
+constexpr int32_t FirstPartitionFor(int32_t position, int64_t window) {
+  if (window <= 0 || position < window) return 0;
+  return static_cast<int32_t>((position - window + 1) / kPartitionTokens);
+}
 
 // Tokens per tile of a multi-token chunk, for `group` query heads per KV head.
 constexpr int32_t TileTokens(int64_t group) { return group >= kMaxTileRows ? 1 : static_cast<int32_t>(kMaxTileRows / group); }

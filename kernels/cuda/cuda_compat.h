@@ -12,8 +12,8 @@
 #include "kernels/cuda/stream.h"
 
 #if defined(KVFLEET_CUDA_EMULATION)
-#include "kernels/cpu/float16.h"
-#include "kernels/cuda/emulation/emulated_cuda.h"
+#include "common/float16.h"
+#include "kernels/cuda/emulation/emulated_cuda.h"  // layering: the emulated build only
 #define KVFLEET_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
   KVFLEET_EMULATED_LAUNCH(kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
 #define KVFLEET_UNROLL
@@ -33,7 +33,7 @@ inline namespace KVFLEET_CUDA_BUILD {
 // conversions, bit-identical on the GPU, in the emulation and in kernels/cpu.
 __device__ __forceinline__ float HalfBitsToFloat(uint16_t h) {
 #if defined(KVFLEET_CUDA_EMULATION)
-  return kernels::HalfToFloat(h);
+  return ::kvfleet::HalfToFloat(h);
 #else
   return __half2float(__ushort_as_half(h));
 #endif
@@ -41,7 +41,7 @@ __device__ __forceinline__ float HalfBitsToFloat(uint16_t h) {
 
 __device__ __forceinline__ uint16_t FloatToHalfBits(float f) {
 #if defined(KVFLEET_CUDA_EMULATION)
-  return kernels::FloatToHalf(f);
+  return ::kvfleet::FloatToHalf(f);
 #else
   return __half_as_ushort(__float2half_rn(f));
 #endif
@@ -49,7 +49,7 @@ __device__ __forceinline__ uint16_t FloatToHalfBits(float f) {
 
 __device__ __forceinline__ float Bf16BitsToFloat(uint16_t b) {
 #if defined(KVFLEET_CUDA_EMULATION)
-  return kernels::Bf16ToFloat(b);
+  return ::kvfleet::Bf16ToFloat(b);
 #else
   return __uint_as_float(static_cast<uint32_t>(b) << 16);
 #endif

@@ -40,6 +40,21 @@ __global__ void SwiGluKernel(const float* gate, const float* up, float* out, int
   out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up[i]);
 }
 
+__global__ void GeluTanhMulKernel(const float* gate, const float* up, float* out, int64_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kElementThreads + threadIdx.x;
+  if (i >= count) return;
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  constexpr float kCubic = 0.044715f;
+  const float g = gate[i];
+  const float inner = __fmul_rn(kSqrt2OverPi, __fadd_rn(g, __fmul_rn(kCubic, __fmul_rn(__fmul_rn(g, g), g))));
+  out[i] = __fmul_rn(__fmul_rn(__fmul_rn(0.5f, g), __fadd_rn(1.0f, tanhf(inner))), up[i]);
+}
+
+__global__ void ScaleKernel(float* x, int64_t count, float s) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kElementThreads + threadIdx.x;
+  if (i < count) x[i] = __fmul_rn(x[i], s);
+}
+
 __global__ void AddKernel(float* y, const float* x, int64_t count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kElementThreads + threadIdx.x;
   if (i < count) y[i] = __fadd_rn(y[i], x[i]);
@@ -69,6 +84,18 @@ void LaunchSwiGlu(const float* gate, const float* up, float* out, int64_t count,
   if (count == 0) return;
   auto* kernel = &SwiGluKernel;
   KVFLEET_LAUNCH(kernel, dim3(BlocksFor(count)), dim3(kElementThreads), 0, stream, gate, up, out, count);
+}
+
+void LaunchGeluTanhMul(const float* gate, const float* up, float* out, int64_t count, ::kvfleet::cuda::Stream stream) {
+  if (count == 0) return;
+  auto* kernel = &GeluTanhMulKernel;
+  KVFLEET_LAUNCH(kernel, dim3(BlocksFor(count)), dim3(kElementThreads), 0, stream, gate, up, out, count);
+}
+
+void LaunchScale(float* x, int64_t count, float s, ::kvfleet::cuda::Stream stream) {
+  if (count == 0) return;
+  auto* kernel = &ScaleKernel;
+  KVFLEET_LAUNCH(kernel, dim3(BlocksFor(count)), dim3(kElementThreads), 0, stream, x, count, s);
 }
 
 void LaunchAddInPlace(float* y, const float* x, int64_t count, ::kvfleet::cuda::Stream stream) {

@@ -1,4 +1,4 @@
-// Row-wise and element-wise kernels of the Llama forward pass on the GPU,
+// Row-wise and element-wise kernels of the forward pass on the GPU,
 // with kernels/cpu/elementwise.h's semantics. Shapes are row-major, in
 // device memory; `rows` rows of `n` floats.
 //
@@ -22,6 +22,10 @@ void LaunchRmsNorm(const float* x, const float* weight, float* y, int64_t rows, 
                    ::kvfleet::cuda::Stream stream);
 // out[i] = silu(gate[i]) · up[i]; out may alias gate.
 void LaunchSwiGlu(const float* gate, const float* up, float* out, int64_t count, ::kvfleet::cuda::Stream stream);
+// out[i] = gelu_tanh(gate[i]) · up[i] (kernels/cpu/elementwise.h); out may alias gate.
+void LaunchGeluTanhMul(const float* gate, const float* up, float* out, int64_t count, ::kvfleet::cuda::Stream stream);
+// x[i] *= s.
+void LaunchScale(float* x, int64_t count, float s, ::kvfleet::cuda::Stream stream);
 // y[i] += x[i].
 void LaunchAddInPlace(float* y, const float* x, int64_t count, ::kvfleet::cuda::Stream stream);
 // y[r] += bias for `rows` rows of n.

@@ -45,6 +45,9 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
   const int64_t key_end = key_begin + kPartitionTokens < last_position + 1 ? key_begin + kPartitionTokens
                                                                            : last_position + 1;
   const int32_t* table = p.where.block_table + p.where.token_chunk[item.first_token] * p.where.table_width;
+  // A partition before every row's window (the tile's first token has the
+  // earliest one): nothing to do, and no row combines it.
+  if (item.partition < FirstPartitionFor(p.where.positions[item.first_token], p.window)) return;
 
   // Row r is token first_token + r / group, query head kv_head · group + r % group.
   for (int idx = tid; idx < rows * D; idx += kThreads) {
@@ -57,7 +60,11 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
   // Scores: thread `tid` takes keys key_begin + tid, + 128, ...; each key's
   // row is read once and dotted with every query row, element by element.
   __shared__ int64_t row_position[kMaxTileRows];
-  if (tid < rows) row_position[tid] = p.where.positions[item.first_token + tid / group];
+  __shared__ int64_t row_first[kMaxTileRows];  // the row's first visible key
+  if (tid < rows) {
+    row_position[tid] = p.where.positions[item.first_token + tid / group];
+    row_first[tid] = p.window > 0 && row_position[tid] >= p.window ? row_position[tid] - p.window + 1 : 0;
+  }
   __syncthreads();
   for (int64_t j = key_begin + tid; j < key_end; j += kThreads) {
     const uint16_t* k_row = p.k_cache + CacheOffset(p, table, j, kv_head);
@@ -77,7 +84,10 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
     }
     KVFLEET_UNROLL
     for (int r = 0; r < kMaxTileRows; ++r) {
-      if (r < rows) scores[r][j - key_begin] = j <= row_position[r] ? __fmul_rn(dot[r], p.scale) : -INFINITY;
+      if (r < rows) {
+        scores[r][j - key_begin] =
+            j <= row_position[r] && j >= row_first[r] ? __fmul_rn(dot[r], p.scale) : -INFINITY;
+      }
     }
   }
   __syncthreads();
@@ -141,11 +151,14 @@ __global__ void CombineKernel(PagedAttentionParams p, int32_t first_token) {
   const int64_t t = first_token + static_cast<int64_t>(blockIdx.x), h = blockIdx.y;
   const int d = static_cast<int>(threadIdx.x);
   const int32_t parts = PartitionsFor(p.where.positions[t]);
+  const int32_t first = FirstPartitionFor(p.where.positions[t], p.window);
   const int64_t base = p.partial_offsets[t];
   float m_all = -INFINITY;
-  for (int32_t part = 0; part < parts; ++part) m_all = fmaxf(m_all, p.partial_ml[2 * ((base + part) * p.num_heads + h)]);
+  for (int32_t part = first; part < parts; ++part) {
+    m_all = fmaxf(m_all, p.partial_ml[2 * ((base + part) * p.num_heads + h)]);
+  }
   float l_all = 0.0f, acc = 0.0f;
-  for (int32_t part = 0; part < parts; ++part) {
+  for (int32_t part = first; part < parts; ++part) {
     const int64_t row = (base + part) * p.num_heads + h;
     const float w = expf(__fsub_rn(p.partial_ml[2 * row], m_all));
     l_all = __fmaf_rn(w, p.partial_ml[2 * row + 1], l_all);

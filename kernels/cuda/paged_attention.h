@@ -1,6 +1,6 @@
-// Causal grouped-query attention over the paged KV cache on the GPU, and the
-// write of new K/V into their slots. The cache layout and token placement
-// are kernels/paged_kv.h's (float16 [num_blocks, kv_heads, block_size,
+// Causal grouped-query attention over the paged KV cache on the GPU,
+// optionally over a sliding window, and the write of new K/V into their slots. The cache layout and token placement
+// are kernels/common/paged_kv.h's (float16 [num_blocks, kv_heads, block_size,
 // head_dim]), the same as the CPU backend's.
 //
 // Two kernels per group of attention_plan.h's work: a partition kernel (one
@@ -23,9 +23,11 @@
 //     j ≡ s (mod S) in order, S = 128 / (head_dim / 8), then the S sums are
 //     added in s order;
 //   - partitions: M = max m, then L and o summed over partitions in order.
-// Keys past a row's own position inside its tile's partition are masked to
-// exp(−inf) = 0, which adds exact zeros: a prefill row equals the decode of
-// the same token bit for bit.
+// Keys past a row's own position inside its tile's partition, and keys
+// before its window, are masked to exp(−inf) = 0, which adds exact zeros: a
+// prefill row equals the decode of the same token bit for bit. With a
+// window, a row combines only its partitions from FirstPartitionFor on, and
+// a tile's partition before every row's window does no work.
 //
 //   LaunchWriteKv(layout, where, k, v, tokens, k_cache, v_cache, stream);
 //   LaunchPagedAttention(params, plan, stream);
@@ -36,7 +38,7 @@
 
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/stream.h"
-#include "kernels/paged_kv.h"
+#include "kernels/common/paged_kv.h"
 
 namespace kvfleet::kernels::cuda {
 inline namespace KVFLEET_CUDA_BUILD {
@@ -55,6 +57,7 @@ struct PagedAttentionParams {
   TokenPlacement where;           // device arrays
   int64_t num_heads = 0;
   float scale = 1.0f;
+  int64_t window = 0;             // 0: keys 0..p; w > 0: keys k with p − k < w
   const float* q = nullptr;       // [tokens, heads, head_dim]
   const uint16_t* k_cache = nullptr;
   const uint16_t* v_cache = nullptr;

@@ -1,6 +1,6 @@
 // Rotary position embedding on the GPU, in place on query or key heads,
 // from a table of cos/sin per position computed once on the host by
-// kernels/cpu's RopeCosSin (the one definition of the angles): the rotation
+// kernels/common's RopeCosSin (the one definition of the angles): the rotation
 // is then bit-identical to the CPU backend's.
 //
 // Shapes (device memory): x [tokens, heads, head_dim]; positions [tokens];
@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/rope.h"
+#include "kernels/common/rope_tables.h"
 #include "kernels/cuda/stream.h"
 
 namespace kvfleet::kernels::cuda {

@@ -4,8 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/sampler/logprobs.h"
-#include "engine/sampler/sampling_params.h"
+#include "common/generation_bounds.h"
 
 namespace kvfleet::limits {
 namespace {
@@ -43,8 +42,8 @@ absl::StatusOr<RequestLimits> ParseRequestLimits(const flags::Flags& f) {
   ASSIGN_OR_RETURN(l.max_stop_strings, Read<int32_t>(f, "max-stop-strings", l.max_stop_strings, 256));
   ASSIGN_OR_RETURN(l.max_stop_string_bytes, Read<int32_t>(f, "max-stop-string-bytes", l.max_stop_string_bytes, 4096));
   ASSIGN_OR_RETURN(l.max_stop_token_ids,
-                   Read<int32_t>(f, "max-stop-token-ids", l.max_stop_token_ids, engine::kMaxStopTokenIds));
-  ASSIGN_OR_RETURN(l.max_top_logprobs, Read<int32_t>(f, "max-top-logprobs", l.max_top_logprobs, engine::kMaxTopLogprobs));
+                   Read<int32_t>(f, "max-stop-token-ids", l.max_stop_token_ids, kMaxStopTokenIds));
+  ASSIGN_OR_RETURN(l.max_top_logprobs, Read<int32_t>(f, "max-top-logprobs", l.max_top_logprobs, kMaxTopLogprobs));
   ASSIGN_OR_RETURN(l.max_request_id_bytes, Read<int32_t>(f, "max-request-id-bytes", l.max_request_id_bytes, 4096));
   ASSIGN_OR_RETURN(l.max_cache_salt_bytes, Read<int32_t>(f, "max-cache-salt-bytes", l.max_cache_salt_bytes, 4096));
   ASSIGN_OR_RETURN(l.max_priority, Read<int32_t>(f, "max-priority", l.max_priority, kInt32Max));
@@ -63,8 +62,8 @@ std::string LimitsUsage() {
       "  --max-stop-strings N         stop strings per request (default ", d.max_stop_strings, ")\n",
       "  --max-stop-string-bytes N    bytes per stop string (default ", d.max_stop_string_bytes, ")\n",
       "  --max-stop-token-ids N       stop token ids per request (default ", d.max_stop_token_ids, ", at most ",
-      engine::kMaxStopTokenIds, ")\n",
-      "  --max-top-logprobs N         top_logprobs (default ", d.max_top_logprobs, ", at most ", engine::kMaxTopLogprobs,
+      kMaxStopTokenIds, ")\n",
+      "  --max-top-logprobs N         top_logprobs (default ", d.max_top_logprobs, ", at most ", kMaxTopLogprobs,
       ")\n",
       "  --max-request-id-bytes N     request_id bytes (default ", d.max_request_id_bytes, ")\n",
       "  --max-cache-salt-bytes N     cache_salt bytes (default ", d.max_cache_salt_bytes, ")\n",

@@ -11,7 +11,7 @@
 #include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/transport/grpc_server.h"
 #include "services/transport/metrics_exposer.h"
@@ -33,7 +33,7 @@ using transport::TerminationSignals;
 
 // What exists only once the model has loaded.
 struct LoadedModel {
-  std::unique_ptr<model::LlamaModel> model;
+  std::unique_ptr<model::Model> model;
   engine::SchedulerConfig scheduler;  // the device's defaults with the flags given
   std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
@@ -44,7 +44,7 @@ struct LoadedModel {
 // both KV caches from what is left.
 absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& metrics) {
   LoadedModel m;
-  ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(o.model_path));
+  ASSIGN_OR_RETURN(m.model, model::Model::Load(o.model_path));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(o.device));

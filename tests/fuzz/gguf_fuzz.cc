@@ -1,5 +1,5 @@
 // A model file from an untrusted source: the GGUF parser, then everything a
-// worker reads from the file before serving (hyperparameters, the
+// worker reads from the file before serving (the architecture's config, the
 // vocabulary, its tokenizer and chat template, the weights' shapes), then
 // the first and last row of every tensor dequantized, which reads exactly
 // the bytes the parser promised are in the file.
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "kernels/cpu/quantize.h"
+#include "model/arch/architecture_registry.h"
 #include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_source.h"
 #include "model/gguf/gguf_vocabulary.h"
-#include "model/llama_hparams.h"
-#include "model/llama_weights.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -41,7 +41,8 @@ class MemoryFile {
   int fd_;
 };
 
-void Exercise(const model::GgufFile& file) {
+void Exercise(const model::GgufSource& source) {
+  const model::GgufFile& file = source.file();
   const uint8_t* begin = nullptr;
   for (const model::TensorInfo& t : file.tensors()) {
     if (begin == nullptr || t.data < begin) begin = t.data;
@@ -60,9 +61,11 @@ void Exercise(const model::GgufFile& file) {
       (void)chat->Apply(messages, true);
     }
   }
-  absl::StatusOr<model::LlamaHparams> hp = model::ReadLlamaHparams(file);
-  if (!hp.ok()) return;
-  if (!model::BindLlamaWeights(file, *hp).ok()) return;
+  absl::StatusOr<model::ModelConfig> config = model::ReadModelConfig(source);
+  if (!config.ok()) return;
+  model::WeightStorage storage;
+  model::TensorBinder binder(source, storage);
+  if (!(*model::FindArchitecture(source))->bind_weights(binder, *config).ok()) return;
   std::vector<float> row;
   for (const model::TensorInfo& t : file.tensors()) {
     if (t.shape.empty() || t.shape[0] <= 0 || t.shape[0] > (1 << 20)) continue;
@@ -80,7 +83,7 @@ void Exercise(const model::GgufFile& file) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kvfleet::fuzz::MemoryFile file(data, size);
-  absl::StatusOr<std::unique_ptr<kvfleet::model::GgufFile>> gguf = kvfleet::model::GgufFile::Open(file.path());
+  absl::StatusOr<std::unique_ptr<kvfleet::model::GgufSource>> gguf = kvfleet::model::GgufSource::Open(file.path());
   if (gguf.ok()) kvfleet::fuzz::Exercise(**gguf);
   return 0;
 }

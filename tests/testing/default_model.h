@@ -2,7 +2,7 @@
 // tests that need the real thing. Tests skip, never fail, when it is absent.
 //
 //   if (!DefaultModelFetched()) GTEST_SKIP() << kDefaultModelMissing;
-//   auto model = model::LlamaModel::Load(kDefaultModelPath);
+//   auto model = model::Model::Load(kDefaultModelPath);
 #pragma once
 
 #include <filesystem>

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "engine/executor/model_executor.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -28,10 +28,10 @@ std::string TestBackendName();
 
 // An executor of this binary's backend (options.device is replaced by it).
 // CHECK-fails (the test cannot go on) when it cannot be made.
-std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options);
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::Model& model, engine::ExecutorOptions options);
 
 // With kRoomyLimits.
-std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
+std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::Model& model, int64_t num_blocks,
                                                        int64_t block_size, int threads = 2);
 
 // The shape the exactness suites run on: `base` (a tiny model) on the CPU

@@ -7,7 +7,7 @@
 
 namespace kvfleet::testing {
 
-std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::LlamaModel& model, int64_t num_blocks,
+std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::Model& model, int64_t num_blocks,
                                                        int64_t block_size, int threads) {
   return NewExecutor(model, {.num_blocks = num_blocks,
                              .block_size = block_size,

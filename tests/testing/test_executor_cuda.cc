@@ -26,7 +26,7 @@ std::string TestBackendName() { return "cuda"; }
 
 tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base) { return ShapeFromEnvironment(base, true); }
 
-std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::Model& model, engine::ExecutorOptions options) {
   options.device = engine::Device{.kind = engine::DeviceKind::kCuda, .index = 0};
   absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> ex = engine::CreateExecutor(model, options);
   CHECK(ex.ok()) << ex.status();

@@ -9,7 +9,7 @@ std::string TestBackendName() { return "cuda-emulated"; }
 
 tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base) { return ShapeFromEnvironment(base, false); }
 
-std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::LlamaModel& model, engine::ExecutorOptions options) {
+std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::Model& model, engine::ExecutorOptions options) {
   options.device = engine::Device{.kind = engine::DeviceKind::kCuda, .index = 0};
   auto ex = engine::CudaExecutor::Create(model, options);
   CHECK(ex.ok()) << ex.status();

@@ -14,8 +14,9 @@
 #include "common/status_macros.h"
 #include "kernels/cpu/quantize.h"
 #include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_source.h"
 #include "model/gguf/gguf_writer.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 
 namespace kvfleet::tools {
 namespace {
@@ -26,7 +27,7 @@ using model::GgufValue;
 // What the draft keeps of one target.
 struct DraftPlan {
   const model::GgufFile& target;
-  const model::LlamaHparams& hp;
+  const model::ModelConfig& hp;
   int64_t layers = 0;
   std::optional<DType> weight_type;
 };
@@ -140,13 +141,13 @@ void CopyTensors(const DraftPlan& plan, model::GgufWriter& w) {
 
 // The draft must load like any model before it takes out_path's place.
 absl::Status VerifyDraft(const std::string& path, int64_t layers) {
-  auto draft = model::LlamaModel::Load(path);
+  auto draft = model::Model::Load(path);
   if (!draft.ok()) {
     return absl::InternalError(absl::StrCat("the draft does not load: ", draft.status().message()));
   }
-  if ((*draft)->hparams().num_layers != layers) {
+  if ((*draft)->config().num_layers != layers) {
     return absl::InternalError(
-        absl::StrCat("the draft loads with ", (*draft)->hparams().num_layers, " layers instead of ", layers));
+        absl::StrCat("the draft loads with ", (*draft)->config().num_layers, " layers instead of ", layers));
   }
   return absl::OkStatus();
 }
@@ -187,15 +188,20 @@ absl::Status MakeDraftModel(const std::string& target_path, const std::string& o
     return absl::InvalidArgumentError(
         absl::StrCat(out_path, ": the draft's output path is the target model itself; choose another"));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<model::LlamaModel> target, model::LlamaModel::Load(target_path));
-  const int64_t target_layers = target->hparams().num_layers;
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> target, model::Model::Load(target_path));
+  const int64_t target_layers = target->config().num_layers;
   if (opts.keep_layers > target_layers) {
     return absl::InvalidArgumentError(absl::StrCat(target_path, ": cannot keep ", opts.keep_layers,
                                                    " layers: the model has ", target_layers, " (keep 1 to ",
                                                    target_layers, ", or 0 for all)"));
   }
-  const DraftPlan plan{.target = target->file(),
-                       .hp = target->hparams(),
+  const auto* gguf = dynamic_cast<const model::GgufSource*>(&target->source());
+  if (gguf == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(target_path, ": a draft is cut from a GGUF file; this is a ",
+                                                   model::ModelFormatName(target->source().format()), " model"));
+  }
+  const DraftPlan plan{.target = gguf->file(),
+                       .hp = target->config(),
                        .layers = opts.keep_layers == 0 ? target_layers : opts.keep_layers,
                        .weight_type = opts.weight_type};
   model::GgufWriter w;

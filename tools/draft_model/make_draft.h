@@ -18,7 +18,7 @@
 //     converted to it through float32 (kernels/cpu/quantize.h); 1-D tensors
 //     (norms, biases) and anything else are copied as they are.
 //
-// The target must load with model::LlamaModel, and the draft is loaded the
+// The target must load with model::Model, and the draft is loaded the
 // same way before it replaces `out_path`: it is written to a temporary file
 // next to it and renamed, so a failure never leaves a partial file behind.
 // Unchanged tensors are streamed from the target's mapping; requantized ones

@@ -55,7 +55,7 @@ absl::Status RunBenchModel(const Args& args) {
   engine::EngineRequest request{.id = RequestId(1)};
   std::mt19937 rng(1234);
   for (int64_t i = 0; i < prompt_tokens; ++i) {
-    request.prompt.push_back(static_cast<model::TokenId>(rng() % m.model->hparams().vocab_size));
+    request.prompt.push_back(static_cast<model::TokenId>(rng() % m.model->config().vocab_size));
   }
   request.sampling.temperature = 0.0f;
   request.stopping.max_tokens = static_cast<int32_t>(gen_tokens);
@@ -73,8 +73,8 @@ absl::Status RunBenchModel(const Args& args) {
     ThreadPool pool(static_cast<int>(threads));
     const kernels::MachineCeilings c = kernels::MeasureMachineCeilings(pool);
     double weights = 0;  // multiply-adds per token: every matrix element once
-    const model::LlamaWeights& w = m.model->weights();
-    for (const model::LlamaLayerWeights& l : w.layers) {
+    const model::DecoderWeights& w = m.model->weights();
+    for (const model::LayerWeights& l : w.layers) {
       for (const model::WeightView* v : l.Matrices()) weights += static_cast<double>(v->rows) * static_cast<double>(v->cols);
     }
     weights += static_cast<double>(w.output.rows) * static_cast<double>(w.output.cols);

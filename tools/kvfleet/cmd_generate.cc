@@ -134,7 +134,7 @@ absl::Status RunLocally(const Flags& flags) {
 
   const std::string path = flags.GetString("model", kDefaultModel);
   LocalModel m;
-  ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(path));
+  ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, m.model->vocabulary()));
   const std::span<const model::TokenId> stops = tok->StopTokens();

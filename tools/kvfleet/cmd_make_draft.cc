@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "tools/draft_model/make_draft.h"
 #include "tools/kvfleet/commands.h"
 
@@ -46,13 +46,13 @@ absl::Status RunMakeDraft(const Args& args) {
   }
   RETURN_IF_ERROR(MakeDraftModel(model_path, out, o));
 
-  ASSIGN_OR_RETURN(auto draft, model::LlamaModel::Load(out));
+  ASSIGN_OR_RETURN(auto draft, model::Model::Load(out));
   const std::string types =
       o.weight_type ? absl::StrCat(DTypeName(*o.weight_type), " matrices") : "the target's tensor types";
-  const int64_t kept = draft->hparams().num_layers;
+  const int64_t kept = draft->config().num_layers;
   std::printf("wrote %s: %lld %s, %s, %lld bytes (%s)\n", out.c_str(), static_cast<long long>(kept),
-              kept == 1 ? "layer" : "layers", types.c_str(), static_cast<long long>(draft->file().file_size()),
-              draft->hparams().name.c_str());
+              kept == 1 ? "layer" : "layers", types.c_str(), static_cast<long long>(draft->file_bytes()),
+              draft->config().name.c_str());
   return absl::OkStatus();
 }
 

@@ -5,7 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "common/kv_sizing.h"
 #include "common/status_macros.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
 
@@ -23,12 +23,12 @@ absl::Status RunModelInfo(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model"}, {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
-  ASSIGN_OR_RETURN(auto model, model::LlamaModel::Load(path));
-  const model::LlamaHparams& hp = model->hparams();
+  ASSIGN_OR_RETURN(auto model, model::Model::Load(path));
+  const model::ModelConfig& hp = model->config();
 
   std::map<std::string, int64_t> type_counts;
   int64_t params = 0, weight_bytes = 0;
-  for (const model::TensorInfo& t : model->file().tensors()) {
+  for (const model::TensorView& t : model->source().tensors()) {
     ++type_counts[std::string(DTypeName(t.dtype))];
     params += t.num_elements;
     weight_bytes += t.num_bytes;
@@ -51,10 +51,19 @@ absl::Status RunModelInfo(const Args& args) {
   std::printf("ffn size:           %lld\n", static_cast<long long>(hp.ffn_size));
   std::printf("attention heads:    %lld (kv heads %lld, head dim %lld)\n", static_cast<long long>(hp.num_heads),
               static_cast<long long>(hp.num_kv_heads), static_cast<long long>(hp.head_dim));
-  std::printf("rope:               theta %g, %lld dims%s\n", hp.rope_theta, static_cast<long long>(hp.rope_dim),
-              hp.rope_scaling == model::RopeScaling::kLinear   ? ", linear scaling"
-              : hp.rope_scaling == model::RopeScaling::kLlama3 ? ", llama3 frequency factors"
-                                                               : "");
+  for (size_t i = 0; i < hp.ropes.size(); ++i) {
+    const model::RopeConfig& r = hp.ropes[i];
+    std::string line = absl::StrFormat("theta %g, %d dims, %s pairs", r.theta, r.dim,
+                                       r.pairing == model::RopePairing::kAdjacent ? "adjacent" : "half-split");
+    if (r.position_scale != 1.0) absl::StrAppendFormat(&line, ", positions x %g", r.position_scale);
+    if (!r.freq_factors.empty()) line += ", llama3 frequency factors";
+    std::printf("%-20s%s\n", hp.ropes.size() > 1 ? absl::StrFormat("rope[%d]:", i).c_str() : "rope:", line.c_str());
+  }
+  if (hp.max_window() > 0) {
+    std::printf("sliding window:     %lld tokens on %lld of %lld layers\n", static_cast<long long>(hp.max_window()),
+                static_cast<long long>(hp.windowed_layers()), static_cast<long long>(hp.num_layers));
+  }
+  std::printf("format:             %s\n", model::ModelFormatName(model->source().format()));
   std::printf("rms norm eps:       %g\n", hp.rms_norm_eps);
   std::printf("tied embeddings:    %s\n", hp.tied_embeddings ? "yes" : "no");
   std::printf("kv cache per token: %lld bytes at 16-bit (2 × %lld layers × %lld kv heads × %lld × 2 bytes)\n",

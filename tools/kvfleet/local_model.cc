@@ -51,11 +51,11 @@ engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::Model& model,
                                                                            const engine::Device& device, int threads,
                                                                            int64_t max_sequence_tokens,
                                                                            engine::CpuActivations activations) {
-  const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.hparams().context_length);
+  const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.config().context_length);
   const int64_t block_size = 16;
   return engine::CreateExecutor(
       model, {.device = device,
@@ -69,7 +69,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
                                           int64_t max_sequence_tokens, engine::CpuActivations activations) {
   LocalModel m;
-  ASSIGN_OR_RETURN(m.model, model::LlamaModel::Load(path));
+  ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
   ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations));
   return m;
 }
@@ -77,7 +77,7 @@ absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine:
 absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,
                                                const std::vector<model::TokenId>& end_of_turn_tokens,
                                                const std::function<absl::Status(model::TokenId)>& on_token) {
-  engine::Engine engine(*m.executor, {.model_id = m.model->hparams().name,
+  engine::Engine engine(*m.executor, {.model_id = m.model->config().name,
                                       .scheduler = OneSequenceScheduler(m.executor->info().limits.max_batch_tokens),
                                       .end_of_turn_tokens = end_of_turn_tokens});
   TimingSink sink(on_token);

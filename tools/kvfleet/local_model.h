@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "engine/executor/model_executor.h"
 #include "engine/request.h"
 
 namespace kvfleet::tools {
 
 struct LocalModel {
-  std::unique_ptr<model::LlamaModel> model;
+  std::unique_ptr<model::Model> model;
   std::unique_ptr<engine::ModelExecutor> executor;
 };
 
@@ -27,7 +27,7 @@ struct LocalModel {
 // holds max_sequence_tokens, capped at the model's context length, in whole
 // blocks, and which prefills such a sequence in one step.
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
-    const model::LlamaModel& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
+    const model::Model& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
     engine::CpuActivations activations = engine::CpuActivations::kF32);
 
 // Loads the model and creates its executor.

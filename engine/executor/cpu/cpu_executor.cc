@@ -14,7 +14,7 @@
 
 namespace kvfleet::engine {
 
-absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Model& model,
                                                                  const ExecutorOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   if (options.device.kind != DeviceKind::kCpu) {
@@ -22,6 +22,10 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Ll
         absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
   }
   std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options));
+  if (ex->forward_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("no forward pass for architecture '", model.config().architecture,
+                                                   "' (load models through model::Model::Load)"));
+  }
   if (options.cpu_activations == CpuActivations::kQ8) {
     ASSIGN_OR_RETURN(Q8PackedWeights packed, Q8PackedWeights::Pack(model, ex->pool_));
     ex->q8_weights_ = std::make_unique<Q8PackedWeights>(std::move(packed));
@@ -31,29 +35,25 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Ll
   return ex;
 }
 
-CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
+CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& options)
     : model_(model),
-      hp_(model.hparams()),
+      config_(model.config()),
+      forward_(model::ForwardFor<CpuOps>(model.config().architecture)),
       options_(options),
-      info_(LlamaExecutorInfo(model, options)),
-      pool_(options.num_threads) {
+      info_(ExecutorInfoFor(model, options)),
+      pool_(options.num_threads),
+      ops_config_(CpuOps::Config::For(model.config())) {
   const bool q8 = options.cpu_activations == CpuActivations::kQ8;
   info_.numerics = q8 ? kCpuQ8Numerics : kCpuNumerics;
 
-  const model::WeightView& rf = model.weights().rope_freqs;
-  if (rf.present()) rope_freq_factors_.assign(rf.f32(), rf.f32() + rf.cols);
-  ops_config_ = CpuOps::Config::For(hp_, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data());
-
   const int64_t T = info_.limits.max_batch_tokens;
-  const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, T, info_.limits.max_logits_rows);
-  const int64_t rope_floats = T * (hp_.rope_dim / 2);
-  scratch_floats_ = sizes.total() + 2 * rope_floats;
+  const model::ActivationSizes sizes = model::ActivationSizes::For(config_, T, info_.limits.max_logits_rows);
+  scratch_floats_ = sizes.total() + ops_config_.RopeScratchFloats(T);
   scratch_.reset(new float[static_cast<size_t>(scratch_floats_)]);
   activations_ = sizes.Carve(scratch_.get());
-  rope_cos_ = scratch_.get() + sizes.total();
-  rope_sin_ = rope_cos_ + rope_floats;
+  rope_scratch_ = scratch_.get() + sizes.total();
   // The kernels' per-thread scratch too, on every thread, once.
-  const int64_t max_k = std::max({hp_.hidden_size, hp_.ffn_size, hp_.num_heads * hp_.head_dim});
+  const int64_t max_k = std::max({config_.hidden_size, config_.ffn_size, config_.num_heads * config_.head_dim});
   if (q8) {
     q8_scratch_blocks_ = std::max<int64_t>(T, info_.limits.logits_rows()) * (max_k / 32);
     q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
@@ -65,8 +65,8 @@ CpuExecutor::CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& 
 
 void CpuExecutor::ReserveThreadScratch() const {
   kernels::ReserveMatMulScratch(max_k_);
-  kernels::ReservePagedAttentionScratch(hp_.context_length, hp_.num_heads / hp_.num_kv_heads, hp_.head_dim,
-                                        options_.block_size);
+  kernels::ReservePagedAttentionScratch(config_.context_length, config_.num_heads / config_.num_kv_heads,
+                                        config_.head_dim, options_.block_size);
 }
 
 ExecutorMemory CpuExecutor::memory() const {
@@ -90,8 +90,8 @@ absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
   if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
   if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
   const size_t per_layer =
-      static_cast<size_t>(num_blocks * hp_.num_kv_heads * options_.block_size * hp_.head_dim);
-  for (int64_t l = 0; l < hp_.num_layers; ++l) {
+      static_cast<size_t>(num_blocks * config_.num_kv_heads * options_.block_size * config_.head_dim);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
     // Uninitialised: a slot is written before any token reads it, and the
     // pages are only committed as blocks are used.
     k_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
@@ -120,21 +120,16 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   }
   RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
-  const BatchArrays arrays{.token_ids = batch.token_ids.data(),
-                           .logits_tokens = batch.logits_tokens.data(),
-                           .placement = {.positions = batch.positions.data(),
-                                         .token_chunk = batch.token_chunk.data(),
-                                         .block_table = batch.block_table.data(),
-                                         .table_width = batch.max_blocks_per_chunk,
-                                         .kv_slots = batch.kv_slots.data()}};
   const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
-                                  .num_kv_heads = hp_.num_kv_heads,
+                                  .num_kv_heads = config_.num_kv_heads,
                                   .block_size = info_.block_size,
-                                  .head_dim = hp_.head_dim},
+                                  .head_dim = config_.head_dim},
                        .k = k_layers_.data(),
                        .v = v_layers_.data()};
-  CpuOps ops(pool_, ops_config_, rope_cos_, rope_sin_);
-  RunLlamaForward(ops, hp_, model_.weights(), batch, arrays, activations_, kv);
+  CpuOps ops(pool_, ops_config_, {.arrays = HostArrays(batch), .kv = kv, .num_tokens = batch.num_tokens()},
+             rope_scratch_);
+  ops.Prepare();
+  forward_(ops, config_, model_.weights(), StepOf(batch, config_), activations_);
   return ForwardOutput{.vocab_size = info_.vocab_size, .num_rows = batch.num_logits_rows(),
                        .logits = activations_.logits};
 }

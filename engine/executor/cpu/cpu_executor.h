@@ -1,5 +1,5 @@
-// The CPU backend of ModelExecutor for Llama-family models: RunLlamaForward
-// over CpuOps (kernels/cpu), threaded across cores, with weights kept in
+// The CPU backend of ModelExecutor: the model's architecture's forward pass
+// (model/arch/forward.h) over CpuOps (kernels/cpu), threaded across cores, with weights kept in
 // their quantized storage type (read in place from the file's mapping) and
 // the KV cache in float16 blocks.
 //
@@ -11,17 +11,16 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
-#include "kernels/cpu/quantize_activations.h"
-
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/thread_pool.h"
-#include "model/llama_model.h"
 #include "engine/executor/cpu/cpu_ops.h"
-#include "engine/executor/llama_forward.h"
 #include "engine/executor/model_executor.h"
+#include "kernels/cpu/quantize_activations.h"
+#include "model/arch/forward.h"
+#include "model/model.h"
 
 namespace kvfleet::engine {
 
@@ -35,7 +34,7 @@ inline constexpr char kCpuQ8Numerics[] = "cpu-q8/2";
 class CpuExecutor : public ModelExecutor {
  public:
   // options.device must be the CPU.
-  static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(const model::LlamaModel& model,
+  static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(const model::Model& model,
                                                              const ExecutorOptions& options);
 
   const ExecutorInfo& info() const override { return info_; }
@@ -45,14 +44,14 @@ class CpuExecutor : public ModelExecutor {
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
 
  private:
-  CpuExecutor(const model::LlamaModel& model, const ExecutorOptions& options);
+  CpuExecutor(const model::Model& model, const ExecutorOptions& options);
 
-  const model::LlamaModel& model_;
-  const model::LlamaHparams& hp_;
+  const model::Model& model_;
+  const model::ModelConfig& config_;
+  model::ForwardFn<CpuOps> forward_;
   ExecutorOptions options_;
   ExecutorInfo info_;
   ThreadPool pool_;
-  std::vector<float> rope_freq_factors_;
   // Scratch, uninitialised: the kernels write before they read.
   std::unique_ptr<float[]> scratch_;
   int64_t scratch_floats_ = 0;
@@ -65,9 +64,8 @@ class CpuExecutor : public ModelExecutor {
   // Sizes the calling thread's kernel scratch (every pool thread at start;
   // a thread that calls Forward on its first step).
   void ReserveThreadScratch() const;
-  LlamaActivations activations_;
-  float* rope_cos_ = nullptr;  // [max_batch_tokens, rot_dim / 2]
-  float* rope_sin_ = nullptr;
+  model::Activations activations_;
+  float* rope_scratch_ = nullptr;  // CpuOps::Config::RopeScratchFloats(max_batch_tokens)
   CpuOps::Config ops_config_;
   // Per layer, float16 [num_blocks, kv_heads, block_size, head_dim].
   std::vector<std::unique_ptr<uint16_t[]>> k_cache_, v_cache_;

@@ -1,33 +1,50 @@
 #include "engine/executor/cpu/cpu_ops.h"
 
-#include <cmath>
-
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_q8.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/rope.h"
 
 namespace kvfleet::engine {
 
-CpuOps::Config CpuOps::Config::For(const model::LlamaHparams& hp, const float* freq_factors) {
-  return {.rope = {.mode = hp.rope_pairing == model::RopePairing::kAdjacent ? kernels::RopeMode::kAdjacent
-                                                                             : kernels::RopeMode::kHalves,
-                   .head_dim = hp.head_dim,
-                   .rot_dim = hp.rope_dim,
-                   .theta_base = static_cast<float>(hp.rope_theta),
-                   .position_scale = static_cast<float>(1.0 / hp.rope_scaling_factor),
-                   .freq_factors = freq_factors},
-          .rms_norm_eps = static_cast<float>(hp.rms_norm_eps),
-          .attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim))};
+CpuOps::Config CpuOps::Config::For(const model::ModelConfig& c) {
+  Config config{.rms_norm_eps = static_cast<float>(c.rms_norm_eps)};
+  for (const model::RopeConfig& r : c.ropes) {
+    config.ropes.push_back(
+        {.mode = r.pairing == model::RopePairing::kAdjacent ? kernels::RopeMode::kAdjacent : kernels::RopeMode::kHalves,
+         .head_dim = c.head_dim,
+         .rot_dim = r.dim,
+         .theta_base = static_cast<float>(r.theta),
+         .position_scale = static_cast<float>(r.position_scale),
+         .freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data()});
+  }
+  return config;
 }
 
-void CpuOps::Prepare(const ForwardBatch& batch, const BatchArrays& arrays) {
-  kernels::RopeCosSin(config_.rope, arrays.placement.positions, batch.num_tokens(), rope_cos_, rope_sin_);
+int64_t CpuOps::Config::RopeScratchFloats(int64_t max_tokens) const {
+  int64_t floats = 0;
+  for (const kernels::RopeParams& r : ropes) floats += 2 * max_tokens * (r.rot_dim / 2);
+  return floats;
 }
 
-void CpuOps::Embed(const model::WeightView& table, const int32_t* token_ids, int64_t tokens, float* out) {
-  kernels::EmbedRows(table.dtype, table.data, table.cols, token_ids, tokens, out);
+float* CpuOps::Cos(int32_t r) const {
+  float* p = rope_scratch_;
+  for (int32_t i = 0; i < r; ++i) p += 2 * step_.num_tokens * (config_.ropes[i].rot_dim / 2);
+  return p;
+}
+
+float* CpuOps::Sin(int32_t r) const { return Cos(r) + step_.num_tokens * (config_.ropes[r].rot_dim / 2); }
+
+void CpuOps::Prepare() {
+  for (int32_t r = 0; r < static_cast<int32_t>(config_.ropes.size()); ++r) {
+    kernels::RopeCosSin(config_.ropes[r], step_.arrays.placement.positions, step_.num_tokens, Cos(r), Sin(r));
+  }
+}
+
+void CpuOps::Embed(const model::WeightView& table, int64_t tokens, float* out) {
+  kernels::EmbedRows(table.dtype, table.data, table.cols, step_.arrays.token_ids, tokens, out);
 }
 
 void CpuOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
@@ -46,26 +63,26 @@ void CpuOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float
 
 void CpuOps::AddBias(float* y, const float* bias, int64_t rows, int64_t n) { kernels::AddBias(y, bias, rows, n); }
 
-void CpuOps::Rope(float* x, int64_t tokens, int64_t heads) {
-  kernels::ApplyRope(config_.rope, rope_cos_, rope_sin_, x, tokens, heads);
+void CpuOps::Scale(float* x, int64_t count, float s) { kernels::Scale(x, count, s); }
+
+void CpuOps::Rope(float* x, int64_t tokens, int64_t heads, int32_t rope) {
+  kernels::ApplyRope(config_.ropes[rope], Cos(rope), Sin(rope), x, tokens, heads);
 }
 
-void CpuOps::WriteKv(const kernels::KvCacheLayout& layout, const kernels::TokenPlacement& where, const float* k,
-                     const float* v, int64_t tokens, uint16_t* k_cache, uint16_t* v_cache) {
-  kernels::WriteKv(layout, where, k, v, tokens, k_cache, v_cache);
+void CpuOps::WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens) {
+  kernels::WriteKv(step_.kv.layout, step_.arrays.placement, k, v, tokens, step_.kv.k[layer], step_.kv.v[layer]);
 }
 
-void CpuOps::Attention(const ForwardBatch& batch, const kernels::KvCacheLayout& layout,
-                       const kernels::TokenPlacement& where, int64_t heads, const float* q, const uint16_t* k_cache,
-                       const uint16_t* v_cache, float* out) {
-  kernels::PagedAttention({.layout = layout,
-                           .where = where,
-                           .num_tokens = batch.num_tokens(),
-                           .num_heads = heads,
-                           .scale = config_.attention_scale,
+void CpuOps::Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens) {
+  kernels::PagedAttention({.layout = step_.kv.layout,
+                           .where = step_.arrays.placement,
+                           .num_tokens = tokens,
+                           .num_heads = call.num_heads,
+                           .scale = call.scale,
+                           .window = call.window,
                            .q = q,
-                           .k_cache = k_cache,
-                           .v_cache = v_cache,
+                           .k_cache = step_.kv.k[call.layer],
+                           .v_cache = step_.kv.v[call.layer],
                            .out = out},
                           pool_);
 }
@@ -74,13 +91,17 @@ void CpuOps::SwiGlu(const float* gate, const float* up, float* out, int64_t coun
   kernels::SwiGlu(gate, up, out, count);
 }
 
+void CpuOps::GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
+  kernels::GeluTanhMul(gate, up, out, count);
+}
+
 void CpuOps::Add(float* y, const float* x, int64_t count) { kernels::AddInPlace(y, x, count); }
 
-void CpuOps::Logits(const float* x, const int32_t* rows, int64_t num_rows, const float* norm_weight,
-                    const model::WeightView& head, float* gathered, float* logits) {
-  kernels::GatherRows(x, rows, num_rows, head.cols, gathered);
-  kernels::RmsNorm(gathered, norm_weight, gathered, num_rows, head.cols, config_.rms_norm_eps);
-  MatMul(head, gathered, num_rows, logits);
+void CpuOps::Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered,
+                    float* logits, int64_t rows) {
+  kernels::GatherRows(x, step_.arrays.logits_tokens, rows, head.cols, gathered);
+  kernels::RmsNorm(gathered, norm_weight, gathered, rows, head.cols, config_.rms_norm_eps);
+  MatMul(head, gathered, rows, logits);
 }
 
 }  // namespace kvfleet::engine

@@ -10,10 +10,10 @@
 
 namespace kvfleet::engine {
 
-absl::StatusOr<Q8PackedWeights> Q8PackedWeights::Pack(const model::LlamaModel& model, ThreadPool& pool) {
-  const model::LlamaWeights& w = model.weights();
+absl::StatusOr<Q8PackedWeights> Q8PackedWeights::Pack(const model::Model& model, ThreadPool& pool) {
+  const model::DecoderWeights& w = model.weights();
   std::vector<const model::WeightView*> matrices;
-  for (const model::LlamaLayerWeights& l : w.layers) {
+  for (const model::LayerWeights& l : w.layers) {
     const auto layer = l.Matrices();
     matrices.insert(matrices.end(), layer.begin(), layer.end());
   }
@@ -42,9 +42,9 @@ absl::StatusOr<Q8PackedWeights> Q8PackedWeights::Pack(const model::LlamaModel& m
     const std::vector<const model::WeightView*>& chosen;
     const std::vector<int64_t>& offsets;
     uint8_t* storage;
-    const model::GgufFile& file;
+    const model::ModelSource& source;
   };
-  const Job job{chosen, offsets, packed.storage_.get(), model.file()};
+  const Job job{chosen, offsets, packed.storage_.get(), model.source()};
   const Job* j = &job;
   // Each tensor's mapped pages go as soon as it is packed, so the peak is
   // about one copy of the weights, not two.
@@ -52,7 +52,7 @@ absl::StatusOr<Q8PackedWeights> Q8PackedWeights::Pack(const model::LlamaModel& m
     for (int64_t i = begin; i < end; ++i) {
       const model::WeightView& v = *j->chosen[i];
       kernels::PackQ8Panels(v.dtype, v.data, v.rows, v.cols, j->storage + j->offsets[i]);
-      j->file.DropPages(v.data, static_cast<size_t>(RowBytes(v.dtype, v.rows * v.cols)));
+      j->source.DropPages(v.data, static_cast<size_t>(RowBytes(v.dtype, v.rows * v.cols)));
     }
   });
   for (size_t i = 0; i < chosen.size(); ++i) {

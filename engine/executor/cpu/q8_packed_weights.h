@@ -18,14 +18,14 @@
 #include "absl/status/statusor.h"
 #include "common/thread_pool.h"
 #include "kernels/cpu/q8_panels.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 
 namespace kvfleet::engine {
 
 class Q8PackedWeights {
  public:
   // ResourceExhausted when the host cannot hold the packed copy.
-  static absl::StatusOr<Q8PackedWeights> Pack(const model::LlamaModel& model, ThreadPool& pool);
+  static absl::StatusOr<Q8PackedWeights> Pack(const model::Model& model, ThreadPool& pool);
 
   // The panels of the tensor whose row-layout data starts at `rows`; null
   // when it was not packed (not one of the matrices above, or not Q8_0,

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "kernels/cpu/rope.h"
+#include "kernels/common/rope_tables.h"
 #include "kernels/cuda/paged_attention.h"
 
 namespace kvfleet::engine {
@@ -22,27 +22,11 @@ constexpr int64_t kAttentionWorkspaceBytes = int64_t{256} << 20;
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-int64_t TensorBytes(const model::WeightView& w) { return w.rows * RowBytes(w.dtype, w.cols); }
-
-// Every tensor the forward pass reads.
-template <typename Fn>
-void ForEachWeight(model::LlamaWeights& w, Fn fn) {
-  fn(w.token_embd);
-  fn(w.output_norm);
-  fn(w.output);
-  for (model::LlamaLayerWeights& l : w.layers) {
-    for (model::WeightView* v : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_bias, &l.attn_k_bias,
-                                 &l.attn_v_bias, &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-      fn(*v);
-    }
-  }
-}
-
 }  // namespace
 
 int CudaExecutor::DeviceCount(std::string* why_none) { return cu::DeviceCount(why_none); }
 
-absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::LlamaModel& model,
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::Model& model,
                                                                    const ExecutorOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   if (options.device.kind != DeviceKind::kCuda) {
@@ -56,27 +40,32 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::
                    : absl::StrCat(options.device.ToString(), " asked for, but this machine has ", count,
                                   " GPU(s) (cuda:0 .. cuda:", count - 1, ")"));
   }
-  const model::LlamaHparams& hp = model.hparams();
-  if (!kernels::cuda::PagedAttentionSupports(hp.head_dim, hp.num_heads, hp.num_kv_heads, &why)) {
-    return absl::InvalidArgumentError(absl::StrCat("this model (head_dim ", hp.head_dim, ", ", hp.num_heads,
-                                                   " heads of ", hp.num_kv_heads, " KV heads) cannot run on CUDA: ",
+  const model::ModelConfig& c = model.config();
+  if (!kernels::cuda::PagedAttentionSupports(c.head_dim, c.num_heads, c.num_kv_heads, &why)) {
+    return absl::InvalidArgumentError(absl::StrCat("this model (head_dim ", c.head_dim, ", ", c.num_heads,
+                                                   " heads of ", c.num_kv_heads, " KV heads) cannot run on CUDA: ",
                                                    why, "; use --device cpu"));
   }
-  if (hp.hidden_size % 32 != 0 || hp.ffn_size % 32 != 0) {
+  if (c.hidden_size % 32 != 0 || c.ffn_size % 32 != 0) {
     return absl::InvalidArgumentError("the CUDA matmul needs hidden and feed-forward sizes that are multiples of 32");
   }
   std::unique_ptr<CudaExecutor> ex(new CudaExecutor(model, options));
+  if (ex->forward_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("no forward pass for architecture '", c.architecture,
+                                                   "' (load models through model::Model::Load)"));
+  }
   RETURN_IF_ERROR(ex->Init());
   if (options.num_blocks > 0) RETURN_IF_ERROR(ex->AllocateKvCache(options.num_blocks));
   return ex;
 }
 
-CudaExecutor::CudaExecutor(const model::LlamaModel& model, const ExecutorOptions& options)
-    : model_(model),
-      hp_(model.hparams()),
+CudaExecutor::CudaExecutor(const model::Model& model, const ExecutorOptions& options)
+    : config_(model.config()),
+      forward_(model::ForwardFor<CudaOps>(model.config().architecture)),
       options_(options),
-      info_(LlamaExecutorInfo(model, options)),
-      device_weights_(model.weights()) {}
+      info_(ExecutorInfoFor(model, options)),
+      device_weights_(model.weights()),
+      ops_config_(CudaOps::Config::For(model.config())) {}
 
 CudaExecutor::~CudaExecutor() {
   if (stream_ != nullptr) {
@@ -110,42 +99,48 @@ absl::Status CudaExecutor::UploadWeights() {
   };
   std::unordered_map<const void*, Placed> placed;
   size_t total = 0;
-  ForEachWeight(device_weights_, [&](model::WeightView& w) {
-    if (w.present() && placed.emplace(w.data, Placed{total, TensorBytes(w)}).second) {
-      total = AlignUp(total + TensorBytes(w));
-    }
+  device_weights_.ForEach([&](model::WeightView& w) {
+    if (placed.emplace(w.data, Placed{total, w.bytes()}).second) total = AlignUp(total + w.bytes());
   });
   ASSIGN_OR_RETURN(weights_, cu::DeviceBuffer::Allocate(total));
   for (const auto& [host, where] : placed) {
     RETURN_IF_ERROR(
         cu::CopyToDevice(weights_.as<uint8_t>() + where.offset, host, static_cast<size_t>(where.bytes), stream_));
   }
-  ForEachWeight(device_weights_, [&](model::WeightView& w) {
-    if (w.present()) w.data = weights_.as<uint8_t>() + placed.at(w.data).offset;
-  });
-  device_weights_.rope_freqs = {};  // folded into the RoPE table
+  device_weights_.ForEach([&](model::WeightView& w) { w.data = weights_.as<uint8_t>() + placed.at(w.data).offset; });
   weight_bytes_ = static_cast<int64_t>(total);
   return absl::OkStatus();
 }
 
 absl::Status CudaExecutor::UploadRopeTables() {
-  const int64_t half = hp_.rope_dim / 2, positions = hp_.context_length;
+  // One table per RoPE configuration, of every position of the context,
+  // from the one definition of the angles (the CPU backend computes the
+  // same per batch).
+  const int64_t positions = config_.context_length;
   std::vector<int32_t> all(static_cast<size_t>(positions));
   for (int64_t p = 0; p < positions; ++p) all[static_cast<size_t>(p)] = static_cast<int32_t>(p);
-  std::vector<float> table(static_cast<size_t>(2 * positions * half));
-  const model::WeightView& rf = model_.weights().rope_freqs;
-  const CudaOps::Config config = CudaOps::Config::For(hp_, nullptr, nullptr);
-  kernels::RopeParams params = {.mode = config.rope.mode,
-                                .head_dim = hp_.head_dim,
-                                .rot_dim = hp_.rope_dim,
-                                .theta_base = static_cast<float>(hp_.rope_theta),
-                                .position_scale = static_cast<float>(1.0 / hp_.rope_scaling_factor),
-                                .freq_factors = rf.present() ? rf.f32() : nullptr};
-  // The one definition of the angles (the CPU backend computes the same per batch).
-  kernels::RopeCosSin(params, all.data(), positions, table.data(), table.data() + positions * half);
-  ASSIGN_OR_RETURN(rope_tables_, cu::DeviceBuffer::Allocate(table.size() * sizeof(float)));
-  RETURN_IF_ERROR(cu::CopyToDevice(rope_tables_.get(), table.data(), table.size() * sizeof(float), stream_));
-  // The copy is from pageable memory: it has left `table` before it returns.
+  std::vector<size_t> offsets;
+  std::vector<float> tables;
+  for (const model::RopeConfig& r : config_.ropes) {
+    const int64_t half = r.dim / 2;
+    offsets.push_back(tables.size());
+    tables.resize(tables.size() + static_cast<size_t>(2 * positions * half));
+    float* cos = tables.data() + offsets.back();
+    const kernels::RopeParams params = {.head_dim = config_.head_dim,
+                                        .rot_dim = r.dim,
+                                        .theta_base = static_cast<float>(r.theta),
+                                        .position_scale = static_cast<float>(r.position_scale),
+                                        .freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data()};
+    kernels::RopeCosSin(params, all.data(), positions, cos, cos + positions * half);
+  }
+  ASSIGN_OR_RETURN(rope_tables_, cu::DeviceBuffer::Allocate(tables.size() * sizeof(float)));
+  RETURN_IF_ERROR(cu::CopyToDevice(rope_tables_.get(), tables.data(), tables.size() * sizeof(float), stream_));
+  // The copy is from pageable memory: it has left `tables` before it returns.
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    const float* cos = rope_tables_.as<float>() + offsets[i];
+    ops_config_.rope_cos.push_back(cos);
+    ops_config_.rope_sin.push_back(cos + positions * (config_.ropes[i].dim / 2));
+  }
   scratch_bytes_ += static_cast<int64_t>(rope_tables_.size());
   return absl::OkStatus();
 }
@@ -167,22 +162,22 @@ CudaExecutor::BatchLayout CudaExecutor::LayoutFor(int64_t tokens, int64_t chunks
 
 absl::Status CudaExecutor::AllocateScratch() {
   const ExecutorLimits& lim = info_.limits;
-  const LlamaActivationSizes sizes = LlamaActivationSizes::For(hp_, lim.max_batch_tokens, lim.max_logits_rows);
+  const model::ActivationSizes sizes = model::ActivationSizes::For(config_, lim.max_batch_tokens, lim.max_logits_rows);
   ASSIGN_OR_RETURN(activation_buffer_, cu::DeviceBuffer::Allocate(static_cast<size_t>(sizes.total()) * sizeof(float)));
   activations_ = sizes.Carve(activation_buffer_.as<float>());
 
-  const int64_t width = (hp_.context_length + options_.block_size - 1) / options_.block_size;
+  const int64_t width = (config_.context_length + options_.block_size - 1) / options_.block_size;
   const BatchLayout batch = LayoutFor(lim.max_batch_tokens, lim.max_batch_chunks, width, lim.max_logits_rows);
   ASSIGN_OR_RETURN(batch_staging_, cu::PinnedHostBuffer::Allocate(batch.end));
   ASSIGN_OR_RETURN(batch_device_, cu::DeviceBuffer::Allocate(batch.end));
 
-  attention_.item_capacity = CudaAttentionWorkspace::ItemsFor(lim.max_batch_tokens, hp_.context_length);
+  attention_.item_capacity = CudaAttentionWorkspace::ItemsFor(lim.max_batch_tokens, config_.context_length);
   attention_.partial_capacity =
-      CudaAttentionWorkspace::PartialsFor(hp_, lim.max_batch_tokens, kAttentionWorkspaceBytes);
+      CudaAttentionWorkspace::PartialsFor(config_, lim.max_batch_tokens, kAttentionWorkspaceBytes);
   const size_t items_bytes = AlignUp(attention_.item_capacity * sizeof(kernels::cuda::AttentionWorkItem));
   const size_t offsets_bytes = AlignUp(lim.max_batch_tokens * sizeof(int64_t));
-  const size_t o_bytes = AlignUp(attention_.partial_capacity * hp_.num_heads * hp_.head_dim * sizeof(float));
-  const size_t ml_bytes = AlignUp(attention_.partial_capacity * hp_.num_heads * 2 * sizeof(float));
+  const size_t o_bytes = AlignUp(attention_.partial_capacity * config_.num_heads * config_.head_dim * sizeof(float));
+  const size_t ml_bytes = AlignUp(attention_.partial_capacity * config_.num_heads * 2 * sizeof(float));
   ASSIGN_OR_RETURN(attention_buffer_, cu::DeviceBuffer::Allocate(items_bytes + offsets_bytes + o_bytes + ml_bytes));
   uint8_t* a = attention_buffer_.as<uint8_t>();
   attention_.items = reinterpret_cast<kernels::cuda::AttentionWorkItem*>(a);
@@ -213,8 +208,9 @@ absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
   if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
   const size_t per_layer =
-      static_cast<size_t>(num_blocks * hp_.num_kv_heads * options_.block_size * hp_.head_dim) * sizeof(uint16_t);
-  for (int64_t l = 0; l < hp_.num_layers; ++l) {
+      static_cast<size_t>(num_blocks * config_.num_kv_heads * options_.block_size * config_.head_dim) *
+      sizeof(uint16_t);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
     absl::StatusOr<cu::DeviceBuffer> k = cu::DeviceBuffer::Allocate(per_layer);
     absl::StatusOr<cu::DeviceBuffer> v = k.ok() ? cu::DeviceBuffer::Allocate(per_layer) : k.status();
     if (!v.ok()) {
@@ -266,17 +262,16 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
   ASSIGN_OR_RETURN(BatchArrays arrays, StageBatch(batch));
   const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
-                                  .num_kv_heads = hp_.num_kv_heads,
+                                  .num_kv_heads = config_.num_kv_heads,
                                   .block_size = info_.block_size,
-                                  .head_dim = hp_.head_dim},
+                                  .head_dim = config_.head_dim},
                        .k = k_layers_.data(),
                        .v = v_layers_.data()};
-  const float* cos = rope_tables_.as<float>();
-  const float* sin = cos + hp_.context_length * (hp_.rope_dim / 2);
-  CudaOps ops(stream_, CudaOps::Config::For(hp_, cos, sin), attention_);
-  RunLlamaForward(ops, hp_, device_weights_, batch, arrays, activations_, kv);
+  CudaOps ops(stream_, ops_config_, {.batch = &batch, .arrays = arrays, .kv = kv}, attention_);
+  ops.Prepare();
+  forward_(ops, config_, device_weights_, StepOf(batch, config_), activations_);
   RETURN_IF_ERROR(ops.status());
-  const size_t logits_bytes = static_cast<size_t>(batch.num_logits_rows()) * hp_.vocab_size * sizeof(float);
+  const size_t logits_bytes = static_cast<size_t>(batch.num_logits_rows()) * config_.vocab_size * sizeof(float);
   RETURN_IF_ERROR(cu::CopyToHost(logits_host_.get(), activations_.logits, logits_bytes, stream_));
   RETURN_IF_ERROR(cu::CheckLaunches("the forward pass's kernels"));
   RETURN_IF_ERROR(cu::Synchronize(stream_));

@@ -1,9 +1,10 @@
-// The CUDA backend of ModelExecutor for Llama-family models:
-// RunLlamaForward over CudaOps (kernels/cuda) on one GPU and one stream.
+// The CUDA backend of ModelExecutor: the model's architecture's forward
+// pass (model/arch/forward.h) over CudaOps (kernels/cuda) on one GPU and
+// one stream.
 //
 // Owns, in device memory (plain cudaMalloc, never managed memory): every
 // weight tensor in its storage type (dequantized in the kernels as read),
-// the RoPE cos/sin table of every position, every activation buffer and the
+// the RoPE cos/sin table of every position (one per RoPE configuration), every activation buffer and the
 // attention workspace (sized once from the options' limits), and the KV
 // cache (per layer, K and V float16 [num_blocks, kv_heads, block_size,
 // head_dim], allocated by AllocateKvCache). In page-locked host memory: the
@@ -25,10 +26,10 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/cuda/device_buffer.h"
-#include "model/llama_model.h"
 #include "engine/executor/cuda/cuda_ops.h"
-#include "engine/executor/llama_forward.h"
 #include "engine/executor/model_executor.h"
+#include "model/arch/forward.h"
+#include "model/model.h"
 
 namespace kvfleet::engine {
 inline namespace KVFLEET_CUDA_BUILD {
@@ -41,7 +42,7 @@ class CudaExecutor : public ModelExecutor {
  public:
   // options.device must be a GPU this process can use. Errors name the
   // problem: no such GPU, an unsupported shape, not enough device memory.
-  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(const model::LlamaModel& model,
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(const model::Model& model,
                                                               const ExecutorOptions& options);
   static int DeviceCount(std::string* why_none);
   ~CudaExecutor() override;
@@ -58,7 +59,7 @@ class CudaExecutor : public ModelExecutor {
     size_t token_ids = 0, positions = 0, token_chunk = 0, kv_slots = 0, block_table = 0, logits_tokens = 0, end = 0;
   };
 
-  CudaExecutor(const model::LlamaModel& model, const ExecutorOptions& options);
+  CudaExecutor(const model::Model& model, const ExecutorOptions& options);
   absl::Status Init();
   absl::Status UploadWeights();
   absl::Status UploadRopeTables();
@@ -66,18 +67,19 @@ class CudaExecutor : public ModelExecutor {
   BatchLayout LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows) const;
   absl::StatusOr<BatchArrays> StageBatch(const ForwardBatch& batch);
 
-  const model::LlamaModel& model_;
-  const model::LlamaHparams& hp_;
+  const model::ModelConfig& config_;  // the model's, which outlives the executor
+  model::ForwardFn<CudaOps> forward_;
   ExecutorOptions options_;
   ExecutorInfo info_;
   ::kvfleet::cuda::Stream stream_ = nullptr;
 
   ::kvfleet::cuda::DeviceBuffer weights_;
-  model::LlamaWeights device_weights_;  // the model's views, pointing into weights_
+  model::DecoderWeights device_weights_;  // the model's views, pointing into weights_
   int64_t weight_bytes_ = 0;
-  ::kvfleet::cuda::DeviceBuffer rope_tables_;  // cos [context, rot/2], then sin
+  ::kvfleet::cuda::DeviceBuffer rope_tables_;  // per RoPE configuration: cos [context, rot/2], then sin
+  CudaOps::Config ops_config_;
   ::kvfleet::cuda::DeviceBuffer activation_buffer_;
-  LlamaActivations activations_;
+  model::Activations activations_;
   ::kvfleet::cuda::PinnedHostBuffer batch_staging_;
   ::kvfleet::cuda::DeviceBuffer batch_device_;
   ::kvfleet::cuda::DeviceBuffer attention_buffer_;

@@ -16,10 +16,10 @@ inline namespace KVFLEET_CUDA_BUILD {
 
 namespace kc = kernels::cuda;
 
-int64_t CudaAttentionWorkspace::PartialsFor(const model::LlamaHparams& hp, int64_t max_tokens, int64_t budget_bytes) {
-  const int64_t per_partial = hp.num_heads * (hp.head_dim + 2) * static_cast<int64_t>(sizeof(float));
-  const int64_t one_tile = kc::MinWorkspacePartials(hp.num_heads / hp.num_kv_heads, hp.context_length);
-  const int64_t whole_batch = max_tokens * kc::PartitionsFor(static_cast<int32_t>(hp.context_length - 1));
+int64_t CudaAttentionWorkspace::PartialsFor(const model::ModelConfig& c, int64_t max_tokens, int64_t budget_bytes) {
+  const int64_t per_partial = c.num_heads * (c.head_dim + 2) * static_cast<int64_t>(sizeof(float));
+  const int64_t one_tile = kc::MinWorkspacePartials(c.num_heads / c.num_kv_heads, c.context_length);
+  const int64_t whole_batch = max_tokens * kc::PartitionsFor(static_cast<int32_t>(c.context_length - 1));
   return std::max(one_tile, std::min(whole_batch, budget_bytes / per_partial));
 }
 
@@ -27,26 +27,19 @@ int64_t CudaAttentionWorkspace::ItemsFor(int64_t max_tokens, int64_t context_len
   return max_tokens * kc::PartitionsFor(static_cast<int32_t>(context_length - 1));
 }
 
-int64_t CudaAttentionWorkspace::BytesFor(const model::LlamaHparams& hp, int64_t max_tokens, int64_t items,
-                                         int64_t partials) {
-  return items * static_cast<int64_t>(sizeof(kc::AttentionWorkItem)) + max_tokens * 8 +
-         partials * hp.num_heads * (hp.head_dim + 2) * static_cast<int64_t>(sizeof(float));
+CudaOps::Config CudaOps::Config::For(const model::ModelConfig& c) {
+  Config config{.rms_norm_eps = static_cast<float>(c.rms_norm_eps), .group = c.num_heads / c.num_kv_heads};
+  for (const model::RopeConfig& r : c.ropes) {
+    config.ropes.push_back(
+        {.mode = r.pairing == model::RopePairing::kAdjacent ? kernels::RopeMode::kAdjacent : kernels::RopeMode::kHalves,
+         .head_dim = c.head_dim,
+         .rot_dim = r.dim});
+  }
+  return config;
 }
 
-CudaOps::Config CudaOps::Config::For(const model::LlamaHparams& hp, const float* rope_cos, const float* rope_sin) {
-  return {.rope = {.mode = hp.rope_pairing == model::RopePairing::kAdjacent ? kernels::RopeMode::kAdjacent
-                                                                             : kernels::RopeMode::kHalves,
-                   .head_dim = hp.head_dim,
-                   .rot_dim = hp.rope_dim},
-          .rope_cos = rope_cos,
-          .rope_sin = rope_sin,
-          .rms_norm_eps = static_cast<float>(hp.rms_norm_eps),
-          .attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
-          .group = hp.num_heads / hp.num_kv_heads};
-}
-
-void CudaOps::Prepare(const ForwardBatch& batch, const BatchArrays& arrays) {
-  positions_ = arrays.placement.positions;
+void CudaOps::Prepare() {
+  const ForwardBatch& batch = *step_.batch;
   kc::AttentionPlan& plan = workspace_.plan;
   if (!kc::PlanAttention(batch.positions.data(), batch.chunk_starts.data(), batch.num_chunks(), config_.group,
                          workspace_.partial_capacity, &plan)) {
@@ -72,8 +65,8 @@ void CudaOps::Prepare(const ForwardBatch& batch, const BatchArrays& arrays) {
   }
 }
 
-void CudaOps::Embed(const model::WeightView& table, const int32_t* token_ids, int64_t tokens, float* out) {
-  kc::LaunchEmbedRows(table.dtype, table.data, table.cols, token_ids, tokens, out, stream_);
+void CudaOps::Embed(const model::WeightView& table, int64_t tokens, float* out) {
+  kc::LaunchEmbedRows(table.dtype, table.data, table.cols, step_.arrays.token_ids, tokens, out, stream_);
 }
 
 void CudaOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
@@ -88,25 +81,27 @@ void CudaOps::AddBias(float* y, const float* bias, int64_t rows, int64_t n) {
   kc::LaunchAddBias(y, bias, rows, n, stream_);
 }
 
-void CudaOps::Rope(float* x, int64_t tokens, int64_t heads) {
-  kc::LaunchRope(config_.rope, config_.rope_cos, config_.rope_sin, positions_, x, tokens, heads, stream_);
+void CudaOps::Scale(float* x, int64_t count, float s) { kc::LaunchScale(x, count, s, stream_); }
+
+void CudaOps::Rope(float* x, int64_t tokens, int64_t heads, int32_t rope) {
+  kc::LaunchRope(config_.ropes[rope], config_.rope_cos[rope], config_.rope_sin[rope], step_.arrays.placement.positions,
+                 x, tokens, heads, stream_);
 }
 
-void CudaOps::WriteKv(const kernels::KvCacheLayout& layout, const kernels::TokenPlacement& where, const float* k,
-                      const float* v, int64_t tokens, uint16_t* k_cache, uint16_t* v_cache) {
-  kc::LaunchWriteKv(layout, where, k, v, tokens, k_cache, v_cache, stream_);
+void CudaOps::WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens) {
+  kc::LaunchWriteKv(step_.kv.layout, step_.arrays.placement, k, v, tokens, step_.kv.k[layer], step_.kv.v[layer],
+                    stream_);
 }
 
-void CudaOps::Attention(const ForwardBatch& batch, const kernels::KvCacheLayout& layout,
-                        const kernels::TokenPlacement& where, int64_t heads, const float* q, const uint16_t* k_cache,
-                        const uint16_t* v_cache, float* out) {
-  kc::LaunchPagedAttention({.layout = layout,
-                            .where = where,
-                            .num_heads = heads,
-                            .scale = config_.attention_scale,
+void CudaOps::Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens) {
+  kc::LaunchPagedAttention({.layout = step_.kv.layout,
+                            .where = step_.arrays.placement,
+                            .num_heads = call.num_heads,
+                            .scale = call.scale,
+                            .window = call.window,
                             .q = q,
-                            .k_cache = k_cache,
-                            .v_cache = v_cache,
+                            .k_cache = step_.kv.k[call.layer],
+                            .v_cache = step_.kv.v[call.layer],
                             .out = out,
                             .items = workspace_.items,
                             .partial_offsets = workspace_.partial_offsets,
@@ -119,13 +114,17 @@ void CudaOps::SwiGlu(const float* gate, const float* up, float* out, int64_t cou
   kc::LaunchSwiGlu(gate, up, out, count, stream_);
 }
 
+void CudaOps::GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
+  kc::LaunchGeluTanhMul(gate, up, out, count, stream_);
+}
+
 void CudaOps::Add(float* y, const float* x, int64_t count) { kc::LaunchAddInPlace(y, x, count, stream_); }
 
-void CudaOps::Logits(const float* x, const int32_t* rows, int64_t num_rows, const float* norm_weight,
-                     const model::WeightView& head, float* gathered, float* logits) {
-  kc::LaunchGatherRows(x, rows, num_rows, head.cols, gathered, stream_);
-  kc::LaunchRmsNorm(gathered, norm_weight, gathered, num_rows, head.cols, config_.rms_norm_eps, stream_);
-  MatMul(head, gathered, num_rows, logits);
+void CudaOps::Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered,
+                     float* logits, int64_t rows) {
+  kc::LaunchGatherRows(x, step_.arrays.logits_tokens, rows, head.cols, gathered, stream_);
+  kc::LaunchRmsNorm(gathered, norm_weight, gathered, rows, head.cols, config_.rms_norm_eps, stream_);
+  MatMul(head, gathered, rows, logits);
 }
 
 }  // namespace KVFLEET_CUDA_BUILD

@@ -1,29 +1,33 @@
-// The CUDA backend's ops for RunLlamaForward (llama_forward.h): each one
-// launches a kernels/cuda kernel on the executor's stream, over device
-// memory. Launches are asynchronous; the executor checks for errors once per
-// pass (cuda::CheckLaunches) when it synchronizes for the logits.
+// The CUDA backend's ops (model/arch/op_set.h's concept): each one launches
+// a kernels/cuda kernel on the executor's stream, over device memory.
+// Launches are asynchronous; the executor checks for errors once per pass
+// (cuda::CheckLaunches) when it synchronizes for the logits.
 //
-// Prepare plans the attention of the batch (attention_plan.h) on the host
-// and copies the plan to the device; every layer's Attention reuses it.
+// An ops object lives for one forward pass. Prepare plans the attention of
+// the batch (attention_plan.h) on the host and copies the plan to the
+// device; every layer's Attention reuses it (a windowed layer skips the
+// partitions before its window).
 //
 // Thread-safety: one thread at a time (the engine thread).
 //
-//   CudaOps ops(stream, config, workspace);
-//   RunLlamaForward(ops, hp, device_weights, batch, device_arrays, activations, kv);
+//   CudaOps ops(stream, config, step, workspace);
+//   ops.Prepare();
+//   forward(ops, model_config, device_weights, model_step, activations);
 //   RETURN_IF_ERROR(ops.status());
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
-#include "kernels/cpu/rope.h"
+#include "engine/executor/backend_common.h"
+#include "engine/executor/forward_batch.h"
+#include "kernels/common/paged_kv.h"
+#include "kernels/common/rope_tables.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/stream.h"
-#include "kernels/paged_kv.h"
-#include "model/llama_hparams.h"
-#include "model/llama_weights.h"
-#include "engine/executor/forward_batch.h"
-#include "engine/executor/llama_forward.h"
+#include "model/arch/model_config.h"
+#include "model/arch/op_set.h"
 
 namespace kvfleet::engine {
 inline namespace KVFLEET_CUDA_BUILD {
@@ -41,54 +45,65 @@ struct CudaAttentionWorkspace {
 
   // The capacities for a model and batch limits, within a workspace budget
   // (but always room for one tile at the end of the context).
-  static int64_t PartialsFor(const model::LlamaHparams& hp, int64_t max_tokens, int64_t budget_bytes);
+  static int64_t PartialsFor(const model::ModelConfig& c, int64_t max_tokens, int64_t budget_bytes);
   static int64_t ItemsFor(int64_t max_tokens, int64_t context_length);
-  static int64_t BytesFor(const model::LlamaHparams& hp, int64_t max_tokens, int64_t items, int64_t partials);
 };
 
 class CudaOps {
  public:
+  // What stays the same for every step of one model.
   struct Config {
-    kernels::RopeParams rope;     // mode, head_dim, rot_dim
-    const float* rope_cos = nullptr;  // device [context_length, rot_dim / 2]
-    const float* rope_sin = nullptr;
+    std::vector<kernels::RopeParams> ropes;  // mode, head_dim and rot_dim of each RoPE configuration
+    std::vector<const float*> rope_cos;      // device [context_length, rot_dim / 2], one per RoPE configuration
+    std::vector<const float*> rope_sin;
     float rms_norm_eps = 1e-5f;
-    float attention_scale = 1.0f;
     int64_t group = 1;  // query heads per KV head
 
-    static Config For(const model::LlamaHparams& hp, const float* rope_cos, const float* rope_sin);
+    // Without the tables (the executor adds them once uploaded).
+    static Config For(const model::ModelConfig& c);
   };
 
-  CudaOps(::kvfleet::cuda::Stream stream, const Config& config, CudaAttentionWorkspace& workspace)
-      : stream_(stream), config_(config), workspace_(workspace) {}
+  // One forward pass's inputs: the host batch (the attention plan reads its
+  // positions) and its arrays on the device.
+  struct Step {
+    const ForwardBatch* batch = nullptr;
+    BatchArrays arrays;
+    KvCacheView kv;
+  };
+
+  CudaOps(::kvfleet::cuda::Stream stream, const Config& config, const Step& step, CudaAttentionWorkspace& workspace)
+      : stream_(stream), config_(config), step_(step), workspace_(workspace) {}
 
   // The first error of a host-side step (a copy, a plan too large); kernels'
   // errors are the executor's check.
   const absl::Status& status() const { return status_; }
 
-  void Prepare(const ForwardBatch& batch, const BatchArrays& arrays);
-  void Embed(const model::WeightView& table, const int32_t* token_ids, int64_t tokens, float* out);
+  // Plans the step's attention and copies the plan to the device.
+  void Prepare();
+
+  void Embed(const model::WeightView& table, int64_t tokens, float* out);
   void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
   void MatMul(const model::WeightView& w, const float* x, int64_t m, float* y);
   void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
-  void Rope(float* x, int64_t tokens, int64_t heads);
-  void WriteKv(const kernels::KvCacheLayout& layout, const kernels::TokenPlacement& where, const float* k,
-               const float* v, int64_t tokens, uint16_t* k_cache, uint16_t* v_cache);
-  void Attention(const ForwardBatch& batch, const kernels::KvCacheLayout& layout,
-                 const kernels::TokenPlacement& where, int64_t heads, const float* q, const uint16_t* k_cache,
-                 const uint16_t* v_cache, float* out);
+  void Scale(float* x, int64_t count, float s);
+  void Rope(float* x, int64_t tokens, int64_t heads, int32_t rope);
+  void WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens);
+  void Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens);
   void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
+  void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);
   void Add(float* y, const float* x, int64_t count);
-  void Logits(const float* x, const int32_t* rows, int64_t num_rows, const float* norm_weight,
-              const model::WeightView& head, float* gathered, float* logits);
+  void Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered,
+              float* logits, int64_t rows);
 
  private:
   ::kvfleet::cuda::Stream stream_;
-  Config config_;
+  const Config& config_;
+  Step step_;
   CudaAttentionWorkspace& workspace_;
-  const int32_t* positions_ = nullptr;  // device: the batch's, for Rope
   absl::Status status_;
 };
+
+static_assert(model::OpSet<CudaOps>);
 
 }  // namespace KVFLEET_CUDA_BUILD
 }  // namespace kvfleet::engine

@@ -4,8 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model/gguf/gguf_vocabulary.h"
-#include "model/llama_hparams.h"
+#include "model/model.h"
 #include "model/tokenizer/chat_encoding.h"
 
 namespace kvfleet::router {
@@ -14,13 +13,13 @@ std::string DefaultModelId(std::string_view path) { return std::filesystem::path
 
 absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, std::string model_id,
                                                                std::string served_name) {
-  ASSIGN_OR_RETURN(std::unique_ptr<model::GgufFile> file, model::GgufFile::Open(path));
-  ASSIGN_OR_RETURN(model::LlamaHparams hparams, model::ReadLlamaHparams(*file));
-  ASSIGN_OR_RETURN(model::Vocabulary vocab, model::ReadGgufVocabulary(*file));
+  // The config and vocabulary only: the router never runs the model.
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> loaded, model::Model::Load(path, {.weights = false}));
+  const model::Vocabulary& vocab = loaded->vocabulary();
   std::unique_ptr<RouterModel> m(new RouterModel());
   m->id_ = model_id.empty() ? DefaultModelId(path) : std::move(model_id);
   m->served_name_ = served_name.empty() ? m->id_ : std::move(served_name);
-  m->context_length_ = static_cast<int32_t>(hparams.context_length);
+  m->context_length_ = static_cast<int32_t>(loaded->config().context_length);
   ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
   m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
   m->add_bos_ = vocab.add_bos;

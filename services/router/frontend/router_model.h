@@ -1,6 +1,6 @@
 // What the router knows of the model it serves: its id, tokenizer, chat
-// template and context length, read from the model file's metadata (the
-// weights stay on disk: the router never runs the model). Tokenization
+// template and context length, read through the model layer without its
+// weights (the router never runs the model). Tokenization
 // lives here because the router must hash the prompt's blocks before it
 // can place the request (docs/design.md, Overview).
 //
@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/gguf/gguf_file.h"
 #include "model/token_id.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"

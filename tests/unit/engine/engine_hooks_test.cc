@@ -21,7 +21,7 @@ class EngineHooksTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kF32, .seed = 5}, dir_.Path("t.gguf")).ok());
-    model_ = std::move(*model::LlamaModel::Load(dir_.Path("t.gguf")));
+    model_ = std::move(*model::Model::Load(dir_.Path("t.gguf")));
     executor_ = testing::NewTinyExecutor(*model_, 64, 4, 1);
   }
   static EngineRequest Greedy(uint64_t id, int max_tokens) {
@@ -29,7 +29,7 @@ class EngineHooksTest : public ::testing::Test {
             .stopping = {.max_tokens = max_tokens, .ignore_eos = true}};
   }
   kvfleet::testing::TempDir dir_;
-  std::unique_ptr<model::LlamaModel> model_;
+  std::unique_ptr<model::Model> model_;
   std::unique_ptr<ModelExecutor> executor_;
 };
 

@@ -42,7 +42,7 @@ class EngineLoadStatsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new kvfleet::testing::TempDir();
     ASSERT_TRUE(tools::WriteTinyModel(testing::TestModelShape({.seed = 5}), dir_->Path("t.gguf")).ok());
-    model_ = model::LlamaModel::Load(dir_->Path("t.gguf"))->release();
+    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
   }
   static void TearDownTestSuite() {
     delete model_;
@@ -56,7 +56,7 @@ class EngineLoadStatsTest : public ::testing::Test {
   }
 
   static inline kvfleet::testing::TempDir* dir_ = nullptr;
-  static inline model::LlamaModel* model_ = nullptr;
+  static inline model::Model* model_ = nullptr;
   std::unique_ptr<ModelExecutor> executor_;
   std::map<uint64_t, CollectingSink> sinks_;
 };

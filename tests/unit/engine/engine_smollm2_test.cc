@@ -23,7 +23,7 @@ class SmolLm2EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!kvfleet::testing::DefaultModelFetched()) return;
-    model_ = model::LlamaModel::Load(kDefaultModelPath)->release();
+    model_ = model::Model::Load(kDefaultModelPath)->release();
     auto tok = *model::CreateTokenizer(model_->vocabulary());
     auto chat = *model::ChatTemplate::FromTemplateSource(model_->vocabulary().chat_template);
     const char* questions[] = {
@@ -84,11 +84,11 @@ class SmolLm2EngineTest : public ::testing::Test {
     return out;
   }
 
-  static model::LlamaModel* model_;
+  static model::Model* model_;
   static std::vector<EngineRequest>* requests_;
 };
 
-model::LlamaModel* SmolLm2EngineTest::model_ = nullptr;
+model::Model* SmolLm2EngineTest::model_ = nullptr;
 std::vector<EngineRequest>* SmolLm2EngineTest::requests_ = new std::vector<EngineRequest>();
 
 TEST_F(SmolLm2EngineTest, AloneBatchedChunkedCachedAndPreemptedAgree) {

@@ -26,7 +26,7 @@ class EngineTest : public ::testing::Test {
     dir_ = new kvfleet::testing::TempDir();
     ASSERT_TRUE(
         tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 21}), dir_->Path("t.gguf")).ok());
-    model_ = model::LlamaModel::Load(dir_->Path("t.gguf"))->release();
+    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
   }
   static void TearDownTestSuite() {
     delete model_;
@@ -79,11 +79,11 @@ class EngineTest : public ::testing::Test {
   }
 
   static kvfleet::testing::TempDir* dir_;
-  static model::LlamaModel* model_;
+  static model::Model* model_;
 };
 
 kvfleet::testing::TempDir* EngineTest::dir_ = nullptr;
-model::LlamaModel* EngineTest::model_ = nullptr;
+model::Model* EngineTest::model_ = nullptr;
 
 TEST_F(EngineTest, AloneEqualsBatchedAmongOthers) {
   for (bool seeded : {false, true}) {

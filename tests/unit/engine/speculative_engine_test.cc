@@ -58,7 +58,7 @@ class SpeculativeEngineTest : public ::testing::Test {
     dir_ = new kvfleet::testing::TempDir();
     ASSERT_TRUE(
         tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 21}), dir_->Path("t.gguf")).ok());
-    model_ = model::LlamaModel::Load(dir_->Path("t.gguf"))->release();
+    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
   }
   static void TearDownTestSuite() {
     delete model_;
@@ -154,11 +154,11 @@ class SpeculativeEngineTest : public ::testing::Test {
   }
 
   static kvfleet::testing::TempDir* dir_;
-  static model::LlamaModel* model_;
+  static model::Model* model_;
 };
 
 kvfleet::testing::TempDir* SpeculativeEngineTest::dir_ = nullptr;
-model::LlamaModel* SpeculativeEngineTest::model_ = nullptr;
+model::Model* SpeculativeEngineTest::model_ = nullptr;
 
 TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatches) {
   const std::vector<EngineRequest> requests = MixedRequests(24, 7);

@@ -6,7 +6,7 @@
 
 #include "common/kv_sizing.h"
 #include "model/gguf/gguf_writer.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "tests/testing/default_model.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -131,9 +131,9 @@ TEST(GgufFileTest, TinyModelOfEveryTypeLoads) {
     tools::TinyModelOptions o{.dtype = t, .seed = 3};
     const std::string path = dir.Path(std::string(DTypeName(t)) + ".gguf");
     ASSERT_TRUE(tools::WriteTinyModel(o, path).ok());
-    auto m = LlamaModel::Load(path);
+    auto m = Model::Load(path);
     ASSERT_TRUE(m.ok()) << DTypeName(t) << ": " << m.status();
-    const LlamaHparams& hp = (*m)->hparams();
+    const ModelConfig& hp = (*m)->config();
     EXPECT_EQ(hp.num_layers, o.num_layers);
     EXPECT_EQ(hp.num_kv_heads, o.num_kv_heads);
     EXPECT_EQ(hp.head_dim, o.hidden_size / o.num_heads);
@@ -146,9 +146,9 @@ TEST(GgufFileTest, TinyModelOfEveryTypeLoads) {
 TEST(GgufFileTest, DefaultModelHyperparametersAndKvCost) {
   const std::string path = kvfleet::testing::kDefaultModelPath;
   if (!kvfleet::testing::DefaultModelFetched()) GTEST_SKIP() << kvfleet::testing::kDefaultModelMissing;
-  auto m = LlamaModel::Load(path);
+  auto m = Model::Load(path);
   ASSERT_TRUE(m.ok()) << m.status();
-  const LlamaHparams& hp = (*m)->hparams();
+  const ModelConfig& hp = (*m)->config();
   EXPECT_EQ(hp.architecture, "llama");
   EXPECT_EQ(hp.num_layers, 30);
   EXPECT_EQ(hp.num_heads, 9);
@@ -158,7 +158,10 @@ TEST(GgufFileTest, DefaultModelHyperparametersAndKvCost) {
   EXPECT_EQ(hp.ffn_size, 1536);
   EXPECT_EQ(hp.vocab_size, 49152);
   EXPECT_EQ(hp.context_length, 8192);
-  EXPECT_DOUBLE_EQ(hp.rope_theta, 100000.0);
+  ASSERT_EQ(hp.ropes.size(), 1u);
+  EXPECT_DOUBLE_EQ(hp.ropes[0].theta, 100000.0);
+  EXPECT_EQ(hp.ropes[0].pairing, RopePairing::kAdjacent);
+  EXPECT_EQ(hp.max_window(), 0);
   EXPECT_TRUE(hp.tied_embeddings);
   EXPECT_EQ(KvBytesPerToken(hp.kv_shape(), 2), 23040);
   EXPECT_EQ((*m)->weights().token_embd.dtype, DType::kQ8_0);

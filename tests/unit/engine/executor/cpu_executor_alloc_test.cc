@@ -53,7 +53,7 @@ class CpuExecutorAllocationTest : public ::testing::TestWithParam<CpuActivations
 TEST_P(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
   testing::TempDir dir;
   ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kQ4_1, .seed = 2}, dir.Path("m.gguf")).ok());
-  auto model = model::LlamaModel::Load(dir.Path("m.gguf"));
+  auto model = model::Model::Load(dir.Path("m.gguf"));
   ASSERT_TRUE(model.ok()) << model.status();
   // Created on another thread than the one that runs the steps, as a
   // worker does (it loads the model, then its engine thread runs it).

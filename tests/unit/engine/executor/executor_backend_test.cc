@@ -18,7 +18,7 @@ class ExecutorBackendTest : public ::testing::TestWithParam<DType> {
   void SetUp() override {
     const std::string path = dir_.Path("tiny.gguf");
     ASSERT_TRUE(tools::WriteTinyModel({.dtype = GetParam(), .seed = 12}, path).ok());
-    auto m = model::LlamaModel::Load(path);
+    auto m = model::Model::Load(path);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
   }
@@ -38,7 +38,7 @@ class ExecutorBackendTest : public ::testing::TestWithParam<DType> {
   }
 
   testing::TempDir dir_;
-  std::unique_ptr<model::LlamaModel> model_;
+  std::unique_ptr<model::Model> model_;
 };
 
 TEST_P(ExecutorBackendTest, BatchedChunkedAndRelocatedGiveIdenticalLogits) {
@@ -161,7 +161,7 @@ TEST(ExecutorBackendShapeTest, LogitsOnTheSuitesModelShapeAreCloseToTheCpuBacken
   testing::TempDir dir;
   const std::string path = dir.Path("shape.gguf");
   ASSERT_TRUE(tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ4_1, .seed = 13}), path).ok());
-  auto model = model::LlamaModel::Load(path);
+  auto model = model::Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status();
   auto cpu = CpuExecutor::Create(**model, {.num_blocks = 16, .block_size = 16});
   ASSERT_TRUE(cpu.ok()) << cpu.status();
@@ -182,11 +182,11 @@ TEST(ExecutorBackendShapeTest, LogitsOnTheSuitesModelShapeAreCloseToTheCpuBacken
     err += (got->logits[i] - reference[i]) * (got->logits[i] - reference[i]);
     norm += double{reference[i]} * reference[i];
   }
-  EXPECT_LT(err / norm, 1e-6) << (*model)->hparams().num_layers << " layers, vocabulary "
-                              << (*model)->hparams().vocab_size << ", " << testing::TestBackendName();
+  EXPECT_LT(err / norm, 1e-6) << (*model)->config().num_layers << " layers, vocabulary "
+                              << (*model)->config().vocab_size << ", " << testing::TestBackendName();
   std::printf("normalised MSE of %s logits against the CPU's (%lld layers, vocabulary %lld): %.3g\n",
-              testing::TestBackendName().c_str(), static_cast<long long>((*model)->hparams().num_layers),
-              static_cast<long long>((*model)->hparams().vocab_size), err / norm);
+              testing::TestBackendName().c_str(), static_cast<long long>((*model)->config().num_layers),
+              static_cast<long long>((*model)->config().vocab_size), err / norm);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ExecutorBackendTest, ::testing::ValuesIn(kAllDTypes),

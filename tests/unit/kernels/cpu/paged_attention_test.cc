@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/simd.h"
 #include "tests/testing/random_data.h"
 

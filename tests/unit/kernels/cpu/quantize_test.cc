@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "tests/testing/random_data.h"
 

@@ -17,7 +17,8 @@
 #include "absl/strings/match.h"
 #include "kernels/cpu/quantize.h"
 #include "model/gguf/gguf_writer.h"
-#include "model/llama_model.h"
+#include "model/gguf/gguf_source.h"
+#include "model/model.h"
 #include "engine/executor/executor_factory.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -27,13 +28,18 @@ namespace {
 
 using model::GgufType;
 using model::GgufValue;
-using model::LlamaModel;
+using model::Model;
 using model::TensorInfo;
 
-std::unique_ptr<LlamaModel> Load(const std::string& path) {
-  auto m = LlamaModel::Load(path);
+std::unique_ptr<Model> Load(const std::string& path) {
+  auto m = Model::Load(path);
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? std::move(*m) : nullptr;
+}
+
+// The GGUF file under a model a draft was cut from (or cut into).
+const model::GgufFile& File(const std::unique_ptr<Model>& m) {
+  return dynamic_cast<const model::GgufSource&>(m->source()).file();
 }
 
 // Metadata of types the tiny model does not write, as real conversions do.
@@ -75,7 +81,7 @@ std::vector<std::string> DirEntries(const testing::TempDir& dir) {
 }
 
 // Next-token logits of every position of a fixed prompt.
-std::vector<float> PromptLogits(const LlamaModel& m) {
+std::vector<float> PromptLogits(const Model& m) {
   auto ex = engine::CreateExecutor(m, {.num_blocks = 4, .block_size = 16, .num_threads = 1});
   EXPECT_TRUE(ex.ok()) << ex.status();
   if (!ex.ok()) return {};
@@ -98,18 +104,18 @@ TEST(MakeDraftTest, KeepingEverythingCopiesTheTarget) {
   auto target = Load(target_path);
   auto draft = Load(draft_path);
   ASSERT_TRUE(target && draft);
-  const auto& tm = target->file().metadata();
-  const auto& dm = draft->file().metadata();
+  const auto& tm = File(target).metadata();
+  const auto& dm = File(draft).metadata();
   ASSERT_EQ(tm.size(), dm.size());
   for (const auto& [key, value] : tm) {
     ASSERT_EQ(dm.count(key), 1u) << key;
     if (key == "general.name") continue;
     EXPECT_TRUE(SameValue(value, dm.at(key))) << key;
   }
-  EXPECT_EQ(draft->hparams().name, target->hparams().name + " draft (2 layers)");
+  EXPECT_EQ(draft->config().name, target->config().name + " draft (2 layers)");
 
-  const auto& tt = target->file().tensors();
-  const auto& dt = draft->file().tensors();
+  const auto& tt = File(target).tensors();
+  const auto& dt = File(draft).tensors();
   ASSERT_EQ(tt.size(), dt.size());
   for (size_t i = 0; i < tt.size(); ++i) {
     EXPECT_EQ(tt[i].name, dt[i].name);
@@ -130,31 +136,31 @@ TEST(MakeDraftTest, KeepsOnlyTheFirstBlocks) {
   auto target = Load(target_path);
   auto draft = Load(draft_path);
   ASSERT_TRUE(target && draft);
-  EXPECT_EQ(draft->hparams().num_layers, 1);
-  EXPECT_EQ(*draft->file().GetInt("llama.block_count"), 1);
-  EXPECT_EQ(draft->file().metadata().at("llama.block_count").type, GgufType::kUint32);
-  EXPECT_EQ(draft->hparams().name, target->hparams().name + " draft (1 layer)");
-  EXPECT_EQ(*draft->file().GetIntArray("llama.test_per_layer"), std::vector<int64_t>{7});
-  EXPECT_TRUE(draft->hparams().tied_embeddings);
+  EXPECT_EQ(draft->config().num_layers, 1);
+  EXPECT_EQ(*File(draft).GetInt("llama.block_count"), 1);
+  EXPECT_EQ(File(draft).metadata().at("llama.block_count").type, GgufType::kUint32);
+  EXPECT_EQ(draft->config().name, target->config().name + " draft (1 layer)");
+  EXPECT_EQ(*File(draft).GetIntArray("llama.test_per_layer"), std::vector<int64_t>{7});
+  EXPECT_TRUE(draft->config().tied_embeddings);
   EXPECT_EQ(draft->weights().layers.size(), 1u);
 
   std::set<std::string> names;
-  for (const TensorInfo& t : draft->file().tensors()) {
+  for (const TensorInfo& t : File(draft).tensors()) {
     names.insert(t.name);
     EXPECT_FALSE(absl::StartsWith(t.name, "blk.1.") || absl::StartsWith(t.name, "blk.2.")) << t.name;
-    const TensorInfo* same = target->file().FindTensor(t.name);
+    const TensorInfo* same = File(target).FindTensor(t.name);
     ASSERT_NE(same, nullptr) << t.name;
     EXPECT_TRUE(SameBytes(*same, t)) << t.name;
   }
   size_t expected = 0;
-  for (const TensorInfo& t : target->file().tensors()) {
+  for (const TensorInfo& t : File(target).tensors()) {
     if (!absl::StartsWith(t.name, "blk.") || absl::StartsWith(t.name, "blk.0.")) ++expected;
   }
   EXPECT_EQ(names.size(), expected);
   EXPECT_EQ(names.count("token_embd.weight"), 1u);
   EXPECT_EQ(names.count("output_norm.weight"), 1u);
   EXPECT_EQ(names.count("blk.0.ffn_down.weight"), 1u);
-  EXPECT_EQ(PromptLogits(*draft).size(), 6u * static_cast<size_t>(draft->hparams().vocab_size));
+  EXPECT_EQ(PromptLogits(*draft).size(), 6u * static_cast<size_t>(draft->config().vocab_size));
 }
 
 class MakeDraftRequantTest : public ::testing::TestWithParam<DType> {};
@@ -169,13 +175,13 @@ TEST_P(MakeDraftRequantTest, ConvertsMatricesAndKeepsNorms) {
   auto target = Load(target_path);
   auto draft = Load(draft_path);
   ASSERT_TRUE(target && draft);
-  EXPECT_EQ(draft->hparams().name, absl::StrCat(target->hparams().name, " draft (1 layer, ", DTypeName(to), ")"));
+  EXPECT_EQ(draft->config().name, absl::StrCat(target->config().name, " draft (1 layer, ", DTypeName(to), ")"));
   // llama.cpp's llama_ftype codes.
   const std::map<DType, int64_t> file_types = {{DType::kF32, 0},  {DType::kF16, 1},  {DType::kQ4_0, 2},
                                                {DType::kQ4_1, 3}, {DType::kQ8_0, 7}, {DType::kBF16, 32}};
-  EXPECT_EQ(*draft->file().GetInt("general.file_type"), file_types.at(to));
-  for (const TensorInfo& t : draft->file().tensors()) {
-    const TensorInfo& src = *target->file().FindTensor(t.name);
+  EXPECT_EQ(*File(draft).GetInt("general.file_type"), file_types.at(to));
+  for (const TensorInfo& t : File(draft).tensors()) {
+    const TensorInfo& src = *File(target).FindTensor(t.name);
     EXPECT_EQ(t.shape, src.shape) << t.name;
     if (t.shape.size() == 1) {
       EXPECT_EQ(t.dtype, DType::kF32) << t.name;
@@ -251,7 +257,7 @@ TEST(MakeDraftTest, FailureLeavesAnExistingOutputUntouched) {
 
   // A successful run replaces it.
   ASSERT_TRUE(MakeDraftModel(target_path, draft_path, {.keep_layers = 1}).ok());
-  EXPECT_EQ(Load(draft_path)->hparams().num_layers, 1);
+  EXPECT_EQ(Load(draft_path)->config().num_layers, 1);
   EXPECT_EQ(DirEntries(dir), (std::vector<std::string>{"draft.gguf", "target.gguf"}));
 }
 

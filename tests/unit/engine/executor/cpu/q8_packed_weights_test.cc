@@ -40,14 +40,14 @@ int64_t ResidentBytesOfMapping(const std::string& path) {
 
 TEST(Q8PackedWeightsTest, PacksEveryMatrixDropsTheirMappedPagesAndComputesTheRowLayoutsResult) {
   if (!testing::DefaultModelFetched()) GTEST_SKIP() << testing::kDefaultModelMissing;
-  auto loaded = model::LlamaModel::Load(testing::kDefaultModelPath);
+  auto loaded = model::Model::Load(testing::kDefaultModelPath);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  const model::LlamaModel& model = **loaded;
-  const model::LlamaWeights& w = model.weights();
+  const model::Model& model = **loaded;
+  const model::DecoderWeights& w = model.weights();
 
   // Every weight's pages resident first, as after a float32 run.
   uint64_t touched = 0;
-  for (const model::LlamaLayerWeights& l : w.layers) {
+  for (const model::LayerWeights& l : w.layers) {
     for (const model::WeightView* v : {&l.attn_q, &l.ffn_down}) {
       const auto* b = static_cast<const uint8_t*>(v->data);
       for (int64_t i = 0; i < RowBytes(v->dtype, v->rows * v->cols); i += 4096) touched += b[i];
@@ -57,8 +57,8 @@ TEST(Q8PackedWeightsTest, PacksEveryMatrixDropsTheirMappedPagesAndComputesTheRow
   for (int64_t i = 0; i < RowBytes(w.token_embd.dtype, w.token_embd.rows * w.token_embd.cols); i += 4096) {
     touched += embd[i];
   }
-  const int64_t before = ResidentBytesOfMapping(model.file().path());
-  ASSERT_GT(before, 0) << "no mapping of " << model.file().path() << " in /proc/self/smaps (" << touched << ")";
+  const int64_t before = ResidentBytesOfMapping(model.source().path());
+  ASSERT_GT(before, 0) << "no mapping of " << model.source().path() << " in /proc/self/smaps (" << touched << ")";
 
   ThreadPool pool(2);
   absl::StatusOr<Q8PackedWeights> packed_or = Q8PackedWeights::Pack(model, pool);
@@ -69,7 +69,7 @@ TEST(Q8PackedWeightsTest, PacksEveryMatrixDropsTheirMappedPagesAndComputesTheRow
   // SmolLM2 ties its output head to the embedding table, which the lookup
   // reads again in the row layout.
   EXPECT_EQ(packed.reread_bytes(), RowBytes(w.token_embd.dtype, w.token_embd.rows * w.token_embd.cols));
-  const int64_t after = ResidentBytesOfMapping(model.file().path());
+  const int64_t after = ResidentBytesOfMapping(model.source().path());
   std::printf("mapped file resident: %.1f MB before packing, %.1f MB after; packed copy %.1f MB\n", before / 1e6,
               after / 1e6, packed.bytes() / 1e6);
   EXPECT_LT(after, packed.bytes() / 20) << "the packed tensors' pages are still mapped in";

@@ -16,7 +16,8 @@ class CpuOpBackend : public OpBackend {
 
   std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) override {
     std::vector<float> out(ids.size() * static_cast<size_t>(table.cols));
-    Ops().Embed(View(table), ids.data(), static_cast<int64_t>(ids.size()), out.data());
+    const int64_t n = static_cast<int64_t>(ids.size());
+    Ops({}, {.arrays = {.token_ids = ids.data()}, .num_tokens = n}).Embed(View(table), n, out.data());
     return out;
   }
   std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) override {
@@ -33,16 +34,32 @@ class CpuOpBackend : public OpBackend {
   std::vector<float> Rope(const kernels::RopeParams& p, const std::vector<float>& x,
                           const std::vector<int32_t>& positions, int64_t heads) override {
     const int64_t tokens = static_cast<int64_t>(positions.size());
-    std::vector<float> cos(static_cast<size_t>(tokens * p.rot_dim / 2)), sin(cos.size()), y = x;
-    CpuOps ops(pool_, {.rope = p}, cos.data(), sin.data());
-    const ForwardBatch batch = RopeOnlyBatch(positions);
-    ops.Prepare(batch, {.placement = {.positions = batch.positions.data()}});
-    ops.Rope(y.data(), tokens, heads);
+    const CpuOps::Config config{.ropes = {p}};
+    std::vector<float> scratch(static_cast<size_t>(config.RopeScratchFloats(tokens))), y = x;
+    CpuOps ops(pool_, config, {.arrays = {.placement = {.positions = positions.data()}}, .num_tokens = tokens},
+               scratch.data());
+    ops.Prepare();
+    ops.Rope(y.data(), tokens, heads, 0);
     return y;
+  }
+  std::vector<float> AddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows) override {
+    std::vector<float> out = y;
+    Ops().AddBias(out.data(), bias.data(), rows, static_cast<int64_t>(bias.size()));
+    return out;
+  }
+  std::vector<float> Scale(const std::vector<float>& x, float s) override {
+    std::vector<float> out = x;
+    Ops().Scale(out.data(), static_cast<int64_t>(out.size()), s);
+    return out;
   }
   std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) override {
     std::vector<float> out(gate.size());
     Ops().SwiGlu(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()));
+    return out;
+  }
+  std::vector<float> GeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up) override {
+    std::vector<float> out(gate.size());
+    Ops().GeluTanhMul(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()));
     return out;
   }
   std::vector<float> Add(const std::vector<float>& y, const std::vector<float>& x) override {
@@ -52,31 +69,35 @@ class CpuOpBackend : public OpBackend {
   }
   std::vector<float> Attention(AttentionCase& c) override {
     const ForwardBatch& b = *c.batch;
-    const kernels::TokenPlacement where{.positions = b.positions.data(),
-                                        .token_chunk = b.token_chunk.data(),
-                                        .block_table = b.block_table.data(),
-                                        .table_width = b.max_blocks_per_chunk,
-                                        .kv_slots = b.kv_slots.data()};
-    CpuOps ops = Ops({.attention_scale = c.scale});
-    ops.WriteKv(c.layout, where, c.k.data(), c.v.data(), b.num_tokens(), c.k_cache.data(), c.v_cache.data());
+    uint16_t* k_layers[] = {c.k_cache.data()};
+    uint16_t* v_layers[] = {c.v_cache.data()};
+    CpuOps ops = Ops({}, {.arrays = HostArrays(b), .kv = {.layout = c.layout, .k = k_layers, .v = v_layers},
+                          .num_tokens = b.num_tokens()});
+    ops.WriteKv(0, c.k.data(), c.v.data(), b.num_tokens());
     std::vector<float> out(c.q.size());
-    ops.Attention(b, c.layout, where, c.num_heads, c.q.data(), c.k_cache.data(), c.v_cache.data(), out.data());
+    ops.Attention({.layer = 0, .num_heads = c.num_heads, .scale = c.scale, .window = c.window}, c.q.data(),
+                  out.data(), b.num_tokens());
     return out;
   }
   std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
                             const std::vector<float>& norm_weight, const HostWeights& head, float eps) override {
     std::vector<float> gathered(rows.size() * static_cast<size_t>(head.cols));
     std::vector<float> logits(rows.size() * static_cast<size_t>(head.rows));
-    Ops({.rms_norm_eps = eps})
-        .Logits(x.data(), rows.data(), static_cast<int64_t>(rows.size()), norm_weight.data(), View(head),
-                gathered.data(), logits.data());
+    Ops({.rms_norm_eps = eps}, {.arrays = {.logits_tokens = rows.data()}})
+        .Logits(x.data(), norm_weight.data(), View(head), gathered.data(), logits.data(),
+                static_cast<int64_t>(rows.size()));
     return logits;
   }
 
  private:
-  CpuOps Ops(const CpuOps::Config& config = {}) { return CpuOps(pool_, config, nullptr, nullptr); }
+  // The config must outlive the ops: each call keeps its own here.
+  CpuOps Ops(CpuOps::Config config = {}, const CpuOps::Step& step = {}) {
+    config_ = std::move(config);
+    return CpuOps(pool_, config_, step, nullptr);
+  }
 
   ThreadPool pool_;
+  CpuOps::Config config_;
 };
 
 }  // namespace

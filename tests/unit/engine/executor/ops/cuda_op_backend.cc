@@ -28,7 +28,8 @@ class CudaOpBackend : public OpBackend {
   std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) override {
     const cu::DeviceBuffer w = Up(table.bytes), d_ids = Up(ids);
     cu::DeviceBuffer out = Poisoned<float>(ids.size() * table.cols);
-    Ops().Embed(View(table, w), d_ids.as<int32_t>(), static_cast<int64_t>(ids.size()), out.as<float>());
+    Ops({}, {.arrays = {.token_ids = d_ids.as<int32_t>()}})
+        .Embed(View(table, w), static_cast<int64_t>(ids.size()), out.as<float>());
     return Down<float>(out, ids.size() * table.cols);
   }
   std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) override {
@@ -56,11 +57,27 @@ class CudaOpBackend : public OpBackend {
     kernels::RopeCosSin(p, all.data(), static_cast<int64_t>(all.size()), cos.data(), sin.data());
     const cu::DeviceBuffer d_cos = Up(cos), d_sin = Up(sin), d_pos = Up(positions);
     cu::DeviceBuffer d_x = Up(x);
-    CudaOps ops = Ops({.rope = p, .rope_cos = d_cos.as<float>(), .rope_sin = d_sin.as<float>()});
-    const ForwardBatch batch = RopeOnlyBatch(positions);
-    ops.Prepare(batch, {.placement = {.positions = d_pos.as<int32_t>()}});
-    ops.Rope(d_x.as<float>(), static_cast<int64_t>(positions.size()), heads);
+    CudaOps ops = Ops({.ropes = {p}, .rope_cos = {d_cos.as<float>()}, .rope_sin = {d_sin.as<float>()}},
+                      {.arrays = {.placement = {.positions = d_pos.as<int32_t>()}}});
+    ops.Rope(d_x.as<float>(), static_cast<int64_t>(positions.size()), heads, 0);
     return Down<float>(d_x, x.size());
+  }
+  std::vector<float> AddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows) override {
+    cu::DeviceBuffer d_y = Up(y);
+    const cu::DeviceBuffer d_bias = Up(bias);
+    Ops().AddBias(d_y.as<float>(), d_bias.as<float>(), rows, static_cast<int64_t>(bias.size()));
+    return Down<float>(d_y, y.size());
+  }
+  std::vector<float> Scale(const std::vector<float>& x, float s) override {
+    cu::DeviceBuffer d_x = Up(x);
+    Ops().Scale(d_x.as<float>(), static_cast<int64_t>(x.size()), s);
+    return Down<float>(d_x, x.size());
+  }
+  std::vector<float> GeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up) override {
+    const cu::DeviceBuffer g = Up(gate), u = Up(up);
+    cu::DeviceBuffer out = Poisoned<float>(gate.size());
+    Ops().GeluTanhMul(g.as<float>(), u.as<float>(), out.as<float>(), static_cast<int64_t>(gate.size()));
+    return Down<float>(out, gate.size());
   }
   std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) override {
     const cu::DeviceBuffer g = Up(gate), u = Up(up);
@@ -100,13 +117,17 @@ class CudaOpBackend : public OpBackend {
     ws.partial_offsets = offsets.as<int64_t>();
     ws.partial_o = partial_o.as<float>();
     ws.partial_ml = partial_ml.as<float>();
-    CudaOps ops(stream_, {.attention_scale = c.scale, .group = heads / c.layout.num_kv_heads}, ws);
-    ops.Prepare(b, {.placement = where});
+    uint16_t* k_layers[] = {k_cache.as<uint16_t>()};
+    uint16_t* v_layers[] = {v_cache.as<uint16_t>()};
+    config_ = {.group = heads / c.layout.num_kv_heads};
+    CudaOps ops(stream_, config_,
+                {.batch = &b, .arrays = {.placement = where}, .kv = {.layout = c.layout, .k = k_layers, .v = v_layers}},
+                ws);
+    ops.Prepare();
     Must(ops.status());
-    ops.WriteKv(c.layout, where, k.as<float>(), v.as<float>(), b.num_tokens(), k_cache.as<uint16_t>(),
-                v_cache.as<uint16_t>());
-    ops.Attention(b, c.layout, where, heads, q.as<float>(), k_cache.as<uint16_t>(), v_cache.as<uint16_t>(),
-                  out.as<float>());
+    ops.WriteKv(0, k.as<float>(), v.as<float>(), b.num_tokens());
+    ops.Attention({.layer = 0, .num_heads = heads, .scale = c.scale, .window = c.window}, q.as<float>(),
+                  out.as<float>(), b.num_tokens());
     c.k_cache = Down<uint16_t>(k_cache, c.k_cache.size());
     c.v_cache = Down<uint16_t>(v_cache, c.v_cache.size());
     return Down<float>(out, c.q.size());
@@ -115,14 +136,18 @@ class CudaOpBackend : public OpBackend {
                             const std::vector<float>& norm_weight, const HostWeights& head, float eps) override {
     const cu::DeviceBuffer d_x = Up(x), d_rows = Up(rows), d_norm = Up(norm_weight), d_head = Up(head.bytes);
     cu::DeviceBuffer gathered = Poisoned<float>(rows.size() * head.cols), logits = Poisoned<float>(rows.size() * head.rows);
-    Ops({.rms_norm_eps = eps})
-        .Logits(d_x.as<float>(), d_rows.as<int32_t>(), static_cast<int64_t>(rows.size()), d_norm.as<float>(),
-                View(head, d_head), gathered.as<float>(), logits.as<float>());
+    Ops({.rms_norm_eps = eps}, {.arrays = {.logits_tokens = d_rows.as<int32_t>()}})
+        .Logits(d_x.as<float>(), d_norm.as<float>(), View(head, d_head), gathered.as<float>(), logits.as<float>(),
+                static_cast<int64_t>(rows.size()));
     return Down<float>(logits, rows.size() * head.rows);
   }
 
  private:
-  CudaOps Ops(const CudaOps::Config& config = {}) { return CudaOps(stream_, config, no_attention_); }
+  // The config must outlive the ops: each call keeps its own here.
+  CudaOps Ops(CudaOps::Config config = {}, const CudaOps::Step& step = {}) {
+    config_ = std::move(config);
+    return CudaOps(stream_, config_, step, no_attention_);
+  }
 
   static model::WeightView View(const HostWeights& w, const cu::DeviceBuffer& data) {
     return {.dtype = w.dtype, .rows = w.rows, .cols = w.cols, .data = data.get()};
@@ -152,6 +177,7 @@ class CudaOpBackend : public OpBackend {
   }
 
   cu::Stream stream_;
+  CudaOps::Config config_;
   CudaAttentionWorkspace no_attention_;
 };
 

@@ -1,4 +1,4 @@
-// One backend's ops (llama_forward.h's op set) behind host inputs and
+// One backend's ops (model/arch/op_set.h's op set) behind host inputs and
 // outputs, so the op harness can run the same cases through every backend
 // and compare each with a float64 reference and with itself.
 //
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/dtype.h"
-#include "kernels/cpu/rope.h"
-#include "kernels/paged_kv.h"
+#include "kernels/common/paged_kv.h"
+#include "kernels/common/rope_tables.h"
 #include "engine/executor/forward_batch.h"
 
 namespace kvfleet::engine::ops_test {
@@ -34,6 +34,7 @@ struct AttentionCase {
   kernels::KvCacheLayout layout;
   int64_t num_heads = 0;
   float scale = 1.0f;
+  int64_t window = 0;
   const ForwardBatch* batch = nullptr;
   std::vector<float> q;  // [tokens, heads, head_dim]
   std::vector<float> k;  // [tokens, kv_heads, head_dim]
@@ -52,25 +53,16 @@ class OpBackend {
                                      float eps) = 0;
   virtual std::vector<float> Rope(const kernels::RopeParams& p, const std::vector<float>& x,
                                   const std::vector<int32_t>& positions, int64_t heads) = 0;
+  virtual std::vector<float> AddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows) = 0;
+  virtual std::vector<float> Scale(const std::vector<float>& x, float s) = 0;
   virtual std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) = 0;
+  virtual std::vector<float> GeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up) = 0;
   virtual std::vector<float> Add(const std::vector<float>& y, const std::vector<float>& x) = 0;
+  // WriteKv then Attention, over one layer's cache.
   virtual std::vector<float> Attention(AttentionCase& c) = 0;
   virtual std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
                                     const std::vector<float>& norm_weight, const HostWeights& head, float eps) = 0;
 };
-
-// A batch that only carries positions (one chunk of them, in any order), for
-// an op that reads nothing else of it.
-inline ForwardBatch RopeOnlyBatch(const std::vector<int32_t>& positions) {
-  ForwardBatch b;
-  const int32_t n = static_cast<int32_t>(positions.size());
-  b.token_ids.assign(positions.size(), 0);
-  b.positions = positions;
-  b.token_chunk.assign(positions.size(), 0);
-  b.chunk_starts = {0, n};
-  b.chunk_logits_starts = {0, 0};
-  return b;
-}
 
 // How a test suite names and makes a backend. make() returns null when the
 // backend cannot run here (no GPU); `why` then says so for the skip.

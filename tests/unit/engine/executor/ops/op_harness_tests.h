@@ -1,5 +1,5 @@
 // The op harness, parameterised by backend (as llama.cpp's test-backend-ops):
-// every op of llama_forward.h on random inputs of several shapes, compared
+// every op of model/arch/op_set.h on random inputs of several shapes, compared
 // with the float64 reference under a per-op tolerance (normalised MSE), and
 // a bit-exact batch-invariance case per op — the property every exactness
 // guarantee of the engine rests on. A test binary includes this header and
@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
+#include "model/arch/op_set.h"
 #include "tests/testing/random_data.h"
 #include "tests/unit/engine/executor/ops/cpu_op_backend.h"
 #include "tests/unit/engine/executor/ops/op_backend.h"
@@ -31,6 +33,19 @@ inline constexpr double kRopeTolerance = 1e-11;
 inline constexpr double kSwiGluTolerance = 1e-11;
 inline constexpr double kAttentionTolerance = 1e-10;
 inline constexpr double kAddTolerance = 1e-14;  // one rounding of the exact sum
+inline constexpr double kGeluTolerance = 1e-11;
+
+// The ops the cases below cover, registered where each case is defined, so
+// that an op added to the op set without a harness case fails
+// EveryOpOfTheOpSetHasACase (whatever process runs it).
+inline std::set<model::Op>& CoveredOps() {
+  static std::set<model::Op> ops;
+  return ops;
+}
+inline bool Covers(std::initializer_list<model::Op> ops) {
+  CoveredOps().insert(ops);
+  return true;
+}
 
 class OpHarnessTest : public ::testing::TestWithParam<BackendParam> {
  protected:
@@ -51,6 +66,7 @@ class OpHarnessTest : public ::testing::TestWithParam<BackendParam> {
 inline std::string BackendName(const ::testing::TestParamInfo<BackendParam>& info) { return info.param.name; }
 inline void PrintTo(const BackendParam& p, std::ostream* os) { *os << p.name; }
 
+inline const bool kCoversEmbed = Covers({model::Op::kEmbed});
 TEST_P(OpHarnessTest, EmbeddingDequantizesExactlyAndPerToken) {
   for (DType dtype : kAllDTypes) {
     SCOPED_TRACE(DTypeName(dtype));
@@ -64,6 +80,7 @@ TEST_P(OpHarnessTest, EmbeddingDequantizesExactlyAndPerToken) {
   }
 }
 
+inline const bool kCoversMatMul = Covers({model::Op::kMatMul});
 TEST_P(OpHarnessTest, MatMulOfEveryWeightTypeMatchesTheReferenceAtEveryBatchSize) {
   struct Shape {
     int64_t n, k;
@@ -86,8 +103,10 @@ TEST_P(OpHarnessTest, MatMulOfEveryWeightTypeMatchesTheReferenceAtEveryBatchSize
   }
 }
 
+inline const bool kCoversRmsNorm = Covers({model::Op::kRmsNorm});
 TEST_P(OpHarnessTest, RmsNormMatchesTheReferenceRowByRow) {
-  for (const int64_t n : {64, 576, 2048}) {
+  // Per-head norms (64, 128, 256: Qwen3 and Gemma 3 over head_dim) and hidden widths.
+  for (const int64_t n : {64, 128, 256, 576, 2048}) {
     const int64_t rows = 9;
     const std::vector<float> x = testing::RandomFloats(rows * n, static_cast<uint32_t>(n), 3.0f);
     const std::vector<float> weight = testing::RandomFloats(n, 2, 1.5f);
@@ -99,6 +118,7 @@ TEST_P(OpHarnessTest, RmsNormMatchesTheReferenceRowByRow) {
   }
 }
 
+inline const bool kCoversRope = Covers({model::Op::kRope});
 TEST_P(OpHarnessTest, RopeRotatesEachTokenByItsOwnPosition) {
   const std::vector<float> factors = testing::RandomFloats(16, 4, 0.5f);
   std::vector<float> positive_factors;
@@ -127,16 +147,31 @@ TEST_P(OpHarnessTest, RopeRotatesEachTokenByItsOwnPosition) {
   }
 }
 
-TEST_P(OpHarnessTest, SwiGluAndResidualAddAreElementwise) {
+inline const bool kCoversElementwise =
+    Covers({model::Op::kSwiGlu, model::Op::kGeluTanhMul, model::Op::kAdd, model::Op::kAddBias, model::Op::kScale});
+TEST_P(OpHarnessTest, GatedActivationsBiasesScalesAndResidualAddAreElementwise) {
   const std::vector<float> gate = testing::RandomFloats(3 * 1536, 1, 8.0f), up = testing::RandomFloats(3 * 1536, 2);
   const std::vector<float> act = backend_->SwiGlu(gate, up);
   EXPECT_LT(Nmse(act, RefSwiGlu(gate, up)), kSwiGluTolerance);
   EXPECT_EQ(backend_->SwiGlu(Slice(gate, 1, 1, 1536), Slice(up, 1, 1, 1536)), Slice(act, 1, 1, 1536));
+  const std::vector<float> gelu = backend_->GeluTanhMul(gate, up);
+  EXPECT_LT(Nmse(gelu, RefGeluTanhMul(gate, up)), kGeluTolerance);
+  EXPECT_EQ(backend_->GeluTanhMul(Slice(gate, 1, 1, 1536), Slice(up, 1, 1, 1536)), Slice(gelu, 1, 1, 1536));
   const std::vector<float> sum = backend_->Add(gate, up);
   EXPECT_LT(Nmse(sum, RefAdd(gate, up)), kAddTolerance);
   EXPECT_EQ(backend_->Add(Slice(gate, 2, 1, 1536), Slice(up, 2, 1, 1536)), Slice(sum, 2, 1, 1536));
+  // A bias row added to each of 3 rows (Qwen2's query, key and value biases).
+  const std::vector<float> bias = testing::RandomFloats(1536, 5, 4.0f);
+  const std::vector<float> biased = backend_->AddBias(gate, bias, 3);
+  EXPECT_LT(Nmse(biased, RefAddBias(gate, bias, 3)), kAddTolerance);
+  EXPECT_EQ(backend_->AddBias(Slice(gate, 1, 1, 1536), bias, 1), Slice(biased, 1, 1, 1536));
+  // Gemma's embedding scale, √640.
+  const std::vector<float> scaled = backend_->Scale(gate, 25.298221f);
+  EXPECT_LT(Nmse(scaled, RefScale(gate, 25.298221f)), kAddTolerance);
+  EXPECT_EQ(backend_->Scale(Slice(gate, 2, 1, 1536), 25.298221f), Slice(scaled, 2, 1, 1536));
 }
 
+inline const bool kCoversLogits = Covers({model::Op::kLogits});
 TEST_P(OpHarnessTest, LogitsNormAndProjectOnlyTheRowsAsked) {
   for (DType dtype : {DType::kQ4_1, DType::kQ8_0, DType::kBF16}) {
     SCOPED_TRACE(DTypeName(dtype));
@@ -201,11 +236,14 @@ class AttentionRun {
   // second sequence per step). Returns each position's output, and checks
   // every step against the reference and the cache write against RefWriteKv.
   std::vector<std::vector<float>> Run(OpBackend& backend, const std::vector<std::pair<int32_t, int32_t>>& steps,
-                                      const std::vector<BlockId>& table, bool with_decoy) {
+                                      const std::vector<BlockId>& table, bool with_decoy, int64_t window = 0) {
     const int64_t num_blocks = 2 * blocks() + 8;
     const kernels::KvCacheLayout layout{num_blocks, s_.kv_heads, s_.block_size, s_.head_dim};
-    AttentionCase c{.layout = layout, .num_heads = s_.heads, .scale = 1.0f / std::sqrt(float(s_.head_dim))};
-    c.k_cache.assign(static_cast<size_t>(layout.ElementsPerLayer()), kernels::FloatToHalf(0.0f));
+    AttentionCase c{.layout = layout,
+                    .num_heads = s_.heads,
+                    .scale = 1.0f / std::sqrt(float(s_.head_dim)),
+                    .window = window};
+    c.k_cache.assign(static_cast<size_t>(layout.ElementsPerLayer()), ::kvfleet::FloatToHalf(0.0f));
     c.v_cache = c.k_cache;
     // The decoy sequence lives in the last blocks and re-attends its first tokens.
     std::vector<BlockId> decoy_table;
@@ -269,6 +307,7 @@ inline std::vector<std::pair<int32_t, int32_t>> Steps(int32_t length, int32_t ch
   return steps;
 }
 
+inline const bool kCoversAttention = Covers({model::Op::kWriteKv, model::Op::kAttention});
 TEST_P(OpHarnessTest, AttentionIsTheSameWholeChunkedDecodedBatchedAndRelocated) {
   // Shapes of the tiny test models, SmolLM2 (9 of 3 heads of 64) and the
   // Llama-3.2-1B class (32 of 8 of 128); contexts that cross the CUDA
@@ -289,6 +328,45 @@ TEST_P(OpHarnessTest, AttentionIsTheSameWholeChunkedDecodedBatchedAndRelocated) 
       ASSERT_EQ(chunked[p], whole[p]) << "position " << p << ": chunks of 37 + decode, batched, scattered";
       ASSERT_EQ(decoded[p], whole[p]) << "position " << p << ": one token at a time";
     }
+  }
+}
+
+// A sliding window (Gemma 3's local layers, Mistral): key k is visible to
+// query q iff q − k < window. Which keys a query reads, and their order,
+// depend only on q and the window, so every way of computing a position
+// gives the same bits; windows shorter than a block, across blocks, across
+// the CUDA kernels' 256-key partitions, and longer than the sequence
+// (which is full attention, bit for bit).
+TEST_P(OpHarnessTest, WindowedAttentionIsTheSameWholeChunkedDecodedAndBatched) {
+  struct Case {
+    AttentionShape shape;
+    int32_t length;
+    int64_t window;
+  };
+  for (const Case& c : {Case{{4, 2, 16, 4}, 70, 3}, Case{{4, 2, 16, 4}, 70, 8}, Case{{4, 1, 256, 16}, 600, 300},
+                        Case{{9, 3, 64, 16}, 400, 37}, Case{{9, 3, 64, 16}, 120, 4096}}) {
+    SCOPED_TRACE(::testing::Message() << c.shape.heads << "/" << c.shape.kv_heads << " heads of " << c.shape.head_dim
+                                      << ", " << c.length << " tokens, window " << c.window);
+    AttentionRun run(c.shape, c.length, 47);
+    const auto whole = run.Run(*backend_, Steps(c.length, c.length, c.length), run.InOrder(), false, c.window);
+    const auto chunked =
+        run.Run(*backend_, Steps(c.length, 29, c.length - 11), run.Scattered(), true, c.window);
+    const auto decoded = run.Run(*backend_, Steps(c.length, 1, 1), run.Scattered(), false, c.window);
+    for (int32_t p = 0; p < c.length; ++p) {
+      ASSERT_EQ(chunked[p], whole[p]) << "position " << p << ": chunks of 29 + decode, batched, scattered";
+      ASSERT_EQ(decoded[p], whole[p]) << "position " << p << ": one token at a time";
+    }
+    if (c.window >= c.length) {
+      const auto full = run.Run(*backend_, Steps(c.length, c.length, c.length), run.InOrder(), false, 0);
+      for (int32_t p = 0; p < c.length; ++p) ASSERT_EQ(full[p], whole[p]) << "a window past the sequence is full";
+    }
+  }
+}
+
+// Every op a layer sequence may call has a case above, on every backend.
+TEST_P(OpHarnessTest, EveryOpOfTheOpSetHasACase) {
+  for (model::Op op : model::kAllOps) {
+    EXPECT_TRUE(CoveredOps().count(op) > 0) << model::OpName(op) << " has no op harness case";
   }
 }
 

@@ -1,10 +1,11 @@
 #include "tests/unit/engine/executor/ops/op_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "common/check.h"
-#include "kernels/cpu/float16.h"
+#include "common/float16.h"
 #include "kernels/cpu/quantize.h"
 #include "tests/testing/random_data.h"
 
@@ -94,6 +95,31 @@ std::vector<double> RefSwiGlu(const std::vector<float>& gate, const std::vector<
   return out;
 }
 
+std::vector<double> RefGeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up) {
+  std::vector<double> out(gate.size());
+  const double k = std::sqrt(2.0 / std::acos(-1.0));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate[i];
+    out[i] = 0.5 * g * (1.0 + std::tanh(k * (g + 0.044715 * g * g * g))) * up[i];
+  }
+  return out;
+}
+
+std::vector<double> RefAddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows) {
+  const int64_t n = static_cast<int64_t>(bias.size());
+  std::vector<double> out(y.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) out[r * n + i] = static_cast<double>(y[r * n + i]) + bias[i];
+  }
+  return out;
+}
+
+std::vector<double> RefScale(const std::vector<float>& x, float s) {
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<double>(x[i]) * s;
+  return out;
+}
+
 std::vector<double> RefAdd(const std::vector<float>& y, const std::vector<float>& x) {
   std::vector<double> out(y.size());
   for (size_t i = 0; i < y.size(); ++i) out[i] = static_cast<double>(y[i]) + x[i];
@@ -109,8 +135,8 @@ void RefWriteKv(const AttentionCase& c, std::vector<uint16_t>& k_cache, std::vec
     for (int64_t h = 0; h < L.num_kv_heads; ++h) {
       const int64_t off = L.Offset(slot / L.block_size, h, slot % L.block_size);
       for (int64_t i = 0; i < L.head_dim; ++i) {
-        k_cache[off + i] = kernels::FloatToHalf(c.k[(t * L.num_kv_heads + h) * L.head_dim + i]);
-        v_cache[off + i] = kernels::FloatToHalf(c.v[(t * L.num_kv_heads + h) * L.head_dim + i]);
+        k_cache[off + i] = ::kvfleet::FloatToHalf(c.k[(t * L.num_kv_heads + h) * L.head_dim + i]);
+        v_cache[off + i] = ::kvfleet::FloatToHalf(c.v[(t * L.num_kv_heads + h) * L.head_dim + i]);
       }
     }
   }
@@ -126,24 +152,26 @@ std::vector<double> RefAttention(const AttentionCase& c) {
   for (int32_t t = 0; t < b.num_tokens(); ++t) {
     const std::span<const int32_t> table = b.BlockTableRow(b.token_chunk[t]);
     const int64_t context = b.positions[t] + 1;
+    // The window rule: key k is visible to query q iff q − k < window.
+    const int64_t first = c.window > 0 ? std::max<int64_t>(0, context - c.window) : 0;
     for (int64_t h = 0; h < c.num_heads; ++h) {
       const int64_t g = h / group;
       const float* q = c.q.data() + (t * c.num_heads + h) * d;
-      std::vector<double> s(static_cast<size_t>(context));
+      std::vector<double> s(static_cast<size_t>(context), -std::numeric_limits<double>::infinity());
       double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (int64_t j = 0; j < context; ++j) {
+      for (int64_t j = first; j < context; ++j) {
         const int64_t off = L.Offset(table[j / L.block_size], g, j % L.block_size);
         double dot = 0;
-        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * kernels::HalfToFloat(kc[off + i]);
+        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * ::kvfleet::HalfToFloat(kc[off + i]);
         s[j] = dot * c.scale;
         mx = std::max(mx, s[j]);
       }
       for (double& x : s) sum += (x = std::exp(x - mx));
       for (int64_t i = 0; i < d; ++i) {
         double acc = 0;
-        for (int64_t j = 0; j < context; ++j) {
+        for (int64_t j = first; j < context; ++j) {
           const int64_t off = L.Offset(table[j / L.block_size], g, j % L.block_size);
-          acc += s[j] * kernels::HalfToFloat(vc[off + i]);
+          acc += s[j] * ::kvfleet::HalfToFloat(vc[off + i]);
         }
         out[(t * c.num_heads + h) * d + i] = acc / sum;
       }

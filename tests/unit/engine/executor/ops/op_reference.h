@@ -17,9 +17,12 @@ std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<fl
 std::vector<double> RefRope(const kernels::RopeParams& p, const std::vector<float>& x,
                             const std::vector<int32_t>& positions, int64_t heads);
 std::vector<double> RefSwiGlu(const std::vector<float>& gate, const std::vector<float>& up);
+std::vector<double> RefGeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up);
+std::vector<double> RefAddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows);
+std::vector<double> RefScale(const std::vector<float>& x, float s);
 std::vector<double> RefAdd(const std::vector<float>& y, const std::vector<float>& x);
 // The cache after the batch's K/V are written (float16, exact: backends
-// must match it bit for bit), and attention over it.
+// must match it bit for bit), and attention over it (within c.window).
 void RefWriteKv(const AttentionCase& c, std::vector<uint16_t>& k_cache, std::vector<uint16_t>& v_cache);
 std::vector<double> RefAttention(const AttentionCase& c);
 std::vector<double> RefLogits(const std::vector<float>& x, const std::vector<int32_t>& rows,

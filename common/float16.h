@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace kvfleet::kernels {
+namespace kvfleet {
 
 inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -34,4 +34,4 @@ inline uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-}  // namespace kvfleet::kernels
+}  // namespace kvfleet

@@ -1,0 +1,65 @@
+// What every backend's executor shares around the model's forward pass
+// (model/arch/forward.h): the batch's arrays where its kernels read them,
+// the KV cache of every layer, and the ExecutorInfo a model gives before
+// its cache exists.
+#pragma once
+
+#include <cstdint>
+
+#include "common/kv_sizing.h"
+#include "kernels/common/paged_kv.h"
+#include "model/arch/activations.h"
+#include "model/model.h"
+#include "engine/executor/model_executor.h"
+
+namespace kvfleet::engine {
+
+// The batch's arrays in the backend's memory.
+struct BatchArrays {
+  const int32_t* token_ids = nullptr;
+  const int32_t* logits_tokens = nullptr;
+  kernels::TokenPlacement placement;
+};
+
+// The per-layer K and V tensors of the cache, in the backend's memory.
+struct KvCacheView {
+  kernels::KvCacheLayout layout;
+  uint16_t* const* k = nullptr;  // [layers] → [num_blocks, kv_heads, block_size, head_dim]
+  uint16_t* const* v = nullptr;
+};
+
+// The model's shape, the options' geometry and limits (logits rows
+// resolved), a float16 cache's bytes per token. The backend adds its numerics.
+inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOptions& options) {
+  const model::ModelConfig& c = model.config();
+  ExecutorInfo info{.device = options.device,
+                    .vocab_size = c.vocab_size,
+                    .context_length = c.context_length,
+                    .block_size = options.block_size,
+                    .num_layers = c.num_layers,
+                    .weight_bytes = model.file_bytes(),
+                    .kv_bytes_per_token = KvBytesPerToken(c.kv_shape(), sizeof(uint16_t)),
+                    .limits = options.limits};
+  info.limits.max_logits_rows = options.limits.logits_rows();
+  return info;
+}
+
+// The step a batch asks of the model: its tokens, how many layers, its logits rows.
+inline model::ForwardStep StepOf(const ForwardBatch& batch, const model::ModelConfig& c) {
+  return {.num_tokens = batch.num_tokens(),
+          .num_layers = batch.num_layers > 0 ? batch.num_layers : c.num_layers,
+          .num_logits_rows = batch.num_logits_rows()};
+}
+
+// The arrays of a host-side batch, as the CPU reads them.
+inline BatchArrays HostArrays(const ForwardBatch& batch) {
+  return {.token_ids = batch.token_ids.data(),
+          .logits_tokens = batch.logits_tokens.data(),
+          .placement = {.positions = batch.positions.data(),
+                        .token_chunk = batch.token_chunk.data(),
+                        .block_table = batch.block_table.data(),
+                        .table_width = batch.max_blocks_per_chunk,
+                        .kv_slots = batch.kv_slots.data()}};
+}
+
+}  // namespace kvfleet::engine

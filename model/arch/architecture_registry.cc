@@ -1,0 +1,67 @@
+#include "model/arch/architecture_registry.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/arch/all_architectures.h"
+
+namespace kvfleet::model {
+namespace {
+
+template <class A>
+constexpr Architecture EntryOf() {
+  return {.name = A::kName,
+          .gguf_names = A::kGgufNames,
+          .hf_names = A::kHfNames,
+          .read_config = &A::ReadConfig,
+          .bind_weights = &A::BindWeights};
+}
+
+template <class... A>
+constexpr std::array<Architecture, sizeof...(A)> EntriesOf(ArchitectureList<A...>) {
+  return {EntryOf<A>()...};
+}
+
+constexpr auto kEntries = EntriesOf(AllArchitectures{});
+
+}  // namespace
+
+std::span<const Architecture> Architectures() { return kEntries; }
+
+std::string SupportedArchitectures() {
+  const auto join = [](std::span<const std::string_view> names) {
+    std::string out;
+    for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+    return out;
+  };
+  std::string out;
+  for (const Architecture& a : kEntries) {
+    if (!out.empty()) out += "; ";
+    out += absl::StrCat(std::string(a.name), " (GGUF ", join(a.gguf_names), "; Hugging Face ", join(a.hf_names), ")");
+  }
+  return out;
+}
+
+absl::StatusOr<const Architecture*> FindArchitecture(const ModelSource& source) {
+  const bool gguf = source.format() == ModelFormat::kGguf;
+  for (const Architecture& a : kEntries) {
+    for (std::string_view n : gguf ? a.gguf_names : a.hf_names) {
+      if (n == source.architecture()) return &a;
+    }
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      source.path(), ": architecture '", source.architecture(), "' (",
+      gguf ? "metadata 'general.architecture'" : "config.json 'architectures'",
+      ") is not supported; supported: ", SupportedArchitectures()));
+}
+
+absl::StatusOr<ModelConfig> ReadModelConfig(const ModelSource& source) {
+  ASSIGN_OR_RETURN(const Architecture* arch, FindArchitecture(source));
+  ASSIGN_OR_RETURN(ModelConfig c, arch->read_config(source));
+  c.architecture = std::string(arch->name);
+  RETURN_IF_ERROR(c.Validate(source.path()));
+  return c;
+}
+
+}  // namespace kvfleet::model

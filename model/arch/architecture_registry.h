@@ -1,0 +1,39 @@
+// Finds the architecture of a model source: by GGUF general.architecture or
+// by config.json's architectures[0], among all_architectures.h's list.
+//
+//   ASSIGN_OR_RETURN(const Architecture* arch, FindArchitecture(source));
+//   ASSIGN_OR_RETURN(ModelConfig config, arch->read_config(source));
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/arch/decoder_weights.h"
+#include "model/arch/model_config.h"
+#include "model/arch/tensor_binder.h"
+#include "model/source/model_source.h"
+
+namespace kvfleet::model {
+
+struct Architecture {
+  std::string_view name;  // "llama", "qwen2", ...: ModelConfig::architecture
+  std::span<const std::string_view> gguf_names;
+  std::span<const std::string_view> hf_names;
+  absl::StatusOr<ModelConfig> (*read_config)(const ModelSource&);
+  absl::StatusOr<DecoderWeights> (*bind_weights)(TensorBinder&, const ModelConfig&);
+};
+
+std::span<const Architecture> Architectures();
+
+// Unimplemented naming the source's architecture and listing the supported ones.
+absl::StatusOr<const Architecture*> FindArchitecture(const ModelSource& source);
+
+// The config the source's architecture reads from it, validated.
+absl::StatusOr<ModelConfig> ReadModelConfig(const ModelSource& source);
+
+// "llama (GGUF llama; Hugging Face LlamaForCausalLM, MistralForCausalLM), qwen2 (...)"
+std::string SupportedArchitectures();
+
+}  // namespace kvfleet::model

@@ -1,0 +1,112 @@
+#include "model/arch/gemma3/gemma3.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/float16.h"
+#include "common/status_macros.h"
+#include "model/arch/decoder_binding.h"
+#include "model/arch/decoder_config.h"
+
+namespace kvfleet::model {
+namespace {
+
+constexpr double kLocalRopeBase = 10000.0;  // llama.cpp's rule for GGUF files, which do not state it
+constexpr int64_t kSlidingWindowPattern = 6;
+
+// Gemma 3's norms and their names in both formats (the attention and feed-forward
+// input norms, then the two post-norms).
+constexpr TensorName kPostAttnNorm{"post_attention_norm.weight", "post_attention_layernorm.weight"};
+constexpr TensorName kFfnNorm{"ffn_norm.weight", "pre_feedforward_layernorm.weight"};
+constexpr TensorName kPostFfnNorm{"post_ffw_norm.weight", "post_feedforward_layernorm.weight"};
+
+// Layers `global` says are global attend to everything with ropes[0];
+// the others attend over `window` with ropes[1].
+template <typename IsGlobal>
+void SlidingLayers(ModelConfig& c, int64_t window, IsGlobal global) {
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    c.layers[static_cast<size_t>(i)] = global(i) ? LayerAttention{} : LayerAttention{.window = window, .rope = 1};
+  }
+}
+
+RopeConfig LocalRope(const RopeConfig& global, double base) {
+  return {.theta = base, .dim = global.dim, .pairing = global.pairing};
+}
+
+absl::StatusOr<ModelConfig> FromGguf(const ModelSource& s) {
+  const ConfigReader& r = s.config();
+  ASSIGN_OR_RETURN(ModelConfig c, ReadGgufDecoderConfig(s, "gemma3", RopePairing::kHalves));
+  ASSIGN_OR_RETURN(int64_t window, r.PositiveInt("gemma3.attention.sliding_window"));
+  // llama.cpp: the 27B (62 layers) scales scores by 1/√(hidden / heads), the others by 1/√head_dim.
+  const int64_t scale_dim = c.num_layers == 62 ? c.hidden_size / c.num_heads : c.head_dim;
+  c.attention_scale = 1.0f / std::sqrt(static_cast<float>(scale_dim));
+  c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  c.ropes.push_back(LocalRope(c.ropes[0], kLocalRopeBase));
+  SlidingLayers(c, window, [](int64_t i) { return i % kSlidingWindowPattern == kSlidingWindowPattern - 1; });
+  return c;
+}
+
+absl::StatusOr<ModelConfig> FromHf(const ModelSource& s) {
+  const ConfigReader& r = s.config();
+  ASSIGN_OR_RETURN(ModelConfig c, ReadHfDecoderConfig(s, /*tied_by_default=*/true));
+  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
+    if (r.Has(key)) return r.Invalid(absl::StrCat("'", key, "' is set; kvfleet's Gemma 3 has no logit soft-capping"));
+  }
+  const std::string act_key = r.Has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  ASSIGN_OR_RETURN(std::string act, r.StringOr(act_key, "gelu_pytorch_tanh"));
+  if (act != "gelu_pytorch_tanh") {
+    return r.Invalid(absl::StrCat("'", act_key, "' = '", act, "'; Gemma 3 runs gelu_pytorch_tanh"));
+  }
+  ASSIGN_OR_RETURN(double pre_attn, r.FloatOr("query_pre_attn_scalar", static_cast<double>(c.head_dim)));
+  if (!(pre_attn > 0.0)) return r.Invalid("query_pre_attn_scalar must be positive");
+  c.attention_scale = static_cast<float>(1.0 / std::sqrt(pre_attn));
+  // transformers multiplies by √hidden rounded to the weights' dtype.
+  c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  ASSIGN_OR_RETURN(std::string dtype, r.StringOr("torch_dtype", "float32"));
+  if (dtype == "bfloat16") c.embedding_scale = Bf16ToFloat(FloatToBf16(c.embedding_scale));
+  if (dtype == "float16") c.embedding_scale = HalfToFloat(FloatToHalf(c.embedding_scale));
+
+  ASSIGN_OR_RETURN(double local_base, r.FloatOr("rope_local_base_freq", kLocalRopeBase));
+  c.ropes.push_back(LocalRope(c.ropes[0], local_base));
+  ASSIGN_OR_RETURN(int64_t window, r.PositiveInt("sliding_window"));
+  if (r.Has("layer_types")) {
+    ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
+    if (static_cast<int64_t>(types.size()) != c.num_layers) {
+      return r.Invalid(absl::StrCat("layer_types has ", types.size(), " entries for ", c.num_layers, " layers"));
+    }
+    for (const std::string& t : types) {
+      if (t != "full_attention" && t != "sliding_attention") {
+        return r.Invalid(absl::StrCat("layer_types: '", t, "' (known: full_attention, sliding_attention)"));
+      }
+    }
+    SlidingLayers(c, window, [&](int64_t i) { return types[static_cast<size_t>(i)] == "full_attention"; });
+  } else {
+    ASSIGN_OR_RETURN(int64_t pattern, r.IntOr("sliding_window_pattern", kSlidingWindowPattern));
+    if (pattern < 1) return r.Invalid("sliding_window_pattern must be positive");
+    SlidingLayers(c, window, [&](int64_t i) { return (i + 1) % pattern == 0; });
+  }
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> Gemma3::ReadConfig(const ModelSource& s) {
+  return s.format() == ModelFormat::kGguf ? FromGguf(s) : FromHf(s);
+}
+
+absl::StatusOr<DecoderWeights> Gemma3::BindWeights(TensorBinder& b, const ModelConfig& c) {
+  const ModelFormat f = b.source().format();
+  const float offset = f == ModelFormat::kHuggingFace ? 1.0f : 0.0f;
+  ASSIGN_OR_RETURN(DecoderWeights w, BindModelTensors(b, c, offset));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    ASSIGN_OR_RETURN(LayerWeights l, BindLlamaFamilyLayer(b, c, i, {.ffn_norm = kFfnNorm, .norm_offset = offset}));
+    ASSIGN_OR_RETURN(l.attn_q_norm, b.Vector(LayerTensor(f, i, names::kAttnQNorm), c.head_dim, offset));
+    ASSIGN_OR_RETURN(l.attn_k_norm, b.Vector(LayerTensor(f, i, names::kAttnKNorm), c.head_dim, offset));
+    ASSIGN_OR_RETURN(l.post_attn_norm, b.Vector(LayerTensor(f, i, kPostAttnNorm), c.hidden_size, offset));
+    ASSIGN_OR_RETURN(l.post_ffn_norm, b.Vector(LayerTensor(f, i, kPostFfnNorm), c.hidden_size, offset));
+    w.layers.push_back(std::move(l));
+  }
+  return w;
+}
+
+}  // namespace kvfleet::model

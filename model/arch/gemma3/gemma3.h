@@ -1,0 +1,57 @@
+// Gemma 3 (text): embeddings scaled by √hidden; each layer normalises its
+// input, its query and key heads, its attention output and its
+// feed-forward output (a "sandwich"), with a tanh-GELU gated feed-forward;
+// five of every six layers attend over a sliding window with their own
+// RoPE base, the sixth over everything. RoPE pairs halves; one KV head.
+//
+//   h = x + PostNorm(Wo · Attention(RoPE_l(QNorm(Wq·n)), RoPE_l(KNorm(Wk·n)), Wv·n)),  n = RmsNorm(x)
+//   x = h + PostNorm(Wdown · (gelu_tanh(Wgate·m) ⊙ Wup·m)),                           m = RmsNorm(h)
+//
+// GGUF "gemma3" carries only freq_base (the global base), sliding_window and
+// key_length; the rest follows llama.cpp's rules: local base 10,000, layer
+// i global iff i % 6 == 5, scores × 1/√head_dim, norm weights used as
+// stored (its converter already added the 1 of Gemma's 1 + w). Hugging
+// Face Gemma3ForCausalLM states sliding_window_pattern or layer_types,
+// rope_local_base_freq and query_pre_attn_scalar, and stores w, so 1 is
+// added at load.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/arch/activations.h"
+#include "model/arch/decoder_blocks.h"
+#include "model/arch/tensor_binder.h"
+
+namespace kvfleet::model {
+
+struct Gemma3 {
+  static constexpr std::string_view kName = "gemma3";
+  static constexpr std::array<std::string_view, 1> kGgufNames = {"gemma3"};
+  static constexpr std::array<std::string_view, 1> kHfNames = {"Gemma3ForCausalLM"};
+
+  static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
+  static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);
+
+  template <OpSet Ops>
+  static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,
+                      const Activations& a) {
+    const int64_t T = step.num_tokens;
+    blocks::RunDecoder(ops, c, w, step, a, [&](int32_t l, const LayerWeights& lw) {
+      blocks::NormInput(ops, c, lw.attn_norm, a, T);
+      blocks::ProjectQkv(ops, lw, a, T);
+      blocks::NormHeads(ops, c, lw, a, T);
+      blocks::RotateAndAttend(ops, c, l, a, T);
+      blocks::ProjectAttention(ops, lw, a, T);
+      blocks::NormOutput(ops, c, lw.post_attn_norm, a, T);
+      blocks::AddResidual(ops, c, a, T);
+      blocks::NormInput(ops, c, lw.ffn_norm, a, T);
+      blocks::FeedForward(ops, c, lw, a, T, blocks::Gate::kGeluTanh);
+      blocks::NormOutput(ops, c, lw.post_ffn_norm, a, T);
+      blocks::AddResidual(ops, c, a, T);
+    });
+  }
+};
+
+}  // namespace kvfleet::model

@@ -1,0 +1,44 @@
+// Qwen2 and Qwen2.5: the Llama layer with biases on the query, key and
+// value projections, RoPE on halves (in GGUF files too), usually a tied
+// output head on the small models.
+//
+// GGUF "qwen2"; Hugging Face Qwen2ForCausalLM.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/arch/activations.h"
+#include "model/arch/decoder_blocks.h"
+#include "model/arch/tensor_binder.h"
+
+namespace kvfleet::model {
+
+struct Qwen2 {
+  static constexpr std::string_view kName = "qwen2";
+  static constexpr std::array<std::string_view, 1> kGgufNames = {"qwen2"};
+  static constexpr std::array<std::string_view, 1> kHfNames = {"Qwen2ForCausalLM"};
+
+  static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
+  static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);
+
+  template <OpSet Ops>
+  static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,
+                      const Activations& a) {
+    const int64_t T = step.num_tokens;
+    blocks::RunDecoder(ops, c, w, step, a, [&](int32_t l, const LayerWeights& lw) {
+      blocks::NormInput(ops, c, lw.attn_norm, a, T);
+      blocks::ProjectQkv(ops, lw, a, T);
+      blocks::AddQkvBiases(ops, lw, a, T);
+      blocks::RotateAndAttend(ops, c, l, a, T);
+      blocks::ProjectAttention(ops, lw, a, T);
+      blocks::AddResidual(ops, c, a, T);
+      blocks::NormInput(ops, c, lw.ffn_norm, a, T);
+      blocks::FeedForward(ops, c, lw, a, T, blocks::Gate::kSilu);
+      blocks::AddResidual(ops, c, a, T);
+    });
+  }
+};
+
+}  // namespace kvfleet::model

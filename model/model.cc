@@ -1,0 +1,48 @@
+#include "model/model.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model/arch/architecture_registry.h"
+#include "model/gguf/gguf_source.h"
+
+namespace kvfleet::model {
+
+absl::StatusOr<std::unique_ptr<ModelSource>> OpenModelSource(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory (give a .gguf file)"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufSource> gguf, GgufSource::Open(path));
+  return std::unique_ptr<ModelSource>(std::move(gguf));
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, LoadOptions options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, OpenModelSource(path));
+  return FromSource(std::move(source), options);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::FromSource(std::unique_ptr<ModelSource> source, LoadOptions options) {
+  std::unique_ptr<Model> m(new Model());
+  m->source_ = std::move(source);
+  const ModelSource& s = *m->source_;
+  ASSIGN_OR_RETURN(const Architecture* arch, FindArchitecture(s));
+  ASSIGN_OR_RETURN(m->config_, ReadModelConfig(s));
+  if (options.weights) {
+    TensorBinder binder(s, m->storage_);
+    ASSIGN_OR_RETURN(m->weights_, arch->bind_weights(binder, m->config_));
+  }
+  if (options.vocabulary) {
+    if (!s.vocabulary().ok()) return s.vocabulary().status();
+    m->vocabulary_ = *s.vocabulary();
+    if (m->vocabulary_.size() != m->config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(s.path(), ": the vocabulary has ", m->vocabulary_.size(),
+                                                     " tokens but the model's embedding table has ",
+                                                     m->config_.vocab_size, " rows"));
+    }
+  }
+  return m;
+}
+
+}  // namespace kvfleet::model

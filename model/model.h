@@ -1,0 +1,67 @@
+// A model ready to run: its source (a GGUF file or a Hugging Face
+// checkpoint directory, read into one format-neutral shape), its
+// architecture's typed config, its weights bound by role, and its
+// vocabulary. Loading checks everything up front, so a corrupt or
+// unsupported file fails here with a status that names the file, the tensor
+// or key, and what to do: never later inside a kernel.
+//
+// What the executors, the proposers, the q8 packer and the tools take; the
+// router and the capacity planner load without weights (the config and the
+// vocabulary only; nothing is bound, though the files are mapped).
+//
+// Thread-safety: immutable after Load; safe to share for reading.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<Model> m, Model::Load("models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+//   int64_t layers = m->config().num_layers;
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/arch/decoder_weights.h"
+#include "model/arch/model_config.h"
+#include "model/arch/tensor_binder.h"
+#include "model/source/model_source.h"
+#include "model/vocabulary.h"
+
+namespace kvfleet::model {
+
+// A GGUF file, a Hugging Face checkpoint directory, or (config only) a bare
+// config.json. Errors name the path and say which forms are accepted.
+absl::StatusOr<std::unique_ptr<ModelSource>> OpenModelSource(const std::string& path);
+
+class Model {
+ public:
+  struct LoadOptions {
+    // False: the config and vocabulary only (the router, the capacity planner).
+    bool weights = true;
+    // False: a source without a vocabulary loads (a bare config.json).
+    bool vocabulary = true;
+  };
+
+  static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path, LoadOptions options);
+  static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path) { return Load(path, LoadOptions{}); }
+  // The same, from a source already open (tests that build sources in memory).
+  static absl::StatusOr<std::unique_ptr<Model>> FromSource(std::unique_ptr<ModelSource> source, LoadOptions options);
+
+  const ModelSource& source() const { return *source_; }
+  const ModelConfig& config() const { return config_; }
+  // Empty (no layers) when loaded without weights.
+  const DecoderWeights& weights() const { return weights_; }
+  // Empty when loaded without a vocabulary.
+  const Vocabulary& vocabulary() const { return vocabulary_; }
+  // The bytes of the model's files: what the weights can cost at most.
+  int64_t file_bytes() const { return source_->mapped_bytes(); }
+
+ private:
+  Model() = default;
+
+  std::unique_ptr<ModelSource> source_;
+  ModelConfig config_;
+  WeightStorage storage_;
+  DecoderWeights weights_;
+  Vocabulary vocabulary_;
+};
+
+}  // namespace kvfleet::model
