@@ -16,6 +16,11 @@ enum class DType : int32_t {
   kQ8_0,  // blocks of 32: f16 scale, 32 × int8
   kQ4_0,  // blocks of 32: f16 scale, 16 bytes of nibbles, value = (q - 8) · d
   kQ4_1,  // blocks of 32: f16 scale, f16 min, 16 bytes of nibbles, value = q · d + m
+  kQ5_0,  // blocks of 32: f16 scale, 32 high bits, 16 bytes of nibbles, value = (q − 16) · d
+  kQ4_K,  // super-blocks of 256: f16 d and dmin, 12 bytes of 6-bit scales and mins for 8 sub-blocks
+          // of 32, 128 bytes of nibbles; value = (d · scale) · q − (dmin · min)
+  kQ6_K,  // super-blocks of 256: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales
+          // (one per 16 values), f16 d; value = (d · scale) · (q − 32)
 };
 
 struct DTypeTraits {
@@ -32,6 +37,9 @@ constexpr DTypeTraits Traits(DType t) {
     case DType::kQ8_0: return {"Q8_0", 32, 34};
     case DType::kQ4_0: return {"Q4_0", 32, 18};
     case DType::kQ4_1: return {"Q4_1", 32, 20};
+    case DType::kQ5_0: return {"Q5_0", 32, 22};
+    case DType::kQ4_K: return {"Q4_K", 256, 144};
+    case DType::kQ6_K: return {"Q6_K", 256, 210};
   }
   return {"?", 1, 0};
 }
@@ -44,6 +52,16 @@ constexpr int64_t RowBytes(DType t, int64_t elems) {
   return elems / tr.block_elems * tr.block_bytes;
 }
 
-constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1};
+constexpr DType kAllDTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                                DType::kQ4_1, DType::kQ5_0, DType::kQ4_K, DType::kQ6_K};
+
+// The types whose blocks span 256 values (a row must be a multiple of it).
+constexpr bool IsKQuant(DType t) { return Traits(t).block_elems == 256; }
+
+// n rounded up to whole blocks of t (and of 32, what every kernel walks by).
+constexpr int64_t RoundUpToBlock(DType t, int64_t n) {
+  const int64_t b = Traits(t).block_elems > 32 ? Traits(t).block_elems : 32;
+  return (n + b - 1) / b * b;
+}
 
 }  // namespace kvfleet

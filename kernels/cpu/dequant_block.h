@@ -1,12 +1,20 @@
 // Dequantization of one 32-element block of a weight row into four AVX2
 // registers. This is the single definition of every format's values: the
 // row dequantizer and the fused matmul both call it, so the two paths see
-// bit-identical weights.
+// bit-identical weights. A K-quant's block b is sub-block b % 8 of
+// super-block b / 8 (its 32 values share one scale, or two for Q6_K).
+//
+// Each value is the float arithmetic of the gguf package's numpy
+// dequantization, in its order (a scale product rounded before it
+// multiplies q, a min subtracted after): bit for bit, as
+// tests/reference/dequant_reference.py checks on every block of the real
+// model files.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "common/dtype.h"
 #include "common/float16.h"
@@ -30,6 +38,21 @@ inline __m256 F16x8ToFloat(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// 16 bits → 16 bytes of 0x10 (bit set) or 0: Q5_0's fifth bits, in place.
+inline __m128i FifthBits(uint32_t bits16) {
+  const __m128i spread = _mm_shuffle_epi8(_mm_set1_epi16(static_cast<int16_t>(bits16)),
+                                          _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+  const __m128i mask = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, mask), mask), _mm_set1_epi8(0x10));
+}
+
+// 32 unsigned bytes as four registers of floats, each minus `offset` (exact).
+inline Block32 U8x32ToFloat(__m128i lo, __m128i hi, float offset) {
+  const __m256 off = _mm256_set1_ps(offset);
+  return {_mm256_sub_ps(U8x8ToFloat(lo), off), _mm256_sub_ps(U8x8ToFloat(_mm_srli_si128(lo, 8)), off),
+          _mm256_sub_ps(U8x8ToFloat(hi), off), _mm256_sub_ps(U8x8ToFloat(_mm_srli_si128(hi, 8)), off)};
+}
+
 }  // namespace internal
 
 // Block `b` of a row stored as T.
@@ -45,6 +68,42 @@ inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
   } else if constexpr (T == DType::kBF16) {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + 32 * b;
     return {Bf16x8ToFloat(p), Bf16x8ToFloat(p + 8), Bf16x8ToFloat(p + 16), Bf16x8ToFloat(p + 24)};
+  } else if constexpr (T == DType::kQ5_0) {
+    const BlockQ5_0& q = reinterpret_cast<const BlockQ5_0*>(row)[b];
+    uint32_t qh;
+    std::memcpy(&qh, q.qh, sizeof(qh));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_or_si128(_mm_and_si128(raw, nibble), FifthBits(qh & 0xffff));
+    const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(raw, 4), nibble), FifthBits(qh >> 16));
+    const Block32 v = U8x32ToFloat(lo, hi, 16.0f);
+    const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));
+    return {_mm256_mul_ps(d, v.v0), _mm256_mul_ps(d, v.v1), _mm256_mul_ps(d, v.v2), _mm256_mul_ps(d, v.v3)};
+  } else if constexpr (T == DType::kQ4_K) {
+    const BlockQ4_K& s = reinterpret_cast<const BlockQ4_K*>(row)[b / 8];
+    const int j = static_cast<int>(b % 8);
+    uint8_t sc, mn;
+    Q4KScaleMin(s.scales, j, &sc, &mn);
+    const __m256 d = _mm256_set1_ps(HalfToFloat(s.d) * static_cast<float>(sc));
+    const __m256 m = _mm256_set1_ps(HalfToFloat(s.dmin) * static_cast<float>(mn));
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs + 32 * (j / 2)));
+    const __m256i q = _mm256_and_si256(j % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0f));
+    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 0.0f);
+    return {_mm256_sub_ps(_mm256_mul_ps(d, v.v0), m), _mm256_sub_ps(_mm256_mul_ps(d, v.v1), m),
+            _mm256_sub_ps(_mm256_mul_ps(d, v.v2), m), _mm256_sub_ps(_mm256_mul_ps(d, v.v3), m)};
+  } else if constexpr (T == DType::kQ6_K) {
+    const BlockQ6_K& s = reinterpret_cast<const BlockQ6_K*>(row)[b / 8];
+    const int j = static_cast<int>(b % 8), half = j / 4, quarter = j % 4;
+    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.ql + 64 * half + 32 * (quarter % 2)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh + 32 * half));
+    const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0f));
+    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * quarter)), _mm256_set1_epi8(3));
+    const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 32.0f);
+    const float d = HalfToFloat(s.d);
+    const __m256 d0 = _mm256_set1_ps(d * static_cast<float>(s.scales[2 * j]));
+    const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(s.scales[2 * j + 1]));
+    return {_mm256_mul_ps(d0, v.v0), _mm256_mul_ps(d0, v.v1), _mm256_mul_ps(d1, v.v2), _mm256_mul_ps(d1, v.v3)};
   } else if constexpr (T == DType::kQ8_0) {
     const BlockQ8_0& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
     const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));

@@ -96,6 +96,10 @@ constexpr int64_t kFusedMaxRows = 10;
 // streams).
 constexpr int64_t kPrefetchBytes = 4096;
 
+// The bytes of 32 values of a row (rounded down for Q6_K's 26.25): how far
+// ahead the prefetches reach.
+constexpr int64_t BytesPerBlock32(DType t) { return Traits(t).block_bytes * 32 / Traits(t).block_elems; }
+
 // acc += block · x[32b .. 32b+31], in element order.
 inline __m256 FmaBlock(const Block32& w, const float* x, __m256 acc) {
   acc = _mm256_fmadd_ps(w.v0, _mm256_loadu_ps(x), acc);
@@ -124,8 +128,8 @@ void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) 
         // The hardware prefetcher does not hide memory latency here (decode
         // reads every weight once): fetch the rows two groups ahead (the
         // 4 rows are contiguous), 4 blocks' worth per block of these.
-        const uint8_t* ahead = r0 + 8 * row_bytes + b * 4 * Traits(T).block_bytes;
-        for (int64_t line = 0; line < 4 * Traits(T).block_bytes; line += 64) {
+        const uint8_t* ahead = r0 + 8 * row_bytes + b * 4 * BytesPerBlock32(T);
+        for (int64_t line = 0; line < 4 * BytesPerBlock32(T); line += 64) {
           _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
         }
         a0 = FmaBlock(LoadBlock32<T>(r0, b), xb, a0);
@@ -158,7 +162,7 @@ void FusedRowTile(const uint8_t* w_row, const float* x, int64_t k, int64_t block
 #pragma GCC unroll 10
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    _mm_prefetch(reinterpret_cast<const char*>(w_row + b * Traits(T).block_bytes + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w_row + b * BytesPerBlock32(T) + kPrefetchBytes), _MM_HINT_T0);
     const Block32 wb = LoadBlock32<T>(w_row, b);
 #pragma GCC unroll 10
     for (int r = 0; r < R; ++r) acc[r] = FmaBlock(wb, x + r * k + 32 * b, acc[r]);
@@ -214,6 +218,12 @@ void FusedMatMul(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
       return FusedMatMulTyped<DType::kQ4_0>(p, row_begin, row_end);
     case DType::kQ4_1:
       return FusedMatMulTyped<DType::kQ4_1>(p, row_begin, row_end);
+    case DType::kQ5_0:
+      return FusedMatMulTyped<DType::kQ5_0>(p, row_begin, row_end);
+    case DType::kQ4_K:
+      return FusedMatMulTyped<DType::kQ4_K>(p, row_begin, row_end);
+    case DType::kQ6_K:
+      return FusedMatMulTyped<DType::kQ6_K>(p, row_begin, row_end);
   }
 }
 

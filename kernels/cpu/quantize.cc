@@ -85,6 +85,101 @@ void QuantQ4_1(const float* x, BlockQ4_1* b, int64_t nb) {
   }
 }
 
+void QuantQ5_0(const float* x, BlockQ5_0* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = FloatToHalf(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(31, static_cast<int>(x[j] * id + 16.5f));
+      const int q1 = std::min(31, static_cast<int>(x[j + 16] * id + 16.5f));
+      b[i].qs[j] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
+      qh |= static_cast<uint32_t>((q0 & 0x10) >> 4) << j;
+      qh |= static_cast<uint32_t>((q1 & 0x10) >> 4) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, sizeof(qh));
+  }
+}
+
+// The K-quants' quantizers here are plain min/max ones (ggml's search for
+// the best scales is not restated): they write valid blocks, for the test
+// models and tools; real K-quant files come from llama.cpp.
+int RoundClamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
+
+void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      float lo = 0.0f, hi = x[32 * j];
+      for (int l = 0; l < 32; ++l) {
+        lo = std::min(lo, x[32 * j + l]);
+        hi = std::max(hi, x[32 * j + l]);
+      }
+      scale[j] = (hi - lo) / 15.0f;
+      min[j] = -lo;
+      max_scale = std::max(max_scale, scale[j]);
+      max_min = std::max(max_min, min[j]);
+    }
+    b[i].d = FloatToHalf(max_scale / 63.0f);
+    b[i].dmin = FloatToHalf(max_min / 63.0f);
+    const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
+    std::memset(b[i].scales, 0, sizeof(b[i].scales));
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    for (int j = 0; j < 8; ++j) {
+      const int ls = d > 0.0f ? RoundClamp(scale[j] / d, 0, 63) : 0;
+      const int lm = dmin > 0.0f ? RoundClamp(min[j] / dmin, 0, 63) : 0;
+      if (j < 4) {
+        b[i].scales[j] = static_cast<uint8_t>(ls);
+        b[i].scales[j + 4] = static_cast<uint8_t>(lm);
+      } else {
+        b[i].scales[j + 4] = static_cast<uint8_t>((ls & 0x0f) | ((lm & 0x0f) << 4));
+        b[i].scales[j - 4] |= static_cast<uint8_t>((ls >> 4) << 6);
+        b[i].scales[j] |= static_cast<uint8_t>((lm >> 4) << 6);
+      }
+      const float dd = d * static_cast<float>(ls), dm = dmin * static_cast<float>(lm);
+      for (int l = 0; l < 32; ++l) {
+        const int q = dd > 0.0f ? RoundClamp((x[32 * j + l] + dm) / dd, 0, 15) : 0;
+        b[i].qs[32 * (j / 2) + l] |= static_cast<uint8_t>(q << (4 * (j % 2)));
+      }
+    }
+  }
+}
+
+void QuantQ6_K(const float* x, BlockQ6_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16], max_scale = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+      float amax = 0.0f;
+      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
+      scale[g] = amax / 31.0f;
+      max_scale = std::max(max_scale, scale[g]);
+    }
+    b[i].d = FloatToHalf(max_scale / 127.0f);
+    const float d = HalfToFloat(b[i].d);
+    std::memset(b[i].ql, 0, sizeof(b[i].ql));
+    std::memset(b[i].qh, 0, sizeof(b[i].qh));
+    for (int g = 0; g < 16; ++g) {
+      const int sc = d > 0.0f ? RoundClamp(scale[g] / d, -128, 127) : 0;
+      b[i].scales[g] = static_cast<int8_t>(sc);
+      const float dd = d * static_cast<float>(sc);
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * g + l, half = e / 128, r = e % 128;
+        const int q = (dd != 0.0f ? RoundClamp(x[e] / dd, -32, 31) : 0) + 32;
+        b[i].ql[64 * half + r % 64] |= static_cast<uint8_t>((q & 0x0f) << (4 * (r / 64)));
+        b[i].qh[32 * half + r % 32] |= static_cast<uint8_t>(((q >> 4) & 3) << (2 * (r / 32)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void DequantizeRow(DType type, const void* src, float* dst, int64_t n) {
@@ -103,6 +198,9 @@ void DequantizeRow(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ8_0: DequantBlocks<DType::kQ8_0>(src, dst, n); return;
     case DType::kQ4_0: DequantBlocks<DType::kQ4_0>(src, dst, n); return;
     case DType::kQ4_1: DequantBlocks<DType::kQ4_1>(src, dst, n); return;
+    case DType::kQ5_0: DequantBlocks<DType::kQ5_0>(src, dst, n); return;
+    case DType::kQ4_K: DequantBlocks<DType::kQ4_K>(src, dst, n); return;
+    case DType::kQ6_K: DequantBlocks<DType::kQ6_K>(src, dst, n); return;
   }
 }
 
@@ -123,6 +221,9 @@ void QuantizeRow(DType type, const float* src, void* dst, int64_t n) {
     case DType::kQ8_0: QuantQ8_0(src, static_cast<BlockQ8_0*>(dst), n / 32); return;
     case DType::kQ4_0: QuantQ4_0(src, static_cast<BlockQ4_0*>(dst), n / 32); return;
     case DType::kQ4_1: QuantQ4_1(src, static_cast<BlockQ4_1*>(dst), n / 32); return;
+    case DType::kQ5_0: QuantQ5_0(src, static_cast<BlockQ5_0*>(dst), n / 32); return;
+    case DType::kQ4_K: QuantQ4_K(src, static_cast<BlockQ4_K*>(dst), n / 256); return;
+    case DType::kQ6_K: QuantQ6_K(src, static_cast<BlockQ6_K*>(dst), n / 256); return;
   }
 }
 

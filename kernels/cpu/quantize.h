@@ -1,8 +1,10 @@
 // Conversion of rows between float32 and every supported storage type.
 //
-// DequantizeRow is the reference semantics that every matmul path (CPU SIMD
-// today, CUDA later) reproduces exactly. QuantizeRow follows ggml's reference
-// quantizers, so files written by kvfleet's tools load anywhere.
+// DequantizeRow is the reference semantics that every matmul path (CPU SIMD,
+// CUDA) reproduces exactly. QuantizeRow follows ggml's reference quantizers
+// for the 32-value types, so files written by kvfleet's tools load
+// anywhere; for the K-quants it writes valid blocks from plain min/max
+// scales (for test models), not ggml's searched ones.
 //
 //   std::vector<uint8_t> q(RowBytes(DType::kQ4_1, n));
 //   QuantizeRow(DType::kQ4_1, src, q.data(), n);

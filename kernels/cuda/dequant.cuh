@@ -1,12 +1,12 @@
 // Device-side dequantization of weight rows stored in their GGUF type: the
 // same values as kernels/cpu's DequantizeRow, bit for bit (the same float
-// operations: q·d, (q − 8)·d, q·d + m fused), so the CUDA backend sees the
-// weights the CPU backend sees.
+// operations: q·d, (q − 8)·d, q·d + m fused, (q − 16)·d, (d·scale)·q − dmin·min,
+// (d·scale)·(q − 32)), so the CUDA backend sees the weights the CPU backend sees.
 //
 // A lane reads a row one chunk at a time: a whole 32-element block for the
-// quantized types, 8 elements (16 or 32 bytes) for the float types, so a
-// warp's loads are contiguous. kChunkElements is part of the matmul's fixed
-// reduction order.
+// quantized types (a K-quant's sub-block), 8 elements (16 or 32 bytes) for
+// the float types, so a warp's loads are contiguous. kElements is part of
+// the matmul's fixed reduction order.
 #pragma once
 
 #include "common/dtype.h"
@@ -17,17 +17,30 @@ inline namespace KVFLEET_CUDA_BUILD {
 
 template <DType T>
 struct WeightChunk {
-  static constexpr int kElements = (T == DType::kQ8_0 || T == DType::kQ4_0 || T == DType::kQ4_1) ? 32 : 8;
-  static constexpr int64_t kBytes = kElements / Traits(T).block_elems * Traits(T).block_bytes;
+  static constexpr bool kFloat = T == DType::kF32 || T == DType::kF16 || T == DType::kBF16;
+  static constexpr int kElements = kFloat ? 8 : 32;
+  // The bytes of chunk c start at c · kBytes (not for the K-quants: their
+  // chunks are sub-blocks of a super-block).
+  static constexpr int64_t kBytes = kElements * Traits(T).block_bytes / Traits(T).block_elems;
 };
 
 __device__ __forceinline__ uint16_t LoadU16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
 
-// Chunk `c` of a row (elements [c·kElements, (c+1)·kElements)) into out[], in element order.
+// The chunk at p of a type whose chunks are contiguous.
 template <DType T>
-__device__ __forceinline__ void LoadWeightChunk(const uint8_t* row, int64_t c, float* out) {
-  const uint8_t* p = row + c * WeightChunk<T>::kBytes;
-  if constexpr (T == DType::kF32) {
+__device__ __forceinline__ void LoadBlockChunk(const uint8_t* p, float* out) {
+  if constexpr (T == DType::kQ5_0) {
+    // f16 scale, 4 bytes of fifth bits, 16 bytes of nibbles; 2-byte aligned.
+    const float d = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(p));
+    const uint32_t qh = static_cast<uint32_t>(LoadU16(p + 2)) | (static_cast<uint32_t>(LoadU16(p + 4)) << 16);
+    KVFLEET_UNROLL
+    for (int i = 0; i < 16; ++i) {
+      const int lo = (p[6 + i] & 0x0f) | (((qh >> i) & 1) << 4);
+      const int hi = (p[6 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4);
+      out[i] = __fmul_rn(static_cast<float>(lo - 16), d);
+      out[16 + i] = __fmul_rn(static_cast<float>(hi - 16), d);
+    }
+  } else if constexpr (T == DType::kF32) {
     const float4 a = *reinterpret_cast<const float4*>(p);
     const float4 b = *reinterpret_cast<const float4*>(p + 16);
     out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
@@ -81,6 +94,41 @@ __device__ __forceinline__ void LoadWeightChunk(const uint8_t* row, int64_t c, f
         out[16 + 2 * i + 1] = __fmaf_rn(q_hi1, d, m);
       }
     }
+  }
+}
+
+// Chunk `c` of a row (elements [c·kElements, (c+1)·kElements)) into out[], in element order.
+template <DType T>
+__device__ __forceinline__ void LoadWeightChunk(const uint8_t* row, int64_t c, float* out) {
+  if constexpr (T == DType::kQ4_K) {
+    // Sub-block j of super-block c / 8: d, dmin, 12 bytes of scales, 128 of nibbles.
+    const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
+    const int j = static_cast<int>(c % 8);
+    const uint8_t* sc = s + 4;
+    const int scale = j < 4 ? (sc[j] & 63) : ((sc[j + 4] & 0x0f) | ((sc[j - 4] >> 6) << 4));
+    const int min = j < 4 ? (sc[j + 4] & 63) : ((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
+    const float d = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s)), static_cast<float>(scale));
+    const float m = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 2)), static_cast<float>(min));
+    const uint8_t* qs = s + 16 + 32 * (j / 2);
+    const int shift = 4 * (j % 2);
+    KVFLEET_UNROLL
+    for (int i = 0; i < 32; ++i) out[i] = __fsub_rn(__fmul_rn(d, static_cast<float>((qs[i] >> shift) & 0x0f)), m);
+  } else if constexpr (T == DType::kQ6_K) {
+    // Sub-block j of super-block c / 8: ql[128], qh[64], 16 int8 scales, d.
+    const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
+    const int j = static_cast<int>(c % 8), half = j / 4, quarter = j % 4;
+    const uint8_t* ql = s + 64 * half + 32 * (quarter % 2);
+    const uint8_t* qh = s + 128 + 32 * half;
+    const float d = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 208));
+    const float d0 = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(s[192 + 2 * j])));
+    const float d1 = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(s[192 + 2 * j + 1])));
+    KVFLEET_UNROLL
+    for (int i = 0; i < 32; ++i) {
+      const int q = ((ql[i] >> (4 * (quarter / 2))) & 0x0f) | (((qh[i] >> (2 * quarter)) & 3) << 4);
+      out[i] = __fmul_rn(i < 16 ? d0 : d1, static_cast<float>(q - 32));
+    }
+  } else {
+    LoadBlockChunk<T>(row + c * WeightChunk<T>::kBytes, out);
   }
 }
 

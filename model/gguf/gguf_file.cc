@@ -88,13 +88,29 @@ absl::StatusOr<DType> DTypeFromCode(uint32_t code) {
     case GgmlTypeCode::kQ8_0: return DType::kQ8_0;
     case GgmlTypeCode::kQ4_0: return DType::kQ4_0;
     case GgmlTypeCode::kQ4_1: return DType::kQ4_1;
+    case GgmlTypeCode::kQ5_0: return DType::kQ5_0;
+    case GgmlTypeCode::kQ4_K: return DType::kQ4_K;
+    case GgmlTypeCode::kQ6_K: return DType::kQ6_K;
   }
-  return absl::UnimplementedError(absl::StrCat(
-      "unsupported tensor type code ", code, " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1; "
-      "requantize the model with one of these)"));
+  std::string supported;
+  for (DType t : kAllDTypes) supported += (supported.empty() ? "" : ", ") + std::string(DTypeName(t));
+  return absl::UnimplementedError(absl::StrCat("type ", GgmlTypeName(code), " is not supported (supported: ",
+                                               supported, "); requantize the model with one of these"));
 }
 
 }  // namespace
+
+std::string GgmlTypeName(uint32_t code) {
+  // ggml's enum ggml_type, in order (4 and 5 were removed types).
+  static constexpr const char* kNames[] = {
+      "F32",     "F16",    "Q4_0",  "Q4_1",  "Q4_2", "Q4_3",    "Q5_0",  "Q5_1",  "Q8_0", "Q8_1",
+      "Q2_K",    "Q3_K",   "Q4_K",  "Q5_K",  "Q6_K", "Q8_K",    "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+      "IQ4_NL",  "IQ3_S",  "IQ2_S", "IQ4_XS", "I8",  "I16",     "I32",   "I64",   "F64",  "IQ1_M",
+      "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8",
+      "IQ4_NL_8_8", "MXFP4"};
+  if (code < std::size(kNames)) return kNames[code];
+  return absl::StrCat("type code ", code);
+}
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
   ASSIGN_OR_RETURN(MappedFile mapping, MappedFile::Open(path));

@@ -34,7 +34,13 @@ enum class GgufType : uint32_t {
 };
 
 // ggml tensor type codes as stored in GGUF, for the types kvfleet supports.
-enum class GgmlTypeCode : uint32_t { kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kBF16 = 30 };
+enum class GgmlTypeCode : uint32_t {
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14, kBF16 = 30,
+};
+
+// ggml's name of a tensor type code ("Q5_K", "IQ4_XS", ...), for messages;
+// "type <code>" for one ggml does not define.
+std::string GgmlTypeName(uint32_t code);
 
 using GgufScalar = std::variant<int64_t, uint64_t, double, bool, std::string>;
 

@@ -66,6 +66,9 @@ uint32_t GgmlCode(DType t) {
     case DType::kQ8_0: return static_cast<uint32_t>(GgmlTypeCode::kQ8_0);
     case DType::kQ4_0: return static_cast<uint32_t>(GgmlTypeCode::kQ4_0);
     case DType::kQ4_1: return static_cast<uint32_t>(GgmlTypeCode::kQ4_1);
+    case DType::kQ5_0: return static_cast<uint32_t>(GgmlTypeCode::kQ5_0);
+    case DType::kQ4_K: return static_cast<uint32_t>(GgmlTypeCode::kQ4_K);
+    case DType::kQ6_K: return static_cast<uint32_t>(GgmlTypeCode::kQ6_K);
   }
   return 0;
 }

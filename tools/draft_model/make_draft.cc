@@ -40,6 +40,9 @@ int64_t FileTypeCode(DType t) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
     case DType::kQ4_1: return 3;
+    case DType::kQ5_0: return 8;
+    case DType::kQ4_K: return 14;  // "mostly Q4_K_S": llama.cpp's name for an all-Q4_K file
+    case DType::kQ6_K: return 18;
     case DType::kQ8_0: return 7;
     case DType::kBF16: return 32;
   }
@@ -108,7 +111,7 @@ void CopyMetadata(const DraftPlan& plan, model::GgufWriter& w) {
 }
 
 bool ShouldConvert(const model::TensorInfo& t, std::optional<DType> to) {
-  return to.has_value() && t.shape.size() == 2 && t.shape[0] % 32 == 0 && t.dtype != *to;
+  return to.has_value() && t.shape.size() == 2 && t.shape[0] % RoundUpToBlock(*to, 1) == 0 && t.dtype != *to;
 }
 
 // A [rows, cols] matrix (GGUF shape {cols, rows}) converted row by row

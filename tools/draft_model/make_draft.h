@@ -14,7 +14,7 @@
 //   - the tensors `blk.{i}.*` for i < N and every tensor outside the blocks
 //     (token_embd, output_norm, output, rope_freqs, ...), in the target's
 //     order;
-//   - with a weight type, every 2-D tensor whose rows are whole blocks of 32
+//   - with a weight type, every 2-D tensor whose rows are whole blocks of it
 //     converted to it through float32 (kernels/cpu/quantize.h); 1-D tensors
 //     (norms, biases) and anything else are copied as they are.
 //

@@ -52,6 +52,16 @@ void AddNorm(model::GgufWriter& w, Random& rng, const std::string& name, int64_t
 
 int64_t TinyVocabSize() { return static_cast<int64_t>(MakeTinyVocabulary().tokens.size()); }
 
+TinyModelOptions ShapedForType(TinyModelOptions o) {
+  if (!IsKQuant(o.dtype)) return o;
+  const int64_t head_dim = o.hidden_size / o.num_heads;
+  o.hidden_size = RoundUpToBlock(o.dtype, o.hidden_size);
+  o.ffn_size = RoundUpToBlock(o.dtype, o.ffn_size);
+  o.num_heads = o.hidden_size / head_dim;
+  while (o.num_heads % o.num_kv_heads != 0) ++o.num_kv_heads;
+  return o;
+}
+
 absl::Status TinyModelOptions::Validate() const {
   auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("tiny model: ", what)); };
   if (num_layers < 1) return bad("num_layers must be >= 1");
@@ -61,6 +71,11 @@ absl::Status TinyModelOptions::Validate() const {
   if (num_kv_heads < 1 || num_heads % num_kv_heads != 0) return bad("num_kv_heads must divide num_heads");
   if ((hidden_size / num_heads) % 8 != 0) return bad("head dimension must be a multiple of 8");
   if (context_length < 1) return bad("context_length must be >= 1");
+  const int64_t block = Traits(dtype).block_elems;
+  if (hidden_size % block != 0 || ffn_size % block != 0) {
+    return bad(absl::StrCat(DTypeName(dtype), " rows are whole blocks of ", block,
+                            ": hidden_size and ffn_size must be multiples of it (see ShapedForType)"));
+  }
   if (vocab_size != 0 && vocab_size < TinyVocabSize()) {
     return bad(absl::StrCat("vocab_size must be 0 or at least the tiny vocabulary's ", TinyVocabSize(), " tokens"));
   }

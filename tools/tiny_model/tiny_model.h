@@ -35,6 +35,10 @@ struct TinyModelOptions {
   absl::Status Validate() const;
 };
 
+// `o` widened so every matrix's rows are whole blocks of o.dtype: a K-quant
+// needs rows of 256 (hidden 256, feed-forward 512, heads × head_dim 256).
+TinyModelOptions ShapedForType(TinyModelOptions o);
+
 // Fills a writer (so tests can add, drop or corrupt entries before writing).
 absl::Status BuildTinyModel(const TinyModelOptions& options, model::GgufWriter& writer);
 

@@ -128,7 +128,7 @@ TEST(GgufFileTest, TypedGettersNameTheKeyOnMismatch) {
 TEST(GgufFileTest, TinyModelOfEveryTypeLoads) {
   testing::TempDir dir;
   for (DType t : kAllDTypes) {
-    tools::TinyModelOptions o{.dtype = t, .seed = 3};
+    const tools::TinyModelOptions o = tools::ShapedForType({.dtype = t, .seed = 3});
     const std::string path = dir.Path(std::string(DTypeName(t)) + ".gguf");
     ASSERT_TRUE(tools::WriteTinyModel(o, path).ok());
     auto m = Model::Load(path);

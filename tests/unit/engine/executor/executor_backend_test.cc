@@ -17,7 +17,7 @@ class ExecutorBackendTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
     const std::string path = dir_.Path("tiny.gguf");
-    ASSERT_TRUE(tools::WriteTinyModel({.dtype = GetParam(), .seed = 12}, path).ok());
+    ASSERT_TRUE(tools::WriteTinyModel(tools::ShapedForType({.dtype = GetParam(), .seed = 12}), path).ok());
     auto m = model::Model::Load(path);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "common/float16.h"
@@ -29,8 +32,86 @@ float Tolerance(DType t, float block_range) {
       return block_range / 8.0f;
     case DType::kQ4_1:
       return block_range / 15.0f;
+    case DType::kQ5_0:
+      return block_range / 31.0f;
+    case DType::kQ4_K:  // 15 steps of a 6-bit scale, less a 6-bit min
+      return block_range / 8.0f;
+    case DType::kQ6_K:
+      return block_range / 20.0f;
   }
   return 0;
+}
+
+// The gguf package's numpy dequantization of one K-quant or Q5_0 block,
+// restated as scalar loops in its float order: each scale product rounded
+// to float before it multiplies q, a min subtracted after.
+std::vector<float> ScalarDequant(DType t, const uint8_t* p) {
+  std::vector<float> y;
+  if (t == DType::kQ5_0) {
+    const auto& b = *reinterpret_cast<const BlockQ5_0*>(p);
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const float d = HalfToFloat(b.d);
+    y.resize(32);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (b.qs[j] & 0x0f) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (b.qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      y[j] = d * static_cast<float>(lo - 16);
+      y[j + 16] = d * static_cast<float>(hi - 16);
+    }
+  } else if (t == DType::kQ4_K) {
+    const auto& b = *reinterpret_cast<const BlockQ4_K*>(p);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      Q4KScaleMin(b.scales, j, &sc, &mn);
+      const float d = HalfToFloat(b.d) * sc, m = HalfToFloat(b.dmin) * mn;
+      for (int l = 0; l < 32; ++l) y.push_back(d * static_cast<float>((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15) - m);
+    }
+  } else if (t == DType::kQ6_K) {
+    const auto& b = *reinterpret_cast<const BlockQ6_K*>(p);
+    for (int e = 0; e < 256; ++e) {
+      const int half = e / 128, r = e % 128;
+      const int low = (b.ql[64 * half + r % 64] >> (4 * (r / 64))) & 15;
+      const int high = (b.qh[32 * half + r % 32] >> (2 * (r / 32))) & 3;
+      const float d = HalfToFloat(b.d) * static_cast<float>(b.scales[e / 16]);
+      y.push_back(d * static_cast<float>((low | (high << 4)) - 32));
+    }
+  }
+  return y;
+}
+
+// Random bytes with finite scales, as real files have: every bit pattern of
+// the quantized values, every scale and min.
+TEST(QuantizeTest, KQuantsAndQ5_0DequantizeAsTheirDefinitionBitForBit) {
+  std::mt19937 rng(11);
+  for (DType t : {DType::kQ5_0, DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t blocks = 64, elems = Traits(t).block_elems, bytes = Traits(t).block_bytes;
+    std::vector<uint8_t> q(blocks * bytes);
+    for (uint8_t& b : q) b = static_cast<uint8_t>(rng());
+    for (int64_t i = 0; i < blocks; ++i) {
+      // Finite f16 scales in [2^-14, 2^4): sign, then an exponent below the top.
+      uint8_t* block = q.data() + i * bytes;
+      const auto finite = [&](int offset) {
+        const uint16_t h = static_cast<uint16_t>((rng() & 0x83ff) | ((1 + rng() % 18) << 10));
+        std::memcpy(block + offset, &h, 2);
+      };
+      if (t == DType::kQ5_0) finite(0);
+      if (t == DType::kQ4_K) {
+        finite(0);
+        finite(2);
+      }
+      if (t == DType::kQ6_K) finite(208);
+    }
+    std::vector<float> y(blocks * elems);
+    DequantizeRow(t, q.data(), y.data(), blocks * elems);
+    for (int64_t i = 0; i < blocks; ++i) {
+      const std::vector<float> want = ScalarDequant(t, q.data() + i * bytes);
+      for (int64_t e = 0; e < elems; ++e) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[i * elems + e]), std::bit_cast<uint32_t>(want[e]))
+            << DTypeName(t) << " block " << i << " element " << e;
+      }
+    }
+  }
 }
 
 TEST(QuantizeTest, RoundTripErrorIsWithinTheFormatsResolution) {

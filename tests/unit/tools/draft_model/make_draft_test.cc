@@ -168,7 +168,9 @@ class MakeDraftRequantTest : public ::testing::TestWithParam<DType> {};
 TEST_P(MakeDraftRequantTest, ConvertsMatricesAndKeepsNorms) {
   const DType to = GetParam();
   testing::TempDir dir;
-  const std::string target_path = WriteTarget(dir, {.dtype = DType::kF32, .seed = 9}, "target.gguf");
+  TinyModelOptions o = tools::ShapedForType({.dtype = to, .seed = 9});
+  o.dtype = DType::kF32;  // a float32 target, of a shape whose rows the type can hold
+  const std::string target_path = WriteTarget(dir, o, "target.gguf");
   const std::string draft_path = dir.Path("draft.gguf");
   ASSERT_TRUE(MakeDraftModel(target_path, draft_path, {.keep_layers = 1, .weight_type = to}).ok());
 
@@ -178,7 +180,8 @@ TEST_P(MakeDraftRequantTest, ConvertsMatricesAndKeepsNorms) {
   EXPECT_EQ(draft->config().name, absl::StrCat(target->config().name, " draft (1 layer, ", DTypeName(to), ")"));
   // llama.cpp's llama_ftype codes.
   const std::map<DType, int64_t> file_types = {{DType::kF32, 0},  {DType::kF16, 1},  {DType::kQ4_0, 2},
-                                               {DType::kQ4_1, 3}, {DType::kQ8_0, 7}, {DType::kBF16, 32}};
+                                               {DType::kQ4_1, 3}, {DType::kQ8_0, 7}, {DType::kBF16, 32},
+                                               {DType::kQ5_0, 8}, {DType::kQ4_K, 14}, {DType::kQ6_K, 18}};
   EXPECT_EQ(*File(draft).GetInt("general.file_type"), file_types.at(to));
   for (const TensorInfo& t : File(draft).tensors()) {
     const TensorInfo& src = *File(target).FindTensor(t.name);

@@ -70,12 +70,13 @@ inline const bool kCoversEmbed = Covers({model::Op::kEmbed});
 TEST_P(OpHarnessTest, EmbeddingDequantizesExactlyAndPerToken) {
   for (DType dtype : kAllDTypes) {
     SCOPED_TRACE(DTypeName(dtype));
-    const HostWeights table = RandomWeights(dtype, 97, 96, 5);
+    const int64_t cols = RoundUpToBlock(dtype, 96);
+    const HostWeights table = RandomWeights(dtype, 97, cols, 5);
     const std::vector<int32_t> ids = {3, 96, 0, 3, 41, 17, 88};
     const std::vector<float> out = backend_->Embed(table, ids);
     EXPECT_EQ(Nmse(out, RefEmbed(table, ids)), kExact);
     for (size_t i = 0; i < ids.size(); ++i) {
-      EXPECT_EQ(backend_->Embed(table, {ids[i]}), Slice(out, static_cast<int64_t>(i), 1, 96)) << i;
+      EXPECT_EQ(backend_->Embed(table, {ids[i]}), Slice(out, static_cast<int64_t>(i), 1, cols)) << i;
     }
   }
 }
@@ -86,7 +87,8 @@ TEST_P(OpHarnessTest, MatMulOfEveryWeightTypeMatchesTheReferenceAtEveryBatchSize
     int64_t n, k;
   };
   for (DType dtype : kAllDTypes) {
-    for (const Shape s : {Shape{64, 64}, Shape{136, 256}, Shape{200, 576}, Shape{96, 2048}}) {
+    for (Shape s : {Shape{64, 64}, Shape{136, 256}, Shape{200, 576}, Shape{96, 2048}}) {
+      s.k = RoundUpToBlock(dtype, s.k);  // a K-quant's rows are whole super-blocks of 256
       SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " n=" << s.n << " k=" << s.k);
       const HostWeights w = RandomWeights(dtype, s.n, s.k, static_cast<uint32_t>(s.n + s.k));
       const int64_t m = 40;  // past every backend's few-rows path
@@ -197,8 +199,9 @@ TEST_P(OpHarnessTest, AgreesWithTheCpuBackendWithinTheTolerances) {
     return Nmse(a, std::vector<double>(b.begin(), b.end())) < tolerance;
   };
   for (DType dtype : kAllDTypes) {
-    const HostWeights w = RandomWeights(dtype, 160, 576, 3);
-    const std::vector<float> x = testing::RandomFloats(5 * 576, 4, 2.0f);
+    const int64_t k = RoundUpToBlock(dtype, 576);
+    const HostWeights w = RandomWeights(dtype, 160, k, 3);
+    const std::vector<float> x = testing::RandomFloats(5 * k, 4, 2.0f);
     EXPECT_TRUE(close(backend_->MatMul(w, x, 5), cpu->MatMul(w, x, 5), kMatMulTolerance)) << DTypeName(dtype);
     const std::vector<int32_t> ids = {0, 159, 7};
     EXPECT_EQ(backend_->Embed(w, ids), cpu->Embed(w, ids)) << "dequantization is exact: " << DTypeName(dtype);
