@@ -28,13 +28,18 @@ constexpr std::string_view kGpt2Pattern =
 constexpr std::string_view kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Qwen2's pattern (its tokenizer.json, and llama.cpp's "qwen2"): Llama 3's
+// with every digit on its own.
+constexpr std::string_view kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // Digits(individual_digits=True): every numeric character (Unicode N*, as
 // Rust's char::is_numeric) on its own.
 constexpr std::string_view kEachDigitPattern = R"(\p{N})";
 
 }  // namespace
 
-std::string_view PreTokenizer::SupportedNames() { return "smollm, llama-bpe, default, gpt2"; }
+std::string_view PreTokenizer::SupportedNames() { return "smollm, llama-bpe, qwen2, default, gpt2"; }
 
 absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
   std::vector<std::string> patterns;
@@ -44,6 +49,8 @@ absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
   } else if (name == "llama-bpe") {
     patterns = {WithExplicitSpace(kLlama3Pattern)};
     ignore_merges = true;
+  } else if (name == "qwen2") {
+    patterns = {WithExplicitSpace(kQwen2Pattern)};
   } else if (name == "default" || name == "gpt2") {
     patterns = {WithExplicitSpace(kGpt2Pattern)};
   } else {

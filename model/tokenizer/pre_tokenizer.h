@@ -20,7 +20,7 @@ class PreTokenizer {
  public:
   // UNIMPLEMENTED for a name outside SupportedNames().
   static absl::StatusOr<PreTokenizer> Create(std::string_view name);
-  static std::string_view SupportedNames();  // "smollm, llama-bpe, default, gpt2"
+  static std::string_view SupportedNames();  // "smollm, llama-bpe, qwen2, default, gpt2"
 
   // `text` must be valid UTF-8. Pieces are views into `text`, in order, and
   // cover it exactly.

@@ -8,11 +8,13 @@ bool IsSpecialTokenType(TokenType type) {
   return type == TokenType::kControl || type == TokenType::kUserDefined || type == TokenType::kUnknown;
 }
 
-SpecialTokenMatcher::SpecialTokenMatcher(const Vocabulary& vocab) {
+SpecialTokenMatcher::SpecialTokenMatcher(const Vocabulary& vocab, bool user_defined_only) {
   for (TokenId id = 0; id < vocab.size(); ++id) {
     const std::string& text = vocab.tokens[id];
-    if (text.empty() || !IsSpecialTokenType(vocab.token_types[id])) continue;
+    const TokenType type = vocab.token_types[id];
+    if (text.empty() || !(user_defined_only ? type == TokenType::kUserDefined : IsSpecialTokenType(type))) continue;
     by_first_byte_[static_cast<unsigned char>(text[0])].push_back({text, id});
+    empty_ = false;
   }
   for (auto& candidates : by_first_byte_) {
     // Longest first; among equal texts the lowest id, so the choice is stable.

@@ -1,8 +1,11 @@
-// Finds the texts of special tokens (control, user-defined and unknown
-// tokens, e.g. "<|im_start|>") in a prompt, so Encode can map them straight
-// to their ids instead of tokenizing their characters. Matching is
-// leftmost-longest, as Hugging Face's added-token matcher does: at the first
-// position where any special text starts, the longest one that fits wins.
+// Finds the texts of whole tokens in a prompt, so Encode can map them
+// straight to their ids instead of tokenizing their characters: special
+// tokens (control, user-defined and unknown, e.g. "<|im_start|>") when a
+// caller parses specials, and user-defined tokens always (Gemma's "\n\n" and
+// "<table>", Qwen's "<tool_call>": what Hugging Face calls non-special added
+// tokens and llama.cpp always splits out). Matching is leftmost-longest, as
+// Hugging Face's added-token matcher does: at the first position where any
+// such text starts, the longest one that fits wins.
 //
 // Thread-safety: immutable after construction.
 //
@@ -30,7 +33,9 @@ bool IsSpecialTokenType(TokenType type);
 
 class SpecialTokenMatcher {
  public:
-  explicit SpecialTokenMatcher(const Vocabulary& vocab);
+  // Every special token, or (user_defined_only) the user-defined ones.
+  SpecialTokenMatcher(const Vocabulary& vocab, bool user_defined_only = false);
+  bool empty() const { return empty_; }
 
   // Fragments of `text`, in order, covering it exactly.
   std::vector<TextFragment> Split(std::string_view text) const;
@@ -42,6 +47,7 @@ class SpecialTokenMatcher {
   };
   // By first byte, longest first, so the first hit at a position is the longest.
   std::vector<Candidate> by_first_byte_[256];
+  bool empty_ = true;
 };
 
 }  // namespace kvfleet::model

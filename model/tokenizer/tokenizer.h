@@ -29,9 +29,11 @@ namespace kvfleet::model {
 struct EncodeOptions {
   // Add BOS / EOS as the vocabulary asks (Vocabulary::add_bos, add_eos).
   bool add_special = false;
-  // Map the texts of control and user-defined tokens ("<|im_start|>") in the
-  // text to their ids. Off, they are tokenized as the characters they are:
-  // text from an end user must not be able to forge a turn boundary.
+  // Map the texts of control tokens ("<|im_start|>") in the text to their
+  // ids. Off, they are tokenized as the characters they are: text from an
+  // end user must not be able to forge a turn boundary. User-defined tokens
+  // (Gemma's "\n\n", Qwen's "<tool_call>") are whole tokens either way, as
+  // in Hugging Face and llama.cpp: they are ordinary text, split out first.
   bool parse_special = false;
 };
 

@@ -51,6 +51,7 @@ absl::Status VocabTokenizer::InitBase() {
   // tokenizer.json vocab built from the same list.
   for (TokenId id = 0; id < n; ++id) by_text_[vocab_.tokens[id]] = id;
   specials_ = std::make_unique<SpecialTokenMatcher>(vocab_);
+  user_defined_ = std::make_unique<SpecialTokenMatcher>(vocab_, /*user_defined_only=*/true);
 
   for (const auto& id : {vocab_.eos, vocab_.eot}) {
     if (id.has_value()) stop_tokens_.push_back(*id);
@@ -87,9 +88,10 @@ absl::StatusOr<std::vector<TokenId>> VocabTokenizer::Encode(std::string_view tex
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 3 + 2);
   if (options.add_special && vocab_.add_bos && vocab_.bos.has_value()) ids.push_back(*vocab_.bos);
-  if (options.parse_special) {
+  const SpecialTokenMatcher& whole = options.parse_special ? *specials_ : *user_defined_;
+  if (!whole.empty()) {
     bool after_special = true;
-    for (const TextFragment& fragment : specials_->Split(text)) {
+    for (const TextFragment& fragment : whole.Split(text)) {
       if (fragment.is_special()) {
         ids.push_back(fragment.id);
         after_special = true;

@@ -62,7 +62,8 @@ class VocabTokenizer : public Tokenizer {
  private:
   Vocabulary vocab_;
   TextMap<TokenId> by_text_;
-  std::unique_ptr<SpecialTokenMatcher> specials_;  // holds views into vocab_
+  std::unique_ptr<SpecialTokenMatcher> specials_;      // holds views into vocab_
+  std::unique_ptr<SpecialTokenMatcher> user_defined_;  // matched even when specials are not parsed
   std::vector<TokenId> stop_tokens_;
 };
 

@@ -18,6 +18,17 @@ add_test(NAME reference.tokenizer.llama_bpe
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
           --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL}
           --pre llama-bpe --count 1500 --seed 2)
+# Qwen2.5's split regex ("qwen2") over its own 151,936-token vocabulary.
+add_test(NAME reference.tokenizer.qwen2
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_QWEN_MODEL}
+          --pre qwen2 --count 1500 --seed 6)
+# Gemma 3's 262,144 SentencePiece pieces (user-defined whitespace runs and
+# HTML tags, byte fallback, no space prefix) against sentencepiece running a
+# ModelProto built from the same GGUF.
+add_test(NAME reference.tokenizer.gemma3
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_spm_gguf_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_GEMMA_MODEL} --count 1000 --seed 7)
 # SentencePiece BPE: a tiny model trained here, written to a GGUF.
 add_test(NAME reference.tokenizer.sentencepiece
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_spm_reference.py
@@ -29,6 +40,7 @@ add_test(NAME reference.tokenizer.sentencepiece_unk
 add_test(NAME reference.tokenizer.chat_template
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_chat_reference.py
           --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL} --seed 4)
-set_tests_properties(reference.tokenizer.smollm2 reference.tokenizer.llama_bpe
+set_tests_properties(reference.tokenizer.smollm2 reference.tokenizer.llama_bpe reference.tokenizer.qwen2
+  reference.tokenizer.gemma3
   reference.tokenizer.sentencepiece reference.tokenizer.sentencepiece_unk reference.tokenizer.chat_template
   PROPERTIES LABELS reference TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -9,6 +9,8 @@ added as special tokens. Nothing of kvfleet's pre-tokenization is reused.
   --pre smollm     Sequence[Digits(individual_digits), ByteLevel(use_regex)]  (SmolLM2's tokenizer.json)
   --pre llama-bpe  Sequence[Split(Llama 3 regex, isolated), ByteLevel(use_regex=False)], ignore_merges
                    (Llama 3's tokenizer.json), over the same vocabulary
+  --pre qwen2      Sequence[Split(Qwen2 regex, isolated), ByteLevel(use_regex=False)] (Qwen2.5's
+                   tokenizer.json, less its NFC normalizer, which llama.cpp does not apply either)
 
 For every generated string: ids must be identical (specials parsed on both
 sides, and again for the chat strings with specials not parsed), and
@@ -32,6 +34,10 @@ from tokenizer_strings import generate  # noqa: E402
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                   r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
+# Qwen2's, as in Qwen2.5's tokenizer.json: Llama 3's with single digits.
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
 CONTROL, USER_DEFINED = 3, 4
 
 
@@ -45,10 +51,11 @@ def build_oracle(meta, pre):
             pre_tokenizers.Digits(individual_digits=True),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
         ])
-    elif pre == "llama-bpe":
-        model = models.BPE(vocab, merges, ignore_merges=True)
+    elif pre in ("llama-bpe", "qwen2"):
+        model = models.BPE(vocab, merges, ignore_merges=(pre == "llama-bpe"))
         pre_tok = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(LLAMA3_PATTERN if pre == "llama-bpe" else QWEN2_PATTERN),
+                                 behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
     else:
@@ -57,9 +64,12 @@ def build_oracle(meta, pre):
     tok.pre_tokenizer = pre_tok
     tok.decoder = decoders.ByteLevel()
     types = meta["token_type"]
-    specials = [AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types)
-                if ty in (CONTROL, USER_DEFINED)]
-    tok.add_special_tokens(specials)
+    # Control tokens are special (text when specials are not parsed);
+    # user-defined ones are added tokens that are always matched.
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                            for t, ty in zip(tokens, types) if ty == CONTROL])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False)
+                    for t, ty in zip(tokens, types) if ty == USER_DEFINED])
     return tok
 
 
@@ -142,7 +152,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", required=True, help="path of the tokenize_dump binary")
     ap.add_argument("--model", required=True, help="GGUF file with a gpt2 (byte-level BPE) vocabulary")
-    ap.add_argument("--pre", default="smollm", choices=["smollm", "llama-bpe"])
+    ap.add_argument("--pre", default="smollm", choices=["smollm", "llama-bpe", "qwen2"])
     ap.add_argument("--count", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()

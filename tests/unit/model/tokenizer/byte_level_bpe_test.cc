@@ -89,6 +89,22 @@ TEST(ByteLevelBpeTest, LongestSpecialTokenWins) {
               ElementsAre(Id(v, "<|im_start|>user"), 1));
 }
 
+// A user-defined token (Qwen's "<tool_call>", Gemma's "\n\n") is ordinary
+// text that is always one token, specials parsed or not; a control token is
+// whole only when specials are parsed.
+TEST(ByteLevelBpeTest, UserDefinedTokensAreWholeEvenWhenSpecialsAreNotParsed) {
+  Vocabulary v = ByteLevelVocabulary(kMerges);
+  testing::AddToken(v, "<tool_call>", TokenType::kUserDefined);
+  auto tok = MustCreate(v);
+  const TokenId call = Id(v, "<tool_call>");
+  EXPECT_THAT(MustEncode(*tok, "hello<tool_call>hello"), ElementsAre(Id(v, "hello"), call, Id(v, "hello")));
+  EXPECT_THAT(MustEncode(*tok, "<tool_call>", {.parse_special = true}), ElementsAre(call));
+  std::vector<TokenId> plain = MustEncode(*tok, "<|im_start|><tool_call>");
+  EXPECT_THAT(plain, ::testing::Not(::testing::Contains(1)));
+  EXPECT_EQ(plain.back(), call);
+  EXPECT_EQ(*tok->Decode(plain), "<|im_start|><tool_call>");
+}
+
 TEST(ByteLevelBpeTest, AddSpecialFollowsVocabularyFlags) {
   Vocabulary v = ByteLevelVocabulary(kMerges);
   v.add_bos = true;
@@ -158,7 +174,7 @@ TEST(ByteLevelBpeTest, UnsupportedVocabulariesAreRefused) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tok = CreateTokenizer(pre);
   EXPECT_EQ(tok.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(tok.status().message()), HasSubstr("deepseek-coder"));
-  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("smollm, llama-bpe, default, gpt2"));
+  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("smollm, llama-bpe, qwen2, default, gpt2"));
 
   Vocabulary model = ByteLevelVocabulary(kMerges);
   model.model = "wordpiece";
