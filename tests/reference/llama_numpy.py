@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent numpy reference of the Llama forward pass, read from a GGUF file.
+"""Independent numpy reference of decoder forward passes (Llama, Qwen2, Qwen3, Gemma 3), read from a GGUF file.
 
 This is an oracle for kvfleet's model executor. It shares no code with
 kvfleet: the file is parsed by the `gguf` PyPI package (GGUFReader) and every
@@ -20,10 +20,26 @@ below is written from the published Llama architecture:
   logits = (rmsnorm(x) * output_norm) W_out^T     (W_out = output.weight, or the tied
                                                    token_embd.weight when absent)
 
+The other architectures, from their published definitions:
+  qwen2   the Llama layer with biases on q, k and v (the +bq terms above);
+  qwen3   q and k normalised per head, q = rmsnorm(q_h) * attn_q_norm (and k),
+          before RoPE; head_dim from attention.key_length;
+  gemma3  x = token_embd[ids] * sqrt(n_embd) (in float32); per layer
+            h = rmsnorm(x) * attn_norm; q, k, v; q, k normalised per head;
+            RoPE with base 10,000 on local layers, freq_base on global ones
+            (layer i global iff i % 6 == 5); a local layer's query at q sees
+            keys k with q - k < sliding_window; scores * 1/sqrt(head_dim);
+            x = x + rmsnorm(a Wo^T) * post_attention_norm
+            h = rmsnorm(x) * ffn_norm
+            x = x + rmsnorm(W_down (gelu_tanh(W_gate h) * W_up h)) * post_ffw_norm
+          (llama.cpp's rules for what the GGUF does not state; its converter
+          already added the 1 of Gemma's 1 + w to every norm weight).
+
 RoPE follows the GGUF / llama.cpp convention. For arch `llama` it is the
 "normal" mode: adjacent pairs (x[2i], x[2i+1]) rotate by pos * base^(-2i/rot_dim)
 (the HF->GGUF converter permuted the q/k weights so that this matches HF's
-rotate_half). For `qwen2` it is the "neox" mode: pairs (x[i], x[i + rot_dim/2]).
+rotate_half). For `qwen2`, `qwen3` and `gemma3` it is the "neox" mode: pairs
+(x[i], x[i + rot_dim/2]).
 Only the first rope.dimension_count dims of each head rotate; a linear
 rope scaling factor divides the position; a rope_freqs.weight tensor (Llama
 3.1 files) divides each pair's frequency.
@@ -92,12 +108,16 @@ class Hparams:
     rope_scale: float  # positions are divided by this (linear scaling)
     n_ctx: int
     n_vocab: int
+    windows: list  # per layer: 0 (all keys) or the sliding window
+    rope_bases: list  # per layer
+    embed_scale: float = 1.0
+    gelu: bool = False  # gelu_tanh instead of silu in the feed-forward
 
     @staticmethod
     def from_reader(reader: GGUFReader) -> "Hparams":
         arch = field(reader, "general.architecture")
-        if arch not in ("llama", "qwen2"):
-            raise ValueError(f"unsupported architecture {arch!r} (llama, qwen2)")
+        if arch not in ("llama", "qwen2", "qwen3", "gemma3"):
+            raise ValueError(f"unsupported architecture {arch!r} (llama, qwen2, qwen3, gemma3)")
 
         def req(key):
             v = field(reader, f"{arch}.{key}")
@@ -107,7 +127,7 @@ class Hparams:
 
         n_embd = int(req("embedding_length"))
         n_head = int(req("attention.head_count"))
-        head_dim = n_embd // n_head
+        head_dim = int(field(reader, f"{arch}.attention.key_length", n_embd // n_head))
         rope_scale = 1.0
         if field(reader, f"{arch}.rope.scaling.type") == "linear":
             rope_scale = float(field(reader, f"{arch}.rope.scaling.factor", 1.0))
@@ -115,21 +135,33 @@ class Hparams:
             rope_scale = float(field(reader, f"{arch}.rope.scale_linear"))
         tokens = field(reader, "tokenizer.ggml.tokens")
         n_vocab = int(field(reader, f"{arch}.vocab_size", len(tokens) if tokens else 0))
+        n_layer = int(req("block_count"))
+        base = float(field(reader, f"{arch}.rope.freq_base", 10000.0))
+        windows, bases = [0] * n_layer, [base] * n_layer
+        if arch == "gemma3":
+            window = int(req("attention.sliding_window"))
+            for i in range(n_layer):
+                if i % 6 != 5:
+                    windows[i], bases[i] = window, 10000.0
         return Hparams(
             arch=arch,
-            n_layer=int(req("block_count")),
+            n_layer=n_layer,
             n_embd=n_embd,
             n_ff=int(req("feed_forward_length")),
             n_head=n_head,
             n_head_kv=int(field(reader, f"{arch}.attention.head_count_kv", n_head)),
             head_dim=head_dim,
             rms_eps=float(req("attention.layer_norm_rms_epsilon")),
-            rope_base=float(field(reader, f"{arch}.rope.freq_base", 10000.0)),
+            rope_base=base,
             rope_dim=int(field(reader, f"{arch}.rope.dimension_count", head_dim)),
-            rope_neox=(arch == "qwen2"),
+            rope_neox=(arch != "llama"),
             rope_scale=rope_scale if rope_scale > 0 else 1.0,
             n_ctx=int(req("context_length")),
             n_vocab=n_vocab,
+            windows=windows,
+            rope_bases=bases,
+            embed_scale=float(np.sqrt(np.float32(n_embd))) if arch == "gemma3" else 1.0,
+            gelu=(arch == "gemma3"),
         )
 
 
@@ -164,12 +196,15 @@ class LlamaReference:
         if hp.n_vocab == 0:
             hp.n_vocab = self.w["token_embd.weight"].shape[0]
         self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
-        # RoPE inverse frequencies, one per rotated pair.
+        # RoPE inverse frequencies, one per rotated pair, per layer's base.
         i = np.arange(hp.rope_dim // 2, dtype=np.float64)
-        self.inv_freq = hp.rope_base ** (-2.0 * i / hp.rope_dim)
-        # Llama 3.1-style files carry per-pair frequency divisors.
-        if "rope_freqs.weight" in self.w:
-            self.inv_freq = self.inv_freq / self.w["rope_freqs.weight"].astype(np.float64)
+        self.inv_freqs = {}
+        for base in set(hp.rope_bases):
+            inv_freq = base ** (-2.0 * i / hp.rope_dim)
+            # Llama 3.1-style files carry per-pair frequency divisors.
+            if "rope_freqs.weight" in self.w:
+                inv_freq = inv_freq / self.w["rope_freqs.weight"].astype(np.float64)
+            self.inv_freqs[base] = inv_freq
 
     # --- building blocks -------------------------------------------------
     def _rmsnorm(self, x, weight):
@@ -182,11 +217,11 @@ class LlamaReference:
         b = self.w.get(name + ".bias")
         return y + b if b is not None else y
 
-    def _rope(self, x, positions):
+    def _rope(self, x, positions, base):
         """x: [T, heads, head_dim]; rotates the first rope_dim dims of each head."""
         hp = self.hp
         pos = positions.astype(np.float64) / hp.rope_scale
-        theta = pos[:, None] * self.inv_freq[None, :]  # [T, rope_dim/2]
+        theta = pos[:, None] * self.inv_freqs[base][None, :]  # [T, rope_dim/2]
         cos = np.cos(theta)[:, None, :]
         sin = np.sin(theta)[:, None, :]
         out = x.astype(np.float64)  # copy
@@ -202,15 +237,18 @@ class LlamaReference:
             r[..., 1::2] = x0 * sin + x1 * cos
         return out.astype(x.dtype)
 
-    def _attention(self, q, k_all, v_all, start):
+    def _attention(self, q, k_all, v_all, start, window=0):
         """q: [T, n_head, hd] for positions start..start+T-1; k_all/v_all: [start+T, n_kv, hd]."""
         hp = self.hp
         T = q.shape[0]
         S = k_all.shape[0]
         group = hp.n_head // hp.n_head_kv
         scale = 1.0 / np.sqrt(hp.head_dim)
-        # Causal: query at position start+t sees keys 0..start+t.
-        mask = np.arange(S)[None, :] > (start + np.arange(T))[:, None]  # [T, S]
+        # Causal: query at position start+t sees keys 0..start+t (within the window: q - k < window).
+        qpos = (start + np.arange(T))[:, None]
+        mask = np.arange(S)[None, :] > qpos  # [T, S]
+        if window:
+            mask |= qpos - np.arange(S)[None, :] >= window
         out = np.empty((T, hp.n_head, hp.head_dim), q.dtype)
         for h in range(hp.n_head):
             kv = h // group
@@ -241,26 +279,41 @@ class LlamaReference:
         T = ids.size
         positions = np.arange(start, start + T)
         x = self.w["token_embd.weight"][ids].astype(cdt)
+        if hp.embed_scale != 1.0:
+            x = x * cdt.type(hp.embed_scale)
         for l in range(hp.n_layer):
             p = f"blk.{l}."
             h = self._rmsnorm(x, self.w[p + "attn_norm.weight"])
             q = self._linear(h, p + "attn_q").reshape(T, hp.n_head, hp.head_dim)
             k = self._linear(h, p + "attn_k").reshape(T, hp.n_head_kv, hp.head_dim)
             v = self._linear(h, p + "attn_v").reshape(T, hp.n_head_kv, hp.head_dim)
-            q = self._rope(q, positions)
-            k = self._rope(k, positions)
+            if p + "attn_q_norm.weight" in self.w:  # qwen3, gemma3: each head normalised
+                q = self._rmsnorm(q, self.w[p + "attn_q_norm.weight"])
+                k = self._rmsnorm(k, self.w[p + "attn_k_norm.weight"])
+            q = self._rope(q, positions, hp.rope_bases[l])
+            k = self._rope(k, positions, hp.rope_bases[l])
             # The KV cache holds float16: round K (after RoPE) and V as kvfleet stores them.
             k = k.astype(np.float16).astype(np.float32)
             v = v.astype(np.float16).astype(np.float32)
             cache.k[l] = np.concatenate([cache.k[l], k])
             cache.v[l] = np.concatenate([cache.v[l], v])
-            a = self._attention(q, cache.k[l], cache.v[l], start)
-            x = x + self._linear(a.reshape(T, hp.n_head * hp.head_dim), p + "attn_output")
+            a = self._attention(q, cache.k[l], cache.v[l], start, hp.windows[l])
+            o = self._linear(a.reshape(T, hp.n_head * hp.head_dim), p + "attn_output")
+            if p + "post_attention_norm.weight" in self.w:  # gemma3
+                o = self._rmsnorm(o, self.w[p + "post_attention_norm.weight"])
+            x = x + o
             h = self._rmsnorm(x, self.w[p + "ffn_norm.weight"])
             g = self._linear(h, p + "ffn_gate")
             u = self._linear(h, p + "ffn_up")
-            silu = g / (1.0 + np.exp(-g.astype(np.float64))).astype(cdt)
-            x = x + self._linear(silu * u, p + "ffn_down")
+            if hp.gelu:
+                g64 = g.astype(np.float64)
+                act = (0.5 * g64 * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g64 + 0.044715 * g64 ** 3)))).astype(cdt)
+            else:
+                act = g / (1.0 + np.exp(-g.astype(np.float64))).astype(cdt)
+            f = self._linear(act * u, p + "ffn_down")
+            if p + "post_ffw_norm.weight" in self.w:  # gemma3
+                f = self._rmsnorm(f, self.w[p + "post_ffw_norm.weight"])
+            x = x + f
         if not all_logits:
             x = x[-1:]
         x = self._rmsnorm(x, self.w["output_norm.weight"])
