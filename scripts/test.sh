@@ -10,6 +10,10 @@ cd "$repo"
 
 bash scripts/setup.sh
 bash scripts/fetch_model.sh
+# The real K-quant models the reference and exactness tests also run
+# (about 750 MB, cached outside the clone).
+bash scripts/fetch_model.sh gemma-3-270m
+bash scripts/fetch_model.sh qwen2.5-coder-0.5b-instruct
 
 # The same build script the container images run (deploy/docker/), so CI
 # exercises it; it configures only when the options change. --native OFF is

@@ -11,6 +11,19 @@ add_test(NAME reference.model.smollm2
 set_tests_properties(reference.model.smollm2 PROPERTIES
   LABELS reference PROCESSORS 2 TIMEOUT 600 SKIP_RETURN_CODE 77)
 
+# The real K-quant models (scripts/fetch_model.sh), five prompts each, 16
+# greedy tokens: Qwen2.5-Coder-0.5B-Instruct (qwen2: Q/K/V biases, Q5_0,
+# Q4_K, Q6_K, Q8_0) and Gemma 3 270M (gemma3: its norms, tanh-GELU, sliding
+# windows; a 600-token prompt crosses its 512-token window).
+add_test(NAME reference.model.qwen2_5_coder_0_5b
+  COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py
+          --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_QWEN_MODEL} --few --gen-tokens 16)
+add_test(NAME reference.model.gemma3_270m
+  COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py
+          --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_GEMMA_MODEL} --few --gen-tokens 16 --long 600)
+set_tests_properties(reference.model.qwen2_5_coder_0_5b reference.model.gemma3_270m PROPERTIES
+  LABELS reference PROCESSORS 2 TIMEOUT 900 SKIP_RETURN_CODE 77)
+
 # Every tensor type kvfleet reads, on a tiny random model it writes itself.
 foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1)
   string(TOLOWER ${dtype} name)

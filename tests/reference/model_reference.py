@@ -10,9 +10,13 @@ For each prompt (a list of token ids):
 
 Two kinds of model:
   --model PATH          a real GGUF (ctest: the default SmolLM2-135M-Instruct
-                        Q4_1); 20+ prompts made from English text and chat
-                        turns by a byte-level BPE tokenizer built from the
-                        GGUF's own vocabulary (HF `tokenizers`), 1..200 tokens.
+                        Q4_1, Qwen2.5-Coder-0.5B-Instruct and Gemma 3 270M
+                        Q4_K_M); 20+ prompts made from English text and chat
+                        turns by a tokenizer built from the GGUF's own
+                        vocabulary (HF `tokenizers` for byte-level BPE,
+                        `sentencepiece` for SentencePiece), 1..200 tokens;
+                        --few takes 5 of them, --long N adds a prompt of N
+                        tokens (past Gemma 3's 512-token window).
   --tiny-dtype DTYPE    a random-weight tiny Llama written by `kvfleet
                         tiny-model` with tensors of DTYPE (F32, F16, BF16,
                         Q8_0, Q4_0, Q4_1); a handful of seeded random prompts.
@@ -177,20 +181,39 @@ class Kvfleet:
 
 # --- prompts -------------------------------------------------------------
 
-def real_prompts(ref: llama_numpy.LlamaReference):
-    tok = llama_numpy.build_tokenizer(ref.reader)
-    enc = lambda s: tok.encode(s, add_special_tokens=False).ids
+def encoder(ref: llama_numpy.LlamaReference):
+    """Text -> ids by an oracle built from the GGUF's vocabulary, BOS first when the file asks."""
+    if llama_numpy.field(ref.reader, "tokenizer.ggml.model") == "llama":
+        from tokenizer_spm_gguf_reference import oracle_from_gguf
+        sp, _ = oracle_from_gguf(ref.path)
+        enc = lambda s: sp.encode(s, out_type=int)  # noqa: E731
+    else:
+        tok = llama_numpy.build_tokenizer(ref.reader)
+        enc = lambda s: tok.encode(s, add_special_tokens=False).ids  # noqa: E731
+    bos = llama_numpy.field(ref.reader, "tokenizer.ggml.bos_token_id")
+    if llama_numpy.field(ref.reader, "tokenizer.ggml.add_bos_token", False) and bos is not None:
+        return lambda s: [int(bos)] + enc(s)
+    return enc
+
+
+def real_prompts(ref: llama_numpy.LlamaReference, few: bool, long: int):
+    enc = encoder(ref)
     prompts = []
-    for t in _TEXTS:
+    texts = [_TEXTS[i] for i in (0, 3, 6)] if few else _TEXTS
+    for t in texts:
         prompts.append((f"text {t[:30]!r}", enc(t)))
-    for c in _CHATS:
-        prompts.append((f"chat {c[:30]!r}", enc(llama_numpy.chat_prompt(ref.reader, c))))
+    if llama_numpy.field(ref.reader, "tokenizer.chat_template"):  # base models have none
+        for c in _CHATS[:1] if few else _CHATS:
+            prompts.append((f"chat {c[:30]!r}", enc(llama_numpy.chat_prompt(ref.reader, c))))
     passage = enc(_PASSAGE)
     if len(passage) < max(_PASSAGE_LENGTHS):
         raise Failure(f"test passage tokenizes to {len(passage)} tokens, "
                       f"fewer than {max(_PASSAGE_LENGTHS)}")
-    for n in _PASSAGE_LENGTHS:
+    for n in (64,) if few else _PASSAGE_LENGTHS:
         prompts.append((f"passage[:{n}]", passage[:n]))
+    if long:
+        text = enc(" ".join([_PASSAGE] * (long // 150 + 2)))
+        prompts.append((f"passage x{long // 150 + 2}[:{long}]", text[:long]))
     return prompts
 
 
@@ -294,6 +317,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="tiny-model seed and prompt seed")
     ap.add_argument("--prompts", type=int, default=8, help="number of random prompts (tiny model)")
     ap.add_argument("--gen-tokens", type=int, default=32)
+    ap.add_argument("--few", action="store_true", help="a real model: 5 of its prompts (CI time)")
+    ap.add_argument("--long", type=int, default=0, help="a real model: add a prompt of this many tokens")
     ap.add_argument("--threads", type=int, default=1,
                     help="kvfleet --threads (kvfleet runs beside the numpy reference)")
     ap.add_argument("--precision", choices=("mixed", "float64", "float32"), default="mixed",
@@ -321,7 +346,7 @@ def main(argv=None) -> int:
             ref = llama_numpy.LlamaReference(model, np.float32)
             kv = Kvfleet(args.kvfleet, model, args.threads)
             if args.model:
-                prompts = real_prompts(ref)
+                prompts = real_prompts(ref, args.few, args.long)
             else:
                 types = sorted(set(ref.tensor_types.values()))
                 print(f"tiny model {args.tiny_dtype}: tensor types {types}")
