@@ -24,6 +24,20 @@ add_test(NAME reference.model.gemma3_270m
 set_tests_properties(reference.model.qwen2_5_coder_0_5b reference.model.gemma3_270m PROPERTIES
   LABELS reference PROCESSORS 2 TIMEOUT 900 SKIP_RETURN_CODE 77)
 
+# Every block of every tensor of the real files, dequantized by kvfleet and
+# by the gguf package's numpy code: identical bits (SHA-256 of each tensor).
+add_executable(tensor_dump tensor_dump.cc)
+target_link_libraries(tensor_dump PRIVATE kvfleet_gguf kvfleet_kernels_cpu OpenSSL::Crypto)
+foreach(real qwen2_5_coder_0_5b:${KVFLEET_QWEN_MODEL} gemma3_270m:${KVFLEET_GEMMA_MODEL})
+  string(REPLACE ":" ";" parts ${real})
+  list(GET parts 0 name)
+  list(GET parts 1 path)
+  add_test(NAME reference.dequant.${name}
+    COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/dequant_reference.py
+            --dump $<TARGET_FILE:tensor_dump> --model ${path})
+  set_tests_properties(reference.dequant.${name} PROPERTIES LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()
+
 # Every tensor type kvfleet reads, on a tiny random model it writes itself.
 foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1)
   string(TOLOWER ${dtype} name)
