@@ -6,13 +6,23 @@
 #include "common/status_macros.h"
 #include "model/arch/architecture_registry.h"
 #include "model/gguf/gguf_source.h"
+#include "model/hf/hf_source.h"
 
 namespace kvfleet::model {
 
 absl::StatusOr<std::unique_ptr<ModelSource>> OpenModelSource(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory (give a .gguf file)"));
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory (give a .gguf file, a Hugging Face "
+                                                  "checkpoint directory, or its config.json)"));
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    ASSIGN_OR_RETURN(std::unique_ptr<HfSource> hf, HfSource::Open(path));
+    return std::unique_ptr<ModelSource>(std::move(hf));
+  }
+  if (std::filesystem::path(path).extension() == ".json") {
+    ASSIGN_OR_RETURN(std::unique_ptr<HfSource> config, HfSource::OpenConfig(path));
+    return std::unique_ptr<ModelSource>(std::move(config));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<GgufSource> gguf, GgufSource::Open(path));
   return std::unique_ptr<ModelSource>(std::move(gguf));

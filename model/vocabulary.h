@@ -1,8 +1,8 @@
 // The tokenizer's inputs as stored in a model file: tokens, their types and
 // scores, BPE merges, special token ids and the chat template. Tokenizers
-// are built from a Vocabulary; the GGUF loader fills one from metadata
-// (tokenizer.ggml.*), and the safetensors loader will fill one from
-// tokenizer.json.
+// are built from a Vocabulary; the GGUF reader fills one from metadata
+// (tokenizer.ggml.*), the Hugging Face reader from tokenizer.json and
+// tokenizer_config.json (model/hf/hf_vocabulary.h).
 //
 //   ASSIGN_OR_RETURN(Vocabulary vocab, ReadGgufVocabulary(gguf));
 //   ASSIGN_OR_RETURN(auto tok, CreateTokenizer(vocab));
@@ -31,6 +31,10 @@ enum class TokenType : int32_t {
 struct Vocabulary {
   std::string model;  // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SentencePiece BPE)
   std::string pre;    // tokenizer.ggml.pre: "smollm", "llama-bpe", "default", ... (gpt2 model only)
+  // tokenizer.json's pre-tokenizer as its split patterns (regexes applied in
+  // order, matches and gaps both kept), used instead of `pre` when set.
+  std::vector<std::string> pre_patterns;
+  bool ignore_merges = false;  // with pre_patterns: tokenizer.json's model.ignore_merges
   std::vector<std::string> tokens;
   std::vector<float> scores;            // empty when the file has none
   std::vector<TokenType> token_types;   // same length as tokens

@@ -15,7 +15,10 @@ constexpr Architecture EntryOf() {
           .gguf_names = A::kGgufNames,
           .hf_names = A::kHfNames,
           .read_config = &A::ReadConfig,
-          .bind_weights = &A::BindWeights};
+          .bind_weights = &A::BindWeights,
+          .layer_tensors = A::kLayerTensors,
+          .gguf_permutes_qk = A::kGgufPermutesQk,
+          .hf_norm_offset = A::kHfNormOffset};
 }
 
 template <class... A>
@@ -54,6 +57,13 @@ absl::StatusOr<const Architecture*> FindArchitecture(const ModelSource& source) 
       source.path(), ": architecture '", source.architecture(), "' (",
       gguf ? "metadata 'general.architecture'" : "config.json 'architectures'",
       ") is not supported; supported: ", SupportedArchitectures()));
+}
+
+const Architecture* FindArchitectureByName(std::string_view name) {
+  for (const Architecture& a : kEntries) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
 }
 
 absl::StatusOr<ModelConfig> ReadModelConfig(const ModelSource& source) {

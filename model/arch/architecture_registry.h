@@ -13,6 +13,7 @@
 #include "model/arch/decoder_weights.h"
 #include "model/arch/model_config.h"
 #include "model/arch/tensor_binder.h"
+#include "model/arch/tensor_names.h"
 #include "model/source/model_source.h"
 
 namespace kvfleet::model {
@@ -23,12 +24,20 @@ struct Architecture {
   std::span<const std::string_view> hf_names;
   absl::StatusOr<ModelConfig> (*read_config)(const ModelSource&);
   absl::StatusOr<DecoderWeights> (*bind_weights)(TensorBinder&, const ModelConfig&);
+  // Its layer tensors' names in both formats (after "blk.N." / "model.layers.N.").
+  std::span<const TensorName> layer_tensors;
+  // What differs between its formats' weights: GGUF's Wq and Wk rows permuted
+  // for adjacent-pair RoPE; a constant checkpoints leave out of every norm weight.
+  bool gguf_permutes_qk = false;
+  float hf_norm_offset = 0.0f;
 };
 
 std::span<const Architecture> Architectures();
 
 // Unimplemented naming the source's architecture and listing the supported ones.
 absl::StatusOr<const Architecture*> FindArchitecture(const ModelSource& source);
+// By registry name ("qwen2"); null when there is none.
+const Architecture* FindArchitectureByName(std::string_view name);
 
 // The config the source's architecture reads from it, validated.
 absl::StatusOr<ModelConfig> ReadModelConfig(const ModelSource& source);

@@ -40,6 +40,11 @@ inline constexpr TensorName kFfnNorm{"ffn_norm.weight", "post_attention_layernor
 inline constexpr TensorName kFfnGate{"ffn_gate.weight", "mlp.gate_proj.weight"};
 inline constexpr TensorName kFfnUp{"ffn_up.weight", "mlp.up_proj.weight"};
 inline constexpr TensorName kFfnDown{"ffn_down.weight", "mlp.down_proj.weight"};
+
+inline constexpr TensorName kModelTensors[] = {kTokenEmbd, kOutputNorm, kOutput};
+// The Llama family's layer core (norms, attention, feed-forward).
+inline constexpr TensorName kLlamaLayer[] = {kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnOutput,
+                                             kFfnNorm,  kFfnGate, kFfnUp, kFfnDown};
 }  // namespace names
 
 inline std::string ModelTensor(ModelFormat f, const TensorName& n) {

@@ -7,7 +7,9 @@
 namespace kvfleet::model {
 
 absl::StatusOr<std::unique_ptr<ByteLevelBpeTokenizer>> ByteLevelBpeTokenizer::Create(Vocabulary vocab) {
-  ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::Create(vocab.pre.empty() ? "default" : vocab.pre));
+  ASSIGN_OR_RETURN(PreTokenizer pre, vocab.pre_patterns.empty()
+                                         ? PreTokenizer::Create(vocab.pre.empty() ? "default" : vocab.pre)
+                                         : PreTokenizer::FromPatterns(vocab.pre_patterns, vocab.ignore_merges));
   std::unique_ptr<ByteLevelBpeTokenizer> tok(new ByteLevelBpeTokenizer(std::move(vocab), std::move(pre)));
   RETURN_IF_ERROR(tok->Init());
   return tok;

@@ -41,30 +41,43 @@ constexpr std::string_view kEachDigitPattern = R"(\p{N})";
 
 std::string_view PreTokenizer::SupportedNames() { return "smollm, llama-bpe, qwen2, default, gpt2"; }
 
-absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
-  std::vector<std::string> patterns;
-  bool ignore_merges = false;
-  if (name == "smollm") {
-    patterns = {std::string(kEachDigitPattern), WithExplicitSpace(kGpt2Pattern)};
-  } else if (name == "llama-bpe") {
-    patterns = {WithExplicitSpace(kLlama3Pattern)};
-    ignore_merges = true;
-  } else if (name == "qwen2") {
-    patterns = {WithExplicitSpace(kQwen2Pattern)};
-  } else if (name == "default" || name == "gpt2") {
-    patterns = {WithExplicitSpace(kGpt2Pattern)};
-  } else {
-    return absl::UnimplementedError(
-        absl::StrCat("byte-level BPE pre-tokenizer '", std::string(name),
-                     "' (tokenizer.ggml.pre) is not supported; supported: ", std::string(SupportedNames())));
+absl::StatusOr<std::vector<std::string>> PreTokenizer::NamedPatterns(std::string_view name, bool* ignore_merges) {
+  *ignore_merges = false;
+  if (name == "smollm") return std::vector<std::string>{std::string(kEachDigitPattern), std::string(kGpt2Pattern)};
+  if (name == "llama-bpe") {
+    *ignore_merges = true;
+    return std::vector<std::string>{std::string(kLlama3Pattern)};
   }
+  if (name == "qwen2") return std::vector<std::string>{std::string(kQwen2Pattern)};
+  if (name == "default" || name == "gpt2") return std::vector<std::string>{std::string(kGpt2Pattern)};
+  return absl::UnimplementedError(
+      absl::StrCat("byte-level BPE pre-tokenizer '", std::string(name),
+                   "' (tokenizer.ggml.pre) is not supported; supported: ", std::string(SupportedNames())));
+}
+
+absl::StatusOr<PreTokenizer> PreTokenizer::Create(std::string_view name) {
+  bool ignore_merges = false;
+  ASSIGN_OR_RETURN(std::vector<std::string> patterns, NamedPatterns(name, &ignore_merges));
+  ASSIGN_OR_RETURN(PreTokenizer pre, FromPatterns(patterns, ignore_merges));
+  pre.name_ = std::string(name);
+  return pre;
+}
+
+absl::StatusOr<PreTokenizer> PreTokenizer::FromPatterns(const std::vector<std::string>& patterns, bool ignore_merges) {
   std::vector<RegexSplitter> stages;
   for (const std::string& pattern : patterns) {
-    ASSIGN_OR_RETURN(RegexSplitter stage, RegexSplitter::Create(pattern));
-    stages.push_back(std::move(stage));
+    absl::StatusOr<RegexSplitter> stage = RegexSplitter::Create(WithExplicitSpace(pattern));
+    if (!stage.ok()) {
+      return absl::Status(stage.status().code(), absl::StrCat("tokenizer.json pre-tokenizer pattern ", pattern, ": ",
+                                                              stage.status().message()));
+    }
+    stages.push_back(std::move(*stage));
   }
-  return PreTokenizer(std::string(name), std::move(stages), ignore_merges);
+  return PreTokenizer("tokenizer.json", std::move(stages), ignore_merges);
 }
+
+std::string_view PreTokenizer::Gpt2Pattern() { return kGpt2Pattern; }
+std::string_view PreTokenizer::EachDigitPattern() { return kEachDigitPattern; }
 
 absl::Status PreTokenizer::Split(std::string_view text, std::vector<std::string_view>* pieces) const {
   std::vector<std::string_view> current = {text};

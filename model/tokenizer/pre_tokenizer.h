@@ -21,6 +21,14 @@ class PreTokenizer {
   // UNIMPLEMENTED for a name outside SupportedNames().
   static absl::StatusOr<PreTokenizer> Create(std::string_view name);
   static std::string_view SupportedNames();  // "smollm, llama-bpe, qwen2, default, gpt2"
+  // The split patterns (Hugging Face regex syntax) of a named pre-tokenizer,
+  // and whether it looks a whole piece up before merging.
+  static absl::StatusOr<std::vector<std::string>> NamedPatterns(std::string_view name, bool* ignore_merges);
+  // A tokenizer.json's own split patterns (Hugging Face regex syntax), in order.
+  static absl::StatusOr<PreTokenizer> FromPatterns(const std::vector<std::string>& patterns, bool ignore_merges);
+  // The patterns of tokenizer.json pre-tokenizer parts: ByteLevel(use_regex), Digits.
+  static std::string_view Gpt2Pattern();
+  static std::string_view EachDigitPattern();
 
   // `text` must be valid UTF-8. Pieces are views into `text`, in order, and
   // cover it exactly.

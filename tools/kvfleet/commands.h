@@ -21,6 +21,7 @@ absl::Status RunModelInfo(const Args& args);
 absl::Status RunLogits(const Args& args);
 absl::Status RunTinyModel(const Args& args);
 absl::Status RunMakeDraft(const Args& args);
+absl::Status RunExportHf(const Args& args);
 absl::Status RunBenchModel(const Args& args);
 absl::Status RunLoadClient(const Args& args);
 absl::Status RunWorkers(const Args& args);

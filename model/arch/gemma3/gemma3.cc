@@ -14,12 +14,6 @@ namespace {
 constexpr double kLocalRopeBase = 10000.0;  // llama.cpp's rule for GGUF files, which do not state it
 constexpr int64_t kSlidingWindowPattern = 6;
 
-// Gemma 3's norms and their names in both formats (the attention and feed-forward
-// input norms, then the two post-norms).
-constexpr TensorName kPostAttnNorm{"post_attention_norm.weight", "post_attention_layernorm.weight"};
-constexpr TensorName kFfnNorm{"ffn_norm.weight", "pre_feedforward_layernorm.weight"};
-constexpr TensorName kPostFfnNorm{"post_ffw_norm.weight", "post_feedforward_layernorm.weight"};
-
 // Layers `global` says are global attend to everything with ropes[0];
 // the others attend over `window` with ropes[1].
 template <typename IsGlobal>
@@ -96,7 +90,7 @@ absl::StatusOr<ModelConfig> Gemma3::ReadConfig(const ModelSource& s) {
 
 absl::StatusOr<DecoderWeights> Gemma3::BindWeights(TensorBinder& b, const ModelConfig& c) {
   const ModelFormat f = b.source().format();
-  const float offset = f == ModelFormat::kHuggingFace ? 1.0f : 0.0f;
+  const float offset = f == ModelFormat::kHuggingFace ? kHfNormOffset : 0.0f;
   ASSIGN_OR_RETURN(DecoderWeights w, BindModelTensors(b, c, offset));
   for (int64_t i = 0; i < c.num_layers; ++i) {
     ASSIGN_OR_RETURN(LayerWeights l, BindLlamaFamilyLayer(b, c, i, {.ffn_norm = kFfnNorm, .norm_offset = offset}));

@@ -17,12 +17,14 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
 #include "model/arch/tensor_binder.h"
+#include "model/arch/tensor_names.h"
 
 namespace kvfleet::model {
 
@@ -30,6 +32,20 @@ struct Gemma3 {
   static constexpr std::string_view kName = "gemma3";
   static constexpr std::array<std::string_view, 1> kGgufNames = {"gemma3"};
   static constexpr std::array<std::string_view, 1> kHfNames = {"Gemma3ForCausalLM"};
+  // Its own norms' names in both formats (the attention and feed-forward
+  // input norms, then the two post-norms).
+  static constexpr TensorName kPostAttnNorm{"post_attention_norm.weight", "post_attention_layernorm.weight"};
+  static constexpr TensorName kFfnNorm{"ffn_norm.weight", "pre_feedforward_layernorm.weight"};
+  static constexpr TensorName kPostFfnNorm{"post_ffw_norm.weight", "post_feedforward_layernorm.weight"};
+  static constexpr TensorName kLayerTensorList[] = {
+      names::kAttnNorm, names::kAttnQ,      names::kAttnK,   names::kAttnV,         names::kAttnQNorm,
+      names::kAttnKNorm, names::kAttnOutput, kPostAttnNorm,  kFfnNorm,              names::kFfnGate,
+      names::kFfnUp,    names::kFfnDown,     kPostFfnNorm};
+  static constexpr std::span<const TensorName> kLayerTensors = kLayerTensorList;
+  static constexpr bool kGgufPermutesQk = false;
+  // Checkpoints store a norm weight w that multiplies by 1 + w; llama.cpp's
+  // converter stored 1 + w in the GGUF.
+  static constexpr float kHfNormOffset = 1.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
   static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);

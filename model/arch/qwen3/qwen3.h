@@ -6,12 +6,14 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
 #include "model/arch/tensor_binder.h"
+#include "model/arch/tensor_names.h"
 
 namespace kvfleet::model {
 
@@ -19,6 +21,12 @@ struct Qwen3 {
   static constexpr std::string_view kName = "qwen3";
   static constexpr std::array<std::string_view, 1> kGgufNames = {"qwen3"};
   static constexpr std::array<std::string_view, 1> kHfNames = {"Qwen3ForCausalLM"};
+  static constexpr TensorName kLayerTensorList[] = {
+      names::kAttnNorm, names::kAttnQ,    names::kAttnK, names::kAttnV,  names::kAttnQNorm, names::kAttnKNorm,
+      names::kAttnOutput, names::kFfnNorm, names::kFfnGate, names::kFfnUp, names::kFfnDown};
+  static constexpr std::span<const TensorName> kLayerTensors = kLayerTensorList;
+  static constexpr bool kGgufPermutesQk = false;
+  static constexpr float kHfNormOffset = 0.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
   static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);

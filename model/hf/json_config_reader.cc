@@ -1,0 +1,110 @@
+#include "model/hf/json_config_reader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::model {
+
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  nlohmann::json j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Parse again with exceptions for the position of the error.
+    std::string where = "malformed JSON";
+    try {
+      const nlohmann::json again = nlohmann::json::parse(s);
+    } catch (const nlohmann::json::parse_error& e) {
+      where = e.what();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON (", where, ")"));
+  }
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": the top level is not a JSON object"));
+  return j;
+}
+
+absl::StatusOr<JsonConfigReader> JsonConfigReader::FromFile(const std::string& path) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path));
+  return JsonConfigReader(path, std::move(j));
+}
+
+const nlohmann::json* JsonConfigReader::Find(std::string_view key) const {
+  const nlohmann::json* at = &json_;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(key.data(), key.size()), '.')) {
+    if (!at->is_object()) return nullptr;
+    const auto it = at->find(std::string(part));
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at->is_null() ? nullptr : at;
+}
+
+bool JsonConfigReader::Has(std::string_view key) const { return Find(key) != nullptr; }
+
+absl::StatusOr<const nlohmann::json*> JsonConfigReader::Get(std::string_view key, const char* kind) const {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr) return absl::NotFoundError(absl::StrCat(origin_, ": '", std::string(key), "' is missing"));
+  return v;
+}
+
+absl::StatusOr<int64_t> JsonConfigReader::Int(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "integer"));
+  if (v->is_number_integer()) return v->get<int64_t>();
+  if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>()))) {
+    return static_cast<int64_t>(v->get<double>());
+  }
+  return Invalid(absl::StrCat("'", std::string(key), "' = ", v->dump(), " is not an integer"));
+}
+
+absl::StatusOr<double> JsonConfigReader::Float(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "number"));
+  if (!v->is_number()) return Invalid(absl::StrCat("'", std::string(key), "' = ", v->dump(), " is not a number"));
+  return v->get<double>();
+}
+
+absl::StatusOr<std::string> JsonConfigReader::String(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "string"));
+  if (!v->is_string()) return Invalid(absl::StrCat("'", std::string(key), "' = ", v->dump(), " is not a string"));
+  return v->get<std::string>();
+}
+
+absl::StatusOr<bool> JsonConfigReader::Bool(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "bool"));
+  if (!v->is_boolean()) return Invalid(absl::StrCat("'", std::string(key), "' = ", v->dump(), " is not true or false"));
+  return v->get<bool>();
+}
+
+absl::StatusOr<std::vector<std::string>> JsonConfigReader::StringList(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "list"));
+  std::vector<std::string> out;
+  if (v->is_array()) {
+    for (const auto& e : *v) {
+      if (!e.is_string()) break;
+      out.push_back(e.get<std::string>());
+    }
+    if (out.size() == v->size()) return out;
+  }
+  return Invalid(absl::StrCat("'", std::string(key), "' is not a list of strings"));
+}
+
+absl::StatusOr<std::vector<int64_t>> JsonConfigReader::IntList(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "list"));
+  std::vector<int64_t> out;
+  if (v->is_array()) {
+    for (const auto& e : *v) {
+      if (!e.is_number_integer()) break;
+      out.push_back(e.get<int64_t>());
+    }
+    if (out.size() == v->size()) return out;
+  }
+  return Invalid(absl::StrCat("'", std::string(key), "' is not a list of integers"));
+}
+
+}  // namespace kvfleet::model
