@@ -38,8 +38,22 @@ foreach(real qwen2_5_coder_0_5b:${KVFLEET_QWEN_MODEL} gemma3_270m:${KVFLEET_GEMM
   set_tests_properties(reference.dequant.${name} PROPERTIES LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
 
+# Every architecture on a tiny model of its shape: Qwen2's biases, Qwen3's
+# head norms, Gemma 3's norms, tanh-GELU and window of 8 (six layers: one
+# global), Llama 3's scaled RoPE (rope_freqs.weight); prompts to 100 tokens.
+foreach(arch qwen2 qwen3 gemma3 llama3)
+  set(arch_flags --tiny-arch ${arch} --tiny-layers 6)
+  if(arch STREQUAL "llama3")
+    set(arch_flags --tiny-arch llama --tiny-llama3-rope)
+  endif()
+  add_test(NAME reference.model.tiny_${arch}
+    COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py
+            --kvfleet $<TARGET_FILE:kvfleet> --tiny-dtype Q8_0 ${arch_flags} --seed 9)
+  set_tests_properties(reference.model.tiny_${arch} PROPERTIES LABELS reference TIMEOUT 300)
+endforeach()
+
 # Every tensor type kvfleet reads, on a tiny random model it writes itself.
-foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1)
+foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q4_K Q6_K)
   string(TOLOWER ${dtype} name)
   add_test(NAME reference.model.tiny_${name}
     COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py

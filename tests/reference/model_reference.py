@@ -81,7 +81,7 @@ import llama_numpy  # noqa: E402  (the reference sits next to this script)
 
 ATOL = 1e-5
 RTOL = 2e-3
-TINY_DTYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+TINY_DTYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K", "Q6_K")
 
 # Original text (written for this test), long enough for a 200-token prompt.
 _PASSAGE = (
@@ -174,9 +174,9 @@ class Kvfleet:
         except ValueError:
             raise Failure(f"kvfleet generate printed {lines[-1]!r}, expected comma-separated ids")
 
-    def tiny_model(self, path, dtype, seed):
-        self._run(["tiny-model", "--out", path, "--dtype", dtype, "--seed", str(seed)],
-                  "kvfleet tiny-model")
+    def tiny_model(self, path, dtype, seed, arch="llama", layers=2, extra=()):
+        self._run(["tiny-model", "--out", path, "--dtype", dtype, "--seed", str(seed), "--arch", arch,
+                   "--layers", str(layers), *extra], "kvfleet tiny-model")
 
 
 # --- prompts -------------------------------------------------------------
@@ -315,6 +315,11 @@ def main(argv=None) -> int:
     src.add_argument("--tiny-dtype", choices=TINY_DTYPES,
                      help="generate a tiny random model of this tensor type with kvfleet tiny-model")
     ap.add_argument("--seed", type=int, default=7, help="tiny-model seed and prompt seed")
+    ap.add_argument("--tiny-arch", default="llama", choices=("llama", "qwen2", "qwen3", "gemma3"),
+                    help="the tiny model's architecture")
+    ap.add_argument("--tiny-layers", type=int, default=2,
+                    help="the tiny model's layers (6 gives gemma3 one global layer among its windowed ones)")
+    ap.add_argument("--tiny-llama3-rope", action="store_true", help="a tiny llama with Llama 3's scaled RoPE")
     ap.add_argument("--prompts", type=int, default=8, help="number of random prompts (tiny model)")
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--few", action="store_true", help="a real model: 5 of its prompts (CI time)")
@@ -340,16 +345,21 @@ def main(argv=None) -> int:
                     return 77  # ctest's SKIP_RETURN_CODE, as the other reference tests
                 model = args.model
             else:
-                model = os.path.join(workdir, f"tiny_{args.tiny_dtype}.gguf")
+                model = os.path.join(workdir, f"tiny_{args.tiny_arch}_{args.tiny_dtype}.gguf")
+                extra = []
+                if args.tiny_dtype in ("Q4_K", "Q6_K"):  # rows of 256
+                    extra += ["--hidden", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "512"]
+                if args.tiny_llama3_rope:
+                    extra.append("--llama3-rope")
                 Kvfleet(args.kvfleet, model, args.threads).tiny_model(
-                    model, args.tiny_dtype, args.seed)
+                    model, args.tiny_dtype, args.seed, args.tiny_arch, args.tiny_layers, extra)
             ref = llama_numpy.LlamaReference(model, np.float32)
             kv = Kvfleet(args.kvfleet, model, args.threads)
             if args.model:
                 prompts = real_prompts(ref, args.few, args.long)
             else:
                 types = sorted(set(ref.tensor_types.values()))
-                print(f"tiny model {args.tiny_dtype}: tensor types {types}")
+                print(f"tiny model {args.tiny_arch} {args.tiny_dtype}: tensor types {types}")
                 prompts = random_prompts(ref.w["token_embd.weight"].shape[0], ref.hp.n_ctx,
                                          args.gen_tokens, args.prompts, args.seed)
         except Failure as e:

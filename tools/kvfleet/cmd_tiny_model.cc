@@ -5,19 +5,26 @@
 #include "common/status_macros.h"
 #include "common/flags/flags.h"
 #include "tools/kvfleet/commands.h"
+#include "tools/hf_export/hf_export.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"(usage: kvfleet tiny-model --out PATH [--dtype F32|F16|BF16|Q8_0|Q4_0|Q4_1] [--seed N]
+constexpr char kUsage[] = R"(usage: kvfleet tiny-model --out PATH [--arch llama|qwen2|qwen3|gemma3] [--dtype TYPE] [--seed N]
                           [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--ffn N]
-                          [--context N] [--vocab N] [--tied]
+                          [--context N] [--vocab N] [--tied] [--window N] [--llama3-rope]
+                          [--hf-out DIR [--hf-dtype f32|bf16|f16]]
 
-Writes a random-weight Llama GGUF with a small byte-level BPE vocabulary and
-a ChatML chat template. The same options and seed always give the same file.
---vocab N pads the vocabulary with unused tokens to N (a real model's shape:
-49152 for SmolLM2, 128256 for Llama 3).
+Writes a random-weight GGUF of the architecture (default llama) with a small
+byte-level BPE vocabulary and a ChatML chat template. The same options and
+seed always give the same file. --vocab N pads the vocabulary with unused
+tokens to N (a real model's shape: 49152 for SmolLM2, 128256 for Llama 3).
+--window sets gemma3's sliding window (default 8); --llama3-rope gives a
+llama Llama 3's scaled RoPE. --hf-out also writes the same model as a
+Hugging Face checkpoint (kvfleet export-hf; default f32, one file).
+TYPE: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K (a K-quant needs
+--hidden and --ffn multiples of 256).
 )";
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
@@ -25,7 +32,7 @@ absl::StatusOr<DType> ParseDType(const std::string& name) {
     if (name == DTypeName(t)) return t;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--dtype '", name, "' is not one of F32, F16, BF16, Q8_0, Q4_0, Q4_1"));
+      absl::StrCat("--dtype '", name, "' is not one of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K"));
 }
 }  // namespace
 
@@ -33,10 +40,13 @@ absl::Status RunTinyModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(
       Flags flags,
-      Flags::Parse(args, {"out", "dtype", "seed", "layers", "hidden", "heads", "kv-heads", "ffn", "context", "vocab"},
-                   {"tied"}));
+      Flags::Parse(args,
+                   {"out", "arch", "dtype", "seed", "layers", "hidden", "heads", "kv-heads", "ffn", "context", "vocab",
+                    "window", "hf-out", "hf-dtype"},
+                   {"tied", "llama3-rope"}));
   ASSIGN_OR_RETURN(std::string out, flags.GetString("out"));
   TinyModelOptions o;
+  o.architecture = flags.GetString("arch", "llama");
   ASSIGN_OR_RETURN(o.dtype, ParseDType(flags.GetString("dtype", "F32")));
   ASSIGN_OR_RETURN(int64_t seed, flags.GetInt("seed", 1));
   o.seed = static_cast<uint64_t>(seed);
@@ -48,7 +58,16 @@ absl::Status RunTinyModel(const Args& args) {
   ASSIGN_OR_RETURN(o.context_length, flags.GetInt("context", o.context_length));
   ASSIGN_OR_RETURN(o.vocab_size, flags.GetInt("vocab", 0));
   o.tied_embeddings = flags.GetSwitch("tied");
+  ASSIGN_OR_RETURN(o.sliding_window, flags.GetInt("window", o.sliding_window));
+  o.llama3_rope = flags.GetSwitch("llama3-rope");
   RETURN_IF_ERROR(WriteTinyModel(o, out));
+  if (flags.Has("hf-out")) {
+    const std::string hf_dtype = flags.GetString("hf-dtype", "f32");
+    HfExportOptions e{.dtype = hf_dtype == "bf16" ? DType::kBF16 : hf_dtype == "f16" ? DType::kF16 : DType::kF32,
+                      .shards = 1,
+                      .config_extras = nlohmann::json::parse(TinyHfConfigExtras(o))};
+    RETURN_IF_ERROR(ExportHfCheckpoint(out, flags.GetString("hf-out", ""), e));
+  }
   std::printf("wrote %s (%s, seed %llu)\n", out.c_str(), std::string(DTypeName(o.dtype)).c_str(),
               static_cast<unsigned long long>(o.seed));
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/quantize.h"
+#include "model/arch/decoder_config.h"
 #include "tools/tiny_model/tiny_vocabulary.h"
 
 namespace kvfleet::tools {
@@ -42,6 +43,13 @@ void AddMatrix(model::GgufWriter& w, Random& rng, const std::string& name, int64
   w.AddTensor(name, {cols, rows}, dtype, Encode(dtype, v));
 }
 
+// A bias: small, either sign (Qwen2's).
+void AddBias(model::GgufWriter& w, Random& rng, const std::string& name, int64_t n) {
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.Uniform(-0.5f, 0.5f);
+  w.AddTensor(name, {n}, DType::kF32, Encode(DType::kF32, v));
+}
+
 void AddNorm(model::GgufWriter& w, Random& rng, const std::string& name, int64_t n) {
   std::vector<float> v(n);
   for (float& x : v) x = rng.Uniform(0.8f, 1.2f);
@@ -64,6 +72,11 @@ TinyModelOptions ShapedForType(TinyModelOptions o) {
 
 absl::Status TinyModelOptions::Validate() const {
   auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("tiny model: ", what)); };
+  if (architecture != "llama" && architecture != "qwen2" && architecture != "qwen3" && architecture != "gemma3") {
+    return bad(absl::StrCat("architecture '", architecture, "' (llama, qwen2, qwen3, gemma3)"));
+  }
+  if (sliding_window < 1) return bad("sliding_window must be >= 1");
+  if (llama3_rope && architecture != "llama") return bad("llama3_rope is for the llama architecture");
   if (num_layers < 1) return bad("num_layers must be >= 1");
   if (hidden_size < 32 || hidden_size % 32 != 0) return bad("hidden_size must be a positive multiple of 32");
   if (ffn_size < 32 || ffn_size % 32 != 0) return bad("ffn_size must be a positive multiple of 32");
@@ -91,18 +104,25 @@ absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
   }
   const int64_t n_vocab = static_cast<int64_t>(vocab.tokens.size());
   const int64_t head_dim = o.hidden_size / o.num_heads;
-  w.SetString("general.architecture", "llama");
-  w.SetString("general.name", absl::StrCat("kvfleet tiny ", DTypeName(o.dtype), " seed ", o.seed));
-  w.SetUint32("llama.context_length", static_cast<uint32_t>(o.context_length));
-  w.SetUint32("llama.embedding_length", static_cast<uint32_t>(o.hidden_size));
-  w.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(o.ffn_size));
-  w.SetUint32("llama.block_count", static_cast<uint32_t>(o.num_layers));
-  w.SetUint32("llama.attention.head_count", static_cast<uint32_t>(o.num_heads));
-  w.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(o.num_kv_heads));
-  w.SetUint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
-  w.SetFloat32("llama.rope.freq_base", o.rope_theta);
-  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetUint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  const std::string& arch = o.architecture;
+  const std::string k = arch + ".";
+  const bool gemma = arch == "gemma3";
+  w.SetString("general.architecture", arch);
+  w.SetString("general.name", absl::StrCat("kvfleet tiny ", arch == "llama" ? "" : arch + " ", DTypeName(o.dtype),
+                                           " seed ", o.seed));
+  w.SetUint32(k + "context_length", static_cast<uint32_t>(o.context_length));
+  w.SetUint32(k + "embedding_length", static_cast<uint32_t>(o.hidden_size));
+  w.SetUint32(k + "feed_forward_length", static_cast<uint32_t>(o.ffn_size));
+  w.SetUint32(k + "block_count", static_cast<uint32_t>(o.num_layers));
+  w.SetUint32(k + "attention.head_count", static_cast<uint32_t>(o.num_heads));
+  w.SetUint32(k + "attention.head_count_kv", static_cast<uint32_t>(o.num_kv_heads));
+  w.SetUint32(k + "rope.dimension_count", static_cast<uint32_t>(head_dim));
+  // Gemma's global layers rotate with their own base, beside the local 10,000.
+  w.SetFloat32(k + "rope.freq_base", gemma ? 1e6f : o.rope_theta);
+  w.SetFloat32(k + "attention.layer_norm_rms_epsilon", gemma ? 1e-6f : 1e-5f);
+  w.SetUint32(k + "vocab_size", static_cast<uint32_t>(n_vocab));
+  if (arch == "qwen3" || gemma) w.SetUint32(k + "attention.key_length", static_cast<uint32_t>(head_dim));
+  if (gemma) w.SetUint32(k + "attention.sliding_window", static_cast<uint32_t>(o.sliding_window));
   AddTinyVocabulary(vocab, w);
 
   Random rng(o.seed);
@@ -118,10 +138,35 @@ absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
     AddMatrix(w, rng, p + "ffn_gate.weight", o.ffn_size, o.hidden_size, o.dtype);
     AddMatrix(w, rng, p + "ffn_up.weight", o.ffn_size, o.hidden_size, o.dtype);
     AddMatrix(w, rng, p + "ffn_down.weight", o.hidden_size, o.ffn_size, o.dtype);
+    // What the other architectures add (after Llama's draws, which stay as they were).
+    if (arch == "qwen2") {
+      AddBias(w, rng, p + "attn_q.bias", o.num_heads * head_dim);
+      AddBias(w, rng, p + "attn_k.bias", o.num_kv_heads * head_dim);
+      AddBias(w, rng, p + "attn_v.bias", o.num_kv_heads * head_dim);
+    }
+    if (arch == "qwen3" || gemma) {
+      AddNorm(w, rng, p + "attn_q_norm.weight", head_dim);
+      AddNorm(w, rng, p + "attn_k_norm.weight", head_dim);
+    }
+    if (gemma) {
+      AddNorm(w, rng, p + "post_attention_norm.weight", o.hidden_size);
+      AddNorm(w, rng, p + "post_ffw_norm.weight", o.hidden_size);
+    }
   }
   AddNorm(w, rng, "output_norm.weight", o.hidden_size);
   if (!o.tied_embeddings) AddMatrix(w, rng, "output.weight", n_vocab, o.hidden_size, o.dtype);
+  if (o.llama3_rope) {
+    const std::vector<float> factors =
+        model::Llama3FrequencyFactors(o.rope_theta, head_dim, 8.0, 1.0, 4.0, static_cast<double>(o.context_length) / 4);
+    w.AddTensor("rope_freqs.weight", {head_dim / 2}, DType::kF32, Encode(DType::kF32, factors));
+  }
   return absl::OkStatus();
+}
+
+std::string TinyHfConfigExtras(const TinyModelOptions& o) {
+  if (!o.llama3_rope) return "{}";
+  return absl::StrCat(R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, )",
+                      R"("high_freq_factor": 4.0, "original_max_position_embeddings": )", o.context_length / 4, "}}");
 }
 
 absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& path) {

@@ -1,7 +1,8 @@
-// Builds small random-weight Llama-family GGUF files of any shape and tensor
-// type, with a small but valid byte-level BPE vocabulary and a ChatML chat
-// template. Unit tests and reference tests use them where the real model
-// would be too slow or too fixed.
+// Builds small random-weight GGUF files of every architecture kvfleet runs
+// (llama, qwen2, qwen3, gemma3), of any shape and tensor type, with a small
+// but valid byte-level BPE vocabulary and a ChatML chat template. Unit tests
+// and reference tests use them where the real models would be too slow or
+// too fixed; kvfleet export-hf turns one into a checkpoint of the same model.
 //
 //   TinyModelOptions o{.dtype = DType::kQ4_1, .seed = 7};
 //   RETURN_IF_ERROR(WriteTinyModel(o, "/tmp/tiny.gguf"));
@@ -17,6 +18,10 @@
 namespace kvfleet::tools {
 
 struct TinyModelOptions {
+  // llama; qwen2 (adds Q/K/V biases); qwen3 (per-head Q/K norms, RoPE on
+  // halves); gemma3 (also post-norms, tanh-GELU, a sliding window on layers
+  // i % 6 != 5, global RoPE base 1e6 beside the local 10,000).
+  std::string architecture = "llama";
   DType dtype = DType::kF32;  // of every matrix, embeddings included
   uint64_t seed = 1;
   int64_t num_layers = 2;
@@ -31,6 +36,10 @@ struct TinyModelOptions {
   // unused tokens, for the shape of a real model's embeddings and head
   // (SmolLM2's 49,152; Llama 3's 128,256).
   int64_t vocab_size = 0;
+  int64_t sliding_window = 8;   // gemma3's local layers
+  // llama: Llama 3's scaled RoPE (factor 8, low 1, high 4, original context / 4),
+  // written as llama.cpp writes it, a rope_freqs.weight tensor.
+  bool llama3_rope = false;
 
   absl::Status Validate() const;
 };
@@ -46,5 +55,9 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
 
 // The number of tokens in the tiny vocabulary (3 specials, 256 bytes, merges).
 int64_t TinyVocabSize();
+
+// What a checkpoint of the tiny model states that its GGUF file does not
+// (Llama 3's rope_scaling), for export-hf's config extras: a JSON object.
+std::string TinyHfConfigExtras(const TinyModelOptions& options);
 
 }  // namespace kvfleet::tools
