@@ -1,0 +1,137 @@
+// Exactness on a tiny model of every architecture, on this binary's backend
+// (the CPU, and the CUDA kernels on the host emulation): Qwen2 with its
+// biases, Qwen3 with its head norms, Llama with Llama 3's scaled RoPE, and
+// Gemma 3 with a sliding window of 8 (six layers, one global) — so prompts
+// run past the window, prefill chunks of 1, 3 and 7 end on both sides of
+// its edge, and prefix-cache hits of 20 tokens reach past it. Alone =
+// batched = chunked = cached = preempted = speculative (n-gram, self,
+// draft), greedy and seeded.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "engine/engine.h"
+#include "engine/spec/draft_model_proposer.h"
+#include "engine/spec/ngram_proposer.h"
+#include "engine/spec/self_speculative_proposer.h"
+#include "tests/testing/collecting_sink.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_executor.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::engine {
+namespace {
+
+constexpr int32_t kBlockSize = 4;
+
+struct Architecture {
+  std::string name;
+  tools::TinyModelOptions options;
+};
+
+void PrintTo(const Architecture& a, std::ostream* os) { *os << a.name; }
+
+const Architecture kArchitectures[] = {
+    {"qwen2", {.architecture = "qwen2", .dtype = DType::kQ8_0, .seed = 31, .num_layers = 2}},
+    {"qwen3", {.architecture = "qwen3", .dtype = DType::kQ8_0, .seed = 32, .num_layers = 2}},
+    {"gemma3", {.architecture = "gemma3", .dtype = DType::kQ8_0, .seed = 33, .num_layers = 6, .sliding_window = 8}},
+    {"llama3", {.architecture = "llama", .dtype = DType::kQ8_0, .seed = 34, .num_layers = 2, .llama3_rope = true}},
+};
+
+class ArchitectureEngineTest : public ::testing::TestWithParam<Architecture> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir_.Path("t.gguf")).ok());
+    auto m = model::Model::Load(dir_.Path("t.gguf"));
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+  }
+
+  std::map<uint64_t, std::vector<model::TokenId>> RunAll(const std::vector<EngineRequest>& requests,
+                                                         SchedulerConfig config, int64_t num_blocks = 256,
+                                                         const std::string& proposer = "off",
+                                                         EngineStats* stats = nullptr) {
+    auto executor = testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
+    // The draft model is the target itself; self-speculation uses its first layer.
+    auto draft_executor = testing::NewTinyExecutor(*model_, 512, kBlockSize, 2);
+    auto draft = *spec::DraftModelProposer::Create(nullptr, std::move(draft_executor), executor->info());
+    spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
+    spec::SelfSpeculativeProposer self(*executor, 1);
+    EngineOptions options{.model_id = "tiny", .scheduler = config};
+    options.proposers = {&ngram, &self, draft.get()};
+    options.speculation = {.proposer = proposer, .max_draft_tokens = 4, .adaptive = false};
+    Engine engine(*executor, options);
+    std::map<uint64_t, kvfleet::testing::CollectingSink> sinks;
+    for (const EngineRequest& r : requests) EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
+    int steps = 0;
+    while (engine.HasWork()) {
+      EXPECT_TRUE(engine.Step().ok());
+      EXPECT_LT(++steps, 100000) << "engine does not make progress";
+    }
+    if (stats != nullptr) *stats = engine.Stats();
+    std::map<uint64_t, std::vector<model::TokenId>> out;
+    for (auto& [id, sink] : sinks) {
+      EXPECT_TRUE(sink.finished()) << "request " << id;
+      out[id] = sink.tokens();
+    }
+    return out;
+  }
+
+  // Half share a 23-token prefix (5 full blocks: a cache hit of 20 tokens,
+  // past Gemma's window of 8), half are their own; prompts of up to 30
+  // tokens with repeats in them (n-gram drafts find some); greedy and seeded.
+  static std::vector<EngineRequest> Requests() {
+    std::mt19937 rng(17);
+    std::vector<model::TokenId> shared;
+    for (int i = 0; i < 23; ++i) shared.push_back(static_cast<model::TokenId>(rng() % 280));
+    std::vector<EngineRequest> out;
+    for (uint64_t i = 1; i <= 6; ++i) {
+      EngineRequest r{.id = RequestId(i)};
+      if (i % 2 == 0) r.prompt = shared;
+      std::vector<model::TokenId> motif;
+      for (int j = 0; j < 3; ++j) motif.push_back(static_cast<model::TokenId>(rng() % 280));
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) r.prompt.insert(r.prompt.end(), motif.begin(), motif.end());
+      r.stopping = {.max_tokens = 6 + static_cast<int32_t>(rng() % 8), .ignore_eos = true};
+      r.sampling = i % 3 == 0 ? SamplingParams{.temperature = 0.8f, .top_k = 40, .seed = 500 + i}
+                              : SamplingParams{.temperature = 0.0f};
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  kvfleet::testing::TempDir dir_;
+  std::unique_ptr<model::Model> model_;
+};
+
+TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeAgree) {
+  const std::vector<EngineRequest> requests = Requests();
+  std::map<uint64_t, std::vector<model::TokenId>> alone;
+  for (const EngineRequest& r : requests) alone[r.id.value()] = RunAll({r}, {.max_num_batched_tokens = 4096})[r.id.value()];
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 64, .max_num_seqs = 32}), alone) << "batched";
+  for (int32_t chunk : {1, 3, 7}) {
+    EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = chunk}), alone) << "chunks of " << chunk;
+  }
+  EngineStats cached;
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 4096, .max_num_seqs = 1}, 256, "off", &cached), alone)
+      << "one at a time: the shared prefix cached";
+  EXPECT_GE(cached.prefix_hit_tokens, 2 * 20);
+  EngineStats tight;
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 128, .growth_reserve_blocks = 0}, 16, "off", &tight), alone)
+      << "preempted";
+  EXPECT_GT(tight.preemptions, 0);
+  for (const std::string proposer : {"ngram", "self", "draft"}) {
+    EngineStats spec;
+    EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 64, .max_num_seqs = 32}, 256, proposer, &spec), alone)
+        << proposer;
+    int64_t drafted = 0;
+    for (const SpeculationStats& p : spec.speculation) drafted += p.drafted_tokens;
+    EXPECT_GT(drafted, 0) << proposer;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest, ::testing::ValuesIn(kArchitectures),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace kvfleet::engine
