@@ -61,3 +61,15 @@ foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q4_K Q6_K)
   set_tests_properties(reference.model.tiny_${name} PROPERTIES
     LABELS reference TIMEOUT 300)
 endforeach()
+
+# The Hugging Face checkpoint path on real weights: Qwen2.5-Coder-0.5B
+# exported as a two-shard bf16 checkpoint (kvfleet export-hf) against the
+# GGUF it came from (logits, greedy continuations), its tokenizer.json read by
+# kvfleet against Hugging Face `tokenizers`, and Gemma 3's vocabulary as
+# tokenizer.json against `tokenizers` and sentencepiece.
+add_test(NAME reference.checkpoint
+  COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint_reference.py
+          --kvfleet $<TARGET_FILE:kvfleet> --dump $<TARGET_FILE:tokenize_dump>
+          --qwen ${KVFLEET_QWEN_MODEL} --gemma ${KVFLEET_GEMMA_MODEL} --gen-tokens 16)
+set_tests_properties(reference.checkpoint PROPERTIES
+  LABELS reference PROCESSORS 2 TIMEOUT 900 SKIP_RETURN_CODE 77)

@@ -3,12 +3,14 @@
 // kvfleet produced so the scripts can compare it with their oracles. Inputs
 // and outputs are hex, one item per line, so any bytes survive the trip.
 //
-//   tokenize_dump encode --model M.gguf [--pre llama-bpe] [--no-parse-special] --input in.hex --output out.tsv
+//   tokenize_dump encode --model (M.gguf | DIR) [--pre llama-bpe] [--no-parse-special] --input in.hex --output out.tsv
+//     DIR: a Hugging Face checkpoint, or a directory with its tokenizer.json
 //     out line: <comma-separated ids> TAB <hex of Decode(ids)> TAB <hex of streamed deltas + Finish>
 //   tokenize_dump chat (--model M.gguf | --template T.jinja [--bos TEXT]) --input in.txt --output out.txt
 //     in line:  <0|1 add_generation_prompt> SP <role>:<hex content> SP ...
 //     out line: <hex of the rendered prompt>, or "ERROR <status code> <message>"
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -22,6 +24,7 @@
 #include "common/status_macros.h"
 #include "model/gguf/gguf_file.h"
 #include "model/gguf/gguf_vocabulary.h"
+#include "model/hf/hf_vocabulary.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "model/tokenizer/tokenizer.h"
@@ -59,8 +62,15 @@ absl::StatusOr<std::vector<std::string>> ReadLines(const std::string& path) {
 absl::StatusOr<Vocabulary> LoadVocabulary(const Flags& flags) {
   auto it = flags.find("model");
   if (it == flags.end()) return absl::InvalidArgumentError("--model is required");
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(it->second));
-  ASSIGN_OR_RETURN(Vocabulary vocab, ReadGgufVocabulary(*file));
+  Vocabulary vocab;
+  if (std::filesystem::is_directory(it->second)) {
+    // A checkpoint directory, or a directory holding only tokenizer.json
+    // and tokenizer_config.json.
+    ASSIGN_OR_RETURN(vocab, ReadHfVocabulary(it->second));
+  } else {
+    ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(it->second));
+    ASSIGN_OR_RETURN(vocab, ReadGgufVocabulary(*file));
+  }
   // Lets one vocabulary stand in for a model family whose pre-tokenizer it
   // was not trained with (the reference does the same on its side).
   if (auto pre = flags.find("pre"); pre != flags.end()) vocab.pre = pre->second;

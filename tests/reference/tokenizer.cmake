@@ -4,7 +4,7 @@
 # strings. tokenize_dump is the C++ side; the Python scripts generate the
 # inputs (seeded) and compare.
 add_executable(tokenize_dump tokenize_dump.cc)
-target_link_libraries(tokenize_dump PRIVATE kvfleet_tokenizer kvfleet_gguf)
+target_link_libraries(tokenize_dump PRIVATE kvfleet_tokenizer kvfleet_gguf kvfleet_hf)
 
 set(_tok_ref ${CMAKE_CURRENT_SOURCE_DIR})
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/pre_tokenizer.h"
@@ -34,9 +36,17 @@ Json AddedTokens(const model::Vocabulary& v) {
   return added;
 }
 
+// In id order, as Hugging Face writes it. Appended to the ordered object
+// directly: its operator[] searches linearly, quadratic over 262,144 pieces.
+// A piece spelled twice keeps its first id.
 Json Vocab(const model::Vocabulary& v) {
   Json vocab = Json::object();
-  for (TokenId i = 0; i < v.size(); ++i) vocab[v.tokens[static_cast<size_t>(i)]] = i;
+  Json::object_t& entries = vocab.get_ref<Json::object_t&>();
+  absl::flat_hash_set<std::string_view> seen;
+  for (TokenId i = 0; i < v.size(); ++i) {
+    const std::string& piece = v.tokens[static_cast<size_t>(i)];
+    if (seen.insert(piece).second) entries.emplace_back(piece, i);
+  }
   return vocab;
 }
 
