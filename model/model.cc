@@ -28,6 +28,13 @@ absl::StatusOr<std::unique_ptr<ModelSource>> OpenModelSource(const std::string& 
   return std::unique_ptr<ModelSource>(std::move(gguf));
 }
 
+std::string DefaultModelId(std::string_view path) {
+  std::filesystem::path p(path);
+  if (!p.has_filename()) p = p.parent_path();  // "ckpt/qwen-ft/": the directory's name
+  std::error_code ec;
+  return std::filesystem::is_directory(p, ec) ? p.filename().string() : p.stem().string();
+}
+
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path, LoadOptions options) {
   ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, OpenModelSource(path));
   return FromSource(std::move(source), options);

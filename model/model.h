@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "model/arch/decoder_weights.h"
@@ -30,6 +31,12 @@ namespace kvfleet::model {
 // A GGUF file, a Hugging Face checkpoint directory, or (config only) a bare
 // config.json. Errors name the path and say which forms are accepted.
 absl::StatusOr<std::unique_ptr<ModelSource>> OpenModelSource(const std::string& path);
+
+// The name a model is served under when none is given: a file's name
+// without its extension ("SmolLM2-135M-Instruct.Q4_1"), a checkpoint
+// directory's own name ("qwen-ft" for "ckpt/qwen-ft/"). The router and the
+// workers derive it the same way, so the ids they compare agree.
+std::string DefaultModelId(std::string_view path);
 
 class Model {
  public:

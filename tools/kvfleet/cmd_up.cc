@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/host_cpus.h"
 #include "common/status_macros.h"
+#include "model/model.h"
 #include "services/transport/termination_signals.h"
 #include "tools/cluster/local_cluster.h"
 #include "tools/cluster/local_pki.h"
@@ -41,8 +42,9 @@ constexpr char kUsage[] =
                   [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls | --internal-token]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
-registered with it and one kvfleet-router in front, all serving --model
-(default models/SmolLM2-135M-Instruct.Q4_1.gguf). Once every service is ready
+registered with it and one kvfleet-router in front, all serving --model, a
+GGUF file or a Hugging Face checkpoint directory (default
+models/SmolLM2-135M-Instruct.Q4_1.gguf). Once every service is ready
 it prints how to call the router and the line
   kvfleet up ready router=HOST:PORT http=HOST:PORT
 then serves until SIGINT (Ctrl-C) or SIGTERM, and stops the router, the
@@ -109,8 +111,9 @@ absl::StatusOr<std::string> MakeLogDir(const std::string& requested) {
 absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   LocalClusterOptions o;
   o.model_path = flags.GetString("model", kDefaultModel);
-  if (!std::filesystem::is_regular_file(o.model_path)) {
-    return absl::NotFoundError(absl::StrCat("no model file at ", o.model_path, " (give one with --model PATH)"));
+  if (!std::filesystem::exists(o.model_path)) {
+    return absl::NotFoundError(absl::StrCat("no model at ", o.model_path,
+                                            " (give a .gguf file or a Hugging Face checkpoint directory with --model PATH)"));
   }
   ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers", 2));
   if (workers < 1 || workers > 64) return absl::InvalidArgumentError("--workers must be between 1 and 64");
@@ -175,7 +178,7 @@ absl::StatusOr<std::string> AwaitWorkersSeen(LocalCluster& cluster, const LocalC
   std::fprintf(stderr,
                "kvfleet up: warning: the router did not count all %d workers live within %s (%s); serving anyway\n",
                options.workers, absl::FormatDuration(kDiscoveryTimeout).c_str(), last_seen.c_str());
-  return std::filesystem::path(options.model_path).stem().string();
+  return model::DefaultModelId(options.model_path);
 }
 
 std::string MetricsUrl(const ClusterMember& m) {

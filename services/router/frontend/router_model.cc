@@ -1,7 +1,5 @@
 #include "services/router/frontend/router_model.h"
 
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/model.h"
@@ -9,15 +7,13 @@
 
 namespace kvfleet::router {
 
-std::string DefaultModelId(std::string_view path) { return std::filesystem::path(path).stem().string(); }
-
 absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, std::string model_id,
                                                                std::string served_name) {
   // The config and vocabulary only: the router never runs the model.
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> loaded, model::Model::Load(path, {.weights = false}));
   const model::Vocabulary& vocab = loaded->vocabulary();
   std::unique_ptr<RouterModel> m(new RouterModel());
-  m->id_ = model_id.empty() ? DefaultModelId(path) : std::move(model_id);
+  m->id_ = model_id.empty() ? model::DefaultModelId(path) : std::move(model_id);
   m->served_name_ = served_name.empty() ? m->id_ : std::move(served_name);
   m->context_length_ = static_cast<int32_t>(loaded->config().context_length);
   ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));

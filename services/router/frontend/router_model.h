@@ -67,7 +67,4 @@ class RouterModel {
   bool add_bos_ = false;  // the vocabulary asks for BOS
 };
 
-// The id a model file gets when none is given: its name without ".gguf".
-std::string DefaultModelId(std::string_view path);
-
 }  // namespace kvfleet::router

@@ -12,9 +12,10 @@ namespace {
 
 const char kUsageHead[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/inference.proto)
 
-  --model PATH                 the model's GGUF file: its tokenizer, chat template and context (required;
-                               the weights are not loaded)
-  --model-id ID                must match the workers' (default: file name without .gguf)
+  --model PATH                 the model's GGUF file or Hugging Face checkpoint directory: its tokenizer,
+                               chat template and context (required; the weights are not loaded)
+  --model-id ID                must match the workers' (default: the file's name without its extension,
+                               or the directory's name)
   --served-model-name NAME     the name clients give as `model` and listings show (default: the model id;
                                requests may also use the id)
   --http-listen HOST:PORT      also serve the OpenAI-compatible HTTP API there (/v1/chat/completions,

@@ -1,12 +1,11 @@
 #include "services/worker/server/worker_options.h"
 
-#include <filesystem>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
+#include "model/model.h"
 
 namespace kvfleet::worker {
 
@@ -14,8 +13,9 @@ namespace {
 
 const char kUsageHead[] = R"(kvfleet-worker: one model replica behind gRPC (proto/kvfleet/v1/worker.proto)
 
-  --model PATH                 GGUF model file (required)
-  --model-id ID                name that roots prefix-cache hashes (default: file name without .gguf)
+  --model PATH                 a GGUF file or a Hugging Face checkpoint directory (required)
+  --model-id ID                name that roots prefix-cache hashes (default: the file's name without its
+                               extension, or the directory's name)
 )";
 
 const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
@@ -80,7 +80,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
-  o.model_id = f.GetString("model-id", std::filesystem::path(o.model_path).stem().string());
+  o.model_id = f.GetString("model-id", model::DefaultModelId(o.model_path));
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kWorkerTransportDefaults));
   ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
   ASSIGN_OR_RETURN(o.fault_drop_event_batch, f.GetInt("fault-drop-event-batch", 0));
