@@ -27,7 +27,13 @@ constexpr int64_t KvTokensThatFit(const KvShape& shape, int64_t bytes_per_value,
   return per_token > 0 ? budget_bytes / per_token : 0;
 }
 
-// How a memory budget turns into KV blocks, as the worker logs it at start.
+// Blocks of `block_size` tokens that hold `tokens` (rounded up).
+constexpr int64_t BlocksForTokens(int64_t tokens, int64_t block_size) {
+  return block_size > 0 ? (tokens + block_size - 1) / block_size : 0;
+}
+
+// How a memory budget turns into KV blocks: the worker's memory plan and the
+// capacity planner both call this, so the planner's count is the worker's.
 struct KvCachePlan {
   int64_t bytes_per_token = 0;
   int64_t num_blocks = 0;
@@ -35,14 +41,16 @@ struct KvCachePlan {
   int64_t full_context_sequences = 0;  // sequences of context_length tokens that fit at once
 };
 
-constexpr KvCachePlan PlanKvCache(const KvShape& shape, int64_t bytes_per_value, int64_t block_size,
-                                  int64_t budget_bytes, int64_t context_length) {
+// `bytes_per_token` covers every cache a token occupies (the target's, and a
+// draft model's when there is one): each block holds block_size of them.
+constexpr KvCachePlan PlanKvCache(int64_t bytes_per_token, int64_t block_size, int64_t budget_bytes,
+                                  int64_t context_length) {
   KvCachePlan plan;
-  plan.bytes_per_token = KvBytesPerToken(shape, bytes_per_value);
-  if (plan.bytes_per_token <= 0 || block_size <= 0) return plan;
+  plan.bytes_per_token = bytes_per_token;
+  if (plan.bytes_per_token <= 0 || block_size <= 0 || budget_bytes <= 0) return plan;
   plan.num_blocks = budget_bytes / (plan.bytes_per_token * block_size);
   plan.tokens = plan.num_blocks * block_size;
-  const int64_t blocks_per_sequence = (context_length + block_size - 1) / block_size;
+  const int64_t blocks_per_sequence = BlocksForTokens(context_length, block_size);
   plan.full_context_sequences = blocks_per_sequence > 0 ? plan.num_blocks / blocks_per_sequence : 0;
   return plan;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
 #include "common/check.h"
+#include "common/kv_sizing.h"
 #include "common/status_macros.h"
 
 namespace kvfleet::engine {
@@ -76,8 +77,10 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
     }
   }
   const int64_t draft_per_token = input.draft != nullptr ? input.draft->info().kv_bytes_per_token : 0;
-  const int64_t per_block = (info.kv_bytes_per_token + draft_per_token) * info.block_size;
-  plan.num_blocks = per_block > 0 ? plan.kv_budget_bytes / per_block : 0;
+  const KvCachePlan blocks =
+      PlanKvCache(info.kv_bytes_per_token + draft_per_token, info.block_size, plan.kv_budget_bytes, info.context_length);
+  plan.num_blocks = blocks.num_blocks;
+  plan.full_context_sequences = blocks.full_context_sequences;
   if (plan.num_blocks < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a KV budget of ", plan.kv_budget_bytes, " bytes (--kv-cache-memory ", input.kv_cache_memory,
@@ -86,8 +89,6 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
   }
   plan.kv_cache_bytes = plan.num_blocks * info.block_size * info.kv_bytes_per_token;
   plan.draft_kv_cache_bytes = plan.num_blocks * info.block_size * draft_per_token;
-  const int64_t blocks_per_sequence = (info.context_length + info.block_size - 1) / info.block_size;
-  plan.full_context_sequences = blocks_per_sequence > 0 ? plan.num_blocks / blocks_per_sequence : 0;
   return plan;
 }
 

@@ -18,6 +18,7 @@ using Args = std::vector<std::string>;
 
 absl::Status RunGenerate(const Args& args);
 absl::Status RunModelInfo(const Args& args);
+absl::Status RunCapacity(const Args& args);
 absl::Status RunLogits(const Args& args);
 absl::Status RunTinyModel(const Args& args);
 absl::Status RunMakeDraft(const Args& args);

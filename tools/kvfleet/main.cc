@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"generate", "continue a prompt through the router (--local: with a model on this CPU)",
      kvfleet::tools::RunGenerate},
     {"model-info", "show a model's hyperparameters, tensor types and KV cache cost", kvfleet::tools::RunModelInfo},
+    {"capacity", "plan memory: weights, KV per token and conversation, blocks and conversations that fit",
+     kvfleet::tools::RunCapacity},
     {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
     {"make-draft", "write a speculative-decoding draft: a model's first N layers, optionally requantized",

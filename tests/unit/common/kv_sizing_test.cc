@@ -26,11 +26,18 @@ TEST(KvSizingTest, TokensThatFitRoundDown) {
 TEST(KvSizingTest, PlanTurnsABudgetIntoWholeBlocks) {
   const KvShape smol{.num_layers = 30, .num_kv_heads = 3, .head_dim = 64};
   // 1 GiB at 16-bit, blocks of 16: 1073741824 / (23040 × 16) = 2912 blocks.
-  const KvCachePlan plan = PlanKvCache(smol, 2, 16, int64_t{1} << 30, 8192);
+  const KvCachePlan plan = PlanKvCache(KvBytesPerToken(smol, 2), 16, int64_t{1} << 30, 8192);
   EXPECT_EQ(plan.bytes_per_token, 23040);
   EXPECT_EQ(plan.num_blocks, 2912);
   EXPECT_EQ(plan.tokens, 2912 * 16);
   EXPECT_EQ(plan.full_context_sequences, 5);  // 512 blocks per 8192-token sequence
+}
+
+TEST(KvSizingTest, ABudgetBelowOneBlockHoldsNone) {
+  EXPECT_EQ(PlanKvCache(23040, 16, 23040 * 16 - 1, 8192).num_blocks, 0);
+  EXPECT_EQ(PlanKvCache(23040, 16, 0, 8192).num_blocks, 0);
+  EXPECT_EQ(BlocksForTokens(8000, 16), 500);
+  EXPECT_EQ(BlocksForTokens(8001, 16), 501);
 }
 
 }  // namespace

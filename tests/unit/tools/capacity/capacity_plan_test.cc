@@ -1,0 +1,122 @@
+// The capacity planner's arithmetic: the 70B-class example everyone sizes
+// by, budgets from device memory, concurrency, and the window-aware figure.
+#include "tools/capacity/capacity_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace kvfleet::tools {
+namespace {
+
+// Llama 3 70B: 80 layers, 64 heads, 8 KV heads of 128, 128,256 tokens.
+model::ModelConfig Llama70B() {
+  model::ModelConfig c;
+  c.architecture = "llama";
+  c.vocab_size = 128256;
+  c.context_length = 131072;
+  c.hidden_size = 8192;
+  c.ffn_size = 28672;
+  c.num_layers = 80;
+  c.num_heads = 64;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.layers.resize(80);
+  return c;
+}
+
+// Gemma 3 270M: 18 layers, one KV head of 256; five of every six layers see
+// the last 512 keys.
+model::ModelConfig Gemma270M() {
+  model::ModelConfig c;
+  c.architecture = "gemma3";
+  c.vocab_size = 262144;
+  c.context_length = 32768;
+  c.hidden_size = 640;
+  c.ffn_size = 2048;
+  c.num_layers = 18;
+  c.num_heads = 4;
+  c.num_kv_heads = 1;
+  c.head_dim = 256;
+  c.tied_embeddings = true;
+  for (int i = 0; i < 18; ++i) c.layers.push_back({.window = i % 6 == 5 ? 0 : 512});
+  return c;
+}
+
+TEST(CapacityPlanTest, SeventyBClassModelCostsAbout2Point6GBPerEightThousandTokenConversation) {
+  const model::ModelConfig c = Llama70B();
+  auto plan = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{80} << 30, .context = 8000, .concurrency = 16});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->kv_bytes_per_token, 327680);
+  EXPECT_EQ(plan->blocks_per_conversation, 500);
+  EXPECT_EQ(plan->kv_bytes_per_conversation, int64_t{327680} * 8000);  // 2.62 GB
+  EXPECT_NEAR(static_cast<double>(plan->kv_bytes_per_conversation) / 1e9, 2.6, 0.05);
+  EXPECT_NEAR(static_cast<double>(plan->kv_bytes_for_concurrency) / 1e9, 42.0, 0.1);  // sixteen of them
+  // 80 GiB hold 32 of them (16,384 blocks of 16 tokens), so sixteen fit.
+  EXPECT_EQ(plan->num_blocks, (int64_t{80} << 30) / (327680 * 16));
+  EXPECT_EQ(plan->conversations_that_fit, 32);
+  EXPECT_TRUE(plan->concurrency_fits);
+  EXPECT_EQ(plan->longest_context, plan->num_blocks / 16 * 16);
+  EXPECT_FALSE(plan->has_windows);
+  EXPECT_EQ(plan->windowed_kv_bytes_per_conversation, plan->kv_bytes_per_conversation);
+}
+
+TEST(CapacityPlanTest, ParameterEstimateOfASeventyBConfigIsSeventyB) {
+  const double params = static_cast<double>(EstimateParameters(Llama70B()));
+  EXPECT_NEAR(params / 70.55e9, 1.0, 0.005);  // Llama 3 70B: 70.55 billion
+}
+
+TEST(CapacityPlanTest, DeviceMemoryLessWeightsAndOverheadIsTheBudget) {
+  const model::ModelConfig c = Llama70B();
+  const int64_t weights = int64_t{40} << 30, device = int64_t{80} << 30;
+  auto plan = PlanCapacity({.config = &c, .weight_bytes = weights, .device_memory_bytes = device, .devices = 2,
+                            .memory_utilization = 0.9, .overhead_bytes = int64_t{2} << 30, .context = 8000});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->kv_budget_bytes, static_cast<int64_t>(0.9 * static_cast<double>(device)) - weights - (int64_t{2} << 30));
+  EXPECT_EQ(plan->num_blocks, plan->kv_budget_bytes / (327680 * 16));
+  EXPECT_EQ(plan->conversations_that_fit, plan->num_blocks / 500 * 2);  // a replica per device
+
+  auto too_big = PlanCapacity({.config = &c, .weight_bytes = int64_t{141} << 30, .device_memory_bytes = device});
+  ASSERT_TRUE(too_big.ok());
+  EXPECT_FALSE(too_big->weights_fit);
+  EXPECT_EQ(too_big->num_blocks, 0);
+}
+
+TEST(CapacityPlanTest, LongestContextAtAConcurrencyIsCappedByTheModel) {
+  const model::ModelConfig c = Gemma270M();
+  auto plan = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{8} << 30, .concurrency = 4});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->longest_context, 32768);  // memory would allow more than the model takes
+  EXPECT_TRUE(plan->longest_context_capped);
+  auto tight = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{64} << 20, .concurrency = 4});
+  ASSERT_TRUE(tight.ok());
+  EXPECT_FALSE(tight->concurrency_fits);
+  EXPECT_EQ(tight->longest_context, tight->num_blocks / 4 * 16);
+}
+
+TEST(CapacityPlanTest, WindowedLayersWouldHoldOnlyTheBlocksTheirWindowReaches) {
+  const model::ModelConfig c = Gemma270M();
+  const int64_t per_layer_token = 2 * 1 * 256 * 2;
+  // 3 global layers at full context; 15 windowed ones at ⌈512 / 16⌉ + 1 = 33 blocks.
+  EXPECT_EQ(WindowAwareKvBytes(c, 4096, 16, 2), (3 * 4096 + 15 * 33 * 16) * per_layer_token);
+  EXPECT_EQ(WindowAwareKvBytes(c, 32768, 16, 2), (3 * 32768 + 15 * 33 * 16) * per_layer_token);
+  // A context inside the window holds what a full layer does.
+  EXPECT_EQ(WindowAwareKvBytes(c, 300, 16, 2), 18 * 19 * 16 * per_layer_token);
+  auto plan = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{1} << 30, .context = 4096});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->has_windows);
+  EXPECT_GT(plan->windowed_conversations_that_fit, 3 * plan->conversations_that_fit);
+}
+
+TEST(CapacityPlanTest, BadInputIsRefusedByName) {
+  const model::ModelConfig c = Gemma270M();
+  EXPECT_NE(PlanCapacity({.config = &c}).status().message().find("--device-memory"), std::string::npos);
+  EXPECT_NE(PlanCapacity({.config = &c, .kv_budget_bytes = 1 << 30, .context = 40000}).status().message().find(
+                "32768"),
+            std::string::npos);
+  EXPECT_FALSE(PlanCapacity({.config = &c, .device_memory_bytes = 1 << 30, .memory_utilization = 1.5}).ok());
+  EXPECT_FALSE(PlanCapacity({.config = nullptr}).ok());
+}
+
+}  // namespace
+}  // namespace kvfleet::tools

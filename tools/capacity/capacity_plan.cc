@@ -1,0 +1,84 @@
+#include "tools/capacity/capacity_plan.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/kv_sizing.h"
+
+namespace kvfleet::tools {
+
+int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
+                           int64_t bytes_per_value) {
+  const int64_t full_blocks = BlocksForTokens(context, block_size);
+  const int64_t per_layer_token = 2 * config.num_kv_heads * config.head_dim * bytes_per_value;
+  int64_t blocks = 0;
+  for (const model::LayerAttention& layer : config.layers) {
+    blocks += layer.window > 0 ? std::min(full_blocks, BlocksForTokens(layer.window, block_size) + 1) : full_blocks;
+  }
+  return blocks * block_size * per_layer_token;
+}
+
+int64_t EstimateParameters(const model::ModelConfig& c) {
+  const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  const int64_t attention = c.hidden_size * (q + 2 * kv) + q * c.hidden_size;
+  const int64_t feed_forward = 3 * c.hidden_size * c.ffn_size;  // gate, up, down
+  const int64_t per_layer = attention + feed_forward + 2 * c.hidden_size;
+  const int64_t embeddings = c.vocab_size * c.hidden_size;
+  return embeddings * (c.tied_embeddings ? 1 : 2) + c.num_layers * per_layer + c.hidden_size;
+}
+
+absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
+  if (in.config == nullptr) return absl::InvalidArgumentError("no model config to plan for");
+  const model::ModelConfig& c = *in.config;
+  if (in.block_size <= 0) return absl::InvalidArgumentError("the block size must be positive");
+  if (in.devices < 1) return absl::InvalidArgumentError("--devices must be at least 1");
+  if (in.context < 0 || in.concurrency < 0) {
+    return absl::InvalidArgumentError("--context and --concurrency must not be negative");
+  }
+  if (in.context > c.context_length) {
+    return absl::InvalidArgumentError(absl::StrCat("--context ", in.context, " is longer than the model's ",
+                                                   c.context_length, " tokens"));
+  }
+  CapacityPlan plan;
+  plan.kv_bytes_per_token = KvBytesPerToken(c.kv_shape(), in.kv_bytes_per_value);
+  plan.context = in.context > 0 ? in.context : c.context_length;
+  plan.blocks_per_conversation = BlocksForTokens(plan.context, in.block_size);
+  plan.kv_bytes_per_conversation = plan.blocks_per_conversation * in.block_size * plan.kv_bytes_per_token;
+  plan.kv_bytes_for_concurrency = in.concurrency * plan.kv_bytes_per_conversation;
+  plan.has_windows = c.max_window() > 0;
+  plan.windowed_kv_bytes_per_conversation =
+      WindowAwareKvBytes(c, plan.context, in.block_size, in.kv_bytes_per_value);
+
+  if (in.kv_budget_bytes.has_value()) {
+    plan.kv_budget_bytes = *in.kv_budget_bytes;
+  } else {
+    if (in.device_memory_bytes <= 0) {
+      return absl::InvalidArgumentError("give the device's memory (--device-memory 80GiB) or the KV budget itself "
+                                        "(--kv-cache-memory 8GiB)");
+    }
+    if (!(in.memory_utilization > 0.0 && in.memory_utilization <= 1.0)) {
+      return absl::InvalidArgumentError("--memory-utilization must be in (0, 1]");
+    }
+    const auto usable = static_cast<int64_t>(in.memory_utilization * static_cast<double>(in.device_memory_bytes));
+    plan.kv_budget_bytes = std::max<int64_t>(0, usable - in.weight_bytes - in.overhead_bytes);
+    plan.weights_fit = usable > in.weight_bytes + in.overhead_bytes;
+  }
+  const KvCachePlan blocks = PlanKvCache(plan.kv_bytes_per_token, in.block_size, plan.kv_budget_bytes, plan.context);
+  plan.num_blocks = blocks.num_blocks;
+  plan.tokens = blocks.tokens;
+  plan.conversations_that_fit = blocks.full_context_sequences * in.devices;
+  if (plan.windowed_kv_bytes_per_conversation > 0) {
+    const int64_t budget = plan.num_blocks * in.block_size * plan.kv_bytes_per_token;
+    plan.windowed_conversations_that_fit = budget / plan.windowed_kv_bytes_per_conversation * in.devices;
+  }
+  if (in.concurrency > 0) {
+    const int64_t per_device = (in.concurrency + in.devices - 1) / in.devices;
+    plan.concurrency_fits = per_device * plan.blocks_per_conversation <= plan.num_blocks;
+    const int64_t by_memory = plan.num_blocks / per_device * in.block_size;
+    plan.longest_context = std::min(by_memory, c.context_length);
+    plan.longest_context_capped = by_memory > c.context_length;
+  }
+  return plan;
+}
+
+}  // namespace kvfleet::tools

@@ -1,0 +1,90 @@
+// The capacity planner's arithmetic (kvfleet capacity): from a model's
+// config and weight bytes, a device budget and a workload, the KV cache a
+// token and a conversation cost, the blocks that fit, and the conversations
+// (or the longest context) they serve.
+//
+// Counted as the worker allocates: one model replica per device (kvfleet
+// runs a worker's model on one device), every layer's KV kept for the whole
+// context, blocks through the same PlanKvCache the worker's memory plan
+// uses, so a budget given in bytes yields the worker's block count exactly.
+// For sliding-window models a second, window-aware figure says what the
+// cache would hold if each windowed layer kept only the blocks its window
+// can still reach (kvfleet keeps them today).
+//
+//   ASSIGN_OR_RETURN(CapacityPlan plan, PlanCapacity({.config = &config, .weight_bytes = w,
+//                                                     .device_memory_bytes = 80LL << 30, .context = 8000}));
+//   plan.conversations_that_fit  // at 8,000 tokens each
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "model/arch/model_config.h"
+
+namespace kvfleet::tools {
+
+struct CapacityInput {
+  const model::ModelConfig* config = nullptr;
+  int64_t weight_bytes = 0;          // the replica's weights (files, or an estimate)
+  int64_t kv_bytes_per_value = 2;    // 2: f16/bf16 (kvfleet's cache); 1: fp8/int8; 4: f32
+  int64_t block_size = 16;           // tokens per KV block (the worker's --block-size)
+
+  // The KV budget of one device: kv_budget_bytes when given (the worker's
+  // --kv-cache-memory as a size); otherwise memory_utilization × device
+  // memory, less the weights and the overhead (CUDA context, cuBLAS
+  // workspace, activations: the worker measures its own at start).
+  std::optional<int64_t> kv_budget_bytes;
+  int64_t device_memory_bytes = 0;
+  int64_t devices = 1;               // replicas, one per device
+  double memory_utilization = 0.9;
+  int64_t overhead_bytes = int64_t{1} << 30;
+
+  // The workload: a context per conversation (0: the model's), and a
+  // concurrency (0: none given; then the conversations that fit are counted).
+  int64_t context = 0;
+  int64_t concurrency = 0;
+};
+
+struct CapacityPlan {
+  int64_t kv_bytes_per_token = 0;       // 2 × layers × kv_heads × head_dim × bytes per value
+  int64_t context = 0;                  // the context planned for
+  int64_t blocks_per_conversation = 0;  // ⌈context / block_size⌉
+  int64_t kv_bytes_per_conversation = 0;  // its blocks' bytes, every layer at full context
+  int64_t kv_bytes_for_concurrency = 0;   // × concurrency (0 when none given)
+
+  // Per device (each a replica with its own weights and cache).
+  int64_t kv_budget_bytes = 0;   // 0 when the weights and overhead leave nothing
+  bool weights_fit = true;
+  int64_t num_blocks = 0;
+  int64_t tokens = 0;
+
+  // Over all devices, conversations spread evenly.
+  int64_t conversations_that_fit = 0;   // of `context` tokens each
+  int64_t longest_context = 0;          // with `concurrency` conversations at once (0 without one)
+  bool longest_context_capped = false;  // the model's context length, not memory, is the limit
+  bool concurrency_fits = false;        // `concurrency` conversations of `context` tokens fit
+
+  // Sliding-window models (otherwise equal to the above): each windowed
+  // layer holding only the blocks its window reaches.
+  bool has_windows = false;
+  int64_t windowed_kv_bytes_per_conversation = 0;
+  int64_t windowed_conversations_that_fit = 0;
+};
+
+// INVALID_ARGUMENT for a missing config, a budget that is neither given nor
+// derivable, or a workload beyond what the model accepts.
+absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& input);
+
+// The KV bytes one conversation of `context` tokens holds when each windowed
+// layer keeps only the blocks its window can reach: ⌈window / block⌉ + 1
+// blocks (a window straddles a block boundary), or fewer for short contexts.
+int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
+                           int64_t bytes_per_value);
+
+// Parameters implied by a config (embeddings, attention and feed-forward
+// matrices, norms, an untied output head): the weight estimate for a bare
+// config.json. Biases and per-head norms are left out (under 0.1%).
+int64_t EstimateParameters(const model::ModelConfig& config);
+
+}  // namespace kvfleet::tools

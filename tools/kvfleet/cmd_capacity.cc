@@ -1,0 +1,173 @@
+// kvfleet capacity: what a model costs in memory and how many conversations
+// a device budget serves (the arithmetic is tools/capacity/).
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/byte_size.h"
+#include "common/status_macros.h"
+#include "model/model.h"
+#include "tools/capacity/capacity_plan.h"
+#include "tools/kvfleet/commands.h"
+
+namespace kvfleet::tools {
+namespace {
+
+constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N]
+                        [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
+                        [--kv-dtype f16|bf16|fp8|f32] [--block-size N] [--context N] [--concurrency N]
+                        [--weight-dtype f32|bf16|f16|fp8|q8_0|q6_k|q5_0|q4_k|q4_0]
+
+Plans memory for --model: a GGUF file, a Hugging Face checkpoint directory,
+or a bare config.json (its weights then estimated from the config at
+--weight-dtype, default bf16). Prints the weight bytes, the KV cache a
+token costs (2 × layers × KV heads × head dim × bytes per value), the KV
+blocks that fit and the conversations of --context tokens they hold (or, with
+--concurrency, the longest context that many conversations can each have).
+
+Counted as the worker allocates: one model replica per device, every layer
+kept at full context, blocks of --block-size (default 16). The KV budget of
+a device is --memory-utilization (default 0.9) × --device-memory, less the
+weights and --overhead (default 1GiB: CUDA context, cuBLAS workspace and
+activations, which the worker measures at start); or --kv-cache-memory,
+which means what the worker's flag does and gives the worker's block count.
+Sliding-window models also get a window-aware figure: what the cache would
+hold if windowed layers kept only the blocks their window reaches.
+
+  kvfleet capacity --model models/qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf --device-memory 24GiB --context 8000
+  kvfleet capacity --model config.json --device-memory 141GB --context 8000 --concurrency 16
+)usage";
+
+// Bits a parameter takes at each storage type (a K-quant's scales included).
+absl::StatusOr<double> BitsPerWeight(const std::string& dtype) {
+  const std::string d = absl::AsciiStrToLower(dtype);
+  if (d == "f32") return 32.0;
+  if (d == "bf16" || d == "f16") return 16.0;
+  if (d == "fp8") return 8.0;
+  if (d == "q8_0") return 8.5;
+  if (d == "q6_k") return 6.5625;
+  if (d == "q5_0") return 5.5;
+  if (d == "q4_k" || d == "q4_0") return 4.5;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--weight-dtype ", dtype, " is not one of f32, bf16, f16, fp8, q8_0, q6_k, q5_0, q4_k, q4_0"));
+}
+
+absl::StatusOr<int64_t> KvBytesPerValue(const std::string& dtype) {
+  const std::string d = absl::AsciiStrToLower(dtype);
+  if (d == "f16" || d == "bf16") return 2;
+  if (d == "fp8" || d == "int8") return 1;
+  if (d == "f32") return 4;
+  return absl::InvalidArgumentError(absl::StrCat("--kv-dtype ", dtype, " is not one of f16, bf16, fp8, int8, f32"));
+}
+
+// Decimal and binary, as device makers and tools each write them.
+std::string Bytes(int64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  if (bytes >= 1000 * 1000 * 1000) return absl::StrFormat("%.2f GB (%.2f GiB)", b / 1e9, b / (1 << 30));
+  return absl::StrFormat("%.1f MB (%.1f MiB)", b / 1e6, b / (1 << 20));
+}
+
+void Row(const std::string& label, const std::string& text) {
+  std::printf("%-21s%s\n", label.empty() ? "" : (label + ":").c_str(), text.c_str());
+}
+
+std::string Count(int64_t n) {
+  std::string digits = absl::StrCat(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+}  // namespace
+
+absl::Status RunCapacity(const Args& args) {
+  if (WantsHelp(args)) return PrintHelp(kUsage);
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device-memory", "devices", "memory-utilization",
+                                                    "overhead", "kv-cache-memory", "kv-dtype", "block-size",
+                                                    "context", "concurrency", "weight-dtype"},
+                                             {}));
+  ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
+  ASSIGN_OR_RETURN(auto model, model::Model::Load(path, {.weights = false, .vocabulary = false}));
+  const model::ModelConfig& c = model->config();
+
+  CapacityInput in{.config = &c};
+  const bool bare_config = model->source().tensors().empty();
+  if (bare_config) {
+    ASSIGN_OR_RETURN(double bits, BitsPerWeight(flags.GetString("weight-dtype", "bf16")));
+    in.weight_bytes = static_cast<int64_t>(static_cast<double>(EstimateParameters(c)) * bits / 8.0);
+  } else {
+    if (!flags.GetString("weight-dtype", "").empty()) {
+      return absl::InvalidArgumentError("--weight-dtype is for a bare config.json; a model with weights is measured");
+    }
+    for (const model::TensorView& t : model->source().tensors()) in.weight_bytes += t.num_bytes;
+  }
+  const std::string kv_dtype = flags.GetString("kv-dtype", "f16");
+  ASSIGN_OR_RETURN(in.kv_bytes_per_value, KvBytesPerValue(kv_dtype));
+  ASSIGN_OR_RETURN(in.block_size, flags.GetInt("block-size", in.block_size));
+  ASSIGN_OR_RETURN(in.devices, flags.GetInt("devices", in.devices));
+  ASSIGN_OR_RETURN(in.memory_utilization, flags.GetDouble("memory-utilization", in.memory_utilization));
+  ASSIGN_OR_RETURN(in.context, flags.GetInt("context", 0));
+  ASSIGN_OR_RETURN(in.concurrency, flags.GetInt("concurrency", 0));
+  const std::string kv_memory = flags.GetString("kv-cache-memory", "");
+  if (!kv_memory.empty()) {
+    ASSIGN_OR_RETURN(int64_t budget, ParseByteSize(kv_memory));
+    in.kv_budget_bytes = budget;
+  }
+  const std::string device_memory = flags.GetString("device-memory", "");
+  if (!device_memory.empty()) {
+    ASSIGN_OR_RETURN(in.device_memory_bytes, ParseByteSize(device_memory));
+  }
+  ASSIGN_OR_RETURN(in.overhead_bytes, ParseByteSize(flags.GetString("overhead", "1GiB")));
+  ASSIGN_OR_RETURN(CapacityPlan plan, PlanCapacity(in));
+
+  Row("model", absl::StrFormat("%s (%s, %d layers, %d KV heads of %d, context %s)", path, c.architecture,
+                                c.num_layers, c.num_kv_heads, c.head_dim, Count(c.context_length)));
+  Row("weights", Bytes(in.weight_bytes) +
+                     (bare_config ? absl::StrFormat(", estimated: %s parameters at %s", Count(EstimateParameters(c)),
+                                                    flags.GetString("weight-dtype", "bf16"))
+                                  : ""));
+  Row("KV per token", absl::StrFormat("%s bytes (2 × %d layers × %d KV heads × %d × %d bytes, %s)",
+                                      Count(plan.kv_bytes_per_token), c.num_layers, c.num_kv_heads, c.head_dim,
+                                      in.kv_bytes_per_value, kv_dtype));
+  Row("KV per conversation", absl::StrFormat("%s for %s tokens (%s blocks of %d)", Bytes(plan.kv_bytes_per_conversation),
+                                             Count(plan.context), Count(plan.blocks_per_conversation), in.block_size));
+  if (in.concurrency > 0) {
+    Row(absl::StrCat("KV for ", in.concurrency, " at once"), Bytes(plan.kv_bytes_for_concurrency));
+  }
+  if (in.kv_budget_bytes.has_value()) {
+    Row("KV budget", absl::StrFormat("%s per device (--kv-cache-memory %s)", Bytes(plan.kv_budget_bytes), kv_memory));
+  } else {
+    Row("KV budget", absl::StrFormat("%s per device (%g × %s, less the weights and %s overhead)",
+                                     Bytes(plan.kv_budget_bytes), in.memory_utilization, device_memory,
+                                     Bytes(in.overhead_bytes)));
+    if (!plan.weights_fit) {
+      Row("", "the weights and overhead do not fit one device: kvfleet runs one replica per device; use a larger "
+              "device or a smaller quantization");
+    }
+  }
+  Row("KV blocks", absl::StrFormat("%s per device (%s tokens)", Count(plan.num_blocks), Count(plan.tokens)));
+  Row("conversations", absl::StrFormat("%s of %s tokens at once on %d device%s", Count(plan.conversations_that_fit),
+                                       Count(plan.context), in.devices, in.devices == 1 ? "" : "s"));
+  if (in.concurrency > 0) {
+    Row(absl::StrCat("at concurrency ", in.concurrency),
+        absl::StrFormat("%s; each can reach %s tokens%s", plan.concurrency_fits ? "fits" : "does NOT fit",
+                        Count(plan.longest_context), plan.longest_context_capped ? " (the model's context length)" : ""));
+  }
+  if (plan.has_windows) {
+    const double saved = 1.0 - static_cast<double>(plan.windowed_kv_bytes_per_conversation) /
+                                   static_cast<double>(plan.kv_bytes_per_conversation);
+    Row("window-aware", absl::StrFormat("%s per conversation (%.0f%% less), %s conversations, if the %d windowed "
+                                        "layers (window %s) kept only the blocks their window reaches; kvfleet "
+                                        "keeps every block today",
+                                        Bytes(plan.windowed_kv_bytes_per_conversation), 100.0 * saved,
+                                        Count(plan.windowed_conversations_that_fit), c.windowed_layers(),
+                                        Count(c.max_window())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvfleet::tools
