@@ -289,7 +289,14 @@ absl::StatusOr<Vocabulary> Reader::Read() {
 absl::StatusOr<Vocabulary> VocabularyFromTokenizerJson(const nlohmann::json& tokenizer,
                                                         const nlohmann::json& tokenizer_config,
                                                         const std::string& origin) {
-  return Reader(tokenizer, tokenizer_config, origin).Read();
+  // The reader walks a tree of typed fields; one of the wrong JSON type
+  // (a number where an object belongs) throws inside nlohmann's accessors.
+  try {
+    return Reader(tokenizer, tokenizer_config, origin).Read();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": a field has the wrong JSON type (", e.what(),
+                                                    "); is it a Hugging Face tokenizers file?"));
+  }
 }
 
 absl::StatusOr<Vocabulary> ReadHfVocabulary(const std::string& dir) {

@@ -9,23 +9,20 @@
 
 namespace kvfleet::model {
 
+absl::StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view origin) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": not valid JSON (", e.what(), ")"));
+  }
+}
+
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::stringstream text;
   text << in.rdbuf();
-  const std::string s = text.str();
-  nlohmann::json j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Parse again with exceptions for the position of the error.
-    std::string where = "malformed JSON";
-    try {
-      const nlohmann::json again = nlohmann::json::parse(s);
-    } catch (const nlohmann::json::parse_error& e) {
-      where = e.what();
-    }
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON (", where, ")"));
-  }
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text.str(), path));
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": the top level is not a JSON object"));
   return j;
 }

@@ -7,12 +7,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "model/source/config_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace kvfleet::model {
+
+// Untrusted JSON text: InvalidArgument naming `origin` and where the parser
+// stopped. Never throws (nlohmann's parser throws out_of_range for a number
+// no double holds, 1e400, even when asked not to throw).
+absl::StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view origin);
 
 // The JSON object of a file: NotFound when it does not exist, InvalidArgument
 // naming the file (and where the parser stopped) when it is not a JSON object.

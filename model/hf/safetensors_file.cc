@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "model/hf/json_config_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace kvfleet::model {
@@ -54,8 +55,10 @@ absl::Status SafetensorsFile::Parse() {
     return bad(absl::StrCat("header length ", header_len, " runs past the end of the ", bytes.size(), "-byte file"));
   }
   const char* header = reinterpret_cast<const char*>(bytes.data() + 8);
-  const nlohmann::json j = nlohmann::json::parse(header, header + header_len, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return bad("the header is not a JSON object");
+  const absl::StatusOr<nlohmann::json> parsed = ParseJson(std::string_view(header, header_len), "the header");
+  if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) return bad("the header is not a JSON object");
   const uint64_t data_start = 8 + header_len, data_size = bytes.size() - data_start;
   struct Range {
     uint64_t begin, end;

@@ -3,9 +3,6 @@
 // vocabulary, its tokenizer and chat template, the weights' shapes), then
 // the first and last row of every tensor dequantized, which reads exactly
 // the bytes the parser promised are in the file.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <string>
 #include <vector>
 
@@ -17,29 +14,10 @@
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/memory_file.h"
 
 namespace kvfleet::fuzz {
 namespace {
-
-// The input as a file the parser maps, without touching the disk.
-class MemoryFile {
- public:
-  MemoryFile(const uint8_t* data, size_t size) : fd_(memfd_create("gguf", 0)) {
-    size_t written = 0;
-    while (fd_ >= 0 && written < size) {
-      const ssize_t n = write(fd_, data + written, size - written);
-      if (n <= 0) break;
-      written += static_cast<size_t>(n);
-    }
-  }
-  ~MemoryFile() {
-    if (fd_ >= 0) close(fd_);
-  }
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
-
- private:
-  int fd_;
-};
 
 void Exercise(const model::GgufSource& source) {
   const model::GgufFile& file = source.file();

@@ -147,6 +147,9 @@ TEST_F(HfCheckpointTest, AMissingConfigFieldIsNamed) {
   ExpectError(Load(), absl::StatusCode::kInvalidArgument, {"config.json", "'hidden_size' is missing"});
   Write(ckpt_ + "/config.json", "{\"architectures\": [\"Qwen2ForCausalLM\"], ");
   ExpectError(Load(), absl::StatusCode::kInvalidArgument, {"config.json", "not valid JSON"});
+  // A number no double holds: nlohmann's parser throws for it even when told not to (found by fuzzing).
+  Write(ckpt_ + "/config.json", "{\"architectures\": [\"Qwen2ForCausalLM\"], \"rope_theta\": 1e400}");
+  ExpectError(Load(), absl::StatusCode::kInvalidArgument, {"config.json", "not valid JSON", "number overflow"});
 }
 
 TEST_F(HfCheckpointTest, AMissingOrMalformedTokenizerIsNamed) {
@@ -156,6 +159,10 @@ TEST_F(HfCheckpointTest, AMissingOrMalformedTokenizerIsNamed) {
   ExpectError(Load(), absl::StatusCode::kUnimplemented, {"tokenizer.json", "model.type WordPiece", "BPE"});
   Write(ckpt_ + "/tokenizer.json", "{\"model\": ");
   ExpectError(Load(), absl::StatusCode::kInvalidArgument, {"tokenizer.json", "not valid JSON"});
+  // A field of the wrong type (found by fuzzing).
+  Write(ckpt_ + "/tokenizer.json",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"ignore_merges\": \"yes\"}}");
+  ExpectError(Load(), absl::StatusCode::kInvalidArgument, {"tokenizer.json", "wrong JSON type"});
   // The config alone still loads (the capacity planner needs nothing else).
   EXPECT_TRUE(Model::Load(ckpt_ + "/config.json", {.weights = false, .vocabulary = false}).ok());
 }
