@@ -128,7 +128,7 @@ def main():
         summary[mode] = {"identical": same, "share": same / len(rows), "mean_agreeing_tokens": mean}
         print(f"  {mode:<5} {same:>4} of {len(rows):<3} ({100 * same / len(rows):5.1f}%) {mean:>30.1f}")
     gap = 100 * (summary["f32"]["share"] - summary["q8"]["share"])
-    print(f"  q8 is {gap:.1f} points below f32 (the issue's rule: q8 becomes the default unless more than 5)")
+    print(f"  q8 is {gap:.1f} points below f32 (the rule: q8 becomes the default unless it is more than 5 points below)")
     if args.emulation:
         ids = tokenizer.encode(ln.chat_prompt(reader, PROMPTS[0]), add_special_tokens=False).ids
         print("\nnumpy emulation of q8 on the first prompt: relative L2 shift of the next-token logits")
