@@ -335,7 +335,9 @@ TEST_F(KvfleetUpTest, AMissingModelFailsBeforeStartingAnything) {
       ChildProcess::Start(KVFLEET_CLI_BINARY, {"up", "--model", dir_.Path("missing.gguf")}, UpLog());
   ASSERT_TRUE(up.ok()) << up.status();
   EXPECT_EQ(*(*up)->Wait(absl::Seconds(30)), 1);
-  EXPECT_THAT(ReadFile(UpLog()), HasSubstr("no model file at " + dir_.Path("missing.gguf")));
+  const std::string log = ReadFile(UpLog());
+  EXPECT_THAT(log, HasSubstr("no model at " + dir_.Path("missing.gguf")));
+  EXPECT_THAT(log, HasSubstr("--model PATH")) << "the error says what to do";
 }
 
 }  // namespace
