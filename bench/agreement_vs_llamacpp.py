@@ -10,10 +10,12 @@ the tokenizer oracle the reference tests use, BOS where the file asks):
     (tests/reference/llama_numpy.py, written from the gguf package's
     dequantization, sharing no code with either engine);
   - top-1 agreement of those first-token logits.
-Every split is explained: the float64 reference's logits after the common
-prefix give both candidates' values; a gap within twice the reference
-tests' noise bound (2 × 2e-3 × max|logit|) is a near-tie, arithmetic rather
-than a bug, and the line says which engine the reference sides with.
+Every split is explained: after the common prefix, the float64 reference
+gives both candidates' logits, and each engine's largest error against the
+reference at that step is measured. A gap smaller than the larger error is
+a near-tie, arithmetic rather than a bug; the line says which token the
+reference picks. (llama.cpp's CPU path quantizes activations to 8 bits for
+K-quant weights, so its error is the larger one.)
 
 kvfleet runs through `kvfleet logits` and `kvfleet generate --local`;
 llama.cpp through llama-cpp-python (scripts/setup.sh --with-benchmarks).
@@ -49,7 +51,7 @@ EXTRA_TEXTS = [
     "To make a cup of green tea, first",
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):",
     "Rust's borrow checker ensures that",
-    "The quick brown fox jumps over the lazy dog. The quick brown fox",
+    "Photosynthesis converts light energy into",
     "Q: What is the boiling point of water at sea level?\nA:",
 ]
 
@@ -65,20 +67,21 @@ class LlamaCpp:
                          n_batch=n_ctx, logits_all=False, verbose=False)
 
     def last_logits(self):
-        return np.array(self.llm.eval_logits[-1], dtype=np.float64)
+        # Without logits_all, llama-cpp-python keeps no scores: read the context's last row.
+        row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
+        return row.astype(np.float64)
 
     def run(self, ids, n):
-        """(first-token logits, n greedy tokens)."""
+        """(the logits before each of the n greedy tokens, the tokens)."""
         self.llm.reset()
         self.llm.eval(ids)
-        first = self.last_logits()
-        out, logits = [], first
+        steps, out = [self.last_logits()], []
         for _ in range(n):
-            t = int(np.argmax(logits))
+            t = int(np.argmax(steps[-1]))
             out.append(t)
             self.llm.eval([t])
-            logits = self.last_logits()
-        return first, out
+            steps.append(self.last_logits())
+        return steps[:n], out
 
 
 def prompts_for(ref):
@@ -88,16 +91,21 @@ def prompts_for(ref):
     return prompts
 
 
-def explain(ref, ids, common, a, b):
-    """A split: kvfleet chose a, llama.cpp b after ids + common."""
-    logits = ref.logits(list(ids) + common, dtype=np.float64)
-    bound = 2 * model_reference.tolerance(logits)
+def explain(ref, kv, workdir, n_vocab, ids, common, a, b, cpp_logits):
+    """A split: kvfleet chose a, llama.cpp b after ids + common. A near-tie is
+    a gap in the float64 reference smaller than the larger of the two
+    engines' own errors against it at that step."""
+    prefix = list(ids) + common
+    logits = ref.logits(prefix, dtype=np.float64)
+    kv_err = float(np.max(np.abs(kv.logits(prefix, n_vocab, workdir) - logits)))
+    cpp_err = float(np.max(np.abs(cpp_logits - logits)))
     gap = float(logits[a] - logits[b])
     top = int(np.argmax(logits))
     sides = "kvfleet" if top == a else "llama.cpp" if top == b else f"neither (it picks {top})"
-    kind = "near-tie" if abs(gap) <= bound else "NOT a near-tie"
-    return (f"{kind}: reference logits {a}: {logits[a]:.4f}, {b}: {logits[b]:.4f} (gap {gap:+.4f}, "
-            f"noise bound {bound:.4f}); the reference sides with {sides}"), abs(gap) <= bound, top == a
+    tie = abs(gap) <= max(kv_err, cpp_err)
+    return (f"{'near-tie' if tie else 'NOT a near-tie'}: reference {a}: {logits[a]:.4f}, {b}: {logits[b]:.4f} "
+            f"(gap {gap:+.4f}); max error vs reference there: kvfleet {kv_err:.4f}, llama.cpp {cpp_err:.4f}; "
+            f"the reference picks {sides}"), tie, top == a
 
 
 def run_model(model, args, workdir):
@@ -111,7 +119,8 @@ def run_model(model, args, workdir):
     rows, splits = [], []
     for label, ids in prompts:
         kv_first, kv_tokens = kv.logits(ids, n_vocab, workdir), kv.generate(ids, args.tokens)
-        cpp_first, cpp_tokens = cpp.run(ids, args.tokens)
+        cpp_steps, cpp_tokens = cpp.run(ids, args.tokens)
+        cpp_first = cpp_steps[0]
         ref_first = ref.logits(ids, dtype=np.float64)
         same = next((j for j, (x, y) in enumerate(zip(kv_tokens, cpp_tokens)) if x != y), args.tokens)
         row = dict(label=label, n=len(ids), agree=same, top1=int(np.argmax(kv_first)) == int(np.argmax(cpp_first)),
@@ -119,7 +128,8 @@ def run_model(model, args, workdir):
                    cpp_ref=nmse(cpp_first, ref_first))
         note = ""
         if same < args.tokens:
-            text, tie, kv_right = explain(ref, ids, kv_tokens[:same], kv_tokens[same], cpp_tokens[same])
+            text, tie, kv_right = explain(ref, kv, workdir, n_vocab, ids, kv_tokens[:same], kv_tokens[same],
+                                          cpp_tokens[same], cpp_steps[same])
             splits.append(dict(label=label, step=same, tie=tie, kv_right=kv_right, text=text))
             note = f"split at {same}: {text}"
         rows.append(row)
