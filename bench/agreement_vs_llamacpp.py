@@ -16,8 +16,8 @@ reference at that step is measured. A gap within both errors is a near-tie;
 within one engine's error only, that engine strays from the reference by
 more than the gap. Either is arithmetic rather than a bug; a gap larger
 than both errors is not, and the line says so. The line also says which
-token the reference picks. (llama.cpp's CPU path quantizes activations to 8 bits for
-K-quant weights, so its error is the larger one.)
+token the reference picks. (llama.cpp's CPU path quantizes activations to
+8 bits for K-quant weights, so its error is the larger one.)
 
 kvfleet runs through `kvfleet logits` and `kvfleet generate --local`;
 llama.cpp through llama-cpp-python (scripts/setup.sh --with-benchmarks).
@@ -94,9 +94,9 @@ def prompts_for(ref):
 
 
 def explain(ref, kv, workdir, n_vocab, ids, common, a, b, cpp_logits):
-    """A split: kvfleet chose a, llama.cpp b after ids + common. A near-tie is
-    a gap in the float64 reference smaller than the larger of the two
-    engines' own errors against it at that step."""
+    """A split: kvfleet chose a, llama.cpp b after ids + common. Returns the
+    line, whether the gap lies within an engine's error (arithmetic), and
+    whether the reference picks kvfleet's token."""
     prefix = list(ids) + common
     logits = ref.logits(prefix, dtype=np.float64)
     kv_err = float(np.max(np.abs(kv.logits(prefix, n_vocab, workdir) - logits)))
@@ -104,15 +104,15 @@ def explain(ref, kv, workdir, n_vocab, ids, common, a, b, cpp_logits):
     gap = float(logits[a] - logits[b])
     top = int(np.argmax(logits))
     sides = "kvfleet" if top == a else "llama.cpp" if top == b else f"neither (it picks {top})"
-    tie = abs(gap) <= max(kv_err, cpp_err)
     # Whose error the gap lies within: both engines' (a near-tie), or only
     # one's (that engine strays from the reference by more than the gap).
+    explained = abs(gap) <= max(kv_err, cpp_err)
     within = ("near-tie" if abs(gap) <= min(kv_err, cpp_err) else
               "within llama.cpp's error" if abs(gap) <= cpp_err else
-              "within kvfleet's error" if tie else "NOT explained by arithmetic")
+              "within kvfleet's error" if explained else "NOT explained by arithmetic")
     return (f"{within}: reference {a}: {logits[a]:.4f}, {b}: {logits[b]:.4f} "
             f"(gap {gap:+.4f}); max error vs reference there: kvfleet {kv_err:.4f}, llama.cpp {cpp_err:.4f}; "
-            f"the reference picks {sides}"), tie, top == a
+            f"the reference picks {sides}"), explained, top == a
 
 
 def run_model(model, args, workdir):
@@ -135,9 +135,9 @@ def run_model(model, args, workdir):
                    cpp_ref=nmse(cpp_first, ref_first))
         note = ""
         if same < args.tokens:
-            text, tie, kv_right = explain(ref, kv, workdir, n_vocab, ids, kv_tokens[:same], kv_tokens[same],
+            text, explained, kv_right = explain(ref, kv, workdir, n_vocab, ids, kv_tokens[:same], kv_tokens[same],
                                           cpp_tokens[same], cpp_steps[same])
-            splits.append(dict(label=label, step=same, tie=tie, kv_right=kv_right, text=text))
+            splits.append(dict(label=label, step=same, explained=explained, kv_right=kv_right, text=text))
             note = f"split at {same}: {text}"
         rows.append(row)
         print(f"  {label[:38]:<38} {len(ids):>4} tok  greedy {same:>2}/{args.tokens}  top1 "
@@ -151,7 +151,7 @@ def run_model(model, args, workdir):
                    kv_cpp_max=float(np.max([r["kv_cpp"] for r in rows])),
                    kv_ref=float(np.median([r["kv_ref"] for r in rows])),
                    cpp_ref=float(np.median([r["cpp_ref"] for r in rows])),
-                   ties=sum(s["tie"] for s in splits), kv_right=sum(s["kv_right"] for s in splits),
+                   explained=sum(s["explained"] for s in splits), kv_right=sum(s["kv_right"] for s in splits),
                    splits=len(splits), seconds=time.time() - t0)
     return summary
 
@@ -180,7 +180,7 @@ def main():
     for s in summaries:
         print(f"{s['model']:<42} {s['prompts']:>7}  {s['identical']:>5}/{s['prompts']:<5} {s['mean_agree']:>10.1f}  "
               f"{s['top1']:>2}/{s['prompts']:<3}  {s['kv_cpp']:.2e}, {s['kv_cpp_max']:.2e}          "
-              f"{s['kv_ref']:.2e}, {s['cpp_ref']:.2e}       {s['splits']}: {s['ties']}, {s['kv_right']}")
+              f"{s['kv_ref']:.2e}, {s['cpp_ref']:.2e}       {s['splits']}: {s['explained']}, {s['kv_right']}")
     return 0
 
 

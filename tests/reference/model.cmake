@@ -4,11 +4,12 @@
 # SmolLM2 test, the default model (scripts/fetch_model.sh).
 # Logits and 32-token greedy continuations on 21 prompts of the real model
 # (skipped, exit 77, when the model has not been fetched).
-# The numpy reference (one BLAS thread) is most of each run; kvfleet's runs
-# (one thread) overlap its first prompts: 1.2 cores on average, measured, so
-# one ctest slot each. COST starts these long tests first, beside the short
-# ones, rather than last and one after another (a fresh clone has no ctest
-# timing history to order by).
+# Every real-model and checkpoint test in this file takes one ctest slot:
+# the numpy reference (one BLAS thread) is most of each run, and kvfleet's
+# runs (one thread) overlap only its first prompts, 1.2 cores on average,
+# measured. COST starts these long tests first, beside the short ones,
+# rather than last and one after another (a fresh clone has no ctest timing
+# history to order by).
 add_test(NAME reference.model.smollm2
   COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py
           --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_DEFAULT_MODEL})
