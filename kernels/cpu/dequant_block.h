@@ -2,7 +2,8 @@
 // registers. This is the single definition of every format's values: the
 // row dequantizer and the fused matmul both call it, so the two paths see
 // bit-identical weights. A K-quant's block b is sub-block b % 8 of
-// super-block b / 8 (its 32 values share one scale, or two for Q6_K).
+// super-block b / 8 (its 32 values share one scale, or two for Q2_K, Q3_K
+// and Q6_K).
 //
 // Each value is the float arithmetic of the gguf package's numpy
 // dequantization, in its order (a scale product rounded before it
@@ -79,15 +80,63 @@ inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
     const Block32 v = U8x32ToFloat(lo, hi, 16.0f);
     const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));
     return {_mm256_mul_ps(d, v.v0), _mm256_mul_ps(d, v.v1), _mm256_mul_ps(d, v.v2), _mm256_mul_ps(d, v.v3)};
-  } else if constexpr (T == DType::kQ4_K) {
-    const BlockQ4_K& s = reinterpret_cast<const BlockQ4_K*>(row)[b / 8];
+  } else if constexpr (T == DType::kQ5_1) {
+    // Q5_0's values, then q · d + m fused (q · d is exact: 11 × 5 bits).
+    const BlockQ5_1& q = reinterpret_cast<const BlockQ5_1*>(row)[b];
+    uint32_t qh;
+    std::memcpy(&qh, q.qh, sizeof(qh));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_or_si128(_mm_and_si128(raw, nibble), FifthBits(qh & 0xffff));
+    const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(raw, 4), nibble), FifthBits(qh >> 16));
+    const Block32 v = U8x32ToFloat(lo, hi, 0.0f);
+    const __m256 d = _mm256_set1_ps(HalfToFloat(q.d)), m = _mm256_set1_ps(HalfToFloat(q.m));
+    return {_mm256_fmadd_ps(v.v0, d, m), _mm256_fmadd_ps(v.v1, d, m), _mm256_fmadd_ps(v.v2, d, m),
+            _mm256_fmadd_ps(v.v3, d, m)};
+  } else if constexpr (T == DType::kQ2_K) {
+    const BlockQ2_K& s = reinterpret_cast<const BlockQ2_K*>(row)[b / 8];
+    const int j = static_cast<int>(b % 8);
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs + 32 * (j / 4)));
+    const __m256i q = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 0.0f);
+    const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
+    const uint8_t s0 = s.scales[2 * j], s1 = s.scales[2 * j + 1];
+    const __m256 d0 = _mm256_set1_ps(d * static_cast<float>(s0 & 0x0f));
+    const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(s1 & 0x0f));
+    const __m256 m0 = _mm256_set1_ps(dmin * static_cast<float>(s0 >> 4));
+    const __m256 m1 = _mm256_set1_ps(dmin * static_cast<float>(s1 >> 4));
+    return {_mm256_sub_ps(_mm256_mul_ps(d0, v.v0), m0), _mm256_sub_ps(_mm256_mul_ps(d0, v.v1), m0),
+            _mm256_sub_ps(_mm256_mul_ps(d1, v.v2), m1), _mm256_sub_ps(_mm256_mul_ps(d1, v.v3), m1)};
+  } else if constexpr (T == DType::kQ3_K) {
+    const BlockQ3_K& s = reinterpret_cast<const BlockQ3_K*>(row)[b / 8];
+    const int j = static_cast<int>(b % 8);
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs + 32 * (j / 4)));
+    const __m256i low = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.hmask));
+    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+    const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 4.0f);
+    const float d = HalfToFloat(s.d);
+    const __m256 d0 = _mm256_set1_ps(d * static_cast<float>(Q3KScale(s.scales, 2 * j)));
+    const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(Q3KScale(s.scales, 2 * j + 1)));
+    return {_mm256_mul_ps(d0, v.v0), _mm256_mul_ps(d0, v.v1), _mm256_mul_ps(d1, v.v2), _mm256_mul_ps(d1, v.v3)};
+  } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+    // Q5_K: Q4_K's nibbles and scales, and a fifth bit per value.
+    const uint8_t* super = row + (b / 8) * Traits(T).block_bytes;
+    const BlockQ4_K& s = *reinterpret_cast<const BlockQ4_K*>(super);  // d, dmin, scales: the same bytes
+    const uint8_t* qs = T == DType::kQ4_K ? s.qs : reinterpret_cast<const BlockQ5_K*>(super)->qs;
     const int j = static_cast<int>(b % 8);
     uint8_t sc, mn;
     Q4KScaleMin(s.scales, j, &sc, &mn);
     const __m256 d = _mm256_set1_ps(HalfToFloat(s.d) * static_cast<float>(sc));
     const __m256 m = _mm256_set1_ps(HalfToFloat(s.dmin) * static_cast<float>(mn));
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs + 32 * (j / 2)));
-    const __m256i q = _mm256_and_si256(j % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0f));
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (j / 2)));
+    __m256i q = _mm256_and_si256(j % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0f));
+    if constexpr (T == DType::kQ5_K) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const BlockQ5_K*>(super)->qh));
+      const __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+      q = _mm256_or_si256(q, _mm256_slli_epi16(fifth, 4));
+    }
     const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 0.0f);
     return {_mm256_sub_ps(_mm256_mul_ps(d, v.v0), m), _mm256_sub_ps(_mm256_mul_ps(d, v.v1), m),
             _mm256_sub_ps(_mm256_mul_ps(d, v.v2), m), _mm256_sub_ps(_mm256_mul_ps(d, v.v3), m)};

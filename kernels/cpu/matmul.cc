@@ -220,8 +220,16 @@ void FusedMatMul(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
       return FusedMatMulTyped<DType::kQ4_1>(p, row_begin, row_end);
     case DType::kQ5_0:
       return FusedMatMulTyped<DType::kQ5_0>(p, row_begin, row_end);
+    case DType::kQ5_1:
+      return FusedMatMulTyped<DType::kQ5_1>(p, row_begin, row_end);
+    case DType::kQ2_K:
+      return FusedMatMulTyped<DType::kQ2_K>(p, row_begin, row_end);
+    case DType::kQ3_K:
+      return FusedMatMulTyped<DType::kQ3_K>(p, row_begin, row_end);
     case DType::kQ4_K:
       return FusedMatMulTyped<DType::kQ4_K>(p, row_begin, row_end);
+    case DType::kQ5_K:
+      return FusedMatMulTyped<DType::kQ5_K>(p, row_begin, row_end);
     case DType::kQ6_K:
       return FusedMatMulTyped<DType::kQ6_K>(p, row_begin, row_end);
   }

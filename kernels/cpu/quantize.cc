@@ -109,47 +109,157 @@ void QuantQ5_0(const float* x, BlockQ5_0* b, int64_t nb) {
   }
 }
 
+void QuantQ5_1(const float* x, BlockQ5_1* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    float min = x[0], max = x[0];
+    for (int j = 1; j < 32; ++j) {
+      min = std::min(min, x[j]);
+      max = std::max(max, x[j]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = FloatToHalf(d);
+    b[i].m = FloatToHalf(min);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(31, static_cast<int>((x[j] - min) * id + 0.5f));
+      const int q1 = std::min(31, static_cast<int>((x[j + 16] - min) * id + 0.5f));
+      b[i].qs[j] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
+      qh |= static_cast<uint32_t>((q0 & 0x10) >> 4) << j;
+      qh |= static_cast<uint32_t>((q1 & 0x10) >> 4) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, sizeof(qh));
+  }
+}
+
 // The K-quants' quantizers here are plain min/max ones (ggml's search for
 // the best scales is not restated): they write valid blocks, for the test
 // models and tools; real K-quant files come from llama.cpp.
 int RoundClamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
 
+// Per 16 values: a 4-bit scale and a 4-bit min against the super-block's d
+// and dmin; values in 0..3.
+void QuantQ2_K(const float* x, BlockQ2_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16], min[16], max_scale = 0.0f, max_min = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+      float lo = 0.0f, hi = 0.0f;
+      for (int l = 0; l < 16; ++l) {
+        lo = std::min(lo, x[16 * g + l]);
+        hi = std::max(hi, x[16 * g + l]);
+      }
+      scale[g] = (hi - lo) / 3.0f;
+      min[g] = -lo;
+      max_scale = std::max(max_scale, scale[g]);
+      max_min = std::max(max_min, min[g]);
+    }
+    b[i].d = FloatToHalf(max_scale / 15.0f);
+    b[i].dmin = FloatToHalf(max_min / 15.0f);
+    const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    for (int g = 0; g < 16; ++g) {
+      // The scale rounded up, so the range still covers the values.
+      const int ls = d > 0.0f ? std::clamp(static_cast<int>(std::ceil(scale[g] / d)), 0, 15) : 0;
+      const int lm = dmin > 0.0f ? RoundClamp(min[g] / dmin, 0, 15) : 0;
+      b[i].scales[g] = static_cast<uint8_t>(ls | (lm << 4));
+      const float dd = d * static_cast<float>(ls), dm = dmin * static_cast<float>(lm);
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * g + l;
+        const int q = dd > 0.0f ? RoundClamp((x[e] + dm) / dd, 0, 3) : 0;
+        b[i].qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q << (2 * ((e % 128) / 32)));
+      }
+    }
+  }
+}
+
+// Per 16 values: a signed 6-bit scale against the super-block's d; values
+// in −4..3.
+void QuantQ3_K(const float* x, BlockQ3_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    float scale[16], max_scale = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+      float amax = 0.0f;
+      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
+      scale[g] = amax / 3.5f;
+      max_scale = std::max(max_scale, scale[g]);
+    }
+    b[i].d = FloatToHalf(max_scale / 31.0f);
+    const float d = HalfToFloat(b[i].d);
+    std::memset(b[i].hmask, 0, sizeof(b[i].hmask));
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    std::memset(b[i].scales, 0, sizeof(b[i].scales));
+    for (int g = 0; g < 16; ++g) {
+      const int sc = d > 0.0f ? RoundClamp(scale[g] / d, -32, 31) : 0;
+      const int stored = sc + 32;
+      b[i].scales[g % 8] |= static_cast<uint8_t>((stored & 0x0f) << (4 * (g / 8)));
+      b[i].scales[8 + g % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (g / 4)));
+      const float dd = d * static_cast<float>(sc);
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * g + l;
+        const int u = (dd != 0.0f ? RoundClamp(x[e] / dd, -4, 3) : 0) + 4;
+        b[i].qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>((u & 3) << (2 * ((e % 128) / 32)));
+        b[i].hmask[e % 32] |= static_cast<uint8_t>((u >> 2) << (e / 32));
+      }
+    }
+  }
+}
+
+// Q4_K's and Q5_K's scales, mins and values (kLevels: 15 or 31) of one
+// super-block, the values one byte each.
+template <int kLevels>
+void QuantKWithMins(const float* x, uint16_t* d_out, uint16_t* dmin_out, uint8_t* scales, uint8_t* values) {
+  float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    float lo = 0.0f, hi = x[32 * j];
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * j + l]);
+      hi = std::max(hi, x[32 * j + l]);
+    }
+    scale[j] = (hi - lo) / kLevels;
+    min[j] = -lo;
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, min[j]);
+  }
+  *d_out = FloatToHalf(max_scale / 63.0f);
+  *dmin_out = FloatToHalf(max_min / 63.0f);
+  const float d = HalfToFloat(*d_out), dmin = HalfToFloat(*dmin_out);
+  std::memset(scales, 0, 12);
+  for (int j = 0; j < 8; ++j) {
+    const int ls = d > 0.0f ? RoundClamp(scale[j] / d, 0, 63) : 0;
+    const int lm = dmin > 0.0f ? RoundClamp(min[j] / dmin, 0, 63) : 0;
+    if (j < 4) {
+      scales[j] = static_cast<uint8_t>(ls);
+      scales[j + 4] = static_cast<uint8_t>(lm);
+    } else {
+      scales[j + 4] = static_cast<uint8_t>((ls & 0x0f) | ((lm & 0x0f) << 4));
+      scales[j - 4] |= static_cast<uint8_t>((ls >> 4) << 6);
+      scales[j] |= static_cast<uint8_t>((lm >> 4) << 6);
+    }
+    const float dd = d * static_cast<float>(ls), dm = dmin * static_cast<float>(lm);
+    for (int l = 0; l < 32; ++l) values[32 * j + l] = static_cast<uint8_t>(dd > 0.0f ? RoundClamp((x[32 * j + l] + dm) / dd, 0, kLevels) : 0);
+  }
+}
+
+void QuantQ5_K(const float* x, BlockQ5_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 256) {
+    uint8_t q[256];
+    QuantKWithMins<31>(x, &b[i].d, &b[i].dmin, b[i].scales, q);
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    std::memset(b[i].qh, 0, sizeof(b[i].qh));
+    for (int e = 0; e < 256; ++e) {
+      const int j = e / 32, l = e % 32;
+      b[i].qs[32 * (j / 2) + l] |= static_cast<uint8_t>((q[e] & 0x0f) << (4 * (j % 2)));
+      b[i].qh[l] |= static_cast<uint8_t>((q[e] >> 4) << j);
+    }
+  }
+}
+
 void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 256) {
-    float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; ++j) {
-      float lo = 0.0f, hi = x[32 * j];
-      for (int l = 0; l < 32; ++l) {
-        lo = std::min(lo, x[32 * j + l]);
-        hi = std::max(hi, x[32 * j + l]);
-      }
-      scale[j] = (hi - lo) / 15.0f;
-      min[j] = -lo;
-      max_scale = std::max(max_scale, scale[j]);
-      max_min = std::max(max_min, min[j]);
-    }
-    b[i].d = FloatToHalf(max_scale / 63.0f);
-    b[i].dmin = FloatToHalf(max_min / 63.0f);
-    const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
-    std::memset(b[i].scales, 0, sizeof(b[i].scales));
+    uint8_t q[256];
+    QuantKWithMins<15>(x, &b[i].d, &b[i].dmin, b[i].scales, q);
     std::memset(b[i].qs, 0, sizeof(b[i].qs));
-    for (int j = 0; j < 8; ++j) {
-      const int ls = d > 0.0f ? RoundClamp(scale[j] / d, 0, 63) : 0;
-      const int lm = dmin > 0.0f ? RoundClamp(min[j] / dmin, 0, 63) : 0;
-      if (j < 4) {
-        b[i].scales[j] = static_cast<uint8_t>(ls);
-        b[i].scales[j + 4] = static_cast<uint8_t>(lm);
-      } else {
-        b[i].scales[j + 4] = static_cast<uint8_t>((ls & 0x0f) | ((lm & 0x0f) << 4));
-        b[i].scales[j - 4] |= static_cast<uint8_t>((ls >> 4) << 6);
-        b[i].scales[j] |= static_cast<uint8_t>((lm >> 4) << 6);
-      }
-      const float dd = d * static_cast<float>(ls), dm = dmin * static_cast<float>(lm);
-      for (int l = 0; l < 32; ++l) {
-        const int q = dd > 0.0f ? RoundClamp((x[32 * j + l] + dm) / dd, 0, 15) : 0;
-        b[i].qs[32 * (j / 2) + l] |= static_cast<uint8_t>(q << (4 * (j % 2)));
-      }
-    }
+    for (int e = 0; e < 256; ++e) b[i].qs[32 * (e / 64) + e % 32] |= static_cast<uint8_t>(q[e] << (4 * ((e / 32) % 2)));
   }
 }
 
@@ -199,7 +309,11 @@ void DequantizeRow(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ4_0: DequantBlocks<DType::kQ4_0>(src, dst, n); return;
     case DType::kQ4_1: DequantBlocks<DType::kQ4_1>(src, dst, n); return;
     case DType::kQ5_0: DequantBlocks<DType::kQ5_0>(src, dst, n); return;
+    case DType::kQ5_1: DequantBlocks<DType::kQ5_1>(src, dst, n); return;
+    case DType::kQ2_K: DequantBlocks<DType::kQ2_K>(src, dst, n); return;
+    case DType::kQ3_K: DequantBlocks<DType::kQ3_K>(src, dst, n); return;
     case DType::kQ4_K: DequantBlocks<DType::kQ4_K>(src, dst, n); return;
+    case DType::kQ5_K: DequantBlocks<DType::kQ5_K>(src, dst, n); return;
     case DType::kQ6_K: DequantBlocks<DType::kQ6_K>(src, dst, n); return;
   }
 }
@@ -222,7 +336,11 @@ void QuantizeRow(DType type, const float* src, void* dst, int64_t n) {
     case DType::kQ4_0: QuantQ4_0(src, static_cast<BlockQ4_0*>(dst), n / 32); return;
     case DType::kQ4_1: QuantQ4_1(src, static_cast<BlockQ4_1*>(dst), n / 32); return;
     case DType::kQ5_0: QuantQ5_0(src, static_cast<BlockQ5_0*>(dst), n / 32); return;
+    case DType::kQ5_1: QuantQ5_1(src, static_cast<BlockQ5_1*>(dst), n / 32); return;
+    case DType::kQ2_K: QuantQ2_K(src, static_cast<BlockQ2_K*>(dst), n / 256); return;
+    case DType::kQ3_K: QuantQ3_K(src, static_cast<BlockQ3_K*>(dst), n / 256); return;
     case DType::kQ4_K: QuantQ4_K(src, static_cast<BlockQ4_K*>(dst), n / 256); return;
+    case DType::kQ5_K: QuantQ5_K(src, static_cast<BlockQ5_K*>(dst), n / 256); return;
     case DType::kQ6_K: QuantQ6_K(src, static_cast<BlockQ6_K*>(dst), n / 256); return;
   }
 }

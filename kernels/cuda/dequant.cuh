@@ -1,7 +1,8 @@
 // Device-side dequantization of weight rows stored in their GGUF type: the
 // same values as kernels/cpu's DequantizeRow, bit for bit (the same float
 // operations: q·d, (q − 8)·d, q·d + m fused, (q − 16)·d, (d·scale)·q − dmin·min,
-// (d·scale)·(q − 32)), so the CUDA backend sees the weights the CPU backend sees.
+// (d·scale)·(q − 4), (d·scale)·(q − 32)), so the CUDA backend sees the weights
+// the CPU backend sees.
 //
 // A lane reads a row one chunk at a time: a whole 32-element block for the
 // quantized types (a K-quant's sub-block), 8 elements (16 or 32 bytes) for
@@ -39,6 +40,18 @@ __device__ __forceinline__ void LoadBlockChunk(const uint8_t* p, float* out) {
       const int hi = (p[6 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4);
       out[i] = __fmul_rn(static_cast<float>(lo - 16), d);
       out[16 + i] = __fmul_rn(static_cast<float>(hi - 16), d);
+    }
+  } else if constexpr (T == DType::kQ5_1) {
+    // f16 scale, f16 min, 4 bytes of fifth bits, 16 bytes of nibbles; q · d + m fused.
+    const float d = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(p));
+    const float m = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(p + 2));
+    const uint32_t qh = static_cast<uint32_t>(LoadU16(p + 4)) | (static_cast<uint32_t>(LoadU16(p + 6)) << 16);
+    KVFLEET_UNROLL
+    for (int i = 0; i < 16; ++i) {
+      const int lo = (p[8 + i] & 0x0f) | (((qh >> i) & 1) << 4);
+      const int hi = (p[8 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4);
+      out[i] = __fmaf_rn(static_cast<float>(lo), d, m);
+      out[16 + i] = __fmaf_rn(static_cast<float>(hi), d, m);
     }
   } else if constexpr (T == DType::kF32) {
     const float4 a = *reinterpret_cast<const float4*>(p);
@@ -113,6 +126,60 @@ __device__ __forceinline__ void LoadWeightChunk(const uint8_t* row, int64_t c, f
     const int shift = 4 * (j % 2);
     KVFLEET_UNROLL
     for (int i = 0; i < 32; ++i) out[i] = __fsub_rn(__fmul_rn(d, static_cast<float>((qs[i] >> shift) & 0x0f)), m);
+  } else if constexpr (T == DType::kQ5_K) {
+    // Q4_K's scales and nibbles, after 32 bytes of fifth bits: d, dmin, scales[12], qh[32], qs[128].
+    const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
+    const int j = static_cast<int>(c % 8);
+    const uint8_t* sc = s + 4;
+    const int scale = j < 4 ? (sc[j] & 63) : ((sc[j + 4] & 0x0f) | ((sc[j - 4] >> 6) << 4));
+    const int min = j < 4 ? (sc[j + 4] & 63) : ((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
+    const float d = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s)), static_cast<float>(scale));
+    const float m = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 2)), static_cast<float>(min));
+    const uint8_t* qh = s + 16;
+    const uint8_t* qs = s + 48 + 32 * (j / 2);
+    const int shift = 4 * (j % 2);
+    KVFLEET_UNROLL
+    for (int i = 0; i < 32; ++i) {
+      const int q = ((qs[i] >> shift) & 0x0f) | (((qh[i] >> j) & 1) << 4);
+      out[i] = __fsub_rn(__fmul_rn(d, static_cast<float>(q)), m);
+    }
+  } else if constexpr (T == DType::kQ2_K) {
+    // Sub-block j of super-block c / 8: scales[16] (scale | min << 4), qs[64], d, dmin.
+    const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
+    const int j = static_cast<int>(c % 8);
+    const float d = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 80));
+    const float dmin = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 82));
+    const uint8_t* qs = s + 16 + 32 * (j / 4);
+    const int shift = 2 * (j % 4);
+    KVFLEET_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t packed = s[2 * j + h];
+      const float dl = __fmul_rn(d, static_cast<float>(packed & 0x0f));
+      const float ml = __fmul_rn(dmin, static_cast<float>(packed >> 4));
+      KVFLEET_UNROLL
+      for (int i = 16 * h; i < 16 * h + 16; ++i) {
+        out[i] = __fsub_rn(__fmul_rn(dl, static_cast<float>((qs[i] >> shift) & 3)), ml);
+      }
+    }
+  } else if constexpr (T == DType::kQ3_K) {
+    // Sub-block j of super-block c / 8: hmask[32], qs[64], scales[12], d.
+    const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
+    const int j = static_cast<int>(c % 8);
+    const float d = ::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 108));
+    const uint8_t* qs = s + 32 + 32 * (j / 4);
+    const uint8_t* sc = s + 96;
+    const int shift = 2 * (j % 4);
+    KVFLEET_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int g = 2 * j + h;
+      const int scale = (((sc[g % 8] >> (4 * (g / 8))) & 0x0f) | (((sc[8 + g % 4] >> (2 * (g / 4))) & 3) << 4)) - 32;
+      const float dl = __fmul_rn(d, static_cast<float>(scale));
+      KVFLEET_UNROLL
+      for (int i = 16 * h; i < 16 * h + 16; ++i) {
+        const int q = (((qs[i] >> shift) & 3) | (((s[i] >> j) & 1) << 2)) - 4;
+        out[i] = __fmul_rn(dl, static_cast<float>(q));
+      }
+    }
   } else if constexpr (T == DType::kQ6_K) {
     // Sub-block j of super-block c / 8: ql[128], qh[64], 16 int8 scales, d.
     const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;

@@ -41,7 +41,11 @@ void LaunchEmbedRows(DType type, const void* table, int64_t cols, const int32_t*
     case DType::kQ4_0: return Launch<DType::kQ4_0>(table, cols, ids, count, out, stream);
     case DType::kQ4_1: return Launch<DType::kQ4_1>(table, cols, ids, count, out, stream);
     case DType::kQ5_0: return Launch<DType::kQ5_0>(table, cols, ids, count, out, stream);
+    case DType::kQ5_1: return Launch<DType::kQ5_1>(table, cols, ids, count, out, stream);
+    case DType::kQ2_K: return Launch<DType::kQ2_K>(table, cols, ids, count, out, stream);
+    case DType::kQ3_K: return Launch<DType::kQ3_K>(table, cols, ids, count, out, stream);
     case DType::kQ4_K: return Launch<DType::kQ4_K>(table, cols, ids, count, out, stream);
+    case DType::kQ5_K: return Launch<DType::kQ5_K>(table, cols, ids, count, out, stream);
     case DType::kQ6_K: return Launch<DType::kQ6_K>(table, cols, ids, count, out, stream);
   }
 }

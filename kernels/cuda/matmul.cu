@@ -79,7 +79,11 @@ void LaunchMatMul(const MatMulParams& p, ::kvfleet::cuda::Stream stream) {
     case DType::kQ4_0: return LaunchTyped<DType::kQ4_0>(p, stream);
     case DType::kQ4_1: return LaunchTyped<DType::kQ4_1>(p, stream);
     case DType::kQ5_0: return LaunchTyped<DType::kQ5_0>(p, stream);
+    case DType::kQ5_1: return LaunchTyped<DType::kQ5_1>(p, stream);
+    case DType::kQ2_K: return LaunchTyped<DType::kQ2_K>(p, stream);
+    case DType::kQ3_K: return LaunchTyped<DType::kQ3_K>(p, stream);
     case DType::kQ4_K: return LaunchTyped<DType::kQ4_K>(p, stream);
+    case DType::kQ5_K: return LaunchTyped<DType::kQ5_K>(p, stream);
     case DType::kQ6_K: return LaunchTyped<DType::kQ6_K>(p, stream);
   }
 }

@@ -89,6 +89,10 @@ absl::StatusOr<DType> DTypeFromCode(uint32_t code) {
     case GgmlTypeCode::kQ4_0: return DType::kQ4_0;
     case GgmlTypeCode::kQ4_1: return DType::kQ4_1;
     case GgmlTypeCode::kQ5_0: return DType::kQ5_0;
+    case GgmlTypeCode::kQ5_1: return DType::kQ5_1;
+    case GgmlTypeCode::kQ2_K: return DType::kQ2_K;
+    case GgmlTypeCode::kQ3_K: return DType::kQ3_K;
+    case GgmlTypeCode::kQ5_K: return DType::kQ5_K;
     case GgmlTypeCode::kQ4_K: return DType::kQ4_K;
     case GgmlTypeCode::kQ6_K: return DType::kQ6_K;
   }

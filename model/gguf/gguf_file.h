@@ -35,7 +35,8 @@ enum class GgufType : uint32_t {
 
 // ggml tensor type codes as stored in GGUF, for the types kvfleet supports.
 enum class GgmlTypeCode : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14, kBF16 = 30,
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
 };
 
 // ggml's name of a tensor type code ("Q5_K", "IQ4_XS", ...), for messages;

@@ -67,6 +67,10 @@ uint32_t GgmlCode(DType t) {
     case DType::kQ4_0: return static_cast<uint32_t>(GgmlTypeCode::kQ4_0);
     case DType::kQ4_1: return static_cast<uint32_t>(GgmlTypeCode::kQ4_1);
     case DType::kQ5_0: return static_cast<uint32_t>(GgmlTypeCode::kQ5_0);
+    case DType::kQ5_1: return static_cast<uint32_t>(GgmlTypeCode::kQ5_1);
+    case DType::kQ2_K: return static_cast<uint32_t>(GgmlTypeCode::kQ2_K);
+    case DType::kQ3_K: return static_cast<uint32_t>(GgmlTypeCode::kQ3_K);
+    case DType::kQ5_K: return static_cast<uint32_t>(GgmlTypeCode::kQ5_K);
     case DType::kQ4_K: return static_cast<uint32_t>(GgmlTypeCode::kQ4_K);
     case DType::kQ6_K: return static_cast<uint32_t>(GgmlTypeCode::kQ6_K);
   }

@@ -42,6 +42,12 @@ foreach(real qwen2_5_coder_0_5b:${KVFLEET_QWEN_MODEL} gemma3_270m:${KVFLEET_GEMM
             --dump $<TARGET_FILE:tensor_dump> --model ${path})
   set_tests_properties(reference.dequant.${name} PROPERTIES LABELS reference TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# Random blocks of every quantized type (those no fetched file holds among
+# them), with finite scales: identical bits to the numpy dequantization.
+add_test(NAME reference.dequant.random_blocks
+  COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/dequant_reference.py
+          --dump $<TARGET_FILE:tensor_dump> --random-blocks --seed 5)
+set_tests_properties(reference.dequant.random_blocks PROPERTIES LABELS reference TIMEOUT 120)
 
 # Every architecture on a tiny model of its shape: Qwen2's biases, Qwen3's
 # head norms, Gemma 3's norms, tanh-GELU and window of 8 (six layers: one
@@ -58,7 +64,7 @@ foreach(arch qwen2 qwen3 gemma3 llama3)
 endforeach()
 
 # Every tensor type kvfleet reads, on a tiny random model it writes itself.
-foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q4_K Q6_K)
+foreach(dtype F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K)
   string(TOLOWER ${dtype} name)
   add_test(NAME reference.model.tiny_${name}
     COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/model_reference.py

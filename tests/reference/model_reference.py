@@ -81,7 +81,7 @@ import llama_numpy  # noqa: E402  (the reference sits next to this script)
 
 ATOL = 1e-5
 RTOL = 2e-3
-TINY_DTYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K", "Q6_K")
+TINY_DTYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 
 # Original text (written for this test), long enough for a 200-token prompt.
 _PASSAGE = (
@@ -347,7 +347,7 @@ def main(argv=None) -> int:
             else:
                 model = os.path.join(workdir, f"tiny_{args.tiny_arch}_{args.tiny_dtype}.gguf")
                 extra = []
-                if args.tiny_dtype in ("Q4_K", "Q6_K"):  # rows of 256
+                if args.tiny_dtype.endswith("_K"):  # rows of 256
                     extra += ["--hidden", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "512"]
                 if args.tiny_llama3_rope:
                     extra.append("--llama3-rope")

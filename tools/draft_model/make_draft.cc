@@ -41,6 +41,10 @@ int64_t FileTypeCode(DType t) {
     case DType::kQ4_0: return 2;
     case DType::kQ4_1: return 3;
     case DType::kQ5_0: return 8;
+    case DType::kQ5_1: return 9;
+    case DType::kQ2_K: return 10;
+    case DType::kQ3_K: return 11;  // "mostly Q3_K_S"
+    case DType::kQ5_K: return 16;  // "mostly Q5_K_S"
     case DType::kQ4_K: return 14;  // "mostly Q4_K_S": llama.cpp's name for an all-Q4_K file
     case DType::kQ6_K: return 18;
     case DType::kQ8_0: return 7;

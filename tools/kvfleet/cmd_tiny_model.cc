@@ -1,5 +1,6 @@
 // kvfleet tiny-model: a small random-weight GGUF for tests.
 #include <cstdio>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -23,7 +24,8 @@ tokens to N (a real model's shape: 49152 for SmolLM2, 128256 for Llama 3).
 --window sets gemma3's sliding window (default 8); --llama3-rope gives a
 llama Llama 3's scaled RoPE. --hf-out also writes the same model as a
 Hugging Face checkpoint (kvfleet export-hf; default f32, one file).
-TYPE: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K (a K-quant needs
+TYPE: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
+(a K-quant needs
 --hidden and --ffn multiples of 256).
 )";
 
@@ -31,8 +33,9 @@ absl::StatusOr<DType> ParseDType(const std::string& name) {
   for (DType t : kAllDTypes) {
     if (name == DTypeName(t)) return t;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--dtype '", name, "' is not one of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K"));
+  std::string known;
+  for (DType t : kAllDTypes) known += (known.empty() ? "" : ", ") + std::string(DTypeName(t));
+  return absl::InvalidArgumentError(absl::StrCat("--dtype '", name, "' is not one of ", known));
 }
 }  // namespace
 

@@ -124,9 +124,9 @@ TEST(GgufCorruptTest, UnsupportedTensorType) {
   testing::TempDir dir;
   auto bytes = TinyModelBytes();
   const size_t at = TensorInfoAfterName(bytes, "blk.0.attn_k.weight");
-  Poke<uint32_t>(bytes, at + 4 + 2 * 8, 13);  // Q5_K: refused by name, with what is supported
+  Poke<uint32_t>(bytes, at + 4 + 2 * 8, 23);  // IQ4_XS: refused by name, with what is supported
   ExpectError(GgufFile::Open(WriteBytes(dir, bytes, "type.gguf")).status(), absl::StatusCode::kUnimplemented,
-              {"type.gguf", "blk.0.attn_k.weight", "type Q5_K is not supported", "Q4_K", "Q6_K", "requantize"});
+              {"type.gguf", "blk.0.attn_k.weight", "type IQ4_XS is not supported", "Q4_K", "Q6_K", "requantize"});
   Poke<uint32_t>(bytes, at + 4 + 2 * 8, 77);  // no ggml type at all
   ExpectError(GgufFile::Open(WriteBytes(dir, bytes, "code.gguf")).status(), absl::StatusCode::kUnimplemented,
               {"code.gguf", "blk.0.attn_k.weight", "type code 77 is not supported"});

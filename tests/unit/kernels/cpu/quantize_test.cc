@@ -34,15 +34,23 @@ float Tolerance(DType t, float block_range) {
       return block_range / 15.0f;
     case DType::kQ5_0:
       return block_range / 31.0f;
+    case DType::kQ5_1:
+      return block_range / 31.0f;
+    case DType::kQ2_K:  // 3 steps of a 4-bit scale rounded up, less a 4-bit min
+      return block_range / 4.0f;
+    case DType::kQ3_K:  // −4..3 steps of a 6-bit signed scale
+      return block_range / 5.0f;
     case DType::kQ4_K:  // 15 steps of a 6-bit scale, less a 6-bit min
       return block_range / 8.0f;
+    case DType::kQ5_K:
+      return block_range / 16.0f;
     case DType::kQ6_K:
       return block_range / 20.0f;
   }
   return 0;
 }
 
-// The gguf package's numpy dequantization of one K-quant or Q5_0 block,
+// The gguf package's numpy dequantization of one K-quant, Q5_0 or Q5_1 block,
 // restated as scalar loops in its float order: each scale product rounded
 // to float before it multiplies q, a min subtracted after.
 std::vector<float> ScalarDequant(DType t, const uint8_t* p) {
@@ -58,6 +66,46 @@ std::vector<float> ScalarDequant(DType t, const uint8_t* p) {
       const int hi = (b.qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
       y[j] = d * static_cast<float>(lo - 16);
       y[j + 16] = d * static_cast<float>(hi - 16);
+    }
+  } else if (t == DType::kQ5_1) {
+    const auto& b = *reinterpret_cast<const BlockQ5_1*>(p);
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const float d = HalfToFloat(b.d), m = HalfToFloat(b.m);
+    y.resize(32);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (b.qs[j] & 0x0f) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (b.qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      y[j] = d * static_cast<float>(lo) + m;
+      y[j + 16] = d * static_cast<float>(hi) + m;
+    }
+  } else if (t == DType::kQ2_K) {
+    const auto& b = *reinterpret_cast<const BlockQ2_K*>(p);
+    for (int e = 0; e < 256; ++e) {
+      const int q = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const float dl = HalfToFloat(b.d) * static_cast<float>(b.scales[e / 16] & 15);
+      const float ml = HalfToFloat(b.dmin) * static_cast<float>(b.scales[e / 16] >> 4);
+      y.push_back(dl * static_cast<float>(q) - ml);
+    }
+  } else if (t == DType::kQ3_K) {
+    const auto& b = *reinterpret_cast<const BlockQ3_K*>(p);
+    for (int e = 0; e < 256; ++e) {
+      const int low = (b.qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const int high = (b.hmask[e % 32] >> (e / 32)) & 1;
+      const int g = e / 16;
+      const int scale = (((b.scales[g % 8] >> (4 * (g / 8))) & 15) | (((b.scales[8 + g % 4] >> (2 * (g / 4))) & 3) << 4)) - 32;
+      y.push_back(HalfToFloat(b.d) * static_cast<float>(scale) * static_cast<float>(low - 4 * (1 - high)));
+    }
+  } else if (t == DType::kQ5_K) {
+    const auto& b = *reinterpret_cast<const BlockQ5_K*>(p);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      Q4KScaleMin(b.scales, j, &sc, &mn);
+      const float d = HalfToFloat(b.d) * sc, m = HalfToFloat(b.dmin) * mn;
+      for (int l = 0; l < 32; ++l) {
+        const int q = ((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15) | (((b.qh[l] >> j) & 1) << 4);
+        y.push_back(d * static_cast<float>(q) - m);
+      }
     }
   } else if (t == DType::kQ4_K) {
     const auto& b = *reinterpret_cast<const BlockQ4_K*>(p);
@@ -82,9 +130,9 @@ std::vector<float> ScalarDequant(DType t, const uint8_t* p) {
 
 // Random bytes with finite scales, as real files have: every bit pattern of
 // the quantized values, every scale and min.
-TEST(QuantizeTest, KQuantsAndQ5_0DequantizeAsTheirDefinitionBitForBit) {
+TEST(QuantizeTest, KQuantsAndQ5DequantizeAsTheirDefinitionBitForBit) {
   std::mt19937 rng(11);
-  for (DType t : {DType::kQ5_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const int64_t blocks = 64, elems = Traits(t).block_elems, bytes = Traits(t).block_bytes;
     std::vector<uint8_t> q(blocks * bytes);
     for (uint8_t& b : q) b = static_cast<uint8_t>(rng());
@@ -95,10 +143,14 @@ TEST(QuantizeTest, KQuantsAndQ5_0DequantizeAsTheirDefinitionBitForBit) {
         const uint16_t h = static_cast<uint16_t>((rng() & 0x83ff) | ((1 + rng() % 18) << 10));
         std::memcpy(block + offset, &h, 2);
       };
-      if (t == DType::kQ5_0) finite(0);
-      if (t == DType::kQ4_K) {
+      if (t == DType::kQ5_0 || t == DType::kQ3_K) finite(t == DType::kQ5_0 ? 0 : 108);
+      if (t == DType::kQ5_1 || t == DType::kQ4_K || t == DType::kQ5_K) {
         finite(0);
         finite(2);
+      }
+      if (t == DType::kQ2_K) {
+        finite(80);
+        finite(82);
       }
       if (t == DType::kQ6_K) finite(208);
     }

@@ -181,7 +181,9 @@ TEST_P(MakeDraftRequantTest, ConvertsMatricesAndKeepsNorms) {
   // llama.cpp's llama_ftype codes.
   const std::map<DType, int64_t> file_types = {{DType::kF32, 0},  {DType::kF16, 1},  {DType::kQ4_0, 2},
                                                {DType::kQ4_1, 3}, {DType::kQ8_0, 7}, {DType::kBF16, 32},
-                                               {DType::kQ5_0, 8}, {DType::kQ4_K, 14}, {DType::kQ6_K, 18}};
+                                               {DType::kQ5_0, 8}, {DType::kQ5_1, 9}, {DType::kQ2_K, 10},
+                                               {DType::kQ3_K, 11}, {DType::kQ4_K, 14}, {DType::kQ5_K, 16},
+                                               {DType::kQ6_K, 18}};
   EXPECT_EQ(*File(draft).GetInt("general.file_type"), file_types.at(to));
   for (const TensorInfo& t : File(draft).tensors()) {
     const TensorInfo& src = *File(target).FindTensor(t.name);
