@@ -11,10 +11,12 @@
 
 namespace kvfleet::kernels {
 
-// The kernels' panel sizes (matmul_q8_kernel.h) against the panel format's.
-static_assert(PanelBlockBytes<DType::kQ8_0>() == kQ8PanelRows * sizeof(BlockQ8_0));
-static_assert(PanelBlockBytes<DType::kQ4_0>() == kQ8PanelRows * sizeof(BlockQ4_0));
-static_assert(PanelBlockBytes<DType::kQ4_1>() == kQ8PanelRows * sizeof(BlockQ4_1));
+// The legacy formats' panel blocks are exactly the bytes of 8 row blocks.
+static_assert(PanelLayout(DType::kQ8_0).block_bytes == kQ8PanelRows * sizeof(BlockQ8_0));
+static_assert(PanelLayout(DType::kQ4_0).block_bytes == kQ8PanelRows * sizeof(BlockQ4_0));
+static_assert(PanelLayout(DType::kQ4_1).block_bytes == kQ8PanelRows * sizeof(BlockQ4_1));
+static_assert(PanelLayout(DType::kQ5_0).block_bytes == kQ8PanelRows * sizeof(BlockQ5_0));
+static_assert(PanelLayout(DType::kQ5_1).block_bytes == kQ8PanelRows * sizeof(BlockQ5_1));
 
 // matmul_q8_vnni.cc, compiled for AVX-512 VNNI.
 void Q8PanelRowsVnni(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
@@ -53,45 +55,43 @@ std::vector<BlockQ8A>& Scratch() {
   return scratch;
 }
 
-// The signed value of element i of a weight block, and the block's scales.
+// A weight block's values and float scales, from its row layout: the
+// format's definition, for DotQ8Reference.
 struct ScalarBlock {
-  int32_t w[32];
-  float d;
-  float m;
+  int32_t w[32];    // unsigned values (Q8_0: signed)
+  int zero = 0;
+  int halves = 1;
+  float scale[2];   // per half (both the same with one per 32 values)
+  float min[2];     // the signed offset per half: m, or −(dmin · min)
+  bool has_min = false;
 };
 
 ScalarBlock ScalarWeights(DType w_type, const uint8_t* row, int64_t b) {
-  ScalarBlock s{};
-  if (w_type == DType::kQ8_0) {
-    const BlockQ8_0& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
-    for (int i = 0; i < 32; ++i) s.w[i] = q.qs[i];
-    s.d = HalfToFloat(q.d);
-    return s;
-  }
-  const uint8_t* qs;
-  if (w_type == DType::kQ4_0) {
-    const BlockQ4_0& q = reinterpret_cast<const BlockQ4_0*>(row)[b];
-    qs = q.qs;
-    s.d = HalfToFloat(q.d);
-  } else {
-    const BlockQ4_1& q = reinterpret_cast<const BlockQ4_1*>(row)[b];
-    qs = q.qs;
-    s.d = HalfToFloat(q.d);
-    s.m = HalfToFloat(q.m);
-  }
-  const int offset = w_type == DType::kQ4_0 ? 8 : 0;
-  for (int i = 0; i < 16; ++i) {
-    s.w[i] = (qs[i] & 0x0F) - offset;
-    s.w[i + 16] = (qs[i] >> 4) - offset;
+  const Q8PanelLayout l = PanelLayout(w_type);
+  const Q8SourceBlock src = UnpackQ8SourceBlock(w_type, row, b);
+  ScalarBlock s;
+  for (int i = 0; i < 32; ++i) s.w[i] = w_type == DType::kQ8_0 ? static_cast<int8_t>(src.u[i]) : src.u[i];
+  s.zero = l.zero;
+  s.halves = l.halves;
+  s.has_min = l.has_min;
+  const float d = HalfToFloat(src.d), dmin = HalfToFloat(src.dmin);
+  for (int h = 0; h < 2; ++h) {
+    if (!l.super) {
+      s.scale[h] = d;
+      s.min[h] = dmin;  // Q4_1, Q5_1: m
+    } else if (w_type == DType::kQ3_K || w_type == DType::kQ6_K) {
+      s.scale[h] = d * static_cast<float>(static_cast<int8_t>(src.scale[h]));
+    } else {
+      s.scale[h] = d * static_cast<float>(src.scale[h]);
+      s.min[h] = -(dmin * static_cast<float>(src.min[h]));
+    }
   }
   return s;
 }
 
 }  // namespace
 
-bool Q8ActivationsApply(DType w_type) {
-  return w_type == DType::kQ8_0 || w_type == DType::kQ4_0 || w_type == DType::kQ4_1;
-}
+bool Q8ActivationsApply(DType w_type) { return PanelLayout(w_type).low_bits != 0; }
 
 bool CpuHasQ8DotIsa(Q8DotIsa isa) { return isa == Q8DotIsa::kAvx2 || DetectVnni(); }
 
@@ -107,7 +107,7 @@ std::string_view Q8DotIsaName(Q8DotIsa isa) { return isa == Q8DotIsa::kAvx2 ? "a
 
 void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, ThreadPool& pool, BlockQ8A* scratch) {
   CHECK(w.k % 32 == 0) << "matmul inner dimension " << w.k << " must be a multiple of 32";
-  CHECK(Q8ActivationsApply(w.type)) << "MatMulQ8 takes Q8_0, Q4_0 and Q4_1 weights";
+  CHECK(Q8ActivationsApply(w.type)) << "MatMulQ8 takes no " << DTypeName(w.type) << " weights";
   // Everything the workers need behind one pointer: a lambda capturing more
   // than that would make each ParallelFor allocate its std::function.
   struct Call {
@@ -144,14 +144,23 @@ void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, Thre
 float DotQ8Reference(DType w_type, const void* w_row, const BlockQ8A* x, int64_t k) {
   const auto* row = static_cast<const uint8_t*>(w_row);
   float acc = 0.0f, offset = 0.0f;
+  bool has_min = false;
   for (int64_t b = 0; b < k / 32; ++b) {
     const ScalarBlock w = ScalarWeights(w_type, row, b);
-    int32_t dot = 0;
-    for (int i = 0; i < 32; ++i) dot += w.w[i] * x[b].qs[i];
-    acc = std::fma(w.d * x[b].d, static_cast<float>(dot), acc);
-    if (w_type == DType::kQ4_1) offset = std::fma(w.m, x[b].dsum, offset);
+    has_min = w.has_min;
+    const int width = 32 / w.halves;
+    for (int h = 0; h < w.halves; ++h) {
+      int32_t dot = 0;
+      for (int i = h * width; i < (h + 1) * width; ++i) dot += w.w[i] * x[b].qs[i];
+      dot -= w.zero * (w.halves == 2 ? x[b].sum16[h] : x[b].sum);
+      acc = std::fma(w.scale[h] * x[b].d, static_cast<float>(dot), acc);
+      if (w.has_min) {
+        const float dsum = w.halves == 2 ? x[b].d * static_cast<float>(x[b].sum16[h]) : x[b].dsum;
+        offset = std::fma(w.min[h], dsum, offset);
+      }
+    }
   }
-  return w_type == DType::kQ4_1 ? acc + offset : acc;
+  return has_min ? acc + offset : acc;
 }
 
 }  // namespace kvfleet::kernels

@@ -1,22 +1,36 @@
 // Quantized weights repacked once, at load, for the integer-dot matmul
-// (matmul_q8.h): panels of 8 consecutive rows whose blocks are interleaved,
-// so that one 32-byte load carries 4 weights of each of the 8 rows and the
-// 8 lanes of a register are 8 output features.
+// (matmul_q8.h): panels of 8 consecutive rows whose blocks of 32 values are
+// interleaved, so that one 32-byte register carries 4 values of each of the
+// 8 rows and its 8 lanes are 8 output features.
 //
-// Panel p holds rows 8p .. 8p+7 (rows past n are zeros, never stored to y),
-// as k / 32 panel blocks, each:
-//   Q4_0, Q4_1: 4 × 32 bytes of nibbles, then d[8] (f16), then (Q4_1) m[8]
-//               (f16). In the 32 bytes of chunk c, byte 4r + i holds
-//               element 8c + i of row r in its low nibble and element
-//               8c + 4 + i in its high one.
-//   Q8_0:       8 × 32 signed bytes, then d[8] (f16); in the 32 bytes of
-//               group g, byte 4r + i is element 4g + i of row r.
-// For n a multiple of 8 that is exactly the bytes of the row layout, so the
-// memory planner's count holds for the packed copy (tests check it).
+// Every format is repacked exactly: each value keeps its bits and each scale
+// its bits, so the panel's weights are the file's weights. A value is stored
+// unsigned (u), with the format's zero point or min applied in the float
+// part (Q8_0 keeps its signed bytes). Panel p holds rows 8p .. 8p+7 (rows
+// past n are zeros, never stored to y) as k / 32 panel blocks; a K-quant's
+// 8 blocks of a super-block follow a header of the 8 rows' f16 d (and
+// dmin). A panel block, in order:
+//   low plane   "u-register" q (q = 0..7) holds, in byte 4r + i, the low
+//               bits of element 4q + i of row r:
+//                 8 bits (Q8_0):  register q itself (256 bytes);
+//                 4 bits:         register q / 2, low nibble for q even,
+//                                 high nibble for q odd (128 bytes);
+//                 2 bits (Q2_K, Q3_K): register q / 4, bits 2(q % 4) (64 bytes);
+//   high plane  1 bit (Q5_0, Q5_1, Q5_K, Q3_K): bit q of byte 4r + i of one
+//               register (32 bytes); 2 bits (Q6_K): register q / 4, bits
+//               2(q % 4) (64 bytes); shifted above the low bits;
+//   scales      Q8_0, Q4_0, Q5_0: d[8] (f16); Q4_1, Q5_1: d[8], m[8] (f16);
+//               Q4_K, Q5_K: the 6-bit scale[8] and min[8], one byte each;
+//               Q3_K, Q6_K: the signed scale[2][8] of each 16-value half
+//               (Q3_K's less its 32); Q2_K: scale | min << 4 [2][8].
+// The legacy formats take exactly the bytes of their row layout (n a
+// multiple of 8); the K-quants a little more (Q3_K 114 bytes per 256
+// values for the file's 110, Q4_K 148 for 144, Q5_K 180 for 176; Q2_K and
+// Q6_K the same), and the executor's memory count uses Q8PanelBytes.
 //
-//   std::vector<uint8_t> panels(Q8PanelBytes(DType::kQ4_1, n, k));
-//   PackQ8Panels(DType::kQ4_1, rows, n, k, panels.data());
-//   MatMulQ8({DType::kQ4_1, n, k, panels.data()}, x, m, y, pool);
+//   std::vector<uint8_t> panels(Q8PanelBytes(DType::kQ4_K, n, k));
+//   PackQ8Panels(DType::kQ4_K, rows, n, k, panels.data());
+//   MatMulQ8({DType::kQ4_K, n, k, panels.data()}, x, m, y, pool);
 #pragma once
 
 #include <cstdint>
@@ -27,18 +41,59 @@ namespace kvfleet::kernels {
 
 inline constexpr int64_t kQ8PanelRows = 8;
 
+// The shape of a format's panel blocks; a constant per type (the kernels
+// read it at compile time).
+struct Q8PanelLayout {
+  int low_bits = 0;          // 8, 4 or 2 (0: the type has no panels)
+  int high_bits = 0;         // 0, 1 or 2
+  int halves = 1;            // 2: a scale (and min) per 16 values
+  int zero = 0;              // subtracted from u: Q4_0 8, Q5_0 16, Q3_K 4, Q6_K 32
+  bool has_min = false;      // Q4_1, Q5_1: + m; Q2_K, Q4_K, Q5_K: − dmin · min
+  bool super = false;        // K-quant: a header per 8 blocks
+  int64_t block_bytes = 0;   // one panel block: 8 rows × 32 values
+  int64_t header_bytes = 0;  // before each 8 panel blocks (K-quants)
+};
+
+constexpr Q8PanelLayout PanelLayout(DType t) {
+  switch (t) {
+    case DType::kQ8_0: return {8, 0, 1, 0, false, false, 272, 0};
+    case DType::kQ4_0: return {4, 0, 1, 8, false, false, 144, 0};
+    case DType::kQ4_1: return {4, 0, 1, 0, true, false, 160, 0};
+    case DType::kQ5_0: return {4, 1, 1, 16, false, false, 176, 0};
+    case DType::kQ5_1: return {4, 1, 1, 0, true, false, 192, 0};
+    case DType::kQ2_K: return {2, 0, 2, 0, true, true, 80, 32};
+    case DType::kQ3_K: return {2, 1, 2, 4, false, true, 112, 16};
+    case DType::kQ4_K: return {4, 0, 1, 0, true, true, 144, 32};
+    case DType::kQ5_K: return {4, 1, 1, 0, true, true, 176, 32};
+    case DType::kQ6_K: return {4, 2, 2, 32, false, true, 208, 16};
+    default: return {};
+  }
+}
+
 struct Q8PanelWeights {
-  DType type = DType::kQ4_1;  // Q8_0, Q4_0 or Q4_1
+  DType type = DType::kQ4_1;  // a type with a PanelLayout
   int64_t n = 0;              // rows (output features)
-  int64_t k = 0;              // columns, a multiple of 32
+  int64_t k = 0;              // columns, a multiple of 32 (256 for the K-quants)
   const uint8_t* data = nullptr;
 };
 
-// Bytes of one panel block, and of the whole packed matrix.
-int64_t Q8PanelBlockBytes(DType type);
+// Bytes of the whole packed matrix.
 int64_t Q8PanelBytes(DType type, int64_t n, int64_t k);
 
 // rows: n rows of k in GGUF's row layout; out: Q8PanelBytes(type, n, k).
 void PackQ8Panels(DType type, const void* rows, int64_t n, int64_t k, uint8_t* out);
+
+// Block b (32 values) of a row in GGUF's layout, unpacked: what the panels
+// hold of it. d and dmin are f16 bits (a K-quant's: its super-block's);
+// scale and min the sub-block fields of each 16-value half (the same for
+// both when the format has one per 32 values).
+struct Q8SourceBlock {
+  uint8_t u[32];      // unsigned values; Q8_0: the bits of its signed bytes
+  uint16_t d = 0;
+  uint16_t dmin = 0;  // Q4_1, Q5_1: m
+  uint8_t scale[2] = {0, 0};  // Q3_K, Q6_K: a signed byte (Q3_K's less its 32); Q2_K: the 4-bit scale
+  uint8_t min[2] = {0, 0};    // Q2_K, Q4_K, Q5_K
+};
+Q8SourceBlock UnpackQ8SourceBlock(DType type, const uint8_t* row, int64_t b);
 
 }  // namespace kvfleet::kernels

@@ -25,6 +25,7 @@ inline void Scale(float amax, float* d, float* id) {
 inline void PoisonBlock(BlockQ8A& q) {
   q.d = std::numeric_limits<float>::quiet_NaN();
   q.sum = 0;
+  q.sum16[0] = q.sum16[1] = 0;
   q.dsum = q.d;
   std::fill(std::begin(q.qs), std::end(q.qs), int8_t{0});
 }
@@ -48,11 +49,12 @@ void QuantizeActivationRowReference(const float* x, int64_t k, BlockQ8A* out) {
     Scale(amax, &d, &id);
     BlockQ8A& q = out[b];
     q.d = d;
-    q.sum = 0;
+    q.sum16[0] = q.sum16[1] = 0;
     for (int i = 0; i < 32; ++i) {
       q.qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
-      q.sum += q.qs[i];
+      q.sum16[i / 16] = static_cast<int16_t>(q.sum16[i / 16] + q.qs[i]);
     }
+    q.sum = q.sum16[0] + q.sum16[1];
     q.dsum = d * static_cast<float>(q.sum);
   }
 }
@@ -88,11 +90,11 @@ void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out) {
     const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x1, scale), kRound));
     const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x2, scale), kRound));
     const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x3, scale), kRound));
-    // Σq: exact in int32 whatever the order.
-    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    // Σq of each half: exact in int32 whatever the order.
+    const __m256i s01 = _mm256_add_epi32(i0, i1), s23 = _mm256_add_epi32(i2, i3);
+    __m128i s4 = _mm_hadd_epi32(_mm_add_epi32(_mm256_castsi256_si128(s01), _mm256_extracti128_si256(s01, 1)),
+                                _mm_add_epi32(_mm256_castsi256_si128(s23), _mm256_extracti128_si256(s23, 1)));
+    s4 = _mm_hadd_epi32(s4, s4);  // lanes: Σ first half, Σ second half
     // Pack to int8 in element order (packs interleave 128-bit lanes; the
     // permute puts them back).
     const __m256i p16a = _mm256_packs_epi32(i0, i1), p16b = _mm256_packs_epi32(i2, i3);
@@ -100,7 +102,9 @@ void QuantizeActivationRow(const float* x, int64_t k, BlockQ8A* out) {
     const __m256i ordered = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     BlockQ8A& q = out[b];
     q.d = d;
-    q.sum = _mm_cvtsi128_si32(s4);
+    q.sum16[0] = static_cast<int16_t>(_mm_cvtsi128_si32(s4));
+    q.sum16[1] = static_cast<int16_t>(_mm_extract_epi32(s4, 1));
+    q.sum = q.sum16[0] + q.sum16[1];
     q.dsum = d * static_cast<float>(q.sum);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q.qs), ordered);
   }

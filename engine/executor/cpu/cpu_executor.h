@@ -29,7 +29,7 @@ namespace kvfleet::engine {
 inline constexpr char kCpuNumerics[] = "cpu/1";
 // With 8-bit activations (--cpu-activations q8): other tokens, another identity.
 // Version 2: the panel kernels (one int32 dot per block, one float chain).
-inline constexpr char kCpuQ8Numerics[] = "cpu-q8/2";
+inline constexpr char kCpuQ8Numerics[] = "cpu-q8/3";
 
 class CpuExecutor : public ModelExecutor {
  public:

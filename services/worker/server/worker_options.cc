@@ -26,7 +26,7 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
   --block-size N               tokens per KV block (default 16)
   --cpu-activations f32|q8     CPU backend: activations for quantized weights as float32 (default) or 8-bit
                                per 32-value block with integer dot products (faster; other tokens, so its own
-                               numerics identity, cpu-q8/2)
+                               numerics identity, cpu-q8/3)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)

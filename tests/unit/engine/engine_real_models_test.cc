@@ -180,10 +180,10 @@ TEST_P(RealModelEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeAgre
 
 // The 8-bit activation path keeps every exactness rule: its tokens may
 // differ from float32's, but not between alone, batched, chunked, cached,
-// preempted and speculative (n-gram, self, draft) runs. (SmolLM2: its Q4_1
-// and Q8_0 matrices take the integer path; a K-quant file's Q8_0 ones do.)
+// preempted and speculative (n-gram, self, draft) runs. Every matrix takes
+// the integer path: SmolLM2's Q4_1 and Q8_0, the K-quant files' Q5_0, Q4_K,
+// Q6_K and Q8_0.
 TEST_P(RealModelEngineTest, EightBitActivationsAgreeAloneBatchedChunkedCachedPreemptedAndSpeculative) {
-  if (GetParam().name != "smollm2") GTEST_SKIP() << "run on the default model (the K-quants keep float32)";
   ExpectEveryScheduleAgrees(requests_, CpuActivations::kQ8, /*speculative=*/true);
 }
 

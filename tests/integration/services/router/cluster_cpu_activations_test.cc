@@ -44,7 +44,7 @@ TEST(ClusterCpuActivationsTest, AnEightBitWorkerServesExactlyAndSaysWhatItRuns) 
                         .model_path = kDefaultModelPath,
                         .worker_args = {"--cpu-activations", "q8", "--kv-cache-memory", "128MiB", "--threads", "2"}})
                   .ok());
-  EXPECT_EQ(WorkerNumerics(q8), "cpu-q8/2");
+  EXPECT_EQ(WorkerNumerics(q8), "cpu-q8/3");
   const TextStreamResult alone = q8.Chat(rainbow);
   ASSERT_TRUE(alone.status.ok()) << alone.status.error_message();
   ASSERT_GT(alone.tokens.size(), 5u) << alone.text;

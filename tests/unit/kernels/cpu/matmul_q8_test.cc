@@ -1,5 +1,6 @@
 // The 8-bit activation path: activation quantization against its scalar
-// definition, the panel layout's size, the integer-dot matmul on packed
+// definition, the panel layout's size, the unpacked blocks against the
+// float path's values, the integer-dot matmul on packed
 // panels against DotQ8Reference (on the row layout) bit for bit on every
 // instruction set this machine has (forced in turn), batch and thread
 // invariance, and its error against the float32 path.
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/float16.h"
 #include "kernels/cpu/machine_ceilings.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
@@ -52,12 +54,15 @@ TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
   EXPECT_TRUE(std::isnan(fast[6].d));
   EXPECT_EQ(fast[6].sum, 0);
   for (const BlockQ8A& b : fast) {
-    int sum = 0;
-    for (int8_t q : b.qs) {
-      EXPECT_GE(q, -127);
-      sum += q;
+    int sum = 0, first_half = 0;
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_GE(b.qs[i], -127);
+      sum += b.qs[i];
+      if (i < 16) first_half += b.qs[i];
     }
     EXPECT_EQ(sum, b.sum);
+    EXPECT_EQ(first_half, b.sum16[0]);
+    EXPECT_EQ(sum - first_half, b.sum16[1]);
   }
 }
 
@@ -81,13 +86,57 @@ class MatMulQ8Test : public ::testing::TestWithParam<DType> {
   }
 };
 
-// The memory planner counts a packed matrix as the bytes of its row layout:
-// exact when the rows are a multiple of 8 (every matrix of the models in
-// use), one padded panel otherwise.
-TEST_P(MatMulQ8Test, PanelsTakeTheBytesOfTheRowLayout) {
+// A packed legacy matrix takes the bytes of its row layout when the rows
+// are a multiple of 8 (one padded panel otherwise); a K-quant's adds its
+// unpacked sub-block scales: at most 3.7% more, which the executor's memory
+// count includes (Q8PanelBytes).
+TEST_P(MatMulQ8Test, PanelsTakeTheBytesOfTheRowLayoutOrAFewPercentMore) {
   const DType t = GetParam();
-  for (int64_t n : {8, 64, 576, 49152}) EXPECT_EQ(Q8PanelBytes(t, n, 576), RowBytes(t, n * 576)) << n;
-  EXPECT_EQ(Q8PanelBytes(t, 20, 64), RowBytes(t, 24 * 64));
+  const int64_t k = IsKQuant(t) ? 768 : 576;
+  for (int64_t n : {8, 64, 576, 49152}) {
+    const double ratio = static_cast<double>(Q8PanelBytes(t, n, k)) / static_cast<double>(RowBytes(t, n * k));
+    if (IsKQuant(t)) {
+      EXPECT_GE(ratio, 1.0) << n;
+      EXPECT_LE(ratio, 1.037) << n;
+    } else {
+      EXPECT_EQ(ratio, 1.0) << n;
+    }
+  }
+  EXPECT_EQ(Q8PanelBytes(t, 20, k), Q8PanelBytes(t, 24, k));
+}
+
+// What the panels hold of a block (values, scales and mins with their
+// bits) is the block: its float values, computed from the unpacked fields
+// as the float path's dequantization computes them, are DequantizeRow's
+// bit for bit.
+TEST_P(MatMulQ8Test, UnpackedBlocksAreTheFormatsValuesBitForBit) {
+  const DType t = GetParam();
+  const int64_t k = 512;
+  const std::vector<uint8_t> w = Weights(4, k, 31);
+  std::vector<float> want(k);
+  const Q8PanelLayout l = PanelLayout(t);
+  for (int64_t r = 0; r < 4; ++r) {
+    const uint8_t* row = w.data() + r * RowBytes(t, k);
+    DequantizeRow(t, row, want.data(), k);
+    for (int64_t b = 0; b < k / 32; ++b) {
+      const Q8SourceBlock s = UnpackQ8SourceBlock(t, row, b);
+      const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
+      for (int e = 0; e < 32; ++e) {
+        const int h = e / 16;
+        float v;
+        if (t == DType::kQ8_0) {
+          v = static_cast<float>(static_cast<int8_t>(s.u[e])) * d;
+        } else if (!l.super) {
+          v = l.has_min ? std::fma(static_cast<float>(s.u[e]), d, dmin) : static_cast<float>(s.u[e] - l.zero) * d;
+        } else if (l.zero != 0) {
+          v = d * static_cast<float>(static_cast<int8_t>(s.scale[h])) * static_cast<float>(s.u[e] - l.zero);
+        } else {
+          v = d * static_cast<float>(s.scale[h]) * static_cast<float>(s.u[e]) - dmin * static_cast<float>(s.min[h]);
+        }
+        ASSERT_EQ(v, want[32 * b + e]) << DTypeName(t) << " row " << r << " block " << b << " element " << e;
+      }
+    }
+  }
 }
 
 TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAndThreads) {
@@ -100,8 +149,9 @@ TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAnd
       continue;
     }
     ++isas;
-    for (Case c : {Case{7, 64, 1}, Case{37, 256, 1}, Case{33, 96, 5}, Case{41, 576, 13}, Case{16, 64, 9},
-                   Case{24, 128, 64}}) {
+    const bool k_quant = IsKQuant(t);
+    for (Case c : {Case{7, k_quant ? 256 : 64, 1}, Case{37, 256, 1}, Case{33, k_quant ? 512 : 96, 5},
+                   Case{41, 768, 13}, Case{16, 256, 9}, Case{24, k_quant ? 256 : 128, 64}}) {
       const std::vector<uint8_t> w = Weights(c.n, c.k, 11);
       const std::vector<uint8_t> panels = Panels(w, c.n, c.k);
       const Q8PanelWeights pw{t, c.n, c.k, panels.data()};
@@ -135,7 +185,7 @@ TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAnd
 // float rounding; checked against that bound, and typically far inside it.
 TEST_P(MatMulQ8Test, StaysWithinTheActivationQuantizationBoundOfTheFloatPath) {
   const DType t = GetParam();
-  const int64_t n = 64, k = 576, m = 3;
+  const int64_t n = 64, k = 768, m = 3;
   const std::vector<uint8_t> w = Weights(n, k, 21);
   const std::vector<float> x = RandomFloats(m * k, 22, 1.0f);
   ThreadPool pool(2);
@@ -174,7 +224,9 @@ TEST_P(MatMulQ8Test, StaysWithinTheActivationQuantizationBoundOfTheFloatPath) {
   EXPECT_LT(relative, 0.02);
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, MatMulQ8Test, ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1),
+INSTANTIATE_TEST_SUITE_P(Formats, MatMulQ8Test,
+                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace

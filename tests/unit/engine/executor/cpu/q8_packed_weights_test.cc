@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -91,6 +93,54 @@ TEST(Q8PackedWeightsTest, PacksEveryMatrixDropsTheirMappedPagesAndComputesTheRow
         ASSERT_EQ(y[i * v->rows + j], kernels::DotQ8Reference(v->dtype, row, xq.data(), v->cols))
             << v->name << " token " << i << " row " << j;
       }
+    }
+  }
+}
+
+// A real K-quant file (Qwen2.5-Coder-0.5B Q4_K_M: Q5_0, Q4_K, Q6_K and Q8_0
+// matrices): every matrix is packed, each type's panels compute what the
+// scalar definition computes on the file's rows, and the packed copy is
+// counted as what it takes (the K-quants' unpacked sub-block scales: a few
+// percent over the file's bytes).
+TEST(Q8PackedWeightsTest, PacksEveryMatrixOfARealKQuantFileExactly) {
+  const std::string path = KVFLEET_SOURCE_DIR "/models/qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not fetched: run scripts/fetch_model.sh";
+  auto loaded = model::Model::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::DecoderWeights& w = (*loaded)->weights();
+  ThreadPool pool(2);
+  absl::StatusOr<Q8PackedWeights> packed_or = Q8PackedWeights::Pack(**loaded, pool);
+  ASSERT_TRUE(packed_or.ok()) << packed_or.status();
+  const Q8PackedWeights& packed = *packed_or;
+  EXPECT_EQ(packed.tensors(), 7 * static_cast<int64_t>(w.layers.size()) + 1);
+  int64_t want_bytes = 0;
+  std::map<DType, const model::WeightView*> one_of_each;
+  for (const model::LayerWeights& l : w.layers) {
+    for (const model::WeightView* v : l.Matrices()) {
+      want_bytes += kernels::Q8PanelBytes(v->dtype, v->rows, v->cols);
+      one_of_each.emplace(v->dtype, v);
+    }
+  }
+  want_bytes += kernels::Q8PanelBytes(w.output.dtype, w.output.rows, w.output.cols);
+  one_of_each.emplace(w.output.dtype, &w.output);
+  EXPECT_EQ(packed.bytes(), want_bytes);
+  EXPECT_GE(packed.bytes(), packed.source_bytes());
+  EXPECT_LE(static_cast<double>(packed.bytes()), 1.03 * static_cast<double>(packed.source_bytes()));
+  std::printf("packed %.1f MB for %.1f MB of rows, %zu types\n", packed.bytes() / 1e6, packed.source_bytes() / 1e6,
+              one_of_each.size());
+  EXPECT_GE(one_of_each.size(), 3u);
+  for (const auto& [dtype, v] : one_of_each) {
+    const kernels::Q8PanelWeights* panels = packed.Find(v->data);
+    ASSERT_NE(panels, nullptr) << v->name;
+    const std::vector<float> x = kvfleet::testing::RandomFloats(v->cols, 10, 1.0f);
+    std::vector<float> y(v->rows);
+    kernels::MatMulQ8(*panels, x.data(), 1, y.data(), pool);
+    std::vector<kernels::BlockQ8A> xq(v->cols / 32);
+    kernels::QuantizeActivationRowReference(x.data(), v->cols, xq.data());
+    for (int64_t j = 0; j < v->rows; j += 61) {
+      const auto* row = static_cast<const uint8_t*>(v->data) + j * RowBytes(v->dtype, v->cols);
+      ASSERT_EQ(y[j], kernels::DotQ8Reference(v->dtype, row, xq.data(), v->cols))
+          << v->name << " (" << DTypeName(dtype) << ") row " << j;
     }
   }
 }
