@@ -1,9 +1,9 @@
 // Dequantization of one 32-element block of a weight row into four AVX2
 // registers. This is the single definition of every format's values: the
-// row dequantizer and the fused matmul both call it, so the two paths see
-// bit-identical weights. A K-quant's block b is sub-block b % 8 of
-// super-block b / 8 (its 32 values share one scale, or two for Q2_K, Q3_K
-// and Q6_K).
+// row dequantizer and the fused matmul both read rows through RowBlocks, so
+// the two paths see bit-identical weights. A K-quant's block b is sub-block
+// b % 8 of super-block b / 8 (its 32 values share one scale, or two for
+// Q2_K, Q3_K and Q6_K).
 //
 // Each value is the float arithmetic of the gguf package's numpy
 // dequantization, in its order (a scale product rounded before it
@@ -56,10 +56,13 @@ inline Block32 U8x32ToFloat(__m128i lo, __m128i hi, float offset) {
 
 }  // namespace internal
 
-// Block `b` of a row stored as T.
+// Block `b` of a row stored as T, a type whose blocks are 32 values.
+// Always inlined: called out of line, its four registers go through
+// memory (a K-quant decode ran 2.6× slower that way).
 template <DType T>
-inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
+inline __attribute__((always_inline)) Block32 LoadBlock32(const uint8_t* row, int64_t b) {
   using namespace internal;
+  static_assert(!IsKQuant(T), "K-quant rows are read through RowBlocks");
   if constexpr (T == DType::kF32) {
     const float* p = reinterpret_cast<const float*>(row) + 32 * b;
     return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24)};
@@ -93,66 +96,6 @@ inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
     const __m256 d = _mm256_set1_ps(HalfToFloat(q.d)), m = _mm256_set1_ps(HalfToFloat(q.m));
     return {_mm256_fmadd_ps(v.v0, d, m), _mm256_fmadd_ps(v.v1, d, m), _mm256_fmadd_ps(v.v2, d, m),
             _mm256_fmadd_ps(v.v3, d, m)};
-  } else if constexpr (T == DType::kQ2_K) {
-    const BlockQ2_K& s = reinterpret_cast<const BlockQ2_K*>(row)[b / 8];
-    const int j = static_cast<int>(b % 8);
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs + 32 * (j / 4)));
-    const __m256i q = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
-    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 0.0f);
-    const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
-    const uint8_t s0 = s.scales[2 * j], s1 = s.scales[2 * j + 1];
-    const __m256 d0 = _mm256_set1_ps(d * static_cast<float>(s0 & 0x0f));
-    const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(s1 & 0x0f));
-    const __m256 m0 = _mm256_set1_ps(dmin * static_cast<float>(s0 >> 4));
-    const __m256 m1 = _mm256_set1_ps(dmin * static_cast<float>(s1 >> 4));
-    return {_mm256_sub_ps(_mm256_mul_ps(d0, v.v0), m0), _mm256_sub_ps(_mm256_mul_ps(d0, v.v1), m0),
-            _mm256_sub_ps(_mm256_mul_ps(d1, v.v2), m1), _mm256_sub_ps(_mm256_mul_ps(d1, v.v3), m1)};
-  } else if constexpr (T == DType::kQ3_K) {
-    const BlockQ3_K& s = reinterpret_cast<const BlockQ3_K*>(row)[b / 8];
-    const int j = static_cast<int>(b % 8);
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs + 32 * (j / 4)));
-    const __m256i low = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
-    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.hmask));
-    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
-    const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
-    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 4.0f);
-    const float d = HalfToFloat(s.d);
-    const __m256 d0 = _mm256_set1_ps(d * static_cast<float>(Q3KScale(s.scales, 2 * j)));
-    const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(Q3KScale(s.scales, 2 * j + 1)));
-    return {_mm256_mul_ps(d0, v.v0), _mm256_mul_ps(d0, v.v1), _mm256_mul_ps(d1, v.v2), _mm256_mul_ps(d1, v.v3)};
-  } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
-    // Q5_K: Q4_K's nibbles and scales, and a fifth bit per value.
-    const uint8_t* super = row + (b / 8) * Traits(T).block_bytes;
-    const BlockQ4_K& s = *reinterpret_cast<const BlockQ4_K*>(super);  // d, dmin, scales: the same bytes
-    const uint8_t* qs = T == DType::kQ4_K ? s.qs : reinterpret_cast<const BlockQ5_K*>(super)->qs;
-    const int j = static_cast<int>(b % 8);
-    uint8_t sc, mn;
-    Q4KScaleMin(s.scales, j, &sc, &mn);
-    const __m256 d = _mm256_set1_ps(HalfToFloat(s.d) * static_cast<float>(sc));
-    const __m256 m = _mm256_set1_ps(HalfToFloat(s.dmin) * static_cast<float>(mn));
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (j / 2)));
-    __m256i q = _mm256_and_si256(j % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0f));
-    if constexpr (T == DType::kQ5_K) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const BlockQ5_K*>(super)->qh));
-      const __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
-      q = _mm256_or_si256(q, _mm256_slli_epi16(fifth, 4));
-    }
-    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 0.0f);
-    return {_mm256_sub_ps(_mm256_mul_ps(d, v.v0), m), _mm256_sub_ps(_mm256_mul_ps(d, v.v1), m),
-            _mm256_sub_ps(_mm256_mul_ps(d, v.v2), m), _mm256_sub_ps(_mm256_mul_ps(d, v.v3), m)};
-  } else if constexpr (T == DType::kQ6_K) {
-    const BlockQ6_K& s = reinterpret_cast<const BlockQ6_K*>(row)[b / 8];
-    const int j = static_cast<int>(b % 8), half = j / 4, quarter = j % 4;
-    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.ql + 64 * half + 32 * (quarter % 2)));
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh + 32 * half));
-    const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0f));
-    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * quarter)), _mm256_set1_epi8(3));
-    const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
-    const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 32.0f);
-    const float d = HalfToFloat(s.d);
-    const __m256 d0 = _mm256_set1_ps(d * static_cast<float>(s.scales[2 * j]));
-    const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(s.scales[2 * j + 1]));
-    return {_mm256_mul_ps(d0, v.v0), _mm256_mul_ps(d0, v.v1), _mm256_mul_ps(d1, v.v2), _mm256_mul_ps(d1, v.v3)};
   } else if constexpr (T == DType::kQ8_0) {
     const BlockQ8_0& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
     const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));
@@ -191,5 +134,117 @@ inline Block32 LoadBlock32(const uint8_t* row, int64_t b) {
     }
   }
 }
+
+// The blocks of one row, read in order 0, 1, 2, …: a K-quant's sub-block
+// scales are decoded once per super-block (into float32: d · scale, and
+// dmin · min), not once per block, then each block is its values times
+// them. The only way the kernels read a row.
+//
+//   RowBlocks<DType::kQ4_K> blocks(row);
+//   for (int64_t b = 0; b < k / 32; ++b) Block32 v = blocks.Next(b);
+template <DType T>
+class RowBlocks {
+ public:
+  explicit RowBlocks(const uint8_t* row) : row_(row) {}
+
+  inline __attribute__((always_inline)) Block32 Next(int64_t b) {
+    if constexpr (!IsKQuant(T)) {
+      return LoadBlock32<T>(row_, b);
+    } else {
+      using namespace internal;
+      const int j = static_cast<int>(b % 8);
+      if (j == 0) DecodeScales(row_ + (b / 8) * Traits(T).block_bytes);
+      if constexpr (T == DType::kQ2_K || T == DType::kQ3_K) {
+        // Two bits of qs[32·(j / 4) + l] at 2·(j % 4); Q3_K: a third from hmask[l], bit j.
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_ + kQsOffset + 32 * (j / 4)));
+        __m256i q = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+        if constexpr (T == DType::kQ3_K) {
+          const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_));
+          const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+          q = _mm256_or_si256(q, _mm256_slli_epi16(high, 2));
+        }
+        const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1),
+                                       T == DType::kQ3_K ? 4.0f : 0.0f);
+        const __m256 d0 = _mm256_set1_ps(scale_[2 * j]), d1 = _mm256_set1_ps(scale_[2 * j + 1]);
+        if constexpr (T == DType::kQ3_K) {
+          return {_mm256_mul_ps(d0, v.v0), _mm256_mul_ps(d0, v.v1), _mm256_mul_ps(d1, v.v2), _mm256_mul_ps(d1, v.v3)};
+        } else {
+          // (d · scale) · q is exact (15 + 2 bits), so one fused rounding of
+          // it less dmin · min is the gguf package's mul-then-subtract.
+          const __m256 m0 = _mm256_set1_ps(min_[2 * j]), m1 = _mm256_set1_ps(min_[2 * j + 1]);
+          return {_mm256_fmsub_ps(d0, v.v0, m0), _mm256_fmsub_ps(d0, v.v1, m0), _mm256_fmsub_ps(d1, v.v2, m1),
+                  _mm256_fmsub_ps(d1, v.v3, m1)};
+        }
+      } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+        // Nibbles of qs[32·(j / 2) + l], low for j even; Q5_K: a fifth bit from qh[l], bit j.
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_ + kQsOffset + 32 * (j / 2)));
+        __m256i q = _mm256_and_si256(j % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0f));
+        if constexpr (T == DType::kQ5_K) {
+          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_ + 16));
+          const __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+          q = _mm256_or_si256(q, _mm256_slli_epi16(fifth, 4));
+        }
+        const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 0.0f);
+        // (d · scale) · q is exact (17 + 5 bits): one fused rounding of it
+        // less dmin · min is the gguf package's mul-then-subtract.
+        const __m256 d = _mm256_set1_ps(scale_[j]), m = _mm256_set1_ps(min_[j]);
+        return {_mm256_fmsub_ps(d, v.v0, m), _mm256_fmsub_ps(d, v.v1, m), _mm256_fmsub_ps(d, v.v2, m),
+                _mm256_fmsub_ps(d, v.v3, m)};
+      } else {  // Q6_K
+        const int half = j / 4, quarter = j % 4;
+        const __m256i ql =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_ + 64 * half + 32 * (quarter % 2)));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_ + 128 + 32 * half));
+        const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0f));
+        const __m256i high =
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * quarter)), _mm256_set1_epi8(3));
+        const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+        const Block32 v = U8x32ToFloat(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1), 32.0f);
+        const __m256 d0 = _mm256_set1_ps(scale_[2 * j]), d1 = _mm256_set1_ps(scale_[2 * j + 1]);
+        return {_mm256_mul_ps(d0, v.v0), _mm256_mul_ps(d0, v.v1), _mm256_mul_ps(d1, v.v2), _mm256_mul_ps(d1, v.v3)};
+      }
+    }
+  }
+
+ private:
+  // Where the values start in a super-block.
+  static constexpr int kQsOffset = T == DType::kQ2_K ? 16 : T == DType::kQ3_K ? 32 : T == DType::kQ5_K ? 48 : 16;
+
+  // The float scale (and min) of each sub-block of 32 (Q4_K, Q5_K) or 16
+  // values (Q2_K, Q3_K, Q6_K), as the gguf package computes them.
+  void DecodeScales(const uint8_t* super) {
+    super_ = super;
+    if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+      const BlockQ4_K& s = *reinterpret_cast<const BlockQ4_K*>(super);  // d, dmin, scales: the same bytes in Q5_K
+      const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, mn;
+        Q4KScaleMin(s.scales, j, &sc, &mn);
+        scale_[j] = d * static_cast<float>(sc);
+        min_[j] = dmin * static_cast<float>(mn);
+      }
+    } else if constexpr (T == DType::kQ2_K) {
+      const BlockQ2_K& s = *reinterpret_cast<const BlockQ2_K*>(super);
+      const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
+      for (int g = 0; g < 16; ++g) {
+        scale_[g] = d * static_cast<float>(s.scales[g] & 0x0f);
+        min_[g] = dmin * static_cast<float>(s.scales[g] >> 4);
+      }
+    } else if constexpr (T == DType::kQ3_K) {
+      const BlockQ3_K& s = *reinterpret_cast<const BlockQ3_K*>(super);
+      const float d = HalfToFloat(s.d);
+      for (int g = 0; g < 16; ++g) scale_[g] = d * static_cast<float>(Q3KScale(s.scales, g));
+    } else if constexpr (T == DType::kQ6_K) {
+      const BlockQ6_K& s = *reinterpret_cast<const BlockQ6_K*>(super);
+      const float d = HalfToFloat(s.d);
+      for (int g = 0; g < 16; ++g) scale_[g] = d * static_cast<float>(s.scales[g]);
+    }
+  }
+
+  const uint8_t* row_;
+  const uint8_t* super_ = nullptr;
+  float scale_[16];
+  float min_[16];
+};
 
 }  // namespace kvfleet::kernels

@@ -123,6 +123,7 @@ void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) 
       const uint8_t* r2 = r1 + row_bytes;
       const uint8_t* r3 = r2 + row_bytes;
       __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      RowBlocks<T> w0(r0), w1(r1), w2(r2), w3(r3);
       for (int64_t b = 0; b < blocks; ++b) {
         const float* xb = x + 32 * b;
         // The hardware prefetcher does not hide memory latency here (decode
@@ -132,10 +133,10 @@ void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) 
         for (int64_t line = 0; line < 4 * BytesPerBlock32(T); line += 64) {
           _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
         }
-        a0 = FmaBlock(LoadBlock32<T>(r0, b), xb, a0);
-        a1 = FmaBlock(LoadBlock32<T>(r1, b), xb, a1);
-        a2 = FmaBlock(LoadBlock32<T>(r2, b), xb, a2);
-        a3 = FmaBlock(LoadBlock32<T>(r3, b), xb, a3);
+        a0 = FmaBlock(w0.Next(b), xb, a0);
+        a1 = FmaBlock(w1.Next(b), xb, a1);
+        a2 = FmaBlock(w2.Next(b), xb, a2);
+        a3 = FmaBlock(w3.Next(b), xb, a3);
       }
       y[j] = HorizontalSum(a0);
       y[j + 1] = HorizontalSum(a1);
@@ -144,7 +145,8 @@ void FusedMatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) 
     }
     for (; j < row_end; ++j) {
       __m256 a = _mm256_setzero_ps();
-      for (int64_t b = 0; b < blocks; ++b) a = FmaBlock(LoadBlock32<T>(w + j * row_bytes, b), x + 32 * b, a);
+      RowBlocks<T> row(w + j * row_bytes);
+      for (int64_t b = 0; b < blocks; ++b) a = FmaBlock(row.Next(b), x + 32 * b, a);
       y[j] = HorizontalSum(a);
     }
   }
@@ -161,9 +163,10 @@ void FusedRowTile(const uint8_t* w_row, const float* x, int64_t k, int64_t block
   __m256 acc[R];
 #pragma GCC unroll 10
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  RowBlocks<T> row(w_row);
   for (int64_t b = 0; b < blocks; ++b) {
     _mm_prefetch(reinterpret_cast<const char*>(w_row + b * BytesPerBlock32(T) + kPrefetchBytes), _MM_HINT_T0);
-    const Block32 wb = LoadBlock32<T>(w_row, b);
+    const Block32 wb = row.Next(b);
 #pragma GCC unroll 10
     for (int r = 0; r < R; ++r) acc[r] = FmaBlock(wb, x + r * k + 32 * b, acc[r]);
   }

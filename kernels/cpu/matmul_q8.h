@@ -1,5 +1,5 @@
 // y = x · Wᵀ with the activations quantized to 8 bits (quantize_activations.h)
-// and integer dot products, for Q8_0, Q4_0 and Q4_1 weights repacked into
+// and integer dot products, for every quantized weight type repacked into
 // panels of 8 rows at load (q8_panels.h): per 32 weights of 8 rows, one
 // integer multiply-add instruction per 4 of them, and the float work once
 // per block for all 8 rows; far fewer instructions than dequantizing to

@@ -16,9 +16,9 @@ namespace {
 
 template <DType T>
 void DequantBlocks(const void* src, float* y, int64_t n) {
-  const auto* row = static_cast<const uint8_t*>(src);
+  RowBlocks<T> row(static_cast<const uint8_t*>(src));
   for (int64_t b = 0; b < n / 32; ++b, y += 32) {
-    const Block32 v = LoadBlock32<T>(row, b);
+    const Block32 v = row.Next(b);
     _mm256_storeu_ps(y, v.v0);
     _mm256_storeu_ps(y + 8, v.v1);
     _mm256_storeu_ps(y + 16, v.v2);
