@@ -156,6 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cpu-activations", default="f32,q8", help="comma-separated kvfleet modes")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--target", type=float, default=1.5,
+                    help="the aggregate-decode ratio to llama.cpp wanted at 16 streams (1.5: the CPU backend's "
+                         "target on Qwen2.5-Coder-1.5B; SmolLM2's was 2)")
     args = ap.parse_args(argv)
 
     if not os.path.exists(args.model):
@@ -199,11 +202,12 @@ def main(argv=None) -> int:
     for m in modes:
         falls = [(a, b) for a, b in zip(streams, streams[1:]) if kv[m][b] < kv[m][a]]
         print(f"target, kvfleet {m} never falls as streams grow: " +
-              ("met" if not falls else "MISSED (" + ", ".join(f"{a}->{b} streams" for a, b in falls) + ")"))
+              ("met" if not falls else "MISSED (" + ", ".join(
+                  f"{a}->{b} streams, {100 * (kv[m][b] / kv[m][a] - 1):+.1f}%" for a, b in falls) + ")"))
         if 16 in kv[m]:
             r16 = kv[m][16] / lc[16]
-            print(f"target, kvfleet {m} >= 2x llama.cpp at 16 streams: {'met' if r16 >= 2 else 'MISSED'} "
-                  f"({r16:.2f}x)")
+            print(f"target, kvfleet {m} >= {args.target:g}x llama.cpp at 16 streams: "
+                  f"{'met' if r16 >= args.target else 'MISSED'} ({r16:.2f}x)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": os.path.basename(args.model), "threads": args.threads,

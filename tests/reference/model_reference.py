@@ -18,8 +18,8 @@ Two kinds of model:
                         --few takes 5 of them, --long N adds a prompt of N
                         tokens (past Gemma 3's 512-token window).
   --tiny-dtype DTYPE    a random-weight tiny Llama written by `kvfleet
-                        tiny-model` with tensors of DTYPE (F32, F16, BF16,
-                        Q8_0, Q4_0, Q4_1); a handful of seeded random prompts.
+                        tiny-model` with tensors of DTYPE (every type kvfleet
+                        reads); a handful of seeded random prompts.
 
 Tolerance on logits:  |kvfleet - reference| <= ATOL + RTOL * max|reference|
 with RTOL = 2e-3 and ATOL = 1e-5 (a floor only), per prompt: the bound scales
