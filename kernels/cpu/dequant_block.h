@@ -215,14 +215,19 @@ class RowBlocks {
   void DecodeScales(const uint8_t* super) {
     super_ = super;
     if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+      // The 8 six-bit scales and mins in two 64-bit words (Q4KScaleMin's
+      // layout, all at once): bytes 0-3 hold scale 0-3 in their low six
+      // bits and the top two bits of scale 4-7; bytes 4-7 the same for the
+      // mins; bytes 8-11 the low four bits of scale 4-7 and min 4-7.
       const BlockQ4_K& s = *reinterpret_cast<const BlockQ4_K*>(super);  // d, dmin, scales: the same bytes in Q5_K
-      const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
-      for (int j = 0; j < 8; ++j) {
-        uint8_t sc, mn;
-        Q4KScaleMin(s.scales, j, &sc, &mn);
-        scale_[j] = d * static_cast<float>(sc);
-        min_[j] = dmin * static_cast<float>(mn);
-      }
+      uint32_t w[3];
+      std::memcpy(w, s.scales, sizeof(w));
+      const uint64_t scales = (w[0] & 0x3f3f3f3fu) |
+                              static_cast<uint64_t>((w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u)) << 32;
+      const uint64_t mins = (w[1] & 0x3f3f3f3fu) |
+                            static_cast<uint64_t>(((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u)) << 32;
+      StoreProducts(HalfToFloat(s.d), scales, scale_);
+      StoreProducts(HalfToFloat(s.dmin), mins, min_);
     } else if constexpr (T == DType::kQ2_K) {
       const BlockQ2_K& s = *reinterpret_cast<const BlockQ2_K*>(super);
       const float d = HalfToFloat(s.d), dmin = HalfToFloat(s.dmin);
@@ -236,9 +241,17 @@ class RowBlocks {
       for (int g = 0; g < 16; ++g) scale_[g] = d * static_cast<float>(Q3KScale(s.scales, g));
     } else if constexpr (T == DType::kQ6_K) {
       const BlockQ6_K& s = *reinterpret_cast<const BlockQ6_K*>(super);
-      const float d = HalfToFloat(s.d);
-      for (int g = 0; g < 16; ++g) scale_[g] = d * static_cast<float>(s.scales[g]);
+      const __m256 d = _mm256_set1_ps(HalfToFloat(s.d));
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.scales));
+      _mm256_storeu_ps(scale_, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+      _mm256_storeu_ps(scale_ + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
     }
+  }
+
+  // out[i] = d · float(byte i of factors), i = 0..7: the scalar products, eight at once.
+  static void StoreProducts(float d, uint64_t factors, float* out) {
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(factors))));
+    _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(d), f));
   }
 
   const uint8_t* row_;
