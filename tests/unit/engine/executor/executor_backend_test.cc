@@ -37,13 +37,37 @@ class ExecutorBackendTest : public ::testing::TestWithParam<DType> {
     return {out.logits + first * out.vocab_size, out.logits + (first + n) * out.vocab_size};
   }
 
+  std::unique_ptr<ModelExecutor> Executor(int threads) const {
+    return testing::NewExecutor(*model_, {.num_blocks = 64,
+                                          .block_size = 4,
+                                          .num_threads = threads,
+                                          .cpu_activations = activations_,
+                                          .limits = testing::kRoomyLimits});
+  }
+
+  void ExpectBatchedChunkedAndRelocatedIdentical();
+
   testing::TempDir dir_;
   std::unique_ptr<model::Model> model_;
+  CpuActivations activations_ = CpuActivations::kF32;
 };
 
-TEST_P(ExecutorBackendTest, BatchedChunkedAndRelocatedGiveIdenticalLogits) {
+TEST_P(ExecutorBackendTest, BatchedChunkedAndRelocatedGiveIdenticalLogits) { ExpectBatchedChunkedAndRelocatedIdentical(); }
+
+// The CPU's 8-bit activation path on a model of every quantized type (each
+// repacked into its panels): the same exactness.
+TEST_P(ExecutorBackendTest, EightBitActivationsGiveIdenticalLogitsBatchedChunkedAndRelocated) {
+  if (testing::TestBackendName() != "cpu") GTEST_SKIP() << "8-bit activations are a CPU backend option";
+  if (GetParam() == DType::kF32 || GetParam() == DType::kF16 || GetParam() == DType::kBF16) {
+    GTEST_SKIP() << DTypeName(GetParam()) << " matrices stay on the float path";
+  }
+  activations_ = CpuActivations::kQ8;
+  ExpectBatchedChunkedAndRelocatedIdentical();
+}
+
+void ExecutorBackendTest::ExpectBatchedChunkedAndRelocatedIdentical() {
   const auto a = Tokens(13, 1), b = Tokens(5, 2), c = Tokens(9, 3);
-  auto ex = testing::NewTinyExecutor(*model_, 64, 4, 1);
+  auto ex = Executor(1);
   ForwardBatchBuilder builder(4);
   std::vector<std::vector<float>> alone;
   for (const auto* seq : {&a, &b, &c}) {
@@ -55,7 +79,7 @@ TEST_P(ExecutorBackendTest, BatchedChunkedAndRelocatedGiveIdenticalLogits) {
   }
   // All three in one batch in scattered blocks of a second executor, a in two
   // chunks (the second batched with b and c), then c decoded one more token.
-  auto ex2 = testing::NewTinyExecutor(*model_, 64, 4, 2);
+  auto ex2 = Executor(2);
   const auto ta = Blocks({40, 3, 17, 9}), tb = Blocks({22, 5}), tc = Blocks({63, 0, 31});
   builder.Clear();
   builder.AddChunk(std::span(a).subspan(0, 6), 0, ta, LogitsWanted::kAll);
