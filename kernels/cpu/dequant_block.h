@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "common/float16.h"
@@ -72,30 +73,26 @@ inline __attribute__((always_inline)) Block32 LoadBlock32(const uint8_t* row, in
   } else if constexpr (T == DType::kBF16) {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + 32 * b;
     return {Bf16x8ToFloat(p), Bf16x8ToFloat(p + 8), Bf16x8ToFloat(p + 16), Bf16x8ToFloat(p + 24)};
-  } else if constexpr (T == DType::kQ5_0) {
-    const BlockQ5_0& q = reinterpret_cast<const BlockQ5_0*>(row)[b];
+  } else if constexpr (T == DType::kQ5_0 || T == DType::kQ5_1) {
+    // Q5_1's d, m come before the same qh and qs as Q5_0's d.
+    using Block = std::conditional_t<T == DType::kQ5_0, BlockQ5_0, BlockQ5_1>;
+    const Block& q = reinterpret_cast<const Block*>(row)[b];
     uint32_t qh;
     std::memcpy(&qh, q.qh, sizeof(qh));
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
     const __m128i nibble = _mm_set1_epi8(0x0f);
     const __m128i lo = _mm_or_si128(_mm_and_si128(raw, nibble), FifthBits(qh & 0xffff));
     const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(raw, 4), nibble), FifthBits(qh >> 16));
-    const Block32 v = U8x32ToFloat(lo, hi, 16.0f);
+    const Block32 v = U8x32ToFloat(lo, hi, T == DType::kQ5_0 ? 16.0f : 0.0f);
     const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));
-    return {_mm256_mul_ps(d, v.v0), _mm256_mul_ps(d, v.v1), _mm256_mul_ps(d, v.v2), _mm256_mul_ps(d, v.v3)};
-  } else if constexpr (T == DType::kQ5_1) {
-    // Q5_0's values, then q · d + m fused (q · d is exact: 11 × 5 bits).
-    const BlockQ5_1& q = reinterpret_cast<const BlockQ5_1*>(row)[b];
-    uint32_t qh;
-    std::memcpy(&qh, q.qh, sizeof(qh));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
-    const __m128i nibble = _mm_set1_epi8(0x0f);
-    const __m128i lo = _mm_or_si128(_mm_and_si128(raw, nibble), FifthBits(qh & 0xffff));
-    const __m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(raw, 4), nibble), FifthBits(qh >> 16));
-    const Block32 v = U8x32ToFloat(lo, hi, 0.0f);
-    const __m256 d = _mm256_set1_ps(HalfToFloat(q.d)), m = _mm256_set1_ps(HalfToFloat(q.m));
-    return {_mm256_fmadd_ps(v.v0, d, m), _mm256_fmadd_ps(v.v1, d, m), _mm256_fmadd_ps(v.v2, d, m),
-            _mm256_fmadd_ps(v.v3, d, m)};
+    if constexpr (T == DType::kQ5_0) {
+      return {_mm256_mul_ps(d, v.v0), _mm256_mul_ps(d, v.v1), _mm256_mul_ps(d, v.v2), _mm256_mul_ps(d, v.v3)};
+    } else {
+      // q · d + m fused: q · d is exact (11 × 5 bits), so this is the gguf package's multiply-then-add.
+      const __m256 m = _mm256_set1_ps(HalfToFloat(q.m));
+      return {_mm256_fmadd_ps(v.v0, d, m), _mm256_fmadd_ps(v.v1, d, m), _mm256_fmadd_ps(v.v2, d, m),
+              _mm256_fmadd_ps(v.v3, d, m)};
+    }
   } else if constexpr (T == DType::kQ8_0) {
     const BlockQ8_0& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
     const __m256 d = _mm256_set1_ps(HalfToFloat(q.d));

@@ -113,8 +113,8 @@ __device__ __forceinline__ void LoadBlockChunk(const uint8_t* p, float* out) {
 // Chunk `c` of a row (elements [c·kElements, (c+1)·kElements)) into out[], in element order.
 template <DType T>
 __device__ __forceinline__ void LoadWeightChunk(const uint8_t* row, int64_t c, float* out) {
-  if constexpr (T == DType::kQ4_K) {
-    // Sub-block j of super-block c / 8: d, dmin, 12 bytes of scales, 128 of nibbles.
+  if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+    // Sub-block j of super-block c / 8: d, dmin, 12 bytes of scales, (Q5_K: 32 bytes of fifth bits,) 128 of nibbles.
     const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
     const int j = static_cast<int>(c % 8);
     const uint8_t* sc = s + 4;
@@ -122,25 +122,14 @@ __device__ __forceinline__ void LoadWeightChunk(const uint8_t* row, int64_t c, f
     const int min = j < 4 ? (sc[j + 4] & 63) : ((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
     const float d = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s)), static_cast<float>(scale));
     const float m = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 2)), static_cast<float>(min));
-    const uint8_t* qs = s + 16 + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    KVFLEET_UNROLL
-    for (int i = 0; i < 32; ++i) out[i] = __fsub_rn(__fmul_rn(d, static_cast<float>((qs[i] >> shift) & 0x0f)), m);
-  } else if constexpr (T == DType::kQ5_K) {
-    // Q4_K's scales and nibbles, after 32 bytes of fifth bits: d, dmin, scales[12], qh[32], qs[128].
-    const uint8_t* s = row + (c / 8) * Traits(T).block_bytes;
-    const int j = static_cast<int>(c % 8);
-    const uint8_t* sc = s + 4;
-    const int scale = j < 4 ? (sc[j] & 63) : ((sc[j + 4] & 0x0f) | ((sc[j - 4] >> 6) << 4));
-    const int min = j < 4 ? (sc[j + 4] & 63) : ((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
-    const float d = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s)), static_cast<float>(scale));
-    const float m = __fmul_rn(::kvfleet::cuda::HalfBitsToFloat(LoadU16(s + 2)), static_cast<float>(min));
+    constexpr int kQsOffset = T == DType::kQ5_K ? 48 : 16;
     const uint8_t* qh = s + 16;
-    const uint8_t* qs = s + 48 + 32 * (j / 2);
+    const uint8_t* qs = s + kQsOffset + 32 * (j / 2);
     const int shift = 4 * (j % 2);
     KVFLEET_UNROLL
     for (int i = 0; i < 32; ++i) {
-      const int q = ((qs[i] >> shift) & 0x0f) | (((qh[i] >> j) & 1) << 4);
+      int q = (qs[i] >> shift) & 0x0f;
+      if constexpr (T == DType::kQ5_K) q |= ((qh[i] >> j) & 1) << 4;
       out[i] = __fsub_rn(__fmul_rn(d, static_cast<float>(q)), m);
     }
   } else if constexpr (T == DType::kQ2_K) {
