@@ -137,6 +137,19 @@ void QuantQ5_1(const float* x, BlockQ5_1* b, int64_t nb) {
 // models and tools; real K-quant files come from llama.cpp.
 int RoundClamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
 
+// The scale of each 16 values of a super-block whose largest magnitude is
+// to be `steps` steps (Q3_K, Q6_K), and the largest of them.
+float SymmetricScales16(const float* x, float steps, float* scale) {
+  float max_scale = 0.0f;
+  for (int g = 0; g < 16; ++g) {
+    float amax = 0.0f;
+    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
+    scale[g] = amax / steps;
+    max_scale = std::max(max_scale, scale[g]);
+  }
+  return max_scale;
+}
+
 // Per 16 values: a 4-bit scale and a 4-bit min against the super-block's d
 // and dmin; values in 0..3.
 void QuantQ2_K(const float* x, BlockQ2_K* b, int64_t nb) {
@@ -176,13 +189,8 @@ void QuantQ2_K(const float* x, BlockQ2_K* b, int64_t nb) {
 // in −4..3.
 void QuantQ3_K(const float* x, BlockQ3_K* b, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 256) {
-    float scale[16], max_scale = 0.0f;
-    for (int g = 0; g < 16; ++g) {
-      float amax = 0.0f;
-      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
-      scale[g] = amax / 3.5f;
-      max_scale = std::max(max_scale, scale[g]);
-    }
+    float scale[16];
+    const float max_scale = SymmetricScales16(x, 3.5f, scale);
     b[i].d = FloatToHalf(max_scale / 31.0f);
     const float d = HalfToFloat(b[i].d);
     std::memset(b[i].hmask, 0, sizeof(b[i].hmask));
@@ -265,13 +273,8 @@ void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb) {
 
 void QuantQ6_K(const float* x, BlockQ6_K* b, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 256) {
-    float scale[16], max_scale = 0.0f;
-    for (int g = 0; g < 16; ++g) {
-      float amax = 0.0f;
-      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
-      scale[g] = amax / 31.0f;
-      max_scale = std::max(max_scale, scale[g]);
-    }
+    float scale[16];
+    const float max_scale = SymmetricScales16(x, 31.0f, scale);
     b[i].d = FloatToHalf(max_scale / 127.0f);
     const float d = HalfToFloat(b[i].d);
     std::memset(b[i].ql, 0, sizeof(b[i].ql));
