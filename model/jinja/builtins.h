@@ -48,6 +48,10 @@ class ArgReader {
   std::string_view function_;
 };
 
+// Whether jinja2 has a built-in filter / test by that name.
+bool IsJinjaFilter(std::string_view name);
+bool IsJinjaTest(std::string_view name);
+
 // nullopt when jinja2 has no filter / test by that name (a template error).
 absl::StatusOr<std::optional<Value>> CallFilter(Evaluator& ev, std::string_view name, const Value& input,
                                                 const CallArgs& args);
@@ -83,7 +87,8 @@ DictData MakeGlobals(const GlobalsOptions& options);
 
 // Hugging Face's tojson: json.dumps(v, ensure_ascii=False, indent=...,
 // separators=..., sort_keys=...). `indent`: None, an int or a string.
-absl::StatusOr<Value> ToJson(const Value& v, const Value& indent, const Value& separators, bool sort_keys);
+absl::StatusOr<Value> ToJson(const Value& v, const Value& indent, const Value& separators, bool sort_keys,
+                             bool ensure_ascii = false);
 
 // A status whose message tells the interpreter to report jinja2's
 // UndefinedError for `v` (its hint).

@@ -9,6 +9,8 @@
 namespace kvfleet::jinja {
 namespace {
 
+Value Generator(std::vector<Value> items) { return Value::Sequence(std::move(items), SeqKind::kGenerator, "generator"); }
+
 absl::StatusOr<Value> First(Evaluator&, const Value& in, const ArgReader&) {
   ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(in));
   if (items.empty()) return Value::Undefined("No first item, sequence was empty.");
@@ -16,6 +18,9 @@ absl::StatusOr<Value> First(Evaluator&, const Value& in, const ArgReader&) {
 }
 
 absl::StatusOr<Value> Last(Evaluator&, const Value& in, const ArgReader&) {
+  if (in.is_list() && in.list().kind == SeqKind::kGenerator) {
+    return absl::InvalidArgumentError(absl::StrCat("TypeError: '", in.TypeName(), "' object is not reversible"));
+  }
   ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(in));
   if (items.empty()) return Value::Undefined("No last item, sequence was empty.");
   return items.back();
@@ -48,13 +53,15 @@ absl::StatusOr<Value> List(Evaluator&, const Value& in, const ArgReader&) {
 }
 
 absl::StatusOr<Value> Items(Evaluator&, const Value& in, const ArgReader&) {
-  if (in.is_undefined()) return Value::List({});
+  if (in.is_undefined()) return Generator({});
   if (!in.is_mapping()) return absl::InvalidArgumentError(absl::StrCat("TypeError: Can only get item pairs from a mapping."));
   std::vector<Value> pairs;
   for (const auto& [k, v] : in.dict().entries) pairs.push_back(Value::List({k, v}, /*is_tuple=*/true));
-  return Value::List(std::move(pairs));
+  return Generator(std::move(pairs));
 }
 
+// A string reversed; a list's or tuple's reversed() iterator; anything else
+// iterated into a list and reversed, as jinja2 does.
 absl::StatusOr<Value> Reverse(Evaluator&, const Value& in, const ArgReader&) {
   ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(in));
   std::reverse(items.begin(), items.end());
@@ -62,6 +69,9 @@ absl::StatusOr<Value> Reverse(Evaluator&, const Value& in, const ArgReader&) {
     Text out;
     for (const Value& c : items) out.Append(c.text());
     return Value::String(std::move(out));
+  }
+  if (in.is_plain_list()) {
+    return Value::Sequence(std::move(items), SeqKind::kGenerator, in.list().is_tuple ? "reversed" : "list_reverseiterator");
   }
   return Value::List(std::move(items));
 }
@@ -71,6 +81,7 @@ absl::StatusOr<Value> Reverse(Evaluator&, const Value& in, const ArgReader&) {
 // no test, the item's truth.
 absl::StatusOr<Value> SelectOrReject(Evaluator& ev, const Value& in, const ArgReader& a, bool on_attribute,
                                      bool keep_when) {
+  if (!in.Truthy()) return Generator({});  // jinja2 iterates only a truthy input
   ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(in));
   const auto& pos = a.args().positional;
   size_t next = 0;
@@ -98,7 +109,7 @@ absl::StatusOr<Value> SelectOrReject(Evaluator& ev, const Value& in, const ArgRe
     }
     if (verdict == keep_when) kept.push_back(item);
   }
-  return Value::List(std::move(kept));
+  return Generator(std::move(kept));
 }
 
 absl::StatusOr<Value> Select(Evaluator& ev, const Value& in, const ArgReader& a) { return SelectOrReject(ev, in, a, false, true); }
@@ -107,6 +118,7 @@ absl::StatusOr<Value> SelectAttr(Evaluator& ev, const Value& in, const ArgReader
 absl::StatusOr<Value> RejectAttr(Evaluator& ev, const Value& in, const ArgReader& a) { return SelectOrReject(ev, in, a, true, false); }
 
 absl::StatusOr<Value> Map(Evaluator& ev, const Value& in, const ArgReader& a) {
+  if (!in.Truthy()) return Generator({});
   ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(in));
   std::vector<Value> out;
   std::optional<Value> attribute;
@@ -120,7 +132,7 @@ absl::StatusOr<Value> Map(Evaluator& ev, const Value& in, const ArgReader& a) {
       ASSIGN_OR_RETURN(Value v, GetAttributePath(item, *attribute));
       out.push_back(v.is_undefined() && fallback.has_value() ? *fallback : v);
     }
-    return Value::List(std::move(out));
+    return Generator(std::move(out));
   }
   const auto& pos = a.args().positional;
   if (pos.empty()) return absl::InvalidArgumentError("TypeError: map needs a filter name or attribute=");
@@ -132,7 +144,7 @@ absl::StatusOr<Value> Map(Evaluator& ev, const Value& in, const ArgReader& a) {
     ASSIGN_OR_RETURN(Value v, ev.ApplyFilter(filter, item, rest));
     out.push_back(std::move(v));
   }
-  return Value::List(std::move(out));
+  return Generator(std::move(out));
 }
 
 // The sort key jinja2 uses: the attribute (if any), lowercased strings
@@ -142,7 +154,7 @@ absl::StatusOr<Value> SortKey(const Value& item, const std::optional<Value>& att
   if (attribute.has_value()) {
     ASSIGN_OR_RETURN(key, GetAttributePath(item, *attribute));
   }
-  if (!case_sensitive && key.is_string()) return Value::Literal(AsciiLower(key.str()));
+  if (!case_sensitive && key.is_string()) return Value::Literal(PythonLower(key.str()));
   return key;
 }
 
@@ -205,7 +217,7 @@ absl::StatusOr<Value> Unique(Evaluator&, const Value& in, const ArgReader& a) {
     seen.push_back(key);
     out.push_back(item);
   }
-  return Value::List(std::move(out));
+  return Generator(std::move(out));
 }
 
 absl::StatusOr<Value> MinOrMax(const Value& in, const ArgReader& a, bool want_max) {
@@ -259,12 +271,37 @@ absl::StatusOr<Value> Batch(Evaluator&, const Value& in, const ArgReader& a) {
     while (fill.has_value() && static_cast<int64_t>(current.size()) < size.int_value()) current.push_back(*fill);
     batches.push_back(Value::List(std::move(current)));
   }
-  return Value::List(std::move(batches));
+  return Generator(std::move(batches));
 }
 
+// slice(n): n columns, the first ones one longer when the items do not divide.
+absl::StatusOr<Value> Slice(Evaluator&, const Value& in, const ArgReader& a) {
+  ASSIGN_OR_RETURN(Value count, a.Require(0, "slices"));
+  std::optional<Value> fill = a.Get(1, "fill_with");
+  if (!count.is_integer() || count.int_value() <= 0) return absl::InvalidArgumentError("slice count must be a positive integer");
+  ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(in));
+  int64_t n = static_cast<int64_t>(items.size()), slices = count.int_value();
+  int64_t per = n / slices, extra = n % slices;
+  std::vector<Value> out;
+  int64_t offset = 0;
+  for (int64_t i = 0; i < slices; ++i) {
+    int64_t start = offset + i * per;
+    if (i < extra) ++offset;
+    int64_t end = offset + (i + 1) * per;
+    std::vector<Value> part(items.begin() + start, items.begin() + end);
+    if (fill.has_value() && i >= extra && extra > 0) part.push_back(*fill);
+    out.push_back(Value::List(std::move(part)));
+  }
+  return Generator(std::move(out));
+}
+
+// Python's getattr only: a dict's keys are not attributes.
 absl::StatusOr<Value> Attr(Evaluator&, const Value& in, const ArgReader& a) {
   ASSIGN_OR_RETURN(Value name, a.Require(0, "name"));
-  return GetAttribute(in, name.ToText().str());
+  if (in.is_undefined()) return UndefinedError(in);
+  if (std::optional<Value> method = BindMethod(in, name.ToText().str()); method.has_value()) return *method;
+  if (in.kind() == Value::Kind::kNamespace || in.is_callable()) return GetAttribute(in, name.ToText().str());
+  return Value::Undefined(absl::StrCat("'", in.TypeName(), " object' has no attribute '", name.ToText().str(), "'"));
 }
 
 struct Entry {
@@ -277,7 +314,7 @@ constexpr Entry kFilters[] = {
     {"select", Select}, {"reject", Reject}, {"selectattr", SelectAttr}, {"rejectattr", RejectAttr},
     {"map", Map},       {"sort", Sort},     {"dictsort", DictSort},   {"unique", Unique},
     {"min", Min},       {"max", Max},       {"sum", Sum},             {"batch", Batch},
-    {"attr", Attr},
+    {"attr", Attr},     {"slice", Slice},
 };
 
 }  // namespace

@@ -20,9 +20,27 @@ absl::StatusOr<Value> Trim(Evaluator&, const Value& in, const ArgReader& a) {
   return Value::String(StripText(t, chars.has_value() && chars->is_string() ? std::optional<std::string>(chars->str()) : std::nullopt, true, true));
 }
 
-absl::StatusOr<Value> Upper(Evaluator&, const Value& in, const ArgReader&) { return Derived(AsciiUpper(in.ToText().str()), in); }
-absl::StatusOr<Value> Lower(Evaluator&, const Value& in, const ArgReader&) { return Derived(AsciiLower(in.ToText().str()), in); }
-absl::StatusOr<Value> Title(Evaluator&, const Value& in, const ArgReader&) { return Derived(PythonTitle(in.ToText().str()), in); }
+absl::StatusOr<Value> Upper(Evaluator&, const Value& in, const ArgReader&) { return Derived(PythonUpper(in.ToText().str()), in); }
+absl::StatusOr<Value> Lower(Evaluator&, const Value& in, const ArgReader&) { return Derived(PythonLower(in.ToText().str()), in); }
+// jinja2's title: words begin after whitespace, "-" and opening brackets
+// (so "it's" stays "It's", unlike str.title()).
+absl::StatusOr<Value> Title(Evaluator&, const Value& in, const ArgReader&) {
+  std::string s = in.ToText().str();
+  std::string out;
+  bool word_start = true;
+  for (size_t pos = 0; pos < s.size();) {
+    char32_t c = DecodeCodePoint(s, &pos);
+    bool separator = IsPythonSpace(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+    if (separator) {
+      AppendCodePoint(c, &out);
+      word_start = true;
+      continue;
+    }
+    AppendCodePoint(word_start ? ToUpperCodePoint(c) : ToLowerCodePoint(c), &out);
+    word_start = false;
+  }
+  return Derived(std::move(out), in);
+}
 absl::StatusOr<Value> Capitalize(Evaluator&, const Value& in, const ArgReader&) {
   return Derived(PythonCapitalize(in.ToText().str()), in);
 }
@@ -35,35 +53,86 @@ absl::StatusOr<Value> Replace(Evaluator&, const Value& in, const ArgReader& a) {
                                    count.is_integer() ? count.int_value() : -1));
 }
 
-absl::StatusOr<Value> String(Evaluator&, const Value& in, const ArgReader&) { return Value::String(in.ToText()); }
-
-absl::StatusOr<Value> Safe(Evaluator&, const Value& in, const ArgReader&) {
+absl::StatusOr<Value> String(Evaluator&, const Value& in, const ArgReader&) {
   return in.is_string() ? in : Value::String(in.ToText());
 }
 
+absl::StatusOr<Value> Safe(Evaluator&, const Value& in, const ArgReader&) { return Value::Markup(in.ToText()); }
+
 absl::StatusOr<Value> Escape(Evaluator&, const Value& in, const ArgReader&) {
-  std::string out;
-  Text text = in.ToText();
-  for (char c : text.str()) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+  if (in.is_markup()) return in;
+  return Value::Markup(EscapeHtml(in.ToText()));
+}
+
+absl::StatusOr<Value> ForceEscape(Evaluator&, const Value& in, const ArgReader&) {
+  return Value::Markup(EscapeHtml(in.ToText()));
+}
+
+// jinja2's striptags: tags and comments removed, whitespace runs collapsed
+// to one space, entities unescaped.
+absl::StatusOr<Value> StripTags(Evaluator&, const Value& in, const ArgReader&) {
+  std::string s = in.ToText().str();
+  std::string text;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 4, "<!--") == 0) {
+      size_t end = s.find("-->", i + 4);
+      i = end == std::string::npos ? s.size() : end + 3;
+    } else if (s[i] == '<' && s.find('>', i + 1) != std::string::npos) {
+      i = s.find('>', i + 1) + 1;
+    } else {
+      text.push_back(s[i++]);
     }
   }
-  return Derived(std::move(out), in);
+  std::string words;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t start = pos;
+    if (IsPythonSpace(DecodeCodePoint(text, &pos))) continue;
+    size_t end = pos;
+    while (end < text.size()) {
+      size_t next = end;
+      if (IsPythonSpace(DecodeCodePoint(text, &next))) break;
+      end = next;
+    }
+    if (!words.empty()) words.push_back(' ');
+    words += text.substr(start, end - start);
+    pos = end;
+  }
+  static constexpr std::pair<std::string_view, std::string_view> kEntities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&#34;", "\""}, {"&#39;", "'"}, {"&quot;", "\""}, {"&amp;", "&"}};
+  for (const auto& [entity, ch] : kEntities) {
+    for (size_t at = words.find(entity); at != std::string::npos; at = words.find(entity, at + ch.size())) {
+      words.replace(at, entity.size(), ch);
+    }
+  }
+  return Derived(std::move(words), in);
+}
+
+// jinja2's truncate(length=255, killwords=False, end='...', leeway=5).
+absl::StatusOr<Value> Truncate(Evaluator&, const Value& in, const ArgReader& a) {
+  int64_t length = a.GetOr(0, "length", Value::Int(255)).int_value();
+  bool killwords = a.GetOr(1, "killwords", Value::Bool(false)).Truthy();
+  std::string end = a.GetOr(2, "end", Value::Literal("...")).ToText().str();
+  int64_t leeway = a.GetOr(3, "leeway", Value::Int(5)).int_value();
+  Text t = in.ToText();
+  std::vector<size_t> offsets = CodePointOffsets(t.str());
+  int64_t n = static_cast<int64_t>(offsets.size()) - 1;
+  int64_t end_len = static_cast<int64_t>(CodePointCount(end));
+  if (length < end_len) return absl::InvalidArgumentError("AssertionError: expected length >= len(end)");
+  if (leeway < 0) return absl::InvalidArgumentError("AssertionError: expected leeway >= 0");
+  if (n <= length + leeway) return Value::String(t);
+  std::string cut = t.str().substr(0, offsets[length - end_len]);
+  if (!killwords) {
+    size_t space = cut.rfind(' ');
+    if (space != std::string::npos) cut.resize(space);
+  }
+  return Derived(cut + end, in);
 }
 
 absl::StatusOr<Value> ToJsonFilter(Evaluator&, const Value& in, const ArgReader& a) {
   RETURN_IF_ERROR(a.Check(4, {"ensure_ascii", "indent", "separators", "sort_keys"}));
-  if (a.GetOr(0, "ensure_ascii", Value::Bool(false)).Truthy()) {
-    return absl::InvalidArgumentError("tojson(ensure_ascii=True) is not supported");
-  }
   return ToJson(in, a.GetOr(1, "indent", Value::None()), a.GetOr(2, "separators", Value::None()),
-                a.GetOr(3, "sort_keys", Value::Bool(false)).Truthy());
+                a.GetOr(3, "sort_keys", Value::Bool(false)).Truthy(),
+                a.GetOr(0, "ensure_ascii", Value::Bool(false)).Truthy());
 }
 
 absl::StatusOr<Value> Int(Evaluator&, const Value& in, const ArgReader& a) {
@@ -103,6 +172,7 @@ absl::StatusOr<Value> Round(Evaluator&, const Value& in, const ArgReader& a) {
   if (!in.is_number()) return absl::InvalidArgumentError("TypeError: round filter needs a number");
   int64_t precision = a.GetOr(0, "precision", Value::Int(0)).int_value();
   std::string method = a.GetOr(1, "method", Value::Literal("common")).ToText().str();
+  if (method == "common" && in.is_integer()) return Value::Int(in.int_value());  // round(int, n) is an int
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = in.number_value() * scale;
   if (method == "common") {
@@ -133,7 +203,7 @@ absl::StatusOr<Value> Format(Evaluator&, const Value& in, const ArgReader& a) {
   if (!a.args().keyword.empty()) {
     DictData d;
     for (const auto& [k, v] : a.args().keyword) d.Set(Value::Literal(k), v);
-    return PercentFormat(Value::String(in.ToText()), Value::Dict(std::move(d)));
+    return PercentFormat(Value::String(in.ToText()), Value::Dict(std::move(d)));  // "%(name)s"
   }
   return PercentFormat(Value::String(in.ToText()), Value::List(a.args().positional, /*is_tuple=*/true));
 }
@@ -192,7 +262,8 @@ struct Entry {
 constexpr Entry kFilters[] = {
     {"trim", Trim},       {"upper", Upper},     {"lower", Lower},         {"title", Title},
     {"capitalize", Capitalize}, {"replace", Replace}, {"string", String}, {"safe", Safe},
-    {"e", Escape},        {"escape", Escape},   {"forceescape", Escape},  {"tojson", ToJsonFilter},
+    {"e", Escape},        {"escape", Escape},   {"forceescape", ForceEscape}, {"tojson", ToJsonFilter},
+    {"striptags", StripTags}, {"truncate", Truncate},
     {"int", Int},         {"float", Float},     {"abs", Abs},             {"round", Round},
     {"default", Default}, {"d", Default},       {"format", Format},       {"indent", Indent},
     {"center", Center},   {"wordcount", Wordcount},

@@ -31,7 +31,9 @@ absl::StatusOr<Value> Range(const CallArgs& args) {
     }
     items.push_back(Value::Int(i));
   }
-  return Value::List(std::move(items));
+  std::string repr = step == 1 ? absl::StrCat("range(", start, ", ", stop, ")")
+                                : absl::StrCat("range(", start, ", ", stop, ", ", step, ")");
+  return Value::Sequence(std::move(items), SeqKind::kRange, "range", std::move(repr));
 }
 
 absl::StatusOr<DictData> KeywordDict(const CallArgs& args, std::string_view function) {

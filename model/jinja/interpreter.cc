@@ -70,7 +70,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& s, const ScopePt
     }
     case Stmt::Kind::kSetBlock: {
       Text captured;
-      ASSIGN_OR_RETURN(Flow flow, ExecBody(s.bodies[0], scope, &captured));
+      ASSIGN_OR_RETURN(Flow flow, ExecBody(s.bodies[0], std::make_shared<Scope>(scope), &captured));
       Value v = Value::String(std::move(captured));
       if (s.expr != nullptr) {
         ASSIGN_OR_RETURN(v, EvalFilterChain(*s.expr, v, scope));
@@ -92,7 +92,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& s, const ScopePt
     }
     case Stmt::Kind::kFilterBlock: {
       Text captured;
-      ASSIGN_OR_RETURN(Flow flow, ExecBody(s.bodies[0], scope, &captured));
+      ASSIGN_OR_RETURN(Flow flow, ExecBody(s.bodies[0], std::make_shared<Scope>(scope), &captured));
       if (s.expr == nullptr) {  // {% generation %}
         out->Append(captured);
         return flow;
@@ -118,15 +118,18 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& s, const ScopePt
 }
 
 absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope, Text* out) {
-  if (s.recursive) return RuntimeError(s.line, "recursive loops are not supported");
+  ASSIGN_OR_RETURN(Value iterable, Eval(*s.expr, scope));
+  ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(iterable));
+  return RunLoop(s, scope, std::move(items), 1, out);
+}
+
+absl::StatusOr<Interpreter::Flow> Interpreter::RunLoop(const Stmt& s, const ScopePtr& scope, std::vector<Value> items,
+                                                       int loop_depth, Text* out) {
   if (++depth_ > kMaxDepth) return RuntimeError(s.line, "loops and macro calls nest too deeply");
   struct DepthGuard {
     int* depth;
     ~DepthGuard() { --*depth; }
   } guard{&depth_};
-
-  ASSIGN_OR_RETURN(Value iterable, Eval(*s.expr, scope));
-  ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(iterable));
   if (!s.conditions.empty()) {  // {% for x in xs if cond %}: filtered before loop.* counts
     std::vector<Value> kept;
     for (const Value& item : items) {
@@ -141,32 +144,61 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& s, const Scop
     if (s.bodies.size() > 1) return ExecBody(s.bodies[1], std::make_shared<Scope>(scope), out);
     return Flow::kNormal;
   }
-  const int64_t n = static_cast<int64_t>(items.size());
-  for (int64_t i = 0; i < n; ++i) {
+  auto last_changed = std::make_shared<std::optional<Value>>();
+  for (int64_t i = 0; i < static_cast<int64_t>(items.size()); ++i) {
     auto iteration = std::make_shared<Scope>(scope);
     RETURN_IF_ERROR(Assign(s.targets[0], items[i], iteration, s.line));
-    DictData loop;
-    auto set = [&](std::string_view key, Value v) { loop.Set(Value::Literal(std::string(key)), std::move(v)); };
-    set("index", Value::Int(i + 1));
-    set("index0", Value::Int(i));
-    set("revindex", Value::Int(n - i));
-    set("revindex0", Value::Int(n - i - 1));
-    set("first", Value::Bool(i == 0));
-    set("last", Value::Bool(i == n - 1));
-    set("length", Value::Int(n));
-    set("depth", Value::Int(1));
-    set("depth0", Value::Int(0));
-    set("previtem", i > 0 ? items[i - 1] : Value::Undefined("there is no previous item"));
-    set("nextitem", i + 1 < n ? items[i + 1] : Value::Undefined("there is no next item"));
-    set("cycle", Value::Function("cycle", [i](const CallArgs& args) -> absl::StatusOr<Value> {
-          if (args.positional.empty()) return absl::InvalidArgumentError("TypeError: no items for cycling given");
-          return args.positional[i % args.positional.size()];
-        }));
-    iteration->Set("loop", Value::Dict(std::move(loop)));
+    // loop.changed(...) remembers its last arguments across iterations.
+    Value changed = Value::Function("changed", [last_changed](const CallArgs& args) -> absl::StatusOr<Value> {
+      Value now = Value::List(args.positional, true);
+      bool differs = !last_changed->has_value() || !(*last_changed)->Equals(now);
+      *last_changed = now;
+      return Value::Bool(differs);
+    });
+    iteration->Set("loop", MakeLoopObject(s, scope, items, i, loop_depth, std::move(changed)));
     ASSIGN_OR_RETURN(Flow flow, ExecBody(s.bodies[0], iteration, out));
     if (flow == Flow::kBreak) break;
   }
   return Flow::kNormal;
+}
+
+Value Interpreter::MakeLoopObject(const Stmt& s, const ScopePtr& scope, const std::vector<Value>& items, int64_t i,
+                                  int loop_depth, Value changed) {
+  const int64_t n = static_cast<int64_t>(items.size());
+  DictData loop;
+  auto set = [&](std::string_view key, Value v) { loop.Set(Value::Literal(std::string(key)), std::move(v)); };
+  set("index", Value::Int(i + 1));
+  set("index0", Value::Int(i));
+  set("revindex", Value::Int(n - i));
+  set("revindex0", Value::Int(n - i - 1));
+  set("first", Value::Bool(i == 0));
+  set("last", Value::Bool(i == n - 1));
+  set("length", Value::Int(n));
+  set("depth", Value::Int(loop_depth));
+  set("depth0", Value::Int(loop_depth - 1));
+  set("previtem", i > 0 ? items[i - 1] : Value::Undefined("there is no previous item"));
+  set("nextitem", i + 1 < n ? items[i + 1] : Value::Undefined("there is no next item"));
+  set("cycle", Value::Function("cycle", [i](const CallArgs& args) -> absl::StatusOr<Value> {
+        if (args.positional.empty()) return absl::InvalidArgumentError("TypeError: no items for cycling given");
+        return args.positional[i % args.positional.size()];
+      }));
+  set("changed", std::move(changed));
+  // Calling loop(children) in a recursive loop renders the loop again, one level deeper.
+  const Stmt* stmt = &s;
+  return Value::Function(
+      "loop",
+      [this, stmt, scope, loop_depth](const CallArgs& args) -> absl::StatusOr<Value> {
+        if (!stmt->recursive) {
+          return absl::InvalidArgumentError("TypeError: Tried to call non recursive loop.  Maybe you forgot the 'recursive' modifier.");
+        }
+        if (args.positional.size() != 1) return absl::InvalidArgumentError("TypeError: loop() takes one iterable");
+        ASSIGN_OR_RETURN(std::vector<Value> children, Iterate(args.positional[0]));
+        Text text;
+        ASSIGN_OR_RETURN(Flow flow, RunLoop(*stmt, scope, std::move(children), loop_depth + 1, &text));
+        (void)flow;
+        return Value::String(std::move(text));
+      },
+      std::move(loop));
 }
 
 absl::Status Interpreter::Assign(const Target& target, const Value& value, const ScopePtr& scope, int line) {
@@ -198,6 +230,37 @@ Value Interpreter::MakeMacro(const Stmt& s, const ScopePtr& scope, std::string n
   });
 }
 
+namespace {
+
+void FindNames(const Expr* e, bool* varargs, bool* kwargs) {
+  if (e == nullptr) return;
+  if (e->kind == Expr::Kind::kName) {
+    *varargs |= e->name == "varargs";
+    *kwargs |= e->name == "kwargs";
+  }
+  for (const ExprPtr& op : e->operands) FindNames(op.get(), varargs, kwargs);
+  for (const auto& [name, kw] : e->keywords) FindNames(kw.get(), varargs, kwargs);
+}
+
+void FindNames(const Body& body, bool* varargs, bool* kwargs) {
+  for (const StmtPtr& s : body) {
+    FindNames(s->expr.get(), varargs, kwargs);
+    for (const ExprPtr& c : s->conditions) FindNames(c.get(), varargs, kwargs);
+    for (const MacroParam& p : s->params) FindNames(p.default_value.get(), varargs, kwargs);
+    for (const Body& b : s->bodies) FindNames(b, varargs, kwargs);
+  }
+}
+
+}  // namespace
+
+std::pair<bool, bool> Interpreter::MacroUses(const Stmt& s) {
+  auto it = macro_uses_.find(&s);
+  if (it != macro_uses_.end()) return it->second;
+  bool varargs = false, kwargs = false;
+  FindNames(s.bodies[0], &varargs, &kwargs);
+  return macro_uses_[&s] = {varargs, kwargs};
+}
+
 absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& s, const ScopePtr& defined_in, const CallArgs& args) {
   if (++depth_ > kMaxDepth) return RuntimeError(s.line, "loops and macro calls nest too deeply");
   struct DepthGuard {
@@ -221,6 +284,11 @@ absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& s, const ScopePtr& defi
     }
     scope->Set(p.name, v.has_value() ? *v : Value::Undefined(absl::StrCat("parameter '", p.name, "' was not provided")));
   }
+  auto [uses_varargs, uses_kwargs] = MacroUses(s);
+  if (args.positional.size() > s.params.size() && !uses_varargs) {
+    return absl::InvalidArgumentError(absl::StrCat("TypeError: macro '", s.name, "' takes not more than ",
+                                                   s.params.size(), " argument(s)"));
+  }
   std::vector<Value> varargs;
   for (size_t i = s.params.size(); i < args.positional.size(); ++i) varargs.push_back(args.positional[i]);
   scope->Set("varargs", Value::List(std::move(varargs), /*is_tuple=*/true));
@@ -229,6 +297,9 @@ absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& s, const ScopePtr& defi
     if (keyword_used[k]) continue;
     if (args.keyword[k].first == "caller") {
       scope->Set("caller", args.keyword[k].second);
+    } else if (!uses_kwargs) {
+      return absl::InvalidArgumentError(absl::StrCat("TypeError: macro '", s.name, "' takes no keyword argument '",
+                                                     args.keyword[k].first, "'"));
     } else {
       kwargs.Set(Value::Literal(args.keyword[k].first), args.keyword[k].second);
     }
@@ -313,13 +384,16 @@ absl::StatusOr<Value> Interpreter::EvalFilterChain(const Expr& e, const Value& i
 
 absl::StatusOr<Value> Interpreter::ApplyFilter(std::string_view name, const Value& input, const CallArgs& args) {
   ASSIGN_OR_RETURN(std::optional<Value> v, CallFilter(*this, name, input, args));
-  if (!v.has_value()) return absl::InvalidArgumentError(absl::StrCat("the filter '", std::string(name), "' is not supported"));
+  if (!v.has_value()) {
+    if (IsJinjaFilter(name)) return absl::InvalidArgumentError(absl::StrCat("the filter '", std::string(name), "' is not supported"));
+    return absl::InvalidArgumentError(absl::StrCat("TemplateRuntimeError: No filter named '", std::string(name), "' found."));
+  }
   return *std::move(v);
 }
 
 absl::StatusOr<bool> Interpreter::ApplyTest(std::string_view name, const Value& input, const CallArgs& args) {
   ASSIGN_OR_RETURN(std::optional<bool> v, CallTest(*this, name, input, args));
-  if (!v.has_value()) return absl::InvalidArgumentError(absl::StrCat("TemplateRuntimeError: No test named '", std::string(name), "'."));
+  if (!v.has_value()) return absl::InvalidArgumentError(absl::StrCat("TemplateRuntimeError: No test named '", std::string(name), "' found."));
   return *v;
 }
 

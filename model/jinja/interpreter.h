@@ -54,9 +54,15 @@ class Interpreter : public Evaluator {
   absl::StatusOr<Flow> ExecBody(const Body& body, const ScopePtr& scope, Text* out);
   absl::StatusOr<Flow> Exec(const Stmt& s, const ScopePtr& scope, Text* out);
   absl::StatusOr<Flow> ExecFor(const Stmt& s, const ScopePtr& scope, Text* out);
+  // One (possibly recursive, depth >= 1) run of a for loop over `items`.
+  absl::StatusOr<Flow> RunLoop(const Stmt& s, const ScopePtr& scope, std::vector<Value> items, int loop_depth,
+                               Text* out);
+  Value MakeLoopObject(const Stmt& s, const ScopePtr& scope, const std::vector<Value>& items, int64_t i,
+                       int loop_depth, Value changed);
   absl::Status Assign(const Target& target, const Value& value, const ScopePtr& scope, int line);
   Value MakeMacro(const Stmt& s, const ScopePtr& scope, std::string name);
   absl::StatusOr<Value> CallMacro(const Stmt& s, const ScopePtr& defined_in, const CallArgs& args);
+  std::pair<bool, bool> MacroUses(const Stmt& s);
 
   absl::StatusOr<Value> Eval(const Expr& e, const ScopePtr& scope);
   absl::StatusOr<Value> EvalInner(const Expr& e, const ScopePtr& scope);
@@ -68,6 +74,9 @@ class Interpreter : public Evaluator {
   absl::StatusOr<Value> Call(const Value& callee, const CallArgs& args);
 
   int depth_ = 0;
+  // Per macro: whether its body reads varargs / kwargs (jinja2 refuses
+  // extra arguments to a macro that does not).
+  absl::flat_hash_map<const Stmt*, std::pair<bool, bool>> macro_uses_;
 };
 
 }  // namespace kvfleet::jinja

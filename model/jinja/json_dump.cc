@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/jinja/builtins.h"
+#include "model/jinja/unicode.h"
 
 namespace kvfleet::jinja {
 namespace {
@@ -17,11 +18,30 @@ struct JsonStyle {
   std::string item_separator;
   std::string key_separator;
   bool sort_keys = false;
+  bool ensure_ascii = false;
 };
 
-void AppendJsonString(std::string_view s, std::string* out) {
+void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (ensure_ascii && static_cast<unsigned char>(c) >= 0x80) {
+      size_t pos = i;
+      char32_t cp = DecodeCodePoint(s, &pos);
+      i = pos - 1;
+      auto append_unit = [&](unsigned unit) {
+        char buf[16];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", unit);
+        *out += buf;
+      };
+      if (cp >= 0x10000) {  // a surrogate pair, as Python writes it
+        append_unit(0xD800 + ((cp - 0x10000) >> 10));
+        append_unit(0xDC00 + ((cp - 0x10000) & 0x3FF));
+      } else {
+        append_unit(cp);
+      }
+      continue;
+    }
     switch (c) {
       case '"': *out += "\\\""; break;
       case '\\': *out += "\\\\"; break;
@@ -88,10 +108,14 @@ absl::Status Dump(const Value& v, const JsonStyle& style, int depth, std::string
       return absl::OkStatus();
     case Value::Kind::kString:
       *from_input |= v.text().HasInput();
-      AppendJsonString(v.str(), out);
+      AppendJsonString(v.str(), style.ensure_ascii, out);
       return absl::OkStatus();
     case Value::Kind::kList: {
       const auto& items = v.list().items;
+      if (!v.list().is_list_or_tuple()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("TypeError: Object of type ", v.TypeName(), " is not JSON serializable"));
+      }
       if (items.empty()) {
         *out += "[]";
         return absl::OkStatus();
@@ -124,7 +148,7 @@ absl::Status Dump(const Value& v, const JsonStyle& style, int depth, std::string
       for (size_t i = 0; i < entries.size(); ++i) {
         if (i > 0) *out += style.item_separator;
         newline(depth + 1);
-        AppendJsonString(entries[i].first, out);
+        AppendJsonString(entries[i].first, style.ensure_ascii, out);
         *out += style.key_separator;
         RETURN_IF_ERROR(Dump(*entries[i].second, style, depth + 1, out, from_input));
       }
@@ -140,9 +164,11 @@ absl::Status Dump(const Value& v, const JsonStyle& style, int depth, std::string
 
 }  // namespace
 
-absl::StatusOr<Value> ToJson(const Value& v, const Value& indent, const Value& separators, bool sort_keys) {
+absl::StatusOr<Value> ToJson(const Value& v, const Value& indent, const Value& separators, bool sort_keys,
+                             bool ensure_ascii) {
   JsonStyle style;
   style.sort_keys = sort_keys;
+  style.ensure_ascii = ensure_ascii;
   if (indent.is_integer()) {
     style.indent = std::string(std::max<int64_t>(indent.int_value(), 0), ' ');
   } else if (indent.is_string()) {

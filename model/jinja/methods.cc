@@ -247,8 +247,8 @@ absl::StatusOr<Value> StringMethod(std::string_view name, const Value& self, con
   if (name == "rsplit") return Split(self, args, true);
   if (name == "startswith") return StartsOrEnds(self, args, true);
   if (name == "endswith") return StartsOrEnds(self, args, false);
-  if (name == "upper") return derived(AsciiUpper(self.str()));
-  if (name == "lower") return derived(AsciiLower(self.str()));
+  if (name == "upper") return derived(PythonUpper(self.str()));
+  if (name == "lower") return derived(PythonLower(self.str()));
   if (name == "title") return derived(PythonTitle(self.str()));
   if (name == "capitalize") return derived(PythonCapitalize(self.str()));
   if (name == "find") return Find(self, args, false);
@@ -263,6 +263,61 @@ absl::StatusOr<Value> StringMethod(std::string_view name, const Value& self, con
   if (name == "isspace") return AllChars<IsPythonSpace>(self, args);
   if (name == "isupper") return CaseCheck(self, true);
   if (name == "islower") return CaseCheck(self, false);
+  if (name == "swapcase") {
+    std::string out;
+    const std::string& str = self.str();
+    for (size_t pos = 0; pos < str.size();) {
+      char32_t c = DecodeCodePoint(str, &pos);
+      AppendCodePoint(ToLowerCodePoint(c) != c ? ToLowerCodePoint(c) : ToUpperCodePoint(c), &out);
+    }
+    return derived(std::move(out));
+  }
+  if (name == "index" || name == "rindex") {
+    ASSIGN_OR_RETURN(Value found, Find(self, args, name == "rindex"));
+    if (found.int_value() < 0) return absl::InvalidArgumentError("ValueError: substring not found");
+    return found;
+  }
+  if (name == "partition" || name == "rpartition") {
+    ASSIGN_OR_RETURN(Value sep, ArgReader(args, name).Require(0, "sep"));
+    if (!sep.is_string() || sep.str().empty()) return absl::InvalidArgumentError("ValueError: empty separator");
+    const std::string& str = self.str();
+    size_t at = name == "partition" ? str.find(sep.str()) : str.rfind(sep.str());
+    Value empty = Value::Literal("");
+    if (at == std::string::npos) {
+      return name == "partition" ? Value::List({self, empty, empty}, true) : Value::List({empty, empty, self}, true);
+    }
+    return Value::List({Value::String(self.text().Substr(0, at)), Value::String(self.text().Substr(at, sep.str().size())),
+                        Value::String(self.text().Substr(at + sep.str().size()))},
+                       true);
+  }
+  if (name == "ljust" || name == "rjust" || name == "center" || name == "zfill") {
+    ArgReader r(args, name);
+    ASSIGN_OR_RETURN(Value width, r.Require(0, "width"));
+    std::string fill = name == "zfill" ? "0" : r.GetOr(1, "fillchar", Value::Literal(" ")).ToText().str();
+    int64_t n = static_cast<int64_t>(CodePointCount(self.str()));
+    int64_t pad = std::max<int64_t>(width.int_value() - n, 0);
+    int64_t left = name == "rjust" || name == "zfill" ? pad : name == "ljust" ? 0 : pad / 2 + (pad & width.int_value() & 1);
+    std::string out;
+    for (int64_t i = 0; i < left; ++i) out += fill;
+    std::string body = self.str();
+    if (name == "zfill" && !body.empty() && (body[0] == '-' || body[0] == '+') && left > 0) {
+      out = std::string(1, body[0]) + out;
+      body.erase(0, 1);
+    }
+    out += body;
+    for (int64_t i = left; i < pad; ++i) out += fill;
+    return derived(std::move(out));
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    ASSIGN_OR_RETURN(Value affix, ArgReader(args, name).Require(0, "affix"));
+    const std::string& str = self.str();
+    std::string a = affix.ToText().str();
+    if (name == "removeprefix" && str.compare(0, a.size(), a) == 0) return Value::String(self.text().Substr(a.size()));
+    if (name == "removesuffix" && a.size() <= str.size() && !a.empty() && str.compare(str.size() - a.size(), a.size(), a) == 0) {
+      return Value::String(self.text().Substr(0, str.size() - a.size()));
+    }
+    return self;
+  }
   if (name == "replace") {
     ArgReader r(args, "replace");
     ASSIGN_OR_RETURN(Value old, r.Require(0, "old"));
@@ -276,7 +331,8 @@ absl::StatusOr<Value> StringMethod(std::string_view name, const Value& self, con
 constexpr std::string_view kStringMethods[] = {
     "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "upper", "lower", "title",
     "capitalize", "find", "rfind", "count", "format", "join", "splitlines", "isdigit", "isnumeric", "isdecimal",
-    "isalpha", "isalnum", "isspace", "isupper", "islower", "replace"};
+    "isalpha", "isalnum", "isspace", "isupper", "islower", "replace", "swapcase", "index", "rindex", "partition",
+    "rpartition", "ljust", "rjust", "center", "zfill", "removeprefix", "removesuffix"};
 
 absl::StatusOr<Value> DictMethod(std::string_view name, const Value& self, const CallArgs& args) {
   const DictData& d = self.dict();
@@ -297,7 +353,7 @@ absl::StatusOr<Value> DictMethod(std::string_view name, const Value& self, const
     }
   }
   if (name == "copy") return Value::Dict(d);
-  return Value::List(std::move(out));
+  return Value::Sequence(std::move(out), SeqKind::kView, absl::StrCat("dict_", std::string(name)));
 }
 
 }  // namespace
@@ -402,38 +458,51 @@ Text ReplaceText(const Text& s, std::string_view old, const Text& replacement, i
   return out;
 }
 
-std::string AsciiUpper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+Text EscapeHtml(const Text& s) {
+  Text out;
+  size_t begin = 0;
+  const std::string& str = s.str();
+  for (size_t i = 0; i < str.size(); ++i) {
+    std::string_view entity;
+    switch (str[i]) {
+      case '&': entity = "&amp;"; break;
+      case '<': entity = "&lt;"; break;
+      case '>': entity = "&gt;"; break;
+      case '"': entity = "&#34;"; break;
+      case '\'': entity = "&#39;"; break;
+      default: continue;
+    }
+    out.Append(s.Substr(begin, i - begin));
+    out.Append(Text::Derived(std::string(entity), s.IsInputByte(i)));
+    begin = i + 1;
   }
+  out.Append(s.Substr(begin));
   return out;
 }
 
-std::string AsciiLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
+std::string PythonUpper(std::string_view s) { return UnicodeUpper(s); }
+
+std::string PythonLower(std::string_view s) { return UnicodeLower(s); }
 
 std::string PythonTitle(std::string_view s) {
-  std::string out(s);
+  std::string out;
   bool previous_cased = false;
-  for (char& c : out) {
-    bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
-    if (lower && !previous_cased) c = static_cast<char>(c - 'a' + 'A');
-    if (upper && previous_cased) c = static_cast<char>(c - 'A' + 'a');
-    previous_cased = lower || upper || static_cast<unsigned char>(c) >= 0x80;
+  for (size_t pos = 0; pos < s.size();) {
+    char32_t c = DecodeCodePoint(s, &pos);
+    bool cased = IsCased(c);
+    AppendCodePoint(cased ? (previous_cased ? ToLowerCodePoint(c) : ToUpperCodePoint(c)) : c, &out);
+    previous_cased = cased;
   }
   return out;
 }
 
 std::string PythonCapitalize(std::string_view s) {
-  std::string out = AsciiLower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
-  return out;
+  if (s.empty()) return "";
+  size_t pos = 0;
+  char32_t first = DecodeCodePoint(s, &pos);
+  std::string out;
+  AppendCodePoint(ToUpperCodePoint(first), &out);
+  return out + UnicodeLower(s.substr(pos));
 }
 
 }  // namespace kvfleet::jinja

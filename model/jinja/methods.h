@@ -19,9 +19,11 @@ std::optional<Value> BindMethod(const Value& obj, std::string_view name);
 Text StripText(const Text& s, const std::optional<std::string>& chars, bool left, bool right);
 // str.replace(old, new[, count]); count < 0: all.
 Text ReplaceText(const Text& s, std::string_view old, const Text& replacement, int64_t count);
-// Case changes: ASCII letters (README.md says why).
-std::string AsciiUpper(std::string_view s);
-std::string AsciiLower(std::string_view s);
+// markupsafe's escape: & < > " ' become entities.
+Text EscapeHtml(const Text& s);
+// Python's str.upper / lower / title / capitalize (case mapping: unicode.h).
+std::string PythonUpper(std::string_view s);
+std::string PythonLower(std::string_view s);
 std::string PythonTitle(std::string_view s);
 std::string PythonCapitalize(std::string_view s);
 

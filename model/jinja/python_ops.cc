@@ -38,6 +38,11 @@ std::optional<int64_t> NormalizeIndex(int64_t i, int64_t size) {
   return i;
 }
 
+// Lists, tuples and ranges support seq[i]; generators and views do not.
+bool IsIndexable(const Value& v) {
+  return v.is_list() && (v.list().is_list_or_tuple() || v.list().kind == SeqKind::kRange);
+}
+
 Value Repeat(const Value& seq, int64_t times) {
   if (seq.is_string()) {
     Text out;
@@ -90,6 +95,9 @@ absl::Status ArgReader::Check(size_t max_positional, std::initializer_list<std::
 absl::StatusOr<Value> GetAttribute(const Value& obj, std::string_view name) {
   if (obj.is_undefined()) return UndefinedError(obj);
   if (std::optional<Value> method = BindMethod(obj, name); method.has_value()) return *method;
+  if (obj.is_callable()) {
+    if (const Value* v = obj.function().attributes.Find(name); v != nullptr) return *v;
+  }
   if (obj.is_mapping()) {
     if (const Value* v = obj.dict().Find(name); v != nullptr) return *v;
   }
@@ -102,7 +110,7 @@ absl::StatusOr<Value> GetItem(const Value& obj, const Value& key) {
   if (obj.is_undefined()) return UndefinedError(obj);
   if (obj.is_mapping()) {
     if (const Value* v = obj.dict().Find(key); v != nullptr) return *v;
-  } else if ((obj.is_list() || obj.is_string()) && key.is_integer()) {
+  } else if ((IsIndexable(obj) || obj.is_string()) && key.is_integer()) {
     if (obj.is_list()) {
       auto i = NormalizeIndex(key.int_value(), obj.list().items.size());
       if (i.has_value()) return obj.list().items[*i];
@@ -135,10 +143,11 @@ absl::StatusOr<Value> GetSlice(const Value& obj, const Value& start_v, const Val
   if (obj.is_string()) {
     offsets = CodePointOffsets(obj.str());
     size = static_cast<int64_t>(offsets.size()) - 1;
-  } else if (obj.is_list()) {
+  } else if (IsIndexable(obj)) {
     size = static_cast<int64_t>(obj.list().items.size());
   } else {
-    return TypeError(absl::StrCat("'", obj.TypeName(), "' object is not subscriptable"));
+    // jinja2 turns the TypeError of slicing a generator or a number into Undefined.
+    return Value::Undefined(absl::StrCat("'", obj.TypeName(), " object' has no element slice"));
   }
   // Python's PySlice_AdjustIndices.
   auto adjust = [&](std::optional<int64_t> v, int64_t fallback) {
@@ -181,11 +190,13 @@ absl::StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value&
     if (ints) return Value::Int(a.int_value() + b.int_value());
     if (numbers) return Value::Float(a.number_value() + b.number_value());
     if (a.is_string() && b.is_string()) {
-      Text t = a.text();
-      t.Append(b.text());
-      return Value::String(std::move(t));
+      // Markup + str escapes the str (and str + Markup), as markupsafe does.
+      bool markup = a.is_markup() || b.is_markup();
+      Text t = markup && !a.is_markup() ? EscapeHtml(a.text()) : a.text();
+      t.Append(markup && !b.is_markup() ? EscapeHtml(b.text()) : b.text());
+      return markup ? Value::Markup(std::move(t)) : Value::String(std::move(t));
     }
-    if (a.is_list() && b.is_list() && a.list().is_tuple == b.list().is_tuple) {
+    if (a.is_plain_list() && b.is_plain_list() && a.list().is_tuple == b.list().is_tuple) {
       std::vector<Value> items = a.list().items;
       items.insert(items.end(), b.list().items.begin(), b.list().items.end());
       return Value::List(std::move(items), a.list().is_tuple);
@@ -283,12 +294,14 @@ absl::StatusOr<int64_t> Length(const Value& v) {
     case Value::Kind::kString:
       return static_cast<int64_t>(CodePointCount(v.str()));
     case Value::Kind::kList:
+      if (v.list().kind == SeqKind::kGenerator) break;
       return static_cast<int64_t>(v.list().items.size());
     case Value::Kind::kDict:
       return static_cast<int64_t>(v.dict().entries.size());
     default:
-      return TypeError(absl::StrCat("object of type '", v.TypeName(), "' has no len()"));
+      break;
   }
+  return TypeError(absl::StrCat("object of type '", v.TypeName(), "' has no len()"));
 }
 
 absl::StatusOr<Value> PercentFormat(const Value& format, const Value& args) {
@@ -309,6 +322,15 @@ absl::StatusOr<Value> PercentFormat(const Value& format, const Value& args) {
       continue;
     }
     size_t spec_start = i++;
+    const Value* named = nullptr;
+    if (i < f.size() && f[i] == '(' && args.is_mapping()) {
+      size_t close = f.find(')', i);
+      if (close == std::string::npos) return absl::InvalidArgumentError("ValueError: incomplete format key");
+      named = args.dict().Find(std::string_view(f).substr(i + 1, close - i - 1));
+      if (named == nullptr) return absl::InvalidArgumentError(absl::StrCat("KeyError: '", f.substr(i + 1, close - i - 1), "'"));
+      i = close + 1;
+      spec_start = i - 1;
+    }
     while (i < f.size() && std::string_view("-+ #0123456789.").find(f[i]) != std::string_view::npos) ++i;
     if (i >= f.size()) return absl::InvalidArgumentError("ValueError: incomplete format");
     char conv = f[i];
@@ -316,9 +338,9 @@ absl::StatusOr<Value> PercentFormat(const Value& format, const Value& args) {
       plain.push_back('%');
       continue;
     }
-    if (next >= values.size()) return TypeError("not enough arguments for format string");
-    const Value& v = values[next++];
-    std::string flags = f.substr(spec_start, i - spec_start);  // "%-5.2"
+    if (named == nullptr && next >= values.size()) return TypeError("not enough arguments for format string");
+    const Value& v = named != nullptr ? *named : values[next++];
+    std::string flags = "%" + f.substr(spec_start + 1, i - spec_start - 1);  // "%-5.2"
     char buf[512];
     if (conv == 's' || conv == 'r') {
       std::string s = conv == 's' ? v.ToText().str() : v.Repr();
@@ -338,7 +360,9 @@ absl::StatusOr<Value> PercentFormat(const Value& format, const Value& args) {
       return absl::InvalidArgumentError(absl::StrCat("ValueError: unsupported format character '", std::string(1, conv), "'"));
     }
   }
-  if (next < values.size()) return TypeError("not all arguments converted during string formatting");
+  if (!args.is_mapping() && next < values.size()) {
+    return TypeError("not all arguments converted during string formatting");
+  }
   return Value::String(Text::Derived(std::move(plain), from_input));
 }
 

@@ -50,8 +50,4 @@ class Template {
   std::shared_ptr<const Body> body_;
 };
 
-// Whether jinja2 has a built-in filter / test by that name.
-bool IsJinjaFilter(std::string_view name);
-bool IsJinjaTest(std::string_view name);
-
 }  // namespace kvfleet::jinja

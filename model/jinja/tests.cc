@@ -1,4 +1,6 @@
 // jinja2's built-in tests: `x is defined`, `n is divisibleby 3`, ...
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/jinja/builtins.h"
@@ -7,11 +9,35 @@
 namespace kvfleet::jinja {
 namespace {
 
+constexpr std::string_view kJinjaFilters[] = {
+    "abs",     "attr",    "batch",      "capitalize", "center",   "count",      "d",        "default",
+    "dictsort", "e",      "escape",     "filesizeformat", "first", "float",     "forceescape", "format",
+    "groupby", "indent",  "int",        "join",       "last",     "length",     "list",     "lower",
+    "items",   "map",     "min",        "max",        "pprint",   "random",     "reject",   "rejectattr",
+    "replace", "reverse", "round",      "safe",       "select",   "selectattr", "slice",    "sort",
+    "string",  "striptags", "sum",      "title",      "trim",     "truncate",   "unique",   "upper",
+    "urlencode", "urlize", "wordcount", "wordwrap",   "xmlattr",  "tojson"};
+
+constexpr std::string_view kJinjaTests[] = {
+    "odd",      "even",    "divisibleby", "defined",  "undefined", "filter", "test",   "none",
+    "boolean",  "false",   "true",        "integer",  "float",     "lower",  "upper",  "string",
+    "mapping",  "number",  "sequence",    "iterable", "callable",  "sameas", "escaped", "in",
+    "==",       "eq",      "equalto",     "!=",       "ne",        ">",      "gt",     "greaterthan",
+    ">=",       "ge",      "<",           "lt",       "lessthan",  "<=",     "le"};
+
 absl::StatusOr<Value> Arg(const CallArgs& args, std::string_view test) {
   return ArgReader(args, test).Require(0, "other");
 }
 
 }  // namespace
+
+bool IsJinjaFilter(std::string_view name) {
+  return std::find(std::begin(kJinjaFilters), std::end(kJinjaFilters), name) != std::end(kJinjaFilters);
+}
+
+bool IsJinjaTest(std::string_view name) {
+  return std::find(std::begin(kJinjaTests), std::end(kJinjaTests), name) != std::end(kJinjaTests);
+}
 
 absl::StatusOr<std::optional<bool>> CallTest(Evaluator& ev, std::string_view name, const Value& v,
                                              const CallArgs& args) {
@@ -31,8 +57,8 @@ absl::StatusOr<std::optional<bool>> CallTest(Evaluator& ev, std::string_view nam
   if (name == "iterable") return std::optional<bool>(v.is_string() || v.is_list() || v.is_dict() || v.is_undefined());
   if (name == "callable") return std::optional<bool>(v.is_callable());
   if (name == "escaped") return std::optional<bool>(false);
-  if (name == "lower") return std::optional<bool>(v.is_string() && AsciiLower(v.str()) == v.str());
-  if (name == "upper") return std::optional<bool>(v.is_string() && AsciiUpper(v.str()) == v.str());
+  if (name == "lower") return std::optional<bool>(v.is_string() && PythonLower(v.str()) == v.str());
+  if (name == "upper") return std::optional<bool>(v.is_string() && PythonUpper(v.str()) == v.str());
   if (name == "odd" || name == "even") {
     if (!v.is_integer()) return absl::InvalidArgumentError(absl::StrCat("TypeError: '", std::string(name), "' needs an integer"));
     bool odd = (v.int_value() % 2) != 0;
@@ -65,15 +91,19 @@ absl::StatusOr<std::optional<bool>> CallTest(Evaluator& ev, std::string_view nam
   }
   if (name == "sameas") {
     ASSIGN_OR_RETURN(Value other, Arg(args, name));
-    bool same = (v.is_none() && other.is_none()) ||
+    // Python's `is`: CPython shares small ints; constants and strings are
+    // equal objects in the cases templates compare.
+    bool same = (v.kind() == K::kInt && other.kind() == K::kInt && v.int_value() == other.int_value() &&
+                 v.int_value() >= -5 && v.int_value() <= 256) ||
+                (v.is_string() && other.is_string() && v.str() == other.str()) ||
+                (v.is_none() && other.is_none()) ||
                 (v.kind() == K::kBool && other.kind() == K::kBool && v.bool_value() == other.bool_value()) ||
                 (v.is_mapping() && other.is_mapping() && &v.dict() == &other.dict()) ||
                 (v.is_list() && other.is_list() && &v.list() == &other.list());
     return std::optional<bool>(same);
   }
-  if (name == "filter" || name == "test") {
-    return absl::InvalidArgumentError(absl::StrCat("the '", std::string(name), "' test is not supported"));
-  }
+  if (name == "filter") return std::optional<bool>(v.is_string() && IsJinjaFilter(v.str()));
+  if (name == "test") return std::optional<bool>(v.is_string() && IsJinjaTest(v.str()));
   (void)ev;
   return std::optional<bool>();
 }

@@ -51,6 +51,60 @@ size_t CodePointCount(std::string_view s) {
   return n;
 }
 
+char32_t ToLowerCodePoint(char32_t c) {
+  if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+  if ((c >= 0xC0 && c <= 0xDE && c != 0xD7) || (c >= 0x391 && c <= 0x3AB && c != 0x3A2) ||
+      (c >= 0x410 && c <= 0x42F)) {
+    return c + 32;
+  }
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  if (c == 0x178) return 0xFF;
+  if (c == 0x130) return 'i';
+  // Latin Extended-A: pairs, upper case first (even, then odd from U+0139).
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return (c % 2 == 0) ? c + 1 : c;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
+  return c;
+}
+
+char32_t ToUpperCodePoint(char32_t c) {
+  if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7) || (c >= 0x3B1 && c <= 0x3CB && c != 0x3C2) ||
+      (c >= 0x430 && c <= 0x44F)) {
+    return c - 32;
+  }
+  if (c == 0x3C2) return 0x3A3;  // final sigma
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  if (c == 0x131) return 'I';
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return (c % 2 == 1) ? c - 1 : c;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
+  return c;
+}
+
+bool IsCased(char32_t c) { return ToLowerCodePoint(c) != c || ToUpperCodePoint(c) != c || c == 0xDF; }
+
+std::string UnicodeUpper(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t pos = 0; pos < s.size();) {
+    char32_t c = DecodeCodePoint(s, &pos);
+    if (c == 0xDF) {
+      out += "SS";
+    } else {
+      AppendCodePoint(ToUpperCodePoint(c), &out);
+    }
+  }
+  return out;
+}
+
+std::string UnicodeLower(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t pos = 0; pos < s.size();) AppendCodePoint(ToLowerCodePoint(DecodeCodePoint(s, &pos)), &out);
+  return out;
+}
+
 bool IsPythonSpace(char32_t c) {
   if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
   return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||

@@ -1,8 +1,9 @@
 // The few Unicode facts Python's str methods depend on, for UTF-8 strings:
 // code points (Python indexes, slices and measures strings by them), which
 // code points str.strip() and str.split() treat as whitespace, and which
-// repr() prints as escapes. Case mapping is ASCII-only: templates change the
-// case of role names and keywords, not of message content.
+// repr() prints as escapes, and simple case mapping for the alphabets
+// message text commonly uses (Latin, Greek, Cyrillic); other scripts keep
+// their case, which Python would change only for a few (README.md).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,14 @@ void AppendCodePoint(char32_t c, std::string* out);
 // Byte offset of every code point in `s`, plus s.size() at the end.
 std::vector<size_t> CodePointOffsets(std::string_view s);
 size_t CodePointCount(std::string_view s);
+
+// Simple case mapping (no context, one code point to one, except that
+// Upper maps U+00DF to "SS" as Python does).
+char32_t ToLowerCodePoint(char32_t c);
+char32_t ToUpperCodePoint(char32_t c);
+bool IsCased(char32_t c);
+std::string UnicodeUpper(std::string_view s);
+std::string UnicodeLower(std::string_view s);
 
 // Python's str.isspace() for one code point.
 bool IsPythonSpace(char32_t c);

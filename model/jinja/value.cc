@@ -76,7 +76,21 @@ Value Value::String(Text t) {
 Value Value::List(std::vector<Value> items, bool is_tuple) {
   Value v;
   v.kind_ = Kind::kList;
-  v.list_ = std::make_shared<ListData>(ListData{std::move(items), is_tuple});
+  v.list_ = std::make_shared<ListData>(
+      ListData{std::move(items), is_tuple, is_tuple ? SeqKind::kTuple : SeqKind::kList, "", ""});
+  return v;
+}
+
+Value Value::Sequence(std::vector<Value> items, SeqKind kind, std::string type_name, std::string repr) {
+  Value v;
+  v.kind_ = Kind::kList;
+  v.list_ = std::make_shared<ListData>(ListData{std::move(items), false, kind, std::move(type_name), std::move(repr)});
+  return v;
+}
+
+Value Value::Markup(Text t) {
+  Value v = String(std::move(t));
+  v.bool_ = true;
   return v;
 }
 
@@ -87,10 +101,10 @@ Value Value::Dict(DictData dict) {
   return v;
 }
 
-Value Value::Function(std::string name, NativeFunction call) {
+Value Value::Function(std::string name, NativeFunction call, DictData attributes) {
   Value v;
   v.kind_ = Kind::kFunction;
-  v.function_ = std::make_shared<FunctionData>(FunctionData{std::move(name), std::move(call)});
+  v.function_ = std::make_shared<FunctionData>(FunctionData{std::move(name), std::move(call), std::move(attributes)});
   return v;
 }
 
@@ -114,7 +128,7 @@ bool Value::Truthy() const {
     case Kind::kString:
       return !text_.empty();
     case Kind::kList:
-      return !list_->items.empty();
+      return list_->kind == SeqKind::kGenerator || !list_->items.empty();
     case Kind::kDict:
       return !dict_->entries.empty();
     case Kind::kFunction:
@@ -230,7 +244,7 @@ Text Value::ToText() const {
 std::string Value::Repr() const {
   switch (kind_) {
     case Kind::kUndefined:
-      return "";
+      return "Undefined";
     case Kind::kNone:
       return "None";
     case Kind::kBool:
@@ -243,6 +257,13 @@ std::string Value::Repr() const {
       return StringRepr(text_.str());
     case Kind::kList: {
       const auto& items = list_->items;
+      if (list_->kind == SeqKind::kGenerator) return absl::StrCat("<", list_->type_name, " object>");
+      if (list_->kind == SeqKind::kRange) return list_->repr;
+      if (list_->kind == SeqKind::kView) {
+        std::string out = list_->type_name + "([";
+        for (size_t i = 0; i < items.size(); ++i) absl::StrAppend(&out, i > 0 ? ", " : "", items[i].Repr());
+        return out + "])";
+      }
       std::string out = list_->is_tuple ? "(" : "[";
       for (size_t i = 0; i < items.size(); ++i) {
         if (i > 0) out += ", ";
@@ -281,7 +302,8 @@ bool Value::Equals(const Value& other) const {
     case Kind::kString:
       return str() == other.str();
     case Kind::kList: {
-      if (list_->is_tuple != other.list_->is_tuple) return false;
+      if (list_->kind != other.list_->kind || list_->type_name != other.list_->type_name) return false;
+      if (list_->kind == SeqKind::kGenerator) return list_ == other.list_;
       const auto& a = list_->items;
       const auto& b = other.list_->items;
       if (a.size() != b.size()) return false;
@@ -318,6 +340,7 @@ std::string Value::TypeName() const {
     case Kind::kString:
       return "str";
     case Kind::kList:
+      if (!list_->type_name.empty()) return list_->type_name;
       return list_->is_tuple ? "tuple" : "list";
     case Kind::kDict:
       return "dict";
@@ -335,7 +358,7 @@ absl::StatusOr<bool> LessThan(const Value& a, const Value& b) {
     return a.int_value() < b.int_value();
   }
   if (a.is_string() && b.is_string()) return a.str() < b.str();  // UTF-8 order is code point order
-  if (a.is_list() && b.is_list() && a.list().is_tuple == b.list().is_tuple) {
+  if (a.is_plain_list() && b.is_plain_list() && a.list().is_tuple == b.list().is_tuple) {
     const auto& x = a.list().items;
     const auto& y = b.list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {

@@ -33,9 +33,18 @@ namespace kvfleet::jinja {
 
 class Value;
 
+// Python has several sequence types templates meet, and they differ where
+// jinja2's results depend on it: map/select return generators (always
+// truthy, no len(), not JSON), dict.items() returns a view, range() a range.
+enum class SeqKind { kList, kTuple, kGenerator, kView, kRange };
+
 struct ListData {
   std::vector<Value> items;
   bool is_tuple = false;
+  SeqKind kind = SeqKind::kList;
+  std::string type_name;  // kGenerator, kView, kRange: Python's type name ("dict_items")
+  std::string repr;       // kRange: "range(0, 3)"
+  bool is_list_or_tuple() const { return kind == SeqKind::kList || kind == SeqKind::kTuple; }
 };
 
 struct DictData {
@@ -56,6 +65,7 @@ using NativeFunction = std::function<absl::StatusOr<Value>(const CallArgs&)>;
 struct FunctionData {
   std::string name;
   NativeFunction call;
+  DictData attributes;  // what `f.name` reads (a loop object's loop.index, ...)
 };
 
 class Value {
@@ -72,8 +82,13 @@ class Value {
   static Value String(Text t);
   static Value Literal(std::string s) { return String(Text::Literal(std::move(s))); }
   static Value List(std::vector<Value> items, bool is_tuple = false);
+  // A generator, view or range over `items` (see SeqKind).
+  static Value Sequence(std::vector<Value> items, SeqKind kind, std::string type_name, std::string repr = "");
+  // A string jinja2 treats as safe markup (Markup): what |safe and |escape
+  // return; adding a plain string to it escapes that string.
+  static Value Markup(Text t);
   static Value Dict(DictData dict);
-  static Value Function(std::string name, NativeFunction call);
+  static Value Function(std::string name, NativeFunction call, DictData attributes = {});
   static Value Namespace(DictData dict);
 
   Kind kind() const { return kind_; }
@@ -87,6 +102,9 @@ class Value {
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_mapping() const { return kind_ == Kind::kDict || kind_ == Kind::kNamespace; }
   bool is_callable() const { return kind_ == Kind::kFunction; }
+  bool is_markup() const { return kind_ == Kind::kString && bool_; }
+  // A list or tuple proper (not a generator, view or range).
+  bool is_plain_list() const { return kind_ == Kind::kList && list_->is_list_or_tuple(); }
 
   bool bool_value() const { return bool_; }
   int64_t int_value() const { return kind_ == Kind::kBool ? (bool_ ? 1 : 0) : int_; }
@@ -111,7 +129,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
-  bool bool_ = false;
+  bool bool_ = false;  // kBool: the value; kString: Markup
   int64_t int_ = 0;
   double float_ = 0;
   Text text_;  // kString; kUndefined: the hint
