@@ -10,6 +10,8 @@
 namespace kvfleet::jinja {
 namespace {
 
+constexpr int64_t kMaxPadding = 64 << 20;
+
 Value Derived(std::string s, const Value& from) {
   return Value::String(Text::Derived(std::move(s), from.is_string() && from.text().HasInput()));
 }
@@ -212,6 +214,9 @@ absl::StatusOr<Value> Indent(Evaluator&, const Value& in, const ArgReader& a) {
   Value width = a.GetOr(0, "width", Value::Int(4));
   bool first = a.GetOr(1, "first", Value::Bool(false)).Truthy();
   bool blank = a.GetOr(2, "blank", Value::Bool(false)).Truthy();
+  if (width.is_integer() && width.int_value() > kMaxPadding) {
+    return absl::InvalidArgumentError("MemoryError: indent width exceeds 64 MiB");
+  }
   std::string pad = width.is_string() ? width.str() : std::string(std::max<int64_t>(width.int_value(), 0), ' ');
   Text s = in.ToText();
   Text out;
@@ -234,6 +239,7 @@ absl::StatusOr<Value> Indent(Evaluator&, const Value& in, const ArgReader& a) {
 
 absl::StatusOr<Value> Center(Evaluator&, const Value& in, const ArgReader& a) {
   int64_t width = a.GetOr(0, "width", Value::Int(80)).int_value();
+  if (width > kMaxPadding) return absl::InvalidArgumentError("MemoryError: center width exceeds 64 MiB");
   std::string s = in.ToText().str();
   int64_t n = static_cast<int64_t>(CodePointCount(s));
   if (width <= n) return Derived(s, in);

@@ -37,6 +37,8 @@ absl::Status Interpreter::Run(const Body& body, ScopePtr globals, Text* out) {
 
 absl::StatusOr<Interpreter::Flow> Interpreter::ExecBody(const Body& body, const ScopePtr& scope, Text* out) {
   for (const StmtPtr& s : body) {
+    if (--steps_left_ < 0) return RuntimeError(s->line, "the template ran too long (a loop without end?)");
+    if (out->size() > kMaxOutputBytes) return RuntimeError(s->line, "the template's output exceeds 64 MiB");
     absl::StatusOr<Flow> flow = Exec(*s, scope, out);
     if (!flow.ok()) return WithLine(flow.status(), s->line);
     if (*flow != Flow::kNormal) return flow;
@@ -146,6 +148,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::RunLoop(const Stmt& s, const Scop
   }
   auto last_changed = std::make_shared<std::optional<Value>>();
   for (int64_t i = 0; i < static_cast<int64_t>(items.size()); ++i) {
+    if (--steps_left_ < 0) return RuntimeError(s.line, "the template ran too long (a loop without end?)");
     auto iteration = std::make_shared<Scope>(scope);
     RETURN_IF_ERROR(Assign(s.targets[0], items[i], iteration, s.line));
     // loop.changed(...) remembers its last arguments across iterations.

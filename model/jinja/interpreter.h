@@ -40,8 +40,9 @@ class Interpreter : public Evaluator {
   // Loops and macro calls nest at most this deep (jinja2 has Python's
   // recursion limit; a template must not exhaust the server's stack).
   static constexpr int kMaxDepth = 200;
+  static constexpr size_t kMaxOutputBytes = 64 << 20;
 
-  Interpreter() = default;
+  explicit Interpreter(int64_t max_steps) : steps_left_(max_steps) {}
   // Renders `body` with `globals` as the outermost scope.
   absl::Status Run(const Body& body, ScopePtr globals, Text* out);
 
@@ -74,6 +75,7 @@ class Interpreter : public Evaluator {
   absl::StatusOr<Value> Call(const Value& callee, const CallArgs& args);
 
   int depth_ = 0;
+  int64_t steps_left_;
   // Per macro: whether its body reads varargs / kwargs (jinja2 refuses
   // extra arguments to a macro that does not).
   absl::flat_hash_map<const Stmt*, std::pair<bool, bool>> macro_uses_;

@@ -169,6 +169,9 @@ absl::StatusOr<Value> ToJson(const Value& v, const Value& indent, const Value& s
   JsonStyle style;
   style.sort_keys = sort_keys;
   style.ensure_ascii = ensure_ascii;
+  if (indent.is_integer() && indent.int_value() > 4096) {
+    return absl::InvalidArgumentError("tojson indent above 4096 spaces");
+  }
   if (indent.is_integer()) {
     style.indent = std::string(std::max<int64_t>(indent.int_value(), 0), ' ');
   } else if (indent.is_string()) {

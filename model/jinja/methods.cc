@@ -294,6 +294,7 @@ absl::StatusOr<Value> StringMethod(std::string_view name, const Value& self, con
     ArgReader r(args, name);
     ASSIGN_OR_RETURN(Value width, r.Require(0, "width"));
     std::string fill = name == "zfill" ? "0" : r.GetOr(1, "fillchar", Value::Literal(" ")).ToText().str();
+    if (width.int_value() > (64 << 20)) return absl::InvalidArgumentError("MemoryError: width exceeds 64 MiB");
     int64_t n = static_cast<int64_t>(CodePointCount(self.str()));
     int64_t pad = std::max<int64_t>(width.int_value() - n, 0);
     int64_t left = name == "rjust" || name == "zfill" ? pad : name == "ljust" ? 0 : pad / 2 + (pad & width.int_value() & 1);

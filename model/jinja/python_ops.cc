@@ -43,7 +43,13 @@ bool IsIndexable(const Value& v) {
   return v.is_list() && (v.list().is_list_or_tuple() || v.list().kind == SeqKind::kRange);
 }
 
-Value Repeat(const Value& seq, int64_t times) {
+constexpr int64_t kMaxRepeatedBytes = 64 << 20;
+
+absl::StatusOr<Value> Repeat(const Value& seq, int64_t times) {
+  int64_t unit = seq.is_string() ? static_cast<int64_t>(seq.str().size()) : static_cast<int64_t>(seq.list().items.size()) * 16;
+  if (times > 0 && unit > 0 && times > kMaxRepeatedBytes / unit) {
+    return absl::InvalidArgumentError("MemoryError: the repeated sequence would exceed 64 MiB");
+  }
   if (seq.is_string()) {
     Text out;
     for (int64_t i = 0; i < times; ++i) out.Append(seq.text());
@@ -234,10 +240,13 @@ absl::StatusOr<Value> BinaryOp(std::string_view op, const Value& a, const Value&
     return Value::Float(m);
   }
   if (op == "**") {
-    if (ints && b.int_value() >= 0) {
-      int64_t result = 1;
-      for (int64_t i = 0; i < b.int_value(); ++i) result *= a.int_value();
-      return Value::Int(result);
+    if (ints && b.int_value() >= 0) {  // by squaring; wraps where Python would grow a big int
+      uint64_t result = 1, base = static_cast<uint64_t>(a.int_value());
+      for (uint64_t e = static_cast<uint64_t>(b.int_value()); e != 0; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+      }
+      return Value::Int(static_cast<int64_t>(result));
     }
     if (numbers) return Value::Float(std::pow(a.number_value(), b.number_value()));
     return Unsupported("** or pow()", a, b);

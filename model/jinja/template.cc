@@ -68,7 +68,7 @@ absl::StatusOr<Text> Template::Render(const DictData& variables, const RenderOpt
     if (k.is_string()) inputs->Set(k.str(), v);
   }
   Text out;
-  Interpreter interpreter;
+  Interpreter interpreter(options.max_steps);
   if (absl::Status s = interpreter.Run(*body_, inputs, &out); !s.ok()) return Named(s, name_);
   return out;
 }

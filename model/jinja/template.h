@@ -33,6 +33,10 @@ namespace kvfleet::jinja {
 struct RenderOptions {
   // The time strftime_now formats; 0: now.
   std::time_t now = 0;
+  // Statements and loop iterations one render may run: a real chat
+  // template over a long conversation runs thousands; a template that loops
+  // without end fails instead of holding a server thread.
+  int64_t max_steps = 10'000'000;
 };
 
 class Template {

@@ -11,15 +11,17 @@ Text::Text(std::string s, bool from_input) : bytes_(std::move(s)) {
 bool Text::HasInput() const { return std::find(input_.begin(), input_.end(), 1) != input_.end(); }
 
 void Text::Append(const Text& other) {
-  if (!other.input_.empty() && input_.empty()) input_.assign(bytes_.size(), 0);
-  bytes_ += other.bytes_;
-  if (!input_.empty()) {
-    if (other.input_.empty()) {
-      input_.append(other.bytes_.size(), 0);
-    } else {
+  const bool had_mask = !input_.empty();
+  const bool other_mask = !other.input_.empty();
+  if (had_mask || other_mask) {
+    if (!had_mask) input_.assign(bytes_.size(), 0);
+    if (other_mask) {
       input_ += other.input_;
+    } else {
+      input_.append(other.bytes_.size(), 0);
     }
   }
+  bytes_ += other.bytes_;
 }
 
 void Text::AppendLiteral(std::string_view s) {

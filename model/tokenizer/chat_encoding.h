@@ -21,8 +21,10 @@
 namespace kvfleet::model {
 
 // `add_bos`: the vocabulary asks for BOS (Vocabulary::add_bos); it is
-// prepended unless the template writes the BOS text itself. Errors are the
-// template's (ChatTemplate::Render) and the tokenizer's.
+// prepended unless the rendering starts with the template's own BOS text.
+// Errors are the template's (ChatTemplate::Render) and the tokenizer's.
+absl::StatusOr<std::vector<TokenId>> EncodeChat(const Tokenizer& tokenizer, const ChatTemplate& chat, bool add_bos,
+                                                const ChatInputs& inputs);
 absl::StatusOr<std::vector<TokenId>> EncodeChat(const Tokenizer& tokenizer, const ChatTemplate& chat, bool add_bos,
                                                 std::span<const ChatMessage> messages, bool add_generation_prompt);
 

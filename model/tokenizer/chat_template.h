@@ -1,20 +1,22 @@
-// Chat templates: turning a list of messages into the prompt text a model
-// was trained on, without a Jinja interpreter.
+// Chat templates: turning a conversation into the prompt text a model was
+// trained on, by rendering the model's own template (tokenizer.chat_template,
+// Jinja source) as Hugging Face's apply_chat_template does (model/jinja/).
 //
-// A model's template (tokenizer.chat_template, Jinja source) is recognised
-// by family and rendered by code that produces exactly what Jinja (with
-// Hugging Face's trim_blocks/lstrip_blocks settings) renders from it:
-//   - ChatML ("<|im_start|>"): SmolLM2, Qwen2, ...
-//       <|im_start|>{role}\n{content}<|im_end|>\n ... [<|im_start|>assistant\n]
-//   - Llama 3 ("<|start_header_id|>"):
-//       {bos}<|start_header_id|>{role}<|end_header_id|>\n\n{content|trim}<|eot_id|> ...
-// A default system prompt that the template hard-codes (SmolLM2: "You are a
-// helpful AI assistant named SmolLM, trained by Hugging Face") is found in
-// the source and inserted when the first message is not a system message,
-// as the template does. A template of another family, or one using
-// features this renderer does not reproduce (tool calls, reasoning blocks,
-// Llama 3.1's date preamble), is refused with a status that says so; there
-// is no fallback guess.
+// The template sees what Hugging Face passes it: `messages` (OpenAI-shaped:
+// role, content, tool_calls, tool_call_id, ...), `tools` (None when there
+// are none), `documents` (None), `add_generation_prompt`, the vocabulary's
+// `bos_token` and `eos_token`, and the caller's extra variables
+// (chat_template_kwargs: enable_thinking, ...).
+//
+// Rendering yields pieces: a control-token text the template itself wrote
+// (a marker such as "<|im_start|>") or plain text. The same text inside a
+// message, a tool description or a kwarg stays plain text, so a user cannot
+// close their turn and write the assistant's (chat_encoding.h).
+//
+// Errors: a template jinja2 cannot compile fails to load; rendering fails
+// where jinja2 raises (a template's raise_exception("Conversation roles must
+// alternate ..."), an undefined value used in arithmetic, ...). Both are
+// INVALID_ARGUMENT naming the template and the line.
 //
 // Thread-safety: immutable after creation.
 //
@@ -22,25 +24,42 @@
 //   ASSIGN_OR_RETURN(std::string prompt, chat.Apply(messages, /*add_generation_prompt=*/true));
 #pragma once
 
-#include <optional>
+#include <ctime>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/statusor.h"
+#include "model/jinja/template.h"
 #include "model/vocabulary.h"
 
 namespace kvfleet::model {
 
+// A plain text message (role and content); ChatInputs carries the rest.
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
 };
 
+// Everything a template renders from, as JSON shaped like an OpenAI request.
+struct ChatInputs {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // null: none (the template sees None)
+  bool add_generation_prompt = true;
+  // Extra template variables (vLLM's chat_template_kwargs).
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
+  // What strftime_now formats; 0: now.
+  std::time_t now = 0;
+};
+
+// `messages` as ChatInputs messages ({"role": ..., "content": ...}).
+nlohmann::ordered_json ChatMessagesToJson(std::span<const ChatMessage> messages);
+
 // One piece of a rendered chat: a special-token text the template itself
-// writes (a marker such as "<|im_start|>", or the BOS text), or plain text
-// (role names, newlines, message content).
+// writes (a marker such as "<|im_start|>", or the BOS text), or plain text.
 struct ChatPiece {
   std::string text;
   bool is_marker = false;
@@ -50,49 +69,47 @@ struct ChatTemplateOptions {
   // The texts the template's bos_token / eos_token variables stand for.
   std::string bos_token;
   std::string eos_token;
+  // The vocabulary's special-token texts: where the template writes one, it
+  // is a marker.
+  std::vector<std::string> marker_texts;
+  // Named in errors.
+  std::string name = "chat_template";
 };
 
 class ChatTemplate {
  public:
-  enum class Family { kChatMl, kLlama3 };
-
-  // INVALID_ARGUMENT for an empty or unrecognised template, UNIMPLEMENTED
-  // for a recognised family with features outside this renderer; both name
-  // the supported families.
+  // INVALID_ARGUMENT for an empty template or one jinja2 would not compile.
   static absl::StatusOr<ChatTemplate> FromTemplateSource(std::string_view jinja_source,
-                                                         const ChatTemplateOptions& options = {});
-  // The vocabulary's chat_template, with its BOS/EOS texts.
+                                                         ChatTemplateOptions options = {});
+  // The vocabulary's chat_template, with its BOS/EOS and special-token texts.
   static absl::StatusOr<ChatTemplate> FromVocabulary(const Vocabulary& vocab);
 
-  // INVALID_ARGUMENT for no messages, an unknown role, or content that is
-  // not valid UTF-8. The result holds special-token texts (and the BOS text
-  // when the template emits it): encode it with parse_special and without
-  // add_special.
-  absl::StatusOr<std::string> Apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
-
-  // The same rendering as pieces, so that only the template's own markers
-  // become control tokens: a message whose content contains "<|im_end|>"
-  // must not be able to close its turn (EncodeChat in chat_encoding.h).
-  // Concatenating the pieces' texts gives Apply's result.
+  // INVALID_ARGUMENT for no messages, text that is not valid UTF-8, and
+  // whatever the template raises. Concatenating the pieces gives the text
+  // jinja2 renders.
+  absl::StatusOr<std::vector<ChatPiece>> Render(const ChatInputs& inputs) const;
   absl::StatusOr<std::vector<ChatPiece>> Render(std::span<const ChatMessage> messages,
                                                 bool add_generation_prompt) const;
+  // The rendered text (it holds special-token texts: encode it with
+  // parse_special, or use EncodeChat, which keeps content's plain).
+  absl::StatusOr<std::string> Apply(const ChatInputs& inputs) const;
+  absl::StatusOr<std::string> Apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
-  Family family() const { return family_; }
-  std::string_view family_name() const;
-  const std::optional<std::string>& default_system_prompt() const { return default_system_prompt_; }
-  // Whether Apply's output starts with the BOS text.
-  bool renders_bos() const { return renders_bos_; }
+  const std::string& bos_token() const { return options_.bos_token; }
+  // Whether the source mentions a variable (a cheap check, e.g. whether
+  // the template reads `tools` or `enable_thinking` at all).
+  bool Mentions(std::string_view name) const { return source_.find(name) != std::string::npos; }
 
  private:
-  ChatTemplate() = default;
-  void AppendMessage(std::string_view role, std::string_view content, std::vector<ChatPiece>* out) const;
+  ChatTemplate(jinja::Template t, ChatTemplateOptions options, std::string source)
+      : template_(std::move(t)), options_(std::move(options)), source_(std::move(source)) {}
+  std::vector<ChatPiece> SplitMarkers(const jinja::Text& text) const;
 
-  Family family_ = Family::kChatMl;
-  std::optional<std::string> default_system_prompt_;
-  std::string bos_token_;
-  bool renders_bos_ = false;
-  bool trims_content_ = false;
-  bool has_tool_format_ = false;  // the template renders "tool" turns its own way
+  jinja::Template template_;
+  ChatTemplateOptions options_;
+  std::string source_;
+  // marker texts by first byte, longest first (leftmost-longest matching).
+  std::vector<std::string> markers_by_first_byte_[256];
 };
 
 }  // namespace kvfleet::model

@@ -1,8 +1,8 @@
-// The chat-template recogniser and renderer on arbitrary template sources
-// and messages: a template is recognised or refused with a status, a
-// rendering succeeds or is refused, its pieces concatenate to Apply's text,
-// and a message's content can never forge a control token: the encoded chat
-// holds exactly as many control tokens as the template wrote markers.
+// Chat templates on arbitrary template sources and messages: a template
+// loads or is refused with a status, a rendering succeeds or is refused,
+// its pieces concatenate to Apply's text, and a message's content can never
+// forge a control token: the encoded chat holds no more control tokens than
+// the template wrote markers.
 #include <string>
 #include <vector>
 
@@ -19,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string source;
   for (uint32_t i = 0; i < source_len && !in.empty(); ++i) source.push_back(static_cast<char>(in.Byte()));
   absl::StatusOr<model::ChatTemplate> chat =
-      model::ChatTemplate::FromTemplateSource(source, {.bos_token = "<|im_start|>", .eos_token = "<|endoftext|>"});
+      model::ChatTemplate::FromTemplateSource(source, {.bos_token = "<|im_start|>",
+                                                       .eos_token = "<|endoftext|>",
+                                                       .marker_texts = {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}});
   if (!chat.ok()) return 0;
   static const char* const kRoles[] = {"system", "user", "assistant", "tool", "developer", "narrator", ""};
   std::vector<model::ChatMessage> messages;

@@ -81,7 +81,16 @@ absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::Chat
   if (request.messages_size() == 0) return absl::InvalidArgumentError("messages is empty: give at least one");
   RETURN_IF_ERROR(limits::CheckChatMessages(limits, request.messages_size()));
   int64_t content_bytes = 0;
-  for (const v1::ChatMessage& m : request.messages()) content_bytes += static_cast<int64_t>(m.content().size());
+  for (int i = 0; i < request.messages_size(); ++i) {
+    const v1::ChatMessage& m = request.messages(i);
+    // The roles OpenAI's API has; a template decides how each is written.
+    if (m.role() != "system" && m.role() != "developer" && m.role() != "user" && m.role() != "assistant" &&
+        m.role() != "tool") {
+      return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role is '", m.role(),
+                                                     "'; roles are system, developer, user, assistant and tool"));
+    }
+    content_bytes += static_cast<int64_t>(m.content().size());
+  }
   RETURN_IF_ERROR(limits::CheckPromptBytes(limits, "the messages' contents together", content_bytes));
   std::vector<model::ChatMessage> messages;
   messages.reserve(request.messages_size());
