@@ -19,6 +19,10 @@ absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string
   ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
   m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
   m->add_bos_ = vocab.add_bos;
+  const bool has_think_tokens = m->tokenizer_->FindToken("<think>").has_value() &&
+                                m->tokenizer_->FindToken("</think>").has_value();
+  m->chat_output_format_ = chat::DetectChatOutputFormat(vocab.chat_template, has_think_tokens);
+  m->generation_defaults_ = loaded->source().generation_defaults();
   return m;
 }
 
@@ -34,6 +38,26 @@ absl::StatusOr<std::vector<model::TokenId>> RouterModel::EncodeChat(std::span<co
                                                       "); use Generate with a formatted prompt"));
   }
   return model::EncodeChat(*tokenizer_, *chat_template_, add_bos_, messages, add_generation_prompt);
+}
+
+absl::StatusOr<std::vector<model::TokenId>> RouterModel::EncodeChat(const model::ChatInputs& inputs) const {
+  if (!chat_template_.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("model ", id_, " has no chat template kvfleet can render (",
+                                                      chat_template_.status().message(),
+                                                      "); use Generate with a formatted prompt"));
+  }
+  return model::EncodeChat(*tokenizer_, *chat_template_, add_bos_, inputs);
+}
+
+bool RouterModel::EndsInsideReasoning(std::span<const model::TokenId> prompt) const {
+  if (chat_output_format_.think_start.empty()) return false;
+  const size_t tail = std::min<size_t>(prompt.size(), 8);
+  absl::StatusOr<std::string> text = tokenizer_->Decode(prompt.subspan(prompt.size() - tail));
+  if (!text.ok()) return false;
+  std::string_view t = *text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.remove_suffix(1);
+  const std::string& start = chat_output_format_.think_start;
+  return t.size() >= start.size() && t.substr(t.size() - start.size()) == start;
 }
 
 absl::Status RouterModel::CheckTokenIds(std::span<const model::TokenId> ids, std::string_view field) const {

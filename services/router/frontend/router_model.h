@@ -21,7 +21,9 @@
 #include "absl/status/statusor.h"
 #include "model/token_id.h"
 #include "model/tokenizer/chat_template.h"
+#include "model/source/generation_defaults.h"
 #include "model/tokenizer/tokenizer.h"
+#include "services/router/chat/chat_output_parser.h"
 
 namespace kvfleet::router {
 
@@ -52,6 +54,17 @@ class RouterModel {
   // template loader's reason).
   absl::StatusOr<std::vector<model::TokenId>> EncodeChat(std::span<const model::ChatMessage> messages,
                                                          bool add_generation_prompt) const;
+  // The same for a whole chat request's inputs (tools, tool calls, kwargs).
+  absl::StatusOr<std::vector<model::TokenId>> EncodeChat(const model::ChatInputs& inputs) const;
+  // Whether a chat prompt ends inside an open reasoning block (a template
+  // whose generation prompt ends in "<think>\n", as DeepSeek-R1's does).
+  bool EndsInsideReasoning(std::span<const model::TokenId> prompt) const;
+
+  // What the model's output holds besides text (reasoning tags, the tool
+  // call format its template teaches), read from its template and vocabulary.
+  const chat::ChatOutputFormat& chat_output_format() const { return chat_output_format_; }
+  // Sampling defaults from the model's generation_config.json (none for GGUF).
+  const model::GenerationDefaults& generation_defaults() const { return generation_defaults_; }
 
   // INVALID_ARGUMENT naming the first id outside the vocabulary.
   absl::Status CheckTokenIds(std::span<const model::TokenId> ids, std::string_view field) const;
@@ -65,6 +78,8 @@ class RouterModel {
   std::unique_ptr<model::Tokenizer> tokenizer_;
   absl::StatusOr<model::ChatTemplate> chat_template_ = absl::UnknownError("not loaded");
   bool add_bos_ = false;  // the vocabulary asks for BOS
+  chat::ChatOutputFormat chat_output_format_;
+  model::GenerationDefaults generation_defaults_;
 };
 
 }  // namespace kvfleet::router

@@ -10,7 +10,9 @@
 namespace kvfleet::router::openai {
 namespace {
 
-using Json = nlohmann::json;
+// Ordered, as Python reads JSON: a tool schema reaches the template with its
+// keys in the client's order.
+using Json = nlohmann::ordered_json;
 
 constexpr char kParamPayload[] = "type.kvfleet.dev/openai.param";
 
@@ -103,14 +105,17 @@ absl::Status RefuseUnsupported(const Json& body, Endpoint endpoint) {
     return Bad("n", absl::StrCat("`n` is ", *n, "; this server returns one choice per request: send n = 1 (or "
                                  "omit it) and make separate requests"));
   }
-  for (const char* name : {"tools", "functions"}) {
-    if (const Json* v = Field(body, name); v != nullptr && !(v->is_array() && v->empty())) {
-      return Bad(name, absl::StrCat("`", name, "` is not supported: this server does not do tool calling"));
-    }
+  if (const Json* v = Field(body, "functions"); v != nullptr && !(v->is_array() && v->empty())) {
+    return Bad("functions", "`functions` is OpenAI's deprecated form: give them as `tools` of type function");
   }
-  for (const char* name : {"tool_choice", "function_call"}) {
-    if (const Json* v = Field(body, name); v != nullptr && !(v->is_string() && (*v == "none" || *v == "auto"))) {
-      return Bad(name, absl::StrCat("`", name, "` is not supported: this server does not do tool calling"));
+  if (const Json* v = Field(body, "function_call"); v != nullptr && !v->is_null()) {
+    return Bad("function_call", "`function_call` is OpenAI's deprecated form: use `tool_choice`");
+  }
+  if (endpoint == Endpoint::kCompletion) {
+    for (const char* name : {"tools", "tool_choice"}) {
+      if (const Json* v = Field(body, name); v != nullptr && !v->is_null() && !(v->is_array() && v->empty())) {
+        return Bad(name, absl::StrCat("`", name, "` belongs to /v1/chat/completions"));
+      }
     }
   }
   if (const Json* v = Field(body, "response_format"); v != nullptr) {
@@ -239,7 +244,7 @@ absl::Status ReadOptions(const Json& body, CompletionCall& call, v1::GenerationO
 // A message's content: a string, or text parts joined by newlines.
 absl::StatusOr<std::string> ReadContent(const Json& message, const std::string& at, bool may_be_empty) {
   const Json* content = Field(message, "content");
-  if (content == nullptr) {
+  if (content == nullptr || content->is_null()) {
     if (may_be_empty) return std::string();
     return Bad(at + ".content", absl::StrCat("`", at, ".content` is missing"));
   }
@@ -262,6 +267,36 @@ absl::StatusOr<std::string> ReadContent(const Json& message, const std::string& 
   return absl::StrJoin(texts, "\n");
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}].
+absl::Status ReadToolCalls(const Json& calls, const std::string& at, v1::ChatMessage& message) {
+  if (!calls.is_array()) return WrongType(at, "a list of tool calls", calls);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const Json& c = calls[k];
+    const std::string where = absl::StrCat(at, "[", k, "]");
+    if (!c.is_object()) return WrongType(where, "an object", c);
+    const Json* function = Field(c, "function");
+    if (function == nullptr || !function->is_object()) return Bad(where + ".function", absl::StrCat("`", where, ".function` must be an object with a name and arguments"));
+    ASSIGN_OR_RETURN(std::optional<std::string> name, String(*function, "name"));
+    if (!name.has_value() || name->empty()) return Bad(where + ".function.name", absl::StrCat("`", where, ".function.name` is missing"));
+    v1::ToolCall& call = *message.add_tool_calls();
+    ASSIGN_OR_RETURN(std::optional<std::string> id, String(c, "id"));
+    call.set_id(id.value_or(""));
+    call.set_name(*name);
+    const Json* arguments = Field(*function, "arguments");
+    // OpenAI sends the arguments as a JSON string; an object is accepted too.
+    if (arguments == nullptr || arguments->is_null()) {
+      call.set_arguments_json("{}");
+    } else if (arguments->is_string()) {
+      call.set_arguments_json(arguments->get<std::string>());
+    } else if (arguments->is_object()) {
+      call.set_arguments_json(arguments->dump());
+    } else {
+      return WrongType(where + ".function.arguments", "a JSON string", *arguments);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<v1::ChatMessage>> ReadMessages(const Json& body) {
   const Json* messages = Field(body, "messages");
   if (messages == nullptr) return Bad("messages", "`messages` is missing: give the conversation as a list");
@@ -274,26 +309,127 @@ absl::StatusOr<std::vector<v1::ChatMessage>> ReadMessages(const Json& body) {
     if (!m.is_object()) return WrongType(at, "an object", m);
     const Json* role_json = Field(m, "role");
     if (role_json == nullptr || !role_json->is_string()) {
-      return Bad(at + ".role", absl::StrCat("`", at, ".role` must be system, developer, user or assistant"));
+      return Bad(at + ".role", absl::StrCat("`", at, ".role` must be system, developer, user, assistant or tool"));
     }
     std::string role = role_json->get<std::string>();
-    if (role == "developer") role = "system";  // the newer name for the same turn
-    if (role == "tool" || role == "function") {
-      return Bad(at + ".role", absl::StrCat("`", at, ".role` '", role,
-                                            "' needs tool calling, which this server does not support"));
+    if (role == "function") {
+      return Bad(at + ".role", absl::StrCat("`", at, ".role` 'function' is OpenAI's deprecated form: send the result "
+                                            "as a 'tool' message with the call's tool_call_id"));
     }
-    if (role != "system" && role != "user" && role != "assistant") {
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool") {
       return Bad(at + ".role", absl::StrCat("`", at, ".role` is '", role,
-                                            "'; it must be system, developer, user or assistant"));
+                                            "'; it must be system, developer, user, assistant or tool"));
     }
-    if (const Json* calls = Field(m, "tool_calls"); calls != nullptr && !(calls->is_array() && calls->empty())) {
-      return Bad(at + ".tool_calls", "tool calls are not supported: this server does not do tool calling");
-    }
+    // Templates know "system"; "developer" is OpenAI's newer name for it.
+    if (role == "developer") role = "system";
     v1::ChatMessage& message = out.emplace_back();
     message.set_role(role);
-    ASSIGN_OR_RETURN(*message.mutable_content(), ReadContent(m, at, /*may_be_empty=*/role == "assistant"));
+    const Json* calls = Field(m, "tool_calls");
+    const bool has_calls = calls != nullptr && !calls->is_null() && !(calls->is_array() && calls->empty());
+    if (has_calls) {
+      if (role != "assistant") return Bad(at + ".tool_calls", absl::StrCat("`", at, ".tool_calls`: only an assistant message makes calls"));
+      RETURN_IF_ERROR(ReadToolCalls(*calls, at + ".tool_calls", message));
+    }
+    ASSIGN_OR_RETURN(*message.mutable_content(), ReadContent(m, at, /*may_be_empty=*/role == "assistant" || role == "tool"));
+    if (role == "tool") {
+      ASSIGN_OR_RETURN(std::optional<std::string> id, String(m, "tool_call_id"));
+      if (!id.has_value() || id->empty()) {
+        return Bad(at + ".tool_call_id", absl::StrCat("`", at, ".tool_call_id` is missing: a tool message answers a "
+                                                      "call; give that call's id"));
+      }
+      message.set_tool_call_id(*id);
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> name, String(m, "name"));
+    if (name.has_value()) message.set_name(*name);
+    ASSIGN_OR_RETURN(std::optional<std::string> reasoning, String(m, "reasoning_content"));
+    if (reasoning.has_value()) message.set_reasoning_content(*reasoning);
   }
   return out;
+}
+
+// tools: [{type: "function", function: {name, description, parameters, strict}}].
+absl::Status ReadTools(const Json& body, v1::ChatRequest& chat) {
+  const Json* tools = Field(body, "tools");
+  if (tools == nullptr || tools->is_null()) return absl::OkStatus();
+  if (!tools->is_array()) return WrongType("tools", "a list of tools", *tools);
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const Json& t = (*tools)[i];
+    const std::string at = absl::StrCat("tools[", i, "]");
+    if (!t.is_object()) return WrongType(at, "an object", t);
+    ASSIGN_OR_RETURN(std::optional<std::string> type, String(t, "type"));
+    if (type.value_or("function") != "function") {
+      return Bad(at + ".type", absl::StrCat("`", at, ".type` is '", *type, "'; only function tools are supported"));
+    }
+    const Json* function = Field(t, "function");
+    if (function == nullptr || !function->is_object()) return Bad(at + ".function", absl::StrCat("`", at, ".function` must be an object"));
+    v1::Tool& tool = *chat.add_tools();
+    ASSIGN_OR_RETURN(std::optional<std::string> name, String(*function, "name"));
+    if (!name.has_value() || name->empty()) return Bad(at + ".function.name", absl::StrCat("`", at, ".function.name` is missing"));
+    tool.set_name(*name);
+    ASSIGN_OR_RETURN(std::optional<std::string> description, String(*function, "description"));
+    tool.set_description(description.value_or(""));
+    if (const Json* parameters = Field(*function, "parameters"); parameters != nullptr && !parameters->is_null()) {
+      if (!parameters->is_object()) {
+        return Bad(at + ".function.parameters", absl::StrCat("`", at, ".function.parameters` must be a JSON Schema object, not ", parameters->type_name()));
+      }
+      tool.set_parameters_json(parameters->dump());
+    }
+    ASSIGN_OR_RETURN(std::optional<bool> strict, Bool(*function, "strict"));
+    tool.set_strict(strict.value_or(false));
+  }
+  return absl::OkStatus();
+}
+
+// tool_choice: "none" | "auto" | "required" | {type: "function", function: {name}}.
+absl::Status ReadToolChoice(const Json& body, v1::ChatRequest& chat) {
+  const Json* choice = Field(body, "tool_choice");
+  if (choice == nullptr || choice->is_null()) return absl::OkStatus();
+  v1::ToolChoice& out = *chat.mutable_tool_choice();
+  if (choice->is_string()) {
+    const std::string& mode = choice->get_ref<const std::string&>();
+    if (mode == "auto") {
+      out.set_mode(v1::ToolChoice::AUTO);
+    } else if (mode == "none") {
+      out.set_mode(v1::ToolChoice::NONE);
+    } else if (mode == "required") {
+      out.set_mode(v1::ToolChoice::REQUIRED);
+    } else {
+      return Bad("tool_choice", absl::StrCat("`tool_choice` is '", mode, "'; it must be none, auto, required or "
+                                             "{\"type\": \"function\", \"function\": {\"name\": ...}}"));
+    }
+  } else {
+    const Json* function = choice->is_object() ? Field(*choice, "function") : nullptr;
+    const Json* name = function != nullptr && function->is_object() ? Field(*function, "name") : nullptr;
+    if (name == nullptr || !name->is_string()) {
+      return Bad("tool_choice", "`tool_choice` must be none, auto, required or {\"type\": \"function\", "
+                                "\"function\": {\"name\": ...}}");
+    }
+    out.set_mode(v1::ToolChoice::FUNCTION);
+    out.set_function_name(name->get<std::string>());
+  }
+  if (out.mode() == v1::ToolChoice::REQUIRED || out.mode() == v1::ToolChoice::FUNCTION) {
+    if (chat.tools_size() == 0) return Bad("tool_choice", "`tool_choice` asks for a tool call, but `tools` is empty");
+  }
+  if (out.mode() == v1::ToolChoice::FUNCTION) {
+    bool found = false;
+    for (const v1::Tool& t : chat.tools()) found |= t.name() == out.function_name();
+    if (!found) {
+      return Bad("tool_choice", absl::StrCat("`tool_choice` names function '", out.function_name(),
+                                             "', which is not among `tools`"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<bool> parallel, Bool(body, "parallel_tool_calls"));
+  if (parallel.has_value()) chat.set_parallel_tool_calls(*parallel);
+  return absl::OkStatus();
+}
+
+// chat_template_kwargs (vLLM's): extra variables for the template.
+absl::Status ReadTemplateKwargs(const Json& body, v1::ChatRequest& chat) {
+  const Json* kwargs = Field(body, "chat_template_kwargs");
+  if (kwargs == nullptr || kwargs->is_null()) return absl::OkStatus();
+  if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
+  chat.set_chat_template_kwargs_json(kwargs->dump());
+  return absl::OkStatus();
 }
 
 absl::Status ReadPrompt(const Json& body, v1::GenerateTextRequest& request) {
@@ -329,6 +465,9 @@ absl::StatusOr<CompletionCall> ParseCompletionCall(Endpoint endpoint, std::strin
     for (v1::ChatMessage& m : messages) *call.chat.add_messages() = std::move(m);
     ASSIGN_OR_RETURN(std::optional<bool> add_generation_prompt, Bool(json, "add_generation_prompt"));
     if (add_generation_prompt.has_value()) call.chat.set_add_generation_prompt(*add_generation_prompt);
+    RETURN_IF_ERROR(ReadTools(json, call.chat));
+    RETURN_IF_ERROR(ReadToolChoice(json, call.chat));
+    RETURN_IF_ERROR(ReadTemplateKwargs(json, call.chat));
     RETURN_IF_ERROR(ReadOptions(json, call, *call.chat.mutable_options()));
   } else {
     RETURN_IF_ERROR(ReadPrompt(json, call.completion));

@@ -59,6 +59,7 @@ CompletionFormatter::CompletionFormatter(const CompletionCall& call, std::string
 }
 
 std::string CompletionFormatter::FinishReason(v1::FinishReason reason) {
+  if (reason == v1::FINISH_REASON_TOOL_CALLS) return "tool_calls";
   return reason == v1::FINISH_REASON_LENGTH ? "length" : "stop";
 }
 
@@ -133,6 +134,12 @@ std::string CompletionFormatter::StreamEvents(const v1::GenerateTextResponse& me
                   {"finish_reason", nullptr}});
   }
   Json logprobs = Logprobs(message);
+  if (chat && !message.reasoning_text().empty()) {
+    out += Event({{"index", 0},
+                  {"delta", {{"reasoning_content", message.reasoning_text()}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", nullptr}});
+  }
   if (!message.text().empty() || !logprobs.is_null()) {
     Json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
     if (chat) {
@@ -141,6 +148,17 @@ std::string CompletionFormatter::StreamEvents(const v1::GenerateTextResponse& me
       choice["text"] = message.text();
     }
     out += Event(std::move(choice));
+  }
+  // A call streams as OpenAI streams one: its id, type and name with empty
+  // arguments, then the arguments.
+  for (const v1::ToolCallDelta& call : message.tool_calls()) {
+    Json head = {{"index", call.index()}, {"id", call.id()}, {"type", "function"},
+                 {"function", {{"name", call.name()}, {"arguments", ""}}}};
+    out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({head})}}}, {"logprobs", nullptr},
+                  {"finish_reason", nullptr}});
+    Json args = {{"index", call.index()}, {"function", {{"arguments", call.arguments_delta()}}}};
+    out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({args})}}}, {"logprobs", nullptr},
+                  {"finish_reason", nullptr}});
   }
   if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
     usage_ = message.usage();
@@ -172,6 +190,15 @@ std::string CompletionFormatter::StreamEnd() const {
 
 void CompletionFormatter::Add(const v1::GenerateTextResponse& message) {
   text_ += message.text();
+  reasoning_ += message.reasoning_text();
+  for (const v1::ToolCallDelta& call : message.tool_calls()) {
+    if (call.index() >= static_cast<int32_t>(tool_calls_.size())) {
+      tool_calls_.push_back({{"id", call.id()}, {"type", "function"},
+                             {"function", {{"name", call.name()}, {"arguments", ""}}}});
+    }
+    tool_calls_[call.index()]["function"]["arguments"] =
+        tool_calls_[call.index()]["function"]["arguments"].get<std::string>() + call.arguments_delta();
+  }
   Json logprobs = Logprobs(message);
   if (!logprobs.is_null()) {
     for (auto& [key, column] : logprobs.items()) {
@@ -190,7 +217,11 @@ std::string CompletionFormatter::Body() const {
                  {"logprobs", call_.logprobs ? logprobs_ : Json(nullptr)},
                  {"finish_reason", finish_reason_.empty() ? Json(nullptr) : Json(finish_reason_)}};
   if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text_}};
+    // With tool calls and no text, content is null, as OpenAI returns it.
+    choice["message"] = {{"role", "assistant"},
+                         {"content", text_.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(text_)}};
+    if (!reasoning_.empty()) choice["message"]["reasoning_content"] = reasoning_;
+    if (!tool_calls_.empty()) choice["message"]["tool_calls"] = tool_calls_;
   } else {
     choice["text"] = text_;
   }

@@ -8,7 +8,9 @@
 // whose tokens complete no character yet); a chat stream opens with the
 // assistant role; the finish reason rides the last content chunk's
 // successor, as OpenAI sends it; with stream_options.include_usage a final
-// chunk with no choices carries the usage.
+// chunk with no choices carries the usage. Reasoning streams as
+// `reasoning_content` deltas (vLLM's name); a tool call as OpenAI streams
+// one: a chunk with its index, id, type and name, then its arguments.
 //
 //   CompletionFormatter out(call, "chatcmpl-...", created, tokenizer);
 //   responder.Write(out.StreamEvents(message));  ...  responder.Write(out.StreamEnd());
@@ -59,6 +61,8 @@ class CompletionFormatter {
   const model::Tokenizer& tokenizer_;
   bool role_sent_ = false;
   std::string text_;
+  std::string reasoning_;
+  nlohmann::json tool_calls_ = nlohmann::json::array();
   nlohmann::json logprobs_;  // accumulated for a whole response
   std::string finish_reason_;
   v1::Usage usage_;

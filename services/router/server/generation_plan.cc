@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/stop_string_matcher.h"
+#include "services/router/server/chat_inputs.h"
 
 namespace kvfleet::router {
 namespace {
@@ -81,23 +82,15 @@ absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::Chat
   if (request.messages_size() == 0) return absl::InvalidArgumentError("messages is empty: give at least one");
   RETURN_IF_ERROR(limits::CheckChatMessages(limits, request.messages_size()));
   int64_t content_bytes = 0;
-  for (int i = 0; i < request.messages_size(); ++i) {
-    const v1::ChatMessage& m = request.messages(i);
-    // The roles OpenAI's API has; a template decides how each is written.
-    if (m.role() != "system" && m.role() != "developer" && m.role() != "user" && m.role() != "assistant" &&
-        m.role() != "tool") {
-      return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role is '", m.role(),
-                                                     "'; roles are system, developer, user, assistant and tool"));
-    }
-    content_bytes += static_cast<int64_t>(m.content().size());
-  }
+  for (const v1::ChatMessage& m : request.messages()) content_bytes += static_cast<int64_t>(m.content().size());
   RETURN_IF_ERROR(limits::CheckPromptBytes(limits, "the messages' contents together", content_bytes));
-  std::vector<model::ChatMessage> messages;
-  messages.reserve(request.messages_size());
-  for (const v1::ChatMessage& m : request.messages()) messages.push_back({.role = m.role(), .content = m.content()});
-  const bool add_generation_prompt = !request.has_add_generation_prompt() || request.add_generation_prompt();
-  ASSIGN_OR_RETURN(std::vector<int32_t> prompt, model.EncodeChat(messages, add_generation_prompt));
-  return Plan(model, std::move(prompt), request.options(), fresh_seed, limits);
+  ASSIGN_OR_RETURN(ChatPromptInputs inputs, ChatInputsFromRequest(request));
+  ASSIGN_OR_RETURN(std::vector<int32_t> prompt, model.EncodeChat(inputs.template_inputs));
+  inputs.output.reasoning_starts_inside = model.EndsInsideReasoning(prompt);
+  ASSIGN_OR_RETURN(GenerationPlan plan, Plan(model, std::move(prompt), request.options(), fresh_seed, limits));
+  plan.is_chat = true;
+  plan.chat_output = std::move(inputs.output);
+  return plan;
 }
 
 }  // namespace kvfleet::router

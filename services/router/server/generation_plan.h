@@ -19,6 +19,7 @@
 #include "kvfleet/v1/inference.pb.h"
 #include "kvfleet/v1/worker.pb.h"
 #include "services/limits/request_limits.h"
+#include "services/router/chat/chat_output_parser.h"
 #include "services/router/frontend/router_model.h"
 
 namespace kvfleet::router {
@@ -29,6 +30,9 @@ struct GenerationPlan {
   v1::GenerateRequest worker_request;
   std::vector<std::string> stop_strings;
   std::string session_id;  // placement only: the worker never sees it
+  // Chat only: how the output is split into reasoning, tool calls and content.
+  bool is_chat = false;
+  chat::ChatOutputOptions chat_output;
 };
 
 // INVALID_ARGUMENT naming the limit for a request over one of `limits`.

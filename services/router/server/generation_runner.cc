@@ -15,10 +15,13 @@
 namespace kvfleet::router {
 
 struct GenerationRunner::Stream {
+  const RouterModel& model;
   const GenerationPlan& plan;
   const Sink& sink;
   Clock::time_point arrival;
   TextStream text;
+  std::optional<chat::ChatOutputParser> chat_output;  // chat requests: reasoning and tool calls
+  int tool_calls_sent = 0;
   std::vector<int32_t> generated;  // every token sent to the client, over all attempts
   std::string numerics;            // of the worker that produced them: a resumption must match it
   std::optional<Clock::time_point> last_tokens_at;
@@ -45,10 +48,48 @@ struct GenerationRunner::Stream {
       generated.push_back(id);
       out.add_token_ids(id);
       if (in.logprobs_size() > 0) *out.add_logprobs() = in.logprobs(i);
-      out.mutable_text()->append(*delta);
+      if (chat_output.has_value()) {
+        AddChatOutput(chat_output->Push(MarkerText(id) + *delta), out);
+      } else {
+        out.mutable_text()->append(*delta);
+      }
       if (text.stopped()) break;
     }
     return true;
+  }
+
+  // Control tokens are not text, but some tool-call formats start with one
+  // ([TOOL_CALLS]): its text goes to the parser.
+  std::string MarkerText(int32_t id) const {
+    const auto& markers = model.chat_output_format().marker_tokens;
+    if (markers.empty() || !model.tokenizer().IsControl(id)) return "";
+    absl::StatusOr<std::string> piece = model.tokenizer().TokenToPiece(id);
+    if (!piece.ok() || std::find(markers.begin(), markers.end(), *piece) == markers.end()) return "";
+    return *piece;
+  }
+
+  void AddChatOutput(chat::ChatOutputDelta delta, v1::GenerateTextResponse& out) {
+    out.mutable_text()->append(delta.content);
+    out.mutable_reasoning_text()->append(delta.reasoning);
+    for (chat::ParsedToolCall& call : delta.calls) {
+      v1::ToolCallDelta& d = *out.add_tool_calls();
+      d.set_index(tool_calls_sent);
+      d.set_id(absl::StrCat("call_", plan.worker_request.request_id(), "_", tool_calls_sent));
+      d.set_name(std::move(call.name));
+      d.set_arguments_delta(std::move(call.arguments_json));
+      ++tool_calls_sent;
+    }
+  }
+
+  // The end of the output: what the detokenizer and the parsers held back.
+  void Finish(v1::GenerateTextResponse& out) {
+    std::string rest = text.Finish();
+    if (!chat_output.has_value()) {
+      out.mutable_text()->append(rest);
+      return;
+    }
+    AddChatOutput(chat_output->Push(rest), out);
+    AddChatOutput(chat_output->Finish(), out);
   }
 };
 
@@ -71,7 +112,8 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
                                    Clock::time_point arrival, const Sink& sink) {
   absl::StatusOr<TextStream> text = TextStream::Create(model_.tokenizer(), plan.stop_strings);
   if (!text.ok()) return transport::ToGrpcStatus(text.status());
-  Stream stream{.plan = plan, .sink = sink, .arrival = arrival, .text = *std::move(text)};
+  Stream stream{.model = model_, .plan = plan, .sink = sink, .arrival = arrival, .text = *std::move(text)};
+  if (plan.is_chat) stream.chat_output.emplace(model_.chat_output_format(), plan.chat_output);
   PromptBlocks blocks{.prompt = plan.prompt,
                       .root = RootBlockHash(model_.id(), plan.worker_request.cache_salt()),
                       .session_id = plan.session_id};
@@ -166,8 +208,10 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
     }
     const bool last = stream.text.stopped() || in.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
     if (last) {
-      out.mutable_text()->append(stream.text.Finish());
-      out.set_finish_reason(stream.text.stopped() ? v1::FINISH_REASON_STOP : in.finish_reason());
+      stream.Finish(out);
+      v1::FinishReason reason = stream.text.stopped() ? v1::FINISH_REASON_STOP : in.finish_reason();
+      if (reason == v1::FINISH_REASON_STOP && stream.tool_calls_sent > 0) reason = v1::FINISH_REASON_TOOL_CALLS;
+      out.set_finish_reason(reason);
       v1::Usage& usage = *out.mutable_usage();
       usage.set_prompt_tokens(prompt_tokens);
       // After a resume the worker's figure covers prompt + resumed tokens.
@@ -175,7 +219,7 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
       usage.set_generated_tokens(static_cast<int32_t>(stream.generated.size()));
     }
     const auto now = Clock::now();
-    if (out.token_ids_size() > 0 || last) {
+    if (out.token_ids_size() > 0 || last) {  // (a chat delta may be empty while a tag is held back)
       if (!stream.sink(out)) {
         call->TryCancel();
         reader->Finish();

@@ -9,9 +9,9 @@ official `openai` client asks it for completions. Checked:
 - greedy completions (whole, streamed, and again from the prefix cache)
   equal `kvfleet generate --local` on the same checkpoint (its ids
   detokenized by the router);
-- chat, which needs the Qwen template kvfleet cannot render yet, is refused
-  with an error that names the template and says to use completions, and
-  the cluster keeps serving afterwards.
+- chat renders through the checkpoint's own Qwen template (read from its
+  tokenizer_config.json) and answers; a malformed chat is refused with a
+  400 naming the field, and the cluster keeps serving afterwards.
 
   checkpoint_serving_test.py --cli kvfleet --model qwen.gguf
 """
@@ -68,12 +68,16 @@ def checks(cli, ckpt, name):
             check(streamed == expected, f"streamed {streamed!r} != {expected!r}")
             print(f"  {prompt!r} -> {expected!r}: equal to the local run (whole, streamed, {cached} prompt tokens "
                   "cached)")
+        reply = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Say hi."}],
+                                               max_tokens=8, temperature=0)
+        check(reply.choices[0].message.content and reply.choices[0].finish_reason in ("stop", "length"), f"{reply}")
+        print(f"  chat through the checkpoint's template: {reply.choices[0].message.content!r}")
         try:
-            client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
-            raise Failure("chat with a template kvfleet cannot render was served")
-        except openai.APIStatusError as e:
-            check(e.status_code in (400, 422) and "template" in str(e), f"chat refused unclearly: {e}")
-            print(f"  chat refused: {e.status_code} {str(e)[:160]}")
+            client.chat.completions.create(model=name, messages=[{"role": "tool", "content": "4"}], max_tokens=4)
+            raise Failure("a tool message answering no call was served")
+        except openai.BadRequestError as e:
+            check("tool_call_id" in str(e), f"refused unclearly: {e}")
+            print(f"  malformed chat refused: {e.status_code} {str(e)[:120]}")
         after = client.completions.create(model=name, prompt=PROMPTS[1], max_tokens=2, temperature=0)
         check(after.choices[0].text, "the cluster stopped serving after a refused request")
     return run

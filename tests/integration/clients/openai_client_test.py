@@ -149,7 +149,9 @@ def check_errors(client, model, http):
                                                 response_format={"type": "json_object"}), "response_format")
     raises(openai.BadRequestError, lambda: client.completions.create(model=model, prompt="word " * 9000,
                                                                      max_tokens=4), "context")
-    raises(openai.BadRequestError, lambda: chat(model=model, messages=[{"role": "tool", "content": "x"}]), "role")
+    raises(openai.BadRequestError, lambda: chat(model=model, messages=[{"role": "tool", "content": "x"}]),
+           "tool_call_id")
+    raises(openai.BadRequestError, lambda: chat(model=model, messages=[{"role": "narrator", "content": "x"}]), "role")
     # Unknown fields are ignored, as LangChain-style clients send them.
     ok = chat(model=model, messages=MESSAGES, max_tokens=2, extra_body={"metadata": {"a": 1}, "tool_choice": None})
     check(ok.choices[0].message.content, "a request with unknown fields was not served")
