@@ -100,19 +100,62 @@ TEST(OpenAiRequestTest, UnsupportedFeaturesThatAskForSomethingAreRefusedNamingTh
   const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}], )";
   for (const auto& [field, body] : std::vector<std::pair<std::string, std::string>>{
            {"n", chat + R"("n": 2})"},
-           {"tools", chat + R"("tools": [{"type": "function", "function": {"name": "f"}}]})"},
-           {"tool_choice", chat + R"("tool_choice": "required"})"},
+           {"functions", chat + R"("functions": [{"name": "f"}]})"},
            {"response_format", chat + R"("response_format": {"type": "json_object"}})"},
            {"logit_bias", chat + R"("logit_bias": {"50256": -100}})"},
-           {"messages[0].role", R"({"messages": [{"role": "tool", "content": "x"}]})"},
+           {"messages[0].role", R"({"messages": [{"role": "function", "content": "x"}]})"},
            {"messages[0].content[0].type",
             R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})"},
-           {"messages[0].tool_calls",
+           {"messages[0].tool_calls[0].function",
             R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "1"}]}]})"}}) {
     EXPECT_EQ(Refusal(Endpoint::kChat, body), std::make_pair(absl::StatusCode::kInvalidArgument, field)) << body;
   }
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": "x", "echo": true})").second, "echo");
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({"prompt": "x", "best_of": 3})").second, "best_of");
+}
+
+TEST(OpenAiRequestTest, ToolsToolCallsAndResultsLandInTheChatRequest) {
+  CompletionCall call = ParseOk(Endpoint::kChat, R"({
+    "messages": [
+      {"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": false,
+    "chat_template_kwargs": {"enable_thinking": false}})");
+  const v1::ChatRequest& r = call.chat;
+  ASSERT_EQ(r.messages_size(), 3);
+  ASSERT_EQ(r.messages(1).tool_calls_size(), 1);
+  EXPECT_EQ(r.messages(1).tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(r.messages(1).tool_calls(0).arguments_json(), R"({"city": "Paris"})");
+  EXPECT_EQ(r.messages(2).tool_call_id(), "c1");
+  ASSERT_EQ(r.tools_size(), 1);
+  // Key order is the client's, as the template must see it.
+  EXPECT_EQ(r.tools(0).parameters_json(),
+            R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})");
+  EXPECT_EQ(r.tool_choice().mode(), v1::ToolChoice::FUNCTION);
+  EXPECT_EQ(r.tool_choice().function_name(), "get_weather");
+  EXPECT_FALSE(r.parallel_tool_calls());
+  EXPECT_EQ(r.chat_template_kwargs_json(), R"({"enable_thinking":false})");
+}
+
+TEST(OpenAiRequestTest, ToolErrorsNameTheField) {
+  const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}], )";
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f"}}], )";
+  for (const auto& [field, body] : std::vector<std::pair<std::string, std::string>>{
+           {"tool_choice", chat + tools + R"("tool_choice": {"type": "function", "function": {"name": "g"}}})"},
+           {"tool_choice", chat + R"("tool_choice": "required"})"},
+           {"tool_choice", chat + tools + R"("tool_choice": "sometimes"})"},
+           {"tools[0].function.parameters",
+            chat + R"("tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]})"},
+           {"tools[0].function.name", chat + R"("tools": [{"type": "function", "function": {}}]})"},
+           {"tools[0].type", chat + R"("tools": [{"type": "retrieval"}]})"},
+           {"messages[0].tool_call_id", R"({"messages": [{"role": "tool", "content": "x"}]})"},
+           {"chat_template_kwargs", chat + R"("chat_template_kwargs": [1]})"}}) {
+    EXPECT_EQ(Refusal(Endpoint::kChat, body), std::make_pair(absl::StatusCode::kInvalidArgument, field)) << body;
+  }
 }
 
 TEST(OpenAiRequestTest, BadShapesAndTypesNameTheField) {
