@@ -304,7 +304,17 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
     // Row j saw the pending token and the first j guesses: exactly what plain
     // decoding would have computed if those guesses are the tokens so far.
     const std::span<const float> row = forward.Row(first_row + j);
-    const model::TokenId token = req.sampler.Sample(row, req.num_tokens());
+    model::TokenId token;
+    if (TokenConstraint* constraint = req.params.constraint.get(); constraint != nullptr) {
+      // The mask follows the tokens emitted so far, draft guesses included
+      // only once sampled: row j's mask is the constraint after token j-1.
+      std::vector<float> masked(row.begin(), row.end());
+      constraint->MaskLogits(masked);
+      token = req.sampler.Sample(masked, req.num_tokens());
+      constraint->Accept(token);
+    } else {
+      token = req.sampler.Sample(row, req.num_tokens());
+    }
     req.sampler.Accept(token);
     req.tokens.push_back(token);
     emitted.push_back(token);

@@ -20,6 +20,7 @@
 #include "engine/sampler/logprobs.h"
 #include "engine/sampler/sampler.h"
 #include "engine/sampler/sampling_params.h"
+#include "engine/sampler/token_constraint.h"
 #include "engine/spec/acceptance_estimate.h"
 #include "engine/spec/speculation_options.h"
 
@@ -45,6 +46,9 @@ struct EngineRequest {
   // Speculative decoding: the proposer ("" for the worker's default, "off")
   // and the most tokens to draft per step (0: the worker's).
   spec::SpeculationParams speculation;
+  // Which tokens may come next (structured output, enforced tool calls);
+  // null: any.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 struct Usage {
@@ -87,7 +91,11 @@ struct Request {
         arrival(arrival),
         sink(sink) {
     tokens.insert(tokens.end(), this->params.resumed_output.begin(), this->params.resumed_output.end());
-    for (model::TokenId t : this->params.resumed_output) sampler.Accept(t);
+    for (model::TokenId t : this->params.resumed_output) {
+      sampler.Accept(t);
+      // The constraint's state is rebuilt from the tokens (what a failover sends).
+      if (this->params.constraint != nullptr) this->params.constraint->Accept(t);
+    }
   }
 
   RequestId id() const { return params.id; }

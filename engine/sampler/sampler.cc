@@ -16,6 +16,9 @@ Sampler::Sampler(const SamplingParams& params, uint64_t seed, std::span<const mo
 void Sampler::Accept(model::TokenId token) { ++output_counts_[token]; }
 
 void Sampler::AdjustLogits(std::span<float> logits) const {
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (token >= 0 && static_cast<size_t>(token) < logits.size()) logits[token] += bias;
+  }
   const float rep = params_.repetition_penalty;
   auto penalize_repeat = [&](model::TokenId t) {
     float& l = logits[t];

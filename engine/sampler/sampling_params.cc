@@ -29,6 +29,16 @@ absl::Status SamplingParams::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("frequency_penalty must be in [-2, 2], got ", frequency_penalty));
   }
+  if (logit_bias.size() > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("logit_bias has ", logit_bias.size(), " entries; at most 1024"));
+  }
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) return absl::InvalidArgumentError(absl::StrCat("logit_bias names token ", token));
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return absl::InvalidArgumentError(absl::StrCat("logit_bias for token ", token, " is ", bias,
+                                                     "; it must be in [-100, 100]"));
+    }
+  }
   return absl::OkStatus();
 }
 

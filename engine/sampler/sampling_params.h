@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,6 +26,9 @@ struct SamplingParams {
   float presence_penalty = 0.0f;   // [-2, 2] (output tokens)
   float frequency_penalty = 0.0f;  // [-2, 2] (output tokens)
   std::optional<uint64_t> seed;    // unset: the engine draws one per request
+  // Added to a token's logit before penalties and temperature (OpenAI's
+  // logit_bias: [-100, 100]; -100 bans the token, 100 all but forces it).
+  std::vector<std::pair<model::TokenId, float>> logit_bias;
 
   bool greedy() const { return temperature == 0.0f; }
   absl::Status Validate() const;

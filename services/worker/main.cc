@@ -38,6 +38,7 @@ struct LoadedModel {
   std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
+  std::unique_ptr<GrammarCompiler> grammar;  // structured output
 };
 
 // Weights and scratch first (target and draft), then the memory plan sizes
@@ -47,6 +48,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
   ASSIGN_OR_RETURN(m.model, model::Model::Load(o.model_path));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
+  ASSIGN_OR_RETURN(m.grammar, GrammarCompiler::Create(*tok, static_cast<int32_t>(m.model->config().vocab_size)));
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(o.device));
   ASSIGN_OR_RETURN(m.scheduler, ResolveScheduler(o, device.kind));
   ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(
@@ -151,6 +153,9 @@ absl::Status Run(const WorkerOptions& o) {
                         publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
+  auto grammar_stats = std::make_shared<GrammarStatsCollector>(*m.grammar);
+  exposer->RegisterCollectable(grammar_stats);
+  service.SetGrammarCompiler(m.grammar.get());
   engine.Start();
   if (publisher) service.OnAdmission([p = publisher.get()] { p->NotifyLoadChanged(); });
   service.Attach(engine, MakeInfo(o, m));

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -118,16 +119,7 @@ absl::Status RefuseUnsupported(const Json& body, Endpoint endpoint) {
       }
     }
   }
-  if (const Json* v = Field(body, "response_format"); v != nullptr) {
-    const Json* type = v->is_object() ? Field(*v, "type") : nullptr;
-    if (type == nullptr || *type != "text") {
-      return Bad("response_format",
-                 "only `response_format` {\"type\": \"text\"} is supported: this server has no structured output");
-    }
-  }
-  if (const Json* v = Field(body, "logit_bias"); v != nullptr && !(v->is_object() && v->empty())) {
-    return Bad("logit_bias", "`logit_bias` is not supported");
-  }
+
   if (endpoint == Endpoint::kCompletion) {
     ASSIGN_OR_RETURN(std::optional<bool> echo, Bool(body, "echo"));
     if (echo.value_or(false)) return Bad("echo", "`echo` is not supported: the response holds the completion only");
@@ -154,6 +146,94 @@ absl::Status ReadStop(const Json& body, v1::GenerationOptions& options) {
   return absl::OkStatus();
 }
 
+// Structured output: OpenAI's response_format, and vLLM's structured_outputs
+// ({"json" | "regex" | "choice" | "grammar"}) with its older guided_* names.
+absl::Status ReadConstraint(const Json& body, v1::GenerationOptions& options) {
+  std::vector<std::string> given;
+  v1::OutputConstraint c;
+  if (const Json* rf = Field(body, "response_format"); rf != nullptr && !rf->is_null()) {
+    if (!rf->is_object()) return WrongType("response_format", "an object", *rf);
+    ASSIGN_OR_RETURN(std::optional<std::string> type, String(*rf, "type"));
+    if (type == "json_object") {
+      c.set_json_object(true);
+      given.push_back("response_format");
+    } else if (type == "json_schema") {
+      const Json* js = Field(*rf, "json_schema");
+      const Json* schema = js != nullptr && js->is_object() ? Field(*js, "schema") : nullptr;
+      if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+        return Bad("response_format.json_schema.schema",
+                   "`response_format.json_schema.schema` must be a JSON Schema object");
+      }
+      c.set_json_schema(schema->dump());
+      given.push_back("response_format");
+    } else if (type.value_or("text") != "text") {
+      return Bad("response_format.type", absl::StrCat("`response_format.type` is '", *type,
+                                                      "'; it must be text, json_object or json_schema"));
+    }
+  }
+  const Json* so = Field(body, "structured_outputs");
+  if (so != nullptr && !so->is_null() && !so->is_object()) return WrongType("structured_outputs", "an object", *so);
+  auto option = [&](const char* key, const char* legacy) -> std::pair<const Json*, std::string> {
+    if (so != nullptr && so->is_object()) {
+      if (const Json* v = Field(*so, key); v != nullptr && !v->is_null()) return {v, absl::StrCat("structured_outputs.", key)};
+    }
+    if (const Json* v = Field(body, legacy); v != nullptr && !v->is_null()) return {v, legacy};
+    return {nullptr, ""};
+  };
+  if (auto [v, name] = option("json", "guided_json"); v != nullptr) {
+    if (v->is_string()) {
+      c.set_json_schema(v->get<std::string>());
+    } else if (v->is_object()) {
+      c.set_json_schema(v->dump());
+    } else {
+      return WrongType(name, "a JSON Schema", *v);
+    }
+    given.push_back(name);
+  }
+  if (auto [v, name] = option("regex", "guided_regex"); v != nullptr) {
+    if (!v->is_string()) return WrongType(name, "a regular expression string", *v);
+    c.set_regex(v->get<std::string>());
+    given.push_back(name);
+  }
+  if (auto [v, name] = option("choice", "guided_choice"); v != nullptr) {
+    if (!v->is_array() || v->empty()) return WrongType(name, "a non-empty list of strings", *v);
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) return WrongType(absl::StrCat(name, "[", i, "]"), "a string", (*v)[i]);
+      c.mutable_choice()->add_choices((*v)[i].get<std::string>());
+    }
+    given.push_back(name);
+  }
+  if (auto [v, name] = option("grammar", "guided_grammar"); v != nullptr) {
+    if (!v->is_string()) return WrongType(name, "an EBNF grammar string", *v);
+    c.set_grammar(v->get<std::string>());
+    given.push_back(name);
+  }
+  if (given.size() > 1) {
+    return Bad(given[1], absl::StrCat("`", given[0], "` and `", given[1], "` both constrain the output: give one"));
+  }
+  if (!given.empty()) *options.mutable_constraint() = std::move(c);
+  return absl::OkStatus();
+}
+
+// logit_bias: {"token id": bias in [-100, 100]}.
+absl::Status ReadLogitBias(const Json& body, v1::SamplingParams& sampling) {
+  const Json* bias = Field(body, "logit_bias");
+  if (bias == nullptr || bias->is_null()) return absl::OkStatus();
+  if (!bias->is_object()) return WrongType("logit_bias", "an object of token id to bias", *bias);
+  for (const auto& [key, value] : bias->items()) {
+    const std::string at = absl::StrCat("logit_bias.", key);
+    int64_t id = -1;
+    if (!absl::SimpleAtoi(key, &id) || id < 0 || id > INT32_MAX) {
+      return Bad(at, absl::StrCat("`logit_bias` key '", key, "' is not a token id"));
+    }
+    if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100) {
+      return Bad(at, absl::StrCat("`", at, "` must be a number in [-100, 100]"));
+    }
+    (*sampling.mutable_logit_bias())[static_cast<int32_t>(id)] = value.get<float>();
+  }
+  return absl::OkStatus();
+}
+
 // Sampling, stopping and the extension fields both endpoints share.
 absl::Status ReadOptions(const Json& body, CompletionCall& call, v1::GenerationOptions& options) {
   ASSIGN_OR_RETURN(std::optional<std::string> model, String(body, "model"));
@@ -167,7 +247,9 @@ absl::Status ReadOptions(const Json& body, CompletionCall& call, v1::GenerationO
     call.include_usage = usage.value_or(false);
   }
 
+  RETURN_IF_ERROR(ReadConstraint(body, options));
   v1::SamplingParams& s = *options.mutable_sampling();
+  RETURN_IF_ERROR(ReadLogitBias(body, s));
   ASSIGN_OR_RETURN(std::optional<double> temperature, Number(body, "temperature"));
   s.set_temperature(static_cast<float>(temperature.value_or(1.0)));  // OpenAI's default
   ASSIGN_OR_RETURN(std::optional<double> top_p, Number(body, "top_p"));

@@ -1,5 +1,7 @@
 #include "services/router/server/generation_plan.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/stop_string_matcher.h"
@@ -42,6 +44,13 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
   w.set_logprobs(options.logprobs());
   w.set_top_logprobs(options.top_logprobs());
   if (options.has_speculation()) *w.mutable_speculation() = options.speculation();
+  if (options.has_constraint()) *w.mutable_constraint() = options.constraint();
+  for (const auto& [token, bias] : options.sampling().logit_bias()) {
+    if (token < 0 || token >= model.vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("logit_bias names token ", token, ", outside the vocabulary [0, ",
+                                                     model.vocab_size(), ")"));
+    }
+  }
   plan.prompt = std::move(prompt);
   plan.session_id = options.session_id();
   return plan;
@@ -75,6 +84,34 @@ absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::
   return Plan(model, std::move(prompt), request.options(), fresh_seed, limits);
 }
 
+// tool_choice "required" or a named function: the output must be a call,
+// in the format the model's template teaches, enforced by the worker's
+// constrained decoding.
+absl::StatusOr<std::optional<v1::OutputConstraint>> ToolCallConstraint(const RouterModel& model,
+                                                                       const v1::ChatRequest& request) {
+  const v1::ToolChoice& choice = request.tool_choice();
+  if (choice.mode() != v1::ToolChoice::REQUIRED && choice.mode() != v1::ToolChoice::FUNCTION) return std::nullopt;
+  const chat::ToolCallFormat format = model.chat_output_format().tool_calls;
+  if (format != chat::ToolCallFormat::kHermes && format != chat::ToolCallFormat::kLlama3Json) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tool_choice '", choice.mode() == v1::ToolChoice::REQUIRED ? "required" : choice.function_name(),
+        "' needs the output constrained to a call, and model ", model.id(), "'s template teaches the '",
+        std::string(chat::ToolCallFormatName(format)), "' format, which kvfleet cannot enforce; use tool_choice auto"));
+  }
+  v1::OutputConstraint out;
+  v1::ToolCallConstraint& calls = *out.mutable_tool_calls();
+  calls.set_format(std::string(chat::ToolCallFormatName(format)));
+  calls.set_parallel(choice.mode() == v1::ToolChoice::REQUIRED &&
+                     (!request.has_parallel_tool_calls() || request.parallel_tool_calls()));
+  for (const v1::Tool& t : request.tools()) {
+    if (choice.mode() == v1::ToolChoice::FUNCTION && t.name() != choice.function_name()) continue;
+    v1::ToolSchema& schema = *calls.add_tools();
+    schema.set_name(t.name());
+    schema.set_parameters_json(t.parameters_json());
+  }
+  return out;
+}
+
 absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
                                         const limits::RequestLimits& limits) {
   RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
@@ -88,6 +125,14 @@ absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::Chat
   ASSIGN_OR_RETURN(std::vector<int32_t> prompt, model.EncodeChat(inputs.template_inputs));
   inputs.output.reasoning_starts_inside = model.EndsInsideReasoning(prompt);
   ASSIGN_OR_RETURN(GenerationPlan plan, Plan(model, std::move(prompt), request.options(), fresh_seed, limits));
+  ASSIGN_OR_RETURN(std::optional<v1::OutputConstraint> calls, ToolCallConstraint(model, request));
+  if (calls.has_value()) {
+    if (request.options().has_constraint()) {
+      return absl::InvalidArgumentError("tool_choice asks for a tool call and the request also constrains the "
+                                        "output (response_format): give one of them");
+    }
+    *plan.worker_request.mutable_constraint() = *std::move(calls);
+  }
   plan.is_chat = true;
   plan.chat_output = std::move(inputs.output);
   return plan;

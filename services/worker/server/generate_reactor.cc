@@ -19,6 +19,20 @@ GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine,
     Refuse(converted.status());
     return;
   }
+  if (request.has_constraint()) {
+    // Compiled here, on a gRPC thread (cached per constraint), never on the engine's.
+    if (service_.grammar() == nullptr) {
+      Refuse(absl::FailedPreconditionError("this worker has no grammar compiler for structured output"));
+      return;
+    }
+    absl::StatusOr<std::shared_ptr<engine::TokenConstraint>> constraint =
+        service_.grammar()->NewConstraint(request.constraint());
+    if (!constraint.ok()) {
+      Refuse(constraint.status());
+      return;
+    }
+    converted->constraint = *std::move(constraint);
+  }
   // Once submitted, the engine may finish the request and gRPC delete this
   // reactor (and the request) before the constructor returns: only copies
   // and the parameters from here on.

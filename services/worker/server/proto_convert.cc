@@ -1,5 +1,7 @@
 #include "services/worker/server/proto_convert.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -16,6 +18,8 @@ engine::SamplingParams ToSampling(const v1::SamplingParams& p) {
   s.presence_penalty = p.presence_penalty();
   s.frequency_penalty = p.frequency_penalty();
   if (p.has_seed()) s.seed = p.seed();
+  s.logit_bias.assign(p.logit_bias().begin(), p.logit_bias().end());
+  std::sort(s.logit_bias.begin(), s.logit_bias.end());  // a map's order is not the proto's
   return s;
 }
 

@@ -86,6 +86,21 @@ void WorkerMetrics::OnStep(const engine::StepReport& report) {
   step_tokens_->Observe(report.num_tokens);
 }
 
+std::vector<prometheus::MetricFamily> GrammarStatsCollector::Collect() const {
+  const GrammarStats s = compiler_.stats();
+  transport::ScrapeFamilies out;
+  out.Counter("kvfleet_worker_grammar_compiles_total", "Output constraints compiled (grammar cache misses)",
+              static_cast<double>(s.compiles));
+  out.Counter("kvfleet_worker_grammar_cache_hits_total", "Output constraints served from the grammar cache",
+              static_cast<double>(s.cache_hits));
+  out.Counter("kvfleet_worker_grammar_compile_seconds_total", "Time spent compiling output constraints",
+              s.compile_seconds);
+  out.Counter("kvfleet_worker_grammar_mask_seconds_total", "Time spent computing token masks", s.mask_seconds);
+  out.Counter("kvfleet_worker_grammar_masks_total", "Token masks computed (one per constrained token)",
+              static_cast<double>(s.masks));
+  return std::move(out).Take();
+}
+
 std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   const engine::EngineStats s = stats_();
   transport::ScrapeFamilies out;

@@ -34,6 +34,7 @@
 #include "engine/request.h"
 #include "engine/step_observer.h"
 #include "services/worker/server/health_watchdog.h"
+#include "services/worker/grammar/grammar_compiler.h"
 
 namespace kvfleet::worker {
 
@@ -94,6 +95,17 @@ class EngineProgressCollector : public prometheus::Collectable {
 
  private:
   std::function<EngineProgress()> progress_;
+};
+
+// Structured output's costs, read at scrape time: grammar compilations and
+// cache hits, time compiling, and time filling token masks.
+class GrammarStatsCollector : public prometheus::Collectable {
+ public:
+  explicit GrammarStatsCollector(const GrammarCompiler& compiler) : compiler_(compiler) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const GrammarCompiler& compiler_;
 };
 
 }  // namespace kvfleet::worker

@@ -23,6 +23,7 @@
 #include "common/ids.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "engine/engine.h"
+#include "services/worker/grammar/grammar_compiler.h"
 #include "services/worker/server/admitted_tickets.h"
 #include "services/limits/request_limits.h"
 #include "services/worker/server/worker_metrics.h"
@@ -64,6 +65,10 @@ class WorkerService final : public v1::Worker::CallbackService {
   // Called after each admission (the KV event publisher's wake-up); set
   // before Attach.
   void OnAdmission(std::function<void()> callback) { on_admission_ = std::move(callback); }
+  // Compiles structured-output constraints; set before Attach (null: a
+  // constrained request is refused).
+  void SetGrammarCompiler(GrammarCompiler* compiler) { grammar_ = compiler; }
+  GrammarCompiler* grammar() const { return grammar_; }
 
  private:
   grpc::ServerWriteReactor<v1::GenerateResponse>* Unavailable(const char* why);
@@ -77,6 +82,7 @@ class WorkerService final : public v1::Worker::CallbackService {
   std::atomic<uint64_t> next_id_{1};
   AdmittedTickets admitted_;
   std::function<void()> on_admission_;
+  GrammarCompiler* grammar_ = nullptr;
 
   mutable std::mutex mu_;
   absl::flat_hash_set<RequestId> active_ ABSL_GUARDED_BY(mu_);

@@ -101,8 +101,11 @@ TEST(OpenAiRequestTest, UnsupportedFeaturesThatAskForSomethingAreRefusedNamingTh
   for (const auto& [field, body] : std::vector<std::pair<std::string, std::string>>{
            {"n", chat + R"("n": 2})"},
            {"functions", chat + R"("functions": [{"name": "f"}]})"},
-           {"response_format", chat + R"("response_format": {"type": "json_object"}})"},
-           {"logit_bias", chat + R"("logit_bias": {"50256": -100}})"},
+           {"response_format.type", chat + R"("response_format": {"type": "xml"}})"},
+           {"response_format.json_schema.schema", chat + R"("response_format": {"type": "json_schema"}})"},
+           {"logit_bias.abc", chat + R"("logit_bias": {"abc": 1}})"},
+           {"logit_bias.5", chat + R"("logit_bias": {"5": 101}})"},
+           {"guided_regex", chat + R"("response_format": {"type": "json_object"}, "guided_regex": "a+"})"},
            {"messages[0].role", R"({"messages": [{"role": "function", "content": "x"}]})"},
            {"messages[0].content[0].type",
             R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})"},
@@ -139,6 +142,24 @@ TEST(OpenAiRequestTest, ToolsToolCallsAndResultsLandInTheChatRequest) {
   EXPECT_EQ(r.tool_choice().function_name(), "get_weather");
   EXPECT_FALSE(r.parallel_tool_calls());
   EXPECT_EQ(r.chat_template_kwargs_json(), R"({"enable_thinking":false})");
+}
+
+TEST(OpenAiRequestTest, StructuredOutputsAndLogitBiasLandInTheOptions) {
+  const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}], )";
+  CompletionCall schema = ParseOk(Endpoint::kChat, chat + R"("response_format": {"type": "json_schema",
+      "json_schema": {"name": "p", "strict": true, "schema": {"type": "object", "properties": {"b": {}, "a": {}}}}},
+      "logit_bias": {"42": -100, "7": 2.5}})");
+  EXPECT_EQ(schema.chat.options().constraint().json_schema(), R"({"type":"object","properties":{"b":{},"a":{}}})");
+  EXPECT_EQ(schema.chat.options().sampling().logit_bias().at(42), -100.0f);
+  EXPECT_EQ(schema.chat.options().sampling().logit_bias().at(7), 2.5f);
+  EXPECT_TRUE(ParseOk(Endpoint::kChat, chat + R"("response_format": {"type": "json_object"}})")
+                  .chat.options().constraint().json_object());
+  EXPECT_EQ(ParseOk(Endpoint::kChat, chat + R"("structured_outputs": {"regex": "[0-9]+"}})")
+                .chat.options().constraint().regex(), "[0-9]+");
+  EXPECT_EQ(ParseOk(Endpoint::kCompletion, R"({"prompt": "x", "guided_choice": ["yes", "no"]})")
+                .completion.options().constraint().choice().choices_size(), 2);
+  EXPECT_EQ(ParseOk(Endpoint::kChat, chat + R"("structured_outputs": {"grammar": "root ::= \"a\""}})")
+                .chat.options().constraint().grammar(), "root ::= \"a\"");
 }
 
 TEST(OpenAiRequestTest, ToolErrorsNameTheField) {
