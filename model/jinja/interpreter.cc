@@ -228,7 +228,12 @@ absl::Status Interpreter::Assign(const Target& target, const Value& value, const
 
 Value Interpreter::MakeMacro(const Stmt& s, const ScopePtr& scope, std::string name) {
   const Stmt* stmt = &s;
-  return Value::Function(std::move(name), [this, stmt, scope](const CallArgs& args) {
+  // Weak: the macro is stored in the scope it closes over, and a strong
+  // reference would make a cycle that outlives the render.
+  std::weak_ptr<Scope> defined_in = scope;
+  return Value::Function(std::move(name), [this, stmt, defined_in](const CallArgs& args) -> absl::StatusOr<Value> {
+    ScopePtr scope = defined_in.lock();
+    if (scope == nullptr) return RuntimeError(stmt->line, "a macro was called after the block defining it ended");
     return CallMacro(*stmt, scope, args);
   });
 }

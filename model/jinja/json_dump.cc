@@ -88,6 +88,7 @@ absl::StatusOr<std::string> KeyString(const Value& k) {
 }
 
 absl::Status Dump(const Value& v, const JsonStyle& style, int depth, std::string* out, bool* from_input) {
+  if (depth > 256) return absl::InvalidArgumentError("ValueError: Circular reference detected");
   auto newline = [&](int level) {
     if (!style.indent.has_value()) return;
     out->push_back('\n');

@@ -1,5 +1,6 @@
 #include "model/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -221,7 +222,13 @@ Text Value::ToText() const {
       // Python's str() of a container is its repr(); input inside it stays input.
       bool from_input = false;
       std::string repr = Repr();
+      int depth = 0;
       auto visit = [&](const auto& self, const Value& v) -> void {
+        if (++depth > 64) {  // deep or self-containing: assume input (safe)
+          from_input = true;
+          --depth;
+          return;
+        }
         if (v.kind_ == Kind::kString) from_input |= v.text_.HasInput();
         if (v.kind_ == Kind::kList) {
           for (const Value& item : v.list_->items) self(self, item);
@@ -232,6 +239,7 @@ Text Value::ToText() const {
             self(self, item);
           }
         }
+        --depth;
       };
       visit(visit, *this);
       return Text::Derived(std::move(repr), from_input);
@@ -242,6 +250,11 @@ Text Value::ToText() const {
 }
 
 std::string Value::Repr() const {
+  std::vector<const DictData*> open;
+  return Repr(&open);
+}
+
+std::string Value::Repr(std::vector<const DictData*>* open) const {
   switch (kind_) {
     case Kind::kUndefined:
       return "Undefined";
@@ -261,26 +274,30 @@ std::string Value::Repr() const {
       if (list_->kind == SeqKind::kRange) return list_->repr;
       if (list_->kind == SeqKind::kView) {
         std::string out = list_->type_name + "([";
-        for (size_t i = 0; i < items.size(); ++i) absl::StrAppend(&out, i > 0 ? ", " : "", items[i].Repr());
+        for (size_t i = 0; i < items.size(); ++i) absl::StrAppend(&out, i > 0 ? ", " : "", items[i].Repr(open));
         return out + "])";
       }
       std::string out = list_->is_tuple ? "(" : "[";
       for (size_t i = 0; i < items.size(); ++i) {
         if (i > 0) out += ", ";
-        out += items[i].Repr();
+        out += items[i].Repr(open);
       }
       if (list_->is_tuple && items.size() == 1) out += ",";
       return out + (list_->is_tuple ? ")" : "]");
     }
     case Kind::kDict:
     case Kind::kNamespace: {
+      // A namespace can hold itself; Python prints the inner one as {...}.
+      if (std::find(open->begin(), open->end(), dict_.get()) != open->end()) return "{...}";
+      open->push_back(dict_.get());
       std::string out = kind_ == Kind::kNamespace ? "<Namespace {" : "{";
       bool first = true;
       for (const auto& [k, v] : dict_->entries) {
         if (!first) out += ", ";
         first = false;
-        absl::StrAppend(&out, k.Repr(), ": ", v.Repr());
+        absl::StrAppend(&out, k.Repr(open), ": ", v.Repr(open));
       }
+      open->pop_back();
       return out + (kind_ == Kind::kNamespace ? "}>" : "}");
     }
     case Kind::kFunction:

@@ -124,6 +124,7 @@ class Value {
   std::string Repr() const;
   // Python's ==.
   bool Equals(const Value& other) const;
+  std::string Repr(std::vector<const DictData*>* open) const;
   // jinja2's name for the type in messages: "dict object", "str object".
   std::string TypeName() const;
 

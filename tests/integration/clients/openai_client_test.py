@@ -7,7 +7,7 @@
   cached tokens included on a repeated prompt; stop; seed reproducibility;
   logprobs; /v1/models; /tokenize and /detokenize;
 - errors (malformed JSON, unknown model, n = 2, a prompt longer than the
-  context, an unsupported field) have the right status and an OpenAI-shaped
+  context, an unsupported value) have the right status and an OpenAI-shaped
   body the client raises as the right exception class;
 - `curl -N` shows the SSE framing;
 - a client that disconnects mid-stream leaves the worker's KV blocks back
@@ -146,7 +146,7 @@ def check_errors(client, model, http):
     raises(openai.NotFoundError, lambda: chat(model="no-such-model", messages=MESSAGES), "no-such-model")
     raises(openai.BadRequestError, lambda: chat(model=model, messages=MESSAGES, n=2), "`n`")
     raises(openai.BadRequestError, lambda: chat(model=model, messages=MESSAGES,
-                                                response_format={"type": "json_object"}), "response_format")
+                                                response_format={"type": "xml"}), "response_format")
     raises(openai.BadRequestError, lambda: client.completions.create(model=model, prompt="word " * 9000,
                                                                      max_tokens=4), "context")
     raises(openai.BadRequestError, lambda: chat(model=model, messages=[{"role": "tool", "content": "x"}]),

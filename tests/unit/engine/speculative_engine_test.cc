@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -202,6 +203,73 @@ TEST_F(SpeculativeEngineTest, SmallBudgetsAndPreemptionKeepEveryToken) {
       preemptions += spec.stats.preemptions;
     }
     EXPECT_GT(preemptions, 0) << "the pool was meant to force preemption";
+  }
+}
+
+// Allows at output position i only tokens t with t % 5 == i % 5: a stateful
+// constraint whose mask depends on every token accepted before.
+class ModuloConstraint final : public TokenConstraint {
+ public:
+  void MaskLogits(std::span<float> logits) override {
+    for (size_t t = 0; t < logits.size(); ++t) {
+      if (static_cast<int64_t>(t % 5) != accepted_ % 5) logits[t] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  bool Accept(model::TokenId token) override {
+    if (token % 5 != accepted_ % 5) return false;
+    ++accepted_;
+    return true;
+  }
+
+ private:
+  int64_t accepted_ = 0;
+};
+
+// The requests with a fresh constraint each (a run must not share state).
+std::vector<EngineRequest> Constrained(std::vector<EngineRequest> requests) {
+  for (EngineRequest& r : requests) r.constraint = std::make_shared<ModuloConstraint>();
+  return requests;
+}
+
+TEST_F(SpeculativeEngineTest, ConstrainedOutputIsTheSameBatchedPreemptedAndSpeculative) {
+  const std::vector<EngineRequest> requests = MixedRequests(12, 17);
+  const Run plain = RunAll(Constrained(requests), {}, {.max_num_batched_tokens = 512, .max_num_seqs = 32});
+  for (const auto& [id, tokens] : plain.tokens) {
+    for (size_t i = 0; i < tokens.size(); ++i) ASSERT_EQ(tokens[i] % 5, static_cast<int32_t>(i % 5)) << id;
+  }
+  // Alone, one at a time, equals batched.
+  for (const EngineRequest& r : requests) {
+    const Run alone = RunAll(Constrained({r}), {}, {});
+    EXPECT_EQ(alone.tokens.at(r.id.value()), plain.tokens.at(r.id.value())) << r.id.value();
+  }
+  int64_t preemptions = 0;
+  for (const std::string proposer : {"draft", "self", "random"}) {
+    for (int32_t budget : {3, 64}) {
+      const Run spec = RunAll(Constrained(requests), {.proposer = proposer, .max_draft_tokens = 8},
+                              {.max_num_batched_tokens = budget, .max_num_seqs = 32, .growth_reserve_blocks = 0},
+                              /*num_blocks=*/18);
+      EXPECT_EQ(spec.tokens, plain.tokens) << proposer << " budget " << budget;
+      preemptions += spec.stats.preemptions;
+    }
+  }
+  EXPECT_GT(preemptions, 0) << "the pool was meant to force preemption";
+}
+
+TEST_F(SpeculativeEngineTest, AResumedConstrainedRequestReplaysItsTokens) {
+  std::vector<EngineRequest> requests = MixedRequests(4, 23);
+  const Run whole = RunAll(Constrained(requests), {}, {});
+  // Resume each after its first half (a failover): the rest is the same.
+  std::vector<EngineRequest> resumed = Constrained(requests);
+  for (EngineRequest& r : resumed) {
+    const std::vector<model::TokenId>& t = whole.tokens.at(r.id.value());
+    r.resumed_output.assign(t.begin(), t.begin() + t.size() / 2);
+  }
+  const Run rest = RunAll(resumed, {}, {});
+  for (const EngineRequest& r : resumed) {
+    std::vector<model::TokenId> joined = r.resumed_output;
+    const std::vector<model::TokenId>& tail = rest.tokens.at(r.id.value());
+    joined.insert(joined.end(), tail.begin(), tail.end());
+    EXPECT_EQ(joined, whole.tokens.at(r.id.value())) << r.id.value();
   }
 }
 
