@@ -1,7 +1,7 @@
 // What the model's publisher suggests for generation when a request says
 // nothing: Hugging Face's generation_config.json (GGUF files carry none).
-// The worker and router use the end-of-sequence ids; the sampling values
-// are reported (kvfleet model-info) and left to the request.
+// The worker and router use the end-of-sequence ids; the OpenAI-compatible
+// API fills the sampling values a request leaves unset, as vLLM does.
 #pragma once
 
 #include <optional>

@@ -251,10 +251,13 @@ absl::Status ReadOptions(const Json& body, CompletionCall& call, v1::GenerationO
   v1::SamplingParams& s = *options.mutable_sampling();
   RETURN_IF_ERROR(ReadLogitBias(body, s));
   ASSIGN_OR_RETURN(std::optional<double> temperature, Number(body, "temperature"));
+  call.temperature_set = temperature.has_value();
   s.set_temperature(static_cast<float>(temperature.value_or(1.0)));  // OpenAI's default
   ASSIGN_OR_RETURN(std::optional<double> top_p, Number(body, "top_p"));
+  call.top_p_set = top_p.has_value();
   if (top_p.has_value()) s.set_top_p(static_cast<float>(*top_p));
   ASSIGN_OR_RETURN(std::optional<int64_t> top_k, Integer(body, "top_k"));
+  call.top_k_set = top_k.has_value();
   if (top_k.has_value() && *top_k > 0) {
     s.set_top_k(static_cast<int32_t>(std::min<int64_t>(*top_k, INT32_MAX)));
   } else if (top_k.has_value() && *top_k < -1) {
@@ -595,6 +598,16 @@ absl::StatusOr<v1::DetokenizeRequest> ParseDetokenizeCall(std::string_view body)
     request.add_token_ids(id);
   }
   return request;
+}
+
+void ApplyGenerationDefaults(std::optional<double> temperature, std::optional<double> top_p,
+                             std::optional<int64_t> top_k, CompletionCall& call) {
+  v1::GenerationOptions& options = call.endpoint == Endpoint::kChat ? *call.chat.mutable_options()
+                                                                    : *call.completion.mutable_options();
+  v1::SamplingParams& s = *options.mutable_sampling();
+  if (!call.temperature_set && temperature.has_value()) s.set_temperature(static_cast<float>(*temperature));
+  if (!call.top_p_set && top_p.has_value()) s.set_top_p(static_cast<float>(*top_p));
+  if (!call.top_k_set && top_k.has_value() && *top_k > 0) s.set_top_k(static_cast<int32_t>(std::min<int64_t>(*top_k, INT32_MAX)));
 }
 
 std::string ErrorParam(const absl::Status& status) {

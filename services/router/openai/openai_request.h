@@ -42,6 +42,11 @@ struct CompletionCall {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   std::string user;  // logged only: caching by user would stop users sharing a system prompt
+  // Which sampling fields the request set: the others take the model's
+  // generation_config.json defaults where it has them (ApplyGenerationDefaults).
+  bool temperature_set = false;
+  bool top_p_set = false;
+  bool top_k_set = false;
 
   const v1::GenerationOptions& options() const {
     return endpoint == Endpoint::kChat ? chat.options() : completion.options();
@@ -49,6 +54,12 @@ struct CompletionCall {
 };
 
 absl::StatusOr<CompletionCall> ParseCompletionCall(Endpoint endpoint, std::string_view body);
+
+// The model publisher's sampling defaults (generation_config.json) for the
+// fields the request left unset, as vLLM applies them; OpenAI's defaults
+// (temperature 1, no top-p/top-k) remain where the model has none.
+void ApplyGenerationDefaults(std::optional<double> temperature, std::optional<double> top_p,
+                             std::optional<int64_t> top_k, CompletionCall& call);
 
 // POST /tokenize (vLLM's shape): a `prompt`, or chat `messages` rendered
 // through the template.

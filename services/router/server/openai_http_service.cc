@@ -107,6 +107,8 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
   absl::StatusOr<openai::CompletionCall> parsed = openai::ParseCompletionCall(endpoint, request.body);
   if (!parsed.ok()) return Fail(out, parsed.status());
   openai::CompletionCall& call = *parsed;
+  const model::GenerationDefaults& defaults = api_.model().generation_defaults();
+  openai::ApplyGenerationDefaults(defaults.temperature, defaults.top_p, defaults.top_k, call);
   const bool chat = endpoint == openai::Endpoint::kChat;
   const std::string id = NewId(chat ? "chatcmpl-" : "cmpl-");
   v1::GenerationOptions& options = chat ? *call.chat.mutable_options() : *call.completion.mutable_options();

@@ -162,6 +162,23 @@ TEST(OpenAiRequestTest, StructuredOutputsAndLogitBiasLandInTheOptions) {
                 .chat.options().constraint().grammar(), "root ::= \"a\"");
 }
 
+TEST(OpenAiRequestTest, GenerationConfigDefaultsFillOnlyWhatTheRequestLeftUnset) {
+  const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}])";
+  CompletionCall unset = ParseOk(Endpoint::kChat, chat + "}");
+  ApplyGenerationDefaults(0.7, 0.8, 20, unset);
+  EXPECT_FLOAT_EQ(unset.chat.options().sampling().temperature(), 0.7f);
+  EXPECT_FLOAT_EQ(unset.chat.options().sampling().top_p(), 0.8f);
+  EXPECT_EQ(unset.chat.options().sampling().top_k(), 20);
+  CompletionCall set = ParseOk(Endpoint::kChat, chat + R"(, "temperature": 0, "top_p": 1, "top_k": -1})");
+  ApplyGenerationDefaults(0.7, 0.8, 20, set);
+  EXPECT_EQ(set.chat.options().sampling().temperature(), 0.0f);
+  EXPECT_FLOAT_EQ(set.chat.options().sampling().top_p(), 1.0f);
+  EXPECT_EQ(set.chat.options().sampling().top_k(), 0);
+  CompletionCall none = ParseOk(Endpoint::kChat, chat + "}");
+  ApplyGenerationDefaults(std::nullopt, std::nullopt, std::nullopt, none);
+  EXPECT_FLOAT_EQ(none.chat.options().sampling().temperature(), 1.0f);  // OpenAI's
+}
+
 TEST(OpenAiRequestTest, ToolErrorsNameTheField) {
   const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}], )";
   const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f"}}], )";
