@@ -36,6 +36,7 @@ if ! command -v clang++ >/dev/null; then
   exit $((skip_without_clang ? 77 : 1))
 fi
 build=build-fuzz
+bash scripts/build_xgrammar.sh >&2  # the configure links it (returns at once when built)
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
     -DCMAKE_CXX_COMPILER=clang++ -DKVFLEET_FUZZ=ON -DKVFLEET_CUDA=OFF -DKVFLEET_NATIVE=OFF >/dev/null

@@ -152,4 +152,7 @@ PY
       --no-binary llama-cpp-python --no-cache-dir "$bench_pin"
   fi
 fi
+# xgrammar's C++ core (constrained decoding), which the build links: built
+# once into a versioned prefix outside the clone; a later call returns at once.
+bash "$repo/scripts/build_xgrammar.sh"
 log "done"
