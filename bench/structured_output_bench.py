@@ -2,8 +2,9 @@
 """Constrained decoding's cost: decode tok/s with a json_schema constraint
 vs unconstrained, at 1 and 16 concurrent streams, on the 151,936-token Qwen
 vocabulary, through `kvfleet up` (real router, worker, gRPC) in one run, and
-the worker's mask time per constrained token and compile count from its
-metrics (a repeated schema must compile once).
+the worker's mask time per constrained token (p50 and p99, from its
+histogram), the part of it the forward pass did not hide, and the compile
+count from its metrics (a repeated schema must compile once).
 
 Decode rate is measured on streams: tokens after the first over the time
 from the first token to the last, so prefill and queueing are left out.
@@ -50,12 +51,44 @@ def stream_rate(client, model, topic, constrained, max_tokens):
     return len(times), (times[-1] - times[0]) if len(times) > 1 else 0.0
 
 
-def metric(url, name):
+def scrape(url):
     with urllib.request.urlopen(url, timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " ") or line.startswith(name + "{"):
-                return float(line.split()[-1])
+        return r.read().decode().splitlines()
+
+
+def metric(url, name):
+    for line in scrape(url):
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.split()[-1])
     return 0.0
+
+
+def buckets(url, name):
+    """A histogram's cumulative bucket counts: {upper bound: count}."""
+    out = {}
+    for line in scrape(url):
+        if line.startswith(name + "_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out[float("inf") if le == "+Inf" else float(le)] = float(line.split()[-1])
+    return out
+
+
+def quantile(q, before, after):
+    """Prometheus' histogram_quantile over the observations between two
+    scrapes: linear within the bucket the quantile falls in."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    total = counts[-1]
+    if total <= 0:
+        return float("nan")
+    rank, lower, below = q * total, 0.0, 0.0
+    for bound, count in zip(bounds, counts):
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = bound, count
+    return lower
 
 
 def run(client, model, streams, constrained, max_tokens):
@@ -83,21 +116,30 @@ def main():
             rows = []
             for streams in (1, 16):
                 plain = run(client, model, streams, False, args.max_tokens)
-                masks0 = metric(cluster.worker_metrics, "kvfleet_worker_grammar_masks_total")
-                secs0 = metric(cluster.worker_metrics, "kvfleet_worker_grammar_mask_seconds_total")
+                hist = "kvfleet_worker_grammar_mask_seconds"
+                before = buckets(cluster.worker_metrics, hist)
+                masks0 = metric(cluster.worker_metrics, hist + "_count")
+                secs0 = metric(cluster.worker_metrics, hist + "_sum")
+                wait0 = metric(cluster.worker_metrics, "kvfleet_worker_grammar_mask_wait_seconds_total")
                 constrained = run(client, model, streams, True, args.max_tokens)
-                masks = metric(cluster.worker_metrics, "kvfleet_worker_grammar_masks_total") - masks0
-                secs = metric(cluster.worker_metrics, "kvfleet_worker_grammar_mask_seconds_total") - secs0
-                rows.append((streams, plain, constrained, 1e3 * secs / max(masks, 1)))
+                after = buckets(cluster.worker_metrics, hist)
+                masks = metric(cluster.worker_metrics, hist + "_count") - masks0
+                secs = metric(cluster.worker_metrics, hist + "_sum") - secs0
+                wait = metric(cluster.worker_metrics, "kvfleet_worker_grammar_mask_wait_seconds_total") - wait0
+                rows.append((streams, plain, constrained, 1e3 * quantile(0.5, before, after),
+                             1e3 * quantile(0.99, before, after), 1e3 * secs / max(masks, 1),
+                             100 * (1 - wait / secs) if secs > 0 else float("nan")))
             compiles = metric(cluster.worker_metrics, "kvfleet_worker_grammar_compiles_total")
             hits = metric(cluster.worker_metrics, "kvfleet_worker_grammar_cache_hits_total")
         finally:
             cluster.stop()
     print(f"\nstructured output, {model}, 2 threads (decode rate: chunks after the first / time first→last)")
-    print("| streams | unconstrained tok/s | json_schema tok/s | ratio | mask ms/token (mean) |")
-    print("|---|---|---|---|---|")
-    for streams, plain, constrained, mask_ms in rows:
-        print(f"| {streams} | {plain:.1f} | {constrained:.1f} | {constrained / plain:.2f}x | {mask_ms:.3f} |")
+    print("| streams | unconstrained tok/s | json_schema tok/s | ratio | mask ms p50 | p99 | mean "
+          "| mask time hidden by the forward pass |")
+    print("|---|---|---|---|---|---|---|---|")
+    for streams, plain, constrained, p50, p99, mean, hidden in rows:
+        print(f"| {streams} | {plain:.1f} | {constrained:.1f} | {constrained / plain:.2f}x | {p50:.3f} | {p99:.3f} "
+              f"| {mean:.3f} | {hidden:.0f}% |")
     print(f"schema compiles: {compiles:.0f}, cache hits: {hits:.0f} (one schema, every request after the first a hit)")
     return 0
 

@@ -223,8 +223,10 @@ absl::Status Engine::Step() {
     if (!c.request->first_scheduled_at) c.request->first_scheduled_at = start;
   }
   const ForwardBatch& batch = BuildForwardBatch(scheduled);
+  PrefetchMasks(scheduled);
   const auto forward_start = std::chrono::steady_clock::now();
   absl::StatusOr<ForwardOutput> forward = executor_.Forward(batch);
+  mask_wait_seconds_ += mask_prefetcher_.Wait();
   if (!forward.ok()) {
     KVFLEET_LOG_ERROR("engine step failed: {}", forward.status().ToString());
     for (const ScheduledChunk& c : scheduled.chunks) Finish(*c.request, FinishReason::kError);
@@ -264,6 +266,16 @@ const ForwardBatch& Engine::BuildForwardBatch(const SchedulerOutput& scheduled) 
                             r.block_table, reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone);
   }
   return batch_builder_.Finish();
+}
+
+void Engine::PrefetchMasks(const SchedulerOutput& scheduled) {
+  std::vector<std::shared_ptr<TokenConstraint>> constraints;
+  for (const ScheduledChunk& c : scheduled.chunks) {
+    const Request& r = *c.request;
+    const bool samples = r.num_computed_tokens + c.num_tokens - c.num_draft_tokens == r.num_tokens();
+    if (samples && r.params.constraint != nullptr) constraints.push_back(r.params.constraint);
+  }
+  mask_prefetcher_.Start(std::move(constraints));
 }
 
 void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const {
@@ -307,7 +319,8 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
     model::TokenId token;
     if (TokenConstraint* constraint = req.params.constraint.get(); constraint != nullptr) {
       // The mask follows the tokens emitted so far, draft guesses included
-      // only once sampled: row j's mask is the constraint after token j-1.
+      // only once sampled: row j's mask is the constraint after token j-1
+      // (row 0's was prepared during the forward pass).
       std::vector<float> masked(row.begin(), row.end());
       constraint->MaskLogits(masked);
       token = req.sampler.Sample(masked, req.num_tokens());
@@ -396,6 +409,7 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.speculation = speculator_.Stats();
   s.pending_prefill_tokens = pending_prefill_.tokens();
   s.prefill_tokens_per_second = prefill_tokens_per_second_;
+  s.mask_wait_seconds = mask_wait_seconds_;
   int64_t allocated = 0, filled = 0;
   for (const Request* r : scheduler_.running()) {
     allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();

@@ -39,6 +39,7 @@
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/pending_prefill.h"
+#include "engine/sampler/mask_prefetcher.h"
 #include "engine/request.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/spec/proposer.h"
@@ -151,6 +152,9 @@ class Engine {
   static Usage UsageSoFar(const Request& req);
   void PublishStats(int64_t last_step_tokens);
   void ObservePrefillRate(const SchedulerOutput& scheduled, double seconds);
+  // Starts computing the next-token mask of each constrained request this
+  // step samples for (all of them before sampling: see MaskPrefetcher).
+  void PrefetchMasks(const SchedulerOutput& scheduled);
   void ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_clock::time_point start) const;
   void Loop();
 
@@ -162,12 +166,14 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   Speculator speculator_;
+  MaskPrefetcher mask_prefetcher_;  // constrained requests' masks, during the forward pass
   ForwardBatchBuilder batch_builder_;  // reused: no allocation per step once warm
   std::vector<model::TokenId> verify_tokens_;  // a drafted chunk's tokens: pending token, then guesses
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;
   double prefill_tokens_per_second_ = 0.0;
+  double mask_wait_seconds_ = 0.0;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

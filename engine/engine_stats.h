@@ -40,6 +40,9 @@ struct EngineStats {
   // Allocated-but-unfilled token slots over allocated slots, across the
   // blocks of running requests: the memory paging wastes.
   double kv_waste = 0.0;
+  // Seconds steps waited after their forward pass for constrained requests'
+  // masks (MaskPrefetcher): the mask time the forward pass did not hide.
+  double mask_wait_seconds = 0.0;
   std::vector<SpeculationStats> speculation;  // one per loaded proposer
 };
 

@@ -7,7 +7,14 @@
 // its masked row) leave the output what it would be alone. A request
 // resumed after a failover replays its earlier output through Accept.
 //
-// Thread-safety: one per request, used by the engine thread only.
+// The mask for the next token depends only on the tokens accepted so far,
+// so the engine computes it (PrepareMask) on another thread while the
+// forward pass that produces the logits runs; MaskLogits then only applies
+// it. A constraint whose state moved since (a verified draft token) computes
+// the mask again itself.
+//
+// Thread-safety: one per request. PrepareMask may run on another thread,
+// but never at the same time as another call on the same constraint.
 #pragma once
 
 #include <span>
@@ -19,6 +26,8 @@ namespace kvfleet::engine {
 class TokenConstraint {
  public:
   virtual ~TokenConstraint() = default;
+  // Computes the mask for the token after those accepted so far.
+  virtual void PrepareMask() {}
   // Sets the logit of every token the constraint forbids next to -inf.
   virtual void MaskLogits(std::span<float> logits) = 0;
   // Advances past `token`; false when the constraint forbids it.

@@ -42,4 +42,11 @@ const Histogram::BucketBoundaries& OverheadBuckets() {
   return b;
 }
 
+const Histogram::BucketBoundaries& MaskBuckets() {
+  static const Histogram::BucketBoundaries b = {0.000025, 0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0004,
+                                                0.0005,   0.00075, 0.001,  0.0015,  0.002,  0.003,  0.005,
+                                                0.0075,   0.01,    0.02,   0.05};
+  return b;
+}
+
 }  // namespace kvfleet::transport

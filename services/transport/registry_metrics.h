@@ -28,5 +28,7 @@ const prometheus::Histogram::BucketBoundaries& RequestBuckets();
 const prometheus::Histogram::BucketBoundaries& StepTokenBuckets();
 // Sub-millisecond work: the router's own overhead per request.
 const prometheus::Histogram::BucketBoundaries& OverheadBuckets();
+// A grammar's next-token mask: tens of microseconds to tens of milliseconds.
+const prometheus::Histogram::BucketBoundaries& MaskBuckets();
 
 }  // namespace kvfleet::transport

@@ -48,7 +48,8 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
   ASSIGN_OR_RETURN(m.model, model::Model::Load(o.model_path));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
-  ASSIGN_OR_RETURN(m.grammar, GrammarCompiler::Create(*tok, static_cast<int32_t>(m.model->config().vocab_size)));
+  ASSIGN_OR_RETURN(m.grammar, GrammarCompiler::Create(*tok, static_cast<int32_t>(m.model->config().vocab_size),
+                                                          [&metrics](double s) { metrics.RecordGrammarMask(s); }));
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(o.device));
   ASSIGN_OR_RETURN(m.scheduler, ResolveScheduler(o, device.kind));
   ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(

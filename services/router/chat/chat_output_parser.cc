@@ -37,7 +37,8 @@ std::string_view ToolCallFormatName(ToolCallFormat format) {
 ChatOutputParser::ChatOutputParser(const ChatOutputFormat& format, ChatOutputOptions options)
     : reasoning_enabled_(!format.think_start.empty()),
       reasoning_(format.think_start, format.think_end, options.reasoning_starts_inside),
-      tools_(options.parse_tools ? format.tool_calls : ToolCallFormat::kNone, std::move(options.tool_names)) {}
+      tools_(options.parse_tools ? format.tool_calls : ToolCallFormat::kNone, std::move(options.tool_names),
+             options.stream_call_arguments) {}
 
 void ChatOutputParser::Route(SplitText split, ChatOutputDelta& out) {
   out.reasoning += split.reasoning;

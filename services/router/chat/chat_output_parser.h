@@ -39,6 +39,9 @@ struct ChatOutputOptions {
   bool reasoning_starts_inside = false;
   bool parse_tools = false;
   absl::flat_hash_set<std::string> tool_names;
+  // The worker enforces the calls' shape with a grammar, so they stream in
+  // pieces (ToolCallParser's stream_arguments).
+  bool stream_call_arguments = false;
 };
 
 struct ChatOutputDelta {

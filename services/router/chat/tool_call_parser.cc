@@ -48,6 +48,73 @@ std::optional<ParsedToolCall> CallFromJson(const Json& j, const absl::flat_hash_
   return ParsedToolCall{name->get<std::string>(), arguments.dump()};
 }
 
+// A streamed Hermes call's head, `{"name": "f", "arguments": `, read from
+// the text after the start tag.
+struct CallHead {
+  enum { kIncomplete, kNotAHead, kComplete } result;
+  size_t length = 0;  // up to the arguments' "{"
+  std::string name;
+};
+
+CallHead ReadCallHead(std::string_view text) {
+  size_t i = 0;
+  auto skip_space = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+  };
+  // 1: `literal` is next; 0: the text ends inside it; -1: something else is next.
+  auto literal = [&](std::string_view lit) {
+    const std::string_view have = text.substr(i, lit.size());
+    if (lit.substr(0, have.size()) != have) return -1;
+    if (have.size() < lit.size()) return 0;
+    i += lit.size();
+    return 1;
+  };
+  CallHead head{CallHead::kIncomplete};
+  for (std::string_view lit : {std::string_view("{"), std::string_view("\"name\""), std::string_view(":")}) {
+    skip_space();
+    const int r = literal(lit);
+    if (r <= 0) return {r < 0 ? CallHead::kNotAHead : CallHead::kIncomplete};
+  }
+  skip_space();
+  if (i == text.size()) return head;
+  if (text[i] != '"') return {CallHead::kNotAHead};
+  size_t end = i + 1;
+  for (bool escaped = false; end < text.size(); ++end) {
+    if (escaped) {
+      escaped = false;
+    } else if (text[end] == '\\') {
+      escaped = true;
+    } else if (text[end] == '"') {
+      break;
+    }
+  }
+  if (end == text.size()) return head;
+  std::optional<Json> name = ParseJson(text.substr(i, end + 1 - i));
+  if (!name.has_value() || !name->is_string()) return {CallHead::kNotAHead};
+  head.name = name->get<std::string>();
+  i = end + 1;
+  skip_space();
+  int r = literal(",");
+  if (r <= 0) return {r < 0 ? CallHead::kNotAHead : CallHead::kIncomplete};
+  skip_space();
+  const size_t key = i;
+  r = literal("\"arguments\"");
+  if (r < 0) {
+    i = key;
+    r = literal("\"parameters\"");
+  }
+  if (r <= 0) return {r < 0 ? CallHead::kNotAHead : CallHead::kIncomplete};
+  skip_space();
+  r = literal(":");
+  if (r <= 0) return {r < 0 ? CallHead::kNotAHead : CallHead::kIncomplete};
+  skip_space();
+  if (i == text.size()) return {CallHead::kIncomplete};
+  if (text[i] != '{') return {CallHead::kNotAHead};
+  head.result = CallHead::kComplete;
+  head.length = i;
+  return head;
+}
+
 }  // namespace
 
 std::optional<ParsedToolCall> ReadToolCall(std::string_view json_text,
@@ -57,10 +124,12 @@ std::optional<ParsedToolCall> ReadToolCall(std::string_view json_text,
   return CallFromJson(*j, tool_names);
 }
 
-ToolCallParser::ToolCallParser(ToolCallFormat format, absl::flat_hash_set<std::string> tool_names)
+ToolCallParser::ToolCallParser(ToolCallFormat format, absl::flat_hash_set<std::string> tool_names,
+                               bool stream_arguments)
     : format_(format),
       tool_names_(std::move(tool_names)),
-      state_(format == ToolCallFormat::kHermes || format == ToolCallFormat::kNone ? State::kText : State::kDeciding) {}
+      state_(format == ToolCallFormat::kHermes || format == ToolCallFormat::kNone ? State::kText : State::kDeciding),
+      stream_arguments_(stream_arguments) {}
 
 void ToolCallParser::EmitContent(std::string_view text, ToolParseOutput& out) {
   // Between and after calls, the whitespace that separates them is not content.
@@ -91,6 +160,11 @@ void ToolCallParser::PushHermes(ToolParseOutput& out) {
       EmitContent(std::string_view(pending_).substr(0, start), out);
       pending_.erase(0, start);
       state_ = State::kInCall;
+      streamed_ = stream_arguments_ ? Streamed::kHead : Streamed::kNone;
+    }
+    if (streamed_ != Streamed::kNone) {
+      if (!PushStreamedCall(out)) return;
+      continue;
     }
     const size_t end = pending_.find(kHermesEnd);
     if (end == std::string::npos) return;  // wait for the rest of the call
@@ -99,6 +173,56 @@ void ToolCallParser::PushHermes(ToolParseOutput& out) {
     pending_.erase(0, raw.size());
     state_ = State::kText;
   }
+}
+
+bool ToolCallParser::PushStreamedCall(ToolParseOutput& out) {
+  if (streamed_ == Streamed::kHead) {
+    const CallHead head = ReadCallHead(std::string_view(pending_).substr(kHermesStart.size()));
+    if (head.result == CallHead::kIncomplete) return false;
+    if (head.result == CallHead::kNotAHead || (!tool_names_.empty() && !tool_names_.contains(head.name))) {
+      streamed_ = Streamed::kNone;  // read whole, like an unenforced call
+      return true;
+    }
+    found_calls_ = true;
+    out.calls.push_back({head.name, ""});
+    pending_.erase(0, kHermesStart.size() + head.length);
+    streamed_ = Streamed::kArguments;
+    depth_ = 0;
+    in_string_ = escaped_ = false;
+  }
+  if (streamed_ == Streamed::kArguments) {
+    size_t end = 0;
+    bool closed = false;
+    for (; end < pending_.size() && !closed; ++end) {
+      const char c = pending_[end];
+      if (in_string_) {
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+      } else if (c == '"') {
+        in_string_ = true;
+      } else if (c == '{' || c == '[') {
+        ++depth_;
+      } else if (c == '}' || c == ']') {
+        closed = --depth_ == 0;
+      }
+    }
+    if (end > 0) out.calls.push_back({"", pending_.substr(0, end)});
+    pending_.erase(0, end);
+    if (!closed) return false;
+    streamed_ = Streamed::kTail;
+  }
+  // The call object's "}" and the end tag.
+  const size_t end = pending_.find(kHermesEnd);
+  if (end == std::string::npos) return false;
+  pending_.erase(0, end + kHermesEnd.size());
+  streamed_ = Streamed::kNone;
+  state_ = State::kText;
+  return true;
 }
 
 ToolParseOutput ToolCallParser::Push(std::string_view text) {
@@ -135,6 +259,12 @@ ToolParseOutput ToolCallParser::Push(std::string_view text) {
 
 ToolParseOutput ToolCallParser::Finish() {
   ToolParseOutput out;
+  if (streamed_ == Streamed::kArguments || streamed_ == Streamed::kTail) {
+    // The output ended inside a streamed call (max_tokens): what was sent
+    // of it stands, as OpenAI's truncated calls do.
+    pending_.clear();
+    return out;
+  }
   if (state_ == State::kInCall && format_ == ToolCallFormat::kHermes) {
     // The output ended inside a call (a model may stop before the closing
     // tag): a complete object is still a call.

@@ -14,7 +14,10 @@
 //
 // Streaming: text outside calls is returned as soon as it cannot be the
 // start of a call; a call is returned once it is complete and valid, so
-// nothing already sent is ever retracted.
+// nothing already sent is ever retracted. When the output's calls are
+// enforced by a grammar (valid by construction: `stream_arguments`), a
+// Hermes call instead streams: its first piece names it once the name is
+// read, and later pieces carry its arguments as the model writes them.
 //
 // Thread-safety: one per stream.
 //
@@ -33,9 +36,11 @@ namespace kvfleet::router::chat {
 
 enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral };
 
+// A call, or a piece of one: a piece with a name starts a call; a piece
+// without one appends to the arguments of the call before it.
 struct ParsedToolCall {
   std::string name;
-  std::string arguments_json;  // compact JSON object text
+  std::string arguments_json;  // whole: compact JSON object text; streamed: the model's text, in pieces
 };
 
 struct ToolParseOutput {
@@ -45,7 +50,7 @@ struct ToolParseOutput {
 
 class ToolCallParser {
  public:
-  ToolCallParser(ToolCallFormat format, absl::flat_hash_set<std::string> tool_names);
+  ToolCallParser(ToolCallFormat format, absl::flat_hash_set<std::string> tool_names, bool stream_arguments = false);
 
   ToolParseOutput Push(std::string_view text);
   ToolParseOutput Finish();
@@ -54,8 +59,14 @@ class ToolCallParser {
 
  private:
   enum class State { kDeciding, kText, kInCall, kWholeOutput };
+  // A streamed Hermes call: reading its head up to the arguments, inside
+  // the arguments object, or past it (up to the end tag).
+  enum class Streamed { kNone, kHead, kArguments, kTail };
 
   void PushHermes(ToolParseOutput& out);
+  // Streams what it can of the call at the front of pending_; false when
+  // it must wait for more text.
+  bool PushStreamedCall(ToolParseOutput& out);
   // A complete call's JSON text into `out`: a call when valid, else content.
   void EmitCall(std::string_view json_text, std::string_view raw, ToolParseOutput& out);
   void EmitContent(std::string_view text, ToolParseOutput& out);
@@ -65,6 +76,11 @@ class ToolCallParser {
   State state_;
   std::string pending_;
   bool found_calls_ = false;
+  bool stream_arguments_;
+  Streamed streamed_ = Streamed::kNone;
+  int32_t depth_ = 0;  // of the streamed arguments' JSON nesting
+  bool in_string_ = false;
+  bool escaped_ = false;
 };
 
 // Parses a whole output at once (the non-streamed response).

@@ -150,12 +150,16 @@ std::string CompletionFormatter::StreamEvents(const v1::GenerateTextResponse& me
     out += Event(std::move(choice));
   }
   // A call streams as OpenAI streams one: its id, type and name with empty
-  // arguments, then the arguments.
+  // arguments, then the arguments (in one piece, or several as the model
+  // writes them when the worker enforces the call's shape).
   for (const v1::ToolCallDelta& call : message.tool_calls()) {
-    Json head = {{"index", call.index()}, {"id", call.id()}, {"type", "function"},
-                 {"function", {{"name", call.name()}, {"arguments", ""}}}};
-    out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({head})}}}, {"logprobs", nullptr},
-                  {"finish_reason", nullptr}});
+    if (!call.name().empty()) {
+      Json head = {{"index", call.index()}, {"id", call.id()}, {"type", "function"},
+                   {"function", {{"name", call.name()}, {"arguments", ""}}}};
+      out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({head})}}}, {"logprobs", nullptr},
+                    {"finish_reason", nullptr}});
+    }
+    if (call.arguments_delta().empty()) continue;
     Json args = {{"index", call.index()}, {"function", {{"arguments", call.arguments_delta()}}}};
     out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({args})}}}, {"logprobs", nullptr},
                   {"finish_reason", nullptr}});

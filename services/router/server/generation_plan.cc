@@ -86,12 +86,17 @@ absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::
 
 // tool_choice "required" or a named function: the output must be a call,
 // in the format the model's template teaches, enforced by the worker's
-// constrained decoding.
+// constrained decoding. Under "auto" with Hermes-style calls, each call the
+// model starts is enforced from its start tag on (a triggered constraint),
+// so it is always valid and can stream; other formats are parsed as written.
 absl::StatusOr<std::optional<v1::OutputConstraint>> ToolCallConstraint(const RouterModel& model,
                                                                        const v1::ChatRequest& request) {
   const v1::ToolChoice& choice = request.tool_choice();
-  if (choice.mode() != v1::ToolChoice::REQUIRED && choice.mode() != v1::ToolChoice::FUNCTION) return std::nullopt;
   const chat::ToolCallFormat format = model.chat_output_format().tool_calls;
+  const bool enforced = choice.mode() == v1::ToolChoice::REQUIRED || choice.mode() == v1::ToolChoice::FUNCTION;
+  const bool triggered = choice.mode() == v1::ToolChoice::AUTO && format == chat::ToolCallFormat::kHermes &&
+                         !request.tools().empty() && !request.options().has_constraint();
+  if (!enforced && !triggered) return std::nullopt;
   if (format != chat::ToolCallFormat::kHermes && format != chat::ToolCallFormat::kLlama3Json) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tool_choice '", choice.mode() == v1::ToolChoice::REQUIRED ? "required" : choice.function_name(),
@@ -101,6 +106,7 @@ absl::StatusOr<std::optional<v1::OutputConstraint>> ToolCallConstraint(const Rou
   v1::OutputConstraint out;
   v1::ToolCallConstraint& calls = *out.mutable_tool_calls();
   calls.set_format(std::string(chat::ToolCallFormatName(format)));
+  calls.set_triggered(triggered);
   calls.set_parallel(choice.mode() == v1::ToolChoice::REQUIRED &&
                      (!request.has_parallel_tool_calls() || request.parallel_tool_calls()));
   for (const v1::Tool& t : request.tools()) {
@@ -135,6 +141,9 @@ absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::Chat
   }
   plan.is_chat = true;
   plan.chat_output = std::move(inputs.output);
+  // A Hermes call the worker enforces is valid by construction: it streams.
+  plan.chat_output.stream_call_arguments = plan.worker_request.constraint().has_tool_calls() &&
+                                           plan.worker_request.constraint().tool_calls().format() == "hermes";
   return plan;
 }
 

@@ -73,11 +73,15 @@ struct GenerationRunner::Stream {
     out.mutable_reasoning_text()->append(delta.reasoning);
     for (chat::ParsedToolCall& call : delta.calls) {
       v1::ToolCallDelta& d = *out.add_tool_calls();
-      d.set_index(tool_calls_sent);
-      d.set_id(absl::StrCat("call_", plan.worker_request.request_id(), "_", tool_calls_sent));
-      d.set_name(std::move(call.name));
+      if (call.name.empty()) {  // more of the last call's arguments
+        d.set_index(tool_calls_sent - 1);
+      } else {
+        d.set_index(tool_calls_sent);
+        d.set_id(absl::StrCat("call_", plan.worker_request.request_id(), "_", tool_calls_sent));
+        d.set_name(std::move(call.name));
+        ++tool_calls_sent;
+      }
       d.set_arguments_delta(std::move(call.arguments_json));
-      ++tool_calls_sent;
     }
   }
 

@@ -57,14 +57,20 @@ absl::StatusOr<Json> ParseSchema(const std::string& text, std::string_view what)
   return j;
 }
 
+// A tool's arguments schema, checked; any object when it gives none.
+absl::StatusOr<Json> ToolParameters(const v1::ToolSchema& tool) {
+  if (tool.parameters_json().empty()) return Json{{"type", "object"}};
+  return ParseSchema(tool.parameters_json(), absl::StrCat("the parameters of tool '", tool.name(), "'"));
+}
+
 class XGrammarConstraint final : public engine::TokenConstraint {
  public:
-  XGrammarConstraint(const xgrammar::CompiledGrammar& grammar, int32_t vocab_size, GrammarStats* stats,
-                     std::mutex* stats_mu)
-      : matcher_(grammar), bitmask_((vocab_size + 31) / 32), vocab_size_(vocab_size), stats_(stats),
-        stats_mu_(stats_mu) {}
+  // `on_mask` (it may be empty) outlives the constraint: the compiler outlives every request.
+  XGrammarConstraint(const xgrammar::CompiledGrammar& grammar, int32_t vocab_size,
+                     const GrammarCompiler::MaskObserver& on_mask)
+      : matcher_(grammar), bitmask_((vocab_size + 31) / 32), vocab_size_(vocab_size), on_mask_(on_mask) {}
 
-  void MaskLogits(std::span<float> logits) override {
+  void PrepareMask() override {
     const auto start = Clock::now();
     int64_t shape[1] = {static_cast<int64_t>(bitmask_.size())};
     DLTensor tensor{};
@@ -73,25 +79,28 @@ class XGrammarConstraint final : public engine::TokenConstraint {
     tensor.ndim = 1;
     tensor.dtype = DLDataType{kDLInt, 32, 1};
     tensor.shape = shape;
-    bool restricted = true;
     try {
-      restricted = matcher_.FillNextTokenBitmask(&tensor);
+      restricted_ = matcher_.FillNextTokenBitmask(&tensor);
     } catch (const std::exception&) {
       std::fill(bitmask_.begin(), bitmask_.end(), 0);  // a finished grammar allows nothing more
+      restricted_ = true;
     }
-    if (restricted) {
-      const float kBanned = -std::numeric_limits<float>::infinity();
-      const size_t n = logits.size();
-      for (size_t i = 0; i < n; ++i) {
-        if (static_cast<int64_t>(i) >= vocab_size_ || ((bitmask_[i >> 5] >> (i & 31)) & 1) == 0) logits[i] = kBanned;
-      }
+    prepared_ = true;
+    if (on_mask_) on_mask_(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+
+  void MaskLogits(std::span<float> logits) override {
+    if (!prepared_) PrepareMask();
+    if (!restricted_) return;
+    const float kBanned = -std::numeric_limits<float>::infinity();
+    const size_t n = logits.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (static_cast<int64_t>(i) >= vocab_size_ || ((bitmask_[i >> 5] >> (i & 31)) & 1) == 0) logits[i] = kBanned;
     }
-    std::lock_guard<std::mutex> lock(*stats_mu_);
-    stats_->mask_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    ++stats_->masks;
   }
 
   bool Accept(model::TokenId token) override {
+    prepared_ = false;
     try {
       return matcher_.AcceptToken(token);
     } catch (const std::exception&) {
@@ -101,17 +110,19 @@ class XGrammarConstraint final : public engine::TokenConstraint {
 
  private:
   xgrammar::GrammarMatcher matcher_;
-  std::vector<int32_t> bitmask_;
+  std::vector<int32_t> bitmask_;  // for the state after the tokens accepted so far, once prepared_
+  bool prepared_ = false;
+  bool restricted_ = true;
   int64_t vocab_size_;
-  GrammarStats* stats_;
-  std::mutex* stats_mu_;
+  const GrammarCompiler::MaskObserver& on_mask_;
 };
 
 }  // namespace
 
 struct GrammarCompiler::Impl {
-  Impl(xgrammar::TokenizerInfo info, int32_t vocab_size)
-      : compiler(info, /*max_threads=*/1, /*cache_enabled=*/true), vocab_size(vocab_size) {}
+  Impl(xgrammar::TokenizerInfo info, int32_t vocab_size, GrammarCompiler::MaskObserver on_mask)
+      : compiler(info, /*max_threads=*/1, /*cache_enabled=*/true), vocab_size(vocab_size),
+        on_mask(std::move(on_mask)) {}
 
   // The grammar for a constraint; INVALID_ARGUMENT for what cannot be one.
   absl::StatusOr<xgrammar::CompiledGrammar> Compile(const v1::OutputConstraint& c) {
@@ -151,13 +162,10 @@ struct GrammarCompiler::Impl {
       return absl::InvalidArgumentError(absl::StrCat("tool calls in format '", t.format(),
                                                      "' cannot be enforced; hermes and llama3_json can"));
     }
+    if (t.triggered()) return CompileTriggeredToolCalls(t);
     Json any_of = Json::array();
     for (const v1::ToolSchema& tool : t.tools()) {
-      Json parameters = Json{{"type", "object"}};
-      if (!tool.parameters_json().empty()) {
-        ASSIGN_OR_RETURN(parameters, ParseSchema(tool.parameters_json(),
-                                                 absl::StrCat("the parameters of tool '", tool.name(), "'")));
-      }
+      ASSIGN_OR_RETURN(Json parameters, ToolParameters(tool));
       Json call = {{"type", "object"},
                    {"properties", {{"name", {{"const", tool.name()}}}, {hermes ? "arguments" : "parameters", parameters}}},
                    {"required", {"name", hermes ? "arguments" : "parameters"}},
@@ -184,8 +192,35 @@ struct GrammarCompiler::Impl {
     return compiler.CompileGrammar(xgrammar::Grammar::Union(options));
   }
 
+  // Free text in which each "<tool_call>" the model writes starts a call
+  // that must name a tool and match its schema: xgrammar's triggered
+  // structural tags, as the Hermes template teaches the call.
+  absl::StatusOr<xgrammar::CompiledGrammar> CompileTriggeredToolCalls(const v1::ToolCallConstraint& t) {
+    if (t.format() != "hermes") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tool calls in format '", t.format(), "' cannot be enforced on demand; hermes can"));
+    }
+    Json tags = Json::array();
+    for (const v1::ToolSchema& tool : t.tools()) {
+      ASSIGN_OR_RETURN(Json parameters, ToolParameters(tool));
+      tags.push_back({{"type", "tag"},
+                      {"begin", absl::StrCat("<tool_call>\n{\"name\": ", Json(tool.name()).dump(), ", \"arguments\": ")},
+                      {"content", {{"type", "json_schema"}, {"json_schema", parameters}}},
+                      {"end", "}\n</tool_call>"}});
+    }
+    const Json structural = {{"type", "structural_tag"},
+                             {"format",
+                              {{"type", "triggered_tags"},
+                               {"triggers", {"<tool_call>"}},
+                               {"tags", tags},
+                               {"at_least_one", false},
+                               {"stop_after_first", false}}}};
+    return compiler.CompileStructuralTag(structural.dump());
+  }
+
   xgrammar::GrammarCompiler compiler;
   int32_t vocab_size;
+  GrammarCompiler::MaskObserver on_mask;  // may be empty
   std::mutex mu;
   absl::flat_hash_set<std::string> seen;  // constraints compiled so far (for the hit count)
   GrammarStats stats;
@@ -195,7 +230,7 @@ GrammarCompiler::GrammarCompiler(std::unique_ptr<Impl> impl) : impl_(std::move(i
 GrammarCompiler::~GrammarCompiler() = default;
 
 absl::StatusOr<std::unique_ptr<GrammarCompiler>> GrammarCompiler::Create(const model::Tokenizer& tokenizer,
-                                                                         int32_t vocab_size) {
+                                                                         int32_t vocab_size, MaskObserver on_mask) {
   const std::span<const model::TokenId> stops = tokenizer.StopTokens();
   std::vector<std::string> encoded(vocab_size);
   for (model::TokenId id = 0; id < std::min(vocab_size, tokenizer.vocab_size()); ++id) {
@@ -208,7 +243,7 @@ absl::StatusOr<std::unique_ptr<GrammarCompiler>> GrammarCompiler::Create(const m
   std::vector<int32_t> stop_ids(stops.begin(), stops.end());
   try {
     xgrammar::TokenizerInfo info(encoded, xgrammar::VocabType::RAW, vocab_size, stop_ids);
-    return std::unique_ptr<GrammarCompiler>(new GrammarCompiler(std::make_unique<Impl>(std::move(info), vocab_size)));
+    return std::unique_ptr<GrammarCompiler>(new GrammarCompiler(std::make_unique<Impl>(std::move(info), vocab_size, std::move(on_mask))));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot prepare the vocabulary for constrained decoding: ",
                                             CleanMessage(e.what())));
@@ -239,7 +274,7 @@ absl::StatusOr<std::shared_ptr<engine::TokenConstraint>> GrammarCompiler::NewCon
   if (!compiled.ok()) return compiled.status();
   try {
     return std::shared_ptr<engine::TokenConstraint>(
-        std::make_shared<XGrammarConstraint>(*compiled, impl_->vocab_size, &impl_->stats, &impl_->mu));
+        std::make_shared<XGrammarConstraint>(*compiled, impl_->vocab_size, impl_->on_mask));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("the output constraint cannot be matched: ", CleanMessage(e.what())));
   }

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -35,16 +36,17 @@ struct GrammarStats {
   int64_t compiles = 0;         // constraints compiled (cache misses)
   int64_t cache_hits = 0;       // constraints served from the cache
   double compile_seconds = 0;   // total spent compiling
-  double mask_seconds = 0;      // total spent filling masks
-  int64_t masks = 0;            // masks filled
 };
 
 class GrammarCompiler {
  public:
+  // Called with each mask's fill time, on the thread that filled it.
+  using MaskObserver = std::function<void(double seconds)>;
+
   // `vocab_size`: the width of the model's logits (it may exceed the
   // tokenizer's vocabulary; the extra ids are never allowed).
   static absl::StatusOr<std::unique_ptr<GrammarCompiler>> Create(const model::Tokenizer& tokenizer,
-                                                                 int32_t vocab_size);
+                                                                 int32_t vocab_size, MaskObserver on_mask = {});
   ~GrammarCompiler();
 
   absl::StatusOr<std::shared_ptr<engine::TokenConstraint>> NewConstraint(const v1::OutputConstraint& constraint);

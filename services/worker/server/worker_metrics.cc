@@ -7,6 +7,7 @@ namespace kvfleet::worker {
 using transport::AddCounter;
 using transport::AddHistogram;
 using transport::InterTokenBuckets;
+using transport::MaskBuckets;
 using transport::RequestBuckets;
 using transport::StepTokenBuckets;
 using transport::TtftBuckets;
@@ -43,6 +44,10 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                                "Duration of one engine step that ran the model", InterTokenBuckets());
   step_tokens_ = AddHistogram(r, "kvfleet_worker_engine_step_tokens",
                               "Tokens computed in one engine step (prefill and decode)", StepTokenBuckets());
+  grammar_mask_ = AddHistogram(r, "kvfleet_worker_grammar_mask_seconds",
+                               "Filling one constrained token's grammar mask (off the engine thread when it "
+                               "overlaps the forward pass)",
+                               MaskBuckets());
   memory_bytes_ = &prometheus::BuildGauge()
                        .Name("kvfleet_worker_memory_bytes")
                        .Help("The memory plan at start: bytes on the device by component (weights, scratch, "
@@ -81,6 +86,8 @@ void WorkerMetrics::RecordFinished(engine::FinishReason reason, const engine::Us
   if (queue_seconds >= 0) queue_->Observe(queue_seconds);
 }
 
+void WorkerMetrics::RecordGrammarMask(double seconds) { grammar_mask_->Observe(seconds); }
+
 void WorkerMetrics::OnStep(const engine::StepReport& report) {
   step_seconds_->Observe(report.seconds);
   step_tokens_->Observe(report.num_tokens);
@@ -95,9 +102,6 @@ std::vector<prometheus::MetricFamily> GrammarStatsCollector::Collect() const {
               static_cast<double>(s.cache_hits));
   out.Counter("kvfleet_worker_grammar_compile_seconds_total", "Time spent compiling output constraints",
               s.compile_seconds);
-  out.Counter("kvfleet_worker_grammar_mask_seconds_total", "Time spent computing token masks", s.mask_seconds);
-  out.Counter("kvfleet_worker_grammar_masks_total", "Token masks computed (one per constrained token)",
-              static_cast<double>(s.masks));
   return std::move(out).Take();
 }
 
@@ -124,6 +128,9 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   out.Counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
               static_cast<double>(s.preemptions));
   out.Counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
+  out.Counter("kvfleet_worker_grammar_mask_wait_seconds_total",
+              "Time steps waited after the forward pass for grammar masks (mask time not hidden by it)",
+              s.mask_wait_seconds);
   if (!s.speculation.empty()) {
     auto drafted = out.Family("kvfleet_worker_spec_draft_tokens_total",
                               "Speculative tokens drafted and verified, by proposer", prometheus::MetricType::Counter);

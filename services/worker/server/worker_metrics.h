@@ -53,6 +53,8 @@ class WorkerMetrics : public engine::StepObserver {
                       double queue_seconds);
 
   void OnStep(const engine::StepReport& report) override;
+  // One constrained token's mask, filled (GrammarCompiler's MaskObserver).
+  void RecordGrammarMask(double seconds);
 
   // Once, when the model has loaded: the memory plan's components (bytes
   // each) and the device with its numerics identity.
@@ -72,6 +74,7 @@ class WorkerMetrics : public engine::StepObserver {
   prometheus::Histogram* queue_;
   prometheus::Histogram* step_seconds_;
   prometheus::Histogram* step_tokens_;
+  prometheus::Histogram* grammar_mask_;
   prometheus::Family<prometheus::Gauge>* memory_bytes_;
   prometheus::Family<prometheus::Gauge>* device_info_;
 };

@@ -78,11 +78,12 @@ def assembled_stream(stream):
         delta = chunk.choices[0].delta
         content += delta.content or ""
         for tc in delta.tool_calls or []:
-            call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": "", "pieces": 0})
             call["id"] = tc.id or call["id"]
             if tc.function is not None:
                 call["name"] += tc.function.name or ""
                 call["arguments"] += tc.function.arguments or ""
+                call["pieces"] += 1 if tc.function.arguments else 0
         finish = chunk.choices[0].finish_reason or finish
     return content, calls, finish
 
@@ -106,8 +107,27 @@ def check_tools(client, model):
         content, calls, finish = assembled_stream(client.chat.completions.create(**ask, stream=True))
         check(finish == "tool_calls" and len(calls) == len(m.tool_calls), f"streamed {calls} finish {finish}")
         check(calls[0]["name"] == m.tool_calls[0].function.name and
-              json.loads(calls[0]["arguments"]) == args, f"streamed call {calls[0]} != whole {m.tool_calls[0]}")
-        print(f"  tool_choice {json.dumps(choice)}: {m.tool_calls[0].function.name}({args}); streamed the same")
+              calls[0]["arguments"] == m.tool_calls[0].function.arguments,
+              f"streamed call {calls[0]} != whole {m.tool_calls[0]}")
+        # An enforced call's arguments stream as the model writes them.
+        check(calls[0]["pieces"] > 3, f"the arguments came in {calls[0]['pieces']} piece(s), not streamed")
+        print(f"  tool_choice {json.dumps(choice)}: {m.tool_calls[0].function.name}({args}); "
+              f"streamed the same in {calls[0]['pieces']} argument deltas")
+    # auto: free text, and any call the model starts is enforced from its
+    # start tag on (so valid); streamed and whole agree either way.
+    for question in ("What's the weather like in Paris today?", "What time is it in Tokyo? Use a tool.",
+                     "Say hello."):
+        ask = dict(model=model, messages=[{"role": "user", "content": question}], tools=TOOLS, temperature=0,
+                   max_tokens=120)
+        whole = client.chat.completions.create(**ask).choices[0]
+        for c in whole.message.tool_calls or []:
+            check_call(c.function.name, c.function.arguments, list(SCHEMAS))
+        content, calls, finish = assembled_stream(client.chat.completions.create(**ask, stream=True))
+        check(finish == whole.finish_reason and content == (whole.message.content or "") and
+              [(c["name"], c["arguments"]) for _, c in sorted(calls.items())] ==
+              [(c.function.name, c.function.arguments) for c in whole.message.tool_calls or []],
+              f"auto {question!r}: streamed {content!r} {calls} {finish} != whole {whole}")
+        print(f"  tool_choice auto, {question!r}: {len(calls)} call(s), finish {finish}; streamed the same")
     call = m.tool_calls[0]
     round_trip = messages + [
         {"role": "assistant", "content": None,
@@ -196,19 +216,37 @@ def check_grpc(router, proto_dir, model):
         calls, finish = {}, None
         for r in stub.Chat(request, timeout=120):
             for d in r.tool_calls:
-                c = calls.setdefault(d.index, {"name": "", "arguments": ""})
+                c = calls.setdefault(d.index, {"id": "", "name": "", "arguments": "", "pieces": 0})
+                c["id"] += d.id
                 c["name"] += d.name
                 c["arguments"] += d.arguments_delta
+                c["pieces"] += 1
             finish = r.finish_reason or finish
         check(finish == types.FINISH_REASON_TOOL_CALLS and calls, f"gRPC: finish {finish}, calls {calls}")
         check_call(calls[0]["name"], calls[0]["arguments"], list(SCHEMAS))
+        check(calls[0]["id"] and calls[0]["pieces"] > 3, f"gRPC: the call did not stream in pieces: {calls[0]}")
+        # The round trip: the call and the tool's answer go back; the model replies in text.
+        call = calls[0]
+        round_trip = pb.ChatRequest(
+            messages=list(request.messages) + [
+                pb.ChatMessage(role="assistant", tool_calls=[pb.ToolCall(id=call["id"], name=call["name"],
+                                                                         arguments_json=call["arguments"])]),
+                pb.ChatMessage(role="tool", tool_call_id=call["id"],
+                               content=json.dumps({"temperature": 21, "sky": "sunny"}))],
+            tools=request.tools, options=pb.GenerationOptions(model=model, stopping=types.StoppingParams(max_tokens=40)))
+        reply, reply_calls = "", 0
+        for r in stub.Chat(round_trip, timeout=120):
+            reply += r.text
+            reply_calls += len(r.tool_calls)
+        check(reply.strip() and reply_calls == 0, f"gRPC: the reply after the tool's answer: {reply!r}")
         constrained = pb.ChatRequest(
             messages=[pb.ChatMessage(role="user", content="Tell me about Rome.")],
             options=pb.GenerationOptions(model=model, stopping=types.StoppingParams(max_tokens=120),
                                          constraint=types.OutputConstraint(json_schema=json.dumps(CITY))))
         text = "".join(r.text for r in stub.Chat(constrained, timeout=120))
         jsonschema.validate(json.loads(text), CITY)
-        print(f"  gRPC: call {calls[0]}, json_schema {text}")
+        print(f"  gRPC: call {calls[0]['name']}({calls[0]['arguments']}) in {calls[0]['pieces']} deltas; "
+              f"reply {reply!r}; json_schema {text}")
 
 
 def main():

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "common/block_hash.h"
@@ -207,10 +208,27 @@ TEST_F(SpeculativeEngineTest, SmallBudgetsAndPreemptionKeepEveryToken) {
 }
 
 // Allows at output position i only tokens t with t % 5 == i % 5: a stateful
-// constraint whose mask depends on every token accepted before.
+// constraint whose mask depends on every token accepted before. It counts
+// where and when its masks were prepared.
 class ModuloConstraint final : public TokenConstraint {
  public:
+  struct Counts {
+    int64_t masks = 0;              // MaskLogits calls
+    int64_t prepared_used = 0;      // of those, with the mask prepared for that state
+    int64_t prepared_on_engine = 0; // PrepareMask calls on the engine thread
+  };
+
+  explicit ModuloConstraint(std::shared_ptr<Counts> counts = std::make_shared<Counts>(),
+                            std::thread::id engine_thread = {})
+      : counts_(std::move(counts)), engine_thread_(engine_thread) {}
+
+  void PrepareMask() override {
+    prepared_for_ = accepted_;
+    if (std::this_thread::get_id() == engine_thread_) ++counts_->prepared_on_engine;
+  }
   void MaskLogits(std::span<float> logits) override {
+    ++counts_->masks;
+    if (prepared_for_ == accepted_) ++counts_->prepared_used;
     for (size_t t = 0; t < logits.size(); ++t) {
       if (static_cast<int64_t>(t % 5) != accepted_ % 5) logits[t] = -std::numeric_limits<float>::infinity();
     }
@@ -222,7 +240,10 @@ class ModuloConstraint final : public TokenConstraint {
   }
 
  private:
+  std::shared_ptr<Counts> counts_;
+  std::thread::id engine_thread_;
   int64_t accepted_ = 0;
+  int64_t prepared_for_ = -1;
 };
 
 // The requests with a fresh constraint each (a run must not share state).
@@ -253,6 +274,30 @@ TEST_F(SpeculativeEngineTest, ConstrainedOutputIsTheSameBatchedPreemptedAndSpecu
     }
   }
   EXPECT_GT(preemptions, 0) << "the pool was meant to force preemption";
+}
+
+TEST_F(SpeculativeEngineTest, MasksArePreparedOffTheEngineThreadBeforeSampling) {
+  // RunAll steps the engine on this thread.
+  auto counts = std::make_shared<ModuloConstraint::Counts>();
+  std::vector<EngineRequest> requests = MixedRequests(8, 29);
+  for (EngineRequest& r : requests) r.constraint = std::make_shared<ModuloConstraint>(counts, std::this_thread::get_id());
+  const Run plain = RunAll(requests, {}, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  int64_t tokens = 0;
+  for (const auto& [id, t] : plain.tokens) tokens += static_cast<int64_t>(t.size());
+  // Without drafts every token's mask was prepared during its forward pass.
+  EXPECT_EQ(counts->masks, tokens);
+  EXPECT_EQ(counts->prepared_used, counts->masks);
+  EXPECT_EQ(counts->prepared_on_engine, 0);
+  // With drafts, a verified guess moves the state: the rows after it mask on
+  // demand, and the tokens stay the same.
+  auto spec_counts = std::make_shared<ModuloConstraint::Counts>();
+  for (EngineRequest& r : requests) r.constraint = std::make_shared<ModuloConstraint>(spec_counts, std::this_thread::get_id());
+  const Run spec = RunAll(requests, {.proposer = "draft", .max_draft_tokens = 4},
+                          {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_LT(spec_counts->prepared_used, spec_counts->masks);
+  EXPECT_GT(spec_counts->prepared_used, 0);
+  EXPECT_EQ(spec_counts->prepared_on_engine, 0);
 }
 
 TEST_F(SpeculativeEngineTest, AResumedConstrainedRequestReplaysItsTokens) {

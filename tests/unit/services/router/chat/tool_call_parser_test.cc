@@ -98,5 +98,77 @@ TEST(ToolCallParserTest, MistralList) {
   EXPECT_EQ(bad.content, "[TOOL_CALLS][{\"name\": \"get_weather\", ");
 }
 
+// Streamed pieces (stream_arguments) as a client assembles them: a piece
+// with a name starts a call, one without appends to its arguments.
+struct Assembled {
+  std::string content;
+  std::vector<ParsedToolCall> calls;
+  int pieces = 0;
+};
+
+Assembled StreamPieces(std::string_view output, size_t step) {
+  ToolCallParser p(ToolCallFormat::kHermes, kTools, /*stream_arguments=*/true);
+  Assembled all;
+  auto add = [&](ToolParseOutput o) {
+    all.content += o.content;
+    for (ParsedToolCall& c : o.calls) {
+      ++all.pieces;
+      if (!c.name.empty()) {
+        all.calls.push_back(c);
+      } else {
+        EXPECT_FALSE(all.calls.empty()) << "arguments before any call's name";
+        if (!all.calls.empty()) all.calls.back().arguments_json += c.arguments_json;
+      }
+    }
+  };
+  for (size_t i = 0; i < output.size(); i += step) add(p.Push(output.substr(i, step)));
+  add(p.Finish());
+  return all;
+}
+
+TEST(ToolCallParserTest, EnforcedHermesCallsStreamTheirArguments) {
+  // As the worker's grammar writes them (xgrammar's separators).
+  const std::string out =
+      "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris {\\\"}\", "
+      "\"days\": [1, 2]}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  for (size_t step : {1, 3, 7, 10000}) {
+    const Assembled o = StreamPieces(out, step);
+    ASSERT_EQ(o.calls.size(), 2u) << step;
+    EXPECT_EQ(o.content, "Let me check.") << step;
+    EXPECT_EQ(o.calls[0].name, "get_weather");
+    EXPECT_EQ(o.calls[0].arguments_json, R"({"city": "Paris {\"}", "days": [1, 2]})") << step;
+    EXPECT_EQ(o.calls[1].name, "get_time");
+    EXPECT_EQ(o.calls[1].arguments_json, "{}");
+    // Token-sized steps give the arguments in many pieces, not one.
+    if (step == 1) {
+      EXPECT_GT(o.pieces, 20);
+    } else if (step == 10000) {
+      EXPECT_EQ(o.pieces, 4) << "one name piece and one arguments piece per call";
+    }
+  }
+}
+
+TEST(ToolCallParserTest, AStreamedCallCutByTheLengthLimitKeepsWhatWasSent) {
+  const Assembled o =
+      StreamPieces("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", 4);
+  ASSERT_EQ(o.calls.size(), 1u);
+  EXPECT_EQ(o.calls[0].arguments_json, R"({"city": "Par)");
+  EXPECT_EQ(o.content, "");
+}
+
+TEST(ToolCallParserTest, AStreamedCallWithAnotherShapeIsReadWhole) {
+  // Arguments before the name, or a name no tool has: read whole as without
+  // a grammar (a call when valid, content otherwise).
+  const Assembled reordered = StreamPieces(
+      "<tool_call>\n{\"arguments\": {\"city\": \"Oslo\"}, \"name\": \"get_weather\"}\n</tool_call>", 2);
+  ASSERT_EQ(reordered.calls.size(), 1u);
+  EXPECT_EQ(reordered.calls[0].arguments_json, R"({"city":"Oslo"})");
+  EXPECT_EQ(reordered.pieces, 1);
+  const std::string unknown = "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>";
+  const Assembled refused = StreamPieces(unknown, 3);
+  EXPECT_TRUE(refused.calls.empty());
+  EXPECT_EQ(refused.content, unknown);
+}
+
 }  // namespace
 }  // namespace kvfleet::router::chat

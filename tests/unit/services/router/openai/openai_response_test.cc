@@ -102,6 +102,56 @@ TEST_F(OpenAiResponseTest, AChatStreamOpensWithTheRoleAndEndsWithFinishUsageAndD
   EXPECT_EQ(events[4]["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
 }
 
+TEST_F(OpenAiResponseTest, AToolCallStreamsItsHeadThenArgumentPiecesAndAddsUpWhole) {
+  CompletionCall call;
+  call.endpoint = Endpoint::kChat;
+  call.stream = true;
+  auto piece = [](int32_t index, std::string id, std::string name, std::string args) {
+    v1::GenerateTextResponse r;
+    v1::ToolCallDelta& d = *r.add_tool_calls();
+    d.set_index(index);
+    d.set_id(std::move(id));
+    d.set_name(std::move(name));
+    d.set_arguments_delta(std::move(args));
+    return r;
+  };
+  const std::vector<v1::GenerateTextResponse> pieces = {piece(0, "call_1", "get_weather", ""),
+                                                        piece(0, "", "", R"({"city": )"),
+                                                        piece(0, "", "", R"("Paris"})"),
+                                                        piece(1, "call_2", "get_time", "{}")};
+  CompletionFormatter streamed(call, "chatcmpl-t", 1, "served", model_->tokenizer());
+  std::string sse;
+  for (const v1::GenerateTextResponse& p : pieces) sse += streamed.StreamEvents(p);
+  bool done = false;
+  const std::vector<Json> events = Events(sse, &done);
+  ASSERT_EQ(events.size(), 6u) << sse;  // the role, a head, two pieces, a head and its arguments
+  const Json& head = events[1]["choices"][0]["delta"]["tool_calls"][0];
+  EXPECT_EQ(head["index"], 0);
+  EXPECT_EQ(head["id"], "call_1");
+  EXPECT_EQ(head["type"], "function");
+  EXPECT_EQ(head["function"]["name"], "get_weather");
+  EXPECT_EQ(head["function"]["arguments"], "");
+  const Json& more = events[3]["choices"][0]["delta"]["tool_calls"][0];
+  EXPECT_EQ(more["index"], 0);
+  EXPECT_FALSE(more.contains("id")) << "only a call's first delta has its id";
+  EXPECT_EQ(more["function"]["arguments"], R"("Paris"})");
+  EXPECT_EQ(events[4]["choices"][0]["delta"]["tool_calls"][0]["index"], 1);
+
+  call.stream = false;
+  CompletionFormatter whole(call, "chatcmpl-t", 1, "served", model_->tokenizer());
+  for (const v1::GenerateTextResponse& p : pieces) whole.Add(p);
+  v1::GenerateTextResponse end;
+  end.set_finish_reason(v1::FINISH_REASON_TOOL_CALLS);
+  whole.Add(end);
+  const Json body = Json::parse(whole.Body());
+  const Json& calls = body["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 2u) << body.dump();
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city": "Paris"})");
+  EXPECT_EQ(calls[1]["id"], "call_2");
+  EXPECT_TRUE(body["choices"][0]["message"]["content"].is_null());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+}
+
 TEST_F(OpenAiResponseTest, AWholeChatCarriesTheTextFinishUsageAndLogprobs) {
   CompletionCall call;
   call.endpoint = Endpoint::kChat;

@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "model/gguf/gguf_writer.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -176,6 +177,70 @@ TEST_F(GenerationPlanTest, ChatRendersMessagesAndHonoursAddGenerationPrompt) {
   m->set_role("narrator");
   EXPECT_EQ(PlanChat(*model_, chat, 1).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(PlanChat(*model_, v1::ChatRequest(), 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A template that teaches Hermes-style calls, as Qwen2.5's does.
+constexpr char kHermesTemplate[] =
+    "{% if tools %}<tools>{{ tools | tojson }}</tools> Answer with <tool_call>{}</tool_call>.{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+TEST_F(GenerationPlanTest, ToolChoiceDecidesHowCallsAreEnforcedAndStreamed) {
+  model::GgufWriter writer;
+  ASSERT_TRUE(tools::BuildTinyModel({.seed = 1, .context_length = 1024}, writer).ok());
+  writer.SetString("tokenizer.chat_template", kHermesTemplate);
+  ASSERT_TRUE(writer.WriteFile(dir_.Path("hermes.gguf")).ok());
+  absl::StatusOr<std::unique_ptr<RouterModel>> hermes = RouterModel::Load(dir_.Path("hermes.gguf"), "");
+  ASSERT_TRUE(hermes.ok()) << hermes.status();
+  v1::ChatRequest chat;
+  v1::ChatMessage* m = chat.add_messages();
+  m->set_role("user");
+  m->set_content("weather?");
+  v1::Tool* tool = chat.add_tools();
+  tool->set_name("get_weather");
+  tool->set_parameters_json(R"({"type": "object"})");
+  chat.add_tools()->set_name("get_time");
+
+  // auto: free text, each call enforced once started; the calls stream.
+  absl::StatusOr<GenerationPlan> automatic = PlanChat(**hermes, chat, 1);
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  const v1::ToolCallConstraint& lazy = automatic->worker_request.constraint().tool_calls();
+  EXPECT_TRUE(lazy.triggered());
+  EXPECT_EQ(lazy.format(), "hermes");
+  EXPECT_EQ(lazy.tools_size(), 2);
+  EXPECT_TRUE(automatic->chat_output.stream_call_arguments);
+
+  // A named function: one call to it, enforced from the first token.
+  chat.mutable_tool_choice()->set_mode(v1::ToolChoice::FUNCTION);
+  chat.mutable_tool_choice()->set_function_name("get_time");
+  absl::StatusOr<GenerationPlan> named = PlanChat(**hermes, chat, 1);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_FALSE(named->worker_request.constraint().tool_calls().triggered());
+  ASSERT_EQ(named->worker_request.constraint().tool_calls().tools_size(), 1);
+  EXPECT_EQ(named->worker_request.constraint().tool_calls().tools(0).name(), "get_time");
+
+  // none: no constraint, nothing parsed.
+  chat.mutable_tool_choice()->set_mode(v1::ToolChoice::NONE);
+  absl::StatusOr<GenerationPlan> none = PlanChat(**hermes, chat, 1);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->worker_request.has_constraint());
+  EXPECT_FALSE(none->chat_output.parse_tools);
+
+  // auto beside a response_format: the response format is the constraint,
+  // and calls are parsed as written (whole).
+  chat.mutable_tool_choice()->set_mode(v1::ToolChoice::AUTO);
+  chat.mutable_options()->mutable_constraint()->set_regex("[a-z]+");
+  absl::StatusOr<GenerationPlan> formatted = PlanChat(**hermes, chat, 1);
+  ASSERT_TRUE(formatted.ok()) << formatted.status();
+  EXPECT_EQ(formatted->worker_request.constraint().regex(), "[a-z]+");
+  EXPECT_FALSE(formatted->chat_output.stream_call_arguments);
+
+  // A model whose template teaches no call format: auto parses nothing and
+  // enforces nothing.
+  chat.mutable_options()->clear_constraint();
+  absl::StatusOr<GenerationPlan> plain = PlanChat(*model_, chat, 1);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->worker_request.has_constraint());
 }
 
 }  // namespace
