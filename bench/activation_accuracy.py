@@ -1,5 +1,7 @@
 """How often kvfleet's greedy continuations agree with a float64 reference,
-with float32 activations and with 8-bit activations (--cpu-activations).
+with float32 activations and with 8-bit activations (--cpu-activations),
+and with an 8-bit KV cache (--kv-cache-dtype; modes f32+kv-int8,
+f32+kv-fp8_e4m3).
 
 For each of 24 prompts (chat, code, JSON, SQL, other languages), rendered
 through the model's chat template: 32 greedy tokens (ignore_eos) from
@@ -9,6 +11,7 @@ how many continuations equal the reference's token for token, and the mean
 number of tokens before the first difference.
 
   .venv/bin/python bench/activation_accuracy.py --kvfleet build/tools/kvfleet/kvfleet
+  .venv/bin/python bench/activation_accuracy.py --modes f32,f32+kv-int8,f32+kv-fp8_e4m3
 """
 import argparse
 import json
@@ -51,10 +54,13 @@ PROMPTS = [
 ]
 
 
-def kvfleet_greedy(binary, model, ids, tokens, activations, threads):
+def kvfleet_greedy(binary, model, ids, tokens, mode, threads):
+    """mode: the activations (f32, q8), optionally +kv-DTYPE for the KV cache."""
+    activations, _, kv_dtype = mode.partition("+kv-")
     cmd = [binary, "generate", "--local", "--model", model, "--prompt-token-ids", ",".join(map(str, ids)),
            "--max-tokens", str(tokens), "--ignore-eos", "--temperature", "0", "--output", "ids",
-           "--threads", str(threads), "--device", "cpu", "--cpu-activations", activations]
+           "--threads", str(threads), "--device", "cpu", "--cpu-activations", activations,
+           "--kv-cache-dtype", kv_dtype or "f16"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     return [int(t) for t in out.split(",")]
 
@@ -100,6 +106,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompts", type=int, default=len(PROMPTS))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--modes", default="f32,q8",
+                    help="comma-separated: f32, q8, and either with +kv-int8 or +kv-fp8_e4m3 (an 8-bit KV cache)")
     ap.add_argument("--emulation", action="store_true",
                     help="also: the logit shift of a numpy emulation of q8 on the first prompt, per matmul group in float")
     args = ap.parse_args()
@@ -109,7 +117,7 @@ def main():
     ref = ln.LlamaReference(args.model, np.float64)
     reader = ln.GGUFReader(args.model)
     tokenizer = ln.build_tokenizer(reader)
-    modes = ("f32", "q8")
+    modes = args.modes.split(",")
     rows = []
     start = time.time()
     for text in PROMPTS[: args.prompts]:
@@ -120,18 +128,26 @@ def main():
             row[mode] = kvfleet_greedy(args.kvfleet, args.model, ids, args.tokens, mode, args.threads)
             row[mode + "_agree"] = agreement(row[mode], reference)
         rows.append(row)
-        print(f"{time.time() - start:6.0f} s  f32 {row['f32_agree']:2d}/{args.tokens}  q8 {row['q8_agree']:2d}/"
-              f"{args.tokens}  {text[:60]}", flush=True)
+        scores = "  ".join(f"{mode} {row[mode + '_agree']:2d}/{args.tokens}" for mode in modes)
+        print(f"{time.time() - start:6.0f} s  {scores}  {text[:60]}", flush=True)
     print(f"\n{len(rows)} prompts, {args.tokens} greedy tokens each, against the float64 reference:")
-    print(f"  {'mode':<5} {'identical':>10} {'mean tokens before the first difference':>42}")
+    print(f"  {'mode':<16} {'identical':>10} {'mean tokens before the first difference':>42}")
     summary = {}
     for mode in modes:
         same = sum(r[mode + "_agree"] == args.tokens for r in rows)
         mean = sum(r[mode + "_agree"] for r in rows) / len(rows)
         summary[mode] = {"identical": same, "share": same / len(rows), "mean_agreeing_tokens": mean}
-        print(f"  {mode:<5} {same:>4} of {len(rows):<3} ({100 * same / len(rows):5.1f}%) {mean:>30.1f}")
-    gap = 100 * (summary["f32"]["share"] - summary["q8"]["share"])
-    print(f"  q8 is {gap:.1f} points below f32 (the rule: q8 becomes the default unless it is more than 5 points below)")
+        print(f"  {mode:<16} {same:>4} of {len(rows):<3} ({100 * same / len(rows):5.1f}%) {mean:>30.1f}")
+    if "f32" in summary and "q8" in summary:
+        gap = 100 * (summary["f32"]["share"] - summary["q8"]["share"])
+        print(f"  q8 is {gap:.1f} points below f32 (the rule: q8 becomes the default unless it is more than 5 points "
+              "below)")
+    for mode in modes:
+        base = mode.partition("+kv-")[0]
+        if "+kv-" in mode and base in summary:
+            behind = summary[base]["identical"] - summary[mode]["identical"]
+            print(f"  {mode}: {behind} prompt(s) below {base}'s float16 cache (the rule: an 8-bit KV format is "
+                  f"offered if at most 1 below) -> {'accepted' if behind <= 1 else 'refused'}")
     if args.emulation:
         ids = tokenizer.encode(ln.chat_prompt(reader, PROMPTS[0]), add_special_tokens=False).ids
         print("\nnumpy emulation of q8 on the first prompt: relative L2 shift of the next-token logits")

@@ -120,7 +120,7 @@ absl::Status AttentionBandwidth(int64_t context, const MeasuredBandwidth& bw, Re
   constexpr int64_t kSeqs = 64, kHeads = 32, kKvHeads = 8, kDim = 128, kBlock = 16;
   const int64_t blocks_per_seq = BlocksFor(context);
   const kernels::KvCacheLayout layout{kSeqs * blocks_per_seq, kKvHeads, kBlock, kDim};
-  const size_t cache_bytes = static_cast<size_t>(layout.ElementsPerLayer()) * sizeof(uint16_t);
+  const size_t cache_bytes = static_cast<size_t>(layout.BytesPerLayer());
   ASSIGN_OR_RETURN(cu::DeviceBuffer k, cu::DeviceBuffer::Allocate(cache_bytes));
   ASSIGN_OR_RETURN(cu::DeviceBuffer v, cu::DeviceBuffer::Allocate(cache_bytes));
   RETURN_IF_ERROR(cu::Memset(k.get(), 0x31, cache_bytes, nullptr));  // small finite float16 values
@@ -168,8 +168,8 @@ absl::Status AttentionBandwidth(int64_t context, const MeasuredBandwidth& bw, Re
       .num_heads = kHeads,
       .scale = 1.0f / std::sqrt(static_cast<float>(kDim)),
       .q = d_q.as<float>(),
-      .k_cache = k.as<uint16_t>(),
-      .v_cache = v.as<uint16_t>(),
+      .k_cache = k.as<uint8_t>(),
+      .v_cache = v.as<uint8_t>(),
       .out = d_out.as<float>(),
       .items = d_items.as<kc::AttentionWorkItem>(),
       .partial_offsets = d_offsets.as<int64_t>(),

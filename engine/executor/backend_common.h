@@ -24,12 +24,36 @@ struct BatchArrays {
 // The per-layer K and V tensors of the cache, in the backend's memory.
 struct KvCacheView {
   kernels::KvCacheLayout layout;
-  uint16_t* const* k = nullptr;  // [layers] → [num_blocks, kv_heads, block_size, head_dim]
-  uint16_t* const* v = nullptr;
+  uint8_t* const* k = nullptr;  // [layers] → one layer's bytes in `layout`
+  uint8_t* const* v = nullptr;
 };
 
+// One layer's KV layout for `num_blocks` blocks of the model and options.
+inline kernels::KvCacheLayout KvLayoutFor(const model::ModelConfig& c, const ExecutorOptions& options,
+                                          int64_t num_blocks) {
+  return {.num_blocks = num_blocks,
+          .num_kv_heads = c.num_kv_heads,
+          .block_size = options.block_size,
+          .head_dim = c.head_dim,
+          .dtype = options.kv_cache_dtype};
+}
+
+// Bytes a token's K and V take over every layer, its share of each block's
+// padding included (rounded up, so a plan in tokens never overcommits).
+inline int64_t KvBytesPerCachedToken(const model::ModelConfig& c, const ExecutorOptions& options) {
+  const kernels::KvCacheLayout one = KvLayoutFor(c, options, 1);
+  return (2 * c.num_layers * one.BytesPerLayer() + options.block_size - 1) / options.block_size;
+}
+
+// "+kv-int8" for an 8-bit KV cache, appended to a backend's numerics
+// identity: its tokens differ from a float16 cache's.
+inline std::string KvNumericsSuffix(kernels::KvCacheDtype dtype) {
+  return dtype == kernels::KvCacheDtype::kF16 ? std::string()
+                                               : "+kv-" + std::string(kernels::KvCacheDtypeName(dtype));
+}
+
 // The model's shape, the options' geometry and limits (logits rows
-// resolved), a float16 cache's bytes per token. The backend adds its numerics.
+// resolved), the cache's bytes per token. The backend adds its numerics.
 inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOptions& options) {
   const model::ModelConfig& c = model.config();
   ExecutorInfo info{.device = options.device,
@@ -38,7 +62,7 @@ inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOpt
                     .block_size = options.block_size,
                     .num_layers = c.num_layers,
                     .weight_bytes = model.file_bytes(),
-                    .kv_bytes_per_token = KvBytesPerToken(c.kv_shape(), sizeof(uint16_t)),
+                    .kv_bytes_per_token = KvBytesPerCachedToken(c, options),
                     .limits = options.limits};
   info.limits.max_logits_rows = options.limits.logits_rows();
   return info;

@@ -15,6 +15,14 @@ absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text) {
   return absl::InvalidArgumentError(absl::StrCat("--cpu-activations must be f32 or q8, not '", std::string(text), "'"));
 }
 
+absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text) {
+  if (text == "f16" || text == "auto") return kernels::KvCacheDtype::kF16;
+  if (text == "int8") return kernels::KvCacheDtype::kInt8;
+  if (text == "fp8_e4m3" || text == "fp8") return kernels::KvCacheDtype::kFp8E4M3;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--kv-cache-dtype must be f16, int8 or fp8_e4m3, not '", std::string(text), "'"));
+}
+
 absl::StatusOr<Device> ParseDevice(std::string_view view) {
   const std::string text(view);  // this abseil's string_view is not std's
   if (text == "cpu") return Device{};

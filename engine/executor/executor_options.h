@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/common/kv_format.h"
 
 namespace kvfleet::engine {
 
@@ -38,6 +39,10 @@ enum class CpuActivations { kF32, kQ8 };
 // "f32" or "q8"; INVALID_ARGUMENT naming both otherwise.
 absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text);
 
+// "f16" (or "auto"), "int8", "fp8_e4m3" (or "fp8"): the KV cache's element
+// format (kernels/common/kv_format.h); INVALID_ARGUMENT naming them otherwise.
+absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text);
+
 struct ExecutorLimits {
   int32_t max_batch_tokens = 512;  // tokens of one Forward, all chunks together
   int32_t max_batch_chunks = 64;   // chunks of one Forward
@@ -53,6 +58,8 @@ struct ExecutorOptions {
   int64_t block_size = 16;  // tokens per block
   int num_threads = 0;      // CPU backend: 0 is one per hardware thread
   CpuActivations cpu_activations = CpuActivations::kF32;  // CPU backend only
+  // 8-bit formats hold about twice the tokens; each is its own numerics.
+  kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
   ExecutorLimits limits;
 
   absl::Status Validate() const;

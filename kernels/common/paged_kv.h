@@ -1,17 +1,22 @@
 // The paged KV cache's geometry and where a batch's tokens sit in it: shared
 // by the CPU and CUDA kernels, so both read one layout.
 //
-// One tensor for K and one for V per layer, float16:
-//   [num_blocks, num_kv_heads, block_size, head_dim]
+// One byte array for K and one for V per layer, made of one region per
+// (block, KV head), [num_blocks, num_kv_heads]:
+//   the block's block_size rows of head_dim elements (kv_format.h's dtype),
+//   then, for kInt8, the rows' binary16 scales,
+//   padded to a multiple of 16 bytes (aligned vector loads).
 // Position p of a sequence lives in physical block block_table[p / block_size],
 // slot p % block_size; a token's own K/V go to kv_slots[t] = block * block_size + slot.
-// Offsets are computed in 64 bits: a large cache overflows 32.
+// Offsets are in bytes, computed in 64 bits: a large cache overflows 32.
 //
 //   KvCacheLayout layout{.num_blocks = 4096, .num_kv_heads = 8, .block_size = 16, .head_dim = 128};
-//   int64_t off = layout.Offset(block, kv_head, slot);
+//   int64_t row = layout.RowOffset(block, kv_head, slot);
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/common/kv_format.h"
 
 namespace kvfleet::kernels {
 
@@ -20,12 +25,21 @@ struct KvCacheLayout {
   int64_t num_kv_heads = 0;
   int64_t block_size = 0;
   int64_t head_dim = 0;  // multiple of 8
+  KvCacheDtype dtype = KvCacheDtype::kF16;
 
-  // Offset in elements of (block, kv_head, slot, 0).
-  constexpr int64_t Offset(int64_t block, int64_t kv_head, int64_t slot) const {
-    return ((block * num_kv_heads + kv_head) * block_size + slot) * head_dim;
+  constexpr int64_t RowBytes() const { return head_dim * KvElementBytes(dtype); }
+  constexpr int64_t RegionBytes() const {
+    return (block_size * (RowBytes() + KvRowScaleBytes(dtype)) + 15) / 16 * 16;
   }
-  constexpr int64_t ElementsPerLayer() const { return num_blocks * num_kv_heads * block_size * head_dim; }
+  // Byte offset of (block, kv_head, slot)'s row.
+  constexpr int64_t RowOffset(int64_t block, int64_t kv_head, int64_t slot) const {
+    return (block * num_kv_heads + kv_head) * RegionBytes() + slot * RowBytes();
+  }
+  // Byte offset of a kInt8 row's scale.
+  constexpr int64_t ScaleOffset(int64_t block, int64_t kv_head, int64_t slot) const {
+    return (block * num_kv_heads + kv_head) * RegionBytes() + block_size * RowBytes() + slot * 2;
+  }
+  constexpr int64_t BytesPerLayer() const { return num_blocks * num_kv_heads * RegionBytes(); }
 };
 
 // Where each token of a batch belongs: the flat arrays of the executor's

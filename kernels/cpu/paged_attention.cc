@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -50,10 +51,49 @@ void GrowTo(std::vector<float>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
+// FP8 E4M3's 256 values, for the gather that decodes eight at a time.
+const float* Fp8Table() {
+  static const auto table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b) t[static_cast<size_t>(b)] = Fp8E4M3ToFloat(static_cast<uint8_t>(b));
+    return t;
+  }();
+  return table.data();
+}
+
 // The first `count` K or V rows of one (block, KV head), as float32: the
-// layout keeps them contiguous.
-void LoadBlock(const uint16_t* cache, int64_t offset, int64_t count, int64_t d, float* kv) {
-  for (int64_t i = 0; i < count * d; i += 8) _mm256_storeu_ps(kv + i, LoadHalf8(cache + offset + i));
+// layout keeps them contiguous. Each element's value is the codec's
+// (kv_format.h), exactly: an int8 row is q · scale, one rounding.
+void LoadBlock(const KvCacheLayout& L, const uint8_t* cache, int64_t block, int64_t kv_head, int64_t count,
+               float* kv) {
+  const int64_t d = L.head_dim;
+  const uint8_t* rows = cache + L.RowOffset(block, kv_head, 0);
+  switch (L.dtype) {
+    case KvCacheDtype::kF16: {
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(rows);
+      for (int64_t i = 0; i < count * d; i += 8) _mm256_storeu_ps(kv + i, LoadHalf8(h + i));
+      return;
+    }
+    case KvCacheDtype::kInt8: {
+      const uint16_t* scales = reinterpret_cast<const uint16_t*>(cache + L.ScaleOffset(block, kv_head, 0));
+      for (int64_t j = 0; j < count; ++j) {
+        const __m256 scale = _mm256_set1_ps(HalfToFloat(scales[j]));
+        for (int64_t i = 0; i < d; i += 8) {
+          const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows + j * d + i));
+          _mm256_storeu_ps(kv + j * d + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale));
+        }
+      }
+      return;
+    }
+    case KvCacheDtype::kFp8E4M3: {
+      const float* table = Fp8Table();
+      for (int64_t i = 0; i < count * d; i += 8) {
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows + i));
+        _mm256_storeu_ps(kv + i, _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(b), 4));
+      }
+      return;
+    }
+  }
 }
 
 // scores[j] = (q · k_j) · scale for the block's positions j < count. Each
@@ -147,7 +187,7 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   };
   for (int64_t b0 = first_block; b0 < context; b0 += bs) {
     const int64_t in_block = std::min(bs, context - b0);
-    LoadBlock(p.k_cache, L.Offset(table[b0 / bs], tile.kv_head, 0), in_block, d, kv);
+    LoadBlock(L, p.k_cache, table[b0 / bs], tile.kv_head, in_block, kv);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t j0;
       const int64_t count = visible(r, b0, in_block, &j0);
@@ -171,7 +211,7 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   std::fill(acc, acc + rows * d, 0.0f);
   for (int64_t b0 = first_block; b0 < context; b0 += bs) {
     const int64_t in_block = std::min(bs, context - b0);
-    LoadBlock(p.v_cache, L.Offset(table[b0 / bs], tile.kv_head, 0), in_block, d, kv);
+    LoadBlock(L, p.v_cache, table[b0 / bs], tile.kv_head, in_block, kv);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t j0;
       const int64_t count = visible(r, b0, in_block, &j0);
@@ -187,19 +227,44 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
 
 }  // namespace
 
+namespace {
+
+// One row of head_dim values into the cache in the layout's dtype.
+void StoreRow(const KvCacheLayout& L, const float* x, int64_t block, int64_t kv_head, int64_t slot, uint8_t* cache) {
+  const int64_t d = L.head_dim;
+  uint8_t* row = cache + L.RowOffset(block, kv_head, slot);
+  switch (L.dtype) {
+    case KvCacheDtype::kF16: {
+      uint16_t* h = reinterpret_cast<uint16_t*>(row);
+      for (int64_t i = 0; i < d; ++i) h[i] = FloatToHalf(x[i]);
+      return;
+    }
+    case KvCacheDtype::kInt8: {
+      float max_abs = 0.0f;
+      for (int64_t i = 0; i < d; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
+      const uint16_t scale_bits = FloatToHalf(max_abs / static_cast<float>(kInt8KvMax));
+      *reinterpret_cast<uint16_t*>(cache + L.ScaleOffset(block, kv_head, slot)) = scale_bits;
+      const float scale = HalfToFloat(scale_bits);
+      for (int64_t i = 0; i < d; ++i) row[i] = static_cast<uint8_t>(QuantizeInt8(x[i], scale));
+      return;
+    }
+    case KvCacheDtype::kFp8E4M3:
+      for (int64_t i = 0; i < d; ++i) row[i] = FloatToFp8E4M3(x[i]);
+      return;
+  }
+}
+
+}  // namespace
+
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-             int64_t num_tokens, uint16_t* k_cache, uint16_t* v_cache) {
+             int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache) {
   const int64_t d = layout.head_dim;
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t slot = where.kv_slots[t];
     for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
-      const int64_t off = layout.Offset(slot / layout.block_size, h, slot % layout.block_size);
-      const float* ks = k + (t * layout.num_kv_heads + h) * d;
-      const float* vs = v + (t * layout.num_kv_heads + h) * d;
-      for (int64_t i = 0; i < d; ++i) {
-        k_cache[off + i] = FloatToHalf(ks[i]);
-        v_cache[off + i] = FloatToHalf(vs[i]);
-      }
+      const int64_t row = (t * layout.num_kv_heads + h) * d;
+      StoreRow(layout, k + row, slot / layout.block_size, h, slot % layout.block_size, k_cache);
+      StoreRow(layout, v + row, slot / layout.block_size, h, slot % layout.block_size, v_cache);
     }
   }
 }

@@ -10,8 +10,9 @@
 //
 // Cost: the consecutive tokens of one sequence in a batch (a prefill chunk,
 // a verify chunk) and the query heads that share a KV head are computed as
-// one tile, which converts each cached K and V row from float16 once for
-// all of them instead of once per (token, head); README.md, "Attention".
+// one tile, which converts each cached K and V row (float16, int8 or FP8:
+// kv_format.h) once for all of them instead of once per (token, head);
+// README.md, "Attention".
 //
 //   PagedAttention(params, pool);
 #pragma once
@@ -23,10 +24,10 @@
 
 namespace kvfleet::kernels {
 
-// Converts k and v ([num_tokens, num_kv_heads, head_dim], float32) to float16
-// and stores them at each token's slot (where.kv_slots).
+// Converts k and v ([num_tokens, num_kv_heads, head_dim], float32) to the
+// layout's dtype and stores them at each token's slot (where.kv_slots).
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-             int64_t num_tokens, uint16_t* k_cache, uint16_t* v_cache);
+             int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache);
 
 struct PagedAttentionParams {
   KvCacheLayout layout;
@@ -36,8 +37,8 @@ struct PagedAttentionParams {
   float scale = 1.0f;                // usually 1/sqrt(head_dim)
   int64_t window = 0;                // 0: keys 0..p; w > 0: keys k with p − k < w
   const float* q = nullptr;          // [num_tokens, num_heads, head_dim]
-  const uint16_t* k_cache = nullptr;
-  const uint16_t* v_cache = nullptr;
+  const uint8_t* k_cache = nullptr;  // bytes in the layout
+  const uint8_t* v_cache = nullptr;
   float* out = nullptr;              // [num_tokens, num_heads, head_dim]
 };
 

@@ -19,10 +19,45 @@ __device__ __forceinline__ void LoadHalf8(const uint16_t* p, float* out) {
   }
 }
 
-__device__ __forceinline__ int64_t CacheOffset(const PagedAttentionParams& p, const int32_t* table, int64_t j,
-                                               int64_t kv_head) {
-  const int64_t block = table[j / p.layout.block_size];  // widened before the strides multiply it
-  return p.layout.Offset(block, kv_head, j % p.layout.block_size);
+// Where key j's row of one KV head sits in a layer's cache: the row's byte
+// offset, and (kInt8) its scale's.
+struct RowAt {
+  int64_t row;
+  int64_t scale;
+};
+
+__device__ __forceinline__ RowAt CacheRow(const KvCacheLayout& L, const int32_t* table, int64_t j, int64_t kv_head) {
+  const int64_t block = table[j / L.block_size];  // widened before the strides multiply it
+  const int64_t slot = j % L.block_size;
+  return {L.RowOffset(block, kv_head, slot), L.ScaleOffset(block, kv_head, slot)};
+}
+
+// Elements [8c, 8c + 8) of a cached row as floats: the codec's values
+// exactly (kv_format.h), as kernels/cpu decodes them.
+__device__ __forceinline__ void LoadRow8(const KvCacheLayout& L, const uint8_t* cache, RowAt at, int c, float* out) {
+  switch (L.dtype) {
+    case KvCacheDtype::kF16:
+      LoadHalf8(reinterpret_cast<const uint16_t*>(cache + at.row) + c * 8, out);
+      return;
+    case KvCacheDtype::kInt8: {
+      const uint2 v = *reinterpret_cast<const uint2*>(cache + at.row + c * 8);
+      const float scale = ::kvfleet::cuda::HalfBitsToFloat(*reinterpret_cast<const uint16_t*>(cache + at.scale));
+      const uint32_t words[2] = {v.x, v.y};
+      KVFLEET_UNROLL
+      for (int i = 0; i < 8; ++i) {
+        const int8_t q = static_cast<int8_t>((words[i / 4] >> (8 * (i % 4))) & 0xffu);
+        out[i] = __fmul_rn(static_cast<float>(q), scale);
+      }
+      return;
+    }
+    case KvCacheDtype::kFp8E4M3: {
+      const uint2 v = *reinterpret_cast<const uint2*>(cache + at.row + c * 8);
+      const uint32_t words[2] = {v.x, v.y};
+      KVFLEET_UNROLL
+      for (int i = 0; i < 8; ++i) out[i] = Fp8E4M3ToFloat(static_cast<uint8_t>((words[i / 4] >> (8 * (i % 4))) & 0xffu));
+      return;
+    }
+  }
 }
 
 template <int D>
@@ -67,13 +102,13 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
   }
   __syncthreads();
   for (int64_t j = key_begin + tid; j < key_end; j += kThreads) {
-    const uint16_t* k_row = p.k_cache + CacheOffset(p, table, j, kv_head);
+    const RowAt k_row = CacheRow(p.layout, table, j, kv_head);
     float dot[kMaxTileRows];
     KVFLEET_UNROLL
     for (int r = 0; r < kMaxTileRows; ++r) dot[r] = 0.0f;
     for (int c = 0; c < D / 8; ++c) {
       float k[8];
-      LoadHalf8(k_row + c * 8, k);
+      LoadRow8(p.layout, p.k_cache, k_row, c, k);
       KVFLEET_UNROLL
       for (int r = 0; r < kMaxTileRows; ++r) {
         if (r < rows) {
@@ -120,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
     for (int64_t j = key_begin + subset; j < key_end; j += kSubsets) {
       const float e = scores[r][j - key_begin];
       float v[8];
-      LoadHalf8(p.v_cache + CacheOffset(p, table, j, kv_head) + dim_lane * 8, v);
+      LoadRow8(p.layout, p.v_cache, CacheRow(p.layout, table, j, kv_head), dim_lane, v);
       KVFLEET_UNROLL
       for (int i = 0; i < 8; ++i) acc[i] = __fmaf_rn(e, v[i], acc[i]);
     }
@@ -180,26 +215,59 @@ void LaunchForDim(const PagedAttentionParams& p, const AttentionPlan& plan, ::kv
   }
 }
 
+// Eight values of one row into the cache, in the layout's dtype. A kInt8
+// row's scale comes from the whole row's max |x|, which every thread of the
+// row computes alike (max is exact in any order); chunk 0 stores it.
+__device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* row, int64_t c, int64_t block,
+                                          int64_t kv_head, int64_t slot, uint8_t* cache) {
+  const float* x = row + c * 8;
+  uint8_t* dst = cache + L.RowOffset(block, kv_head, slot) + c * 8 * KvElementBytes(L.dtype);
+  switch (L.dtype) {
+    case KvCacheDtype::kF16: {
+      uint32_t w[4];
+      KVFLEET_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        w[i] = ::kvfleet::cuda::FloatToHalfBits(x[2 * i]) |
+               (static_cast<uint32_t>(::kvfleet::cuda::FloatToHalfBits(x[2 * i + 1])) << 16);
+      }
+      *reinterpret_cast<uint4*>(dst) = uint4{w[0], w[1], w[2], w[3]};
+      return;
+    }
+    case KvCacheDtype::kInt8: {
+      float max_abs = 0.0f;
+      for (int64_t i = 0; i < L.head_dim; ++i) max_abs = fmaxf(max_abs, fabsf(row[i]));
+      const uint16_t scale_bits = ::kvfleet::cuda::FloatToHalfBits(__fdiv_rn(max_abs, static_cast<float>(kInt8KvMax)));
+      if (c == 0) *reinterpret_cast<uint16_t*>(cache + L.ScaleOffset(block, kv_head, slot)) = scale_bits;
+      const float scale = ::kvfleet::cuda::HalfBitsToFloat(scale_bits);
+      uint32_t w[2] = {0, 0};
+      KVFLEET_UNROLL
+      for (int i = 0; i < 8; ++i) {
+        w[i / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(QuantizeInt8(x[i], scale))) << (8 * (i % 4));
+      }
+      *reinterpret_cast<uint2*>(dst) = uint2{w[0], w[1]};
+      return;
+    }
+    case KvCacheDtype::kFp8E4M3: {
+      uint32_t w[2] = {0, 0};
+      KVFLEET_UNROLL
+      for (int i = 0; i < 8; ++i) w[i / 4] |= static_cast<uint32_t>(FloatToFp8E4M3(x[i])) << (8 * (i % 4));
+      *reinterpret_cast<uint2*>(dst) = uint2{w[0], w[1]};
+      return;
+    }
+  }
+}
+
 __global__ void WriteKvKernel(KvCacheLayout layout, TokenPlacement where, const float* k, const float* v,
-                              int64_t chunks_per_token, uint16_t* k_cache, uint16_t* v_cache, int64_t total) {
+                              int64_t chunks_per_token, uint8_t* k_cache, uint8_t* v_cache, int64_t total) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= total) return;
   // idx = (token, kv_head, chunk of 8 dims)
   const int64_t t = idx / chunks_per_token, rest = idx % chunks_per_token;
   const int64_t h = rest / (layout.head_dim / 8), c = rest % (layout.head_dim / 8);
   const int64_t slot = where.kv_slots[t];
-  const int64_t off = layout.Offset(slot / layout.block_size, h, slot % layout.block_size) + c * 8;
-  const int64_t src = (t * layout.num_kv_heads + h) * layout.head_dim + c * 8;
-  uint32_t kw[4], vw[4];
-  KVFLEET_UNROLL
-  for (int i = 0; i < 4; ++i) {
-    kw[i] = ::kvfleet::cuda::FloatToHalfBits(k[src + 2 * i]) |
-            (static_cast<uint32_t>(::kvfleet::cuda::FloatToHalfBits(k[src + 2 * i + 1])) << 16);
-    vw[i] = ::kvfleet::cuda::FloatToHalfBits(v[src + 2 * i]) |
-            (static_cast<uint32_t>(::kvfleet::cuda::FloatToHalfBits(v[src + 2 * i + 1])) << 16);
-  }
-  *reinterpret_cast<uint4*>(k_cache + off) = uint4{kw[0], kw[1], kw[2], kw[3]};
-  *reinterpret_cast<uint4*>(v_cache + off) = uint4{vw[0], vw[1], vw[2], vw[3]};
+  const int64_t src = (t * layout.num_kv_heads + h) * layout.head_dim;
+  StoreRow8(layout, k + src, c, slot / layout.block_size, h, slot % layout.block_size, k_cache);
+  StoreRow8(layout, v + src, c, slot / layout.block_size, h, slot % layout.block_size, v_cache);
 }
 
 }  // namespace
@@ -217,7 +285,7 @@ bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_
 }
 
 void LaunchWriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-                   int64_t tokens, uint16_t* k_cache, uint16_t* v_cache, ::kvfleet::cuda::Stream stream) {
+                   int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, ::kvfleet::cuda::Stream stream) {
   const int64_t chunks_per_token = layout.num_kv_heads * (layout.head_dim / 8);
   const int64_t total = tokens * chunks_per_token;
   if (total == 0) return;

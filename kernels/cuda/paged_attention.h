@@ -1,7 +1,8 @@
 // Causal grouped-query attention over the paged KV cache on the GPU,
 // optionally over a sliding window, and the write of new K/V into their slots. The cache layout and token placement
-// are kernels/common/paged_kv.h's (float16 [num_blocks, kv_heads, block_size,
-// head_dim]), the same as the CPU backend's.
+// are kernels/common/paged_kv.h's (float16, int8 or FP8 rows in
+// [num_blocks, kv_heads] regions: kv_format.h), the same as the CPU
+// backend's, and the values decoded are the same bits.
 //
 // Two kernels per group of attention_plan.h's work: a partition kernel (one
 // block per tile × partition × KV head) writes, for each query row and
@@ -47,10 +48,10 @@ inline namespace KVFLEET_CUDA_BUILD {
 // most kMaxTileRows query heads per KV head); `why` says otherwise.
 bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_heads, std::string* why);
 
-// Converts k and v ([tokens, kv_heads, head_dim], float32) to float16 and
-// stores them at each token's slot (where.kv_slots).
+// Converts k and v ([tokens, kv_heads, head_dim], float32) to the layout's
+// dtype and stores them at each token's slot (where.kv_slots).
 void LaunchWriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-                   int64_t tokens, uint16_t* k_cache, uint16_t* v_cache, ::kvfleet::cuda::Stream stream);
+                   int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, ::kvfleet::cuda::Stream stream);
 
 struct PagedAttentionParams {
   KvCacheLayout layout;
@@ -59,8 +60,8 @@ struct PagedAttentionParams {
   float scale = 1.0f;
   int64_t window = 0;             // 0: keys 0..p; w > 0: keys k with p − k < w
   const float* q = nullptr;       // [tokens, heads, head_dim]
-  const uint16_t* k_cache = nullptr;
-  const uint16_t* v_cache = nullptr;
+  const uint8_t* k_cache = nullptr;  // bytes in the layout
+  const uint8_t* v_cache = nullptr;
   float* out = nullptr;           // [tokens, heads, head_dim]
   // The plan's arrays on the device, and the workspace: partial_o holds
   // max_group_partials × heads × head_dim floats, partial_ml twice

@@ -57,6 +57,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
                                               .block_size = o.block_size,
                                               .num_threads = o.threads,
                                               .cpu_activations = o.cpu_activations,
+                                              .kv_cache_dtype = o.kv_cache_dtype,
                                               .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                   m.scheduler, o.speculation.max_draft_tokens)}));
   ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,

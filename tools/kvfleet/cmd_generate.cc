@@ -28,6 +28,7 @@ constexpr char kUsage[] =
                         [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [--cpu-activations f32|q8]
+                        [--kv-cache-dtype f16|int8|fp8_e4m3]
                        [sampling flags]
 
 sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
@@ -109,7 +110,7 @@ absl::Status RejectFlags(const Flags& flags, std::initializer_list<const char*> 
 
 absl::Status RunThroughRouter(const Flags& flags) {
   RETURN_IF_ERROR(
-      RejectFlags(flags, {"model", "threads", "device", "cpu-activations"},
+      RejectFlags(flags, {"model", "threads", "device", "cpu-activations", "kv-cache-dtype"},
                   "needs --local (the router serves its own model)"));
   RETURN_IF_ERROR(
       RejectFlags(flags, {"chat", "system"}, "needs --local; to chat through the router use `kvfleet chat`"));
@@ -143,10 +144,11 @@ absl::Status RunLocally(const Flags& flags) {
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
+  ASSIGN_OR_RETURN(kernels::KvCacheDtype kv_dtype, engine::ParseKvCacheDtype(flags.GetString("kv-cache-dtype", "f16")));
   ASSIGN_OR_RETURN(m.executor,
                    CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
                                        static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
-                                       activations));
+                                       activations, kv_dtype));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {
@@ -184,7 +186,7 @@ absl::Status RunGenerate(const Args& args) {
   ASSIGN_OR_RETURN(
       Flags flags,
       Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads", "device",
-                                       "cpu-activations"}),
+                                       "cpu-activations", "kv-cache-dtype"}),
                    {"ignore-eos", "local"}));
   return flags.GetSwitch("local") ? RunLocally(flags) : RunThroughRouter(flags);
 }

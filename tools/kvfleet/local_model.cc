@@ -54,7 +54,8 @@ engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::Model& model,
                                                                            const engine::Device& device, int threads,
                                                                            int64_t max_sequence_tokens,
-                                                                           engine::CpuActivations activations) {
+                                                                           engine::CpuActivations activations,
+                                                                           kernels::KvCacheDtype kv_cache_dtype) {
   const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.config().context_length);
   const int64_t block_size = 16;
   return engine::CreateExecutor(
@@ -63,6 +64,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const
               .block_size = block_size,
               .num_threads = threads,
               .cpu_activations = activations,
+              .kv_cache_dtype = kv_cache_dtype,
               .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
 }
 

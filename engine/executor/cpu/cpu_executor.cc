@@ -44,7 +44,7 @@ CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& optio
       pool_(options.num_threads),
       ops_config_(CpuOps::Config::For(model.config())) {
   const bool q8 = options.cpu_activations == CpuActivations::kQ8;
-  info_.numerics = q8 ? kCpuQ8Numerics : kCpuNumerics;
+  info_.numerics = std::string(q8 ? kCpuQ8Numerics : kCpuNumerics) + KvNumericsSuffix(options.kv_cache_dtype);
 
   const int64_t T = info_.limits.max_batch_tokens;
   const model::ActivationSizes sizes = model::ActivationSizes::For(config_, T, info_.limits.max_logits_rows);
@@ -89,13 +89,12 @@ absl::StatusOr<DeviceFreeMemory> CpuExecutor::FreeMemory() const {
 absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
   if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
   if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
-  const size_t per_layer =
-      static_cast<size_t>(num_blocks * config_.num_kv_heads * options_.block_size * config_.head_dim);
+  const size_t per_layer = static_cast<size_t>(KvLayoutFor(config_, options_, num_blocks).BytesPerLayer());
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     // Uninitialised: a slot is written before any token reads it, and the
     // pages are only committed as blocks are used.
-    k_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
-    v_cache_.emplace_back(new (std::nothrow) uint16_t[per_layer]);
+    k_cache_.emplace_back(new (std::nothrow) uint8_t[per_layer]);
+    v_cache_.emplace_back(new (std::nothrow) uint8_t[per_layer]);
     if (k_cache_.back() == nullptr || v_cache_.back() == nullptr) {
       k_cache_.clear();
       v_cache_.clear();
@@ -120,10 +119,7 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   }
   RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
-  const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
-                                  .num_kv_heads = config_.num_kv_heads,
-                                  .block_size = info_.block_size,
-                                  .head_dim = config_.head_dim},
+  const KvCacheView kv{.layout = KvLayoutFor(config_, options_, info_.num_blocks),
                        .k = k_layers_.data(),
                        .v = v_layers_.data()};
   CpuOps ops(pool_, ops_config_, {.arrays = HostArrays(batch), .kv = kv, .num_tokens = batch.num_tokens()},

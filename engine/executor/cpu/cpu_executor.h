@@ -68,8 +68,8 @@ class CpuExecutor : public ModelExecutor {
   float* rope_scratch_ = nullptr;  // CpuOps::Config::RopeScratchFloats(max_batch_tokens)
   CpuOps::Config ops_config_;
   // Per layer, float16 [num_blocks, kv_heads, block_size, head_dim].
-  std::vector<std::unique_ptr<uint16_t[]>> k_cache_, v_cache_;
-  std::vector<uint16_t*> k_layers_, v_layers_;
+  std::vector<std::unique_ptr<uint8_t[]>> k_cache_, v_cache_;
+  std::vector<uint8_t*> k_layers_, v_layers_;
 };
 
 }  // namespace kvfleet::engine

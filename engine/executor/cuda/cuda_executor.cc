@@ -79,6 +79,7 @@ absl::Status CudaExecutor::Init() {
   ASSIGN_OR_RETURN(cu::DeviceProperties props, cu::GetDeviceProperties(options_.device.index));
   info_.numerics = cu::IsEmulated() ? absl::StrCat("cuda-emulated/", kCudaKernelVersion)
                                     : absl::StrCat("cuda-sm", props.major, props.minor, "/", kCudaKernelVersion);
+  info_.numerics += KvNumericsSuffix(options_.kv_cache_dtype);
   ASSIGN_OR_RETURN(stream_, cu::CreateStream());
   RETURN_IF_ERROR(UploadWeights());
   RETURN_IF_ERROR(UploadRopeTables());
@@ -207,9 +208,7 @@ absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
   if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
   if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
-  const size_t per_layer =
-      static_cast<size_t>(num_blocks * config_.num_kv_heads * options_.block_size * config_.head_dim) *
-      sizeof(uint16_t);
+  const size_t per_layer = static_cast<size_t>(KvLayoutFor(config_, options_, num_blocks).BytesPerLayer());
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     absl::StatusOr<cu::DeviceBuffer> k = cu::DeviceBuffer::Allocate(per_layer);
     absl::StatusOr<cu::DeviceBuffer> v = k.ok() ? cu::DeviceBuffer::Allocate(per_layer) : k.status();
@@ -222,8 +221,8 @@ absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
                                                        " blocks on ", options_.device.ToString(), ": ",
                                                        v.status().message()));
     }
-    k_layers_.push_back(k->as<uint16_t>());
-    v_layers_.push_back(v->as<uint16_t>());
+    k_layers_.push_back(k->as<uint8_t>());
+    v_layers_.push_back(v->as<uint8_t>());
     k_cache_.push_back(std::move(*k));
     v_cache_.push_back(std::move(*v));
   }
@@ -261,10 +260,7 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
   ASSIGN_OR_RETURN(BatchArrays arrays, StageBatch(batch));
-  const KvCacheView kv{.layout = {.num_blocks = info_.num_blocks,
-                                  .num_kv_heads = config_.num_kv_heads,
-                                  .block_size = info_.block_size,
-                                  .head_dim = config_.head_dim},
+  const KvCacheView kv{.layout = KvLayoutFor(config_, options_, info_.num_blocks),
                        .k = k_layers_.data(),
                        .v = v_layers_.data()};
   CudaOps ops(stream_, ops_config_, {.batch = &batch, .arrays = arrays, .kv = kv}, attention_);

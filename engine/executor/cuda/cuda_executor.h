@@ -87,7 +87,7 @@ class CudaExecutor : public ModelExecutor {
   ::kvfleet::cuda::PinnedHostBuffer logits_host_;
   int64_t scratch_bytes_ = 0;
   std::vector<::kvfleet::cuda::DeviceBuffer> k_cache_, v_cache_;
-  std::vector<uint16_t*> k_layers_, v_layers_;
+  std::vector<uint8_t*> k_layers_, v_layers_;
 };
 
 }  // namespace KVFLEET_CUDA_BUILD

@@ -27,6 +27,10 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
   --cpu-activations f32|q8     CPU backend: activations for quantized weights as float32 (default) or 8-bit
                                per 32-value block with integer dot products (faster; other tokens, so its own
                                numerics identity, cpu-q8/3)
+  --kv-cache-dtype f16|int8|fp8_e4m3
+                               the KV cache's element format (default f16). int8 (a scale per token and head)
+                               and fp8_e4m3 hold about twice the tokens in the same memory; other tokens, so the
+                               numerics identity gains +kv-int8 or +kv-fp8_e4m3
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
@@ -72,7 +76,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       flags::Flags::Parse(args,
                           transport::WithTransportFlags(limits::WithLimitFlags(
                               {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
-                               "cpu-activations",
+                               "cpu-activations", "kv-cache-dtype",
                                "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
                                "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
@@ -89,6 +93,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
   ASSIGN_OR_RETURN(o.block_size, f.GetInt("block-size", o.block_size));
   ASSIGN_OR_RETURN(o.cpu_activations, engine::ParseCpuActivations(f.GetString("cpu-activations", "f32")));
+  ASSIGN_OR_RETURN(o.kv_cache_dtype, engine::ParseKvCacheDtype(f.GetString("kv-cache-dtype", "f16")));
   ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   o.threads = static_cast<int>(threads);
   if (f.Has("max-num-seqs")) {

@@ -34,6 +34,7 @@ struct WorkerOptions {
   int64_t block_size = 16;
   int threads = 0;               // 0: one per hardware thread
   engine::CpuActivations cpu_activations = engine::CpuActivations::kF32;
+  kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
   // Unset: the device's default (SchedulerConfig::DefaultsFor).
   std::optional<int32_t> max_num_seqs;
   std::optional<int32_t> max_num_batched_tokens;

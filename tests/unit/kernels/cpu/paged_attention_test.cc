@@ -22,9 +22,14 @@ constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 16, kBlock = 4, kBlocks = 32;
 
 struct Cache {
   KvCacheLayout layout{kBlocks, kKvHeads, kBlock, kDim};
-  std::vector<uint16_t> k = std::vector<uint16_t>(kBlocks * kKvHeads * kBlock * kDim);
-  std::vector<uint16_t> v = std::vector<uint16_t>(kBlocks * kKvHeads * kBlock * kDim);
+  std::vector<uint8_t> k = std::vector<uint8_t>(layout.BytesPerLayer());
+  std::vector<uint8_t> v = std::vector<uint8_t>(layout.BytesPerLayer());
 };
+
+// A float16 cache's row at (block, kv_head, slot).
+const uint16_t* HalfRow(const KvCacheLayout& L, const uint8_t* cache, int64_t block, int64_t kv_head, int64_t slot) {
+  return reinterpret_cast<const uint16_t*>(cache + L.RowOffset(block, kv_head, slot));
+}
 
 // Fills positions 0..len-1 of one sequence with the given K/V rows and
 // returns the output of attention for the last `queries` positions.
@@ -112,7 +117,7 @@ void AttendRowAlone(const PagedAttentionParams& p, int64_t token, int64_t head, 
   std::vector<float> scores(context);
   float max_score = -INFINITY;
   for (int64_t j = 0; j < context; ++j) {
-    const uint16_t* k = p.k_cache + L.Offset(table[j / L.block_size], kv_head, j % L.block_size);
+    const uint16_t* k = HalfRow(L, p.k_cache, table[j / L.block_size], kv_head, j % L.block_size);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), half8(k + i), acc);
     scores[j] = HorizontalSum(acc) * p.scale;
@@ -126,7 +131,7 @@ void AttendRowAlone(const PagedAttentionParams& p, int64_t token, int64_t head, 
   for (int64_t i = 0; i < d; i += 8) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t j = 0; j < context; ++j) {
-      const uint16_t* v = p.v_cache + L.Offset(table[j / L.block_size], kv_head, j % L.block_size);
+      const uint16_t* v = HalfRow(L, p.v_cache, table[j / L.block_size], kv_head, j % L.block_size);
       acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), half8(v + i), acc);
     }
     _mm256_storeu_ps(out + i, _mm256_div_ps(acc, _mm256_set1_ps(sum)));
@@ -138,7 +143,7 @@ void AttendRowAlone(const PagedAttentionParams& p, int64_t token, int64_t head, 
 struct Sequences {
   int64_t heads, kv_heads, dim, block;
   KvCacheLayout layout;
-  std::vector<uint16_t> k, v;
+  std::vector<uint8_t> k, v;
   std::vector<std::vector<int32_t>> tables;  // one per sequence
   std::vector<float> q;                      // [sequence][position][head][dim], flattened per sequence
   int64_t max_len;
@@ -148,8 +153,8 @@ struct Sequences {
     max_len = *std::max_element(lengths.begin(), lengths.end());
     const int64_t per_seq = (max_len + block - 1) / block;
     layout = KvCacheLayout{per_seq * static_cast<int64_t>(lengths.size()), kv_heads, block, dim};
-    k.resize(layout.ElementsPerLayer());
-    v.resize(layout.ElementsPerLayer());
+    k.resize(layout.BytesPerLayer());
+    v.resize(layout.BytesPerLayer());
     q = RandomFloats(static_cast<int64_t>(lengths.size()) * max_len * heads * dim, 40, 2.0f);
     // Blocks handed out in an interleaved, reversed order, as a busy pool would.
     for (size_t s = 0; s < lengths.size(); ++s) {
@@ -180,16 +185,16 @@ struct Sequences {
       std::vector<double> s(pos + 1);
       double mx = -1e300, sum = 0;
       for (int64_t j = 0; j <= pos; ++j) {
-        const int64_t off = layout.Offset(tables[seq][j / block], g, j % block);
+        const uint16_t* kr = HalfRow(layout, k.data(), tables[seq][j / block], g, j % block);
         double dot = 0;
-        for (int64_t i = 0; i < dim; ++i) dot += qh[i] * static_cast<double>(HalfToFloat(k[off + i]));
+        for (int64_t i = 0; i < dim; ++i) dot += qh[i] * static_cast<double>(HalfToFloat(kr[i]));
         s[j] = dot / std::sqrt(static_cast<double>(dim));
         mx = std::max(mx, s[j]);
       }
       for (double& x : s) sum += (x = std::exp(x - mx));
       for (int64_t j = 0; j <= pos; ++j) {
-        const int64_t off = layout.Offset(tables[seq][j / block], g, j % block);
-        for (int64_t i = 0; i < dim; ++i) out[h * dim + i] += s[j] / sum * HalfToFloat(v[off + i]);
+        const uint16_t* vr = HalfRow(layout, v.data(), tables[seq][j / block], g, j % block);
+        for (int64_t i = 0; i < dim; ++i) out[h * dim + i] += s[j] / sum * HalfToFloat(vr[i]);
       }
     }
     return out;

@@ -69,8 +69,8 @@ class CpuOpBackend : public OpBackend {
   }
   std::vector<float> Attention(AttentionCase& c) override {
     const ForwardBatch& b = *c.batch;
-    uint16_t* k_layers[] = {c.k_cache.data()};
-    uint16_t* v_layers[] = {c.v_cache.data()};
+    uint8_t* k_layers[] = {c.k_cache.data()};
+    uint8_t* v_layers[] = {c.v_cache.data()};
     CpuOps ops = Ops({}, {.arrays = HostArrays(b), .kv = {.layout = c.layout, .k = k_layers, .v = v_layers},
                           .num_tokens = b.num_tokens()});
     ops.WriteKv(0, c.k.data(), c.v.data(), b.num_tokens());

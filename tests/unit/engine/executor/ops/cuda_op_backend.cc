@@ -117,8 +117,8 @@ class CudaOpBackend : public OpBackend {
     ws.partial_offsets = offsets.as<int64_t>();
     ws.partial_o = partial_o.as<float>();
     ws.partial_ml = partial_ml.as<float>();
-    uint16_t* k_layers[] = {k_cache.as<uint16_t>()};
-    uint16_t* v_layers[] = {v_cache.as<uint16_t>()};
+    uint8_t* k_layers[] = {k_cache.as<uint8_t>()};
+    uint8_t* v_layers[] = {v_cache.as<uint8_t>()};
     config_ = {.group = heads / c.layout.num_kv_heads};
     CudaOps ops(stream_, config_,
                 {.batch = &b, .arrays = {.placement = where}, .kv = {.layout = c.layout, .k = k_layers, .v = v_layers}},
@@ -128,8 +128,8 @@ class CudaOpBackend : public OpBackend {
     ops.WriteKv(0, k.as<float>(), v.as<float>(), b.num_tokens());
     ops.Attention({.layer = 0, .num_heads = heads, .scale = c.scale, .window = c.window}, q.as<float>(),
                   out.as<float>(), b.num_tokens());
-    c.k_cache = Down<uint16_t>(k_cache, c.k_cache.size());
-    c.v_cache = Down<uint16_t>(v_cache, c.v_cache.size());
+    c.k_cache = Down<uint8_t>(k_cache, c.k_cache.size());
+    c.v_cache = Down<uint8_t>(v_cache, c.v_cache.size());
     return Down<float>(out, c.q.size());
   }
   std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,

@@ -40,7 +40,7 @@ struct AttentionCase {
   std::vector<float> k;  // [tokens, kv_heads, head_dim]
   std::vector<float> v;
   // In: the cache before the batch (prefix K/V written by earlier steps); out: after.
-  std::vector<uint16_t> k_cache, v_cache;
+  std::vector<uint8_t> k_cache, v_cache;  // bytes in `layout`
 };
 
 class OpBackend {

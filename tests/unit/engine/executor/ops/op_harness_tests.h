@@ -220,6 +220,7 @@ TEST_P(OpHarnessTest, AgreesWithTheCpuBackendWithinTheTolerances) {
 // empty; every step writes its tokens' K/V and attends.
 struct AttentionShape {
   int64_t heads, kv_heads, head_dim, block_size;
+  kernels::KvCacheDtype dtype = kernels::KvCacheDtype::kF16;
 };
 
 class AttentionRun {
@@ -241,12 +242,12 @@ class AttentionRun {
   std::vector<std::vector<float>> Run(OpBackend& backend, const std::vector<std::pair<int32_t, int32_t>>& steps,
                                       const std::vector<BlockId>& table, bool with_decoy, int64_t window = 0) {
     const int64_t num_blocks = 2 * blocks() + 8;
-    const kernels::KvCacheLayout layout{num_blocks, s_.kv_heads, s_.block_size, s_.head_dim};
+    const kernels::KvCacheLayout layout{num_blocks, s_.kv_heads, s_.block_size, s_.head_dim, s_.dtype};
     AttentionCase c{.layout = layout,
                     .num_heads = s_.heads,
                     .scale = 1.0f / std::sqrt(float(s_.head_dim)),
                     .window = window};
-    c.k_cache.assign(static_cast<size_t>(layout.ElementsPerLayer()), ::kvfleet::FloatToHalf(0.0f));
+    c.k_cache.assign(static_cast<size_t>(layout.BytesPerLayer()), 0);  // zeros in every dtype
     c.v_cache = c.k_cache;
     // The decoy sequence lives in the last blocks and re-attends its first tokens.
     std::vector<BlockId> decoy_table;
@@ -270,7 +271,7 @@ class AttentionRun {
       add(start, n, table, q_, k_, v_);
       const ForwardBatch& batch = builder.Finish();
       c.batch = &batch;
-      std::vector<uint16_t> want_k, want_v;
+      std::vector<uint8_t> want_k, want_v;
       RefWriteKv(c, want_k, want_v);
       const std::vector<double> ref = RefAttention(c);
       const std::vector<float> out = backend.Attention(c);
@@ -362,6 +363,29 @@ TEST_P(OpHarnessTest, WindowedAttentionIsTheSameWholeChunkedDecodedAndBatched) {
     if (c.window >= c.length) {
       const auto full = run.Run(*backend_, Steps(c.length, c.length, c.length), run.InOrder(), false, 0);
       for (int32_t p = 0; p < c.length; ++p) ASSERT_EQ(full[p], whole[p]) << "a window past the sequence is full";
+    }
+  }
+}
+
+// An 8-bit KV cache (int8 rows with a scale, FP8 E4M3): the write is the
+// codec's bit for bit on every backend, attention reads those values, and
+// a position's result is the same however it is computed, as with float16.
+TEST_P(OpHarnessTest, EightBitKvIsTheSameWholeChunkedDecodedAndBatched) {
+  for (kernels::KvCacheDtype dtype : {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kFp8E4M3}) {
+    for (const AttentionShape shape : {AttentionShape{4, 2, 16, 4, dtype}, AttentionShape{9, 3, 64, 16, dtype},
+                                       AttentionShape{8, 2, 128, 3, dtype}}) {
+      SCOPED_TRACE(::testing::Message() << kernels::KvCacheDtypeName(dtype) << ", " << shape.heads << "/"
+                                        << shape.kv_heads << " heads of " << shape.head_dim << ", blocks of "
+                                        << shape.block_size);
+      const int32_t length = 90;
+      AttentionRun run(shape, length, 53);
+      const auto whole = run.Run(*backend_, Steps(length, length, length), run.InOrder(), false);
+      const auto chunked = run.Run(*backend_, Steps(length, 29, length - 7), run.Scattered(), true);
+      // A window, decoded one token at a time: Run checks each step against the reference.
+      run.Run(*backend_, Steps(length, 1, 1), run.Scattered(), false, 17);
+      for (int32_t p = 0; p < length; ++p) {
+        ASSERT_EQ(chunked[p], whole[p]) << "position " << p << ": chunks of 29 + decode, batched, scattered";
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "common/check.h"
@@ -126,24 +127,71 @@ std::vector<double> RefAdd(const std::vector<float>& y, const std::vector<float>
   return out;
 }
 
-void RefWriteKv(const AttentionCase& c, std::vector<uint16_t>& k_cache, std::vector<uint16_t>& v_cache) {
+namespace {
+
+// One row into the cache as kv_format.h defines it, written out here
+// independently of either backend.
+void RefStoreRow(const kernels::KvCacheLayout& L, const float* x, int64_t block, int64_t h, int64_t slot,
+                 std::vector<uint8_t>& cache) {
+  uint8_t* row = cache.data() + L.RowOffset(block, h, slot);
+  if (L.dtype == kernels::KvCacheDtype::kF16) {
+    for (int64_t i = 0; i < L.head_dim; ++i) {
+      const uint16_t bits = ::kvfleet::FloatToHalf(x[i]);
+      std::memcpy(row + 2 * i, &bits, 2);
+    }
+  } else if (L.dtype == kernels::KvCacheDtype::kInt8) {
+    float max_abs = 0.0f;
+    for (int64_t i = 0; i < L.head_dim; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
+    const uint16_t scale_bits = ::kvfleet::FloatToHalf(max_abs / 127.0f);
+    std::memcpy(cache.data() + L.ScaleOffset(block, h, slot), &scale_bits, 2);
+    const float scale = ::kvfleet::HalfToFloat(scale_bits);
+    for (int64_t i = 0; i < L.head_dim; ++i) {
+      const double q = scale == 0.0f ? 0.0 : std::nearbyint(static_cast<double>(x[i] / scale));  // half to even
+      row[i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0, 127.0)));
+    }
+  } else {
+    for (int64_t i = 0; i < L.head_dim; ++i) row[i] = kernels::FloatToFp8E4M3(x[i]);
+  }
+}
+
+}  // namespace
+
+double RefKvValue(const kernels::KvCacheLayout& L, const std::vector<uint8_t>& cache, int64_t block, int64_t h,
+                  int64_t slot, int64_t i) {
+  const uint8_t* row = cache.data() + L.RowOffset(block, h, slot);
+  switch (L.dtype) {
+    case kernels::KvCacheDtype::kF16: {
+      uint16_t bits;
+      std::memcpy(&bits, row + 2 * i, 2);
+      return ::kvfleet::HalfToFloat(bits);
+    }
+    case kernels::KvCacheDtype::kInt8: {
+      uint16_t scale;
+      std::memcpy(&scale, cache.data() + L.ScaleOffset(block, h, slot), 2);
+      return static_cast<double>(static_cast<int8_t>(row[i])) * ::kvfleet::HalfToFloat(scale);
+    }
+    case kernels::KvCacheDtype::kFp8E4M3:
+      return kernels::Fp8E4M3ToFloat(row[i]);
+  }
+  return 0;
+}
+
+void RefWriteKv(const AttentionCase& c, std::vector<uint8_t>& k_cache, std::vector<uint8_t>& v_cache) {
   k_cache = c.k_cache;
   v_cache = c.v_cache;
   const kernels::KvCacheLayout& L = c.layout;
   for (int32_t t = 0; t < c.batch->num_tokens(); ++t) {
     const int64_t slot = c.batch->kv_slots[t];
     for (int64_t h = 0; h < L.num_kv_heads; ++h) {
-      const int64_t off = L.Offset(slot / L.block_size, h, slot % L.block_size);
-      for (int64_t i = 0; i < L.head_dim; ++i) {
-        k_cache[off + i] = ::kvfleet::FloatToHalf(c.k[(t * L.num_kv_heads + h) * L.head_dim + i]);
-        v_cache[off + i] = ::kvfleet::FloatToHalf(c.v[(t * L.num_kv_heads + h) * L.head_dim + i]);
-      }
+      const int64_t src = (t * L.num_kv_heads + h) * L.head_dim;
+      RefStoreRow(L, c.k.data() + src, slot / L.block_size, h, slot % L.block_size, k_cache);
+      RefStoreRow(L, c.v.data() + src, slot / L.block_size, h, slot % L.block_size, v_cache);
     }
   }
 }
 
 std::vector<double> RefAttention(const AttentionCase& c) {
-  std::vector<uint16_t> kc, vc;
+  std::vector<uint8_t> kc, vc;
   RefWriteKv(c, kc, vc);
   const kernels::KvCacheLayout& L = c.layout;
   const ForwardBatch& b = *c.batch;
@@ -160,9 +208,10 @@ std::vector<double> RefAttention(const AttentionCase& c) {
       std::vector<double> s(static_cast<size_t>(context), -std::numeric_limits<double>::infinity());
       double mx = -std::numeric_limits<double>::infinity(), sum = 0;
       for (int64_t j = first; j < context; ++j) {
-        const int64_t off = L.Offset(table[j / L.block_size], g, j % L.block_size);
         double dot = 0;
-        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * ::kvfleet::HalfToFloat(kc[off + i]);
+        for (int64_t i = 0; i < d; ++i) {
+          dot += static_cast<double>(q[i]) * RefKvValue(L, kc, table[j / L.block_size], g, j % L.block_size, i);
+        }
         s[j] = dot * c.scale;
         mx = std::max(mx, s[j]);
       }
@@ -170,8 +219,7 @@ std::vector<double> RefAttention(const AttentionCase& c) {
       for (int64_t i = 0; i < d; ++i) {
         double acc = 0;
         for (int64_t j = first; j < context; ++j) {
-          const int64_t off = L.Offset(table[j / L.block_size], g, j % L.block_size);
-          acc += s[j] * ::kvfleet::HalfToFloat(vc[off + i]);
+          acc += s[j] * RefKvValue(L, vc, table[j / L.block_size], g, j % L.block_size, i);
         }
         out[(t * c.num_heads + h) * d + i] = acc / sum;
       }

@@ -21,9 +21,12 @@ std::vector<double> RefGeluTanhMul(const std::vector<float>& gate, const std::ve
 std::vector<double> RefAddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows);
 std::vector<double> RefScale(const std::vector<float>& x, float s);
 std::vector<double> RefAdd(const std::vector<float>& y, const std::vector<float>& x);
-// The cache after the batch's K/V are written (float16, exact: backends
-// must match it bit for bit), and attention over it (within c.window).
-void RefWriteKv(const AttentionCase& c, std::vector<uint16_t>& k_cache, std::vector<uint16_t>& v_cache);
+// The cache after the batch's K/V are written (in the layout's dtype,
+// exact: backends must match it bit for bit), and attention over it
+// (within c.window), reading each cached value as kv_format.h decodes it.
+double RefKvValue(const kernels::KvCacheLayout& L, const std::vector<uint8_t>& cache, int64_t block, int64_t h,
+                  int64_t slot, int64_t i);
+void RefWriteKv(const AttentionCase& c, std::vector<uint8_t>& k_cache, std::vector<uint8_t>& v_cache);
 std::vector<double> RefAttention(const AttentionCase& c);
 std::vector<double> RefLogits(const std::vector<float>& x, const std::vector<int32_t>& rows,
                               const std::vector<float>& norm_weight, const HostWeights& head, float eps);

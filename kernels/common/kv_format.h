@@ -1,0 +1,95 @@
+// How one K or V element is stored in the paged KV cache, shared by the CPU
+// and CUDA kernels (and their host emulation), so a value written by one
+// reads back bit-identical on the other:
+//
+//   kF16      IEEE binary16, 2 bytes.
+//   kInt8     a signed byte per element and, per (token, KV head) row, one
+//             binary16 scale: x ≈ q · scale, scale = max|x| / 127 (rounded to
+//             binary16), q = round-half-even(x / scale) clamped to ±127.
+//             (d + 2) / 2d of kF16's bytes: 0.516 at head_dim 64.
+//   kFp8E4M3  OCP FP8 E4M3 (the format Hopper reads natively), 1 byte, no
+//             scale: 3 mantissa bits, finite range ±448; larger values
+//             saturate to ±448, rounding is to nearest even.
+//
+// The codecs here are constexpr (callable from device code under nvcc's
+// --expt-relaxed-constexpr); the binary16 scale conversion is each
+// backend's own, exact on both.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+namespace kvfleet::kernels {
+
+enum class KvCacheDtype : uint8_t { kF16 = 0, kInt8 = 1, kFp8E4M3 = 2 };
+
+// "f16", "int8", "fp8_e4m3": the flag values and the numerics suffixes.
+constexpr std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
+  switch (dtype) {
+    case KvCacheDtype::kInt8:
+      return "int8";
+    case KvCacheDtype::kFp8E4M3:
+      return "fp8_e4m3";
+    case KvCacheDtype::kF16:
+      break;
+  }
+  return "f16";
+}
+
+// Bytes one element takes (a kInt8 row's scale not included).
+constexpr int64_t KvElementBytes(KvCacheDtype dtype) { return dtype == KvCacheDtype::kF16 ? 2 : 1; }
+// Bytes of per-row scale: one binary16 per (token, KV head) for kInt8.
+constexpr int64_t KvRowScaleBytes(KvCacheDtype dtype) { return dtype == KvCacheDtype::kInt8 ? 2 : 0; }
+
+constexpr int32_t kInt8KvMax = 127;
+
+// Round half to even of a non-negative float below 2^23, as an integer.
+constexpr int32_t RoundHalfEvenNonNegative(float x) {
+  const int32_t i = static_cast<int32_t>(x);
+  const float frac = x - static_cast<float>(i);
+  return frac > 0.5f || (frac == 0.5f && (i & 1) != 0) ? i + 1 : i;
+}
+
+// x / scale rounded half to even and clamped to ±127; 0 when scale is 0.
+constexpr int8_t QuantizeInt8(float x, float scale) {
+  if (scale == 0.0f) return 0;
+  const float q = x / scale;
+  const float a = q < 0 ? -q : q;
+  int32_t r = a >= static_cast<float>(kInt8KvMax) ? kInt8KvMax : RoundHalfEvenNonNegative(a);
+  return static_cast<int8_t>(q < 0 ? -r : r);
+}
+
+// Arithmetic only (no bit casts: nvcc compiles this header as C++17; no
+// tables: device code cannot read a host constexpr array), every step
+// exact: integers below 2^24 and multiplications by powers of two.
+// A normal value is (8 + mantissa) · 2^(exp − 10), a subnormal 2 · mantissa · 2^-10.
+constexpr float Fp8E4M3ToFloat(uint8_t b) {
+  const uint32_t exp = (b >> 3) & 0xFu, mant = b & 0x7u;
+  if (exp == 0xF && mant == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  const uint32_t integer = exp == 0 ? mant << 1 : (8 + mant) << exp;
+  const float v = static_cast<float>(integer) * 0.0009765625f;
+  return (b & 0x80u) != 0 ? -v : v;
+}
+
+// Round to nearest even; beyond ±448 saturates to ±448; NaN stays NaN.
+// (−0 encodes as +0: the same value in every sum.)
+constexpr uint8_t FloatToFp8E4M3(float f) {
+  if (f != f) return 0x7F;  // NaN
+  const uint8_t sign = f < 0 ? 0x80 : 0x00;
+  const float a = f < 0 ? -f : f;
+  if (a >= 448.0f) return sign | 0x7E;  // the largest finite (and inf)
+  if (a < 0.015625f) {                  // below 2^-6: subnormal steps of 2^-9; 8 steps is 2^-6, the first normal
+    return sign | static_cast<uint8_t>(RoundHalfEvenNonNegative(a * 512.0f));
+  }
+  // The exponent e with 2^(e − 7) <= a < 2^(e − 6), i.e. 2^e <= 128 · a < 2^(e + 1).
+  const float scaled = a * 128.0f;
+  uint32_t e = 1;
+  while (e < 15 && scaled >= static_cast<float>(1u << (e + 1))) ++e;
+  // a / 2^(e − 7) is in [1, 2): its fraction in eighths, rounded; 8 carries into the exponent.
+  const float fraction = (scaled / static_cast<float>(1u << e) - 1.0f) * 8.0f;
+  const uint32_t code = (e << 3) + static_cast<uint32_t>(RoundHalfEvenNonNegative(fraction));
+  return sign | static_cast<uint8_t>(code > 0x7Eu ? 0x7Eu : code);
+}
+
+}  // namespace kvfleet::kernels
