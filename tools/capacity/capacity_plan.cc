@@ -8,9 +8,9 @@
 namespace kvfleet::tools {
 
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
-                           int64_t bytes_per_value) {
+                           int64_t bytes_per_value, int64_t row_scale_bytes) {
   const int64_t full_blocks = BlocksForTokens(context, block_size);
-  const int64_t per_layer_token = 2 * config.num_kv_heads * config.head_dim * bytes_per_value;
+  const int64_t per_layer_token = 2 * config.num_kv_heads * (config.head_dim * bytes_per_value + row_scale_bytes);
   int64_t blocks = 0;
   for (const model::LayerAttention& layer : config.layers) {
     blocks += layer.window > 0 ? std::min(full_blocks, BlocksForTokens(layer.window, block_size) + 1) : full_blocks;
@@ -40,14 +40,15 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
                                                    c.context_length, " tokens"));
   }
   CapacityPlan plan;
-  plan.kv_bytes_per_token = KvBytesPerToken(c.kv_shape(), in.kv_bytes_per_value);
+  plan.kv_bytes_per_token =
+      KvBytesPerToken(c.kv_shape(), in.kv_bytes_per_value) + 2 * c.num_layers * c.num_kv_heads * in.kv_row_scale_bytes;
   plan.context = in.context > 0 ? in.context : c.context_length;
   plan.blocks_per_conversation = BlocksForTokens(plan.context, in.block_size);
   plan.kv_bytes_per_conversation = plan.blocks_per_conversation * in.block_size * plan.kv_bytes_per_token;
   plan.kv_bytes_for_concurrency = in.concurrency * plan.kv_bytes_per_conversation;
   plan.has_windows = c.max_window() > 0;
   plan.windowed_kv_bytes_per_conversation =
-      WindowAwareKvBytes(c, plan.context, in.block_size, in.kv_bytes_per_value);
+      WindowAwareKvBytes(c, plan.context, in.block_size, in.kv_bytes_per_value, in.kv_row_scale_bytes);
 
   if (in.kv_budget_bytes.has_value()) {
     plan.kv_budget_bytes = *in.kv_budget_bytes;

@@ -28,6 +28,7 @@ struct CapacityInput {
   const model::ModelConfig* config = nullptr;
   int64_t weight_bytes = 0;          // the replica's weights (files, or an estimate)
   int64_t kv_bytes_per_value = 2;    // 2: f16/bf16 (kvfleet's cache); 1: fp8/int8; 4: f32
+  int64_t kv_row_scale_bytes = 0;    // per token, KV head and K or V: 2 for kvfleet's int8 (a binary16 scale)
   int64_t block_size = 16;           // tokens per KV block (the worker's --block-size)
 
   // The KV budget of one device: kv_budget_bytes when given (the worker's
@@ -80,7 +81,7 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& input);
 // layer keeps only the blocks its window can reach: ⌈window / block⌉ + 1
 // blocks (a window straddles a block boundary), or fewer for short contexts.
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
-                           int64_t bytes_per_value);
+                           int64_t bytes_per_value, int64_t row_scale_bytes = 0);
 
 // Parameters implied by a config (embeddings, attention and feed-forward
 // matrices, norms, an untied output head): the weight estimate for a bare

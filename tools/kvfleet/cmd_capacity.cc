@@ -17,7 +17,7 @@ namespace {
 
 constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N]
                         [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
-                        [--kv-dtype f16|bf16|fp8|f32] [--block-size N] [--context N] [--concurrency N]
+                        [--kv-dtype f16|bf16|fp8|int8|f32] [--block-size N] [--context N] [--concurrency N]
                         [--weight-dtype f32|bf16|f16|fp8|q8_0|q6_k|q5_0|q4_k|q4_0]
 
 Plans memory for --model: a GGUF file, a Hugging Face checkpoint directory,
@@ -57,9 +57,10 @@ absl::StatusOr<double> BitsPerWeight(const std::string& dtype) {
 absl::StatusOr<int64_t> KvBytesPerValue(const std::string& dtype) {
   const std::string d = absl::AsciiStrToLower(dtype);
   if (d == "f16" || d == "bf16") return 2;
-  if (d == "fp8" || d == "int8") return 1;
+  if (d == "fp8" || d == "fp8_e4m3" || d == "int8") return 1;
   if (d == "f32") return 4;
-  return absl::InvalidArgumentError(absl::StrCat("--kv-dtype ", dtype, " is not one of f16, bf16, fp8, int8, f32"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--kv-dtype ", dtype, " is not one of f16, bf16, fp8 (fp8_e4m3), int8, f32"));
 }
 
 // Decimal and binary, as device makers and tools each write them.
@@ -107,6 +108,8 @@ absl::Status RunCapacity(const Args& args) {
   }
   const std::string kv_dtype = flags.GetString("kv-dtype", "f16");
   ASSIGN_OR_RETURN(in.kv_bytes_per_value, KvBytesPerValue(kv_dtype));
+  // kvfleet's int8 cache keeps a binary16 scale per token and KV head (kernels/common/kv_format.h).
+  in.kv_row_scale_bytes = absl::AsciiStrToLower(kv_dtype) == "int8" ? 2 : 0;
   ASSIGN_OR_RETURN(in.block_size, flags.GetInt("block-size", in.block_size));
   ASSIGN_OR_RETURN(in.devices, flags.GetInt("devices", in.devices));
   ASSIGN_OR_RETURN(in.memory_utilization, flags.GetDouble("memory-utilization", in.memory_utilization));
@@ -130,9 +133,13 @@ absl::Status RunCapacity(const Args& args) {
                      (bare_config ? absl::StrFormat(", estimated: %s parameters at %s", Count(EstimateParameters(c)),
                                                     flags.GetString("weight-dtype", "bf16"))
                                   : ""));
-  Row("KV per token", absl::StrFormat("%s bytes (2 × %d layers × %d KV heads × %d × %d bytes, %s)",
+  Row("KV per token", absl::StrFormat("%s bytes (2 × %d layers × %d KV heads × (%d × %d bytes%s), %s)",
                                       Count(plan.kv_bytes_per_token), c.num_layers, c.num_kv_heads, c.head_dim,
-                                      in.kv_bytes_per_value, kv_dtype));
+                                      in.kv_bytes_per_value,
+                                      in.kv_row_scale_bytes > 0
+                                          ? absl::StrCat(" + a ", in.kv_row_scale_bytes, "-byte scale")
+                                          : "",
+                                      kv_dtype));
   Row("KV per conversation", absl::StrFormat("%s for %s tokens (%s blocks of %d)", Bytes(plan.kv_bytes_per_conversation),
                                              Count(plan.context), Count(plan.blocks_per_conversation), in.block_size));
   if (in.concurrency > 0) {

@@ -34,7 +34,7 @@ using cluster::LocalClusterOptions;
 using transport::TerminationSignals;
 
 constexpr char kUsage[] =
-    R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE]
+    R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE] [--kv-cache-dtype D]
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
@@ -54,6 +54,8 @@ kills what is still running.
   --workers N             workers (default 2)
   --threads T             CPU threads per worker (default: usable CPUs / N, at least 1)
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
+  --kv-cache-dtype D      every worker's KV element format: f16 (default), int8 or fp8_e4m3 (about twice the
+                          tokens; see kvfleet-worker --help for their accuracy)
   --listen HOST:PORT      the router's gRPC address (default 127.0.0.1:50060; port 0 picks a free one)
   --http-listen HOST:PORT the router's OpenAI-compatible HTTP address (default 127.0.0.1:8000; port 0 picks
                           a free one): base URL http://HOST:PORT/v1 for any OpenAI client
@@ -132,7 +134,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
-  for (const char* name : {"device", "speculation", "spec-self-layers", "spec-draft-model"}) {
+  for (const char* name : {"device", "kv-cache-dtype", "speculation", "spec-self-layers", "spec-draft-model"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -334,7 +336,7 @@ absl::Status RunUp(const Args& args) {
                    Flags::Parse(args,
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "http-listen",
                                  "cachemanager-listen",
-                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "speculation",
+                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "kv-cache-dtype", "speculation",
                                  "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {

@@ -94,11 +94,13 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
   std::map<uint64_t, std::vector<model::TokenId>> Run(const std::vector<EngineRequest>& requests,
                                                       SchedulerConfig config, int64_t blocks,
                                                       EngineStats* stats = nullptr, const std::string& proposer = "off",
-                                                      CpuActivations activations = CpuActivations::kF32) {
+                                                      CpuActivations activations = CpuActivations::kF32,
+                                                      kernels::KvCacheDtype kv = kernels::KvCacheDtype::kF16) {
     auto executor = testing::NewExecutor(*model_, {.num_blocks = blocks,
                                                    .block_size = 16,
                                                    .num_threads = 2,
                                                    .cpu_activations = activations,
+                                                   .kv_cache_dtype = kv,
                                                    .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
@@ -132,32 +134,36 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
 
   // Every way of running `requests` gives `alone`'s tokens.
   void ExpectEveryScheduleAgrees(const std::vector<EngineRequest>& requests, CpuActivations activations,
-                                 bool speculative) {
+                                 bool speculative, kernels::KvCacheDtype kv = kernels::KvCacheDtype::kF16) {
     std::map<uint64_t, std::vector<model::TokenId>> alone;
     for (const auto& r : requests) {
-      alone[r.id.value()] = Run({r}, {.max_num_batched_tokens = 512}, 256, nullptr, "off", activations)[r.id.value()];
+      alone[r.id.value()] =
+          Run({r}, {.max_num_batched_tokens = 512}, 256, nullptr, "off", activations, kv)[r.id.value()];
       EXPECT_EQ(alone[r.id.value()].size(), static_cast<size_t>(GetParam().max_tokens)) << r.id.value();
     }
-    EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, nullptr, "off", activations), alone) << "batched";
-    EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 7}, 256, nullptr, "off", activations), alone) << "chunks of 7";
+    EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, nullptr, "off", activations, kv), alone)
+        << "batched";
+    EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 7}, 256, nullptr, "off", activations, kv), alone)
+        << "chunks of 7";
     // One at a time: every request after the first hits the shared prefix.
     EngineStats cached;
-    EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512, .max_num_seqs = 1}, 256, &cached, "off", activations),
-              alone)
+    EXPECT_EQ(
+        Run(requests, {.max_num_batched_tokens = 512, .max_num_seqs = 1}, 256, &cached, "off", activations, kv),
+        alone)
         << "cached";
     EXPECT_GE(cached.prefix_hit_tokens, 2 * 16);
     // Room for one and a half of the longest: someone is preempted.
     EngineStats tight;
     const int64_t tight_blocks = BlocksOfLongest(requests) * 3 / 2;
     EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512, .growth_reserve_blocks = 0}, tight_blocks, &tight, "off",
-                  activations),
+                  activations, kv),
               alone)
         << "preempted";
     EXPECT_GT(tight.preemptions, 0);
     if (!speculative) return;
     for (const std::string proposer : {"ngram", "self", "draft"}) {
       EngineStats spec;
-      EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, &spec, proposer, activations), alone)
+      EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, &spec, proposer, activations, kv), alone)
           << proposer;
       int64_t drafted = 0, accepted = 0;
       for (const SpeculationStats& p : spec.speculation) {
@@ -185,6 +191,18 @@ TEST_P(RealModelEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeAgre
 // Q6_K and Q8_0.
 TEST_P(RealModelEngineTest, EightBitActivationsAgreeAloneBatchedChunkedCachedPreemptedAndSpeculative) {
   ExpectEveryScheduleAgrees(requests_, CpuActivations::kQ8, /*speculative=*/true);
+}
+
+// An 8-bit KV cache (int8 rows with scales, FP8 E4M3) keeps every
+// exactness rule within its format. On SmolLM2 only, for CI's time: the op
+// harness covers the kernels on every shape, and the real models' formats
+// are the same code.
+TEST_P(RealModelEngineTest, EightBitKvCachesAgreeAloneBatchedChunkedCachedPreemptedAndSpeculative) {
+  if (GetParam().name != "smollm2") GTEST_SKIP() << "8-bit KV schedules run on smollm2 only (CI time)";
+  for (kernels::KvCacheDtype kv : {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kFp8E4M3}) {
+    SCOPED_TRACE(kernels::KvCacheDtypeName(kv));
+    ExpectEveryScheduleAgrees(requests_, CpuActivations::kF32, /*speculative=*/true, kv);
+  }
 }
 
 // Gemma 3 attends over a 512-token window on five of six layers: a prompt

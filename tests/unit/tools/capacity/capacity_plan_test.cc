@@ -61,6 +61,20 @@ TEST(CapacityPlanTest, SeventyBClassModelCostsAbout2Point6GBPerEightThousandToke
   EXPECT_EQ(plan->windowed_kv_bytes_per_conversation, plan->kv_bytes_per_conversation);
 }
 
+TEST(CapacityPlanTest, AnEightBitCacheCountsItsScalesAndHoldsAboutTwiceTheTokens) {
+  const model::ModelConfig c = Llama70B();
+  const CapacityInput f16{.config = &c, .kv_budget_bytes = int64_t{80} << 30, .context = 8000};
+  CapacityInput int8 = f16, fp8 = f16;
+  int8.kv_bytes_per_value = fp8.kv_bytes_per_value = 1;
+  int8.kv_row_scale_bytes = 2;  // a binary16 scale per token, KV head and K or V
+  auto a = PlanCapacity(f16), b = PlanCapacity(int8), e = PlanCapacity(fp8);
+  ASSERT_TRUE(a.ok() && b.ok() && e.ok());
+  EXPECT_EQ(b->kv_bytes_per_token, 2 * 80 * 8 * (128 + 2));  // 166,400
+  EXPECT_EQ(e->kv_bytes_per_token, 327680 / 2);
+  EXPECT_GE(static_cast<double>(b->num_blocks) / a->num_blocks, 1.9);
+  EXPECT_EQ(b->windowed_kv_bytes_per_conversation, b->kv_bytes_per_conversation);
+}
+
 TEST(CapacityPlanTest, ParameterEstimateOfASeventyBConfigIsSeventyB) {
   const double params = static_cast<double>(EstimateParameters(Llama70B()));
   EXPECT_NEAR(params / 70.55e9, 1.0, 0.005);  // Llama 3 70B: 70.55 billion
