@@ -17,7 +17,7 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
-       [--repeats N] [--cpu-activations f32|q8] [--ceilings]
+       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|fp8_e4m3] [--ceilings]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
 prints one JSON line with the median tokens/s of each phase. --ceilings also
@@ -36,7 +36,7 @@ double Median(std::vector<double> v) {
 absl::Status RunBenchModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats",
-                                                        "cpu-activations"},
+                                                        "cpu-activations", "kv-cache-dtype"},
                                              {"ceilings"}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
@@ -49,8 +49,9 @@ absl::Status RunBenchModel(const Args& args) {
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
-  ASSIGN_OR_RETURN(LocalModel m,
-                   LoadLocalModel(path, device, static_cast<int>(threads), prompt_tokens + gen_tokens, activations));
+  ASSIGN_OR_RETURN(kernels::KvCacheDtype kv_dtype, engine::ParseKvCacheDtype(flags.GetString("kv-cache-dtype", "f16")));
+  ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, device, static_cast<int>(threads), prompt_tokens + gen_tokens,
+                                                activations, kv_dtype));
 
   engine::EngineRequest request{.id = RequestId(1)};
   std::mt19937 rng(1234);
@@ -91,9 +92,11 @@ absl::Status RunBenchModel(const Args& args) {
   }
   std::printf(
       "{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, \"cpu_activations\": \"%s\", "
-      "\"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f%s}\n",
+      "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_token\": %lld, \"prefill_tokens_per_s\": %.2f, "
+      "\"decode_tokens_per_s\": %.2f%s}\n",
       static_cast<long long>(threads), static_cast<long long>(prompt_tokens), static_cast<long long>(gen_tokens),
-      activations == engine::CpuActivations::kQ8 ? "q8" : "f32", Median(prefill), Median(decode), ceilings.c_str());
+      activations == engine::CpuActivations::kQ8 ? "q8" : "f32", std::string(kernels::KvCacheDtypeName(kv_dtype)).c_str(),
+      static_cast<long long>(m.executor->info().kv_bytes_per_token), Median(prefill), Median(decode), ceilings.c_str());
   return absl::OkStatus();
 }
 

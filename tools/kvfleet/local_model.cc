@@ -69,10 +69,11 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const
 }
 
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
-                                          int64_t max_sequence_tokens, engine::CpuActivations activations) {
+                                          int64_t max_sequence_tokens, engine::CpuActivations activations,
+                                          kernels::KvCacheDtype kv_cache_dtype) {
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
-  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations));
+  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations, kv_cache_dtype));
   return m;
 }
 

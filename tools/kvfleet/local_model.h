@@ -34,7 +34,8 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
 // Loads the model and creates its executor.
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
                                           int64_t max_sequence_tokens,
-                                          engine::CpuActivations activations = engine::CpuActivations::kF32);
+                                          engine::CpuActivations activations = engine::CpuActivations::kF32,
+                                          kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16);
 
 struct OneRequestResult {
   std::vector<model::TokenId> tokens;

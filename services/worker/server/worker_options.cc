@@ -29,8 +29,9 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                numerics identity, cpu-q8/3)
   --kv-cache-dtype f16|int8|fp8_e4m3
                                the KV cache's element format (default f16). int8 (a scale per token and head)
-                               and fp8_e4m3 hold about twice the tokens in the same memory; other tokens, so the
-                               numerics identity gains +kv-int8 or +kv-fp8_e4m3
+                               and fp8_e4m3 hold about twice the tokens in the same memory, but change tokens
+                               (numerics identity +kv-int8, +kv-fp8_e4m3) and are below the accuracy bar on the
+                               project's test models (docs/operations.md, "KV cache formats")
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)

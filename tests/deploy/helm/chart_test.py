@@ -1033,6 +1033,8 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
         default = "0.9" if w["gpusPerWorker"] > 0 else "0.8"
         f.check(kv == (str(w["kvCacheMemory"]) or default), vs, who, "--kv-cache-memory from worker.kvCacheMemory or the mode's default", str(kv))
         f.check(arg_after(args, "--device") == w["device"], vs, who, "--device from worker.device")
+        f.check(arg_after(args, "--kv-cache-dtype") == w["kvCacheDtype"], vs, who,
+                "--kv-cache-dtype from worker.kvCacheDtype")
         limits = (container.get("resources") or {}).get("limits") or {}
         if w["gpusPerWorker"] == 0:
             f.check("memory" in limits, vs, who, "CPU worker has a memory limit (the KV fraction is measured under it)")
@@ -1186,6 +1188,7 @@ REFUSALS = [
     ("a string for a number (probe)", {"worker": {"probes": {"startup": {"modelLoadSeconds": "600"}}}}, "schema", "modelLoadSeconds"),
     ("a Kubernetes unit the worker does not read", {"worker": {"kvCacheMemory": "8Gi"}}, "schema", "kvCacheMemory"),
     ("an unknown device", {"worker": {"device": "tpu"}}, "schema", "/worker/device"),
+    ("an unknown KV cache format", {"worker": {"kvCacheDtype": "int4"}}, "schema", "/worker/kvCacheDtype"),
     ("an unknown model source", {"model": {"source": {"type": "s3"}}}, "schema", "/model/source/type"),
     ("a model id that is not a label value", {"model": {"id": "org/model"}}, "schema", "/model/id"),
     ("the keys auth was reserved with", {"auth": {"tokenSecret": {"name": "kvfleet-tokens", "key": "tokens"}}}, "schema",
