@@ -52,25 +52,52 @@ std::vector<MembershipChange> KvMap::Register(const WorkerDescriptor& worker, Cl
   return changes;
 }
 
-void KvMap::ApplyEvent(Entry& e, const KvEventRecord& event) {
+int64_t KvMap::BlockLimit(const Entry& e) const {
+  return e.descriptor.capacity_blocks > 0 ? e.descriptor.capacity_blocks : options_.blocks_without_capacity;
+}
+
+// The index's memory is bounded per worker by the capacity it registered: a
+// worker can hold no more distinct blocks than that, so reports beyond it
+// are a fault (lost removals, a bug, a hostile client) and are dropped, not
+// indexed; the worker is asked for a snapshot to get back in step.
+bool KvMap::ApplyEvent(Entry& e, const KvEventRecord& event) {
+  ++counters_.events_ingested;
+  const int64_t limit = BlockLimit(e);
   switch (event.kind) {
-    case KvEventRecord::Kind::kStored:
-      index_.Store(e.slot, event.hashes);
-      break;
+    case KvEventRecord::Kind::kStored: {
+      // Hashes already held take no room, so only the new ones are counted.
+      int64_t room = limit - index_.BlockCount(e.slot);
+      size_t fit = 0;
+      for (; fit < event.hashes.size(); ++fit) {
+        if (index_.Holds(e.slot, event.hashes[fit])) continue;
+        if (room == 0) break;
+        --room;
+      }
+      index_.Store(e.slot, std::span(event.hashes).first(fit));
+      if (fit == event.hashes.size()) return true;
+      counters_.over_capacity_hashes += static_cast<int64_t>(event.hashes.size() - fit);
+      return false;
+    }
     case KvEventRecord::Kind::kRemoved:
       index_.Remove(e.slot, event.hashes);
       break;
     case KvEventRecord::Kind::kCleared:
       index_.Clear(e.slot);
       break;
-    case KvEventRecord::Kind::kSnapshot:
-      index_.ReplaceAll(e.slot, event.hashes);
+    case KvEventRecord::Kind::kSnapshot: {
+      const size_t fit = std::min<size_t>(event.hashes.size(), static_cast<size_t>(limit));
+      index_.ReplaceAll(e.slot, std::span(event.hashes).first(fit));
+      ++counters_.snapshots;
+      if (fit < event.hashes.size()) {
+        counters_.over_capacity_hashes += static_cast<int64_t>(event.hashes.size() - fit);
+        return false;
+      }
       e.needs_snapshot = false;
       e.snapshot_requested = false;
-      ++counters_.snapshots;
       break;
+    }
   }
-  ++counters_.events_ingested;
+  return true;
 }
 
 absl::StatusOr<ApplyResult> KvMap::Apply(const KvEventBatch& batch, Clock::time_point now) {
@@ -98,7 +125,15 @@ absl::StatusOr<ApplyResult> KvMap::Apply(const KvEventBatch& batch, Clock::time_
   }
   e.last_sequence = batch.sequence;
   e.last_seen = now;
-  for (const KvEventRecord& event : batch.events) ApplyEvent(e, event);
+  for (const KvEventRecord& event : batch.events) {
+    if (!ApplyEvent(e, event) && !e.needs_snapshot) {
+      e.needs_snapshot = true;
+      e.snapshot_requested = false;
+      if (result.reason.empty()) {
+        result.reason = absl::StrCat("more blocks reported than the ", BlockLimit(e), " the worker registered");
+      }
+    }
+  }
   if (batch.load) {
     const bool started_draining = batch.load->draining && !e.load.draining;
     e.load = *batch.load;

@@ -113,6 +113,9 @@ struct ApplyResult {
 
 struct KvMapOptions {
   Clock::duration liveness_deadline = std::chrono::seconds(3);
+  // The most blocks indexed for a worker that registered no capacity
+  // (capacity_blocks 0). A worker that did is held to its capacity.
+  int64_t blocks_without_capacity = int64_t{1} << 20;
 };
 
 struct KvMapCounters {
@@ -120,6 +123,9 @@ struct KvMapCounters {
   int64_t snapshots = 0;
   int64_t sequence_gaps = 0;
   int64_t rejected_batches = 0;
+  // Hashes not indexed because their worker already held as many blocks as
+  // it registered: a worker out of step with what it said it has.
+  int64_t over_capacity_hashes = 0;
 };
 
 class KvMap {
@@ -158,7 +164,9 @@ class KvMap {
   WorkerView View(const Entry& e) const;
   MembershipChange Remove(const std::string& worker_id);
   WorkerSlot AllocateSlot();
-  void ApplyEvent(Entry& e, const KvEventRecord& event);
+  // False when the worker reported more blocks than it can hold.
+  bool ApplyEvent(Entry& e, const KvEventRecord& event);
+  int64_t BlockLimit(const Entry& e) const;
 
   KvMapOptions options_;
   PrefixIndex index_;

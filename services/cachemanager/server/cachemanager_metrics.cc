@@ -41,6 +41,10 @@ std::vector<prometheus::MetricFamily> KvMapCollector::Collect() const {
   out.Counter("kvfleet_cachemanager_sequence_gaps_total",
               "Event batches that skipped sequence numbers (each triggers a snapshot request)",
               static_cast<double>(s.counters.sequence_gaps));
+  out.Counter("kvfleet_cachemanager_over_capacity_hashes_total",
+              "Reported block hashes not indexed because the worker already held the blocks it registered "
+              "(each such batch asks for a snapshot)",
+              static_cast<double>(s.counters.over_capacity_hashes));
   return std::move(out).Take();
 }
 

@@ -2,6 +2,7 @@
 // and the worker keeps serving. Metrics count exactly what was sent.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <thread>
 
@@ -176,7 +177,15 @@ TEST(WorkerRequestsTest, ScrapedMetricsCountWhatWasSent) {
   bad.mutable_sampling()->set_temperature(-1.0f);
   ASSERT_EQ(harness.Generate(bad).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
+  // A stream's last message can reach the client before the engine publishes
+  // the step's stats (the prefix-cache counters): scrape until they include
+  // every prompt (or 10 s pass).
   auto m = harness.ScrapeMetrics();
+  for (int i = 0; i < 100 && m.ok() && m->Value("kvfleet_worker_prefix_cache_queried_tokens_total") < prompt_tokens;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    m = harness.ScrapeMetrics();
+  }
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->Value("kvfleet_worker_requests_total", {{"finish_reason", "length"}}), 5);
   EXPECT_EQ(m->Value("kvfleet_worker_requests_total", {{"finish_reason", "stop"}}), 0);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -303,6 +304,49 @@ TEST(PagedAttentionTest, ContextsPastTheScoreBudgetGiveTheSameBits) {
   for (size_t t = 0; t < batch.size(); ++t) {
     const auto alone = seqs.Attend({batch[t]}, 1);
     for (int64_t i = 0; i < 4 * 16; ++i) ASSERT_EQ(together[t * 64 + i], alone[i]) << "token " << t << " element " << i;
+  }
+}
+
+// With a single key, attention returns its V row as decoded: every FP8 code
+// and every int8 value come back as kv_format.h defines them.
+TEST(PagedAttentionTest, EightBitRowsDecodeAsTheirFormatDefines) {
+  constexpr int64_t kWide = 256;
+  for (KvCacheDtype dtype : {KvCacheDtype::kFp8E4M3, KvCacheDtype::kInt8}) {
+    SCOPED_TRACE(std::string(KvCacheDtypeName(dtype)));
+    const KvCacheLayout layout{.num_blocks = 1, .num_kv_heads = 1, .block_size = 4, .head_dim = kWide, .dtype = dtype};
+    std::vector<uint8_t> k(layout.BytesPerLayer(), 0), v(layout.BytesPerLayer(), 0);
+    uint8_t* row = v.data() + layout.RowOffset(0, 0, 0);
+    for (int i = 0; i < kWide; ++i) row[i] = static_cast<uint8_t>(i);
+    const uint16_t scale = FloatToHalf(0.0371f);
+    if (dtype == KvCacheDtype::kInt8) {
+      row[128] = 0x81;  // -127: -128 (0x80) is never written
+      std::memcpy(v.data() + layout.ScaleOffset(0, 0, 0), &scale, 2);
+      std::memcpy(k.data() + layout.ScaleOffset(0, 0, 0), &scale, 2);
+    }
+    const int32_t position = 0, chunk = 0, table = 0;
+    const int64_t slot = 0;
+    std::vector<float> q(kWide, 0.5f), out(kWide);
+    ThreadPool pool(1);
+    PagedAttention({.layout = layout,
+                    .where = {&position, &chunk, &table, 1, &slot},
+                    .num_tokens = 1,
+                    .num_heads = 1,
+                    .scale = 0.125f,
+                    .q = q.data(),
+                    .k_cache = k.data(),
+                    .v_cache = v.data(),
+                    .out = out.data()},
+                   pool);
+    for (int i = 0; i < kWide; ++i) {
+      const float want = dtype == KvCacheDtype::kFp8E4M3
+                             ? Fp8E4M3ToFloat(row[i])
+                             : static_cast<float>(static_cast<int8_t>(row[i])) * HalfToFloat(scale);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(out[i])) << "code " << i;
+      } else {
+        EXPECT_EQ(out[i], want) << "code " << i;
+      }
+    }
   }
 }
 

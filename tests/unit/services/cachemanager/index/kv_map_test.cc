@@ -119,6 +119,44 @@ TEST_F(KvMapTest, SilentWorkersAreSweptAndTheirSlotsComeBackEmpty) {
   EXPECT_TRUE(map_.CheckInvariants().ok());
 }
 
+TEST_F(KvMapTest, AWorkerIsIndexedUpToTheBlocksItRegisteredAndThenAskedForASnapshot) {
+  WorkerDescriptor small = Worker("w1", 1);
+  small.capacity_blocks = 5;
+  map_.Register(small, t0_);
+  const auto a = Prefix("a", 4), b = Prefix("b", 4);
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
+  // Re-storing what it holds takes no room; two new blocks leave room for one.
+  auto r = map_.Apply(Batch("w1", 1, 2, {Stored(a), Stored({b[0], b[1]})}), t0_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(map_.List("m")[0].indexed_blocks, 5);
+  EXPECT_EQ(map_.counters().over_capacity_hashes, 1);
+  EXPECT_TRUE(r->send_snapshot) << "a worker reporting more than it can hold is out of step";
+  EXPECT_NE(r->reason.find("5"), std::string::npos) << r->reason;
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", b), "w1"), 1);
+  // A snapshot over the capacity is cut to it, and asks for no second one at once.
+  std::vector<BlockHash> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  r = map_.Apply(Batch("w1", 1, 3, {Snapshot(both)}), t0_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(map_.List("m")[0].indexed_blocks, 5);
+  EXPECT_EQ(map_.counters().over_capacity_hashes, 4);
+  EXPECT_FALSE(r->send_snapshot);
+  // A snapshot that fits puts it back in step.
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 4, {Snapshot(b)}), t0_).ok());
+  EXPECT_EQ(map_.List("m")[0].indexed_blocks, 4);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
+TEST_F(KvMapTest, AWorkerWithoutACapacityIsBoundedByTheMapsLimit) {
+  KvMap map({.liveness_deadline = milliseconds(100), .blocks_without_capacity = 3});
+  WorkerDescriptor w = Worker("w1", 1);
+  w.capacity_blocks = 0;
+  map.Register(w, t0_);
+  ASSERT_TRUE(map.Apply(Batch("w1", 1, 1, {Snapshot(Prefix("a", 10))}), t0_).ok());
+  EXPECT_EQ(map.List("m")[0].indexed_blocks, 3);
+  EXPECT_EQ(map.counters().over_capacity_hashes, 7);
+}
+
 TEST_F(KvMapTest, LoadReportsUpdateTheTableAndDrainingIsAMembershipChange) {
   map_.Register(Worker("w1", 1), t0_);
   KvEventBatch b = Batch("w1", 1, 1, {Snapshot({})});
