@@ -15,6 +15,7 @@
 #include "bench/placement_sim.h"
 #include "common/block_hash.h"
 #include "common/status_macros.h"
+#include "services/cachemanager/index/kv_map.h"
 #include "services/router/placement/placement.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_cache_manager.h"
@@ -127,12 +128,22 @@ class Simulation {
     const int32_t blocks = static_cast<int32_t>(o.cluster.kv_tokens / o.cluster.block_size);
     for (int32_t i = 0; i < o.cluster.workers; ++i) {
       workers_.push_back(std::make_unique<SimWorker>(absl::StrCat("worker-", i), now_, o_, blocks));
+      const std::string& id = workers_.back()->id;
+      worker_index_[id] = static_cast<size_t>(i);
+      // The cachemanager's own map: registered with its capacity, then the
+      // (empty) snapshot a fresh worker sends first.
+      index_.Register({.worker_id = id, .incarnation = 1, .endpoint = id, .model_id = kModelId,
+                       .block_size = static_cast<int32_t>(o.cluster.block_size), .capacity_blocks = blocks},
+                      At(now_));
+      (void)index_.Apply({.worker_id = id, .incarnation = 1, .sequence = ++sequence_[id],
+                          .events = {{.kind = cachemanager::KvEventRecord::Kind::kSnapshot}}},
+                         At(now_));
     }
   }
 
   absl::StatusOr<SimResult> Run() {
-    if (o_.cluster.workers < 1 || o_.cluster.workers > 64) {
-      return absl::InvalidArgumentError("the simulator takes 1 to 64 workers (one bit each in its index)");
+    if (o_.cluster.workers < 1 || o_.cluster.workers > 1024) {
+      return absl::InvalidArgumentError("the simulator takes 1 to 1024 workers");
     }
     const int64_t capacity = o_.cluster.kv_tokens;
     for (size_t i = 0; i < w_.requests.size(); ++i) {
@@ -170,20 +181,23 @@ class Simulation {
     queue_.push({.at = at, .seq = next_seq_++, .kind = kind, .index = index, .worker = worker});
   }
 
-  // The index sees every event that has arrived by now.
+  // The index sees every event that has arrived by now, as the batches a
+  // worker's publisher sends (runs of stores and removals, in order).
   void ApplyVisibleEvents() {
+    using Kind = cachemanager::KvEventRecord::Kind;
     for (size_t i = 0; i < workers_.size(); ++i) {
       std::deque<KvEvent>& events = workers_[i]->recorder.events;
-      const uint64_t bit = uint64_t{1} << i;
+      cachemanager::KvEventBatch batch{.worker_id = workers_[i]->id, .incarnation = 1};
       while (!events.empty() && events.front().visible_at <= now_) {
         const KvEvent& e = events.front();
-        if (e.stored) {
-          holders_[e.hash] |= bit;
-        } else if (auto it = holders_.find(e.hash); it != holders_.end()) {
-          it->second &= ~bit;
-          if (it->second == 0) holders_.erase(it);
-        }
+        const Kind kind = e.stored ? Kind::kStored : Kind::kRemoved;
+        if (batch.events.empty() || batch.events.back().kind != kind) batch.events.push_back({.kind = kind});
+        batch.events.back().hashes.push_back(e.hash);
         events.pop_front();
+      }
+      if (!batch.events.empty()) {
+        batch.sequence = ++sequence_[batch.worker_id];
+        (void)index_.Apply(batch, At(now_));  // in sequence from a registered worker: always accepted
       }
       SimWorker& w = *workers_[i];
       if (w.changed && w.changed_at + o_.load_delay_ms / 1000 <= now_) {
@@ -193,26 +207,11 @@ class Simulation {
     }
   }
 
-  // FindOverlaps: each worker's leading matched blocks, one pass over the
-  // prompt with the set of workers still matching.
+  // Each worker's leading matched blocks, from the cachemanager's FindOverlaps.
   std::vector<int32_t> Overlaps(const std::vector<BlockHash>& hashes) const {
     std::vector<int32_t> matched(workers_.size(), 0);
-    uint64_t still = workers_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << workers_.size()) - 1;
-    for (size_t b = 0; b < hashes.size() && still != 0; ++b) {
-      auto it = holders_.find(hashes[b]);
-      const uint64_t holding = it == holders_.end() ? 0 : it->second;
-      uint64_t dropped = still & ~holding;
-      while (dropped != 0) {
-        const int w = __builtin_ctzll(dropped);
-        matched[static_cast<size_t>(w)] = static_cast<int32_t>(b);
-        dropped &= dropped - 1;
-      }
-      still &= holding;
-    }
-    while (still != 0) {
-      const int w = __builtin_ctzll(still);
-      matched[static_cast<size_t>(w)] = static_cast<int32_t>(hashes.size());
-      still &= still - 1;
+    for (const cachemanager::WorkerOverlapInfo& o : index_.FindOverlaps(kModelId, hashes)) {
+      matched[worker_index_.at(o.worker.descriptor.worker_id)] = o.matched_blocks;
     }
     return matched;
   }
@@ -382,7 +381,10 @@ class Simulation {
   std::unique_ptr<Placement> placement_;
   std::vector<std::unique_ptr<SimWorker>> workers_;
   std::vector<LiveRequest> live_;
-  absl::flat_hash_map<BlockHash, uint64_t> holders_;  // the index: hash -> workers holding it (bits)
+  // The cachemanager's index, fed by the workers' events as they arrive.
+  cachemanager::KvMap index_{{.liveness_deadline = std::chrono::hours(24 * 365)}};  // no simulated worker dies
+  absl::flat_hash_map<std::string, uint64_t> sequence_;  // each worker's last batch
+  absl::flat_hash_map<std::string, size_t> worker_index_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
   uint64_t next_seq_ = 0;
   std::vector<double> ttft_;
