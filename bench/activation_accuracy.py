@@ -91,6 +91,30 @@ def emulation(ref, ids):
     return rows
 
 
+def encoder_for(reader, model, tokenize_dump):
+    """Token ids of a rendered prompt: the numpy reference's byte-level BPE,
+    or, for other vocabularies (Gemma's SentencePiece), kvfleet's own
+    tokenizer through tests/reference's tokenize_dump (checked against
+    Hugging Face's by the tokenizer reference tests)."""
+    try:
+        tokenizer = ln.build_tokenizer(reader)
+        return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
+    except ValueError:
+        pass
+
+    def encode(text):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = os.path.join(tmp, "in.hex"), os.path.join(tmp, "out.tsv")
+            with open(src, "w") as f:
+                f.write(text.encode().hex() + "\n")
+            subprocess.run([tokenize_dump, "encode", "--model", model, "--input", src, "--output", out],
+                           check=True, capture_output=True)
+            with open(out) as f:
+                return [int(t) for t in f.readline().split("\t")[0].split(",") if t]
+    return encode
+
+
 def agreement(a, b):
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
@@ -106,6 +130,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompts", type=int, default=len(PROMPTS))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--tokenize-dump", default=os.path.join(REPO, "build", "tests", "reference", "tokenize_dump"),
+                    help="kvfleet's tokenizer, for vocabularies the numpy reference cannot build (SentencePiece)")
     ap.add_argument("--modes", default="f32,q8",
                     help="comma-separated: f32, q8, and either with +kv-int8 or +kv-fp8_e4m3 (an 8-bit KV cache)")
     ap.add_argument("--emulation", action="store_true",
@@ -116,12 +142,12 @@ def main():
     # is most of the time (memory: 8 bytes a weight).
     ref = ln.LlamaReference(args.model, np.float64)
     reader = ln.GGUFReader(args.model)
-    tokenizer = ln.build_tokenizer(reader)
+    encode = encoder_for(reader, args.model, args.tokenize_dump)
     modes = args.modes.split(",")
     rows = []
     start = time.time()
     for text in PROMPTS[: args.prompts]:
-        ids = tokenizer.encode(ln.chat_prompt(reader, text), add_special_tokens=False).ids
+        ids = encode(ln.chat_prompt(reader, text))
         reference, _ = ref.greedy(ids, args.tokens, prompt_dtype=np.float64, decode_dtype=np.float64)
         row = {"prompt": text, "reference": reference}
         for mode in modes:
@@ -149,7 +175,7 @@ def main():
             print(f"  {mode}: {behind} prompt(s) below {base}'s float16 cache (the rule: an 8-bit KV format is "
                   f"offered if at most 1 below) -> {'accepted' if behind <= 1 else 'refused'}")
     if args.emulation:
-        ids = tokenizer.encode(ln.chat_prompt(reader, PROMPTS[0]), add_special_tokens=False).ids
+        ids = encode(ln.chat_prompt(reader, PROMPTS[0]))
         print("\nnumpy emulation of q8 on the first prompt: relative L2 shift of the next-token logits")
         for keep, shift in emulation(ref, ids):
             print(f"  float32 inputs kept for {keep:<22} {shift:.3f}")
