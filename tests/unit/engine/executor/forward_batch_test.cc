@@ -100,6 +100,19 @@ TEST(ExecutorOptionsTest, DevicesParseAndBadOnesAreNamed) {
   EXPECT_FALSE((ExecutorLimits{.max_batch_tokens = 4, .max_batch_chunks = 8}).Validate().ok());
 }
 
+TEST(ExecutorOptionsTest, KvCacheDtypesParseAndBadOnesAreNamed) {
+  EXPECT_EQ(*ParseKvCacheDtype("f16"), kernels::KvCacheDtype::kF16);
+  EXPECT_EQ(*ParseKvCacheDtype("auto"), kernels::KvCacheDtype::kF16);
+  EXPECT_EQ(*ParseKvCacheDtype("int8"), kernels::KvCacheDtype::kInt8);
+  EXPECT_EQ(*ParseKvCacheDtype("fp8"), kernels::KvCacheDtype::kFp8E4M3);
+  EXPECT_EQ(*ParseKvCacheDtype("fp8_e4m3"), kernels::KvCacheDtype::kFp8E4M3);
+  for (const char* bad : {"int4", "fp8_e5m2", "", "F16"}) {
+    const auto d = ParseKvCacheDtype(bad);
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(d.status().message().find("f16, int8 or fp8_e4m3"), std::string::npos) << d.status();
+  }
+}
+
 TEST(ExecutorOptionsTest, CpuActivationsParseAndBadOnesAreNamed) {
   EXPECT_EQ(*ParseCpuActivations("f32"), CpuActivations::kF32);
   EXPECT_EQ(*ParseCpuActivations("q8"), CpuActivations::kQ8);
