@@ -1,7 +1,9 @@
 // KV cache sizing: the one formula the worker (start-up sizing), the CLI
 // (model-info) and the capacity planner share.
 //
-//   KV bytes per token = 2 (K and V) × layers × kv_heads × head_dim × bytes per value
+//   KV bytes per token = 2 (K and V) × layers × kv_heads × (head_dim × bytes per value + row scale bytes)
+//
+// (row scale bytes: an 8-bit cache's per-token, per-head scale; 0 otherwise.)
 //
 //   KvShape shape{.num_layers = 80, .num_kv_heads = 8, .head_dim = 128};
 //   int64_t b = KvBytesPerToken(shape, /*bytes_per_value=*/2);  // 327,680
@@ -17,8 +19,8 @@ struct KvShape {
   int64_t head_dim = 0;
 };
 
-constexpr int64_t KvBytesPerToken(const KvShape& shape, int64_t bytes_per_value) {
-  return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * bytes_per_value;
+constexpr int64_t KvBytesPerToken(const KvShape& shape, int64_t bytes_per_value, int64_t row_scale_bytes = 0) {
+  return 2 * shape.num_layers * shape.num_kv_heads * (shape.head_dim * bytes_per_value + row_scale_bytes);
 }
 
 // How many tokens of KV fit in `budget_bytes`.

@@ -10,7 +10,9 @@ namespace kvfleet::tools {
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
                            int64_t bytes_per_value, int64_t row_scale_bytes) {
   const int64_t full_blocks = BlocksForTokens(context, block_size);
-  const int64_t per_layer_token = 2 * config.num_kv_heads * (config.head_dim * bytes_per_value + row_scale_bytes);
+  const int64_t per_layer_token = KvBytesPerToken(
+      {.num_layers = 1, .num_kv_heads = config.num_kv_heads, .head_dim = config.head_dim}, bytes_per_value,
+      row_scale_bytes);
   int64_t blocks = 0;
   for (const model::LayerAttention& layer : config.layers) {
     blocks += layer.window > 0 ? std::min(full_blocks, BlocksForTokens(layer.window, block_size) + 1) : full_blocks;
@@ -40,8 +42,7 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
                                                    c.context_length, " tokens"));
   }
   CapacityPlan plan;
-  plan.kv_bytes_per_token =
-      KvBytesPerToken(c.kv_shape(), in.kv_bytes_per_value) + 2 * c.num_layers * c.num_kv_heads * in.kv_row_scale_bytes;
+  plan.kv_bytes_per_token = KvBytesPerToken(c.kv_shape(), in.kv_bytes_per_value, in.kv_row_scale_bytes);
   plan.context = in.context > 0 ? in.context : c.context_length;
   plan.blocks_per_conversation = BlocksForTokens(plan.context, in.block_size);
   plan.kv_bytes_per_conversation = plan.blocks_per_conversation * in.block_size * plan.kv_bytes_per_token;
