@@ -4,7 +4,7 @@
 
 #include "services/transport/http_server.h"
 #include "services/transport/http_exchange.h"
-#include "services/transport/tls_peer_names.h"
+#include "services/transport/http_tls_context.h"
 
 #include <openssl/ssl.h>
 
@@ -74,13 +74,6 @@ std::string EndpointText(const tcp::endpoint& e) {
   return e.address().is_v6() ? absl::StrCat("[", host, "]:", e.port()) : absl::StrCat(host, ":", e.port());
 }
 
-std::optional<std::filesystem::file_time_type> ModifiedAt(const std::string& path) {
-  std::error_code ec;
-  auto t = std::filesystem::last_write_time(path, ec);
-  if (ec) return std::nullopt;
-  return t;
-}
-
 class BeastHttpServer final : public HttpServer {
  public:
   BeastHttpServer(HttpServerOptions options, HttpHandler handler)
@@ -92,12 +85,10 @@ class BeastHttpServer final : public HttpServer {
 
   absl::Status Bind() {
     if (options_.tls.serves_tls()) {
-      if (absl::Status s = CheckTlsFiles(options_.tls); !s.ok()) return s;
-      absl::StatusOr<std::shared_ptr<ssl::context>> context = MakeTlsContext();
-      if (!context.ok()) return context.status();
-      tls_ = *std::move(context);
-      tls_checked_at_ = std::chrono::steady_clock::now();
-      tls_times_ = TlsFileTimes();
+      absl::StatusOr<HttpTlsContext> tls =
+          HttpTlsContext::Create(options_.tls, options_.allowed_peers, options_.tls_reload_interval);
+      if (!tls.ok()) return tls.status();
+      tls_.emplace(*std::move(tls));
     }
     absl::StatusOr<tcp::endpoint> endpoint = ParseListen(options_.listen);
     if (!endpoint.ok()) return endpoint.status();
@@ -198,65 +189,6 @@ class BeastHttpServer final : public HttpServer {
     }
   }
 
-  absl::StatusOr<std::shared_ptr<ssl::context>> MakeTlsContext() const {
-    auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
-    error_code ec;
-    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                             ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
-                         ec);
-    if (!ec) context->use_certificate_chain_file(options_.tls.cert, ec);
-    if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls-cert ", options_.tls.cert, ": ", ec.message()));
-    context->use_private_key_file(options_.tls.key, ssl::context::pem, ec);
-    if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls-key ", options_.tls.key, ": ", ec.message()));
-    if (!options_.tls.client_ca.empty()) {
-      context->load_verify_file(options_.tls.client_ca, ec);
-      if (ec) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--tls-client-ca ", options_.tls.client_ca, ": ", ec.message()));
-      }
-      context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-    }
-    return context;
-  }
-
-  std::vector<std::optional<std::filesystem::file_time_type>> TlsFileTimes() const {
-    return {ModifiedAt(options_.tls.cert), ModifiedAt(options_.tls.key), ModifiedAt(options_.tls.client_ca)};
-  }
-
-  // The TLS context for a new connection: rebuilt when the certificate, key
-  // or client CA file changed (a rotation needs no restart, as on gRPC).
-  std::shared_ptr<ssl::context> CurrentTls() {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - tls_checked_at_ < options_.tls_reload_interval) return tls_;
-    tls_checked_at_ = now;
-    auto times = TlsFileTimes();
-    if (times == tls_times_) return tls_;
-    if (absl::Status s = CheckTlsFiles(options_.tls); !s.ok()) {
-      KVFLEET_LOG_WARN("HTTP: the TLS files changed but cannot be used ({}); keeping the previous ones",
-                       std::string(s.message()));
-      return tls_;
-    }
-    absl::StatusOr<std::shared_ptr<ssl::context>> context = MakeTlsContext();
-    if (!context.ok()) {
-      KVFLEET_LOG_WARN("HTTP: cannot reload the TLS files ({}); keeping the previous ones",
-                       std::string(context.status().message()));
-      return tls_;
-    }
-    KVFLEET_LOG_INFO("HTTP: reloaded the TLS files ({})", options_.tls.cert);
-    tls_times_ = std::move(times);
-    tls_ = *std::move(context);
-    return tls_;
-  }
-
-  bool PeerNamesAllowed(SSL* ssl_handle) const {
-    if (options_.allowed_peers.empty()) return true;
-    X509* cert = SSL_get1_peer_certificate(ssl_handle);
-    const bool allowed = cert != nullptr && CertificateNamesOneOf(cert, options_.allowed_peers);
-    if (cert != nullptr) X509_free(cert);
-    if (!allowed) KVFLEET_LOG_WARN("HTTP: refused a TLS client whose certificate names none of --tls-allowed-peers");
-    return allowed;
-  }
-
   net::awaitable<void> Accept() {
     net::steady_timer backoff(ioc_);
     for (;;) {
@@ -281,8 +213,8 @@ class BeastHttpServer final : public HttpServer {
       socket.set_option(tcp::no_delay(true), ec);
       const auto executor = socket.get_executor();
       std::erase_if(live_, [](const std::weak_ptr<ConnectionBase>& w) { return w.expired(); });
-      if (tls_ != nullptr) {
-        std::shared_ptr<ssl::context> tls = CurrentTls();
+      if (tls_.has_value()) {
+        std::shared_ptr<ssl::context> tls = tls_->Current();
         auto c = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(connections_, tls,
                                                                                     std::move(socket), *tls);
         live_.push_back(c);
@@ -303,7 +235,7 @@ class BeastHttpServer final : public HttpServer {
       KVFLEET_LOG_DEBUG("HTTP: TLS handshake failed: {}", ec.message());
       co_return;
     }
-    c->peer_allowed = PeerNamesAllowed(c->stream.native_handle());
+    c->peer_allowed = tls_->PeerAllowed(c->stream.native_handle());
     co_await Serve(c);
     if (!c->broken) {
       // close_notify, so the client can tell the end from a truncation.
@@ -577,9 +509,7 @@ class BeastHttpServer final : public HttpServer {
   std::vector<std::weak_ptr<Exchange>> running_;  // guarded by mu_
   std::atomic<bool> stopped_{false};
   std::atomic<int> connections_{0};
-  std::shared_ptr<ssl::context> tls_;  // before the I/O context: its streams use it
-  std::chrono::steady_clock::time_point tls_checked_at_;
-  std::vector<std::optional<std::filesystem::file_time_type>> tls_times_;
+  std::optional<HttpTlsContext> tls_;  // before the I/O context: its streams use its contexts
   net::io_context ioc_{1};
   tcp::acceptor acceptor_;
   tcp::endpoint bound_;
