@@ -36,7 +36,9 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
     : executor_(executor),
       options_(options),
       listener_(listener),
-      pending_prefill_(static_cast<int32_t>(executor.info().block_size), listener, options.enable_prefix_caching),
+      pending_prefill_(static_cast<int32_t>(executor.info().block_size),
+                       options.kv_tiers != nullptr ? static_cast<KvEventListener*>(options.kv_tiers) : listener,
+                       options.enable_prefix_caching),
       pool_(static_cast<int32_t>(executor.info().num_blocks), &pending_prefill_),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
       scheduler_(options.scheduler, kv_),
@@ -44,6 +46,10 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
       batch_builder_(static_cast<int32_t>(executor.info().block_size)) {
   CHECK(options.Validate().ok()) << options.Validate();
   pending_prefill_.Attach(pool_);
+  if (options.kv_tiers != nullptr) {
+    options.kv_tiers->Attach(pool_);
+    kv_.set_lower_tiers(options.kv_tiers);
+  }
   const ExecutorLimits need = options.ExecutorLimitsNeeded(), have = executor.info().limits;
   CHECK(need.max_batch_tokens <= have.max_batch_tokens && need.max_batch_chunks <= have.max_batch_chunks &&
         need.logits_rows() <= have.logits_rows())
@@ -172,7 +178,16 @@ void Engine::DrainInbox() {
     auto it = requests_.find(id);
     if (it != requests_.end()) Finish(*it->second, FinishReason::kCancelled);
   }
-  if (inbox.snapshot && listener_ != nullptr) listener_->OnSnapshot(pool_.CachedHashes());
+  if (inbox.snapshot && options_.kv_tiers != nullptr) {
+    options_.kv_tiers->OnSnapshot(pool_.CachedHashes());  // then the lower tiers' blocks
+  } else if (inbox.snapshot && listener_ != nullptr) {
+    listener_->OnSnapshot(pool_.CachedHashes());
+  }
+  if (options_.kv_tiers != nullptr) {
+    for (RequestId id : options_.kv_tiers->Poll()) {
+      if (auto it = requests_.find(id); it != requests_.end()) it->second->kv_loading = false;
+    }
+  }
 }
 
 void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens,
@@ -215,6 +230,7 @@ absl::Status Engine::Step() {
   DrainInbox();
   speculator_.Plan(scheduler_.running(), options_.scheduler.max_num_batched_tokens);
   const SchedulerOutput scheduled = scheduler_.Schedule();
+  last_step_empty_ = scheduled.empty();
   if (scheduled.empty()) {
     PublishStats(0);
     return absl::OkStatus();
@@ -377,6 +393,9 @@ absl::Status Engine::AuditBlocks() const {
     }
     for (BlockId b : req->block_table) ++refs[static_cast<size_t>(b.value())];
   }
+  if (options_.kv_tiers != nullptr) {
+    for (BlockId b : options_.kv_tiers->BlocksInFlight()) ++refs[static_cast<size_t>(b.value())];
+  }
   for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
     if (refs[static_cast<size_t>(b)] != pool_.ref_count(BlockId(b))) {
       return absl::InternalError(absl::StrCat("block ", b, " has reference count ", pool_.ref_count(BlockId(b)),
@@ -477,6 +496,11 @@ void Engine::Loop() {
     }
     const absl::Status status = Step();
     if (!status.ok()) KVFLEET_LOG_ERROR("engine: {}", status.ToString());
+    if (last_step_empty_ && options_.kv_tiers != nullptr && options_.kv_tiers->loads_in_flight()) {
+      // Everyone waits on the disk: poll it again shortly rather than spin.
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_ || !inbox_.empty(); });
+    }
   }
 }
 

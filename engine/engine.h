@@ -38,6 +38,7 @@
 #include "engine/executor/model_executor.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_cache_manager.h"
+#include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/pending_prefill.h"
 #include "engine/sampler/mask_prefetcher.h"
 #include "engine/request.h"
@@ -62,6 +63,11 @@ struct EngineOptions {
   // none: no speculation) and the worker's defaults.
   std::vector<spec::Proposer*> proposers;
   spec::SpeculationOptions speculation;
+  // Host-memory and disk tiers below the device cache (may be null; must
+  // outlive the engine). Made over the same executor with the engine's
+  // listener as its next: the engine puts it between the pool and that
+  // listener.
+  KvTierManager* kv_tiers = nullptr;
 
   absl::Status Validate() const;
   // The batch limits an executor must take for this engine: the scheduler's
@@ -121,7 +127,8 @@ class Engine {
 
   // Audits the block accounting (engine thread, between steps): the pool's
   // counters equal a fresh recount; every block's reference count equals the
-  // number of requests whose block table names it; no request holds a block
+  // number of requests whose block table names it, plus the disk loads in
+  // flight that fill it; no request holds a block
   // past its tokens. INTERNAL naming the first mismatch. For tests.
   absl::Status AuditBlocks() const;
 
@@ -172,6 +179,7 @@ class Engine {
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;
+  bool last_step_empty_ = false;  // nothing was scheduled (all waiting, some on disk loads)
   double prefill_tokens_per_second_ = 0.0;
   double mask_wait_seconds_ = 0.0;
 

@@ -129,6 +129,13 @@ struct Request {
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
   int32_t num_preemptions = 0;
   bool cancel_requested = false;
+  // Lower KV tiers: its prefix is being read back from disk (it waits, the
+  // engine steps others); one such load per admission (preemption resets it).
+  bool kv_loading = false;
+  bool kv_load_tried = false;
+  // Its prefix continues on disk but another request's load runs: it waits
+  // its turn rather than recompute (set by each prefix lookup).
+  bool kv_awaits_disk = false;
 
   // Speculative decoding (see Speculator).
   spec::Proposer* proposer = nullptr;  // null: this request never speculates

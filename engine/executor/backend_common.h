@@ -6,6 +6,9 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
 #include "common/kv_sizing.h"
 #include "kernels/common/paged_kv.h"
 #include "model/arch/activations.h"
@@ -63,9 +66,24 @@ inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOpt
                     .num_layers = c.num_layers,
                     .weight_bytes = model.file_bytes(),
                     .kv_bytes_per_token = KvBytesPerCachedToken(c, options),
+                    .kv_block_bytes = 2 * c.num_layers * KvLayoutFor(c, options, 1).BytesPerLayer(),
                     .limits = options.limits};
   info.limits.max_logits_rows = options.limits.logits_rows();
   return info;
+}
+
+// Checks a CopyKvBlockOut/In request against the cache: the block in range,
+// the buffer exactly one block.
+inline absl::Status CheckKvBlockCopy(const ExecutorInfo& info, BlockId block, size_t bytes) {
+  if (info.num_blocks == 0) return absl::FailedPreconditionError("KV block copy before AllocateKvCache");
+  if (block.value() < 0 || block.value() >= info.num_blocks) {
+    return absl::InvalidArgumentError(absl::StrCat("KV block ", block.value(), " out of range [0, ", info.num_blocks, ")"));
+  }
+  if (static_cast<int64_t>(bytes) != info.kv_block_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a KV block is ", info.kv_block_bytes, " bytes, the buffer ", bytes));
+  }
+  return absl::OkStatus();
 }
 
 // The step a batch asks of the model: its tokens, how many layers, its logits rows.

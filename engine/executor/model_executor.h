@@ -20,10 +20,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/ids.h"
 #include "engine/executor/executor_options.h"
 #include "engine/executor/forward_batch.h"
 
@@ -68,6 +70,9 @@ struct ExecutorInfo {
   int64_t num_layers = 0;
   int64_t weight_bytes = 0;  // what a forward pass reads: the cost of a step relative to another model's
   int64_t kv_bytes_per_token = 0;  // 2 × layers × kv_heads × head_dim × 2 bytes (float16 cache)
+  // One block's K and V over every layer, scales and padding included: the
+  // unit a lower KV tier keeps (CopyKvBlockOut's size).
+  int64_t kv_block_bytes = 0;
   ExecutorLimits limits;     // resolved: max_logits_rows is set
 };
 
@@ -85,6 +90,13 @@ class ModelExecutor {
   // info().limits; FAILED_PRECONDITION before AllocateKvCache. The output
   // views the executor's own buffer until the next call.
   virtual absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) = 0;
+
+  // A block's KV, every layer's K then V in layer order, into `out` (exactly
+  // info().kv_block_bytes bytes), and back: what the host and disk tiers
+  // store. Bit-exact both ways. Between steps only (never during Forward).
+  // UNIMPLEMENTED on executors without lower-tier support.
+  virtual absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out);
+  virtual absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in);
 };
 
 // CreateExecutor's signature (executor_factory.h), for libraries that make

@@ -33,6 +33,7 @@ std::optional<BlockId> BlockPool::Allocate() {
   if (std::optional<BlockHash>& hash = hashes_[static_cast<size_t>(b)]; hash.has_value()) {
     // Evicting: the contents are about to be overwritten, so the hash must go
     // before anyone can hit it again.
+    if (eviction_hook_ != nullptr) eviction_hook_->BeforeEvict(BlockId(b), *hash);
     --num_free_cached_;
     cache_.erase(*hash);
     const BlockHash evicted = *hash;

@@ -33,6 +33,14 @@
 
 namespace kvfleet::engine {
 
+// Called by Allocate just before a cached block's contents are given up, so
+// the lower KV tiers can copy them out first (engine/kv/tiers).
+class BlockEvictionHook {
+ public:
+  virtual ~BlockEvictionHook() = default;
+  virtual void BeforeEvict(BlockId block, const BlockHash& hash) = 0;
+};
+
 struct BlockPoolStats {
   int32_t total = 0;
   int32_t used = 0;    // reference count > 0
@@ -45,6 +53,9 @@ class BlockPool {
  public:
   // listener may be null; it must outlive the pool.
   BlockPool(int32_t num_blocks, KvEventListener* listener);
+
+  // Before any eviction; may be null; must outlive the pool.
+  void set_eviction_hook(BlockEvictionHook* hook) { eviction_hook_ = hook; }
 
   int32_t num_blocks() const;
   // Blocks Allocate() can hand out right now (cached ones included).
@@ -97,6 +108,7 @@ class BlockPool {
   void TakeIntoUse(int32_t b);
 
   KvEventListener* listener_;
+  BlockEvictionHook* eviction_hook_ = nullptr;
   std::vector<int32_t> ref_counts_;
   std::vector<std::optional<BlockHash>> hashes_;
   // Free-list links by block id; kNone ends the list. Meaningful only for

@@ -33,6 +33,7 @@ BlockHash KvCacheManager::HashOfBlock(const Request& req, int32_t b, const Block
 
 int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
+  req.kv_awaits_disk = false;
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_) {
     // At most (n - 1) / block_size blocks: the last token is always computed.
@@ -40,8 +41,12 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
     BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
     for (int32_t b = 0; b < max_blocks; ++b) {
       const BlockHash hash = HashOfBlock(req, b, parent);
-      const std::optional<BlockId> block = pool_.AcquireCached(hash);
-      if (!block) break;
+      std::optional<BlockId> block = pool_.AcquireCached(hash);
+      if (!block && tiers_ != nullptr) block = tiers_->LoadFromHost(hash);
+      if (!block) {
+        if (tiers_ != nullptr && !req.kv_load_tried && tiers_->OnDiskOnly(hash)) StartDiskLoad(req, b, hash);
+        break;
+      }
       req.block_table.push_back(*block);
       req.block_hashes.push_back(hash);
       parent = hash;
@@ -50,6 +55,30 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   }
   req.num_computed_tokens = hit_tokens;
   return hit_tokens;
+}
+
+void KvCacheManager::StartDiskLoad(Request& req, int32_t first, const BlockHash& first_hash) {
+  const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
+  std::vector<BlockHash> run = {first_hash};
+  for (int32_t b = first + 1; b < max_blocks; ++b) {
+    const BlockHash hash = HashOfBlock(req, b, run.back());
+    if (!tiers_->OnDiskOnly(hash)) break;
+    run.push_back(hash);
+  }
+  // One load at a time (the disk reads one file at a time anyway): loads
+  // filling the device side by side would evict each other's blocks before
+  // their requests are admitted. The load takes its device blocks now and
+  // leaves room for the rest of the prompt.
+  if (tiers_->loads_in_flight()) {
+    req.kv_awaits_disk = true;
+    return;
+  }
+  const int64_t rest = BlocksFor(req.num_tokens()) - first - static_cast<int64_t>(run.size());
+  const int64_t room = pool_.num_free() - rest;
+  if (room < static_cast<int64_t>(run.size())) run.resize(static_cast<size_t>(std::max<int64_t>(room, 0)));
+  if (run.empty()) return;
+  req.kv_load_tried = true;
+  tiers_->StartDiskLoad(req, std::move(run));
 }
 
 void KvCacheManager::RecordAdmission(Request& req) {

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "engine/kv/block_pool.h"
+#include "engine/kv/lower_kv_tiers.h"
 #include "engine/request.h"
 
 namespace kvfleet::engine {
@@ -35,6 +36,10 @@ class KvCacheManager {
  public:
   KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching = true);
 
+  // Tiers below the device that a prefix lookup continues into; may be
+  // null; must outlive this.
+  void set_lower_tiers(LowerKvTiers* tiers) { tiers_ = tiers; }
+
   int32_t block_size() const { return block_size_; }
   int32_t num_free_blocks() const { return pool_.num_free(); }
   int32_t BlocksFor(int64_t tokens) const { return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_); }
@@ -42,6 +47,9 @@ class KvCacheManager {
   // For a request that holds no blocks: takes the longest run of its leading
   // full blocks that the cache holds (never all of its tokens: the last one
   // is always computed, for its logits) and marks those tokens computed.
+  // With lower tiers, the run continues through blocks copied up from host
+  // memory; where it reaches blocks only the disk holds, a background load
+  // starts (once per admission) and req.kv_loading says to wait for it.
   // Returns the number of tokens served from cache.
   int32_t AcquireCachedPrefix(Request& req);
 
@@ -71,6 +79,9 @@ class KvCacheManager {
 
  private:
   BlockHash RootFor(const Request& req) const;
+  // Asks the lower tiers to load blocks `first`.. of req's prefix: the run
+  // the disk alone holds, from `first_hash` on.
+  void StartDiskLoad(Request& req, int32_t first, const BlockHash& first_hash);
   // Block b's hash, `parent` the one before it (the root for block 0):
   // from req.prompt_block_hashes when it covers b (they must chain from
   // RootFor(req)), computed otherwise.
@@ -81,6 +92,7 @@ class KvCacheManager {
   std::string model_id_;
   bool enable_prefix_caching_;
   PrefixCacheCounters counters_;
+  LowerKvTiers* tiers_ = nullptr;
 };
 
 }  // namespace kvfleet::engine

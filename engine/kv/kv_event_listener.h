@@ -9,6 +9,7 @@
 #include <span>
 
 #include "common/block_hash.h"
+#include "common/kv_tier.h"
 
 namespace kvfleet::engine {
 
@@ -20,10 +21,17 @@ class KvEventListener {
   virtual void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) = 0;
   // The block cached under `hash` was evicted; its contents are gone.
   virtual void OnBlockRemoved(const BlockHash& hash) = 0;
+  // The block's best copy is now in `tier`, below the device: its device
+  // copy was evicted into a lower tier, or its lower copy moved further
+  // down. A listener that knows no tiers sees a removal (the device lost it).
+  virtual void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) {
+    OnBlockRemoved(hash);
+  }
   // Every cached block was dropped at once.
   virtual void OnAllCleared() = 0;
   // Answers Engine::RequestKvSnapshot: every hash cached right now, in the
   // same order as the other calls, so it supersedes everything before it.
+  // With lower tiers, OnBlockMoved calls for their blocks follow it.
   virtual void OnSnapshot(std::span<const BlockHash> hashes) {}
 };
 

@@ -90,6 +90,7 @@ Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
   running_.pop_back();
   kv_.Free(*victim);
   victim->draft.clear();
+  victim->kv_load_tried = false;  // its blocks may go down a tier before it returns
   victim->state = RequestState::kWaiting;
   ++victim->num_preemptions;
   ++num_preemptions_;
@@ -100,9 +101,19 @@ Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
 
 void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
   if (config_.static_batching && !running_.empty()) return;
-  while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
-    Request* req = *waiting_.begin();
+  for (auto it = waiting_.begin();
+       it != waiting_.end() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs;) {
+    Request* req = *it;
+    if (req->kv_loading) {  // its prefix is still coming back from disk: the others go ahead
+      ++it;
+      continue;
+    }
     kv_.AcquireCachedPrefix(*req);
+    if (req->kv_loading || req->kv_awaits_disk) {  // the lookup started that load, or waits to
+      kv_.Free(*req);
+      ++it;
+      continue;
+    }
     const int32_t n = std::min(req->num_pending_tokens(), budget);
     // Admit only while every running request keeps a block to grow into:
     // admitting into the last free blocks only buys a preemption (and its
@@ -112,7 +123,7 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
       kv_.Free(*req);  // give the blocks and the cached prefix back; try again next step
       break;
     }
-    waiting_.erase(waiting_.begin());
+    it = waiting_.erase(it);
     kv_.RecordAdmission(*req);
     req->state = RequestState::kRunning;
     running_.push_back(req);

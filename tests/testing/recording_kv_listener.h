@@ -1,6 +1,6 @@
 // A KvEventListener that records every call in order and keeps the view a
 // subscriber would build from them (the set of hashes stored and not yet
-// removed), like the cachemanager does. Calls that no correct pool makes —
+// removed, with the tier each one is best held in), like the cachemanager does. Calls that no correct pool makes —
 // storing a hash already live, removing one that is not — are collected in
 // errors() instead of aborting, so tests can report them.
 //
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/block_hash.h"
 #include "engine/kv/kv_event_listener.h"
@@ -21,14 +22,18 @@
 namespace kvfleet::testing {
 
 struct KvEvent {
-  enum class Kind { kStored, kRemoved, kCleared };
+  enum class Kind { kStored, kRemoved, kCleared, kMoved };
   Kind kind = Kind::kCleared;
-  BlockHash hash;                   // kStored, kRemoved
-  std::optional<BlockHash> parent;  // kStored
+  BlockHash hash;                   // kStored, kRemoved, kMoved
+  std::optional<BlockHash> parent;  // kStored, kMoved
+  KvTier tier = KvTier::kDevice;    // kMoved
 
   static KvEvent Stored(const BlockHash& h, const std::optional<BlockHash>& p) { return {Kind::kStored, h, p}; }
   static KvEvent Removed(const BlockHash& h) { return {Kind::kRemoved, h, std::nullopt}; }
   static KvEvent Cleared() { return {Kind::kCleared, BlockHash{}, std::nullopt}; }
+  static KvEvent Moved(const BlockHash& h, const std::optional<BlockHash>& p, KvTier t) {
+    return {Kind::kMoved, h, p, t};
+  }
 
   bool operator==(const KvEvent&) const = default;
   friend std::ostream& operator<<(std::ostream& os, const KvEvent& e) {
@@ -39,6 +44,8 @@ struct KvEvent {
         return os << "Removed(" << e.hash.ToHex() << ")";
       case Kind::kCleared:
         return os << "Cleared";
+      case Kind::kMoved:
+        return os << "Moved(" << e.hash.ToHex() << " to " << KvTierName(e.tier) << ")";
     }
     return os;
   }
@@ -48,15 +55,27 @@ class RecordingKvListener : public engine::KvEventListener {
  public:
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override {
     events_.push_back(KvEvent::Stored(hash, parent));
-    if (!live_.insert(hash).second) errors_.push_back("stored twice without removal: " + hash.ToHex());
+    // A block held below the device may be stored again (loaded back).
+    const auto [it, added] = tier_of_.try_emplace(hash, KvTier::kDevice);
+    if (!added && it->second == KvTier::kDevice) errors_.push_back("stored twice without removal: " + hash.ToHex());
+    it->second = KvTier::kDevice;
+    live_.insert(hash);
   }
   void OnBlockRemoved(const BlockHash& hash) override {
     events_.push_back(KvEvent::Removed(hash));
+    tier_of_.erase(hash);
     if (live_.erase(hash) == 0) errors_.push_back("removed but not stored: " + hash.ToHex());
+  }
+  // A move may also be a block's first announcement (a restart's disk tier).
+  void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) override {
+    events_.push_back(KvEvent::Moved(hash, parent, tier));
+    tier_of_[hash] = tier;
+    live_.insert(hash);
   }
   void OnAllCleared() override {
     events_.push_back(KvEvent::Cleared());
     live_.clear();
+    tier_of_.clear();
   }
   void OnSnapshot(std::span<const BlockHash> hashes) override {
     snapshots_.emplace_back(hashes.begin(), hashes.end());
@@ -65,8 +84,13 @@ class RecordingKvListener : public engine::KvEventListener {
   const std::vector<std::vector<BlockHash>>& snapshots() const { return snapshots_; }
 
   const std::vector<KvEvent>& events() const { return events_; }
-  // Stored minus removed since the last clear.
+  // Stored (at any tier) minus removed since the last clear.
   const absl::flat_hash_set<BlockHash>& live() const { return live_; }
+  // The best tier a live hash was last announced in; nullopt when not live.
+  std::optional<KvTier> tier_of(const BlockHash& hash) const {
+    const auto it = tier_of_.find(hash);
+    return it == tier_of_.end() ? std::nullopt : std::optional<KvTier>(it->second);
+  }
   const std::vector<std::string>& errors() const { return errors_; }
   void ClearEvents() { events_.clear(); }
 
@@ -74,6 +98,7 @@ class RecordingKvListener : public engine::KvEventListener {
   std::vector<KvEvent> events_;
   std::vector<std::vector<BlockHash>> snapshots_;
   absl::flat_hash_set<BlockHash> live_;
+  absl::flat_hash_map<BlockHash, KvTier> tier_of_;
   std::vector<std::string> errors_;
 };
 

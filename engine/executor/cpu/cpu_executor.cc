@@ -1,6 +1,7 @@
 #include "engine/executor/cpu/cpu_executor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -128,6 +129,36 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   forward_(ops, config_, model_.weights(), StepOf(batch, config_), activations_);
   return ForwardOutput{.vocab_size = info_.vocab_size, .num_rows = batch.num_logits_rows(),
                        .logits = activations_.logits};
+}
+
+// A block is one contiguous piece of each layer's K and V (the layout's
+// regions of its kv heads), so a copy is 2 × layers memcpys.
+absl::Status CpuExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
+  RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, out.size()));
+  const kernels::KvCacheLayout one = KvLayoutFor(config_, options_, 1);
+  const size_t piece = static_cast<size_t>(one.BytesPerLayer());
+  const size_t at = static_cast<size_t>(block.value()) * piece;
+  uint8_t* dst = out.data();
+  for (size_t l = 0; l < k_layers_.size(); ++l) {
+    std::memcpy(dst, k_layers_[l] + at, piece);
+    std::memcpy(dst + piece, v_layers_[l] + at, piece);
+    dst += 2 * piece;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) {
+  RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, in.size()));
+  const kernels::KvCacheLayout one = KvLayoutFor(config_, options_, 1);
+  const size_t piece = static_cast<size_t>(one.BytesPerLayer());
+  const size_t at = static_cast<size_t>(block.value()) * piece;
+  const uint8_t* src = in.data();
+  for (size_t l = 0; l < k_layers_.size(); ++l) {
+    std::memcpy(k_layers_[l] + at, src, piece);
+    std::memcpy(v_layers_[l] + at, src + piece, piece);
+    src += 2 * piece;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kvfleet::engine

@@ -42,6 +42,8 @@ class CpuExecutor : public ModelExecutor {
   absl::StatusOr<DeviceFreeMemory> FreeMemory() const override;
   absl::Status AllocateKvCache(int64_t num_blocks) override;
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
+  absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
+  absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
 
  private:
   CpuExecutor(const model::Model& model, const ExecutorOptions& options);

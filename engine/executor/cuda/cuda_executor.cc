@@ -276,5 +276,37 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
                        .logits = logits_host_.as<float>()};
 }
 
+// A block is one contiguous piece of each layer's K and V: 2 × layers
+// copies on the stream into (or out of) one host buffer, then one
+// synchronization.
+absl::Status CudaExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
+  RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, out.size()));
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  const size_t piece = static_cast<size_t>(KvLayoutFor(config_, options_, 1).BytesPerLayer());
+  const size_t at = static_cast<size_t>(block.value()) * piece;
+  uint8_t* dst = out.data();
+  for (size_t l = 0; l < k_layers_.size(); ++l) {
+    RETURN_IF_ERROR(cu::CopyToHost(dst, k_layers_[l] + at, piece, stream_));
+    RETURN_IF_ERROR(cu::CopyToHost(dst + piece, v_layers_[l] + at, piece, stream_));
+    dst += 2 * piece;
+  }
+  return cu::Synchronize(stream_);
+}
+
+absl::Status CudaExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) {
+  RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, in.size()));
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  const size_t piece = static_cast<size_t>(KvLayoutFor(config_, options_, 1).BytesPerLayer());
+  const size_t at = static_cast<size_t>(block.value()) * piece;
+  const uint8_t* src = in.data();
+  for (size_t l = 0; l < k_layers_.size(); ++l) {
+    RETURN_IF_ERROR(cu::CopyToDevice(k_layers_[l] + at, src, piece, stream_));
+    RETURN_IF_ERROR(cu::CopyToDevice(v_layers_[l] + at, src + piece, piece, stream_));
+    src += 2 * piece;
+  }
+  // The source may be reused as soon as this returns.
+  return cu::Synchronize(stream_);
+}
+
 }  // namespace KVFLEET_CUDA_BUILD
 }  // namespace kvfleet::engine

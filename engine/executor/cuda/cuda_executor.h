@@ -52,6 +52,8 @@ class CudaExecutor : public ModelExecutor {
   absl::StatusOr<DeviceFreeMemory> FreeMemory() const override;
   absl::Status AllocateKvCache(int64_t num_blocks) override;
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
+  absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
+  absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
 
  private:
   // Where each batch array sits in the staging buffer (and its device twin).

@@ -1,0 +1,284 @@
+#include "engine/kv/tiers/kv_tier_manager.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::engine {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::Status KvTierOptions::Validate() const {
+  if (host_bytes < 0) return absl::InvalidArgumentError("the host KV tier's size cannot be negative");
+  if (!disk_dir.empty() && disk_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the disk KV tier at '", disk_dir, "' needs a size (bytes > 0)"));
+  }
+  if (disk_dir.empty() && disk_bytes > 0) {
+    return absl::InvalidArgumentError("a disk KV tier size was given without its directory");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTierOptions& options,
+                                                                     ModelExecutor& executor,
+                                                                     std::string_view model_id,
+                                                                     KvEventListener* next) {
+  RETURN_IF_ERROR(options.Validate());
+  const ExecutorInfo& info = executor.info();
+  if (info.kv_block_bytes <= 0) return absl::InvalidArgumentError("this executor cannot copy KV blocks to lower tiers");
+  std::unique_ptr<KvTierManager> m(new KvTierManager(executor, next));
+  if (options.host_bytes > 0) {
+    const int64_t blocks = options.host_bytes / info.kv_block_bytes;
+    if (blocks < 2) {
+      return absl::InvalidArgumentError(absl::StrCat("the host KV tier needs room for two blocks of ",
+                                                     info.kv_block_bytes, " bytes; ", options.host_bytes,
+                                                     " bytes were given"));
+    }
+    m->host_ = std::make_unique<HostKvTier>(blocks, info.kv_block_bytes);
+    m->counters_.host.capacity_blocks = blocks;
+    m->counters_.host.block_bytes = info.kv_block_bytes;
+  }
+  if (!options.disk_dir.empty()) {
+    // Everything that decides a block's bytes: a file that differs in any
+    // of it was written by another model, kernel or geometry.
+    const std::string identity = absl::StrCat(std::string(model_id), "|", info.numerics, "|block_size=", info.block_size,
+                                              "|block_bytes=", info.kv_block_bytes);
+    ASSIGN_OR_RETURN(m->disk_, DiskKvTier::Open({.dir = options.disk_dir,
+                                                 .identity = identity,
+                                                 .block_bytes = info.kv_block_bytes,
+                                                 .capacity_bytes = options.disk_bytes}));
+    m->counters_.disk.capacity_blocks = m->disk_->capacity_blocks();
+    m->counters_.disk.block_bytes = m->disk_->file_bytes();
+    if (m->host_ == nullptr) m->staging_.resize(static_cast<size_t>(info.kv_block_bytes));
+  }
+  m->UpdateStats();
+  return m;
+}
+
+KvTierManager::KvTierManager(ModelExecutor& executor, KvEventListener* next) : executor_(executor), next_(next) {}
+
+void KvTierManager::Attach(BlockPool& pool) {
+  pool_ = &pool;
+  pool.set_eviction_hook(this);
+}
+
+void KvTierManager::OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) {
+  on_device_[hash] = parent;
+  if (next_ != nullptr) next_->OnBlockStored(hash, parent);
+}
+
+void KvTierManager::OnBlockRemoved(const BlockHash& hash) {
+  const auto it = on_device_.find(hash);
+  const std::optional<BlockHash> parent = it != on_device_.end() ? it->second : std::nullopt;
+  if (it != on_device_.end()) on_device_.erase(it);
+  AnnounceBest(hash, parent);
+}
+
+void KvTierManager::OnAllCleared() {
+  on_device_.clear();
+  if (next_ != nullptr) next_->OnAllCleared();
+  AnnounceLowerBlocks();
+}
+
+void KvTierManager::OnSnapshot(std::span<const BlockHash> hashes) {
+  if (next_ != nullptr) next_->OnSnapshot(hashes);
+  AnnounceLowerBlocks();
+}
+
+void KvTierManager::AnnounceLowerBlocks() {
+  if (next_ == nullptr) return;
+  if (host_ != nullptr) {
+    for (const HostKvTier::Entry& e : host_->Entries()) {
+      if (!on_device_.contains(e.hash)) next_->OnBlockMoved(e.hash, e.parent, KvTier::kHost);
+    }
+  }
+  if (disk_ != nullptr) {
+    for (const DiskKvTier::Entry& e : disk_->Entries()) {
+      if (!on_device_.contains(e.hash) && (host_ == nullptr || !host_->Contains(e.hash))) {
+        next_->OnBlockMoved(e.hash, e.parent, KvTier::kDisk);
+      }
+    }
+  }
+}
+
+void KvTierManager::AnnounceBest(const BlockHash& hash, const std::optional<BlockHash>& parent) {
+  if (next_ == nullptr || on_device_.contains(hash)) return;  // the device copy still serves
+  if (host_ != nullptr && host_->Contains(hash)) {
+    next_->OnBlockMoved(hash, parent, KvTier::kHost);
+  } else if (disk_ != nullptr && disk_->Contains(hash)) {
+    next_->OnBlockMoved(hash, parent, KvTier::kDisk);
+  } else {
+    next_->OnBlockRemoved(hash);
+  }
+}
+
+void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash) {
+  const auto it = on_device_.find(hash);
+  const std::optional<BlockHash> parent = it != on_device_.end() ? it->second : std::nullopt;
+  if (host_ != nullptr) {
+    if (!host_->Touch(hash).empty()) return;  // loaded from here earlier: the copy is still good
+    HostKvTier::Insertion ins = host_->Insert(hash, parent);
+    if (ins.evicted) SpillFromHost(*ins.evicted, ins.slot);
+    if (const absl::Status s = executor_.CopyKvBlockOut(block, ins.slot); !s.ok()) {
+      KVFLEET_LOG_ERROR("KV block to host memory: {}", s.ToString());
+      host_->Erase(hash);
+      return;
+    }
+    counters_.host.bytes_down += host_->block_bytes();
+    return;
+  }
+  if (disk_ != nullptr && !disk_->Contains(hash) && disk_->writable()) {
+    if (const absl::Status s = executor_.CopyKvBlockOut(block, staging_); !s.ok()) {
+      KVFLEET_LOG_ERROR("KV block to disk: {}", s.ToString());
+      return;
+    }
+    WriteToDisk(hash, parent, staging_);
+  }
+}
+
+void KvTierManager::SpillFromHost(const HostKvTier::Entry& entry, std::span<const uint8_t> bytes) {
+  ++counters_.host.evictions;
+  if (disk_ != nullptr && !disk_->Contains(entry.hash) && !on_device_.contains(entry.hash)) {
+    WriteToDisk(entry.hash, entry.parent, bytes);
+  }
+  AnnounceBest(entry.hash, entry.parent);
+}
+
+void KvTierManager::WriteToDisk(const BlockHash& hash, const std::optional<BlockHash>& parent,
+                                std::span<const uint8_t> bytes) {
+  std::vector<DiskKvTier::Entry> evicted;
+  if (!disk_->Write(hash, parent, bytes, &evicted)) return;
+  counters_.disk.bytes_down += disk_->file_bytes();
+  for (const DiskKvTier::Entry& e : evicted) {
+    ++counters_.disk.evictions;
+    AnnounceBest(e.hash, e.parent);
+  }
+}
+
+std::optional<BlockId> KvTierManager::LoadFromHost(const BlockHash& hash) {
+  if (host_ == nullptr || pool_ == nullptr) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  // Touched first: the eviction the allocation may cause pushes out the
+  // host tier's least recently used block, never this one.
+  const std::span<const uint8_t> bytes = host_->Touch(hash);
+  if (bytes.empty()) return std::nullopt;
+  const std::optional<BlockId> block = pool_->Allocate();
+  if (!block) return std::nullopt;
+  if (const absl::Status s = executor_.CopyKvBlockIn(*block, bytes); !s.ok()) {
+    KVFLEET_LOG_ERROR("KV block from host memory: {}", s.ToString());
+    pool_->Release(*block);
+    return std::nullopt;
+  }
+  pool_->Commit(*block, hash, host_->ParentOf(hash));
+  ++counters_.host.hit_blocks;
+  ++counters_.host.loads;
+  counters_.host.bytes_up += host_->block_bytes();
+  counters_.host.load_seconds += SecondsSince(start);
+  return block;
+}
+
+bool KvTierManager::OnDiskOnly(const BlockHash& hash) const {
+  return disk_ != nullptr && disk_->Contains(hash) && (host_ == nullptr || !host_->Contains(hash));
+}
+
+void KvTierManager::StartDiskLoad(Request& req, std::vector<BlockHash> hashes) {
+  CHECK(!hashes.empty());
+  Job job{.request = req.id(), .parent = disk_->ParentOf(hashes.front())};
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const std::optional<BlockId> block = pool_->Allocate();
+    CHECK(block.has_value()) << "a disk load was started for more blocks than are free";
+    job.blocks.push_back(*block);
+  }
+  const uint64_t id = next_job_++;
+  jobs_[id] = std::move(job);
+  disk_->Read(id, std::move(hashes));
+  req.kv_loading = true;
+}
+
+std::vector<BlockId> KvTierManager::BlocksInFlight() const {
+  std::vector<BlockId> out;
+  for (const auto& [id, job] : jobs_) out.insert(out.end(), job.blocks.begin(), job.blocks.end());
+  return out;
+}
+
+std::vector<RequestId> KvTierManager::Poll() {
+  std::vector<RequestId> done;
+  if (disk_ != nullptr) {
+    DiskKvTier::Completions c = disk_->TakeCompletions();
+    for (const BlockHash& h : c.failed_writes) {
+      ++counters_.disk.errors;
+      AnnounceBest(h, std::nullopt);
+    }
+    for (DiskKvTier::ReadResult& r : c.reads) {
+      const auto it = jobs_.find(r.job);
+      CHECK(it != jobs_.end()) << "a disk read finished for no load";
+      FinishRead(r, it->second);
+      done.push_back(it->second.request);
+      jobs_.erase(it);
+    }
+  }
+  UpdateStats();
+  return done;
+}
+
+void KvTierManager::FinishRead(DiskKvTier::ReadResult& r, Job& job) {
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<BlockHash> parent = job.parent;
+  size_t filled = 0;
+  for (; filled < r.blocks.size(); ++filled) {
+    const BlockHash& hash = r.hashes[filled];
+    const BlockId block = job.blocks[filled];
+    if (filled > 0) parent = r.hashes[filled - 1];
+    if (pool_->IsCached(hash)) continue;  // computed again meanwhile
+    if (const absl::Status s = executor_.CopyKvBlockIn(block, r.blocks[filled]); !s.ok()) {
+      KVFLEET_LOG_ERROR("KV block from disk: {}", s.ToString());
+      break;
+    }
+    pool_->Commit(block, hash, parent);
+    ++counters_.disk.hit_blocks;
+    counters_.disk.bytes_up += static_cast<int64_t>(r.blocks[filled].size());
+  }
+  // The last first, as a request frees: under pressure a prefix's tail is
+  // evicted before its head. Blocks not filled go back empty.
+  for (auto it = job.blocks.rbegin(); it != job.blocks.rend(); ++it) pool_->Release(*it);
+  ++counters_.disk.loads;
+  counters_.disk.load_seconds += r.seconds + SecondsSince(start);
+  if (r.error.ok() || r.blocks.size() >= r.hashes.size()) return;
+  const BlockHash& failed = r.hashes[r.blocks.size()];
+  // A file gone (evicted meanwhile) is a plain miss; one that reads back
+  // wrong is damage: never used, deleted, counted.
+  if (!absl::IsNotFound(r.error)) {
+    ++counters_.disk.errors;
+    KVFLEET_LOG_WARN("disk KV tier: block {} unusable ({}); it will be recomputed", failed.ToHex(),
+                     r.error.ToString());
+  }
+  const std::optional<BlockHash> failed_parent = disk_->Contains(failed) ? disk_->ParentOf(failed) : std::nullopt;
+  disk_->Forget(failed);
+  AnnounceBest(failed, failed_parent);
+}
+
+void KvTierManager::UpdateStats() {
+  if (host_ != nullptr) counters_.host.blocks = host_->num_blocks();
+  if (disk_ != nullptr) {
+    counters_.disk.blocks = disk_->num_blocks();
+    counters_.disk.writable = disk_->writable();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  published_ = counters_;
+}
+
+KvTierStats KvTierManager::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return published_;
+}
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,65 @@
+#include "engine/kv/tiers/kv_block_file.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace kvfleet::engine {
+namespace {
+
+constexpr char kIdentity[] = "SmolLM2|cpu/1|block_size=16|block_bytes=64";
+
+class KvBlockFileTest : public ::testing::Test {
+ protected:
+  KvBlockFileTest() : payload_(64) { std::iota(payload_.begin(), payload_.end(), 3); }
+  const BlockHash hash_{.hi = 0x1234, .lo = 0x5678};
+  const BlockHash parent_{.hi = 0x9, .lo = 0x10};
+  std::vector<uint8_t> payload_;
+};
+
+TEST_F(KvBlockFileTest, RoundTripsPayloadHashAndParent) {
+  const std::vector<uint8_t> file = EncodeKvBlockFile(kIdentity, hash_, parent_, payload_);
+  EXPECT_EQ(file.size(), KvBlockHeaderBytes(kIdentity) + payload_.size());
+  auto header = DecodeKvBlockHeader(kIdentity, file);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->hash, hash_);
+  EXPECT_EQ(header->parent, parent_);
+  EXPECT_EQ(header->payload_bytes, 64u);
+  auto payload = DecodeKvBlockFile(kIdentity, hash_, 64, file);
+  ASSERT_TRUE(payload.ok()) << payload.status();
+  EXPECT_EQ(std::vector<uint8_t>(payload->begin(), payload->end()), payload_);
+  // A first block has no parent.
+  auto root = DecodeKvBlockHeader(kIdentity, EncodeKvBlockFile(kIdentity, hash_, std::nullopt, payload_));
+  ASSERT_TRUE(root.ok());
+  EXPECT_FALSE(root->parent.has_value());
+}
+
+TEST_F(KvBlockFileTest, AnyFlippedByteIsRefused) {
+  const std::vector<uint8_t> file = EncodeKvBlockFile(kIdentity, hash_, parent_, payload_);
+  for (size_t i = 0; i < file.size(); ++i) {
+    std::vector<uint8_t> bad = file;
+    bad[i] ^= 0x40;
+    EXPECT_FALSE(DecodeKvBlockFile(kIdentity, hash_, 64, bad).ok()) << "byte " << i << " flipped was accepted";
+  }
+}
+
+TEST_F(KvBlockFileTest, TruncatedForeignAndOtherHashesAreRefusedByName) {
+  const std::vector<uint8_t> file = EncodeKvBlockFile(kIdentity, hash_, parent_, payload_);
+  const std::span<const uint8_t> whole(file);
+  auto truncated = DecodeKvBlockFile(kIdentity, hash_, 64, whole.first(file.size() - 1));
+  EXPECT_TRUE(absl::IsDataLoss(truncated.status())) << truncated.status();
+  auto short_header = DecodeKvBlockHeader(kIdentity, whole.first(20));
+  EXPECT_TRUE(absl::IsDataLoss(short_header.status())) << short_header.status();
+  auto foreign = DecodeKvBlockFile("Qwen|cpu/1|block_size=16|block_bytes=64", hash_, 64, file);
+  EXPECT_TRUE(absl::IsFailedPrecondition(foreign.status())) << foreign.status();
+  EXPECT_NE(foreign.status().message().find("SmolLM2"), std::string::npos) << foreign.status();
+  auto other = DecodeKvBlockFile(kIdentity, parent_, 64, file);
+  EXPECT_TRUE(absl::IsNotFound(other.status())) << other.status();
+  auto size = DecodeKvBlockFile(kIdentity, hash_, 65, file);
+  EXPECT_TRUE(absl::IsDataLoss(size.status())) << size.status();
+  std::vector<uint8_t> junk(100, 'x');
+  EXPECT_TRUE(absl::IsDataLoss(DecodeKvBlockHeader(kIdentity, junk).status()));
+}
+
+}  // namespace
+}  // namespace kvfleet::engine

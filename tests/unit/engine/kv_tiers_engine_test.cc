@@ -1,0 +1,264 @@
+// The engine with host-memory and disk tiers below its device cache: blocks
+// the device evicts come back from a lower tier, bit-identical, so tokens
+// with tiers equal tokens without (greedy and seeded, preempted too); a
+// restarted engine serves hits from the disk tier a previous one left; a
+// damaged, foreign or other tenant's file is never a hit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/engine.h"
+#include "engine/kv/tiers/kv_tier_manager.h"
+#include "tests/testing/collecting_sink.h"
+#include "tests/testing/recording_kv_listener.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_executor.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::engine {
+namespace {
+
+using ::kvfleet::testing::CollectingSink;
+
+constexpr int32_t kBlockSize = 4;
+constexpr int kConversations = 6;
+constexpr int kPrefixTokens = 40;  // ten full blocks
+
+class KvTiersEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new kvfleet::testing::TempDir();
+    ASSERT_TRUE(
+        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 23}), dir_->Path("t.gguf")).ok());
+    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete dir_;
+  }
+
+  struct Result {
+    std::map<uint64_t, std::vector<model::TokenId>> tokens;
+    std::map<uint64_t, int32_t> cached_tokens;
+    EngineStats stats;
+    KvTierStats tiers;
+  };
+
+  // Conversation c's opening (its own 40-token prefix and a question), or
+  // its follow-up (the same prefix, another question). Odd conversations
+  // sample with a seed.
+  static EngineRequest Turn(int c, bool follow_up, const std::string& salt = "") {
+    EngineRequest r{.id = RequestId(static_cast<uint64_t>(c + 1 + (follow_up ? 100 : 0)))};
+    for (int i = 0; i < kPrefixTokens; ++i) r.prompt.push_back(static_cast<model::TokenId>((c * 53 + i * 7 + 3) % 280));
+    for (int i = 0; i < 3; ++i) r.prompt.push_back(static_cast<model::TokenId>((follow_up ? 200 : 100) + c + i));
+    r.stopping = {.max_tokens = 8, .ignore_eos = true};
+    r.sampling = c % 2 ? SamplingParams{.temperature = 0.9f, .top_k = 40, .seed = static_cast<uint64_t>(c) * 17}
+                       : SamplingParams{.temperature = 0.0f};
+    r.cache_salt = salt;
+    return r;
+  }
+
+  static std::vector<EngineRequest> Openings(const std::string& salt = "") {
+    std::vector<EngineRequest> out;
+    for (int c = 0; c < kConversations; ++c) out.push_back(Turn(c, false, salt));
+    return out;
+  }
+  static std::vector<EngineRequest> FollowUps(const std::string& salt = "") {
+    std::vector<EngineRequest> out;
+    for (int c = 0; c < kConversations; ++c) out.push_back(Turn(c, true, salt));
+    return out;
+  }
+
+  // Runs `requests` to completion on a fresh engine (and tiers, if any).
+  // max_num_seqs 1 serves them one after another, so by a follow-up's turn
+  // the device (24 blocks: under two conversations) has evicted its prefix.
+  static Result RunAll(const std::vector<EngineRequest>& requests, const KvTierOptions& tiers,
+                       SchedulerConfig config = {.max_num_batched_tokens = 64, .max_num_seqs = 1},
+                       int64_t num_blocks = 24, const std::string& model_id = "tiny",
+                       kvfleet::testing::RecordingKvListener* listener = nullptr) {
+    auto executor = testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
+    std::unique_ptr<KvTierManager> manager;
+    EngineOptions options{.model_id = model_id, .scheduler = config};
+    if (tiers.enabled()) {
+      auto made = KvTierManager::Create(tiers, *executor, model_id, listener);
+      EXPECT_TRUE(made.ok()) << made.status();
+      if (!made.ok()) return {};
+      manager = std::move(*made);
+      options.kv_tiers = manager.get();
+    }
+    Result result;
+    {
+      Engine engine(*executor, options, listener);
+      std::map<uint64_t, CollectingSink> sinks;
+      for (const EngineRequest& r : requests) EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
+      int steps = 0;
+      while (engine.HasWork()) {
+        EXPECT_TRUE(engine.Step().ok());
+        const absl::Status audit = engine.AuditBlocks();
+        EXPECT_TRUE(audit.ok()) << audit;
+        if (!audit.ok() || ++steps > 200000) break;
+      }
+      for (auto& [id, sink] : sinks) {
+        EXPECT_TRUE(sink.finished()) << "request " << id;
+        result.tokens[id] = sink.tokens();
+        result.cached_tokens[id] = sink.usage().cached_prompt_tokens;
+      }
+      result.stats = engine.Stats();
+    }
+    if (manager != nullptr) result.tiers = manager->stats();
+    return result;
+  }
+
+  static std::vector<EngineRequest> Both(const std::string& salt = "") {
+    std::vector<EngineRequest> all = Openings(salt);
+    for (EngineRequest& r : FollowUps(salt)) all.push_back(r);
+    return all;
+  }
+
+  // Tokens with no tier and a cache big enough to never evict.
+  static const Result& Reference() {
+    static const Result* reference =
+        new Result(RunAll(Both(), {}, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, /*num_blocks=*/256));
+    return *reference;
+  }
+
+  static kvfleet::testing::TempDir* dir_;
+  static model::Model* model_;
+};
+
+kvfleet::testing::TempDir* KvTiersEngineTest::dir_ = nullptr;
+model::Model* KvTiersEngineTest::model_ = nullptr;
+
+// Room for `blocks` blocks of the tiny model (a disk file's header included).
+int64_t TierBytes(int64_t blocks) {
+  static const int64_t block_bytes = [] {
+    kvfleet::testing::TempDir dir;
+    EXPECT_TRUE(tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 23}), dir.Path("t.gguf")).ok());
+    auto model = model::Model::Load(dir.Path("t.gguf"));
+    return testing::NewTinyExecutor(**model, 1, kBlockSize, 1)->info().kv_block_bytes;
+  }();
+  return blocks * (block_bytes + 256);
+}
+
+TEST_F(KvTiersEngineTest, WithoutTiersTheFollowUpsRecomputeTheirPrefixes) {
+  const Result plain = RunAll(Both(), {});
+  EXPECT_EQ(plain.tokens, Reference().tokens);
+  for (int c = 0; c < kConversations; ++c) EXPECT_EQ(plain.cached_tokens.at(c + 101), 0) << "conversation " << c;
+  for (int c = 0; c < kConversations; ++c) EXPECT_EQ(Reference().cached_tokens.at(c + 101), kPrefixTokens);
+}
+
+TEST_F(KvTiersEngineTest, HostTierServesEvictedPrefixesBitIdentically) {
+  kvfleet::testing::RecordingKvListener listener;
+  const Result host = RunAll(Both(), {.host_bytes = TierBytes(200)}, {.max_num_batched_tokens = 64, .max_num_seqs = 1},
+                             24, "tiny", &listener);
+  EXPECT_EQ(host.tokens, Reference().tokens);
+  for (int c = 0; c < kConversations; ++c) EXPECT_EQ(host.cached_tokens.at(c + 101), kPrefixTokens) << c;
+  EXPECT_GE(host.tiers.host.hit_blocks, (kConversations - 2) * kPrefixTokens / kBlockSize);
+  EXPECT_GT(host.tiers.host.bytes_down, 0);
+  EXPECT_EQ(host.tiers.disk.capacity_blocks, 0);
+  EXPECT_TRUE(listener.errors().empty()) << listener.errors().front();
+  int moved_to_host = 0;
+  for (const auto& e : listener.events()) {
+    moved_to_host += e.kind == kvfleet::testing::KvEvent::Kind::kMoved && e.tier == KvTier::kHost;
+  }
+  EXPECT_GT(moved_to_host, 0);
+}
+
+TEST_F(KvTiersEngineTest, DiskTierServesEvictedPrefixesBitIdentically) {
+  kvfleet::testing::TempDir disk;
+  const Result result = RunAll(Both(), {.disk_dir = disk.Path("kv"), .disk_bytes = TierBytes(200)});
+  EXPECT_EQ(result.tokens, Reference().tokens);
+  for (int c = 0; c < kConversations; ++c) EXPECT_EQ(result.cached_tokens.at(c + 101), kPrefixTokens) << c;
+  // Every follow-up's prefix came from a cache; most from the disk (where
+  // the engine's timing lets a block stay on the device, from there).
+  EXPECT_GE(result.tiers.disk.hit_blocks, (kConversations - 2) * kPrefixTokens / kBlockSize);
+  EXPECT_GE(result.tiers.disk.loads, kConversations - 1);
+  EXPECT_EQ(result.tiers.disk.errors, 0);
+}
+
+TEST_F(KvTiersEngineTest, HostSpillsToDiskAndBothServe) {
+  kvfleet::testing::TempDir disk;
+  const Result result =
+      RunAll(Both(), {.host_bytes = TierBytes(12), .disk_dir = disk.Path("kv"), .disk_bytes = TierBytes(200)});
+  EXPECT_EQ(result.tokens, Reference().tokens);
+  for (int c = 0; c < kConversations; ++c) EXPECT_EQ(result.cached_tokens.at(c + 101), kPrefixTokens) << c;
+  EXPECT_GT(result.tiers.host.evictions, 0);
+  EXPECT_GT(result.tiers.disk.hit_blocks, 0);
+  EXPECT_GT(result.tiers.host.hit_blocks, 0);
+}
+
+TEST_F(KvTiersEngineTest, PreemptedRequestsComeBackFromTheHostTierUnchanged) {
+  std::vector<EngineRequest> all = Both();
+  for (EngineRequest& r : all) r.stopping.max_tokens = 24;
+  const Result alone = RunAll(all, {}, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 256);
+  const Result tight = RunAll(all, {.host_bytes = TierBytes(200)},
+                              {.max_num_batched_tokens = 64, .max_num_seqs = 8, .growth_reserve_blocks = 0}, 30);
+  EXPECT_EQ(tight.tokens, alone.tokens);
+  EXPECT_GT(tight.stats.preemptions, 0);
+  EXPECT_GT(tight.tiers.host.hit_blocks, 0);
+}
+
+TEST_F(KvTiersEngineTest, ARestartedEngineServesHitsFromTheDiskTierItWasLeft) {
+  kvfleet::testing::TempDir disk;
+  const KvTierOptions tiers{.disk_dir = disk.Path("kv"), .disk_bytes = TierBytes(200)};
+  // A device of 256 blocks never evicts: only what is written at eviction
+  // reaches the disk, so the first run evicts with a small device.
+  RunAll(Openings(), tiers);
+  kvfleet::testing::RecordingKvListener listener;
+  const Result again = RunAll(FollowUps(), tiers, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 24, "tiny",
+                              &listener);
+  for (int c = 0; c < kConversations; ++c) {
+    EXPECT_EQ(again.tokens.at(c + 101), Reference().tokens.at(c + 101)) << c;
+    // The last conversations' prefixes were still on the device when the
+    // first engine stopped, and went down with it: those are recomputed.
+    if (c < kConversations - 2) {
+      EXPECT_EQ(again.cached_tokens.at(c + 101), kPrefixTokens) << c;
+    }
+  }
+  EXPECT_GE(again.tiers.disk.hit_blocks, (kConversations - 2) * kPrefixTokens / kBlockSize);
+  EXPECT_EQ(again.tiers.disk.errors, 0);
+}
+
+TEST_F(KvTiersEngineTest, DamagedForeignAndOtherTenantsFilesAreNeverHits) {
+  kvfleet::testing::TempDir disk;
+  const KvTierOptions tiers{.disk_dir = disk.Path("kv"), .disk_bytes = TierBytes(200)};
+  RunAll(Openings("tenant-a"), tiers);
+  // Another tenant's follow-ups: its hashes chain from its own salt.
+  const Result other = RunAll(FollowUps("tenant-b"), tiers);
+  EXPECT_EQ(other.tiers.disk.hit_blocks, 0);
+  // Another model id: another identity, so no file is adopted.
+  const Result foreign = RunAll(FollowUps("tenant-a"), tiers, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 24,
+                                "tiny-other");
+  EXPECT_EQ(foreign.tiers.disk.hit_blocks, 0);
+  // Every file damaged: no hit, errors counted, tokens still right.
+  int damaged = 0;
+  for (const auto& e : std::filesystem::directory_iterator(disk.Path("kv"))) {
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-9, std::ios::end);
+    f.put('\x17');
+    ++damaged;
+  }
+  ASSERT_GT(damaged, 0);
+  const Result hurt = RunAll(FollowUps("tenant-a"), tiers);
+  for (int c = 0; c < kConversations; ++c) {
+    const EngineRequest r = Turn(c, true, "tenant-a");
+    EXPECT_EQ(hurt.tokens.at(c + 101), RunAll({r}, {}, {.max_num_batched_tokens = 64}, 256, "tiny").tokens.at(c + 101))
+        << c;
+  }
+  EXPECT_EQ(hurt.tiers.disk.hit_blocks, 0);
+  EXPECT_GT(hurt.tiers.disk.errors, 0);
+}
+
+TEST_F(KvTiersEngineTest, BadTierOptionsAreRefusedByName) {
+  auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 1);
+  auto small = KvTierManager::Create({.host_bytes = 10}, *executor, "tiny", nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(small.status())) << small.status();
+  EXPECT_NE(small.status().message().find("two blocks"), std::string::npos) << small.status();
+  auto sizeless = KvTierManager::Create({.disk_dir = "/tmp/x"}, *executor, "tiny", nullptr);
+  EXPECT_NE(sizeless.status().message().find("needs a size"), std::string::npos) << sizeless.status();
+}
+
+}  // namespace
+}  // namespace kvfleet::engine
