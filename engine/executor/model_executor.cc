@@ -1,5 +1,7 @@
 #include "engine/executor/model_executor.h"
 
+#include <new>
+
 namespace kvfleet::engine {
 
 absl::Status ModelExecutor::CopyKvBlockOut(BlockId, std::span<uint8_t>) {
@@ -8,6 +10,11 @@ absl::Status ModelExecutor::CopyKvBlockOut(BlockId, std::span<uint8_t>) {
 
 absl::Status ModelExecutor::CopyKvBlockIn(BlockId, std::span<const uint8_t>) {
   return absl::UnimplementedError("this executor cannot copy KV blocks in (no lower KV tiers)");
+}
+
+std::shared_ptr<uint8_t> ModelExecutor::AllocateHostMemory(size_t bytes) {
+  // Untouched pages cost nothing until a block lands in them.
+  return std::shared_ptr<uint8_t>(new (std::nothrow) uint8_t[bytes], std::default_delete<uint8_t[]>());
 }
 
 }  // namespace kvfleet::engine

@@ -97,6 +97,10 @@ class ModelExecutor {
   // UNIMPLEMENTED on executors without lower-tier support.
   virtual absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out);
   virtual absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in);
+  // Host memory for a lower KV tier, `bytes` long: page-locked on a GPU
+  // (copies to and from it are DMA), plain on the CPU. Null when there is
+  // not that much.
+  virtual std::shared_ptr<uint8_t> AllocateHostMemory(size_t bytes);
 };
 
 // CreateExecutor's signature (executor_factory.h), for libraries that make

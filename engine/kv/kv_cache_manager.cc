@@ -78,7 +78,8 @@ void KvCacheManager::StartDiskLoad(Request& req, int32_t first, const BlockHash&
   if (room < static_cast<int64_t>(run.size())) run.resize(static_cast<size_t>(std::max<int64_t>(room, 0)));
   if (run.empty()) return;
   req.kv_load_tried = true;
-  tiers_->StartDiskLoad(req, std::move(run));
+  req.kv_loading = true;
+  tiers_->StartDiskLoad(req.id(), std::move(run));
 }
 
 void KvCacheManager::RecordAdmission(Request& req) {

@@ -10,7 +10,6 @@
 
 #include "common/block_hash.h"
 #include "common/ids.h"
-#include "engine/request.h"
 
 namespace kvfleet::engine {
 
@@ -23,11 +22,11 @@ class LowerKvTiers {
   virtual std::optional<BlockId> LoadFromHost(const BlockHash& hash) = 0;
   // Whether the disk tier holds it (and host memory does not).
   virtual bool OnDiskOnly(const BlockHash& hash) const = 0;
-  // Starts reading `hashes` (consecutive blocks of `req`'s prefix, each on
-  // disk only) in the background into device blocks it allocates now (the
-  // pool must have that many free): req.kv_loading until the engine
-  // finishes the load.
-  virtual void StartDiskLoad(Request& req, std::vector<BlockHash> hashes) = 0;
+  // Starts reading `hashes` (consecutive blocks of request `id`'s prefix,
+  // each on disk only) in the background into device blocks it allocates
+  // now (the pool must have that many free); the request waits until the
+  // engine finishes the load.
+  virtual void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) = 0;
   virtual bool loads_in_flight() const = 0;
 
 };

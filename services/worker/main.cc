@@ -143,6 +143,14 @@ absl::Status Run(const WorkerOptions& o) {
                                 .channel = transport::PeerChannelOptions(o.transport),
                                 .fault_drop_event_batch = o.fault_drop_event_batch});
   }
+  // The tiers sit between the engine's pool and the publisher.
+  std::unique_ptr<engine::KvTierManager> tiers;
+  if (o.kv_tiers.enabled()) {
+    ASSIGN_OR_RETURN(tiers, engine::KvTierManager::Create(o.kv_tiers, *m.executor, o.model_id, publisher.get()));
+    const engine::KvTierStats t = tiers->stats();
+    KVFLEET_LOG_INFO("KV tiers below the device: host {} blocks, disk {} blocks ({} adopted)", t.host.capacity_blocks,
+                     t.disk.capacity_blocks, t.disk.blocks);
+  }
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,
                          .scheduler = m.scheduler,
@@ -151,10 +159,16 @@ absl::Status Run(const WorkerOptions& o) {
                          .max_waiting_requests = o.max_waiting_requests,
                          .step_observer = &metrics,
                          .proposers = m.proposers->pointers(),
-                         .speculation = o.speculation},
+                         .speculation = o.speculation,
+                         .kv_tiers = tiers.get()},
                         publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
+  std::shared_ptr<KvTierStatsCollector> tier_stats;
+  if (tiers != nullptr) {
+    tier_stats = std::make_shared<KvTierStatsCollector>([t = tiers.get()] { return t->stats(); });
+    exposer->RegisterCollectable(tier_stats);
+  }
   auto grammar_stats = std::make_shared<GrammarStatsCollector>(*m.grammar);
   exposer->RegisterCollectable(grammar_stats);
   service.SetGrammarCompiler(m.grammar.get());
@@ -188,6 +202,7 @@ absl::Status Run(const WorkerOptions& o) {
   watchdog.Stop();
   if (publisher) publisher->Stop();
   exposer->RemoveCollectable(engine_stats);  // no scrape may read the engine past here
+  if (tier_stats) exposer->RemoveCollectable(tier_stats);
   engine.Stop();
   KVFLEET_LOG_INFO("stopped");
   return absl::OkStatus();

@@ -308,5 +308,12 @@ absl::Status CudaExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t>
   return cu::Synchronize(stream_);
 }
 
+std::shared_ptr<uint8_t> CudaExecutor::AllocateHostMemory(size_t bytes) {
+  if (!cu::SetDevice(options_.device.index).ok()) return nullptr;
+  absl::StatusOr<void*> p = cu::MallocHost(bytes);
+  if (!p.ok()) return nullptr;
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(*p), [](uint8_t* q) { cu::FreeHost(q); });
+}
+
 }  // namespace KVFLEET_CUDA_BUILD
 }  // namespace kvfleet::engine

@@ -54,6 +54,7 @@ class CudaExecutor : public ModelExecutor {
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
   absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
   absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
+  std::shared_ptr<uint8_t> AllocateHostMemory(size_t bytes) override;
 
  private:
   // Where each batch array sits in the staging buffer (and its device twin).

@@ -4,12 +4,14 @@
 
 namespace kvfleet::engine {
 
-HostKvTier::HostKvTier(int64_t capacity_blocks, int64_t block_bytes)
-    : capacity_(capacity_blocks), block_bytes_(block_bytes) {
+HostKvTier::HostKvTier(int64_t capacity_blocks, int64_t block_bytes, std::shared_ptr<uint8_t> storage)
+    : capacity_(capacity_blocks), block_bytes_(block_bytes), storage_(std::move(storage)) {
   CHECK_GE(capacity_blocks, 2) << "a host KV tier needs at least two blocks";
   CHECK_GT(block_bytes, 0);
-  // Untouched pages cost nothing until a block lands in them.
-  storage_.reset(new uint8_t[static_cast<size_t>(capacity_blocks * block_bytes)]);
+  if (storage_ == nullptr) {
+    storage_ = std::shared_ptr<uint8_t>(new uint8_t[static_cast<size_t>(capacity_blocks * block_bytes)],
+                                        std::default_delete<uint8_t[]>());
+  }
   free_slots_.reserve(static_cast<size_t>(capacity_blocks));
   for (int64_t i = capacity_blocks - 1; i >= 0; --i) free_slots_.push_back(i);
 }

@@ -38,8 +38,9 @@ class HostKvTier {
   };
 
   // capacity_blocks >= 2 (a load touches its block before the eviction it
-  // may cause, so two slots always keep it).
-  HostKvTier(int64_t capacity_blocks, int64_t block_bytes);
+  // may cause, so two slots always keep it). `storage` holds
+  // capacity_blocks × block_bytes bytes (null: allocated here).
+  HostKvTier(int64_t capacity_blocks, int64_t block_bytes, std::shared_ptr<uint8_t> storage = nullptr);
 
   int64_t capacity_blocks() const { return capacity_; }
   int64_t num_blocks() const { return static_cast<int64_t>(index_.size()); }
@@ -67,7 +68,7 @@ class HostKvTier {
 
   int64_t capacity_;
   int64_t block_bytes_;
-  std::unique_ptr<uint8_t[]> storage_;
+  std::shared_ptr<uint8_t> storage_;
   std::list<Slot> lru_;  // least recently used first
   absl::flat_hash_map<BlockHash, std::list<Slot>::iterator> index_;
   std::vector<int64_t> free_slots_;

@@ -43,7 +43,12 @@ absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTie
                                                      info.kv_block_bytes, " bytes; ", options.host_bytes,
                                                      " bytes were given"));
     }
-    m->host_ = std::make_unique<HostKvTier>(blocks, info.kv_block_bytes);
+    std::shared_ptr<uint8_t> storage = executor.AllocateHostMemory(static_cast<size_t>(blocks * info.kv_block_bytes));
+    if (storage == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat("no host memory for a KV tier of ", options.host_bytes,
+                                                       " bytes; lower --kv-host-memory"));
+    }
+    m->host_ = std::make_unique<HostKvTier>(blocks, info.kv_block_bytes, std::move(storage));
     m->counters_.host.capacity_blocks = blocks;
     m->counters_.host.block_bytes = info.kv_block_bytes;
   }
@@ -190,18 +195,17 @@ bool KvTierManager::OnDiskOnly(const BlockHash& hash) const {
   return disk_ != nullptr && disk_->Contains(hash) && (host_ == nullptr || !host_->Contains(hash));
 }
 
-void KvTierManager::StartDiskLoad(Request& req, std::vector<BlockHash> hashes) {
+void KvTierManager::StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) {
   CHECK(!hashes.empty());
-  Job job{.request = req.id(), .parent = disk_->ParentOf(hashes.front())};
+  Job job{.request = id, .parent = disk_->ParentOf(hashes.front())};
   for (size_t i = 0; i < hashes.size(); ++i) {
     const std::optional<BlockId> block = pool_->Allocate();
     CHECK(block.has_value()) << "a disk load was started for more blocks than are free";
     job.blocks.push_back(*block);
   }
-  const uint64_t id = next_job_++;
-  jobs_[id] = std::move(job);
-  disk_->Read(id, std::move(hashes));
-  req.kv_loading = true;
+  const uint64_t job_id = next_job_++;
+  jobs_[job_id] = std::move(job);
+  disk_->Read(job_id, std::move(hashes));
 }
 
 std::vector<BlockId> KvTierManager::BlocksInFlight() const {

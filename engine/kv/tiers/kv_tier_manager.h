@@ -118,7 +118,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   // LowerKvTiers.
   std::optional<BlockId> LoadFromHost(const BlockHash& hash) override;
   bool OnDiskOnly(const BlockHash& hash) const override;
-  void StartDiskLoad(Request& req, std::vector<BlockHash> hashes) override;
+  void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) override;
   // The device blocks the loads in flight fill (one reference each), for
   // the engine's audit.
   std::vector<BlockId> BlocksInFlight() const;

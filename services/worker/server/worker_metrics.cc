@@ -157,6 +157,49 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   return std::move(out).Take();
 }
 
+std::vector<prometheus::MetricFamily> KvTierStatsCollector::Collect() const {
+  const engine::KvTierStats s = stats_();
+  transport::ScrapeFamilies out;
+  auto blocks = out.Family("kvfleet_worker_kv_tier_blocks", "KV blocks held below the device, by tier",
+                           prometheus::MetricType::Gauge);
+  auto capacity = out.Family("kvfleet_worker_kv_tier_capacity_blocks", "Blocks each lower KV tier can hold",
+                             prometheus::MetricType::Gauge);
+  auto bytes = out.Family("kvfleet_worker_kv_tier_bytes", "Bytes of KV held below the device, by tier",
+                          prometheus::MetricType::Gauge);
+  auto hits = out.Family("kvfleet_worker_kv_tier_hit_blocks_total",
+                         "Blocks a prefix lookup brought back to the device from a lower tier",
+                         prometheus::MetricType::Counter);
+  auto loads = out.Family("kvfleet_worker_kv_tier_loads_total",
+                          "Loads from a lower tier (host: one per block; disk: one per background read)",
+                          prometheus::MetricType::Counter);
+  auto load_seconds = out.Family("kvfleet_worker_kv_tier_load_seconds_total", "Time spent loading from a lower tier",
+                                 prometheus::MetricType::Counter);
+  auto moved = out.Family("kvfleet_worker_kv_tier_bytes_moved_total",
+                          "Bytes written down into a tier or read back up from it", prometheus::MetricType::Counter);
+  auto evictions = out.Family("kvfleet_worker_kv_tier_evictions_total", "Blocks a full lower tier dropped",
+                              prometheus::MetricType::Counter);
+  for (const auto& [name, t] : {std::pair<const char*, engine::KvTierCounters>{"host", s.host}, {"disk", s.disk}}) {
+    if (t.capacity_blocks == 0) continue;  // this tier is off
+    const std::vector<prometheus::ClientMetric::Label> tier = {{"tier", name}};
+    blocks.Add(static_cast<double>(t.blocks), tier);
+    capacity.Add(static_cast<double>(t.capacity_blocks), tier);
+    bytes.Add(static_cast<double>(t.blocks * t.block_bytes), tier);
+    hits.Add(static_cast<double>(t.hit_blocks), tier);
+    loads.Add(static_cast<double>(t.loads), tier);
+    load_seconds.Add(t.load_seconds, tier);
+    moved.Add(static_cast<double>(t.bytes_down), {{"tier", name}, {"direction", "down"}});
+    moved.Add(static_cast<double>(t.bytes_up), {{"tier", name}, {"direction", "up"}});
+    evictions.Add(static_cast<double>(t.evictions), tier);
+  }
+  if (s.disk.capacity_blocks > 0) {
+    out.Counter("kvfleet_worker_kv_disk_errors_total",
+                "Disk tier blocks that read back damaged or foreign, and writes that failed", static_cast<double>(s.disk.errors));
+    out.Gauge("kvfleet_worker_kv_disk_writable", "1 while the disk tier takes writes (0 after a failed write)",
+              s.disk.writable ? 1.0 : 0.0);
+  }
+  return std::move(out).Take();
+}
+
 std::vector<prometheus::MetricFamily> EngineProgressCollector::Collect() const {
   const EngineProgress p = progress_();
   transport::ScrapeFamilies out;

@@ -89,6 +89,18 @@ class EngineStatsCollector : public prometheus::Collectable {
   std::function<engine::EngineStats()> stats_;
 };
 
+// The KV tiers below the device cache, read at scrape time: per tier
+// (host, disk) blocks and bytes held, capacity, hits, loads and their time,
+// bytes moved each way, evictions, and the disk's errors and state.
+class KvTierStatsCollector : public prometheus::Collectable {
+ public:
+  explicit KvTierStatsCollector(std::function<engine::KvTierStats()> stats) : stats_(std::move(stats)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<engine::KvTierStats()> stats_;
+};
+
 // The health watchdog's view, read at scrape time: how long the engine has
 // gone without progress while it has work, and whether that is a stall.
 class EngineProgressCollector : public prometheus::Collectable {

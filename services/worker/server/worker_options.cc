@@ -32,6 +32,12 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                and fp8_e4m3 hold about twice the tokens in the same memory, but change tokens
                                (numerics identity +kv-int8, +kv-fp8_e4m3) and are below the accuracy bar on the
                                project's test models (docs/operations.md, "KV cache formats")
+  --kv-host-memory SIZE        a host-memory tier below the device KV cache (bytes: 8GiB; default 0: none).
+                               Blocks the device evicts go there and come back on a prefix hit instead of
+                               being recomputed; page-locked on a GPU. Counts against the pod's memory limit.
+  --kv-disk-dir DIR            a local-disk tier below that (or below the device): one checksummed file per
+                               block. A restarted worker adopts and announces what it finds there.
+  --kv-disk-size SIZE          the disk tier's bytes (required with --kv-disk-dir)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
@@ -77,7 +83,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       flags::Flags::Parse(args,
                           transport::WithTransportFlags(limits::WithLimitFlags(
                               {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
-                               "cpu-activations", "kv-cache-dtype",
+                               "cpu-activations", "kv-cache-dtype", "kv-host-memory", "kv-disk-dir", "kv-disk-size",
                                "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
                                "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
@@ -95,6 +101,16 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(o.block_size, f.GetInt("block-size", o.block_size));
   ASSIGN_OR_RETURN(o.cpu_activations, engine::ParseCpuActivations(f.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(o.kv_cache_dtype, engine::ParseKvCacheDtype(f.GetString("kv-cache-dtype", "f16")));
+  if (f.Has("kv-host-memory")) {
+    ASSIGN_OR_RETURN(o.kv_tiers.host_bytes, ParseByteSize(f.GetString("kv-host-memory", "")));
+  }
+  o.kv_tiers.disk_dir = f.GetString("kv-disk-dir", "");
+  if (f.Has("kv-disk-size")) {
+    ASSIGN_OR_RETURN(o.kv_tiers.disk_bytes, ParseByteSize(f.GetString("kv-disk-size", "")));
+  }
+  if (absl::Status s = o.kv_tiers.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--kv-host-memory, --kv-disk-dir, --kv-disk-size)"));
+  }
   ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   o.threads = static_cast<int>(threads);
   if (f.Has("max-num-seqs")) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/executor/executor_options.h"
+#include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/spec/proposer_set.h"
 #include "engine/spec/speculation_options.h"
@@ -35,6 +36,7 @@ struct WorkerOptions {
   int threads = 0;               // 0: one per hardware thread
   engine::CpuActivations cpu_activations = engine::CpuActivations::kF32;
   kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
+  engine::KvTierOptions kv_tiers;  // host-memory and disk tiers below the device cache
   // Unset: the device's default (SchedulerConfig::DefaultsFor).
   std::optional<int32_t> max_num_seqs;
   std::optional<int32_t> max_num_batched_tokens;
