@@ -34,10 +34,10 @@ Clock::time_point At(double seconds) {
 
 constexpr char kModelId[] = "sim";
 
-// What a worker's load report says, as the router reads it.
+// What a worker's load report says, as the router reads it, and the
+// router's newest ticket it counts.
 struct LoadSnapshot {
-  int32_t running = 0, waiting = 0, blocks_used = 0, blocks_free = 0, blocks_total = 0;
-  int64_t pending_prefill_tokens = 0;
+  WorkerLoad load;
   uint64_t admitted_ticket = 0;
 };
 
@@ -234,18 +234,17 @@ class Simulation {
     candidates.reserve(workers_.size());
     for (size_t k = 0; k < workers_.size(); ++k) {
       const LoadSnapshot& l = workers_[k]->visible;
-      candidates.push_back({.worker_id = workers_[k]->id,
-                            .endpoint = workers_[k]->id,
-                            .matched_blocks = matched[k],
-                            .running = l.running,
-                            .waiting = l.waiting,
-                            .blocks_used = l.blocks_used,
-                            .blocks_free = l.blocks_total > 0 ? l.blocks_free : workers_[k]->pool.num_blocks(),
-                            .blocks_total = l.blocks_total > 0 ? l.blocks_total : workers_[k]->pool.num_blocks(),
-                            .pending_prefill_tokens = l.pending_prefill_tokens,
-                            .max_num_seqs = o_.cluster.max_num_seqs,
-                            .admitted_ticket = l.admitted_ticket,
-                            .prefill_tokens_per_second = o_.cluster.PeakTokensPerSecond()});
+      router::WorkerCandidate c{.worker_id = workers_[k]->id,
+                                .endpoint = workers_[k]->id,
+                                .matched_blocks = matched[k],
+                                .load = l.load,
+                                .max_num_seqs = o_.cluster.max_num_seqs,
+                                .admitted_ticket = l.admitted_ticket};
+      if (c.load.blocks_total == 0) {  // no report yet: an idle worker
+        c.load.blocks_free = c.load.blocks_total = workers_[k]->pool.num_blocks();
+      }
+      c.load.prefill_tokens_per_second = o_.cluster.PeakTokensPerSecond();
+      candidates.push_back(std::move(c));
     }
     absl::StatusOr<router::Decision> d = placement_->Choose(pr, std::move(candidates));
     if (!d.ok()) return d.status();
@@ -262,12 +261,12 @@ class Simulation {
 
   LoadSnapshot Snapshot(const SimWorker& w) const {
     const engine::BlockPoolStats pool = w.pool.Stats();
-    return {.running = w.scheduler.num_running(),
-            .waiting = w.scheduler.num_waiting() + static_cast<int32_t>(w.inbox.size()),
-            .blocks_used = pool.used,
-            .blocks_free = pool.free(),
-            .blocks_total = pool.total,
-            .pending_prefill_tokens = w.pending.tokens(),
+    return {.load = {.running = w.scheduler.num_running(),
+                     .waiting = w.scheduler.num_waiting() + static_cast<int32_t>(w.inbox.size()),
+                     .blocks_used = pool.used,
+                     .blocks_free = pool.free(),
+                     .blocks_total = pool.total,
+                     .pending_prefill_tokens = w.pending.tokens()},
             .admitted_ticket = w.admitted_ticket};
   }
 

@@ -93,18 +93,13 @@ std::vector<router::WorkerCandidate> Candidates(const std::vector<cachemanager::
   std::vector<router::WorkerCandidate> out;
   out.reserve(overlaps.size());
   for (const cachemanager::WorkerOverlapInfo& o : overlaps) {
-    const cachemanager::WorkerLoad& l = o.worker.load;
-    out.push_back({.worker_id = o.worker.descriptor.worker_id,
-                   .endpoint = o.worker.descriptor.endpoint,
-                   .matched_blocks = o.matched_blocks,
-                   .running = l.running,
-                   .waiting = l.waiting,
-                   .blocks_used = l.blocks_used,
-                   .blocks_free = l.blocks_free,
-                   .blocks_total = l.blocks_total,
-                   .pending_prefill_tokens = l.pending_prefill_tokens,
-                   .max_num_seqs = 256,
-                   .prefill_tokens_per_second = 20000});
+    router::WorkerCandidate c{.worker_id = o.worker.descriptor.worker_id,
+                              .endpoint = o.worker.descriptor.endpoint,
+                              .matched_blocks = o.matched_blocks,
+                              .load = o.worker.load,
+                              .max_num_seqs = 256};
+    c.load.prefill_tokens_per_second = 20000;
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -132,10 +127,7 @@ void DecisionsPerSecond(const Cluster& base, std::mt19937_64& rng) {
         candidates.push_back({.worker_id = absl::StrCat("worker-", w),
                               .endpoint = "e",
                               .matched_blocks = holds ? static_cast<int32_t>(prompts[t].size()) - 16 : 0,
-                              .running = 20,
-                              .blocks_used = 3000,
-                              .blocks_free = 5000,
-                              .blocks_total = 8192,
+                              .load = {.running = 20, .blocks_used = 3000, .blocks_free = 5000, .blocks_total = 8192},
                               .max_num_seqs = 256});
       }
       const router::PlacementRequest r{.block_hashes = prompts[t], .prompt_tokens = c.prompt_tokens, .block_size = 16};

@@ -429,6 +429,14 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.pending_prefill_tokens = pending_prefill_.tokens();
   s.prefill_tokens_per_second = prefill_tokens_per_second_;
   s.mask_wait_seconds = mask_wait_seconds_;
+  if (options_.kv_tiers != nullptr) {
+    const KvTierStats t = options_.kv_tiers->stats();
+    const auto per_block = [](const KvTierCounters& c) {
+      return c.hit_blocks > 0 ? c.load_seconds / static_cast<double>(c.hit_blocks) : 0.0;
+    };
+    s.host_load_seconds_per_block = per_block(t.host);
+    s.disk_load_seconds_per_block = per_block(t.disk);
+  }
   int64_t allocated = 0, filled = 0;
   for (const Request* r : scheduler_.running()) {
     allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();

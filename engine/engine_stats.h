@@ -32,6 +32,10 @@ struct EngineStats {
   // Tokens per second of steps that prefilled (decode rows included: they
   // share the step), smoothed; 0 until the first such step.
   double prefill_tokens_per_second = 0.0;
+  // Mean seconds to bring one block back from each lower KV tier
+  // (kv/tiers), 0 with no such tier or before its first load.
+  double host_load_seconds_per_block = 0.0;
+  double disk_load_seconds_per_block = 0.0;
   int64_t prefix_queried_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t preemptions = 0;

@@ -148,6 +148,7 @@ absl::Status Run(const WorkerOptions& o) {
   if (o.kv_tiers.enabled()) {
     ASSIGN_OR_RETURN(tiers, engine::KvTierManager::Create(o.kv_tiers, *m.executor, o.model_id, publisher.get()));
     const engine::KvTierStats t = tiers->stats();
+    if (publisher) publisher->SetLowerTierCapacity(t.host.capacity_blocks, t.disk.capacity_blocks);
     KVFLEET_LOG_INFO("KV tiers below the device: host {} blocks, disk {} blocks ({} adopted)", t.host.capacity_blocks,
                      t.disk.capacity_blocks, t.disk.blocks);
   }

@@ -53,7 +53,8 @@ std::vector<MembershipChange> KvMap::Register(const WorkerDescriptor& worker, Cl
 }
 
 int64_t KvMap::BlockLimit(const Entry& e) const {
-  return e.descriptor.capacity_blocks > 0 ? e.descriptor.capacity_blocks : options_.blocks_without_capacity;
+  if (e.descriptor.capacity_blocks <= 0) return options_.blocks_without_capacity;
+  return e.descriptor.capacity_blocks + e.descriptor.host_capacity_blocks + e.descriptor.disk_capacity_blocks;
 }
 
 // The index's memory is bounded per worker by the capacity it registered: a
@@ -73,7 +74,7 @@ bool KvMap::ApplyEvent(Entry& e, const KvEventRecord& event) {
         if (room == 0) break;
         --room;
       }
-      index_.Store(e.slot, std::span(event.hashes).first(fit));
+      index_.Store(e.slot, std::span(event.hashes).first(fit), event.tier);
       if (fit == event.hashes.size()) return true;
       counters_.over_capacity_hashes += static_cast<int64_t>(event.hashes.size() - fit);
       return false;
@@ -149,13 +150,18 @@ absl::StatusOr<ApplyResult> KvMap::Apply(const KvEventBatch& batch, Clock::time_
 
 std::vector<WorkerOverlapInfo> KvMap::FindOverlaps(const std::string& model_id,
                                                    std::span<const BlockHash> hashes) const {
-  absl::flat_hash_map<int32_t, int32_t> matched;  // slot → leading blocks
-  for (const Overlap& o : index_.FindOverlaps(hashes)) matched[o.worker.value()] = o.matched_blocks;
+  absl::flat_hash_map<int32_t, Overlap> matched;  // by slot
+  for (const Overlap& o : index_.FindOverlaps(hashes)) matched[o.worker.value()] = o;
   std::vector<WorkerOverlapInfo> out;
   for (const auto& [id, e] : workers_) {
     if (e.descriptor.model_id != model_id) continue;
-    const auto m = matched.find(e.slot.value());
-    out.push_back({.worker = View(e), .matched_blocks = m == matched.end() ? 0 : m->second});
+    WorkerOverlapInfo info{.worker = View(e)};
+    if (const auto m = matched.find(e.slot.value()); m != matched.end()) {
+      info.matched_blocks = m->second.matched_blocks;
+      info.host_blocks = m->second.host_blocks;
+      info.disk_blocks = m->second.disk_blocks;
+    }
+    out.push_back(std::move(info));
   }
   std::sort(out.begin(), out.end(), [](const WorkerOverlapInfo& a, const WorkerOverlapInfo& b) {
     return a.worker.descriptor.worker_id < b.worker.descriptor.worker_id;

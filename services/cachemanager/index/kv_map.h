@@ -33,6 +33,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "common/block_hash.h"
+#include "common/worker_load.h"
 #include "services/cachemanager/index/prefix_index.h"
 #include "services/cachemanager/index/worker_slot.h"
 
@@ -48,35 +49,21 @@ struct WorkerDescriptor {
   int32_t block_size = 0;
   int32_t capacity_blocks = 0;
   std::string numerics;  // backend and kernel version: tokens are identical only within one
+  // Blocks its tiers below the device can hold (0: no such tier).
+  int64_t host_capacity_blocks = 0;
+  int64_t disk_capacity_blocks = 0;
 };
 
-// A router's newest placement ticket the worker admitted (LoadReport).
-struct AdmittedTicket {
-  uint64_t router = 0;
-  uint64_t ticket = 0;
-  bool operator==(const AdmittedTicket&) const = default;
-};
-
-struct WorkerLoad {
-  // A report lists at most this many routers (the worker's own bound);
-  // more are cut, so one report cannot grow the map's memory.
-  static constexpr size_t kMaxAdmittedRouters = 64;
-
-  int32_t running = 0;
-  int32_t waiting = 0;
-  int32_t blocks_used = 0;
-  int32_t blocks_free = 0;
-  int32_t blocks_total = 0;
-  int64_t pending_prefill_tokens = 0;
-  bool draining = false;
-  double prefill_tokens_per_second = 0.0;
-  std::vector<AdmittedTicket> admitted;
-};
+using ::kvfleet::AdmittedTicket;
+using ::kvfleet::WorkerLoad;
 
 struct KvEventRecord {
   enum class Kind { kStored, kRemoved, kCleared, kSnapshot };
   Kind kind = Kind::kStored;
   std::vector<BlockHash> hashes;  // kStored (chain order), kRemoved, kSnapshot
+  // kStored: the tier the blocks are now best held in; storing a held block
+  // in another tier is a move. Snapshots list the device's blocks.
+  KvTier tier = KvTier::kDevice;
 };
 
 struct KvEventBatch {
@@ -102,7 +89,9 @@ struct MembershipChange {
 
 struct WorkerOverlapInfo {
   WorkerView worker;
-  int32_t matched_blocks = 0;
+  int32_t matched_blocks = 0;  // leading blocks held in any tier
+  int32_t host_blocks = 0;     // of those, only in host memory
+  int32_t disk_blocks = 0;     // of those, only on disk
 };
 
 struct ApplyResult {
@@ -114,7 +103,8 @@ struct ApplyResult {
 struct KvMapOptions {
   Clock::duration liveness_deadline = std::chrono::seconds(3);
   // The most blocks indexed for a worker that registered no capacity
-  // (capacity_blocks 0). A worker that did is held to its capacity.
+  // (capacity_blocks 0). A worker that did is held to its capacity, its
+  // lower tiers' included.
   int64_t blocks_without_capacity = int64_t{1} << 20;
 };
 

@@ -25,13 +25,19 @@ void CheckSlot(WorkerSlot w) {
 
 }  // namespace
 
-int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes) {
+int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier) {
   absl::flat_hash_set<BlockHash>& blocks = MutableBlocksOf(w);
+  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
   int64_t added = 0;
   for (const BlockHash& hash : hashes) {
     if (blocks.insert(hash).second) {
       AddHolder(hash, w);
       ++added;
+    }
+    if (tier == KvTier::kDevice) {
+      if (!lower.empty()) lower.erase(hash);
+    } else {
+      lower[hash] = tier;
     }
   }
   entries_ += added;
@@ -42,10 +48,12 @@ int64_t PrefixIndex::Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
   CheckSlot(w);
   if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
   absl::flat_hash_set<BlockHash>& blocks = blocks_[w.value()];
+  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
   int64_t removed = 0;
   for (const BlockHash& hash : hashes) {
     if (blocks.erase(hash) > 0) {
       DropHolder(hash, w);
+      if (!lower.empty()) lower.erase(hash);
       ++removed;
     }
   }
@@ -62,6 +70,7 @@ int64_t PrefixIndex::Clear(WorkerSlot w) {
   // Assigning a fresh set (not clear()) gives the memory back: a dead
   // worker's table must not outlive it.
   blocks = absl::flat_hash_set<BlockHash>();
+  lower_[w.value()] = absl::flat_hash_map<BlockHash, KvTier>();
   entries_ -= removed;
   return removed;
 }
@@ -77,11 +86,19 @@ void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes) {
   }
   entries_ += static_cast<int64_t>(next.size()) - static_cast<int64_t>(current.size());
   current = std::move(next);
+  lower_[w.value()].clear();
 }
 
 bool PrefixIndex::Holds(WorkerSlot w, const BlockHash& hash) const {
   CheckSlot(w);
   return static_cast<size_t>(w.value()) < blocks_.size() && blocks_[w.value()].contains(hash);
+}
+
+KvTier PrefixIndex::TierOf(WorkerSlot w, const BlockHash& hash) const {
+  CHECK(Holds(w, hash)) << "slot " << w << " does not hold " << hash.ToHex();
+  const auto& lower = lower_[w.value()];
+  const auto it = lower.find(hash);
+  return it == lower.end() ? KvTier::kDevice : it->second;
 }
 
 int64_t PrefixIndex::BlockCount(WorkerSlot w) const {
@@ -133,6 +150,17 @@ std::vector<Overlap> PrefixIndex::FindOverlaps(std::span<const BlockHash> hashes
   }
   for (WorkerSlot w : matching) result.push_back({w, static_cast<int32_t>(i)});
   std::sort(result.begin(), result.end(), [](const Overlap& a, const Overlap& b) { return a.worker < b.worker; });
+  // Which matched blocks sit below a device: only workers with lower tiers
+  // pay for the lookups.
+  for (Overlap& o : result) {
+    const absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[o.worker.value()];
+    if (lower.empty()) continue;
+    for (int32_t b = 0; b < o.matched_blocks; ++b) {
+      const auto it = lower.find(hashes[static_cast<size_t>(b)]);
+      if (it == lower.end()) continue;
+      ++(it->second == KvTier::kHost ? o.host_blocks : o.disk_blocks);
+    }
+  }
   return result;
 }
 
@@ -165,6 +193,12 @@ absl::Status PrefixIndex::CheckInvariants() const {
       }
     }
     pairs_in_sets += static_cast<int64_t>(blocks_[slot].size());
+    for (const auto& [hash, tier] : lower_[slot]) {
+      if (!blocks_[slot].contains(hash) || tier == KvTier::kDevice) {
+        return absl::InternalError(absl::StrCat("slot ", slot, " has ", hash.ToHex(), " below its device but ",
+                                                tier == KvTier::kDevice ? "as device" : "not in its set"));
+      }
+    }
   }
   if (pairs_in_map != entries_ || pairs_in_sets != entries_) {
     return absl::InternalError(absl::StrCat("entry count ", entries_, " but ", pairs_in_map, " pairs in the map and ",
@@ -175,7 +209,10 @@ absl::Status PrefixIndex::CheckInvariants() const {
 
 absl::flat_hash_set<BlockHash>& PrefixIndex::MutableBlocksOf(WorkerSlot w) {
   CheckSlot(w);
-  if (static_cast<size_t>(w.value()) >= blocks_.size()) blocks_.resize(w.value() + 1);
+  if (static_cast<size_t>(w.value()) >= blocks_.size()) {
+    blocks_.resize(w.value() + 1);
+    lower_.resize(w.value() + 1);
+  }
   return blocks_[w.value()];
 }
 

@@ -13,7 +13,8 @@
 //     increasing slot order (no duplicates);
 //   - no hash has an empty holder list (entries are erased when their last
 //     holder goes, so memory follows what is cached, not what was ever seen);
-//   - EntryCount() == sum of BlockCount(w) == sum of |holders(h)|.
+//   - EntryCount() == sum of BlockCount(w) == sum of |holders(h)|;
+//   - w's lower-tier hashes are a subset of w's set.
 // Event semantics: Store is idempotent per (worker, hash); Remove ignores
 // hashes the worker does not hold (events can repeat across a reconnect).
 // A worker slot is a dense id from the registry (worker_slot.h); a negative
@@ -39,18 +40,24 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "common/block_hash.h"
+#include "common/kv_tier.h"
 #include "services/cachemanager/index/worker_slot.h"
 
 namespace kvfleet::cachemanager {
 
-// How many leading blocks of a prompt one worker holds.
+// How many leading blocks of a prompt one worker holds, in any tier; of
+// those, how many only below its device (the rest are on it).
 struct Overlap {
   WorkerSlot worker;
   int32_t matched_blocks = 0;
+  int32_t host_blocks = 0;
+  int32_t disk_blocks = 0;
 
   bool operator==(const Overlap&) const = default;
   friend std::ostream& operator<<(std::ostream& os, const Overlap& o) {
-    return os << "{worker " << o.worker << ", " << o.matched_blocks << " blocks}";
+    os << "{worker " << o.worker << ", " << o.matched_blocks << " blocks";
+    if (o.host_blocks > 0 || o.disk_blocks > 0) os << " (host " << o.host_blocks << ", disk " << o.disk_blocks << ")";
+    return os << "}";
   }
 };
 
@@ -66,9 +73,10 @@ class PrefixIndex {
   PrefixIndex(PrefixIndex&&) = default;
   PrefixIndex& operator=(PrefixIndex&&) = default;
 
-  // BlockStored: `w` now holds `hashes`. Hashes it already holds (repeats
-  // within the span included) change nothing. Returns the pairs added.
-  int64_t Store(WorkerSlot w, std::span<const BlockHash> hashes);
+  // BlockStored: `w` now holds `hashes`, best in `tier`. Hashes it already
+  // holds only take the new tier (a move between tiers); repeats within the
+  // span change nothing. Returns the pairs added.
+  int64_t Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier = KvTier::kDevice);
   // BlockRemoved: `w` no longer holds `hashes`; hashes it does not hold are
   // ignored. Returns the pairs removed.
   int64_t Remove(WorkerSlot w, std::span<const BlockHash> hashes);
@@ -76,12 +84,15 @@ class PrefixIndex {
   // times a sorted-list erase per block, and releases w's set, so the slot
   // can be reused at once. Returns the pairs removed.
   int64_t Clear(WorkerSlot w);
-  // Snapshot: `w` holds exactly `hashes` (any order, repeats allowed). Costs
+  // Snapshot: `w` holds exactly `hashes` on its device (any order, repeats
+  // allowed); its lower tiers' blocks follow as moves. Costs
   // O(old blocks + new hashes) and touches the shared map only for the
   // difference, so a snapshot that agrees with the index is cheap.
   void ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes);
 
   bool Holds(WorkerSlot w, const BlockHash& hash) const;
+  // The tier `w` holds `hash` in (CHECK: it holds it).
+  KvTier TierOf(WorkerSlot w, const BlockHash& hash) const;
   // Blocks `w` holds: what the worker itself counts as cached, if no event
   // was lost. 0 for a slot never used.
   int64_t BlockCount(WorkerSlot w) const;
@@ -90,9 +101,11 @@ class PrefixIndex {
   // (worker, hash) pairs: the sum of BlockCount over all workers.
   int64_t EntryCount() const { return entries_; }
 
-  // For every worker holding hashes[0]: how many leading hashes it holds
-  // (consecutive from hashes[0]; a worker holding h0, h1 and h3 but not h2
-  // has 2). Workers that hold none of the prefix are left out; the result is
+  // For every worker holding hashes[0]: how many leading hashes it holds in
+  // any tier (consecutive from hashes[0]; a worker holding h0, h1 and h3 but
+  // not h2 has 2), and how many of those only in host memory or on disk
+  // (one lookup per matched hash, for workers holding anything below their
+  // device). Workers that hold none of the prefix are left out; the result is
   // in increasing slot order. One map lookup per hash walked and
   // O(workers still matching) work per hash (times log of its holders at
   // worst, see README.md); the walk stops at the first hash no
@@ -118,7 +131,10 @@ class PrefixIndex {
   void DropHolder(const BlockHash& hash, WorkerSlot w);
 
   absl::flat_hash_map<BlockHash, Holders> holders_;
-  std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot
+  std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot, every tier
+  // By slot: the hashes of blocks_[slot] held only below the device, and
+  // where. Empty for a worker without lower tiers.
+  std::vector<absl::flat_hash_map<BlockHash, KvTier>> lower_;
   int64_t entries_ = 0;
 };
 

@@ -112,6 +112,8 @@ grpc::ServerUnaryReactor* CacheManagerService::FindOverlaps(grpc::CallbackServer
     out->set_worker_id(o.worker.descriptor.worker_id);
     out->set_endpoint(o.worker.descriptor.endpoint);
     out->set_matched_blocks(o.matched_blocks);
+    out->set_host_blocks(o.host_blocks);
+    out->set_disk_blocks(o.disk_blocks);
     *out->mutable_load() = ToProto(o.worker.load);
   }
   metrics_.RecordFindOverlaps(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

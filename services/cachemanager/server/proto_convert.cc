@@ -1,5 +1,7 @@
 #include "services/cachemanager/server/proto_convert.h"
 
+#include "services/transport/load_report_convert.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -32,13 +34,18 @@ absl::StatusOr<WorkerDescriptor> ToDescriptor(const v1::RegisterRequest& r) {
     return absl::InvalidArgumentError(absl::StrCat("block_size must be > 0 and capacity_blocks >= 0, got ",
                                                    r.block_size(), " and ", r.capacity_blocks()));
   }
+  if (r.host_capacity_blocks() < 0 || r.disk_capacity_blocks() < 0) {
+    return absl::InvalidArgumentError("host_capacity_blocks and disk_capacity_blocks must be >= 0");
+  }
   return WorkerDescriptor{.worker_id = r.worker_id(),
                           .incarnation = r.incarnation(),
                           .endpoint = r.endpoint(),
                           .model_id = r.model_id(),
                           .block_size = r.block_size(),
                           .capacity_blocks = r.capacity_blocks(),
-                          .numerics = r.numerics()};
+                          .numerics = r.numerics(),
+                          .host_capacity_blocks = r.host_capacity_blocks(),
+                          .disk_capacity_blocks = r.disk_capacity_blocks()};
 }
 
 namespace {
@@ -53,6 +60,20 @@ absl::StatusOr<KvEventRecord> ToRecord(const v1::KvEvent& e, int index) {
       if (!e.stored().parent().empty() && e.stored().parent().size() != 16) {
         return absl::InvalidArgumentError(absl::StrCat(at, ".stored.parent is ", e.stored().parent().size(),
                                                        " bytes; block hashes are 16 bytes"));
+      }
+      switch (e.stored().tier()) {
+        case v1::KV_TIER_DEVICE:
+          r.tier = KvTier::kDevice;
+          break;
+        case v1::KV_TIER_HOST:
+          r.tier = KvTier::kHost;
+          break;
+        case v1::KV_TIER_DISK:
+          r.tier = KvTier::kDisk;
+          break;
+        default:
+          return absl::InvalidArgumentError(
+              absl::StrCat(at, ".stored.tier ", e.stored().tier(), " is not a KV tier (device, host or disk)"));
       }
       return r;
     }
@@ -86,42 +107,6 @@ absl::StatusOr<KvEventBatch> ToKvEventBatch(const v1::EventBatch& b) {
     out.events.push_back(std::move(r));
   }
   if (b.has_load()) out.load = FromProto(b.load());
-  return out;
-}
-
-WorkerLoad FromProto(const v1::LoadReport& l) {
-  WorkerLoad out{.running = l.running(),
-                 .waiting = l.waiting(),
-                 .blocks_used = l.blocks_used(),
-                 .blocks_free = l.blocks_free(),
-                 .blocks_total = l.blocks_total(),
-                 .pending_prefill_tokens = l.pending_prefill_tokens(),
-                 .draining = l.draining(),
-                 .prefill_tokens_per_second = l.prefill_tokens_per_second()};
-  const size_t n = std::min<size_t>(static_cast<size_t>(l.admitted_size()), WorkerLoad::kMaxAdmittedRouters);
-  out.admitted.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const v1::PlacementTicket& t = l.admitted(static_cast<int>(i));
-    out.admitted.push_back({.router = t.router(), .ticket = t.ticket()});
-  }
-  return out;
-}
-
-v1::LoadReport ToProto(const WorkerLoad& l) {
-  v1::LoadReport out;
-  out.set_running(l.running);
-  out.set_waiting(l.waiting);
-  out.set_blocks_used(l.blocks_used);
-  out.set_blocks_free(l.blocks_free);
-  out.set_blocks_total(l.blocks_total);
-  out.set_pending_prefill_tokens(l.pending_prefill_tokens);
-  out.set_draining(l.draining);
-  out.set_prefill_tokens_per_second(l.prefill_tokens_per_second);
-  for (const AdmittedTicket& t : l.admitted) {
-    v1::PlacementTicket& a = *out.add_admitted();
-    a.set_router(t.router);
-    a.set_ticket(t.ticket);
-  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "kvfleet/v1/cachemanager.pb.h"
 #include "services/cachemanager/index/kv_map.h"
+#include "services/transport/load_report_convert.h"
 
 namespace kvfleet::cachemanager {
 
@@ -18,8 +19,9 @@ absl::StatusOr<std::vector<BlockHash>> ParseHashes(const google::protobuf::Repea
 absl::StatusOr<WorkerDescriptor> ToDescriptor(const v1::RegisterRequest& request);
 absl::StatusOr<KvEventBatch> ToKvEventBatch(const v1::EventBatch& batch);
 
-WorkerLoad FromProto(const v1::LoadReport& load);
-v1::LoadReport ToProto(const WorkerLoad& load);
+// The load report's pair is shared (services/transport/load_report_convert.h).
+using transport::FromProto;
+using transport::ToProto;
 v1::WorkerEntry ToProto(const WorkerView& worker, Clock::time_point now);
 v1::WorkerChange ToProto(const MembershipChange& change, Clock::time_point now);
 

@@ -4,6 +4,13 @@
 
 namespace kvfleet::router {
 
+double LowerTierBlockCost(double load_seconds_per_block, const WorkerLoad& load, int64_t block_size) {
+  // Unmeasured: priced as a recompute until the worker has loaded a block.
+  if (!(load_seconds_per_block > 0.0) || !(load.prefill_tokens_per_second > 0.0)) return 1.0;
+  const double prefill_seconds_per_block = static_cast<double>(block_size) / load.prefill_tokens_per_second;
+  return std::min(1.0, load_seconds_per_block / prefill_seconds_per_block);
+}
+
 CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRequest& request,
                               const WorkerCandidate& c, int32_t remembered_blocks, DecisionMemory::InFlight in_flight) {
   const int32_t hashes = static_cast<int32_t>(request.block_hashes.size());
@@ -18,21 +25,30 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
   s.new_blocks = static_cast<int32_t>(prompt_blocks - s.matched_blocks);
 
   const int64_t uncached_tokens = prompt_tokens - s.matched_blocks * block_size;
-  s.uncached_prefill_blocks = static_cast<double>(uncached_tokens + std::max<int64_t>(c.pending_prefill_tokens, 0)) /
+  s.uncached_prefill_blocks = static_cast<double>(uncached_tokens + std::max<int64_t>(c.load.pending_prefill_tokens, 0)) /
                               static_cast<double>(block_size);
+  // Blocks below the device are not free: each costs its measured load time
+  // in prefill blocks. Remembered blocks past the report are on the device.
+  if (s.reported_blocks >= s.remembered_blocks) {
+    const int32_t host = std::clamp(c.host_blocks, 0, s.reported_blocks);
+    const int32_t disk = std::clamp(c.disk_blocks, 0, s.reported_blocks - host);
+    s.lower_tier_blocks = host * LowerTierBlockCost(c.load.host_load_seconds_per_block, c.load, block_size) +
+                          disk * LowerTierBlockCost(c.load.disk_load_seconds_per_block, c.load, block_size);
+    s.uncached_prefill_blocks += s.lower_tier_blocks;
+  }
 
-  s.used_blocks = std::max(c.blocks_used, 0) + in_flight.blocks;
+  s.used_blocks = std::max(c.load.blocks_used, 0) + in_flight.blocks;
   s.decode_load_blocks = static_cast<double>(s.used_blocks + s.new_blocks);
-  if (c.blocks_total > 0) {
-    const double over = s.decode_load_blocks - options.kv_pressure_threshold * c.blocks_total;
+  if (c.load.blocks_total > 0) {
+    const double over = s.decode_load_blocks - options.kv_pressure_threshold * c.load.blocks_total;
     s.kv_penalty = options.kv_pressure_weight * std::max(over, 0.0);
-    const int64_t free_blocks = std::max(c.blocks_free, 0) - in_flight.blocks;
+    const int64_t free_blocks = std::max(c.load.blocks_free, 0) - in_flight.blocks;
     s.fits = s.new_blocks <= free_blocks;
   }
   s.cost =
       options.prefill_weight * s.uncached_prefill_blocks + options.decode_weight * s.decode_load_blocks + s.kv_penalty;
 
-  s.load = std::max(c.running, 0) + std::max(c.waiting, 0) + in_flight.requests;
+  s.load = std::max(c.load.running, 0) + std::max(c.load.waiting, 0) + in_flight.requests;
   s.saturated = c.max_num_seqs > 0 && s.load >= c.max_num_seqs;
   return s;
 }

@@ -3,7 +3,11 @@
 //
 //   matched  = max(cachemanager's matched_blocks, router's remembered blocks)
 //   new      = ceil(prompt_tokens / block_size) - matched
-//   uncached_prefill_blocks = (prompt_tokens - matched · block_size + pending_prefill_tokens) / block_size
+//   lower    = host_blocks · tier_cost(host) + disk_blocks · tier_cost(disk)
+//              (matched blocks below the device; 0 when remembered > reported)
+//   tier_cost(t) = min(1, load_seconds_per_block(t) / (block_size / prefill_tokens_per_second)),
+//              both measured by the worker; 1 (a recompute) until measured
+//   uncached_prefill_blocks = (prompt_tokens - matched · block_size + pending_prefill_tokens) / block_size + lower
 //   decode_load_blocks      = blocks_used + in-flight blocks + new
 //   kv_penalty = kv_pressure_weight · max(0, decode_load_blocks - kv_pressure_threshold · blocks_total)
 //   cost = prefill_weight · uncached_prefill_blocks + decode_weight · decode_load_blocks + kv_penalty
@@ -21,6 +25,11 @@
 #include "services/router/placement/placement_options.h"
 
 namespace kvfleet::router {
+
+// What one block in a lower tier costs, in blocks of prefill: its measured
+// load time over the worker's measured time to prefill a block, at most 1;
+// 1 while either is unknown (0).
+double LowerTierBlockCost(double load_seconds_per_block, const WorkerLoad& load, int64_t block_size);
 
 // `request` must be valid (block_size >= 1, at most prompt_tokens / block_size
 // hashes); `remembered_blocks` is DecisionMemory::RememberedBlocks' answer

@@ -33,7 +33,8 @@ struct CandidateScore {
   int32_t remembered_blocks = 0;  // matched blocks per the router's recent decisions
   int32_t matched_blocks = 0;     // the larger of the two
   int32_t new_blocks = 0;         // KV blocks the request would add on this worker
-  double uncached_prefill_blocks = 0.0;
+  double uncached_prefill_blocks = 0.0;  // lower-tier hits included, at their load cost
+  double lower_tier_blocks = 0.0;        // of those, what the matched blocks below the device cost
   double decode_load_blocks = 0.0;
   double kv_penalty = 0.0;
   double cost = 0.0;

@@ -46,7 +46,7 @@ absl::StatusOr<std::vector<WorkerCandidate>> Eligible(std::vector<WorkerCandidat
   std::vector<WorkerCandidate> eligible;
   eligible.reserve(candidates.size());
   for (WorkerCandidate& c : candidates) {
-    if (c.draining) {
+    if (c.load.draining) {
       ++draining;
     } else if (exclude.contains(c.worker_id)) {
       ++excluded;
@@ -265,11 +265,11 @@ void Placement::Settle(const Decision& decision) {
 Placement::Clock::duration Placement::PrefixMemoryFor(const PlacementRequest& request, const WorkerCandidate& chosen,
                                                       const CandidateScore& score) const {
   if (options_.decision_memory <= std::chrono::milliseconds::zero()) return Clock::duration::zero();
-  if (!(chosen.prefill_tokens_per_second > 0.0)) return options_.decision_memory;
+  if (!(chosen.load.prefill_tokens_per_second > 0.0)) return options_.decision_memory;
   // Everything the worker has to prefill before this prompt's blocks are
   // all computed and published: its own uncached tokens and the queue's.
   const double tokens = score.uncached_prefill_blocks * request.block_size;
-  const double seconds = options_.decision_memory_prefill_factor * tokens / chosen.prefill_tokens_per_second;
+  const double seconds = options_.decision_memory_prefill_factor * tokens / chosen.load.prefill_tokens_per_second;
   const auto predicted = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::min(seconds, 1e7)));  // no overflow on a silly rate
   return std::clamp<Clock::duration>(options_.decision_memory_min + predicted, options_.decision_memory_min,

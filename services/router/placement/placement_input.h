@@ -7,7 +7,8 @@
 //
 //   PlacementRequest request{.block_hashes = HashFullBlocks(root, tokens, 16),
 //                            .prompt_tokens = static_cast<int32_t>(tokens.size()), .block_size = 16};
-//   WorkerCandidate c{.worker_id = "w0", .endpoint = "10.0.0.5:50051", .matched_blocks = 12, .running = 3};
+//   WorkerCandidate c{.worker_id = "w0", .endpoint = "10.0.0.5:50051", .matched_blocks = 12,
+//                     .load = {.running = 3, .blocks_total = 1000}};
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/block_hash.h"
+#include "common/worker_load.h"
 #include "services/router/placement/placement_options.h"
 
 namespace kvfleet::router {
@@ -23,28 +25,24 @@ namespace kvfleet::router {
 struct WorkerCandidate {
   std::string worker_id;  // stable across the worker's restarts
   std::string endpoint;
-  // Leading blocks of the request it holds, from the cachemanager's index.
-  // Clamped to [0, block_hashes.size()].
+  // Leading blocks of the request it holds in any KV tier, from the
+  // cachemanager's index, and of those how many sit in host memory and on
+  // disk (the rest are on its device). Clamped to [0, block_hashes.size()].
   int32_t matched_blocks = 0;
+  int32_t host_blocks = 0;
+  int32_t disk_blocks = 0;
   // Its last load report (negative values count as 0). blocks_total 0 means
-  // it has not reported yet: no KV pressure is assumed.
-  int32_t running = 0;
-  int32_t waiting = 0;
-  int32_t blocks_used = 0;  // held by requests
-  int32_t blocks_free = 0;  // allocatable, cached-but-unreferenced blocks included
-  int32_t blocks_total = 0;
-  // Prompt tokens queued or mid-prefill on it, a prefix shared between its
-  // requests counted once.
-  int64_t pending_prefill_tokens = 0;
-  bool draining = false;     // never chosen
+  // it has not reported yet: no KV pressure is assumed. A draining worker
+  // is never chosen. Its measured prefill rate (0: unknown) sets how long
+  // the router remembers sending it a prefix (as long as computing it
+  // should take) and, with its measured per-tier load times, what a
+  // lower-tier hit costs.
+  WorkerLoad load;
   int32_t max_num_seqs = 0;  // its batch limit; 0: unknown
   // The report's newest ticket of this router (Placement::router_instance)
   // that the worker admitted: decisions up to it are in the figures above,
   // so the router stops counting them as in flight. 0: none or unknown.
   uint64_t admitted_ticket = 0;
-  // Its measured prefill rate; 0: unknown. Sets how long the router
-  // remembers sending it a prefix (as long as computing it should take).
-  double prefill_tokens_per_second = 0.0;
 };
 
 struct PlacementRequest {

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "services/transport/load_report_convert.h"
 
 namespace kvfleet::router {
 
@@ -83,33 +84,22 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   for (const PooledWorker& w : workers) {
     WorkerCandidate c{.worker_id = w.worker_id,
                       .endpoint = w.endpoint,
-                      .running = w.stats.running(),
-                      .waiting = w.stats.waiting(),
-                      .blocks_used = w.stats.blocks_used(),
-                      .blocks_free = w.stats.blocks_free(),
-                      .blocks_total = w.stats.blocks_total(),
-                      .pending_prefill_tokens = w.stats.pending_prefill_tokens(),
-                      .draining = w.draining,
+                      .load = transport::FromProto(w.stats.load_report()),
                       .max_num_seqs = w.max_num_seqs,
-                      .admitted_ticket = AdmittedTicketOf(w.stats.admitted()),
-                      .prefill_tokens_per_second = w.stats.prefill_tokens_per_second()};
+                      .admitted_ticket = AdmittedTicketOf(w.stats.load_report().admitted())};
+    c.load.draining = c.load.draining || w.draining;
     if (auto it = by_id.find(w.worker_id); it != by_id.end()) {
       const v1::WorkerOverlap& o = *it->second;
-      const v1::LoadReport& load = o.load();
       c.matched_blocks = o.matched_blocks();
+      c.host_blocks = o.host_blocks();
+      c.disk_blocks = o.disk_blocks();
       // The cachemanager's report is fresher (every 50 ms) than our probe.
-      if (load.blocks_total() > 0) {
-        c.running = load.running();
-        c.waiting = load.waiting();
-        c.blocks_used = load.blocks_used();
-        c.blocks_free = load.blocks_free();
-        c.blocks_total = load.blocks_total();
-        c.pending_prefill_tokens = load.pending_prefill_tokens();
-        c.draining = c.draining || load.draining();
-        // The ticket of the report the figures come from: a newer probe's
-        // would drop decisions these figures do not count yet.
-        c.admitted_ticket = AdmittedTicketOf(load.admitted());
-        c.prefill_tokens_per_second = load.prefill_tokens_per_second();
+      // The ticket goes with the report the figures come from: a newer
+      // probe's would drop decisions these figures do not count yet.
+      if (o.load().blocks_total() > 0) {
+        c.load = transport::FromProto(o.load());
+        c.load.draining = c.load.draining || w.draining;
+        c.admitted_ticket = AdmittedTicketOf(o.load().admitted());
       }
     }
     by_worker[w.worker_id] = &w;

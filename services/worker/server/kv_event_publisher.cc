@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "services/transport/grpc_channel.h"
+#include "services/transport/load_report_convert.h"
 #include "services/worker/server/proto_convert.h"
 
 namespace kvfleet::worker {
@@ -13,17 +14,43 @@ KvEventPublisher::KvEventPublisher(KvEventPublisherOptions options)
 
 KvEventPublisher::~KvEventPublisher() { Stop(); }
 
+namespace {
+
+v1::KvTier ToProto(KvTier tier) {
+  switch (tier) {
+    case KvTier::kHost:
+      return v1::KV_TIER_HOST;
+    case KvTier::kDisk:
+      return v1::KV_TIER_DISK;
+    case KvTier::kDevice:
+      break;
+  }
+  return v1::KV_TIER_DEVICE;
+}
+
+}  // namespace
+
 void KvEventPublisher::OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) {
+  Store(hash, parent, KvTier::kDevice);
+}
+
+void KvEventPublisher::OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) {
+  Store(hash, parent, tier);
+}
+
+void KvEventPublisher::Store(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::kStreaming) return;  // the next snapshot covers it
-  // Consecutive blocks of one chain travel as one event.
-  if (!pending_.empty() && pending_.back().has_stored() && parent &&
+  // Consecutive blocks of one chain, in one tier, travel as one event.
+  const v1::KvTier wire_tier = ToProto(tier);
+  if (!pending_.empty() && pending_.back().has_stored() && pending_.back().stored().tier() == wire_tier && parent &&
       pending_.back().stored().hashes(pending_.back().stored().hashes_size() - 1) == parent->ToBytes()) {
     pending_.back().mutable_stored()->add_hashes(hash.ToBytes());
     return;
   }
   v1::KvEvent& e = pending_.emplace_back();
   e.mutable_stored()->add_hashes(hash.ToBytes());
+  e.mutable_stored()->set_tier(wire_tier);
   if (parent) e.mutable_stored()->set_parent(parent->ToBytes());
 }
 
@@ -117,10 +144,10 @@ v1::EventBatch KvEventPublisher::TakeBatch() {
     pending_.clear();
     load_changed_ = false;
   }
-  // The tickets before the stats (ToLoadReport says why).
+  // The tickets before the stats (LoadOf says why).
   const std::vector<v1::PlacementTicket> admitted =
       admitted_ != nullptr ? admitted_->Snapshot() : std::vector<v1::PlacementTicket>{};
-  *batch.mutable_load() = ToLoadReport(engine_->Stats(), draining_ && draining_(), admitted);
+  *batch.mutable_load() = transport::ToProto(LoadOf(engine_->Stats(), draining_ && draining_(), admitted));
   return batch;
 }
 
@@ -133,6 +160,8 @@ bool KvEventPublisher::Session() {
   request.set_model_id(options_.model_id);
   request.set_block_size(options_.block_size);
   request.set_capacity_blocks(options_.capacity_blocks);
+  request.set_host_capacity_blocks(host_capacity_blocks_);
+  request.set_disk_capacity_blocks(disk_capacity_blocks_);
   request.set_numerics(options_.numerics);
   v1::RegisterResponse registered;
   {

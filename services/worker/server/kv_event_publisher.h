@@ -65,6 +65,7 @@ class KvEventPublisher : public engine::KvEventListener {
   // Engine thread.
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
   void OnBlockRemoved(const BlockHash& hash) override;
+  void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) override;
   void OnAllCleared() override;
   void OnSnapshot(std::span<const BlockHash> hashes) override;
 
@@ -76,11 +77,18 @@ class KvEventPublisher : public engine::KvEventListener {
   // never sees this worker idle just after sending it a burst.
   void NotifyLoadChanged();
   void Stop();
+  // Before Start: what the KV tiers below the device hold (registered with
+  // the capacity, so the index makes room for their blocks).
+  void SetLowerTierCapacity(int64_t host_blocks, int64_t disk_blocks) {
+    host_capacity_blocks_ = host_blocks;
+    disk_capacity_blocks_ = disk_blocks;
+  }
   bool connected() const { return connected_.load(); }
 
  private:
   enum class State { kDisconnected, kAwaitingSnapshot, kStreaming };
 
+  void Store(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier);
   void Run();
   // One connection: Register, stream until it breaks or Stop(). Returns
   // whether the stream lasted at least a liveness deadline (which resets
@@ -95,6 +103,8 @@ class KvEventPublisher : public engine::KvEventListener {
   std::function<bool()> draining_;
   const AdmittedTickets* admitted_ = nullptr;
   const uint64_t incarnation_;
+  int64_t host_capacity_blocks_ = 0;
+  int64_t disk_capacity_blocks_ = 0;
   std::atomic<bool> connected_{false};
 
   std::mutex mu_;

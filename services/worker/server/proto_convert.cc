@@ -1,5 +1,7 @@
 #include "services/worker/server/proto_convert.h"
 
+#include "services/transport/load_report_convert.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -95,37 +97,37 @@ void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* res
   if (output.finished) response->set_finish_reason(ToProto(output.finish_reason));
 }
 
-v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, bool draining,
-                        const std::vector<v1::PlacementTicket>& admitted) {
-  v1::WorkerStats out;
-  out.set_running(s.running);
-  out.set_waiting(s.waiting);
-  out.set_blocks_total(s.blocks_total);
-  out.set_blocks_used(s.blocks_used);
-  out.set_blocks_cached(s.blocks_cached);
-  out.set_blocks_free(s.blocks_free);
-  out.set_pending_prefill_tokens(s.pending_prefill_tokens);
-  out.set_load(max_num_seqs > 0 ? static_cast<double>(s.running + s.waiting) / max_num_seqs : 0.0);
-  out.set_kv_usage(s.blocks_total > 0 ? static_cast<double>(s.blocks_used) / s.blocks_total : 0.0);
-  out.set_draining(draining);
-  out.set_steps(s.steps);
-  out.set_prefill_tokens_per_second(s.prefill_tokens_per_second);
-  for (const v1::PlacementTicket& t : admitted) *out.add_admitted() = t;
+WorkerLoad LoadOf(const engine::EngineStats& s, bool draining, const std::vector<v1::PlacementTicket>& admitted) {
+  WorkerLoad out{.running = s.running,
+                 .waiting = s.waiting,
+                 .blocks_used = s.blocks_used,
+                 .blocks_free = s.blocks_free,
+                 .blocks_total = s.blocks_total,
+                 .pending_prefill_tokens = s.pending_prefill_tokens,
+                 .draining = draining,
+                 .prefill_tokens_per_second = s.prefill_tokens_per_second,
+                 .host_load_seconds_per_block = s.host_load_seconds_per_block,
+                 .disk_load_seconds_per_block = s.disk_load_seconds_per_block};
+  for (const v1::PlacementTicket& t : admitted) out.admitted.push_back({.router = t.router(), .ticket = t.ticket()});
   return out;
 }
 
-v1::LoadReport ToLoadReport(const engine::EngineStats& s, bool draining,
-                            const std::vector<v1::PlacementTicket>& admitted) {
-  v1::LoadReport out;
-  out.set_running(s.running);
-  out.set_waiting(s.waiting);
-  out.set_blocks_used(s.blocks_used);
-  out.set_blocks_free(s.blocks_free);
-  out.set_blocks_total(s.blocks_total);
-  out.set_pending_prefill_tokens(s.pending_prefill_tokens);
-  out.set_draining(draining);
-  out.set_prefill_tokens_per_second(s.prefill_tokens_per_second);
-  for (const v1::PlacementTicket& t : admitted) *out.add_admitted() = t;
+v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, const WorkerLoad& load) {
+  v1::WorkerStats out;
+  *out.mutable_load_report() = transport::ToProto(load);
+  out.set_running(load.running);
+  out.set_waiting(load.waiting);
+  out.set_blocks_total(load.blocks_total);
+  out.set_blocks_used(load.blocks_used);
+  out.set_blocks_cached(s.blocks_cached);
+  out.set_blocks_free(load.blocks_free);
+  out.set_pending_prefill_tokens(load.pending_prefill_tokens);
+  out.set_load(max_num_seqs > 0 ? static_cast<double>(load.running + load.waiting) / max_num_seqs : 0.0);
+  out.set_kv_usage(load.blocks_total > 0 ? static_cast<double>(load.blocks_used) / load.blocks_total : 0.0);
+  out.set_draining(load.draining);
+  out.set_steps(s.steps);
+  out.set_prefill_tokens_per_second(load.prefill_tokens_per_second);
+  *out.mutable_admitted() = out.load_report().admitted();
   return out;
 }
 

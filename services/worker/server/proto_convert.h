@@ -7,6 +7,8 @@
 //   FillResponse(output, &response);
 #pragma once
 
+#include "common/worker_load.h"
+
 #include <cstdint>
 
 #include "absl/status/statusor.h"
@@ -33,13 +35,13 @@ v1::FinishReason ToProto(engine::FinishReason reason);
 // server merge outputs that queued behind a slow client into one message.
 void AppendOutput(const engine::RequestOutput& output, v1::GenerateResponse* response);
 
-v1::WorkerStats ToProto(const engine::EngineStats& stats, int32_t max_num_seqs, bool draining,
-                        const std::vector<v1::PlacementTicket>& admitted);
+// The worker's load snapshot, for the cachemanager's reports and GetStats
+// alike. `admitted` read before `stats`: a ticket in the snapshot then
+// implies its request is in the figures (AdmittedTickets::Record follows
+// Submit).
+WorkerLoad LoadOf(const engine::EngineStats& stats, bool draining, const std::vector<v1::PlacementTicket>& admitted);
 
-// The load the worker reports to the cachemanager with its KV events.
-// `admitted` read before `stats`: a ticket in the report then implies its
-// request is in the figures (AdmittedTickets::Record follows Submit).
-v1::LoadReport ToLoadReport(const engine::EngineStats& stats, bool draining,
-                            const std::vector<v1::PlacementTicket>& admitted);
+// GetStats: the load snapshot (load_report) and its view for people.
+v1::WorkerStats ToProto(const engine::EngineStats& stats, int32_t max_num_seqs, const WorkerLoad& load);
 
 }  // namespace kvfleet::worker

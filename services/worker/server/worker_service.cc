@@ -89,8 +89,9 @@ grpc::ServerUnaryReactor* WorkerService::GetStats(grpc::CallbackServerContext* c
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is still loading its model"));
     return reactor;
   }
-  const std::vector<v1::PlacementTicket> admitted = admitted_.Snapshot();  // before the stats: see ToLoadReport
-  *response = ToProto(engine->Stats(), info_.max_num_seqs(), draining_.load(), admitted);
+  const std::vector<v1::PlacementTicket> admitted = admitted_.Snapshot();  // before the stats: see LoadOf
+  const engine::EngineStats stats = engine->Stats();
+  *response = ToProto(stats, info_.max_num_seqs(), LoadOf(stats, draining_.load(), admitted));
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

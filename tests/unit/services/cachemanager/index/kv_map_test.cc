@@ -172,5 +172,28 @@ TEST_F(KvMapTest, LoadReportsUpdateTheTableAndDrainingIsAMembershipChange) {
   EXPECT_EQ(r->changes[0].kind, MembershipChange::Kind::kDraining);
 }
 
+// Lower tiers: moves keep a block indexed, FindOverlaps says where, and the
+// worker's bound grows by the capacity its tiers registered.
+TEST_F(KvMapTest, TierMovesAreIndexedWithinTheCapacityOfEveryTier) {
+  WorkerDescriptor w = Worker("w1", 1);
+  w.capacity_blocks = 4;
+  w.host_capacity_blocks = 4;
+  map_.Register(w, t0_);
+  const auto a = Prefix("a", 8);
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(std::vector<BlockHash>(a.begin(), a.begin() + 4))}), t0_).ok());
+  KvEventRecord moved{.kind = KvEventRecord::Kind::kStored, .hashes = {a[0], a[1]}, .tier = KvTier::kHost};
+  KvEventRecord more{.kind = KvEventRecord::Kind::kStored, .hashes = {a[4], a[5], a[6], a[7]}};
+  auto r = map_.Apply(Batch("w1", 1, 2, {moved, more}), t0_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->send_snapshot) << "8 blocks fit 4 on the device and 4 in host memory";
+  const std::vector<WorkerOverlapInfo> o = map_.FindOverlaps("m", a);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].matched_blocks, 8);
+  EXPECT_EQ(o[0].host_blocks, 2);
+  EXPECT_EQ(o[0].disk_blocks, 0);
+  EXPECT_EQ(map_.List("m")[0].indexed_blocks, 8);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace kvfleet::cachemanager

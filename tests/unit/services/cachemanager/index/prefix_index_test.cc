@@ -297,5 +297,35 @@ TEST(PrefixIndexDeathTest, BadSlotIsABug) {
   EXPECT_DEATH(index.BlockCount(WorkerSlot(-2)), "worker slot");
 }
 
+// A block stored again in a lower tier moved there: the walk counts it as
+// held, and says how many of the leading blocks sit below the device.
+TEST(PrefixIndexTest, LowerTierBlocksCountAsHeldAndAreReportedByTier) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(8, 1);
+  index.Store(WorkerSlot(0), chain);
+  index.Store(WorkerSlot(1), std::span(chain).first(6));
+  index.Store(WorkerSlot(0), Pick(chain, {1, 2}), KvTier::kHost);
+  index.Store(WorkerSlot(0), Pick(chain, {5}), KvTier::kDisk);
+  EXPECT_EQ(index.TierOf(WorkerSlot(0), chain[1]), KvTier::kHost);
+  EXPECT_EQ(index.TierOf(WorkerSlot(0), chain[5]), KvTier::kDisk);
+  EXPECT_EQ(index.TierOf(WorkerSlot(1), chain[1]), KvTier::kDevice);
+  EXPECT_EQ(index.EntryCount(), 14) << "a move adds no pair";
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 8, 2, 1}, O(1, 6)));
+  // Back on the device (a reload), then removed from every tier.
+  index.Store(WorkerSlot(0), Pick(chain, {1}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 8, 1, 1}, O(1, 6)));
+  index.Remove(WorkerSlot(0), Pick(chain, {2}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 2), O(1, 6)));
+  EXPECT_TRUE(index.CheckInvariants().ok()) << index.CheckInvariants();
+  // A snapshot lists the device: the lower tiers' blocks come after it.
+  index.ReplaceAll(WorkerSlot(0), std::span(chain).first(4));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 4), O(1, 6)));
+  index.Store(WorkerSlot(0), Pick(chain, {4, 5, 6}), KvTier::kDisk);
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 7, 0, 3}, O(1, 6)));
+  index.Clear(WorkerSlot(0));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(1, 6)));
+  EXPECT_TRUE(index.CheckInvariants().ok()) << index.CheckInvariants();
+}
+
 }  // namespace
 }  // namespace kvfleet::cachemanager

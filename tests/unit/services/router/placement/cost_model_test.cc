@@ -19,8 +19,8 @@ TEST(CostModelTest, TermsOnAHandExample) {
   // 12 full blocks + 8 tokens: 13 prompt blocks, 200 tokens.
   const PlacementRequest r = MakeRequest(Tokens(1, 12, kBs, 8), kBs);
   WorkerCandidate c = WithMatch(Busy("w", /*running=*/3, /*used=*/40, /*total=*/100), 10);
-  c.waiting = 2;
-  c.pending_prefill_tokens = 64;
+  c.load.waiting = 2;
+  c.load.pending_prefill_tokens = 64;
   const CandidateScore s = ScoreCandidate(PlacementOptions{}, r, c, /*remembered_blocks=*/0, {});
   EXPECT_EQ(s.reported_blocks, 10);
   EXPECT_EQ(s.remembered_blocks, 0);
@@ -95,17 +95,53 @@ TEST(CostModelTest, NegativeReportsCountAsZero) {
   const PlacementRequest r = MakeRequest(Tokens(1, 2, kBs), kBs);
   WorkerCandidate c{.worker_id = "w",
                     .matched_blocks = -3,
-                    .running = -1,
-                    .waiting = -2,
-                    .blocks_used = -5,
-                    .blocks_free = 100,
-                    .blocks_total = 100,
-                    .pending_prefill_tokens = -7};
+                    .load = {.running = -1,
+                             .waiting = -2,
+                             .blocks_used = -5,
+                             .blocks_free = 100,
+                             .blocks_total = 100,
+                             .pending_prefill_tokens = -7}};
   const CandidateScore s = ScoreCandidate(PlacementOptions{}, r, c, 0, {});
   EXPECT_EQ(s.matched_blocks, 0);
   EXPECT_EQ(s.load, 0);
   EXPECT_EQ(s.used_blocks, 0);
   EXPECT_DOUBLE_EQ(s.uncached_prefill_blocks, 2.0);
+}
+
+// Matched blocks below the device are priced at the worker's measured
+// load time per block over its prefill time per block: nearly free from
+// host memory, dearer from disk, a recompute until measured.
+TEST(CostModelTest, LowerTierHitsCostTheirMeasuredLoadTime) {
+  const PlacementRequest r = MakeRequest(Tokens(1, 10, kBs), kBs);  // 10 blocks
+  WorkerCandidate device{.worker_id = "device", .matched_blocks = 8,
+                         .load = {.blocks_free = 100, .blocks_total = 100, .prefill_tokens_per_second = 1000}};
+  WorkerCandidate host = device;
+  host.worker_id = "host";
+  host.host_blocks = 4;
+  host.load.host_load_seconds_per_block = 0.1 * kBs / 1000.0;  // a tenth of a block's prefill
+  WorkerCandidate disk = device;
+  disk.worker_id = "disk";
+  disk.disk_blocks = 8;
+  disk.load.disk_load_seconds_per_block = 0.5 * kBs / 1000.0;
+  WorkerCandidate unmeasured = device;
+  unmeasured.host_blocks = 8;
+  const PlacementOptions o;
+  const CandidateScore d = ScoreCandidate(o, r, device, 0, {});
+  const CandidateScore h = ScoreCandidate(o, r, host, 0, {});
+  const CandidateScore k = ScoreCandidate(o, r, disk, 0, {});
+  const CandidateScore u = ScoreCandidate(o, r, unmeasured, 0, {});
+  EXPECT_DOUBLE_EQ(h.lower_tier_blocks, 4 * 0.1);
+  EXPECT_DOUBLE_EQ(h.uncached_prefill_blocks, d.uncached_prefill_blocks + 0.4);
+  EXPECT_DOUBLE_EQ(k.lower_tier_blocks, 8 * 0.5);
+  EXPECT_DOUBLE_EQ(u.lower_tier_blocks, 8.0) << "unmeasured: priced as recomputing";
+  EXPECT_LT(d.cost, h.cost);
+  EXPECT_LT(h.cost, k.cost);
+  EXPECT_LT(k.cost, u.cost);
+  // A load measured slower than recomputing costs no more than recomputing.
+  disk.load.disk_load_seconds_per_block = 10.0;
+  EXPECT_DOUBLE_EQ(ScoreCandidate(o, r, disk, 0, {}).lower_tier_blocks, 8.0);
+  // Recently sent there by this router: those blocks are on its device.
+  EXPECT_DOUBLE_EQ(ScoreCandidate(o, r, host, 9, {}).lower_tier_blocks, 0.0);
 }
 
 }  // namespace

@@ -38,13 +38,13 @@ WorkerCandidate RandomWorker(std::mt19937& rng, int i, int32_t hashes) {
   c.worker_id = "w" + std::to_string(i);
   c.endpoint = c.worker_id + ":1";
   c.matched_blocks = rng() % 3 == 0 ? 0 : static_cast<int32_t>(rng() % (hashes + 1));
-  c.running = static_cast<int32_t>(rng() % 40);
-  c.waiting = rng() % 4 == 0 ? static_cast<int32_t>(rng() % 10) : 0;
-  c.blocks_total = rng() % 10 == 0 ? 0 : 50 + static_cast<int32_t>(rng() % 400);
-  c.blocks_used = c.blocks_total > 0 ? static_cast<int32_t>(rng() % (c.blocks_total + 1)) : 0;
-  c.blocks_free = c.blocks_total - c.blocks_used;
-  c.pending_prefill_tokens = rng() % 3 == 0 ? static_cast<int64_t>(rng() % 500) : 0;
-  c.draining = rng() % 8 == 0;
+  c.load.running = static_cast<int32_t>(rng() % 40);
+  c.load.waiting = rng() % 4 == 0 ? static_cast<int32_t>(rng() % 10) : 0;
+  c.load.blocks_total = rng() % 10 == 0 ? 0 : 50 + static_cast<int32_t>(rng() % 400);
+  c.load.blocks_used = c.load.blocks_total > 0 ? static_cast<int32_t>(rng() % (c.load.blocks_total + 1)) : 0;
+  c.load.blocks_free = c.load.blocks_total - c.load.blocks_used;
+  c.load.pending_prefill_tokens = rng() % 3 == 0 ? static_cast<int64_t>(rng() % 500) : 0;
+  c.load.draining = rng() % 8 == 0;
   c.max_num_seqs = rng() % 2 == 0 ? 0 : 8 + static_cast<int32_t>(rng() % 40);
   return c;
 }
@@ -79,7 +79,7 @@ TEST(PlacementRandomTest, ChoicesAreValidAndPoliciesKeepTheirPromises) {
       }
       std::set<std::string> eligible;
       for (const WorkerCandidate& c : candidates) {
-        if (!c.draining && !exclude.contains(c.worker_id)) eligible.insert(c.worker_id);
+        if (!c.load.draining && !exclude.contains(c.worker_id)) eligible.insert(c.worker_id);
       }
       const std::string where = "seed " + std::to_string(seed) + " step " + std::to_string(step);
 

@@ -126,7 +126,7 @@ TEST_F(PlacementTest, AffinityGuardAvoidsAFullBatchWhenAnotherHasRoom) {
   EXPECT_EQ(d.reason, Reason::kAffinityGuard);
   EXPECT_TRUE(ScoreOf(d, "a").saturated);
   // Every batch full: queueing anywhere, so the hit wins.
-  other.running = 8;
+  other.load.running = 8;
   Placement q = Make();
   d = MustChoose(q, r, {hot, other});
   EXPECT_EQ(d.worker_id, "a");
@@ -175,7 +175,7 @@ TEST_F(PlacementTest, TiesBreakByLoadThenUsedBlocksThenRotation) {
   // Same cost and load: a's 10 used blocks (at decode_weight 0.5) against
   // b's 5 blocks of pending prefill.
   WorkerCandidate b = Idle("b");
-  b.pending_prefill_tokens = 5 * kBs;
+  b.load.pending_prefill_tokens = 5 * kBs;
   const Decision d = MustChoose(q, r, {Busy("a", 0, 10), b});
   EXPECT_DOUBLE_EQ(ScoreOf(d, "a").cost, ScoreOf(d, "b").cost);
   EXPECT_EQ(d.worker_id, "b");
@@ -184,7 +184,7 @@ TEST_F(PlacementTest, TiesBreakByLoadThenUsedBlocksThenRotation) {
 TEST_F(PlacementTest, DrainingAndExcludedWorkersAreSkipped) {
   const PlacementRequest r = MakeRequest(Tokens(5, 10, kBs), kBs);
   WorkerCandidate a = WithMatch(Idle("a"), 10);
-  a.draining = true;
+  a.load.draining = true;
   for (Policy policy : {Policy::kPrefixAware, Policy::kLeastLoaded, Policy::kRoundRobin}) {
     Placement p = Make({.policy = policy});
     const Decision d = MustChoose(p, r, {a, WithMatch(Idle("b"), 10), Busy("c", 3, 50)}, {"b"});
@@ -214,7 +214,7 @@ TEST_F(PlacementTest, NoCandidateIsUnavailableWithTheCounts) {
   EXPECT_NE(d.status().message().find("no live workers"), std::string::npos) << d.status();
 
   WorkerCandidate a = Idle("a"), b = Idle("b"), c = Idle("c");
-  a.draining = b.draining = true;
+  a.load.draining = b.load.draining = true;
   d = p.Choose(r, {a, b, c}, {"c"});
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable);
@@ -406,7 +406,7 @@ TEST_F(PlacementTest, ADecisionCountsInFlightUntilAReportIncludesItNotForAFixedW
   EXPECT_EQ(p.in_flight(), 2);
   // w0's report now includes both (its newest admitted ticket is the second's).
   WorkerCandidate w0 = Idle(again.worker_id);
-  w0.running = 2;
+  w0.load.running = 2;
   w0.admitted_ticket = again.in_flight_ticket;
   WorkerCandidate other = Idle(again.worker_id == "w0" ? "w1" : "w0");
   other.admitted_ticket = d.worker_id == other.worker_id ? d.in_flight_ticket : 0;
@@ -420,9 +420,9 @@ TEST_F(PlacementTest, TheMemoryLastsAsLongAsThePredictedPrefill) {
   // 100 tokens/s: the 33-block (528-token) prompt takes 5.28 s to prefill;
   // remembered 1 + 2 × 5.28 = 11.56 s.
   WorkerCandidate slow = Idle("w0");
-  slow.prefill_tokens_per_second = 100;
+  slow.load.prefill_tokens_per_second = 100;
   WorkerCandidate other = Idle("w1");
-  other.blocks_used = 1;  // so the first decision goes to w0
+  other.load.blocks_used = 1;  // so the first decision goes to w0
   const Decision first = *p.Choose(burst[0], {slow, other});
   ASSERT_EQ(first.worker_id, "w0");
   clock_.Advance(milliseconds(11000));  // the old constant 5 s would have forgotten
@@ -432,7 +432,7 @@ TEST_F(PlacementTest, TheMemoryLastsAsLongAsThePredictedPrefill) {
   // A fast worker's decision is short-lived: 10,000 tokens/s, 2 × 0.05 s + 1 s.
   Placement q = Make();
   WorkerCandidate fast = Idle("w0");
-  fast.prefill_tokens_per_second = 10000;
+  fast.load.prefill_tokens_per_second = 10000;
   ASSERT_EQ(q.Choose(burst[0], {fast, other})->worker_id, "w0");
   clock_.Advance(milliseconds(1200));
   EXPECT_EQ(q.Choose(burst[1], {fast, other})->reason, Reason::kCold);

@@ -50,15 +50,15 @@ inline std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int
 
 // An idle worker with `total` blocks, all free.
 inline WorkerCandidate Idle(const std::string& id, int32_t total = 1000) {
-  return {.worker_id = id, .endpoint = id + ":50051", .blocks_free = total, .blocks_total = total};
+  return {.worker_id = id, .endpoint = id + ":50051", .load = {.blocks_free = total, .blocks_total = total}};
 }
 
 // A worker with `used` of `total` blocks held by `running` requests.
 inline WorkerCandidate Busy(const std::string& id, int32_t running, int32_t used, int32_t total = 1000) {
   WorkerCandidate c = Idle(id, total);
-  c.running = running;
-  c.blocks_used = used;
-  c.blocks_free = total - used;
+  c.load.running = running;
+  c.load.blocks_used = used;
+  c.load.blocks_free = total - used;
   return c;
 }
 

@@ -1,4 +1,5 @@
 #include "services/worker/server/proto_convert.h"
+#include "services/transport/load_report_convert.h"
 
 #include <gtest/gtest.h>
 
@@ -90,28 +91,26 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   v1::PlacementTicket ticket;
   ticket.set_router(7);
   ticket.set_ticket(42);
-  const v1::WorkerStats s =
-      ToProto({.running = 4, .waiting = 4, .blocks_total = 10, .blocks_used = 5, .prefill_tokens_per_second = 900},
-              8, true, {ticket});
+  const engine::EngineStats stats{.running = 4, .waiting = 4, .blocks_total = 10, .blocks_used = 5,
+                                  .blocks_free = 5, .pending_prefill_tokens = 30,
+                                  .prefill_tokens_per_second = 900, .host_load_seconds_per_block = 0.002};
+  const WorkerLoad load = LoadOf(stats, true, {ticket});
+  EXPECT_EQ(load.running, 4);
+  EXPECT_EQ(load.blocks_free, 5);
+  EXPECT_EQ(load.pending_prefill_tokens, 30);
+  EXPECT_TRUE(load.draining);
+  EXPECT_DOUBLE_EQ(load.host_load_seconds_per_block, 0.002);
+  ASSERT_EQ(load.admitted.size(), 1u);
+  EXPECT_EQ(load.admitted[0], (AdmittedTicket{.router = 7, .ticket = 42}));
+  const v1::WorkerStats s = ToProto(stats, 8, load);
   EXPECT_DOUBLE_EQ(s.prefill_tokens_per_second(), 900);
   ASSERT_EQ(s.admitted_size(), 1);
   EXPECT_EQ(s.admitted(0).ticket(), 42u);
   EXPECT_DOUBLE_EQ(s.load(), 1.0);
   EXPECT_DOUBLE_EQ(s.kv_usage(), 0.5);
   EXPECT_TRUE(s.draining());
-  const v1::LoadReport load = ToLoadReport({.running = 4, .waiting = 2, .blocks_total = 10, .blocks_used = 5,
-                                            .blocks_free = 5, .pending_prefill_tokens = 30,
-                                            .prefill_tokens_per_second = 900},
-                                           false, {ticket});
-  EXPECT_EQ(load.running(), 4);
-  EXPECT_EQ(load.waiting(), 2);
-  EXPECT_EQ(load.blocks_free(), 5);
-  EXPECT_EQ(load.pending_prefill_tokens(), 30);
-  EXPECT_FALSE(load.draining());
-  EXPECT_DOUBLE_EQ(load.prefill_tokens_per_second(), 900);
-  ASSERT_EQ(load.admitted_size(), 1);
-  EXPECT_EQ(load.admitted(0).router(), 7u);
-  EXPECT_EQ(load.admitted(0).ticket(), 42u);
+  // The load report inside is the cachemanager's form, field for field.
+  EXPECT_EQ(transport::FromProto(s.load_report()), load);
 }
 
 // A worker may be called without a router in front: it checks the limits
