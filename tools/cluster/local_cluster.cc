@@ -109,6 +109,10 @@ std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int inde
                                    "--threads",         absl::StrCat(options.threads_per_worker),
                                    "--kv-cache-memory", options.kv_cache_memory};
   args.insert(args.end(), options.worker_extra_args.begin(), options.worker_extra_args.end());
+  if (!options.kv_disk_dir.empty()) {
+    args.push_back("--kv-disk-dir");
+    args.push_back(absl::StrCat(options.kv_disk_dir, "/worker-", index));
+  }
   return args;
 }
 

@@ -54,6 +54,9 @@ struct LocalClusterOptions {
   std::vector<std::string> cachemanager_extra_args;  // appended to the cachemanager's command line (TLS)
   std::vector<std::string> router_extra_args;       // appended to the router's command line (placement knobs)
   std::vector<std::string> worker_extra_args;       // appended to every worker's (speculation, scheduling)
+  // A disk KV tier per worker: worker i's is kv_disk_dir/worker-<i> (its
+  // size comes with worker_extra_args' --kv-disk-size). Empty: none.
+  std::string kv_disk_dir;
   std::string log_dir;                              // must exist; a member's stderr goes to <log_dir>/<label>.log
   absl::Duration ready_timeout = absl::Minutes(2);  // per member, from its start to its ready line
   absl::Duration stop_timeout = absl::Seconds(45);  // per stage of Stop(), from SIGTERM to SIGKILL

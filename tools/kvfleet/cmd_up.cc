@@ -35,6 +35,7 @@ using transport::TerminationSignals;
 
 constexpr char kUsage[] =
     R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE] [--kv-cache-dtype D]
+                  [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE]
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
@@ -56,6 +57,9 @@ kills what is still running.
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
   --kv-cache-dtype D      every worker's KV element format: f16 (default), int8 or fp8_e4m3 (about twice the
                           tokens; see kvfleet-worker --help for their accuracy)
+  --kv-host-memory SIZE   every worker's host-memory KV tier below its device cache (default: none)
+  --kv-disk-dir DIR       a disk KV tier per worker in DIR/worker-<i>, of --kv-disk-size SIZE each; a
+                          restarted cluster finds and serves what its workers left there
   --listen HOST:PORT      the router's gRPC address (default 127.0.0.1:50060; port 0 picks a free one)
   --http-listen HOST:PORT the router's OpenAI-compatible HTTP address (default 127.0.0.1:8000; port 0 picks
                           a free one): base URL http://HOST:PORT/v1 for any OpenAI client
@@ -134,11 +138,16 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
-  for (const char* name : {"device", "kv-cache-dtype", "speculation", "spec-self-layers", "spec-draft-model"}) {
+  for (const char* name : {"device", "kv-cache-dtype", "kv-host-memory", "kv-disk-size", "speculation",
+                           "spec-self-layers", "spec-draft-model"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
     }
+  }
+  o.kv_disk_dir = flags.GetString("kv-disk-dir", "");
+  if (o.kv_disk_dir.empty() != !flags.Has("kv-disk-size")) {
+    return absl::InvalidArgumentError("--kv-disk-dir and --kv-disk-size go together");
   }
   std::string bin_dir = flags.GetString("bin-dir", "");
   if (bin_dir.empty()) {
@@ -336,8 +345,8 @@ absl::Status RunUp(const Args& args) {
                    Flags::Parse(args,
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "http-listen",
                                  "cachemanager-listen",
-                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "kv-cache-dtype", "speculation",
-                                 "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
+                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "kv-cache-dtype",
+                                 "kv-host-memory", "kv-disk-dir", "kv-disk-size", "speculation", "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");

@@ -42,11 +42,11 @@ class Cluster:
     """`kvfleet up` with one worker; .router (gRPC), .http (OpenAI-compatible),
     .cachemanager and .worker_metrics (a URL) once ready."""
 
-    def __init__(self, cli, model, log_dir, workers=1, extra=()):
+    def __init__(self, cli, model, log_dir, workers=1, extra=(), kv_cache_memory="256MiB"):
         self.cachemanager = f"127.0.0.1:{free_port()}"
         self.log_dir = log_dir
         self.up = subprocess.Popen(
-            [cli, "up", "--model", model, "--workers", str(workers), "--threads", "2", "--kv-cache-memory", "256MiB",
+            [cli, "up", "--model", model, "--workers", str(workers), "--threads", "2", "--kv-cache-memory", kv_cache_memory,
              "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--cachemanager-listen", self.cachemanager,
              "--metrics-port", "0", "--log-dir", log_dir, *extra],
             stdout=subprocess.PIPE, text=True)
