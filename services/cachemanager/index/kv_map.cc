@@ -8,7 +8,11 @@
 namespace kvfleet::cachemanager {
 
 WorkerView KvMap::View(const Entry& e) const {
-  return {.descriptor = e.descriptor, .load = e.load, .indexed_blocks = index_.BlockCount(e.slot),
+  return {.descriptor = e.descriptor,
+          .load = e.load,
+          .indexed_blocks = index_.BlockCount(e.slot),
+          .indexed_host_blocks = index_.LowerBlockCount(e.slot, KvTier::kHost),
+          .indexed_disk_blocks = index_.LowerBlockCount(e.slot, KvTier::kDisk),
           .last_seen = e.last_seen};
 }
 

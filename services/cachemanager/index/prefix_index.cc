@@ -27,18 +27,14 @@ void CheckSlot(WorkerSlot w) {
 
 int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier) {
   absl::flat_hash_set<BlockHash>& blocks = MutableBlocksOf(w);
-  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
+  const absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
   int64_t added = 0;
   for (const BlockHash& hash : hashes) {
     if (blocks.insert(hash).second) {
       AddHolder(hash, w);
       ++added;
     }
-    if (tier == KvTier::kDevice) {
-      if (!lower.empty()) lower.erase(hash);
-    } else {
-      lower[hash] = tier;
-    }
+    if (tier != KvTier::kDevice || !lower.empty()) SetLowerTier(w, hash, tier);
   }
   entries_ += added;
   return added;
@@ -48,12 +44,12 @@ int64_t PrefixIndex::Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
   CheckSlot(w);
   if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
   absl::flat_hash_set<BlockHash>& blocks = blocks_[w.value()];
-  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
+  const absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
   int64_t removed = 0;
   for (const BlockHash& hash : hashes) {
     if (blocks.erase(hash) > 0) {
       DropHolder(hash, w);
-      if (!lower.empty()) lower.erase(hash);
+      if (!lower.empty()) SetLowerTier(w, hash, KvTier::kDevice);
       ++removed;
     }
   }
@@ -71,6 +67,7 @@ int64_t PrefixIndex::Clear(WorkerSlot w) {
   // worker's table must not outlive it.
   blocks = absl::flat_hash_set<BlockHash>();
   lower_[w.value()] = absl::flat_hash_map<BlockHash, KvTier>();
+  lower_counts_[w.value()] = {};
   entries_ -= removed;
   return removed;
 }
@@ -87,11 +84,37 @@ void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes) {
   entries_ += static_cast<int64_t>(next.size()) - static_cast<int64_t>(current.size());
   current = std::move(next);
   lower_[w.value()].clear();
+  lower_counts_[w.value()] = {};
 }
 
 bool PrefixIndex::Holds(WorkerSlot w, const BlockHash& hash) const {
   CheckSlot(w);
   return static_cast<size_t>(w.value()) < blocks_.size() && blocks_[w.value()].contains(hash);
+}
+
+int64_t PrefixIndex::LowerBlockCount(WorkerSlot w, KvTier tier) const {
+  CheckSlot(w);
+  if (static_cast<size_t>(w.value()) >= lower_counts_.size()) return 0;
+  return lower_counts_[w.value()][static_cast<size_t>(tier)];
+}
+
+void PrefixIndex::SetLowerTier(WorkerSlot w, const BlockHash& hash, KvTier tier) {
+  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
+  std::array<int64_t, kNumKvTiers>& counts = lower_counts_[w.value()];
+  const auto it = lower.find(hash);
+  if (it != lower.end()) {
+    if (it->second == tier) return;
+    --counts[static_cast<size_t>(it->second)];
+    if (tier == KvTier::kDevice) {
+      lower.erase(it);
+      return;
+    }
+    it->second = tier;
+  } else {
+    if (tier == KvTier::kDevice) return;
+    lower.emplace(hash, tier);
+  }
+  ++counts[static_cast<size_t>(tier)];
 }
 
 KvTier PrefixIndex::TierOf(WorkerSlot w, const BlockHash& hash) const {
@@ -193,11 +216,16 @@ absl::Status PrefixIndex::CheckInvariants() const {
       }
     }
     pairs_in_sets += static_cast<int64_t>(blocks_[slot].size());
+    std::array<int64_t, kNumKvTiers> counted{};
     for (const auto& [hash, tier] : lower_[slot]) {
       if (!blocks_[slot].contains(hash) || tier == KvTier::kDevice) {
         return absl::InternalError(absl::StrCat("slot ", slot, " has ", hash.ToHex(), " below its device but ",
                                                 tier == KvTier::kDevice ? "as device" : "not in its set"));
       }
+      ++counted[static_cast<size_t>(tier)];
+    }
+    if (counted != lower_counts_[slot]) {
+      return absl::InternalError(absl::StrCat("slot ", slot, " lower-tier counts out of step"));
     }
   }
   if (pairs_in_map != entries_ || pairs_in_sets != entries_) {
@@ -212,6 +240,7 @@ absl::flat_hash_set<BlockHash>& PrefixIndex::MutableBlocksOf(WorkerSlot w) {
   if (static_cast<size_t>(w.value()) >= blocks_.size()) {
     blocks_.resize(w.value() + 1);
     lower_.resize(w.value() + 1);
+    lower_counts_.resize(w.value() + 1);
   }
   return blocks_[w.value()];
 }

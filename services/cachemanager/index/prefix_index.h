@@ -30,6 +30,7 @@
 //   std::vector<Overlap> hits = index.FindOverlaps(prompt_hashes);  // [{worker 0, 12 blocks}, ...]
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <ostream>
 #include <span>
@@ -96,6 +97,9 @@ class PrefixIndex {
   // Blocks `w` holds: what the worker itself counts as cached, if no event
   // was lost. 0 for a slot never used.
   int64_t BlockCount(WorkerSlot w) const;
+  // Of BlockCount(w), the blocks held only in `tier` below the device (host
+  // or disk). O(1).
+  int64_t LowerBlockCount(WorkerSlot w, KvTier tier) const;
   // Hashes held by at least one worker.
   int64_t DistinctHashes() const { return static_cast<int64_t>(holders_.size()); }
   // (worker, hash) pairs: the sum of BlockCount over all workers.
@@ -129,12 +133,15 @@ class PrefixIndex {
   // in step.
   void AddHolder(const BlockHash& hash, WorkerSlot w);
   void DropHolder(const BlockHash& hash, WorkerSlot w);
+  // Sets (or, with kDevice, drops) w's lower tier for `hash`, keeping the counts.
+  void SetLowerTier(WorkerSlot w, const BlockHash& hash, KvTier tier);
 
   absl::flat_hash_map<BlockHash, Holders> holders_;
   std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot, every tier
   // By slot: the hashes of blocks_[slot] held only below the device, and
   // where. Empty for a worker without lower tiers.
   std::vector<absl::flat_hash_map<BlockHash, KvTier>> lower_;
+  std::vector<std::array<int64_t, kNumKvTiers>> lower_counts_;  // by slot, then tier: lower_'s sizes
   int64_t entries_ = 0;
 };
 

@@ -29,8 +29,15 @@ std::vector<prometheus::MetricFamily> KvMapCollector::Collect() const {
             static_cast<double>(s.workers.size()));
   auto per_worker = out.Family("kvfleet_cachemanager_indexed_blocks", "KV blocks indexed for each live worker",
                                prometheus::MetricType::Gauge);
+  auto per_tier = out.Family("kvfleet_cachemanager_indexed_tier_blocks",
+                             "KV blocks indexed for each live worker, by the tier it best holds them in",
+                             prometheus::MetricType::Gauge);
   for (const WorkerView& w : s.workers) {
     per_worker.Add(static_cast<double>(w.indexed_blocks), {{"worker_id", w.descriptor.worker_id}});
+    const int64_t lower = w.indexed_host_blocks + w.indexed_disk_blocks;
+    per_tier.Add(static_cast<double>(w.indexed_blocks - lower), {{"worker_id", w.descriptor.worker_id}, {"tier", "device"}});
+    per_tier.Add(static_cast<double>(w.indexed_host_blocks), {{"worker_id", w.descriptor.worker_id}, {"tier", "host"}});
+    per_tier.Add(static_cast<double>(w.indexed_disk_blocks), {{"worker_id", w.descriptor.worker_id}, {"tier", "disk"}});
   }
   out.Gauge("kvfleet_cachemanager_distinct_hashes", "Distinct block hashes in the index",
             static_cast<double>(s.distinct_hashes));

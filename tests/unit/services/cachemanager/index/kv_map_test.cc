@@ -192,6 +192,8 @@ TEST_F(KvMapTest, TierMovesAreIndexedWithinTheCapacityOfEveryTier) {
   EXPECT_EQ(o[0].host_blocks, 2);
   EXPECT_EQ(o[0].disk_blocks, 0);
   EXPECT_EQ(map_.List("m")[0].indexed_blocks, 8);
+  EXPECT_EQ(map_.List("m")[0].indexed_host_blocks, 2);
+  EXPECT_EQ(map_.List("m")[0].indexed_disk_blocks, 0);
   EXPECT_TRUE(map_.CheckInvariants().ok());
 }
 

@@ -3,7 +3,9 @@
 // seed drives a few thousand random events — Store of chain runs (sometimes
 // starting mid-chain, sometimes repeating), Remove of held and unheld hashes
 // and of chain tails (LRU eviction), Clear, ReplaceAll snapshots, and worker
-// death with the slot reused by a new worker — over prompts drawn from a
+// death with the slot reused by a new worker; stores land in a random tier
+// (device, host, disk: a held block stored again in another is a move) —
+// over prompts drawn from a
 // small tree of shared prefixes, hashed with the real chained block hash.
 // After every event: BlockCount of every slot, EntryCount, DistinctHashes and
 // CheckInvariants agree with the model, and many FindOverlaps queries (whole
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,7 +61,11 @@ std::vector<std::vector<BlockHash>> MakePrompts(std::mt19937& rng, int count) {
 class Harness {
  public:
   explicit Harness(const Config& config)
-      : config_(config), rng_(config.seed), prompts_(MakePrompts(rng_, 40)), model_(config.slots.size()) {
+      : config_(config),
+        rng_(config.seed),
+        prompts_(MakePrompts(rng_, 40)),
+        model_(config.slots.size()),
+        lower_(config.slots.size()) {
     for (const auto& p : prompts_) universe_.insert(universe_.end(), p.begin(), p.end());
   }
 
@@ -87,16 +94,28 @@ class Harness {
       const size_t end = begin + 1 + rng_() % (p.size() - begin);
       std::vector<BlockHash> run(p.begin() + begin, p.begin() + end);
       if (rng_() % 8 == 0) run.push_back(run.front());  // a repeat within the event
+      const uint32_t roll = rng_() % 10;
+      const KvTier tier = roll < 6 ? KvTier::kDevice : roll < 8 ? KvTier::kHost : KvTier::kDisk;
       int64_t added = 0;
-      for (const BlockHash& h : run) added += model_[w].insert(h).second ? 1 : 0;
-      EXPECT_EQ(index_.Store(slot, run), added);
+      for (const BlockHash& h : run) {
+        added += model_[w].insert(h).second ? 1 : 0;
+        if (tier == KvTier::kDevice) {
+          lower_[w].erase(h);
+        } else {
+          lower_[w][h] = tier;
+        }
+      }
+      EXPECT_EQ(index_.Store(slot, run, tier), added);
       return "store";
     }
     if (kind < 60) {  // arbitrary hashes, held or not
       std::vector<BlockHash> hashes = Sample(model_[w], 1 + rng_() % 6);
       for (int k = static_cast<int>(rng_() % 3); k > 0; --k) hashes.push_back(universe_[rng_() % universe_.size()]);
       int64_t removed = 0;
-      for (const BlockHash& h : hashes) removed += static_cast<int64_t>(model_[w].erase(h));
+      for (const BlockHash& h : hashes) {
+        removed += static_cast<int64_t>(model_[w].erase(h));
+        lower_[w].erase(h);
+      }
       EXPECT_EQ(index_.Remove(slot, hashes), removed);
       return "remove";
     }
@@ -105,13 +124,17 @@ class Harness {
       std::vector<BlockHash> tail(p.begin() + rng_() % p.size(), p.end());
       std::reverse(tail.begin(), tail.end());
       int64_t removed = 0;
-      for (const BlockHash& h : tail) removed += static_cast<int64_t>(model_[w].erase(h));
+      for (const BlockHash& h : tail) {
+        removed += static_cast<int64_t>(model_[w].erase(h));
+        lower_[w].erase(h);
+      }
       EXPECT_EQ(index_.Remove(slot, tail), removed);
       return "evict tail";
     }
     if (kind < 82) {
       EXPECT_EQ(index_.Clear(slot), static_cast<int64_t>(model_[w].size()));
       model_[w].clear();
+      lower_[w].clear();
       return "clear";
     }
     if (kind < 92) {  // snapshot: some of what it had, some new, repeats
@@ -121,12 +144,14 @@ class Harness {
       std::shuffle(snapshot.begin(), snapshot.end(), rng_);
       index_.ReplaceAll(slot, snapshot);
       model_[w] = std::set<BlockHash>(snapshot.begin(), snapshot.end());
+      lower_[w].clear();  // a snapshot lists the device
       return "snapshot";
     }
     // The worker dies; its slot goes to a new worker, which starts with a
     // snapshot of a few prompts (what the server does on Register).
     index_.Clear(slot);
     model_[w].clear();
+    lower_[w].clear();
     std::vector<BlockHash> snapshot;
     for (int k = static_cast<int>(rng_() % 3); k > 0; --k) {
       const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
@@ -178,7 +203,13 @@ class Harness {
     for (size_t w = 0; w < model_.size(); ++w) {
       int32_t n = 0;
       while (static_cast<size_t>(n) < q.size() && model_[w].count(q[n]) > 0) ++n;
-      if (n > 0) out.push_back({WorkerSlot(config_.slots[w]), n});
+      if (n == 0) continue;
+      Overlap o{WorkerSlot(config_.slots[w]), n};
+      for (int32_t b = 0; b < n; ++b) {
+        const auto it = lower_[w].find(q[b]);
+        if (it != lower_[w].end()) ++(it->second == KvTier::kHost ? o.host_blocks : o.disk_blocks);
+      }
+      out.push_back(o);
     }
     std::sort(out.begin(), out.end(), [](const Overlap& a, const Overlap& b) { return a.worker < b.worker; });
     return out;
@@ -192,6 +223,11 @@ class Harness {
     for (size_t w = 0; w < model_.size(); ++w) {
       ASSERT_EQ(index_.BlockCount(WorkerSlot(config_.slots[w])), static_cast<int64_t>(model_[w].size()))
           << "slot " << w;
+      for (KvTier tier : {KvTier::kHost, KvTier::kDisk}) {
+        int64_t n = 0;
+        for (const auto& [h, t] : lower_[w]) n += t == tier ? 1 : 0;
+        ASSERT_EQ(index_.LowerBlockCount(WorkerSlot(config_.slots[w]), tier), n) << "slot " << w;
+      }
       distinct.insert(model_[w].begin(), model_[w].end());
       entries += static_cast<int64_t>(model_[w].size());
     }
@@ -206,6 +242,7 @@ class Harness {
   std::vector<std::vector<BlockHash>> prompts_;
   std::vector<BlockHash> universe_;         // every hash of every prompt
   std::vector<std::set<BlockHash>> model_;  // by position in config_.slots
+  std::vector<std::map<BlockHash, KvTier>> lower_;  // of model_[w], what is held only below the device
   PrefixIndex index_;
 };
 

@@ -310,6 +310,9 @@ TEST(PrefixIndexTest, LowerTierBlocksCountAsHeldAndAreReportedByTier) {
   EXPECT_EQ(index.TierOf(WorkerSlot(0), chain[5]), KvTier::kDisk);
   EXPECT_EQ(index.TierOf(WorkerSlot(1), chain[1]), KvTier::kDevice);
   EXPECT_EQ(index.EntryCount(), 14) << "a move adds no pair";
+  EXPECT_EQ(index.LowerBlockCount(WorkerSlot(0), KvTier::kHost), 2);
+  EXPECT_EQ(index.LowerBlockCount(WorkerSlot(0), KvTier::kDisk), 1);
+  EXPECT_EQ(index.LowerBlockCount(WorkerSlot(1), KvTier::kHost), 0);
   EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 8, 2, 1}, O(1, 6)));
   // Back on the device (a reload), then removed from every tier.
   index.Store(WorkerSlot(0), Pick(chain, {1}));
