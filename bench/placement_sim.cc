@@ -45,6 +45,10 @@ model). Deterministic for a seed; every policy sees the same trace.
   --router-ms MS --load-delay-ms MS --event-flush-ms MS --event-delay-ms MS   propagation (1, 2, 50, 2)
   --prefill-weight A --decode-weight B --kv-pressure-weight W --affinity-guard-margin N
   --affinity-guard-ratio R the router's placement knobs (its defaults otherwise)
+  --host-tier X            a host-memory KV tier per worker of X times its device KV (default 0: none)
+  --disk-tier X            a disk KV tier per worker of X times its device KV (default 0: none)
+  --host-gbps G --disk-gbps G  their load bandwidths, GB/s (default 25 and 3): a load's time delays its step
+  --kv-bytes-per-token N   what a token's KV weighs, for load times (default 131072: Llama-3-8B, float16)
   --json                   one JSON object on stdout (the table goes to stderr)
 )";
 
@@ -64,6 +68,7 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
                    flags::Flags::Parse(args,
                                        {"workload", "workers", "load", "rate", "requests", "seed", "policies",
                                         "step-model", "step-a", "step-b", "step-c", "kv-tokens", "max-num-seqs",
+                                        "host-tier", "disk-tier", "host-gbps", "disk-gbps", "kv-bytes-per-token",
                                         "max-num-batched-tokens", "tenants", "context-tokens", "question-tokens",
                                         "output-tokens", "turns", "think-seconds", "zipf", "router-ms",
                                         "load-delay-ms", "event-flush-ms", "event-delay-ms", "prefill-weight",
@@ -125,6 +130,17 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(o.sim.event_flush_ms, f.GetDouble("event-flush-ms", o.sim.event_flush_ms));
   ASSIGN_OR_RETURN(o.sim.event_delay_ms, f.GetDouble("event-delay-ms", o.sim.event_delay_ms));
   o.sim.sessions = !f.GetSwitch("sessions-off");
+  ASSIGN_OR_RETURN(double host_x, f.GetDouble("host-tier", 0));
+  ASSIGN_OR_RETURN(double disk_x, f.GetDouble("disk-tier", 0));
+  ASSIGN_OR_RETURN(o.sim.host_gb_per_s, f.GetDouble("host-gbps", o.sim.host_gb_per_s));
+  ASSIGN_OR_RETURN(o.sim.disk_gb_per_s, f.GetDouble("disk-gbps", o.sim.disk_gb_per_s));
+  ASSIGN_OR_RETURN(o.sim.kv_bytes_per_token, f.GetInt("kv-bytes-per-token", o.sim.kv_bytes_per_token));
+  if (host_x < 0 || disk_x < 0 || !(o.sim.host_gb_per_s > 0) || !(o.sim.disk_gb_per_s > 0) ||
+      o.sim.kv_bytes_per_token < 1) {
+    return absl::InvalidArgumentError("--host-tier and --disk-tier >= 0; bandwidths and --kv-bytes-per-token > 0");
+  }
+  o.sim.host_tier_tokens = static_cast<int64_t>(host_x * static_cast<double>(c.kv_tokens));
+  o.sim.disk_tier_tokens = static_cast<int64_t>(disk_x * static_cast<double>(c.kv_tokens));
   router::PlacementOptions& p = o.sim.placement;
   ASSIGN_OR_RETURN(p.prefill_weight, f.GetDouble("prefill-weight", p.prefill_weight));
   ASSIGN_OR_RETURN(p.decode_weight, f.GetDouble("decode-weight", p.decode_weight));
@@ -151,12 +167,13 @@ void PrintRun(const Flags& o, const Run& run, FILE* out) {
                "simulate)\n",
                WorkloadName(o.workload.kind).c_str(), static_cast<long long>(run.workers), run.load, run.oracle.bound,
                run.oracle.capacity_estimate, run.seconds);
-  std::fprintf(out, "%-13s %9s %9s %9s %11s %6s %7s %12s %9s %9s %8s %8s\n", "policy", "TTFT p50", "p90 s", "p99 s",
-               "tok/s", "hit", "/oracle", "computed", "run max", "run mean", "max/mean", "preempt");
+  std::fprintf(out, "%-13s %9s %9s %9s %11s %6s %6s %7s %12s %9s %9s %8s %8s\n", "policy", "TTFT p50", "p90 s",
+               "p99 s", "tok/s", "hit", "lower", "/oracle", "computed", "run max", "run mean", "max/mean", "preempt");
   const SimResult* base = run.results.empty() ? nullptr : &run.results.front();
   for (const SimResult& r : run.results) {
-    std::fprintf(out, "%-13s %9.3f %9.3f %9.3f %11.0f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f %8lld%s\n", r.policy.c_str(),
-                 r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.throughput_tokens_per_s, r.hit_ratio,
+    std::fprintf(out, "%-13s %9.3f %9.3f %9.3f %11.0f %6.3f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f %8lld%s\n",
+                 r.policy.c_str(), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.throughput_tokens_per_s, r.hit_ratio,
+                 r.lower_tier_hit_ratio,
                  run.oracle.bound > 0 ? r.hit_ratio / run.oracle.bound : 0.0, static_cast<long long>(r.tokens_computed),
                  r.max_running, r.mean_running, r.mean_running > 0 ? r.max_running / r.mean_running : 0.0,
                  static_cast<long long>(r.preemptions), r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
@@ -175,7 +192,8 @@ nlohmann::json ToJson(const SimResult& r) {
   return {{"requests", r.requests},       {"finished", r.finished},
           {"ttft_p50_s", r.ttft_p50_s},   {"ttft_p90_s", r.ttft_p90_s},
           {"ttft_p99_s", r.ttft_p99_s},   {"throughput_tokens_per_s", r.throughput_tokens_per_s},
-          {"hit_ratio", r.hit_ratio},     {"tokens_computed", r.tokens_computed},
+          {"hit_ratio", r.hit_ratio},     {"lower_tier_hit_ratio", r.lower_tier_hit_ratio},
+          {"tokens_computed", r.tokens_computed},
           {"max_running", r.max_running}, {"mean_running", r.mean_running},
           {"preemptions", r.preemptions}, {"makespan_s", r.makespan_s},
           {"audit", r.audit}};

@@ -135,6 +135,14 @@ struct SimOptions {
   double load_delay_ms = 2.0;          // a load report to the router
   double event_flush_ms = 50.0;        // the worker's KV event flush
   double event_delay_ms = 2.0;         // a flushed event batch to the index
+  // KV tiers below each worker's device cache, in tokens (0: none), and
+  // the bandwidth a block loads back at; a load adds its time to the step
+  // that needs it (never free, never overlapped: conservative).
+  int64_t host_tier_tokens = 0;
+  double host_gb_per_s = 25.0;
+  int64_t disk_tier_tokens = 0;
+  double disk_gb_per_s = 3.0;
+  int64_t kv_bytes_per_token = 131072;  // Llama-3-8B, float16: 32 layers x 8 kv heads x 128 x 2 x 2
 };
 
 struct SimResult {
@@ -142,7 +150,8 @@ struct SimResult {
   int64_t requests = 0, finished = 0;
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
   double throughput_tokens_per_s = 0;  // prompt + output tokens served / makespan
-  double hit_ratio = 0;                // cached prompt tokens at admission / prompt tokens
+  double hit_ratio = 0;                // cached prompt tokens at admission / prompt tokens, any tier
+  double lower_tier_hit_ratio = 0;     // of hit_ratio, loaded back from host or disk (lookups that admitted)
   int64_t tokens_computed = 0;         // every token the workers computed, recomputation included
   double max_running = 0, mean_running = 0;  // per worker, time-averaged running requests: max over workers, mean
   int64_t preemptions = 0;

@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <list>
+#include <utility>
 #include <memory>
 #include <queue>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "bench/engine_bench.h"
 #include "bench/placement_sim.h"
@@ -45,6 +48,7 @@ struct KvEvent {
   double visible_at;
   BlockHash hash;
   bool stored;
+  KvTier tier = KvTier::kDevice;  // stored: where
 };
 
 // The worker's KV events, stamped with when the index will see them: at
@@ -54,33 +58,152 @@ class EventRecorder : public engine::KvEventListener {
   EventRecorder(const double& now, const SimOptions& o) : now_(now), o_(o) {}
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>&) override { Add(hash, true); }
   void OnBlockRemoved(const BlockHash& hash) override { Add(hash, false); }
+  void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>&, KvTier tier) override {
+    Add(hash, true, tier);
+  }
   void OnAllCleared() override {}
   std::deque<KvEvent> events;
 
  private:
-  void Add(const BlockHash& hash, bool stored) {
+  void Add(const BlockHash& hash, bool stored, KvTier tier = KvTier::kDevice) {
     const double flush = o_.event_flush_ms / 1000;
     const double at = flush > 0 ? std::ceil(now_ / flush) * flush : now_;
-    events.push_back({at + o_.event_delay_ms / 1000, hash, stored});
+    events.push_back({at + o_.event_delay_ms / 1000, hash, stored, tier});
   }
   const double& now_;
   const SimOptions& o_;
+};
+
+// A worker's host and disk tiers as hash LRUs (no bytes): what the device
+// evicts goes to host, host's least recently used to disk; a prefix lookup
+// that misses on the device takes a block from either at once and charges
+// its load time (block bytes over the tier's bandwidth) to the next step.
+// It sits between the pool's listeners and the event recorder, announcing
+// each block's best tier as the engine's KvTierManager does.
+class SimTiers final : public engine::KvEventListener, public engine::BlockEvictionHook, public engine::LowerKvTiers {
+ public:
+  SimTiers(const SimOptions& o, engine::KvEventListener* next)
+      : next_(next),
+        host_blocks_(o.host_tier_tokens / o.cluster.block_size),
+        disk_blocks_(o.disk_tier_tokens / o.cluster.block_size),
+        host_seconds_(BlockSeconds(o, o.host_gb_per_s)),
+        disk_seconds_(BlockSeconds(o, o.disk_gb_per_s)) {}
+
+  static double BlockSeconds(const SimOptions& o, double gb_per_s) {
+    return static_cast<double>(o.kv_bytes_per_token * o.cluster.block_size) / (gb_per_s * 1e9);
+  }
+  void Attach(engine::BlockPool& pool) {
+    pool_ = &pool;
+    pool.set_eviction_hook(this);
+  }
+  int64_t host_blocks() const { return host_blocks_; }
+  int64_t disk_blocks() const { return disk_blocks_; }
+  double host_seconds() const { return host_seconds_; }
+  double disk_seconds() const { return disk_seconds_; }
+  // Load time owed since the last call, and blocks loaded.
+  double TakeLoadSeconds() { return std::exchange(load_seconds_, 0.0); }
+  int64_t loaded_blocks() const { return loaded_; }
+
+  void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override {
+    on_device_.insert(hash);
+    next_->OnBlockStored(hash, parent);
+  }
+  void OnBlockRemoved(const BlockHash& hash) override {
+    on_device_.erase(hash);
+    Announce(hash);
+  }
+  void OnAllCleared() override { next_->OnAllCleared(); }
+  void BeforeEvict(BlockId, const BlockHash& hash) override {
+    if (host_blocks_ > 0) {
+      if (Touch(host_, hash)) return;
+      Put(host_, host_blocks_, hash, [this](const BlockHash& h) { ToDisk(h); });
+    } else {
+      ToDisk(hash);
+    }
+  }
+  std::optional<BlockId> LoadFromHost(const BlockHash& hash) override {
+    const bool host = Touch(host_, hash);
+    const bool disk = !host && Touch(disk_, hash);
+    if (!host && !disk) return std::nullopt;
+    const std::optional<BlockId> block = pool_->Allocate();
+    if (!block) return std::nullopt;
+    pool_->Commit(*block, hash, std::nullopt);
+    load_seconds_ += host ? host_seconds_ : disk_seconds_;
+    ++loaded_;
+    return block;
+  }
+  bool OnDiskOnly(const BlockHash&) const override { return false; }  // disk loads come through LoadFromHost
+  void StartDiskLoad(RequestId, std::vector<BlockHash>) override {}
+  bool loads_in_flight() const override { return false; }
+
+ private:
+  struct Lru {
+    std::list<BlockHash> order;  // least recently used first
+    absl::flat_hash_map<BlockHash, std::list<BlockHash>::iterator> where;
+  };
+  static bool Touch(Lru& lru, const BlockHash& h) {
+    const auto it = lru.where.find(h);
+    if (it == lru.where.end()) return false;
+    lru.order.splice(lru.order.end(), lru.order, it->second);
+    return true;
+  }
+  template <typename Spill>
+  void Put(Lru& lru, int64_t capacity, const BlockHash& h, Spill spill) {
+    lru.order.push_back(h);
+    lru.where[h] = std::prev(lru.order.end());
+    if (static_cast<int64_t>(lru.order.size()) <= capacity) return;
+    const BlockHash victim = lru.order.front();
+    lru.order.pop_front();
+    lru.where.erase(victim);
+    spill(victim);
+    Announce(victim);
+  }
+  void ToDisk(const BlockHash& h) {
+    if (disk_blocks_ == 0 || on_device_.contains(h) || Touch(disk_, h)) return;
+    Put(disk_, disk_blocks_, h, [](const BlockHash&) {});
+  }
+  void Announce(const BlockHash& h) {
+    if (on_device_.contains(h)) return;
+    if (host_.where.contains(h)) {
+      next_->OnBlockMoved(h, std::nullopt, KvTier::kHost);
+    } else if (disk_.where.contains(h)) {
+      next_->OnBlockMoved(h, std::nullopt, KvTier::kDisk);
+    } else {
+      next_->OnBlockRemoved(h);
+    }
+  }
+
+  engine::KvEventListener* next_;
+  engine::BlockPool* pool_ = nullptr;
+  const int64_t host_blocks_, disk_blocks_;
+  const double host_seconds_, disk_seconds_;
+  absl::flat_hash_set<BlockHash> on_device_;
+  Lru host_, disk_;
+  double load_seconds_ = 0;
+  int64_t loaded_ = 0;
 };
 
 struct SimWorker {
   SimWorker(std::string worker_id, const double& now, const SimOptions& o, int32_t num_blocks)
       : id(std::move(worker_id)),
         recorder(now, o),
-        pending(o.cluster.block_size, &recorder),
+        tiers(o, &recorder),
+        pending(o.cluster.block_size, TiersOn(o) ? static_cast<engine::KvEventListener*>(&tiers) : &recorder),
         pool(num_blocks, &pending),
         kv(pool, o.cluster.block_size, kModelId, /*enable_prefix_caching=*/true),
         scheduler({.max_num_batched_tokens = o.cluster.max_num_batched_tokens, .max_num_seqs = o.cluster.max_num_seqs},
                   kv) {
     pending.Attach(pool);
+    if (TiersOn(o)) {
+      tiers.Attach(pool);
+      kv.set_lower_tiers(&tiers);
+    }
   }
+  static bool TiersOn(const SimOptions& o) { return o.host_tier_tokens > 0 || o.disk_tier_tokens > 0; }
 
   std::string id;
   EventRecorder recorder;
+  SimTiers tiers;
   engine::PendingPrefill pending;  // the engine's own load figure
   engine::BlockPool pool;
   engine::KvCacheManager kv;
@@ -133,7 +256,9 @@ class Simulation {
       // The cachemanager's own map: registered with its capacity, then the
       // (empty) snapshot a fresh worker sends first.
       index_.Register({.worker_id = id, .incarnation = 1, .endpoint = id, .model_id = kModelId,
-                       .block_size = static_cast<int32_t>(o.cluster.block_size), .capacity_blocks = blocks},
+                       .block_size = static_cast<int32_t>(o.cluster.block_size), .capacity_blocks = blocks,
+                       .host_capacity_blocks = workers_.back()->tiers.host_blocks(),
+                       .disk_capacity_blocks = workers_.back()->tiers.disk_blocks()},
                       At(now_));
       (void)index_.Apply({.worker_id = id, .incarnation = 1, .sequence = ++sequence_[id],
                           .events = {{.kind = cachemanager::KvEventRecord::Kind::kSnapshot}}},
@@ -191,7 +316,9 @@ class Simulation {
       while (!events.empty() && events.front().visible_at <= now_) {
         const KvEvent& e = events.front();
         const Kind kind = e.stored ? Kind::kStored : Kind::kRemoved;
-        if (batch.events.empty() || batch.events.back().kind != kind) batch.events.push_back({.kind = kind});
+        if (batch.events.empty() || batch.events.back().kind != kind || batch.events.back().tier != e.tier) {
+          batch.events.push_back({.kind = kind, .tier = e.tier});
+        }
         batch.events.back().hashes.push_back(e.hash);
         events.pop_front();
       }
@@ -207,11 +334,13 @@ class Simulation {
     }
   }
 
-  // Each worker's leading matched blocks, from the cachemanager's FindOverlaps.
-  std::vector<int32_t> Overlaps(const std::vector<BlockHash>& hashes) const {
-    std::vector<int32_t> matched(workers_.size(), 0);
-    for (const cachemanager::WorkerOverlapInfo& o : index_.FindOverlaps(kModelId, hashes)) {
-      matched[worker_index_.at(o.worker.descriptor.worker_id)] = o.matched_blocks;
+  // Each worker's leading matched blocks (any tier, and how many below the
+  // device), from the cachemanager's FindOverlaps.
+  std::vector<cachemanager::WorkerOverlapInfo> Overlaps(const std::vector<BlockHash>& hashes) const {
+    std::vector<cachemanager::WorkerOverlapInfo> matched(workers_.size());
+    for (cachemanager::WorkerOverlapInfo& o : index_.FindOverlaps(kModelId, hashes)) {
+      const size_t k = worker_index_.at(o.worker.descriptor.worker_id);
+      matched[k] = std::move(o);
     }
     return matched;
   }
@@ -228,15 +357,18 @@ class Simulation {
                                 .prompt_tokens = request->num_prompt_tokens(),
                                 .block_size = o_.cluster.block_size};
     if (o_.sessions) pr.session_id = r.session_id;
-    const std::vector<int32_t> matched =
-        o_.policy == router::Policy::kRoundRobin ? std::vector<int32_t>(workers_.size(), 0) : Overlaps(pr.block_hashes);
+    const std::vector<cachemanager::WorkerOverlapInfo> matched =
+        o_.policy == router::Policy::kRoundRobin ? std::vector<cachemanager::WorkerOverlapInfo>(workers_.size())
+                                                 : Overlaps(pr.block_hashes);
     std::vector<router::WorkerCandidate> candidates;
     candidates.reserve(workers_.size());
     for (size_t k = 0; k < workers_.size(); ++k) {
       const LoadSnapshot& l = workers_[k]->visible;
       router::WorkerCandidate c{.worker_id = workers_[k]->id,
                                 .endpoint = workers_[k]->id,
-                                .matched_blocks = matched[k],
+                                .matched_blocks = matched[k].matched_blocks,
+                                .host_blocks = matched[k].host_blocks,
+                                .disk_blocks = matched[k].disk_blocks,
                                 .load = l.load,
                                 .max_num_seqs = o_.cluster.max_num_seqs,
                                 .admitted_ticket = l.admitted_ticket};
@@ -244,6 +376,9 @@ class Simulation {
         c.load.blocks_free = c.load.blocks_total = workers_[k]->pool.num_blocks();
       }
       c.load.prefill_tokens_per_second = o_.cluster.PeakTokensPerSecond();
+      // What the worker measures loading a block from each tier.
+      if (workers_[k]->tiers.host_blocks() > 0) c.load.host_load_seconds_per_block = workers_[k]->tiers.host_seconds();
+      if (workers_[k]->tiers.disk_blocks() > 0) c.load.disk_load_seconds_per_block = workers_[k]->tiers.disk_seconds();
       candidates.push_back(std::move(c));
     }
     absl::StatusOr<router::Decision> d = placement_->Choose(pr, std::move(candidates));
@@ -301,7 +436,9 @@ class Simulation {
     int64_t kv_read = 0;
     for (const engine::ScheduledChunk& c : w.step.chunks) kv_read += c.request->num_computed_tokens + c.num_tokens;
     w.busy = true;
-    Push(now_ + o_.cluster.model.Seconds(w.step.num_tokens, kv_read), EventKind::kStepEnd, 0, worker);
+    // Blocks the admissions loaded from a lower tier delay the step.
+    const double load = w.tiers.TakeLoadSeconds();
+    Push(now_ + load + o_.cluster.model.Seconds(w.step.num_tokens, kv_read), EventKind::kStepEnd, 0, worker);
   }
 
   void EndStep(size_t worker) {
@@ -353,6 +490,11 @@ class Simulation {
     s.makespan_s = last_finish_ - start;
     s.throughput_tokens_per_s = s.makespan_s > 0 ? static_cast<double>(served_tokens_) / s.makespan_s : 0;
     s.hit_ratio = prompt_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(prompt_tokens_) : 0;
+    int64_t loaded = 0;
+    for (const auto& w : workers_) loaded += w->tiers.loaded_blocks();
+    s.lower_tier_hit_ratio = prompt_tokens_ > 0 ? static_cast<double>(loaded * o_.cluster.block_size) /
+                                                      static_cast<double>(prompt_tokens_)
+                                                : 0;
     double sum = 0;
     for (auto& w : workers_) {
       NoteRunning(*w);

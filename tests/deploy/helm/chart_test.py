@@ -154,6 +154,15 @@ def string_leaves(value) -> set[str]:
     return set()
 
 
+def quantity_bytes(text: str) -> float:
+    """Bytes of a Kubernetes quantity such as 50Gi or 1e9."""
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return float(text[:-len(suffix)]) * factor
+    return float(text)
+
+
 def arg_after(args: list[str], flag: str) -> str | None:
     return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
 
@@ -1035,6 +1044,30 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
         f.check(arg_after(args, "--device") == w["device"], vs, who, "--device from worker.device")
         f.check(arg_after(args, "--kv-cache-dtype") == w["kvCacheDtype"], vs, who,
                 "--kv-cache-dtype from worker.kvCacheDtype")
+        tiers = w["kvTiers"]
+        f.check(arg_after(args, "--kv-host-memory") == (tiers["hostMemory"] or None), vs, who,
+                "--kv-host-memory from worker.kvTiers.hostMemory", str(arg_after(args, "--kv-host-memory")))
+        disk = tiers["disk"]
+        mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts") or []}
+        volumes = {v["name"]: v for v in obj["spec"]["template"]["spec"].get("volumes") or []}
+        claims = {c["metadata"]["name"]: c for c in obj["spec"].get("volumeClaimTemplates") or []}
+        if disk["enabled"]:
+            f.check(arg_after(args, "--kv-disk-dir") == mounts.get("kv-disk"), vs, who,
+                    "--kv-disk-dir is the kv-disk volume's mount", str(mounts.get("kv-disk")))
+            size = float(arg_after(args, "--kv-disk-size") or 0)
+            f.check(0 < size < quantity_bytes(disk["size"]), vs, who, "--kv-disk-size below the volume's size",
+                    str(size))
+            if disk["persistent"]:
+                f.check("kv-disk" in claims and "kv-disk" not in volumes, vs, who,
+                        "a persistent disk tier is a volumeClaimTemplate")
+                f.check(claims.get("kv-disk", {}).get("spec", {}).get("resources", {}).get("requests", {})
+                        .get("storage") == disk["size"], vs, who, "the claim requests worker.kvTiers.disk.size")
+            else:
+                f.check(volumes.get("kv-disk", {}).get("emptyDir", {}).get("sizeLimit") == disk["size"], vs, who,
+                        "an emptyDir of worker.kvTiers.disk.size")
+        else:
+            f.check("--kv-disk-dir" not in args and "kv-disk" not in mounts and not claims, vs, who,
+                    "no disk tier unless worker.kvTiers.disk.enabled")
         limits = (container.get("resources") or {}).get("limits") or {}
         if w["gpusPerWorker"] == 0:
             f.check("memory" in limits, vs, who, "CPU worker has a memory limit (the KV fraction is measured under it)")
@@ -1231,6 +1264,17 @@ REFUSALS = [
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "6GiB", "shm": {"sizeLimit": "2Gi"},
                  "resources": {"limits": {"memory": "8Gi"}}}},
      "render", "is not below worker.resources.limits.memory"),
+    ("a host KV tier as large as the memory limit", {"worker": {"kvTiers": {"hostMemory": "16GiB"}}}, "render",
+     "worker.kvTiers.hostMemory 16GiB is not below worker.resources.limits.memory 16Gi"),
+    ("a host KV tier on a CPU worker with a KV fraction",
+     {"worker": {"gpusPerWorker": 0, "kvTiers": {"hostMemory": "1GiB"}, "resources": {"limits": {"memory": "8Gi"}}}},
+     "render", "not a fraction"),
+    ("a CPU KV size + host KV tier over the memory limit",
+     {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "4GiB", "kvTiers": {"hostMemory": "4GiB"},
+                 "resources": {"limits": {"memory": "8Gi"}}}},
+     "render", "worker.kvTiers.hostMemory 4GiB is not below worker.resources.limits.memory"),
+    ("a host KV tier in Kubernetes' units", {"worker": {"kvTiers": {"hostMemory": "16Gi"}}}, "schema",
+     "hostMemory"),
     ("a CPU KV size in decimal units over a binary limit",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "9GB", "resources": {"limits": {"memory": "8Gi"}}}},
      "render", "is not below"),
@@ -1306,6 +1350,12 @@ INLINE_VALUE_SETS = {
         "auth": {"enabled": True},
         "router": {"tenantQuotas": {"requestsPerSecond": 2.5, "tokensPerSecond": 4000, "maxStreams": 8}},
         "networkPolicy": {"routerClients": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}]},
+    },
+    # KV tiers: host memory counted in the memory limit, a persistent disk volume per worker.
+    "inline-kv-tiers": {
+        "worker": {"kvTiers": {"hostMemory": "16GiB", "disk": {"enabled": True, "size": "50Gi", "persistent": True,
+                                                                "storageClassName": "fast-nvme"}},
+                   "resources": {"limits": {"memory": "64Gi"}}},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}, "http": {"enabled": False, "requestTimeoutSeconds": 600},

@@ -52,6 +52,13 @@ and an optional unit, case-insensitive; k, m, g, t are binary (= KiB, MiB,
 {{- mulf (float64 $match) (get $units $suffix) -}}
 {{- end -}}
 
+{{/* --kv-disk-size: 95% of the disk tier's volume, in bytes (file headers
+and the file system's own blocks take the rest). */}}
+{{- define "kvfleet.worker.kvDiskBytes" -}}
+{{- $bytes := include "kvfleet.quantityToBytes" .Values.worker.kvTiers.disk.size | float64 -}}
+{{- printf "%.0f" (mulf $bytes 0.95) -}}
+{{- end -}}
+
 {{/* Whole CPUs in a Kubernetes CPU quantity ("4", "4000m", "3.5"), at least 1. */}}
 {{- define "kvfleet.quantityToCpus" -}}
 {{- $text := trim (toString .) -}}
