@@ -122,19 +122,27 @@ class PrefixIndex {
 
  private:
   // A hash's holders in increasing slot order, so FindOverlaps intersects by
-  // merging and sees at once when the next block has the same holders. Most
-  // blocks are held by a few workers; four 4-byte slots fit in the vector's
-  // own 16 bytes of storage.
-  using Holders = absl::InlinedVector<WorkerSlot, 4>;
+  // merging and sees at once when the next block has the same holders. Each
+  // entry is slot · 4 + tier, so the walk counts lower-tier blocks without
+  // another lookup and the order by entry is the order by slot. Most blocks
+  // are held by a few workers; four 4-byte entries fit in the vector's own
+  // 16 bytes of storage.
+  using Holders = absl::InlinedVector<int32_t, 4>;
+  static int32_t Entry(WorkerSlot w, KvTier tier) { return w.value() * 4 + static_cast<int32_t>(tier); }
+  static WorkerSlot EntrySlot(int32_t entry) { return WorkerSlot(entry >> 2); }
+  static KvTier EntryTier(int32_t entry) { return static_cast<KvTier>(entry & 3); }
 
   // The set of `w` (growing the per-worker table as needed).
   absl::flat_hash_set<BlockHash>& MutableBlocksOf(WorkerSlot w);
   // Adds / drops `w` in holders(hash), O(|holders|); the caller keeps w's set
   // in step.
-  void AddHolder(const BlockHash& hash, WorkerSlot w);
+  void AddHolder(const BlockHash& hash, WorkerSlot w, KvTier tier);
   void DropHolder(const BlockHash& hash, WorkerSlot w);
-  // Sets (or, with kDevice, drops) w's lower tier for `hash`, keeping the counts.
-  void SetLowerTier(WorkerSlot w, const BlockHash& hash, KvTier tier);
+  // Moves w's copy of a hash it holds to `tier`: its holder entry, its
+  // lower-tier map and counts. No-op when it is there already.
+  void MoveTier(WorkerSlot w, const BlockHash& hash, KvTier tier);
+  // Sets the tier of w's entry among the holders of `hash` (which it is).
+  void SetHolderEntry(const BlockHash& hash, WorkerSlot w, KvTier tier);
 
   absl::flat_hash_map<BlockHash, Holders> holders_;
   std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot, every tier
