@@ -98,6 +98,9 @@ absl::Status RouterCluster::StartWorker(int index) {
   std::vector<std::string> args = {"--cachemanager", cachemanager_.address, "--worker-id",
                                    absl::StrCat("worker-", index)};
   args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
+  if (!options_.kv_disk_size.empty()) {
+    args.insert(args.end(), {"--kv-disk-dir", KvDiskDir(index), "--kv-disk-size", options_.kv_disk_size});
+  }
   RETURN_IF_ERROR(w->Start(args, model_path_));
   if (index >= static_cast<int>(workers_.size())) workers_.resize(index + 1);
   workers_[index] = std::move(w);

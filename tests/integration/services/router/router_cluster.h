@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "kvfleet/v1/inference.grpc.pb.h"
 #include "tests/integration/services/worker/worker_harness.h"
@@ -37,6 +38,9 @@ struct RouterClusterOptions {
   // Empty: the harness's tiny model, written for this cluster.
   std::string model_path;
   std::vector<std::string> worker_args;  // appended to every worker's command line
+  // A disk KV tier per worker of this size (empty: none), in a directory of
+  // the cluster's that outlives the worker: a restarted worker finds it.
+  std::string kv_disk_size;
   std::vector<std::string> router_args;  // appended to the router's
   std::vector<std::string> cachemanager_args;  // appended to the cachemanager's
   // The router gets the workers as a static --workers list instead of
@@ -56,6 +60,8 @@ class RouterCluster {
   // Another worker, "worker-<index>", registered with the cachemanager.
   absl::Status StartWorker(int index);
   WorkerHarness& worker(int index) { return *workers_.at(index); }
+  // Worker `index`'s disk KV tier directory (options.kv_disk_size).
+  std::string KvDiskDir(int index) const { return dir_.Path(absl::StrCat("kv-disk-worker-", index)); }
   int worker_count() const { return static_cast<int>(workers_.size()); }
   // SIGKILLs the worker and waits for it to die; the slot stays (null harness process).
   void KillWorker(int index);
