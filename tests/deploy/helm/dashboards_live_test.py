@@ -49,7 +49,9 @@ def check(condition, message):
 def start_cluster(cli, model, log_dir):
     command = [cli, "up", "--model", model, "--workers", "2", "--threads", "1", "--kv-cache-memory", "256MiB",
                "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--cachemanager-listen", "127.0.0.1:0", "--metrics-port", "0",
-               "--prometheus", "--prometheus-port", "0", "--log-dir", log_dir]
+               "--prometheus", "--prometheus-port", "0", "--log-dir", log_dir,
+               # Lower KV tiers, so the tier panels have series to show.
+               "--kv-host-memory", "32MiB", "--kv-disk-dir", log_dir + "/kv-disk", "--kv-disk-size", "256MiB"]
     print("$ " + " ".join(command), flush=True)
     up = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     prometheus, deadline = None, time.time() + 240
