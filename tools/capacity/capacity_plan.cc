@@ -73,6 +73,15 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
     const int64_t budget = plan.num_blocks * in.block_size * plan.kv_bytes_per_token;
     plan.windowed_conversations_that_fit = budget / plan.windowed_kv_bytes_per_conversation * in.devices;
   }
+  if (in.host_tier_bytes < 0 || in.disk_tier_bytes < 0) {
+    return absl::InvalidArgumentError("KV tier sizes cannot be negative");
+  }
+  // A tier keeps whole blocks: a disk file adds a header of about 100 bytes.
+  const int64_t block_bytes = in.block_size * plan.kv_bytes_per_token;
+  if (block_bytes > 0 && plan.blocks_per_conversation > 0) {
+    plan.host_tier_conversations = in.host_tier_bytes / block_bytes / plan.blocks_per_conversation * in.devices;
+    plan.disk_tier_conversations = in.disk_tier_bytes / (block_bytes + 128) / plan.blocks_per_conversation * in.devices;
+  }
   if (in.concurrency > 0) {
     const int64_t per_device = (in.concurrency + in.devices - 1) / in.devices;
     plan.concurrency_fits = per_device * plan.blocks_per_conversation <= plan.num_blocks;

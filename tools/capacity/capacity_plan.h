@@ -45,6 +45,11 @@ struct CapacityInput {
   // concurrency (0: none given; then the conversations that fit are counted).
   int64_t context = 0;
   int64_t concurrency = 0;
+
+  // KV tiers below the device, per device (0: none): --kv-host-memory and
+  // --kv-disk-size. They keep conversations to reuse, not to run.
+  int64_t host_tier_bytes = 0;
+  int64_t disk_tier_bytes = 0;
 };
 
 struct CapacityPlan {
@@ -69,6 +74,10 @@ struct CapacityPlan {
   // Sliding-window models (otherwise equal to the above): each windowed
   // layer holding only the blocks its window reaches.
   bool has_windows = false;
+  // Over all devices: conversations of `context` tokens each lower tier
+  // keeps for reuse (loaded back on a hit instead of recomputed).
+  int64_t host_tier_conversations = 0;
+  int64_t disk_tier_conversations = 0;
   int64_t windowed_kv_bytes_per_conversation = 0;
   int64_t windowed_conversations_that_fit = 0;
 };

@@ -19,6 +19,7 @@ constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device
                         [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
                         [--kv-dtype f16|bf16|fp8|int8|f32] [--block-size N] [--context N] [--concurrency N]
                         [--weight-dtype f32|bf16|f16|fp8|q8_0|q6_k|q5_0|q4_k|q4_0]
+                        [--kv-host-memory SIZE] [--kv-disk-size SIZE]
 
 Plans memory for --model: a GGUF file, a Hugging Face checkpoint directory,
 or a bare config.json (its weights then estimated from the config at
@@ -33,6 +34,8 @@ a device is --memory-utilization (default 0.9) × --device-memory, less the
 weights and --overhead (default 1GiB: CUDA context, cuBLAS workspace and
 activations, which the worker measures at start); or --kv-cache-memory,
 which means what the worker's flag does and gives the worker's block count.
+With --kv-host-memory and --kv-disk-size (the worker's flags), it also
+counts the conversations those tiers keep for reuse below the device.
 Sliding-window models also get a window-aware figure: what the cache would
 hold if windowed layers kept only the blocks their window reaches.
 
@@ -89,6 +92,7 @@ absl::Status RunCapacity(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device-memory", "devices", "memory-utilization",
                                                     "overhead", "kv-cache-memory", "kv-dtype", "block-size",
+                                                    "kv-host-memory", "kv-disk-size",
                                                     "context", "concurrency", "weight-dtype"},
                                              {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
@@ -115,6 +119,12 @@ absl::Status RunCapacity(const Args& args) {
   ASSIGN_OR_RETURN(in.memory_utilization, flags.GetDouble("memory-utilization", in.memory_utilization));
   ASSIGN_OR_RETURN(in.context, flags.GetInt("context", 0));
   ASSIGN_OR_RETURN(in.concurrency, flags.GetInt("concurrency", 0));
+  if (flags.Has("kv-host-memory")) {
+    ASSIGN_OR_RETURN(in.host_tier_bytes, ParseByteSize(flags.GetString("kv-host-memory", "")));
+  }
+  if (flags.Has("kv-disk-size")) {
+    ASSIGN_OR_RETURN(in.disk_tier_bytes, ParseByteSize(flags.GetString("kv-disk-size", "")));
+  }
   const std::string kv_memory = flags.GetString("kv-cache-memory", "");
   if (!kv_memory.empty()) {
     ASSIGN_OR_RETURN(int64_t budget, ParseByteSize(kv_memory));
@@ -163,6 +173,11 @@ absl::Status RunCapacity(const Args& args) {
     Row(absl::StrCat("at concurrency ", in.concurrency),
         absl::StrFormat("%s; each can reach %s tokens%s", plan.concurrency_fits ? "fits" : "does NOT fit",
                         Count(plan.longest_context), plan.longest_context_capped ? " (the model's context length)" : ""));
+  }
+  if (in.host_tier_bytes > 0 || in.disk_tier_bytes > 0) {
+    Row("kept below", absl::StrFormat("%s conversations in host memory, %s on disk, for reuse (loaded back on a "
+                                      "prefix hit instead of recomputed; they do not run from there)",
+                                      Count(plan.host_tier_conversations), Count(plan.disk_tier_conversations)));
   }
   if (plan.has_windows) {
     const double saved = 1.0 - static_cast<double>(plan.windowed_kv_bytes_per_conversation) /
