@@ -10,7 +10,9 @@
 namespace kvfleet::worker {
 
 KvEventPublisher::KvEventPublisher(KvEventPublisherOptions options)
-    : options_(std::move(options)), incarnation_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)) {}
+    : options_(std::move(options)),
+      incarnation_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)),
+      buffer_(options_.fault_drop_event_batch) {}
 
 KvEventPublisher::~KvEventPublisher() { Stop(); }
 
@@ -28,64 +30,37 @@ v1::KvTier ToProto(KvTier tier) {
   return v1::KV_TIER_DEVICE;
 }
 
+void AddHashes(const std::vector<BlockHash>& hashes, google::protobuf::RepeatedPtrField<std::string>* out) {
+  for (const BlockHash& h : hashes) *out->Add() = h.ToBytes();
+}
+
+v1::KvEvent ToProto(const PublishedEvent& e) {
+  v1::KvEvent out;
+  switch (e.kind) {
+    case PublishedEvent::Kind::kStored: {
+      v1::BlockStored* stored = out.mutable_stored();
+      AddHashes(e.hashes, stored->mutable_hashes());
+      if (e.parent) stored->set_parent(e.parent->ToBytes());
+      stored->set_tier(ToProto(e.tier));
+      break;
+    }
+    case PublishedEvent::Kind::kRemoved:
+      AddHashes(e.hashes, out.mutable_removed()->mutable_hashes());
+      break;
+    case PublishedEvent::Kind::kCleared:
+      out.mutable_cleared();
+      break;
+    case PublishedEvent::Kind::kSnapshot:
+      AddHashes(e.hashes, out.mutable_snapshot()->mutable_hashes());
+      break;
+  }
+  return out;
+}
+
 }  // namespace
 
-void KvEventPublisher::OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) {
-  Store(hash, parent, KvTier::kDevice);
-}
-
-void KvEventPublisher::OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) {
-  Store(hash, parent, tier);
-}
-
-void KvEventPublisher::Store(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (state_ != State::kStreaming) return;  // the next snapshot covers it
-  // Consecutive blocks of one chain, in one tier, travel as one event.
-  const v1::KvTier wire_tier = ToProto(tier);
-  if (!pending_.empty() && pending_.back().has_stored() && pending_.back().stored().tier() == wire_tier && parent &&
-      pending_.back().stored().hashes(pending_.back().stored().hashes_size() - 1) == parent->ToBytes()) {
-    pending_.back().mutable_stored()->add_hashes(hash.ToBytes());
-    return;
-  }
-  v1::KvEvent& e = pending_.emplace_back();
-  e.mutable_stored()->add_hashes(hash.ToBytes());
-  e.mutable_stored()->set_tier(wire_tier);
-  if (parent) e.mutable_stored()->set_parent(parent->ToBytes());
-}
-
-void KvEventPublisher::OnBlockRemoved(const BlockHash& hash) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (state_ != State::kStreaming) return;
-  if (pending_.empty() || !pending_.back().has_removed()) pending_.emplace_back().mutable_removed();
-  pending_.back().mutable_removed()->add_hashes(hash.ToBytes());
-}
-
-void KvEventPublisher::OnAllCleared() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (state_ != State::kStreaming) return;
-  pending_.clear();  // superseded
-  pending_.emplace_back().mutable_cleared();
-}
-
-void KvEventPublisher::OnSnapshot(std::span<const BlockHash> hashes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (state_ != State::kAwaitingSnapshot) return;  // nobody asked (any more)
-  pending_.clear();
-  v1::Snapshot* snapshot = pending_.emplace_back().mutable_snapshot();
-  for (const BlockHash& h : hashes) snapshot->add_hashes(h.ToBytes());
-  state_ = State::kStreaming;
-  wake_.notify_all();
-}
-
 void KvEventPublisher::AwaitSnapshot() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (state_ == State::kAwaitingSnapshot) return;
-    state_ = State::kAwaitingSnapshot;
-    pending_.clear();
-  }
-  engine_->RequestKvSnapshot();
+  if (buffer_.RequestSnapshot()) engine_->RequestKvSnapshot();
 }
 
 void KvEventPublisher::Start(engine::Engine& engine, std::function<bool()> draining,
@@ -96,13 +71,7 @@ void KvEventPublisher::Start(engine::Engine& engine, std::function<bool()> drain
   thread_ = std::thread([this] { Run(); });
 }
 
-void KvEventPublisher::NotifyLoadChanged() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    load_changed_ = true;
-  }
-  wake_.notify_all();
-}
+void KvEventPublisher::NotifyLoadChanged() { buffer_.NotifyLoadChanged(); }
 
 void KvEventPublisher::Stop() {
   {
@@ -110,13 +79,8 @@ void KvEventPublisher::Stop() {
     stop_ = true;
     if (session_context_ != nullptr) session_context_->TryCancel();
   }
-  wake_.notify_all();
+  buffer_.Stop();
   if (thread_.joinable()) thread_.join();
-}
-
-bool KvEventPublisher::SleepFor(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !wake_.wait_for(lock, d, [this] { return stop_; });
 }
 
 void KvEventPublisher::Run() {
@@ -129,21 +93,17 @@ void KvEventPublisher::Run() {
     // Only a session that lasted resets the backoff: one refused at once
     // (say, two workers claiming one id) must not hammer the cachemanager.
     if (Session()) backoff = options_.initial_backoff;
-    if (!SleepFor(backoff)) return;
+    if (!buffer_.Sleep(backoff)) return;
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 
-v1::EventBatch KvEventPublisher::TakeBatch() {
+v1::EventBatch KvEventPublisher::ToWire(const OutgoingBatch& outgoing) const {
   v1::EventBatch batch;
   batch.set_worker_id(options_.worker_id);
   batch.set_incarnation(incarnation_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (v1::KvEvent& e : pending_) *batch.add_events() = std::move(e);
-    pending_.clear();
-    load_changed_ = false;
-  }
+  batch.set_sequence(outgoing.sequence);
+  for (const PublishedEvent& e : outgoing.events) *batch.add_events() = ToProto(e);
   // The tickets before the stats (LoadOf says why).
   const std::vector<v1::PlacementTicket> admitted =
       admitted_ != nullptr ? admitted_->Snapshot() : std::vector<v1::PlacementTicket>{};
@@ -191,6 +151,8 @@ bool KvEventPublisher::Session() {
     session_context_ = &context;
   }
   auto stream = stub->PublishEvents(&context);
+  const auto started = std::chrono::steady_clock::now();
+  buffer_.Connect(started);
   AwaitSnapshot();
   connected_ = true;
   KVFLEET_LOG_INFO("publishing KV events to the cachemanager at {} as {}", options_.cachemanager_address,
@@ -204,35 +166,14 @@ bool KvEventPublisher::Session() {
     }
   });
 
-  uint64_t sequence = 0;
-  int64_t batches_with_events = 0;
-  const auto started = std::chrono::steady_clock::now();
-  auto last_sent = started;
-  while (true) {
-    bool has_events = false, awaiting_snapshot = false, load_changed = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait_for(lock, options_.flush_interval,
-                     [this] { return stop_ || (load_changed_ && state_ == State::kStreaming); });
-      if (stop_) break;
-      has_events = !pending_.empty();
-      awaiting_snapshot = state_ == State::kAwaitingSnapshot;
-      load_changed = load_changed_ && !awaiting_snapshot;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    // The first batch should carry the snapshot; while waiting for the
-    // engine to produce it, send only what liveness needs.
-    const auto quiet_limit = awaiting_snapshot ? heartbeat : heartbeat / 2;
-    if (!has_events && !load_changed && now - last_sent < quiet_limit) continue;
-    v1::EventBatch batch = TakeBatch();
-    batch.set_sequence(++sequence);
-    if (batch.events_size() > 0 && ++batches_with_events == options_.fault_drop_event_batch) {
-      KVFLEET_LOG_WARN("fault injection: event batch {} ({} events) dropped", sequence, batch.events_size());
-      last_sent = now;
+  while (buffer_.Wait(options_.flush_interval)) {
+    const std::optional<OutgoingBatch> batch = buffer_.NextBatch(std::chrono::steady_clock::now(), heartbeat);
+    if (!batch) continue;
+    if (batch->dropped) {
+      KVFLEET_LOG_WARN("fault injection: event batch {} ({} events) dropped", batch->sequence, batch->events.size());
       continue;
     }
-    if (!stream->Write(batch)) break;
-    last_sent = now;
+    if (!stream->Write(ToWire(*batch))) break;
   }
   stream->WritesDone();
   context.TryCancel();  // ends the reader's Read
@@ -241,9 +182,8 @@ bool KvEventPublisher::Session() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     session_context_ = nullptr;
-    state_ = State::kDisconnected;
-    pending_.clear();
   }
+  buffer_.Disconnect();
   connected_ = false;
   if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
     KVFLEET_LOG_WARN("KV event stream to {} ended: {}; reconnecting", options_.cachemanager_address,

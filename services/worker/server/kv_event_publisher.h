@@ -12,9 +12,15 @@
 // events are dropped (the next connection starts with a snapshot) and the
 // publisher reconnects with exponential backoff.
 //
+// What to send and when (the snapshot state, coalescing, sequence numbers,
+// the flush and heartbeat rules, fault injection) is KvEventBuffer
+// (kv_event_buffer.h), transport-free and unit-tested; this class is the
+// gRPC session around it: Register, the stream, the reader of commands,
+// reconnection with backoff, and the wire form.
+//
 // Thread-safety: the KvEventListener methods run on the engine thread and
-// only append to a buffer under mu_; everything else runs on the
-// publisher's own threads.
+// only append to the buffer; everything else runs on the publisher's own
+// threads.
 //
 //   KvEventPublisher publisher(options);
 //   Engine engine(executor, engine_options, &publisher);
@@ -33,6 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "services/worker/server/admitted_tickets.h"
+#include "services/worker/server/kv_event_buffer.h"
 #include "services/transport/grpc_channel.h"
 #include "engine/engine.h"
 #include "engine/kv/kv_event_listener.h"
@@ -62,12 +69,16 @@ class KvEventPublisher : public engine::KvEventListener {
   explicit KvEventPublisher(KvEventPublisherOptions options);
   ~KvEventPublisher() override;
 
-  // Engine thread.
-  void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
-  void OnBlockRemoved(const BlockHash& hash) override;
-  void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) override;
-  void OnAllCleared() override;
-  void OnSnapshot(std::span<const BlockHash> hashes) override;
+  // Engine thread: into the buffer.
+  void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override {
+    buffer_.OnBlockStored(hash, parent);
+  }
+  void OnBlockRemoved(const BlockHash& hash) override { buffer_.OnBlockRemoved(hash); }
+  void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) override {
+    buffer_.OnBlockMoved(hash, parent, tier);
+  }
+  void OnAllCleared() override { buffer_.OnAllCleared(); }
+  void OnSnapshot(std::span<const BlockHash> hashes) override { buffer_.OnSnapshot(hashes); }
 
   // `engine` and `admitted` must outlive Stop(). `draining` reports the
   // worker's drain; `admitted` is what the load reports carry as tickets.
@@ -86,17 +97,16 @@ class KvEventPublisher : public engine::KvEventListener {
   bool connected() const { return connected_.load(); }
 
  private:
-  enum class State { kDisconnected, kAwaitingSnapshot, kStreaming };
-
   void Store(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier);
   void Run();
   // One connection: Register, stream until it breaks or Stop(). Returns
   // whether the stream lasted at least a liveness deadline (which resets
   // the backoff).
   bool Session();
+  // Awaits a snapshot, asking the engine for one unless one is awaited already.
   void AwaitSnapshot();
-  v1::EventBatch TakeBatch();
-  bool SleepFor(std::chrono::milliseconds d);  // false when stopping
+  // The batch with this worker's ids and its current load report.
+  v1::EventBatch ToWire(const OutgoingBatch& batch) const;
 
   const KvEventPublisherOptions options_;
   engine::Engine* engine_ = nullptr;
@@ -107,12 +117,9 @@ class KvEventPublisher : public engine::KvEventListener {
   int64_t disk_capacity_blocks_ = 0;
   std::atomic<bool> connected_{false};
 
+  KvEventBuffer buffer_;
   std::mutex mu_;
-  std::condition_variable wake_;
-  State state_ ABSL_GUARDED_BY(mu_) = State::kDisconnected;
-  std::vector<v1::KvEvent> pending_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  bool load_changed_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* session_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the call in flight, for Stop()
   std::thread thread_;
 };
