@@ -27,6 +27,7 @@ std::vector<std::pair<std::string, int64_t>> MemoryPlan::Components() const {
           {"draft_weights", draft_weight_bytes},
           {"draft_scratch", draft_scratch_bytes},
           {"draft_kv_cache", draft_kv_cache_bytes},
+          {"host_kv_tier", host_kv_tier_bytes},
           {"kv_cache", kv_cache_bytes}};
 }
 
@@ -58,6 +59,12 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
   const int64_t own = target.weight_bytes + target.scratch_bytes + draft.weight_bytes + draft.scratch_bytes -
                       target.resident_bytes - draft.resident_bytes;
   plan.free_bytes = std::max<int64_t>(0, free.excludes_own_allocations ? free.free_bytes : free.free_bytes - own);
+  if (info.device.kind == DeviceKind::kCpu && input.host_kv_tier_bytes > 0) {
+    // Its pages are only touched as blocks land there, so no free figure
+    // shows it yet: the KV cache must leave it room.
+    plan.host_kv_tier_bytes = input.host_kv_tier_bytes;
+    plan.free_bytes = std::max<int64_t>(0, plan.free_bytes - input.host_kv_tier_bytes);
+  }
 
   double fraction = 0.0;
   if (IsFraction(input.kv_cache_memory, &fraction)) {

@@ -30,6 +30,9 @@ struct MemoryPlanInput {
   std::string kv_cache_memory = "1GiB";   // a size ("2GiB") or a fraction of what is free ("0.9")
   const ModelExecutor* target = nullptr;  // created, no KV cache yet
   const ModelExecutor* draft = nullptr;   // the draft model's executor, or null
+  // A host-memory KV tier (--kv-host-memory). On a CPU worker it shares the
+  // memory the KV cache is planned from, so it comes off what is free first.
+  int64_t host_kv_tier_bytes = 0;
 };
 
 struct MemoryPlan {
@@ -39,6 +42,7 @@ struct MemoryPlan {
   int64_t scratch_bytes = 0;
   int64_t draft_weight_bytes = 0;
   int64_t draft_scratch_bytes = 0;
+  int64_t host_kv_tier_bytes = 0;  // a CPU worker's host tier, set aside before the KV budget
   int64_t kv_budget_bytes = 0;     // what --kv-cache-memory resolved to
   int64_t kv_cache_bytes = 0;      // the target's cache: num_blocks × block_size × bytes per token
   int64_t draft_kv_cache_bytes = 0;
@@ -48,7 +52,7 @@ struct MemoryPlan {
   int64_t full_context_sequences = 0;  // sequences of the model's whole context that fit at once
 
   // (component, bytes) rows for logs and the memory metric: weights,
-  // scratch, draft_weights, draft_scratch, draft_kv_cache, kv_cache.
+  // scratch, draft_weights, draft_scratch, draft_kv_cache, host_kv_tier, kv_cache.
   std::vector<std::pair<std::string, int64_t>> Components() const;
   std::string ToString() const;
 };

@@ -65,7 +65,8 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
   ASSIGN_OR_RETURN(engine::MemoryPlan plan,
                    engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
                                        .target = m.executor.get(),
-                                       .draft = draft != nullptr ? draft->executor.get() : nullptr}));
+                                       .draft = draft != nullptr ? draft->executor.get() : nullptr,
+                                       .host_kv_tier_bytes = o.kv_tiers.host_bytes}));
   KVFLEET_LOG_INFO("{}", plan.ToString());
   RETURN_IF_ERROR(m.executor->AllocateKvCache(plan.num_blocks));
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(plan.num_blocks));

@@ -1266,9 +1266,6 @@ REFUSALS = [
      "render", "is not below worker.resources.limits.memory"),
     ("a host KV tier as large as the memory limit", {"worker": {"kvTiers": {"hostMemory": "16GiB"}}}, "render",
      "worker.kvTiers.hostMemory 16GiB is not below worker.resources.limits.memory 16Gi"),
-    ("a host KV tier on a CPU worker with a KV fraction",
-     {"worker": {"gpusPerWorker": 0, "kvTiers": {"hostMemory": "1GiB"}, "resources": {"limits": {"memory": "8Gi"}}}},
-     "render", "not a fraction"),
     ("a CPU KV size + host KV tier over the memory limit",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "4GiB", "kvTiers": {"hostMemory": "4GiB"},
                  "resources": {"limits": {"memory": "8Gi"}}}},
@@ -1297,6 +1294,8 @@ REFUSALS = [
 ]
 
 ACCEPTED = [
+    ("a host KV tier on a CPU worker with a KV fraction (the worker sets the tier aside first)",
+     {"worker": {"gpusPerWorker": 0, "kvTiers": {"hostMemory": "1GiB"}, "resources": {"limits": {"memory": "8Gi"}}}}),
     ("a CPU KV size + /dev/shm below the memory limit",
      {"worker": {"gpusPerWorker": 0, "kvCacheMemory": "6.5GiB", "resources": {"limits": {"memory": "8Gi"}}}}),
     ("a CPU KV size below the memory limit without /dev/shm",

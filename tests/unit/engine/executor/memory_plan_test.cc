@@ -72,6 +72,25 @@ TEST(MemoryPlanTest, AFractionIsOfWhatIsFreeOnceWeightsAndScratchAreIn) {
   EXPECT_EQ(cpu_plan->kv_budget_bytes, ((int64_t{10} << 30) - 1200 * kMiB) / 2);
 }
 
+// A CPU worker's host KV tier lives in the same memory as its KV cache: it
+// comes off what is free before a fraction or a size is applied. A GPU's
+// host tier is not in the device's memory.
+TEST(MemoryPlanTest, ACpuWorkersHostTierComesOffWhatIsFree) {
+  const SizedExecutor cpu(1000 * kMiB, 200 * kMiB, 32768, int64_t{10} << 30, /*excludes_own=*/false);
+  const auto plan = PlanMemory({.kv_cache_memory = "0.5", .target = &cpu, .host_kv_tier_bytes = int64_t{4} << 30});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->free_bytes, (int64_t{6} << 30) - 1200 * kMiB);
+  EXPECT_EQ(plan->kv_budget_bytes, ((int64_t{6} << 30) - 1200 * kMiB) / 2);
+  EXPECT_NE(plan->ToString().find("host_kv_tier"), std::string::npos);
+  const auto too_big = PlanMemory({.kv_cache_memory = "6GiB", .target = &cpu, .host_kv_tier_bytes = int64_t{4} << 30});
+  EXPECT_TRUE(absl::IsResourceExhausted(too_big.status())) << too_big.status();
+  const SizedExecutor gpu(1000 * kMiB, 200 * kMiB, 32768, int64_t{10} << 30, /*excludes_own=*/true);
+  const auto gpu_plan = PlanMemory({.kv_cache_memory = "0.5", .target = &gpu, .host_kv_tier_bytes = int64_t{4} << 30});
+  ASSERT_TRUE(gpu_plan.ok());
+  EXPECT_EQ(gpu_plan->free_bytes, int64_t{10} << 30);
+  EXPECT_EQ(gpu_plan->host_kv_tier_bytes, 0);
+}
+
 TEST(MemoryPlanTest, TheDraftsCacheHasAsManyBlocksAsTheTargets) {
   const SizedExecutor target(100 * kMiB, 10 * kMiB, 3000, int64_t{4} << 30, true);
   const SizedExecutor draft(20 * kMiB, 5 * kMiB, 1000, int64_t{4} << 30, true);
