@@ -178,7 +178,11 @@ std::vector<DiskKvTier::Entry> DiskKvTier::Entries() const {
 bool DiskKvTier::Write(const BlockHash& hash, const std::optional<BlockHash>& parent, std::span<const uint8_t> bytes,
                        std::vector<Entry>* evicted) {
   CHECK_EQ(static_cast<int64_t>(bytes.size()), options_.block_bytes);
-  if (index_.contains(hash) || !writable()) return false;
+  if (index_.contains(hash)) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writable_ || static_cast<int64_t>(unwritten_.size()) >= options_.max_queued_writes) return false;
+  }
   auto file = std::make_shared<std::vector<uint8_t>>(EncodeKvBlockFile(options_.identity, hash, parent, bytes));
   Adopt({.hash = hash, .parent = parent});
   {

@@ -55,6 +55,10 @@ class DiskKvTier {
     std::string identity;  // kv_block_file.h: what decides the bytes
     int64_t block_bytes = 0;
     int64_t capacity_bytes = 0;  // files, headers included
+    // Writes queued and not yet on disk, at most (each holds a copy of its
+    // block): a disk slower than the evictions drops blocks rather than
+    // grow memory without bound.
+    int64_t max_queued_writes = 256;
   };
   struct Entry {
     BlockHash hash;
@@ -89,7 +93,8 @@ class DiskKvTier {
 
   // Queues writing a block (its bytes copied now). Blocks pushed out to stay
   // within capacity are appended to `evicted`. False (nothing queued) when
-  // the tier is read-only or already holds the hash.
+  // the tier is read-only, already holds the hash, or has
+  // max_queued_writes writes queued already.
   bool Write(const BlockHash& hash, const std::optional<BlockHash>& parent, std::span<const uint8_t> bytes,
              std::vector<Entry>* evicted);
   // Queues reading `hashes` in order for `job`; each becomes the most

@@ -142,6 +142,16 @@ TEST_F(DiskKvTierTest, AFailedWriteMakesItReadOnlyAndReportsTheBlock) {
   EXPECT_FALSE(tier->Write(H(3), std::nullopt, Bytes(3), &evicted));
 }
 
+TEST_F(DiskKvTierTest, AFullWriteQueueDropsTheBlockInsteadOfGrowing) {
+  auto tier = DiskKvTier::Open({.dir = dir_.Path("kv"), .identity = kIdentity, .block_bytes = kBlockBytes,
+                                .capacity_bytes = int64_t{1} << 20, .max_queued_writes = 0});
+  ASSERT_TRUE(tier.ok()) << tier.status();
+  std::vector<DiskKvTier::Entry> evicted;
+  EXPECT_FALSE((*tier)->Write(H(1), std::nullopt, Bytes(1), &evicted));
+  EXPECT_FALSE((*tier)->Contains(H(1)));
+  EXPECT_TRUE((*tier)->writable()) << "a full queue is not a failed disk";
+}
+
 TEST_F(DiskKvTierTest, OpenRefusesACapacityUnderOneBlockAndRemovesTemporaryFiles) {
   auto none = DiskKvTier::Open({.dir = dir_.Path("kv"), .identity = kIdentity, .block_bytes = kBlockBytes,
                                 .capacity_bytes = 10});
