@@ -6,10 +6,10 @@
 #include <cmath>
 #include <deque>
 #include <list>
-#include <utility>
 #include <memory>
 #include <queue>
 #include <tuple>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -18,12 +18,12 @@
 #include "bench/placement_sim.h"
 #include "common/block_hash.h"
 #include "common/status_macros.h"
-#include "services/cachemanager/index/kv_map.h"
-#include "services/router/placement/placement.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/pending_prefill.h"
 #include "engine/scheduler/scheduler.h"
+#include "services/cachemanager/index/kv_map.h"
+#include "services/router/placement/placement.h"
 
 namespace kvfleet::bench::placement_sim {
 namespace {
@@ -255,8 +255,12 @@ class Simulation {
       worker_index_[id] = static_cast<size_t>(i);
       // The cachemanager's own map: registered with its capacity, then the
       // (empty) snapshot a fresh worker sends first.
-      index_.Register({.worker_id = id, .incarnation = 1, .endpoint = id, .model_id = kModelId,
-                       .block_size = static_cast<int32_t>(o.cluster.block_size), .capacity_blocks = blocks,
+      index_.Register({.worker_id = id,
+                       .incarnation = 1,
+                       .endpoint = id,
+                       .model_id = kModelId,
+                       .block_size = static_cast<int32_t>(o.cluster.block_size),
+                       .capacity_blocks = blocks,
                        .host_capacity_blocks = workers_.back()->tiers.host_blocks(),
                        .disk_capacity_blocks = workers_.back()->tiers.disk_blocks()},
                       At(now_));
@@ -492,9 +496,9 @@ class Simulation {
     s.hit_ratio = prompt_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(prompt_tokens_) : 0;
     int64_t loaded = 0;
     for (const auto& w : workers_) loaded += w->tiers.loaded_blocks();
-    s.lower_tier_hit_ratio = prompt_tokens_ > 0 ? static_cast<double>(loaded * o_.cluster.block_size) /
-                                                      static_cast<double>(prompt_tokens_)
-                                                : 0;
+    s.lower_tier_hit_ratio =
+        prompt_tokens_ > 0 ? static_cast<double>(loaded * o_.cluster.block_size) / static_cast<double>(prompt_tokens_)
+                           : 0;
     double sum = 0;
     for (auto& w : workers_) {
       NoteRunning(*w);

@@ -8,12 +8,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-
 #include "common/kv_sizing.h"
+#include "engine/executor/model_executor.h"
 #include "kernels/common/paged_kv.h"
 #include "model/arch/activations.h"
 #include "model/model.h"
-#include "engine/executor/model_executor.h"
 
 namespace kvfleet::engine {
 
@@ -77,7 +76,8 @@ inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOpt
 inline absl::Status CheckKvBlockCopy(const ExecutorInfo& info, BlockId block, size_t bytes) {
   if (info.num_blocks == 0) return absl::FailedPreconditionError("KV block copy before AllocateKvCache");
   if (block.value() < 0 || block.value() >= info.num_blocks) {
-    return absl::InvalidArgumentError(absl::StrCat("KV block ", block.value(), " out of range [0, ", info.num_blocks, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("KV block ", block.value(), " out of range [0, ", info.num_blocks, ")"));
   }
   if (static_cast<int64_t>(bytes) != info.kv_block_bytes) {
     return absl::InvalidArgumentError(

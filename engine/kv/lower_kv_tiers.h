@@ -28,7 +28,6 @@ class LowerKvTiers {
   // engine finishes the load.
   virtual void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) = 0;
   virtual bool loads_in_flight() const = 0;
-
 };
 
 }  // namespace kvfleet::engine

@@ -90,10 +90,10 @@ std::string Count(int64_t n) {
 
 absl::Status RunCapacity(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device-memory", "devices", "memory-utilization",
-                                                    "overhead", "kv-cache-memory", "kv-dtype", "block-size",
-                                                    "kv-host-memory", "kv-disk-size",
-                                                    "context", "concurrency", "weight-dtype"},
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             {"model", "device-memory", "devices", "memory-utilization", "overhead",
+                                              "kv-cache-memory", "kv-dtype", "block-size", "kv-host-memory",
+                                              "kv-disk-size", "context", "concurrency", "weight-dtype"},
                                              {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(auto model, model::Model::Load(path, {.weights = false, .vocabulary = false}));

@@ -346,7 +346,8 @@ absl::Status RunUp(const Args& args) {
                                 {"model", "workers", "threads", "kv-cache-memory", "listen", "http-listen",
                                  "cachemanager-listen",
                                  "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "kv-cache-dtype",
-                                 "kv-host-memory", "kv-disk-dir", "kv-disk-size", "speculation", "spec-self-layers", "spec-draft-model", "prometheus-port", "prometheus-rules"},
+                                 "kv-host-memory", "kv-disk-dir", "kv-disk-size", "speculation", "spec-self-layers",
+                                 "spec-draft-model", "prometheus-port", "prometheus-rules"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");

@@ -68,9 +68,8 @@ absl::StatusOr<std::unique_ptr<DiskKvTier>> DiskKvTier::Open(const Options& opti
   if (options.block_bytes <= 0) return absl::InvalidArgumentError("disk KV tier: block bytes must be positive");
   std::unique_ptr<DiskKvTier> tier(new DiskKvTier(options));
   if (tier->capacity_blocks_ < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("disk KV tier: ", options.capacity_bytes,
-                                                   " bytes hold no block of ", tier->file_bytes_,
-                                                   " bytes; raise the disk tier's size"));
+    return absl::InvalidArgumentError(absl::StrCat("disk KV tier: ", options.capacity_bytes, " bytes hold no block of ",
+                                                   tier->file_bytes_, " bytes; raise the disk tier's size"));
   }
   std::error_code ec;
   fs::create_directories(options.dir, ec);

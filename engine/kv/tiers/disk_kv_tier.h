@@ -22,10 +22,12 @@
 // Thread-safety: every public method is for the engine thread; the I/O
 // thread touches only the queue and the results, under a mutex.
 //
-//   ASSIGN_OR_RETURN(auto disk, DiskKvTier::Open({.dir = "/kv", .identity = id, .block_bytes = n, .capacity_bytes = c}));
+//   ASSIGN_OR_RETURN(auto disk, DiskKvTier::Open({.dir = "/kv", .identity = id, .block_bytes = n,
+//                                                 .capacity_bytes = c}));
 //   disk->Write(hash, parent, bytes, &evicted);
 //   disk->Read(job_id, {h1, h2, h3});
 //   for (DiskKvTier::ReadResult& r : disk->TakeCompletions().reads) ...
+
 #pragma once
 
 #include <condition_variable>
@@ -66,10 +68,10 @@ class DiskKvTier {
   };
   struct ReadResult {
     uint64_t job = 0;
-    std::vector<BlockHash> hashes;              // what the job asked for
-    std::vector<std::vector<uint8_t>> blocks;   // the leading ones read whole, in order
-    absl::Status error;  // why the block after them was not read (OK when all were)
-    double seconds = 0.0;  // the I/O thread's time on the job
+    std::vector<BlockHash> hashes;             // what the job asked for
+    std::vector<std::vector<uint8_t>> blocks;  // the leading ones read whole, in order
+    absl::Status error;                        // why the block after them was not read (OK when all were)
+    double seconds = 0.0;                      // the I/O thread's time on the job
   };
   struct Completions {
     std::vector<ReadResult> reads;
@@ -110,11 +112,11 @@ class DiskKvTier {
  private:
   struct Op {
     enum Kind { kWrite, kRead, kDelete } kind;
-    BlockHash hash;                       // kWrite, kDelete
-    std::optional<BlockHash> parent;      // kWrite
+    BlockHash hash;                               // kWrite, kDelete
+    std::optional<BlockHash> parent;              // kWrite
     std::shared_ptr<std::vector<uint8_t>> bytes;  // kWrite: the encoded file
-    uint64_t job = 0;                     // kRead
-    std::vector<BlockHash> hashes;        // kRead
+    uint64_t job = 0;                             // kRead
+    std::vector<BlockHash> hashes;                // kRead
   };
   struct Indexed {
     Entry entry;

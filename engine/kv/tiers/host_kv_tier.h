@@ -64,7 +64,9 @@ class HostKvTier {
     Entry entry;
     int64_t index;
   };
-  std::span<uint8_t> SlotBytes(int64_t index) { return {storage_.get() + index * block_bytes_, static_cast<size_t>(block_bytes_)}; }
+  std::span<uint8_t> SlotBytes(int64_t index) {
+    return {storage_.get() + index * block_bytes_, static_cast<size_t>(block_bytes_)};
+  }
 
   int64_t capacity_;
   int64_t block_bytes_;

@@ -1,8 +1,8 @@
 #include "engine/kv/tiers/kv_block_file.h"
 
-#include <cstring>
-
 #include <zlib.h>
+
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -86,19 +86,20 @@ absl::StatusOr<KvBlockFileHeader> DecodeKvBlockHeader(std::string_view identity,
     return absl::DataLossError("not a kvfleet KV block file (bad magic)");
   }
   if (const uint32_t version = Get<uint32_t>(bytes.data() + 8); version != kVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("KV block file version ", version, ", this build reads ", kVersion));
+    return absl::FailedPreconditionError(
+        absl::StrCat("KV block file version ", version, ", this build reads ", kVersion));
   }
   const uint32_t identity_bytes = Get<uint32_t>(bytes.data() + 12);
   const size_t header = kFixedBefore + identity_bytes + kFixedAfter;
   if (bytes.size() < header) return absl::DataLossError("KV block file truncated inside its header");
   const uint8_t* p = bytes.data() + kFixedBefore + identity_bytes;
   const uint32_t header_crc = Get<uint32_t>(p + 16 + 1 + 16 + 8 + 4);
-  if (header_crc != Crc32(bytes.first(header - 4))) return absl::DataLossError("KV block file header checksum mismatch");
+  if (header_crc != Crc32(bytes.first(header - 4)))
+    return absl::DataLossError("KV block file header checksum mismatch");
   const std::string_view written(reinterpret_cast<const char*>(bytes.data() + kFixedBefore), identity_bytes);
   if (written != identity) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("KV block file written for '", std::string(written), "', this worker is '",
-                     std::string(identity), "'"));
+    return absl::FailedPreconditionError(absl::StrCat("KV block file written for '", std::string(written),
+                                                      "', this worker is '", std::string(identity), "'"));
   }
   KvBlockFileHeader h{.hash = GetHash(p)};
   if (p[16] != 0) h.parent = GetHash(p + 17);
@@ -115,8 +116,8 @@ absl::StatusOr<std::span<const uint8_t>> DecodeKvBlockFile(std::string_view iden
   }
   const size_t header = KvBlockHeaderBytes(identity);
   if (h->payload_bytes != payload_bytes || bytes.size() != header + payload_bytes) {
-    return absl::DataLossError(absl::StrCat("KV block file has ", bytes.size() - header, " payload bytes, expected ",
-                                            payload_bytes));
+    return absl::DataLossError(
+        absl::StrCat("KV block file has ", bytes.size() - header, " payload bytes, expected ", payload_bytes));
   }
   const std::span<const uint8_t> payload = bytes.subspan(header);
   const uint32_t payload_crc = Get<uint32_t>(bytes.data() + header - 8);

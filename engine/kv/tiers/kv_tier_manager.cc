@@ -19,8 +19,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 absl::Status KvTierOptions::Validate() const {
   if (host_bytes < 0) return absl::InvalidArgumentError("the host KV tier's size cannot be negative");
   if (!disk_dir.empty() && disk_bytes <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the disk KV tier at '", disk_dir, "' needs a size (bytes > 0)"));
+    return absl::InvalidArgumentError(absl::StrCat("the disk KV tier at '", disk_dir, "' needs a size (bytes > 0)"));
   }
   if (disk_dir.empty() && disk_bytes > 0) {
     return absl::InvalidArgumentError("a disk KV tier size was given without its directory");
@@ -29,8 +28,7 @@ absl::Status KvTierOptions::Validate() const {
 }
 
 absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTierOptions& options,
-                                                                     ModelExecutor& executor,
-                                                                     std::string_view model_id,
+                                                                     ModelExecutor& executor, std::string_view model_id,
                                                                      KvEventListener* next) {
   RETURN_IF_ERROR(options.Validate());
   const ExecutorInfo& info = executor.info();
@@ -45,8 +43,8 @@ absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTie
     }
     std::shared_ptr<uint8_t> storage = executor.AllocateHostMemory(static_cast<size_t>(blocks * info.kv_block_bytes));
     if (storage == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("no host memory for a KV tier of ", options.host_bytes,
-                                                       " bytes; lower --kv-host-memory"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("no host memory for a KV tier of ", options.host_bytes, " bytes; lower --kv-host-memory"));
     }
     m->host_ = std::make_unique<HostKvTier>(blocks, info.kv_block_bytes, std::move(storage));
     m->counters_.host.capacity_blocks = blocks;
@@ -55,8 +53,8 @@ absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTie
   if (!options.disk_dir.empty()) {
     // Everything that decides a block's bytes: a file that differs in any
     // of it was written by another model, kernel or geometry.
-    const std::string identity = absl::StrCat(std::string(model_id), "|", info.numerics, "|block_size=", info.block_size,
-                                              "|block_bytes=", info.kv_block_bytes);
+    const std::string identity = absl::StrCat(std::string(model_id), "|", info.numerics,
+                                              "|block_size=", info.block_size, "|block_bytes=", info.kv_block_bytes);
     ASSIGN_OR_RETURN(m->disk_, DiskKvTier::Open({.dir = options.disk_dir,
                                                  .identity = identity,
                                                  .block_bytes = info.kv_block_bytes,
@@ -262,8 +260,7 @@ void KvTierManager::FinishRead(DiskKvTier::ReadResult& r, Job& job) {
   // wrong is damage: never used, deleted, counted.
   if (!absl::IsNotFound(r.error)) {
     ++counters_.disk.errors;
-    KVFLEET_LOG_WARN("disk KV tier: block {} unusable ({}); it will be recomputed", failed.ToHex(),
-                     r.error.ToString());
+    KVFLEET_LOG_WARN("disk KV tier: block {} unusable ({}); it will be recomputed", failed.ToHex(), r.error.ToString());
   }
   const std::optional<BlockHash> failed_parent = disk_->Contains(failed) ? disk_->ParentOf(failed) : std::nullopt;
   disk_->Forget(failed);

@@ -77,7 +77,7 @@ struct KvEventBatch {
 struct WorkerView {
   WorkerDescriptor descriptor;
   WorkerLoad load;
-  int64_t indexed_blocks = 0;  // in any tier
+  int64_t indexed_blocks = 0;       // in any tier
   int64_t indexed_host_blocks = 0;  // of those, held only in host memory
   int64_t indexed_disk_blocks = 0;  // of those, held only on disk
   Clock::time_point last_seen;

@@ -170,7 +170,8 @@ std::vector<Overlap> PrefixIndex::FindOverlaps(std::span<const BlockHash> hashes
   int32_t run = 1;
   const auto flush = [&] {
     if (run_holders == nullptr) return;
-    for (size_t k = 0; k < matching.size(); ++k) matching[k].in_tier[static_cast<size_t>(EntryTier((*run_holders)[k]))] += run;
+    for (size_t k = 0; k < matching.size(); ++k)
+      matching[k].in_tier[static_cast<size_t>(EntryTier((*run_holders)[k]))] += run;
     run_holders = nullptr;
     run = 0;
   };
@@ -248,8 +249,8 @@ absl::Status PrefixIndex::CheckInvariants() const {
         return absl::InternalError(absl::StrCat("slot ", w.value(), " holds ", hash.ToHex(), " not in its set"));
       }
       if (EntryTier(holders[a]) != TierOf(w, hash)) {
-        return absl::InternalError(absl::StrCat("slot ", w.value(), "'s entry for ", hash.ToHex(),
-                                                " disagrees with its lower-tier map"));
+        return absl::InternalError(
+            absl::StrCat("slot ", w.value(), "'s entry for ", hash.ToHex(), " disagrees with its lower-tier map"));
       }
     }
     pairs_in_map += static_cast<int64_t>(holders.size());

@@ -35,7 +35,8 @@ std::vector<prometheus::MetricFamily> KvMapCollector::Collect() const {
   for (const WorkerView& w : s.workers) {
     per_worker.Add(static_cast<double>(w.indexed_blocks), {{"worker_id", w.descriptor.worker_id}});
     const int64_t lower = w.indexed_host_blocks + w.indexed_disk_blocks;
-    per_tier.Add(static_cast<double>(w.indexed_blocks - lower), {{"worker_id", w.descriptor.worker_id}, {"tier", "device"}});
+    per_tier.Add(static_cast<double>(w.indexed_blocks - lower),
+                 {{"worker_id", w.descriptor.worker_id}, {"tier", "device"}});
     per_tier.Add(static_cast<double>(w.indexed_host_blocks), {{"worker_id", w.descriptor.worker_id}, {"tier", "host"}});
     per_tier.Add(static_cast<double>(w.indexed_disk_blocks), {{"worker_id", w.descriptor.worker_id}, {"tier", "disk"}});
   }

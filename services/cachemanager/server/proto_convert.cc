@@ -1,11 +1,10 @@
 #include "services/cachemanager/server/proto_convert.h"
 
-#include "services/transport/load_report_convert.h"
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "services/transport/load_report_convert.h"
 
 namespace kvfleet::cachemanager {
 

@@ -25,8 +25,9 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
   s.new_blocks = static_cast<int32_t>(prompt_blocks - s.matched_blocks);
 
   const int64_t uncached_tokens = prompt_tokens - s.matched_blocks * block_size;
-  s.uncached_prefill_blocks = static_cast<double>(uncached_tokens + std::max<int64_t>(c.load.pending_prefill_tokens, 0)) /
-                              static_cast<double>(block_size);
+  s.uncached_prefill_blocks =
+      static_cast<double>(uncached_tokens + std::max<int64_t>(c.load.pending_prefill_tokens, 0)) /
+      static_cast<double>(block_size);
   // Blocks below the device are not free: each costs its measured load time
   // in prefill blocks. Remembered blocks past the report are on the device.
   if (s.reported_blocks >= s.remembered_blocks) {

@@ -7,17 +7,16 @@
 //   FillResponse(output, &response);
 #pragma once
 
-#include "common/worker_load.h"
-
 #include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "common/ids.h"
+#include "common/worker_load.h"
+#include "engine/engine_stats.h"
+#include "engine/request.h"
 #include "kvfleet/v1/cachemanager.pb.h"
 #include "kvfleet/v1/worker.pb.h"
 #include "services/limits/request_limits.h"
-#include "engine/engine_stats.h"
-#include "engine/request.h"
 
 namespace kvfleet::worker {
 

@@ -193,7 +193,8 @@ std::vector<prometheus::MetricFamily> KvTierStatsCollector::Collect() const {
   }
   if (s.disk.capacity_blocks > 0) {
     out.Counter("kvfleet_worker_kv_disk_errors_total",
-                "Disk tier blocks that read back damaged or foreign, and writes that failed", static_cast<double>(s.disk.errors));
+                "Disk tier blocks that read back damaged or foreign, and writes that failed",
+                static_cast<double>(s.disk.errors));
     out.Gauge("kvfleet_worker_kv_disk_writable", "1 while the disk tier takes writes (0 after a failed write)",
               s.disk.writable ? 1.0 : 0.0);
   }

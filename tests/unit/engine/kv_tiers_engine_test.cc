@@ -135,7 +135,8 @@ model::Model* KvTiersEngineTest::model_ = nullptr;
 int64_t TierBytes(int64_t blocks) {
   static const int64_t block_bytes = [] {
     kvfleet::testing::TempDir dir;
-    EXPECT_TRUE(tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 23}), dir.Path("t.gguf")).ok());
+    EXPECT_TRUE(
+        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 23}), dir.Path("t.gguf")).ok());
     auto model = model::Model::Load(dir.Path("t.gguf"));
     return testing::NewTinyExecutor(**model, 1, kBlockSize, 1)->info().kv_block_bytes;
   }();
@@ -207,8 +208,8 @@ TEST_F(KvTiersEngineTest, ARestartedEngineServesHitsFromTheDiskTierItWasLeft) {
   // reaches the disk, so the first run evicts with a small device.
   RunAll(Openings(), tiers);
   kvfleet::testing::RecordingKvListener listener;
-  const Result again = RunAll(FollowUps(), tiers, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 24, "tiny",
-                              &listener);
+  const Result again =
+      RunAll(FollowUps(), tiers, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 24, "tiny", &listener);
   for (int c = 0; c < kConversations; ++c) {
     EXPECT_EQ(again.tokens.at(c + 101), Reference().tokens.at(c + 101)) << c;
     // The last conversations' prefixes were still on the device when the
@@ -229,8 +230,8 @@ TEST_F(KvTiersEngineTest, DamagedForeignAndOtherTenantsFilesAreNeverHits) {
   const Result other = RunAll(FollowUps("tenant-b"), tiers);
   EXPECT_EQ(other.tiers.disk.hit_blocks, 0);
   // Another model id: another identity, so no file is adopted.
-  const Result foreign = RunAll(FollowUps("tenant-a"), tiers, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 24,
-                                "tiny-other");
+  const Result foreign =
+      RunAll(FollowUps("tenant-a"), tiers, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, 24, "tiny-other");
   EXPECT_EQ(foreign.tiers.disk.hit_blocks, 0);
   // Every file damaged: no hit, errors counted, tokens still right.
   int damaged = 0;

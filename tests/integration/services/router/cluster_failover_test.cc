@@ -25,10 +25,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -528,9 +528,10 @@ TEST(RouterFailoverTest, ChaosI_AWorkerKilledWhileOffloadingRestartsOnItsDiskTie
   EXPECT_TRUE(WaitUntil(
       [&] {
         absl::StatusOr<PrometheusScrape> s = cluster.ScrapeCacheManager();
-        announced = s.ok() ? s->Value("kvfleet_cachemanager_indexed_tier_blocks",
-                                      {{"worker_id", "worker-0"}, {"tier", "disk"}}).value_or(0)
-                           : 0;
+        announced =
+            s.ok() ? s->Value("kvfleet_cachemanager_indexed_tier_blocks", {{"worker_id", "worker-0"}, {"tier", "disk"}})
+                         .value_or(0)
+                   : 0;
         return announced > 0;
       },
       milliseconds(20000)))
@@ -546,9 +547,10 @@ TEST(RouterFailoverTest, ChaosI_AWorkerKilledWhileOffloadingRestartsOnItsDiskTie
   absl::StatusOr<PrometheusScrape> metrics = cluster.worker(0).ScrapeMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   const double hits = metrics->Value("kvfleet_worker_kv_tier_hit_blocks_total", {{"tier", "disk"}}).value_or(0);
-  std::printf("chaos i: %zu streams across a SIGKILL during offload: %d failed, %d changed; restarted, it announced "
-              "%.0f disk blocks and answered %d of %d conversations identically, %.0f blocks from disk\n",
-              results.size(), failed, wrong, announced, same, kConversations, hits);
+  std::printf(
+      "chaos i: %zu streams across a SIGKILL during offload: %d failed, %d changed; restarted, it announced "
+      "%.0f disk blocks and answered %d of %d conversations identically, %.0f blocks from disk\n",
+      results.size(), failed, wrong, announced, same, kConversations, hits);
   EXPECT_EQ(same, kConversations);
   EXPECT_GT(hits, 0);
 }
@@ -584,9 +586,10 @@ TEST(RouterFailoverTest, ChaosJ_ADiskTierCorruptedUnderLoadGivesNoWrongTokenAndF
   absl::StatusOr<PrometheusScrape> metrics = cluster.worker(0).ScrapeMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   const double errors = metrics->Value("kvfleet_worker_kv_disk_errors_total").value_or(0);
-  std::printf("chaos j: %zu requests while disk block files were damaged (%d flips): %d failed, %d with a wrong token; "
-              "%.0f damaged reads counted (each a miss)\n",
-              results.size(), damaged, failed, wrong, errors);
+  std::printf(
+      "chaos j: %zu requests while disk block files were damaged (%d flips): %d failed, %d with a wrong token; "
+      "%.0f damaged reads counted (each a miss)\n",
+      results.size(), damaged, failed, wrong, errors);
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(wrong, 0);
   EXPECT_GT(damaged, 0);

@@ -65,10 +65,14 @@ TEST(CapacityPlanTest, SeventyBClassModelCostsAbout2Point6GBPerEightThousandToke
 // blocks, disk whole blocks plus a file header each.
 TEST(CapacityPlanTest, LowerTiersCountTheConversationsTheyKeep) {
   const model::ModelConfig c = Llama70B();
-  auto plan = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{80} << 30, .devices = 2, .context = 8000,
-                            .host_tier_bytes = int64_t{512} << 30, .disk_tier_bytes = int64_t{2} << 40});
+  auto plan = PlanCapacity({.config = &c,
+                            .kv_budget_bytes = int64_t{80} << 30,
+                            .devices = 2,
+                            .context = 8000,
+                            .host_tier_bytes = int64_t{512} << 30,
+                            .disk_tier_bytes = int64_t{2} << 40});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const int64_t block = 327680 * 16;  // 5 MiB
+  const int64_t block = 327680 * 16;                                                 // 5 MiB
   EXPECT_EQ(plan->host_tier_conversations, (int64_t{512} << 30) / block / 500 * 2);  // 419
   EXPECT_EQ(plan->disk_tier_conversations, (int64_t{2} << 40) / (block + 128) / 500 * 2);
   EXPECT_GT(plan->host_tier_conversations, 6 * plan->conversations_that_fit);

@@ -143,8 +143,11 @@ TEST_F(DiskKvTierTest, AFailedWriteMakesItReadOnlyAndReportsTheBlock) {
 }
 
 TEST_F(DiskKvTierTest, AFullWriteQueueDropsTheBlockInsteadOfGrowing) {
-  auto tier = DiskKvTier::Open({.dir = dir_.Path("kv"), .identity = kIdentity, .block_bytes = kBlockBytes,
-                                .capacity_bytes = int64_t{1} << 20, .max_queued_writes = 0});
+  auto tier = DiskKvTier::Open({.dir = dir_.Path("kv"),
+                                .identity = kIdentity,
+                                .block_bytes = kBlockBytes,
+                                .capacity_bytes = int64_t{1} << 20,
+                                .max_queued_writes = 0});
   ASSERT_TRUE(tier.ok()) << tier.status();
   std::vector<DiskKvTier::Entry> evicted;
   EXPECT_FALSE((*tier)->Write(H(1), std::nullopt, Bytes(1), &evicted));
@@ -153,8 +156,8 @@ TEST_F(DiskKvTierTest, AFullWriteQueueDropsTheBlockInsteadOfGrowing) {
 }
 
 TEST_F(DiskKvTierTest, OpenRefusesACapacityUnderOneBlockAndRemovesTemporaryFiles) {
-  auto none = DiskKvTier::Open({.dir = dir_.Path("kv"), .identity = kIdentity, .block_bytes = kBlockBytes,
-                                .capacity_bytes = 10});
+  auto none = DiskKvTier::Open(
+      {.dir = dir_.Path("kv"), .identity = kIdentity, .block_bytes = kBlockBytes, .capacity_bytes = 10});
   EXPECT_TRUE(absl::IsInvalidArgument(none.status())) << none.status();
   std::filesystem::create_directories(dir_.Path("kv"));
   std::ofstream(dir_.Path("kv/abc.kvblock.tmp")) << "half";

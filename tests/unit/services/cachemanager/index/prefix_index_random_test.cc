@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>

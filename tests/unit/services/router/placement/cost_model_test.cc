@@ -113,7 +113,8 @@ TEST(CostModelTest, NegativeReportsCountAsZero) {
 // host memory, dearer from disk, a recompute until measured.
 TEST(CostModelTest, LowerTierHitsCostTheirMeasuredLoadTime) {
   const PlacementRequest r = MakeRequest(Tokens(1, 10, kBs), kBs);  // 10 blocks
-  WorkerCandidate device{.worker_id = "device", .matched_blocks = 8,
+  WorkerCandidate device{.worker_id = "device",
+                         .matched_blocks = 8,
                          .load = {.blocks_free = 100, .blocks_total = 100, .prefill_tokens_per_second = 1000}};
   WorkerCandidate host = device;
   host.worker_id = "host";

@@ -1,9 +1,10 @@
 #include "services/worker/server/proto_convert.h"
-#include "services/transport/load_report_convert.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
+
+#include "services/transport/load_report_convert.h"
 
 namespace kvfleet::worker {
 namespace {
@@ -91,9 +92,14 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   v1::PlacementTicket ticket;
   ticket.set_router(7);
   ticket.set_ticket(42);
-  const engine::EngineStats stats{.running = 4, .waiting = 4, .blocks_total = 10, .blocks_used = 5,
-                                  .blocks_free = 5, .pending_prefill_tokens = 30,
-                                  .prefill_tokens_per_second = 900, .host_load_seconds_per_block = 0.002};
+  const engine::EngineStats stats{.running = 4,
+                                  .waiting = 4,
+                                  .blocks_total = 10,
+                                  .blocks_used = 5,
+                                  .blocks_free = 5,
+                                  .pending_prefill_tokens = 30,
+                                  .prefill_tokens_per_second = 900,
+                                  .host_load_seconds_per_block = 0.002};
   const WorkerLoad load = LoadOf(stats, true, {ticket});
   EXPECT_EQ(load.running, 4);
   EXPECT_EQ(load.blocks_free, 5);
