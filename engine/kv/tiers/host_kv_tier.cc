@@ -64,10 +64,4 @@ std::vector<HostKvTier::Entry> HostKvTier::Entries() const {
   return out;
 }
 
-void HostKvTier::Clear() {
-  for (const Slot& s : lru_) free_slots_.push_back(s.index);
-  lru_.clear();
-  index_.clear();
-}
-
 }  // namespace kvfleet::engine

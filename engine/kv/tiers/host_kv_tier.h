@@ -57,7 +57,6 @@ class HostKvTier {
   void Erase(const BlockHash& hash);
   // Every block held, least recently used first.
   std::vector<Entry> Entries() const;
-  void Clear();
 
  private:
   struct Slot {

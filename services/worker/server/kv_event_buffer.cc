@@ -117,9 +117,4 @@ std::optional<OutgoingBatch> KvEventBuffer::NextBatch(Clock::time_point now, std
   return batch;
 }
 
-bool KvEventBuffer::awaiting_snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return state_ == State::kAwaitingSnapshot;
-}
-
 }  // namespace kvfleet::worker

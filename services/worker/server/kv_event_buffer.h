@@ -90,7 +90,6 @@ class KvEventBuffer final : public engine::KvEventListener {
   bool Sleep(std::chrono::milliseconds d);
   // The batch due at `now`, if any (rules above), taking the pending events.
   std::optional<OutgoingBatch> NextBatch(Clock::time_point now, std::chrono::milliseconds heartbeat);
-  bool awaiting_snapshot() const;
 
  private:
   enum class State { kDisconnected, kAwaitingSnapshot, kStreaming };
