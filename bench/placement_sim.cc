@@ -49,6 +49,7 @@ model). Deterministic for a seed; every policy sees the same trace.
   --disk-tier X            a disk KV tier per worker of X times its device KV (default 0: none)
   --host-gbps G --disk-gbps G  their load bandwidths, GB/s (default 25 and 3): a load's time delays its step
   --kv-bytes-per-token N   what a token's KV weighs, for load times (default 131072: Llama-3-8B, float16)
+  --admission-bypass N     admissions that may pass a waiting request that does not fit (default 16; 0: strict order)
   --json                   one JSON object on stdout (the table goes to stderr)
 )";
 
@@ -73,7 +74,7 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
                                         "output-tokens", "turns", "think-seconds", "zipf", "router-ms",
                                         "load-delay-ms", "event-flush-ms", "event-delay-ms", "prefill-weight",
                                         "decode-weight", "affinity-guard-margin", "affinity-guard-ratio",
-                                        "kv-pressure-weight"},
+                                        "kv-pressure-weight", "admission-bypass"},
                                        {"json", "sessions-off", "help"}));
   if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
   Flags o;
@@ -119,6 +120,9 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(int64_t batched, f.GetInt("max-num-batched-tokens", gpu ? 8192 : 512));
   c.max_num_seqs = static_cast<int32_t>(seqs);
   c.max_num_batched_tokens = static_cast<int32_t>(batched);
+  ASSIGN_OR_RETURN(int64_t bypass, f.GetInt("admission-bypass", c.admission_bypass_limit));
+  if (bypass < 0) return absl::InvalidArgumentError("--admission-bypass takes a count >= 0");
+  c.admission_bypass_limit = static_cast<int32_t>(bypass);
   const int64_t default_kv = (3 * (w.context_tokens + w.question_tokens + w.output_tokens) * 5) / 4;
   ASSIGN_OR_RETURN(c.kv_tokens, f.GetInt("kv-tokens", default_kv));
   if (seqs < 1 || batched < 16 || c.kv_tokens < 16 || !(c.model.a >= 0 && c.model.b > 0 && c.model.c >= 0)) {

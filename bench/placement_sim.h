@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/scheduler/scheduler.h"
 #include "services/router/placement/placement_options.h"
 
 namespace kvfleet::bench::placement_sim {
@@ -100,6 +101,7 @@ struct ClusterShape {
   int32_t block_size = 16;
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 2048;
+  int32_t admission_bypass_limit = engine::SchedulerConfig{}.admission_bypass_limit;
   StepModel model;
   // One worker's peak token rate: full steps of max_num_batched_tokens
   // (the kv term left out: it is zero at no context).

@@ -132,6 +132,9 @@ class SimTiers final : public engine::KvEventListener, public engine::BlockEvict
     ++loaded_;
     return block;
   }
+  bool InHost(const BlockHash& hash) const override {
+    return host_.where.contains(hash) || disk_.where.contains(hash);
+  }
   bool OnDiskOnly(const BlockHash&) const override { return false; }  // disk loads come through LoadFromHost
   void StartDiskLoad(RequestId, std::vector<BlockHash>) override {}
   bool loads_in_flight() const override { return false; }
@@ -191,7 +194,9 @@ struct SimWorker {
         pending(o.cluster.block_size, TiersOn(o) ? static_cast<engine::KvEventListener*>(&tiers) : &recorder),
         pool(num_blocks, &pending),
         kv(pool, o.cluster.block_size, kModelId, /*enable_prefix_caching=*/true),
-        scheduler({.max_num_batched_tokens = o.cluster.max_num_batched_tokens, .max_num_seqs = o.cluster.max_num_seqs},
+        scheduler({.max_num_batched_tokens = o.cluster.max_num_batched_tokens,
+                   .max_num_seqs = o.cluster.max_num_seqs,
+                   .admission_bypass_limit = o.cluster.admission_bypass_limit},
                   kv) {
     pending.Attach(pool);
     if (TiersOn(o)) {

@@ -136,6 +136,9 @@ struct Request {
   // Its prefix continues on disk but another request's load runs: it waits
   // its turn rather than recompute (set by each prefix lookup).
   bool kv_awaits_disk = false;
+  // Requests admitted ahead of it while it did not fit (Scheduler's bounded
+  // bypass); reset when it is admitted.
+  int32_t admissions_bypassed = 0;
 
   // Speculative decoding (see Speculator).
   spec::Proposer* proposer = nullptr;  // null: this request never speculates

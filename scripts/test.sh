@@ -23,6 +23,16 @@ bash scripts/fetch_model.sh qwen2.5-coder-0.5b-instruct
 bash deploy/docker/build.sh --build-dir build --werror --jobs 2 --native OFF
 
 set +e
-ctest --test-dir build --output-on-failure -j2
-status=$?
+ctest --test-dir build --output-on-failure -j2 2>&1 | tee build/ctest-output.log
+status=${PIPESTATUS[0]}
+if [[ $status != 0 && -f build/Testing/Temporary/LastTestsFailed.log ]]; then
+  # A CI log is often read from its end: repeat each failed test's last
+  # lines there, then ctest's summary again.
+  while IFS=: read -r _ name; do
+    echo "=== the last 30 lines of $name ==="
+    awk -v t="$name" '$0 ~ ("Testing: " t "$") {f=1} f && /^<end of output>/ {exit} f' \
+      build/Testing/Temporary/LastTest.log | tail -30
+  done <build/Testing/Temporary/LastTestsFailed.log
+  sed -n '/tests passed, /,$p' build/ctest-output.log
+fi
 exit $status

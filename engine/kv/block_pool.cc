@@ -61,6 +61,12 @@ std::optional<BlockId> BlockPool::AcquireCached(const BlockHash& hash) {
 
 bool BlockPool::IsCached(const BlockHash& hash) const { return cache_.contains(hash); }
 
+std::optional<BlockId> BlockPool::FindCached(const BlockHash& hash) const {
+  const auto it = cache_.find(hash);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
 void BlockPool::Retain(BlockId block) {
   CheckId(block);
   int32_t& count = ref_counts_[static_cast<size_t>(block.value())];

@@ -71,6 +71,8 @@ class BlockPool {
 
   // Read-only cache probe: would AcquireCached hit?
   bool IsCached(const BlockHash& hash) const;
+  // The block cached under `hash`, without taking a reference.
+  std::optional<BlockId> FindCached(const BlockHash& hash) const;
 
   // One more reference to a block in use (CHECK: count > 0); free blocks
   // are taken only through Allocate() or AcquireCached().

@@ -57,6 +57,31 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   return hit_tokens;
 }
 
+std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t budget) const {
+  CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
+  int32_t hit_blocks = 0;
+  int32_t taken = 0;  // of the hit blocks, those that leave the free list
+  if (enable_prefix_caching_) {
+    const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
+    BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
+    for (; hit_blocks < max_blocks; ++hit_blocks) {
+      const BlockHash hash = HashOfBlock(req, hit_blocks, parent);
+      if (const std::optional<BlockId> block = pool_.FindCached(hash)) {
+        if (pool_.ref_count(*block) == 0) ++taken;
+      } else if (tiers_ != nullptr && tiers_->InHost(hash)) {
+        ++taken;
+      } else {
+        if (tiers_ != nullptr && !req.kv_load_tried && tiers_->OnDiskOnly(hash)) return std::nullopt;
+        break;
+      }
+      parent = hash;
+    }
+  }
+  const int64_t hit_tokens = static_cast<int64_t>(hit_blocks) * block_size_;
+  const int64_t tokens = std::min<int64_t>(req.num_tokens(), hit_tokens + budget);
+  return taken + BlocksFor(tokens) - hit_blocks;
+}
+
 void KvCacheManager::StartDiskLoad(Request& req, int32_t first, const BlockHash& first_hash) {
   const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
   std::vector<BlockHash> run = {first_hash};
@@ -113,7 +138,8 @@ void KvCacheManager::CommitFullBlocks(Request& req) {
     const int32_t b = static_cast<int32_t>(req.block_hashes.size());
     const std::optional<BlockHash> parent = b == 0 ? std::nullopt : std::optional<BlockHash>(req.block_hashes.back());
     const bool known = b < static_cast<int32_t>(req.prompt_block_hashes.size());
-    const BlockHash hash = HashOfBlock(req, b, parent.has_value() || known ? parent.value_or(BlockHash{}) : RootFor(req));
+    const BlockHash hash =
+        HashOfBlock(req, b, parent.has_value() || known ? parent.value_or(BlockHash{}) : RootFor(req));
     pool_.Commit(req.block_table[b], hash, parent);
     req.block_hashes.push_back(hash);
   }

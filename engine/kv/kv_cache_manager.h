@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/kv/block_pool.h"
@@ -52,6 +53,14 @@ class KvCacheManager {
   // starts (once per admission) and req.kv_loading says to wait for it.
   // Returns the number of tokens served from cache.
   int32_t AcquireCachedPrefix(Request& req);
+
+  // For a request that holds no blocks: the free blocks admitting it would
+  // take (AcquireCachedPrefix, then Allocate of up to `budget` tokens)
+  // without taking them or copying anything up a tier: a cached block
+  // another request holds costs none, one on the free list or in host
+  // memory one. nullopt when its prefix continues on disk (admitting it
+  // starts a load instead).
+  std::optional<int32_t> BlocksToAdmit(const Request& req, int32_t budget) const;
 
   // Counts the prefix-cache query and hit of a request's first admission
   // (not of re-admissions after preemption), once it is admitted.

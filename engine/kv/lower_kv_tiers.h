@@ -20,6 +20,8 @@ class LowerKvTiers {
   // block, committed under its hash, with one reference; nullopt when host
   // memory does not hold it or the device has no free block.
   virtual std::optional<BlockId> LoadFromHost(const BlockHash& hash) = 0;
+  // Whether LoadFromHost would find it (a read-only probe).
+  virtual bool InHost(const BlockHash& hash) const = 0;
   // Whether the disk tier holds it (and host memory does not).
   virtual bool OnDiskOnly(const BlockHash& hash) const = 0;
   // Starts reading `hashes` (consecutive blocks of request `id`'s prefix,

@@ -1,6 +1,8 @@
 #include "engine/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
@@ -101,28 +103,47 @@ Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
 
 void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
   if (config_.static_batching && !running_.empty()) return;
+  // Requests this step found too big for the free blocks: later ones pass
+  // them only while each has been passed fewer than admission_bypass_limit
+  // times, and only within their priority.
+  std::vector<Request*> blocked;
+  // Each request that does not fit costs a walk of its prefix: look past a
+  // few at most.
+  constexpr size_t kMaxBlockedPerStep = 8;
   for (auto it = waiting_.begin();
        it != waiting_.end() && budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs;) {
     Request* req = *it;
+    if (!blocked.empty() && req->params.priority != blocked.front()->params.priority) break;
     if (req->kv_loading) {  // its prefix is still coming back from disk: the others go ahead
       ++it;
       continue;
     }
-    kv_.AcquireCachedPrefix(*req);
-    if (req->kv_loading || req->kv_awaits_disk) {  // the lookup started that load, or waits to
+    // Admit only while every running request keeps a block to grow into:
+    // admitting into the last free blocks only buys a preemption (and its
+    // recompute) a few steps later. An idle engine always admits. Checked
+    // before the lookup, which would copy a prefix up from host memory
+    // only to give it back.
+    const int32_t reserve =
+        running_.empty() ? 0 : config_.growth_reserve_blocks * static_cast<int32_t>(running_.size() + 1);
+    const std::optional<int32_t> cost = kv_.BlocksToAdmit(*req, budget);
+    const bool fits = !cost.has_value() || kv_.num_free_blocks() - *cost >= reserve;
+    if (fits) kv_.AcquireCachedPrefix(*req);
+    if (fits && (req->kv_loading || req->kv_awaits_disk)) {  // the lookup started that load, or waits to
       kv_.Free(*req);
       ++it;
       continue;
     }
     const int32_t n = std::min(req->num_pending_tokens(), budget);
-    // Admit only while every running request keeps a block to grow into:
-    // admitting into the last free blocks only buys a preemption (and its
-    // recompute) a few steps later. An idle engine always admits.
-    const int32_t reserve = config_.growth_reserve_blocks * static_cast<int32_t>(running_.size() + 1);
-    if (!kv_.Allocate(*req, n) || (!running_.empty() && kv_.num_free_blocks() < reserve)) {
+    if (!fits || !kv_.Allocate(*req, n) || kv_.num_free_blocks() < reserve) {
       kv_.Free(*req);  // give the blocks and the cached prefix back; try again next step
-      break;
+      if (req->admissions_bypassed >= config_.admission_bypass_limit) break;
+      blocked.push_back(req);
+      if (blocked.size() >= kMaxBlockedPerStep) break;
+      ++it;
+      continue;
     }
+    for (Request* b : blocked) ++b->admissions_bypassed;
+    req->admissions_bypassed = 0;
     it = waiting_.erase(it);
     kv_.RecordAdmission(*req);
     req->state = RequestState::kRunning;

@@ -5,6 +5,10 @@
 //   2. waiting requests, by priority then arrival: the cached prefix is
 //      reused, the rest prefilled in chunks that fit the budget, while each
 //      running request keeps growth_reserve_blocks free blocks to grow into.
+//      A request that does not fit lets later requests of its priority that
+//      do fit (a resident prefix needs few new blocks) go ahead, at most
+//      admission_bypass_limit of them in all; then nothing passes it until
+//      it is admitted, so it cannot starve.
 // There are no prefill and decode phases: every request's computed tokens
 // simply catch up with its known tokens.
 //
@@ -46,6 +50,9 @@ struct SchedulerConfig {
   // Free blocks kept per running request when admitting a new one (0: admit
   // while any block is free).
   int32_t growth_reserve_blocks = 1;
+  // Admissions that may pass a waiting request that does not fit (0: strict
+  // priority-then-arrival order, a head that does not fit blocks the rest).
+  int32_t admission_bypass_limit = 16;
 
   absl::Status Validate() const;
   // A GPU step is far cheaper per token than a CPU step: it admits many more

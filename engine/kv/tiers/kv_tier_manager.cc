@@ -189,6 +189,8 @@ std::optional<BlockId> KvTierManager::LoadFromHost(const BlockHash& hash) {
   return block;
 }
 
+bool KvTierManager::InHost(const BlockHash& hash) const { return host_ != nullptr && host_->Contains(hash); }
+
 bool KvTierManager::OnDiskOnly(const BlockHash& hash) const {
   return disk_ != nullptr && disk_->Contains(hash) && (host_ == nullptr || !host_->Contains(hash));
 }

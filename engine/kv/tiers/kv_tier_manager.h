@@ -117,6 +117,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   void BeforeEvict(BlockId block, const BlockHash& hash) override;
   // LowerKvTiers.
   std::optional<BlockId> LoadFromHost(const BlockHash& hash) override;
+  bool InHost(const BlockHash& hash) const override;
   bool OnDiskOnly(const BlockHash& hash) const override;
   void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) override;
   // The device blocks the loads in flight fill (one reference each), for

@@ -42,6 +42,9 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
   --max-num-batched-tokens N   tokens per engine step (default 512 on CPU, 8192 on GPU)
+  --admission-bypass N         admissions that may pass a waiting request too big for the free KV blocks
+                               (one whose prefix is resident needs few); then it goes first (default 16;
+                               0: strict arrival order)
   --max-waiting-requests N     queue beyond max-num-seqs before RESOURCE_EXHAUSTED (default 256; 0: unbounded)
   --no-prefix-caching          turn the prefix cache off
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
@@ -84,7 +87,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                           transport::WithTransportFlags(limits::WithLimitFlags(
                               {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
                                "cpu-activations", "kv-cache-dtype", "kv-host-memory", "kv-disk-dir", "kv-disk-size",
-                               "max-num-seqs", "max-num-batched-tokens", "max-waiting-requests", "drain-timeout",
+                               "max-num-seqs", "max-num-batched-tokens", "admission-bypass", "max-waiting-requests", "drain-timeout",
                                "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
                                "spec-ngram-max", "spec-self-layers", "spec-draft-model", "fault-drop-event-batch"})),
@@ -121,6 +124,11 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
     ASSIGN_OR_RETURN(int64_t batched, f.GetInt("max-num-batched-tokens", 0));
     o.max_num_batched_tokens = static_cast<int32_t>(batched);
   }
+  ASSIGN_OR_RETURN(int64_t bypass, f.GetInt("admission-bypass", o.admission_bypass_limit));
+  if (bypass < 0 || bypass > 1'000'000) {
+    return absl::InvalidArgumentError("--admission-bypass takes a count from 0 (strict arrival order) to 1000000");
+  }
+  o.admission_bypass_limit = static_cast<int32_t>(bypass);
   // Checked now against the CPU defaults, again once the device is known.
   RETURN_IF_ERROR(ResolveScheduler(o, engine::DeviceKind::kCpu).status());
   ASSIGN_OR_RETURN(int64_t waiting, f.GetInt("max-waiting-requests", o.max_waiting_requests));
@@ -163,6 +171,7 @@ absl::StatusOr<engine::SchedulerConfig> ResolveScheduler(const WorkerOptions& o,
   engine::SchedulerConfig config = engine::SchedulerConfig::DefaultsFor(device);
   if (o.max_num_seqs) config.max_num_seqs = *o.max_num_seqs;
   if (o.max_num_batched_tokens) config.max_num_batched_tokens = *o.max_num_batched_tokens;
+  config.admission_bypass_limit = o.admission_bypass_limit;
   if (absl::Status s = config.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--max-num-seqs, --max-num-batched-tokens)"));
   }

@@ -40,6 +40,7 @@ struct WorkerOptions {
   // Unset: the device's default (SchedulerConfig::DefaultsFor).
   std::optional<int32_t> max_num_seqs;
   std::optional<int32_t> max_num_batched_tokens;
+  int32_t admission_bypass_limit = engine::SchedulerConfig{}.admission_bypass_limit;
   int32_t max_waiting_requests = 256;
   bool enable_prefix_caching = true;
   engine::spec::SpeculationOptions speculation{.proposer = "ngram"};

@@ -163,5 +163,88 @@ TEST_F(SchedulerTest, OutOfBlocksPreemptsTheNewestWhichReturnsFirst) {
   EXPECT_GT(scheduler_->num_preemptions(), 0);
 }
 
+TEST_F(SchedulerTest, RequestsThatFitPassAHeadThatDoesNotUpToTheLimit) {
+  // 10 blocks of 4. a runs and holds 5; the head b needs 6 (a 24-token
+  // prompt) and does not fit; c and d (one block each) go ahead of it, two
+  // admissions, the limit: then e waits behind b although it would fit.
+  Init({.max_num_batched_tokens = 64, .max_num_seqs = 8, .growth_reserve_blocks = 0, .admission_bypass_limit = 2}, 10);
+  Request* a = Add(16, 4);
+  Step();
+  Request* b = Add(24, 1);
+  Request* c = Add(4, 6);
+  Step();
+  EXPECT_EQ(c->state, RequestState::kRunning);
+  EXPECT_EQ(b->state, RequestState::kWaiting);
+  EXPECT_EQ(b->admissions_bypassed, 1);
+  Request* d = Add(3, 6);
+  Step();
+  EXPECT_EQ(d->state, RequestState::kRunning);
+  EXPECT_EQ(b->admissions_bypassed, 2);
+  Request* e = Add(3, 1);
+  ASSERT_GE(pool_->num_free(), 2) << "e would fit";
+  Step();
+  EXPECT_EQ(e->state, RequestState::kWaiting) << "b has been passed twice: nothing passes it now";
+  EXPECT_EQ(b->state, RequestState::kWaiting);
+  for (int step = 0; step < 500; ++step) Step();
+  for (Request* r : {a, b, c, d, e}) EXPECT_EQ(r->state, RequestState::kFinished);
+  EXPECT_EQ(b->admissions_bypassed, 0);
+  EXPECT_EQ(pool_->Stats().used, 0);
+}
+
+TEST_F(SchedulerTest, StrictOrderWithoutBypass) {
+  Init({.max_num_batched_tokens = 64, .max_num_seqs = 8, .growth_reserve_blocks = 0, .admission_bypass_limit = 0}, 10);
+  Add(16, 4);
+  Step();
+  Request* b = Add(24, 1);
+  Request* c = Add(4, 6);
+  Step();
+  EXPECT_EQ(b->state, RequestState::kWaiting);
+  EXPECT_EQ(c->state, RequestState::kWaiting);
+}
+
+TEST_F(SchedulerTest, NoRequestOfLowerPriorityPassesABlockedOne) {
+  Init({.max_num_batched_tokens = 64, .max_num_seqs = 8, .growth_reserve_blocks = 0}, 10);
+  Add(16, 4);
+  Step();
+  Request* b = Add(24, 1, /*priority=*/0);
+  Request* low = Add(4, 6, /*priority=*/1);
+  Step();
+  EXPECT_EQ(b->state, RequestState::kWaiting);
+  EXPECT_EQ(low->state, RequestState::kWaiting);
+}
+
+TEST_F(SchedulerTest, BlocksToAdmitIsWhatAnAdmissionTakes) {
+  // Random prompts over a few shared prefixes, run by the scheduler; at
+  // every step each waiting request's estimate equals the free blocks its
+  // lookup and allocation take (or exceeds the free blocks when they fail).
+  Init({.max_num_batched_tokens = 24, .max_num_seqs = 6, .growth_reserve_blocks = 0}, 48);
+  std::mt19937 rng(3);
+  int checked = 0;
+  for (int step = 0; step < 1500; ++step) {
+    if (rng() % 2 == 0) {
+      const int shared = static_cast<int>(rng() % 3) * 8;
+      Request* r = Add(shared + 1 + static_cast<int>(rng() % 20), 1 + static_cast<int>(rng() % 8));
+      r->tokens.clear();
+      for (int i = 0; i < shared; ++i) r->tokens.push_back(static_cast<model::TokenId>(shared * 7 + i));
+      while (r->tokens.size() < r->params.prompt.size()) r->tokens.push_back(static_cast<model::TokenId>(rng() % 97));
+    }
+    for (Request* r : std::vector<Request*>(scheduler_->waiting().begin(), scheduler_->waiting().end())) {
+      const int32_t budget = 1 + static_cast<int32_t>(rng() % 24);
+      const int32_t estimate = kv_->BlocksToAdmit(*r, budget).value();
+      const int32_t before = pool_->num_free();
+      kv_->AcquireCachedPrefix(*r);
+      if (kv_->Allocate(*r, std::min(r->num_pending_tokens(), budget))) {
+        EXPECT_EQ(before - pool_->num_free(), estimate);
+        ++checked;
+      } else {
+        EXPECT_GT(estimate, before);
+      }
+      kv_->Free(*r);
+    }
+    Step();
+  }
+  EXPECT_GT(checked, 100);
+}
+
 }  // namespace
 }  // namespace kvfleet::engine
