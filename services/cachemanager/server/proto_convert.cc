@@ -1,9 +1,11 @@
 #include "services/cachemanager/server/proto_convert.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "services/transport/kv_tier_convert.h"
 #include "services/transport/load_report_convert.h"
 
 namespace kvfleet::cachemanager {
@@ -60,20 +62,12 @@ absl::StatusOr<KvEventRecord> ToRecord(const v1::KvEvent& e, int index) {
         return absl::InvalidArgumentError(absl::StrCat(at, ".stored.parent is ", e.stored().parent().size(),
                                                        " bytes; block hashes are 16 bytes"));
       }
-      switch (e.stored().tier()) {
-        case v1::KV_TIER_DEVICE:
-          r.tier = KvTier::kDevice;
-          break;
-        case v1::KV_TIER_HOST:
-          r.tier = KvTier::kHost;
-          break;
-        case v1::KV_TIER_DISK:
-          r.tier = KvTier::kDisk;
-          break;
-        default:
-          return absl::InvalidArgumentError(
-              absl::StrCat(at, ".stored.tier ", e.stored().tier(), " is not a KV tier (device, host or disk)"));
+      const std::optional<KvTier> tier = transport::FromProto(e.stored().tier());
+      if (!tier) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, ".stored.tier ", e.stored().tier(), " is not a KV tier (device, host or disk)"));
       }
+      r.tier = *tier;
       return r;
     }
     case v1::KvEvent::kRemoved: {

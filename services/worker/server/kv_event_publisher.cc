@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "services/transport/grpc_channel.h"
+#include "services/transport/kv_tier_convert.h"
 #include "services/transport/load_report_convert.h"
 #include "services/worker/server/proto_convert.h"
 
@@ -18,18 +19,6 @@ KvEventPublisher::~KvEventPublisher() { Stop(); }
 
 namespace {
 
-v1::KvTier ToProto(KvTier tier) {
-  switch (tier) {
-    case KvTier::kHost:
-      return v1::KV_TIER_HOST;
-    case KvTier::kDisk:
-      return v1::KV_TIER_DISK;
-    case KvTier::kDevice:
-      break;
-  }
-  return v1::KV_TIER_DEVICE;
-}
-
 void AddHashes(const std::vector<BlockHash>& hashes, google::protobuf::RepeatedPtrField<std::string>* out) {
   for (const BlockHash& h : hashes) *out->Add() = h.ToBytes();
 }
@@ -41,7 +30,7 @@ v1::KvEvent ToProto(const PublishedEvent& e) {
       v1::BlockStored* stored = out.mutable_stored();
       AddHashes(e.hashes, stored->mutable_hashes());
       if (e.parent) stored->set_parent(e.parent->ToBytes());
-      stored->set_tier(ToProto(e.tier));
+      stored->set_tier(transport::ToProto(e.tier));
       break;
     }
     case PublishedEvent::Kind::kRemoved:
