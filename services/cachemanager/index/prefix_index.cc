@@ -17,7 +17,7 @@ namespace {
 constexpr size_t kMergeFactor = 8;
 // How many hashes ahead FindOverlaps prefetches the map's memory: the walk is
 // a chain of independent lookups in a table far larger than the caches.
-constexpr size_t kPrefetchDistance = 8;
+constexpr size_t kPrefetchDistance = 16;
 
 void CheckSlot(WorkerSlot w) {
   CHECK(w.value() >= 0 && w.value() < PrefixIndex::kMaxWorkerSlots) << "worker slot " << w;
