@@ -432,7 +432,7 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   if (options_.kv_tiers != nullptr) {
     const KvTierStats t = options_.kv_tiers->stats();
     const auto per_block = [](const KvTierCounters& c) {
-      return c.hit_blocks > 0 ? c.load_seconds / static_cast<double>(c.hit_blocks) : 0.0;
+      return c.hit_blocks > 0 ? c.load_seconds / static_cast<double>(c.hit_blocks) : c.startup_seconds_per_block;
     };
     s.host_load_seconds_per_block = per_block(t.host);
     s.disk_load_seconds_per_block = per_block(t.disk);

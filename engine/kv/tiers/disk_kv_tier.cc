@@ -135,6 +135,18 @@ absl::Status DiskKvTier::Scan() {
   std::vector<Entry> over;
   Evict(&over);
   for (const Entry& e : over) fs::remove(PathOf(e.hash), ec);
+  if (!lru_.empty()) {
+    // A restarted worker's disk blocks are priced by their load time; time
+    // one read now, or they would be priced as a recompute until the first
+    // request happened to load some.
+    const BlockHash& newest = lru_.back();
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<uint8_t>> file = ReadWhole(PathOf(newest), static_cast<size_t>(file_bytes_) + 1);
+    if (file.ok() &&
+        DecodeKvBlockFile(options_.identity, newest, static_cast<uint64_t>(options_.block_bytes), *file).ok()) {
+      startup_read_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
   KVFLEET_LOG_INFO("disk KV tier {}: adopted {} blocks ({} foreign files ignored, {} damaged), capacity {} blocks",
                    options_.dir, index_.size(), foreign, damaged, capacity_blocks_);
   return absl::OkStatus();

@@ -87,6 +87,10 @@ class DiskKvTier {
   int64_t num_blocks() const { return static_cast<int64_t>(index_.size()); }
   int64_t capacity_blocks() const { return capacity_blocks_; }
   int64_t file_bytes() const { return file_bytes_; }
+  // Seconds one adopted block took to read and check at Open (the newest
+  // file, its pages most likely cold after a restart); 0 with none
+  // adopted. What a load costs until the tier has measured real loads.
+  double startup_read_seconds() const { return startup_read_seconds_; }
   bool writable() const;
   bool Contains(const BlockHash& hash) const { return index_.contains(hash); }
   std::optional<BlockHash> ParentOf(const BlockHash& hash) const;
@@ -136,6 +140,7 @@ class DiskKvTier {
   const Options options_;
   const int64_t file_bytes_;
   const int64_t capacity_blocks_;
+  double startup_read_seconds_ = 0.0;
   // Engine thread.
   absl::flat_hash_map<BlockHash, Indexed> index_;
   std::list<BlockHash> lru_;  // least recently used first

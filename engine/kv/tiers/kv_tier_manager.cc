@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTie
                                                  .capacity_bytes = options.disk_bytes}));
     m->counters_.disk.capacity_blocks = m->disk_->capacity_blocks();
     m->counters_.disk.block_bytes = m->disk_->file_bytes();
+    m->counters_.disk.startup_seconds_per_block = m->disk_->startup_read_seconds();
     if (m->host_ == nullptr) m->staging_.resize(static_cast<size_t>(info.kv_block_bytes));
   }
   m->UpdateStats();

@@ -72,6 +72,9 @@ struct KvTierCounters {
   int64_t hit_blocks = 0;       // copied up to the device on a lookup
   int64_t loads = 0;            // copy-ups (host: per block; disk: per background read)
   double load_seconds = 0.0;    // their time
+  // disk: one adopted block's read time at start (DiskKvTier), the load
+  // cost per block until loads have been measured; 0 when none.
+  double startup_seconds_per_block = 0.0;
   int64_t bytes_down = 0;       // written into the tier
   int64_t bytes_up = 0;         // read back to the device
   int64_t evictions = 0;        // dropped from the tier to make room

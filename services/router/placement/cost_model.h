@@ -6,7 +6,8 @@
 //   lower    = host_blocks · tier_cost(host) + disk_blocks · tier_cost(disk)
 //              (matched blocks below the device; 0 when remembered > reported)
 //   tier_cost(t) = min(1, load_seconds_per_block(t) / (block_size / prefill_tokens_per_second)),
-//              both measured by the worker; 1 (a recompute) until measured
+//              both measured by the worker (the disk's first figure: one
+//              adopted block read at start); 1 (a recompute) until measured
 //   uncached_prefill_blocks = (prompt_tokens - matched · block_size + pending_prefill_tokens) / block_size + lower
 //   decode_load_blocks      = blocks_used + in-flight blocks + new
 //   kv_penalty = kv_pressure_weight · max(0, decode_load_blocks - kv_pressure_threshold · blocks_total)

@@ -220,6 +220,8 @@ TEST_F(KvTiersEngineTest, ARestartedEngineServesHitsFromTheDiskTierItWasLeft) {
   }
   EXPECT_GE(again.tiers.disk.hit_blocks, (kConversations - 2) * kPrefixTokens / kBlockSize);
   EXPECT_EQ(again.tiers.disk.errors, 0);
+  // What the router prices the adopted blocks by before any load.
+  EXPECT_GT(again.tiers.disk.startup_seconds_per_block, 0.0);
 }
 
 TEST_F(KvTiersEngineTest, DamagedForeignAndOtherTenantsFilesAreNeverHits) {

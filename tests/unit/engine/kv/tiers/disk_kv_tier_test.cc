@@ -56,6 +56,7 @@ TEST_F(DiskKvTierTest, WritesReadBackInOrderAndSurviveARestartWithParents) {
       ASSERT_TRUE(tier->Write(H(i), i == 1 ? std::nullopt : std::optional<BlockHash>(H(i - 1)), Bytes(i), &evicted));
     }
     EXPECT_TRUE(evicted.empty());
+    EXPECT_EQ(tier->startup_read_seconds(), 0.0) << "nothing to adopt, nothing timed";
     EXPECT_FALSE(tier->Write(H(1), std::nullopt, Bytes(1), &evicted)) << "a block already held is not written again";
     DiskKvTier::ReadResult r = ReadAll(*tier, {H(1), H(2), H(3)});
     EXPECT_TRUE(r.error.ok()) << r.error;
@@ -64,6 +65,7 @@ TEST_F(DiskKvTierTest, WritesReadBackInOrderAndSurviveARestartWithParents) {
   }  // the destructor finishes the writes
   auto again = Open();
   EXPECT_EQ(again->num_blocks(), 3);
+  EXPECT_GT(again->startup_read_seconds(), 0.0) << "an adopted block's read is timed";
   EXPECT_TRUE(again->Contains(H(2)));
   EXPECT_EQ(again->ParentOf(H(2)), H(1));
   DiskKvTier::ReadResult r = ReadAll(*again, {H(1), H(2), H(3)});
