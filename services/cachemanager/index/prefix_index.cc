@@ -302,28 +302,27 @@ void PrefixIndex::AddHolder(const BlockHash& hash, WorkerSlot w, KvTier tier) {
   holders.insert(pos, Entry(w, tier));
 }
 
-void PrefixIndex::DropHolder(const BlockHash& hash, WorkerSlot w) {
+PrefixIndex::HolderEntry PrefixIndex::FindHolderEntry(const BlockHash& hash, WorkerSlot w) {
   const auto it = holders_.find(hash);
   CHECK(it != holders_.end()) << "slot " << w << " held " << hash.ToHex() << " without a map entry";
   Holders& holders = it->second;
   const auto pos = std::lower_bound(holders.begin(), holders.end(), Entry(w, KvTier::kDevice));
   CHECK(pos != holders.end() && EntrySlot(*pos) == w)
       << "slot " << w << " missing from the holders of " << hash.ToHex();
-  if (holders.size() == 1) {
-    holders_.erase(it);
+  return {it, pos};
+}
+
+void PrefixIndex::DropHolder(const BlockHash& hash, WorkerSlot w) {
+  const HolderEntry h = FindHolderEntry(hash, w);
+  if (h.holders->second.size() == 1) {
+    holders_.erase(h.holders);
   } else {
-    holders.erase(pos);
+    h.holders->second.erase(h.entry);
   }
 }
 
 void PrefixIndex::SetHolderEntry(const BlockHash& hash, WorkerSlot w, KvTier tier) {
-  const auto it = holders_.find(hash);
-  CHECK(it != holders_.end()) << "slot " << w << " held " << hash.ToHex() << " without a map entry";
-  Holders& holders = it->second;
-  const auto pos = std::lower_bound(holders.begin(), holders.end(), Entry(w, KvTier::kDevice));
-  CHECK(pos != holders.end() && EntrySlot(*pos) == w)
-      << "slot " << w << " missing from the holders of " << hash.ToHex();
-  *pos = Entry(w, tier);
+  *FindHolderEntry(hash, w).entry = Entry(w, tier);
 }
 
 }  // namespace kvfleet::cachemanager

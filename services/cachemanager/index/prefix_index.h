@@ -144,7 +144,15 @@ class PrefixIndex {
   // Sets the tier of w's entry among the holders of `hash` (which it is).
   void SetHolderEntry(const BlockHash& hash, WorkerSlot w, KvTier tier);
 
-  absl::flat_hash_map<BlockHash, Holders> holders_;
+  using HolderMap = absl::flat_hash_map<BlockHash, Holders>;
+  // w's entry among the holders of `hash`, which w must be (CHECK).
+  struct HolderEntry {
+    HolderMap::iterator holders;
+    Holders::iterator entry;
+  };
+  HolderEntry FindHolderEntry(const BlockHash& hash, WorkerSlot w);
+
+  HolderMap holders_;
   std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot, every tier
   // By slot: the hashes of blocks_[slot] held only below the device, and
   // where. Empty for a worker without lower tiers.
