@@ -40,10 +40,12 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
                        options.kv_tiers != nullptr ? static_cast<KvEventListener*>(options.kv_tiers) : listener,
                        options.enable_prefix_caching),
       pool_(static_cast<int32_t>(executor.info().num_blocks), &pending_prefill_),
-      kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching),
+      kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching,
+          executor.info().kv_groups.group_window.empty() ? std::vector<int64_t>{0}
+                                                         : executor.info().kv_groups.group_window),
       scheduler_(options.scheduler, kv_),
       speculator_(options.speculation, options.proposers, kv_),
-      batch_builder_(static_cast<int32_t>(executor.info().block_size)) {
+      batch_builder_(BatchBuilderFor(executor.info())) {
   CHECK(options.Validate().ok()) << options.Validate();
   pending_prefill_.Attach(pool_);
   if (options.kv_tiers != nullptr) {
@@ -92,10 +94,11 @@ absl::Status Engine::Validate(const EngineRequest& r) const {
                                                    " exceeds the model's context length of ", info.context_length,
                                                    " tokens; shorten the prompt or lower max_tokens"));
   }
-  if (kv_.BlocksFor(total) > pool_.num_blocks()) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens = ", total, " tokens needs ",
-                                                   kv_.BlocksFor(total), " KV blocks but the whole cache has ",
-                                                   pool_.num_blocks(), "; lower max_tokens"));
+  const int32_t pages = kv_.MostPagesHeld(total, options_.scheduler.max_num_batched_tokens);
+  if (pages > pool_.num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens = ", total, " tokens needs ", pages,
+                                                   " KV blocks but the whole cache has ", pool_.num_blocks(),
+                                                   "; lower max_tokens"));
   }
   return absl::OkStatus();
 }
@@ -387,11 +390,13 @@ absl::Status Engine::AuditBlocks() const {
   }
   std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
   for (const auto& [id, req] : requests_) {
-    if (static_cast<int32_t>(req->block_table.size()) > kv_.BlocksFor(req->num_tokens())) {
-      return absl::InternalError(absl::StrCat("request ", id.value(), " holds ", req->block_table.size(),
-                                              " blocks for ", req->num_tokens(), " tokens"));
+    if (kv_.HeldBlocks(*req) > kv_.BlocksFor(req->num_tokens())) {
+      return absl::InternalError(absl::StrCat("request ", id.value(), " holds ", kv_.HeldBlocks(*req), " blocks for ",
+                                              req->num_tokens(), " tokens"));
     }
-    for (BlockId b : req->block_table) ++refs[static_cast<size_t>(b.value())];
+    for (BlockId b : req->block_table) {
+      if (b != KvCacheManager::kFreedPage) ++refs[static_cast<size_t>(b.value())];
+    }
   }
   if (options_.kv_tiers != nullptr) {
     for (BlockId b : options_.kv_tiers->BlocksInFlight()) ++refs[static_cast<size_t>(b.value())];
@@ -439,7 +444,7 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   }
   int64_t allocated = 0, filled = 0;
   for (const Request* r : scheduler_.running()) {
-    allocated += static_cast<int64_t>(r->block_table.size()) * kv_.block_size();
+    allocated += static_cast<int64_t>(kv_.HeldBlocks(*r)) * kv_.block_size();
     filled += r->num_computed_tokens;
   }
   s.kv_waste = allocated > 0 ? 1.0 - static_cast<double>(filled) / static_cast<double>(allocated) : 0.0;

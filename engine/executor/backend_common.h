@@ -20,14 +20,33 @@ namespace kvfleet::engine {
 struct BatchArrays {
   const int32_t* token_ids = nullptr;
   const int32_t* logits_tokens = nullptr;
-  kernels::TokenPlacement placement;
+  kernels::TokenPlacement placement;  // page group 0's tables and slots
+  // Group g's block table and kv_slots are group 0's advanced by g times these.
+  int64_t group_table_stride = 0;
+  int64_t group_slots_stride = 0;
 };
 
-// The per-layer K and V tensors of the cache, in the backend's memory.
+// The K and V tensors of the cache, in the backend's memory: one per layer
+// slot of a page (every layer, with one page group).
 struct KvCacheView {
   kernels::KvCacheLayout layout;
-  uint8_t* const* k = nullptr;  // [layers] → one layer's bytes in `layout`
+  uint8_t* const* k = nullptr;  // [layers_per_page] → one slot's bytes in `layout`
   uint8_t* const* v = nullptr;
+  const model::KvPageGroups* groups = nullptr;  // null: one group, slot = layer
+
+  int32_t SlotOf(int32_t layer) const { return groups != nullptr ? groups->layer_slot[layer] : layer; }
+  uint8_t* K(int32_t layer) const { return k[SlotOf(layer)]; }
+  uint8_t* V(int32_t layer) const { return v[SlotOf(layer)]; }
+  // Where a layer's tokens read and write: its page group's table and slots.
+  kernels::TokenPlacement PlacementFor(const BatchArrays& a, int32_t layer) const {
+    kernels::TokenPlacement p = a.placement;
+    const int32_t g = groups != nullptr ? groups->layer_group[layer] : 0;
+    if (g > 0) {
+      p.block_table += g * a.group_table_stride;
+      p.kv_slots += g * a.group_slots_stride;
+    }
+    return p;
+  }
 };
 
 // One layer's KV layout for `num_blocks` blocks of the model and options.
@@ -45,6 +64,14 @@ inline kernels::KvCacheLayout KvLayoutFor(const model::ModelConfig& c, const Exe
 inline int64_t KvBytesPerCachedToken(const model::ModelConfig& c, const ExecutorOptions& options) {
   const kernels::KvCacheLayout one = KvLayoutFor(c, options, 1);
   return (2 * c.num_layers * one.BytesPerLayer() + options.block_size - 1) / options.block_size;
+}
+
+// Pages an executor allocates for a pool of num_blocks: one more, zeroed,
+// when window pages are freed. A freed table entry names it, so a kernel
+// that reads a whole partition before a window reads finite zeros there
+// (and masks them) instead of another request's page.
+inline int64_t KvPagesAllocated(const ExecutorInfo& info, int64_t num_blocks) {
+  return num_blocks + (info.kv_groups.frees_window_blocks() ? 1 : 0);
 }
 
 // "+kv-int8" for an 8-bit KV cache, appended to a backend's numerics
@@ -65,8 +92,9 @@ inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOpt
                     .num_layers = c.num_layers,
                     .weight_bytes = model.file_bytes(),
                     .kv_bytes_per_token = KvBytesPerCachedToken(c, options),
-                    .kv_block_bytes = 2 * c.num_layers * KvLayoutFor(c, options, 1).BytesPerLayer(),
+                    .kv_groups = model::KvPageGroupsFor(c, options.free_window_blocks),
                     .limits = options.limits};
+  info.kv_block_bytes = 2 * info.kv_groups.layers_per_page * KvLayoutFor(c, options, 1).BytesPerLayer();
   info.limits.max_logits_rows = options.limits.logits_rows();
   return info;
 }
@@ -101,7 +129,9 @@ inline BatchArrays HostArrays(const ForwardBatch& batch) {
                         .token_chunk = batch.token_chunk.data(),
                         .block_table = batch.block_table.data(),
                         .table_width = batch.max_blocks_per_chunk,
-                        .kv_slots = batch.kv_slots.data()}};
+                        .kv_slots = batch.kv_slots.data()},
+          .group_table_stride = batch.group_table_size(),
+          .group_slots_stride = batch.num_tokens()};
 }
 
 }  // namespace kvfleet::engine

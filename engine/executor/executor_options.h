@@ -60,6 +60,10 @@ struct ExecutorOptions {
   CpuActivations cpu_activations = CpuActivations::kF32;  // CPU backend only
   // 8-bit formats hold about twice the tokens; each is its own numerics.
   kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
+  // Sliding-window layers get their own pages, which the engine frees once
+  // their window has passed (model/arch/kv_page_groups.h). Off: one page
+  // holds every layer of a block, as for a model without windows.
+  bool free_window_blocks = true;
   ExecutorLimits limits;
 
   absl::Status Validate() const;

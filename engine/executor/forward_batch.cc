@@ -7,31 +7,36 @@
 namespace kvfleet::engine {
 
 absl::Status ForwardBatch::Validate(int64_t vocab_size, int64_t context_length, int64_t num_blocks,
-                                    int64_t model_layers) const {
+                                    int64_t model_layers, int32_t kv_groups) const {
   if (num_layers < 0 || num_layers > model_layers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_layers ", num_layers, " is outside [0, ", model_layers, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("num_layers ", num_layers, " is outside [0, ", model_layers, "]"));
   }
-  for (int32_t c = 0; c < num_chunks(); ++c) {
-    if (chunk_size(c) <= 0 || positions[chunk_starts[c]] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("chunk ", c, " is empty or starts at a negative position"));
-    }
-    const int64_t end = chunk_end_position(c);
-    if (end > context_length) {
-      return absl::InvalidArgumentError(absl::StrCat("chunk ", c, " reaches position ", end,
-                                                     ", past the model's context length ", context_length));
-    }
-    const int64_t blocks_needed = (end + block_size - 1) / block_size;
-    const std::span<const int32_t> row = BlockTableRow(c);
-    const int64_t present = std::find(row.begin(), row.end(), -1) - row.begin();
-    if (present < blocks_needed) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("chunk ", c, " needs ", blocks_needed, " blocks but its block table has ", present));
-    }
-    for (int64_t i = 0; i < blocks_needed; ++i) {
-      if (row[i] < 0 || row[i] >= num_blocks) {
+  if (num_kv_groups != kv_groups) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the batch has block tables for ", num_kv_groups, " page groups; the cache has ", kv_groups));
+  }
+  for (int32_t g = 0; g < num_kv_groups; ++g) {
+    for (int32_t c = 0; c < num_chunks(); ++c) {
+      if (chunk_size(c) <= 0 || positions[chunk_starts[c]] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("chunk ", c, " is empty or starts at a negative position"));
+      }
+      const int64_t end = chunk_end_position(c);
+      if (end > context_length) {
         return absl::InvalidArgumentError(
-            absl::StrCat("chunk ", c, " names block ", row[i], " outside the cache of ", num_blocks, " blocks"));
+            absl::StrCat("chunk ", c, " reaches position ", end, ", past the model's context length ", context_length));
+      }
+      const int64_t blocks_needed = (end + block_size - 1) / block_size;
+      const std::span<const int32_t> row = BlockTableRow(c, g);
+      const int64_t present = std::find(row.begin(), row.end(), -1) - row.begin();
+      if (present < blocks_needed) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk ", c, " needs ", blocks_needed, " blocks but its block table has ", present));
+      }
+      for (int64_t i = 0; i < blocks_needed; ++i) {
+        if (row[i] < 0 || row[i] >= num_blocks) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("chunk ", c, " names block ", row[i], " outside the cache of ", num_blocks, " blocks"));
+        }
       }
     }
   }
@@ -47,10 +52,10 @@ absl::Status ForwardBatch::Validate(int64_t vocab_size, int64_t context_length, 
 absl::Status CheckBatchLimits(const ForwardBatch& batch, const ExecutorLimits& limits) {
   if (batch.num_tokens() > limits.max_batch_tokens || batch.num_chunks() > limits.max_batch_chunks ||
       batch.num_logits_rows() > limits.logits_rows()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the batch has ", batch.num_tokens(), " tokens in ", batch.num_chunks(), " chunks with ",
-        batch.num_logits_rows(), " logits rows; this executor takes at most ", limits.max_batch_tokens, ", ",
-        limits.max_batch_chunks, " and ", limits.logits_rows()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the batch has ", batch.num_tokens(), " tokens in ", batch.num_chunks(), " chunks with ",
+                     batch.num_logits_rows(), " logits rows; this executor takes at most ", limits.max_batch_tokens,
+                     ", ", limits.max_batch_chunks, " and ", limits.logits_rows()));
   }
   return absl::OkStatus();
 }
@@ -65,8 +70,10 @@ void ForwardBatchBuilder::Clear(int32_t num_layers) {
   batch_.kv_slots.clear();
   batch_.chunk_starts.assign(1, 0);
   batch_.block_table.clear();
+  batch_.num_kv_groups = kv_groups_;
   batch_.chunk_logits_starts.assign(1, 0);
   batch_.logits_tokens.clear();
+  staged_slots_.clear();
   staged_tables_.clear();
   staged_table_starts_.assign(1, 0);
 }
@@ -76,8 +83,15 @@ void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32
   const int32_t chunk = batch_.num_chunks();
   const int32_t first_token = batch_.num_tokens();
   const int64_t end = static_cast<int64_t>(start_position) + static_cast<int64_t>(tokens.size());
-  const size_t blocks = std::min(block_table.size(), static_cast<size_t>((end + block_size_ - 1) / block_size_));
-  for (size_t i = 0; i < blocks; ++i) staged_tables_.push_back(block_table[i].value());
+  const size_t groups = static_cast<size_t>(kv_groups_);
+  const size_t blocks =
+      std::min(block_table.size() / groups, static_cast<size_t>((end + block_size_ - 1) / block_size_));
+  // Group-interleaved, as the request holds them; Finish lays them out.
+  const auto page = [&](size_t i) {
+    const int32_t p = block_table[i].value();
+    return p < 0 && groups > 1 ? null_page_ : p;
+  };
+  for (size_t i = 0; i < blocks * groups; ++i) staged_tables_.push_back(page(i));
   staged_table_starts_.push_back(static_cast<int32_t>(staged_tables_.size()));
   batch_.max_blocks_per_chunk = std::max(batch_.max_blocks_per_chunk, static_cast<int32_t>(blocks));
 
@@ -88,10 +102,11 @@ void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32
     batch_.positions.push_back(pos);
     batch_.token_chunk.push_back(chunk);
     // A table too short to hold the token leaves -1, which Validate reports.
-    batch_.kv_slots.push_back(pos >= 0 && block < blocks ? static_cast<int64_t>(block_table[block].value()) *
-                                                                   block_size_ +
-                                                               pos % block_size_
-                                                         : -1);
+    for (size_t g = 0; g < groups; ++g) {
+      staged_slots_.push_back(pos >= 0 && block < blocks
+                                  ? static_cast<int64_t>(page(block * groups + g)) * block_size_ + pos % block_size_
+                                  : -1);
+    }
   }
   batch_.chunk_starts.push_back(batch_.num_tokens());
   const int32_t n = static_cast<int32_t>(tokens.size());
@@ -105,10 +120,23 @@ void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32
 
 const ForwardBatch& ForwardBatchBuilder::Finish() {
   const int32_t width = batch_.max_blocks_per_chunk;
-  batch_.block_table.assign(static_cast<size_t>(batch_.num_chunks()) * width, -1);
+  const int64_t groups = kv_groups_;
+  const int64_t per_group = batch_.group_table_size();
+  batch_.block_table.assign(static_cast<size_t>(groups * per_group), -1);
   for (int32_t c = 0; c < batch_.num_chunks(); ++c) {
-    std::copy(staged_tables_.begin() + staged_table_starts_[c], staged_tables_.begin() + staged_table_starts_[c + 1],
-              batch_.block_table.begin() + static_cast<size_t>(c) * width);
+    const int64_t first = staged_table_starts_[c];
+    const int64_t blocks = (staged_table_starts_[c + 1] - first) / groups;
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t* row = batch_.block_table.data() + g * per_group + static_cast<int64_t>(c) * width;
+      for (int64_t i = 0; i < blocks; ++i) row[i] = staged_tables_[static_cast<size_t>(first + i * groups + g)];
+    }
+  }
+  const int64_t tokens = batch_.num_tokens();
+  batch_.kv_slots.resize(static_cast<size_t>(groups * tokens));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t t = 0; t < tokens; ++t) {
+      batch_.kv_slots[static_cast<size_t>(g * tokens + t)] = staged_slots_[static_cast<size_t>(t * groups + g)];
+    }
   }
   return batch_;
 }

@@ -11,12 +11,14 @@
 // Prefill chunks, decode tokens and speculative tokens are all chunks: one
 // code path.
 //
-// Layout (T tokens, C chunks, R logits rows, W = max_blocks_per_chunk):
+// Layout (T tokens, C chunks, R logits rows, W = max_blocks_per_chunk,
+// G = num_kv_groups, the page groups of model/arch/kv_page_groups.h):
 //   token_ids, positions, token_chunk  [T]  int32
-//   kv_slots                           [T]  int64: block * block_size + slot of the token's new K/V
+//   kv_slots                           [G, T]  int64: page * block_size + slot of the token's new K/V
 //   chunk_starts                       [C + 1]: chunk c owns tokens [chunk_starts[c], chunk_starts[c + 1])
-//   block_table                        [C, W] int32 physical block ids; entries past a chunk's
-//                                      context are -1
+//   block_table                        [G, C, W] int32 physical page ids; entries past a chunk's
+//                                      context are -1; a window group's freed
+//                                      entries name the null page
 //   chunk_logits_starts                [C + 1]: chunk c's logits rows are [chunk_logits_starts[c], ...[c + 1])
 //   logits_tokens                      [R]  the token (index into T) each logits row projects; ascending
 //
@@ -45,6 +47,7 @@ struct ForwardBatch {
   int32_t num_layers = 0;
   int32_t block_size = 0;
   int32_t max_blocks_per_chunk = 0;
+  int32_t num_kv_groups = 1;
 
   std::vector<int32_t> token_ids;
   std::vector<int32_t> positions;
@@ -63,16 +66,20 @@ struct ForwardBatch {
   int32_t first_logits_row(int32_t c) const { return chunk_logits_starts[c]; }
   // One past the chunk's last position: how much context its last token sees.
   int32_t chunk_end_position(int32_t c) const { return positions[chunk_starts[c + 1] - 1] + 1; }
-  std::span<const int32_t> BlockTableRow(int32_t c) const {
-    return {block_table.data() + static_cast<size_t>(c) * max_blocks_per_chunk,
+  // Entries of one page group's block table: C × W.
+  int64_t group_table_size() const { return static_cast<int64_t>(num_chunks()) * max_blocks_per_chunk; }
+  std::span<const int32_t> BlockTableRow(int32_t c, int32_t group = 0) const {
+    return {block_table.data() + group * group_table_size() + static_cast<size_t>(c) * max_blocks_per_chunk,
             static_cast<size_t>(max_blocks_per_chunk)};
   }
 
   // Checks the batch against an executor's cache and model: INVALID_ARGUMENT
   // naming the chunk for a token outside the vocabulary, a position past the
-  // context, a block table that does not cover its chunk or names a block
-  // outside the cache, or num_layers outside [0, model_layers].
-  absl::Status Validate(int64_t vocab_size, int64_t context_length, int64_t num_blocks, int64_t model_layers) const;
+  // context, a block table that does not cover its chunk or names a page
+  // outside the cache's num_pages (the null page included), a group count
+  // other than the cache's, or num_layers outside [0, model_layers].
+  absl::Status Validate(int64_t vocab_size, int64_t context_length, int64_t num_pages, int64_t model_layers,
+                        int32_t kv_groups = 1) const;
 };
 
 // INVALID_ARGUMENT when the batch is larger than an executor takes (its
@@ -85,7 +92,13 @@ absl::Status CheckBatchLimits(const ForwardBatch& batch, const ExecutorLimits& l
 // a steady state.
 class ForwardBatchBuilder {
  public:
-  explicit ForwardBatchBuilder(int32_t block_size) : block_size_(block_size) { Clear(); }
+  // With kv_groups > 1, a request's table interleaves its groups (logical
+  // block i of group g at i · kv_groups + g) and a negative entry (a window
+  // page already freed) becomes null_page.
+  explicit ForwardBatchBuilder(int32_t block_size, int32_t kv_groups = 1, int32_t null_page = -1)
+      : block_size_(block_size), kv_groups_(kv_groups), null_page_(null_page) {
+    Clear();
+  }
 
   void Clear(int32_t num_layers = 0);
   // `block_table` must cover positions [0, start_position + tokens.size());
@@ -96,6 +109,10 @@ class ForwardBatchBuilder {
 
  private:
   int32_t block_size_;
+  int32_t kv_groups_;
+  int32_t null_page_;
+  // Each group's kv_slots until Finish lays them out group-major.
+  std::vector<int64_t> staged_slots_;
   ForwardBatch batch_;
   // Each chunk's table entries, concatenated, until Finish places them.
   std::vector<int32_t> staged_tables_;

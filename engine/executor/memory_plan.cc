@@ -84,17 +84,23 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
     }
   }
   const int64_t draft_per_token = input.draft != nullptr ? input.draft->info().kv_bytes_per_token : 0;
+  // The pool counts pages: with window pages freed (one page group per
+  // window kind), a page holds fewer layers than a block of every layer.
+  const int64_t target_per_token =
+      info.kv_block_bytes > 0 ? (info.kv_block_bytes + info.block_size - 1) / info.block_size : info.kv_bytes_per_token;
   const KvCachePlan blocks =
-      PlanKvCache(info.kv_bytes_per_token + draft_per_token, info.block_size, plan.kv_budget_bytes, info.context_length);
+      PlanKvCache(target_per_token + draft_per_token, info.block_size, plan.kv_budget_bytes, info.context_length);
   plan.num_blocks = blocks.num_blocks;
-  plan.full_context_sequences = blocks.full_context_sequences;
+  const int64_t pages_per_sequence = info.kv_groups.PagesForSequence(info.context_length, info.block_size);
+  plan.full_context_sequences =
+      pages_per_sequence > 0 ? blocks.num_blocks / pages_per_sequence : blocks.full_context_sequences;
   if (plan.num_blocks < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a KV budget of ", plan.kv_budget_bytes, " bytes (--kv-cache-memory ", input.kv_cache_memory,
-        ") holds no block of ", info.block_size, " tokens at ", info.kv_bytes_per_token + draft_per_token,
-        " bytes per token; give it more memory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a KV budget of ", plan.kv_budget_bytes, " bytes (--kv-cache-memory ", input.kv_cache_memory,
+                     ") holds no block of ", info.block_size, " tokens at ", target_per_token + draft_per_token,
+                     " bytes per token; give it more memory"));
   }
-  plan.kv_cache_bytes = plan.num_blocks * info.block_size * info.kv_bytes_per_token;
+  plan.kv_cache_bytes = plan.num_blocks * info.block_size * target_per_token;
   plan.draft_kv_cache_bytes = plan.num_blocks * info.block_size * draft_per_token;
   return plan;
 }

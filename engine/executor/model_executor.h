@@ -28,6 +28,7 @@
 #include "common/ids.h"
 #include "engine/executor/executor_options.h"
 #include "engine/executor/forward_batch.h"
+#include "model/arch/kv_page_groups.h"
 
 namespace kvfleet::model {
 class Model;
@@ -70,11 +71,23 @@ struct ExecutorInfo {
   int64_t num_layers = 0;
   int64_t weight_bytes = 0;  // what a forward pass reads: the cost of a step relative to another model's
   int64_t kv_bytes_per_token = 0;  // 2 × layers × kv_heads × head_dim × 2 bytes (float16 cache)
-  // One block's K and V over every layer, scales and padding included: the
-  // unit a lower KV tier keeps (CopyKvBlockOut's size).
+  // How layers share pages (one group unless window blocks are freed). A
+  // "block" of the cache is a page: num_blocks pages, each one block of
+  // tokens for kv_groups.layers_per_page layers.
+  model::KvPageGroups kv_groups;
+  // One page's K and V over its layers, scales and padding included: the
+  // unit the pool hands out and a lower KV tier keeps (CopyKvBlockOut's size).
   int64_t kv_block_bytes = 0;
   ExecutorLimits limits;     // resolved: max_logits_rows is set
 };
+
+// A batch builder for an executor's cache: its block size, page groups and
+// null page (KvPagesAllocated).
+inline ForwardBatchBuilder BatchBuilderFor(const ExecutorInfo& info) {
+  const int32_t bs = static_cast<int32_t>(info.block_size);
+  if (info.kv_groups.num_groups() <= 1) return ForwardBatchBuilder(bs);
+  return ForwardBatchBuilder(bs, info.kv_groups.num_groups(), static_cast<int32_t>(info.num_blocks));
+}
 
 class ModelExecutor {
  public:

@@ -16,6 +16,7 @@ BlockPool::BlockPool(int32_t num_blocks, KvEventListener* listener)
     : listener_(listener),
       ref_counts_(CheckedCount(num_blocks), 0),
       hashes_(ref_counts_.size()),
+      published_(ref_counts_.size(), false),
       prev_(ref_counts_.size(), kNone),
       next_(ref_counts_.size(), kNone) {
   // Every block starts empty, in id order, so a fresh pool hands out 0, 1, ...
@@ -33,12 +34,13 @@ std::optional<BlockId> BlockPool::Allocate() {
   if (std::optional<BlockHash>& hash = hashes_[static_cast<size_t>(b)]; hash.has_value()) {
     // Evicting: the contents are about to be overwritten, so the hash must go
     // before anyone can hit it again.
-    if (eviction_hook_ != nullptr) eviction_hook_->BeforeEvict(BlockId(b), *hash);
+    const bool published = published_[static_cast<size_t>(b)];
+    if (eviction_hook_ != nullptr && published) eviction_hook_->BeforeEvict(BlockId(b), *hash);
     --num_free_cached_;
     cache_.erase(*hash);
     const BlockHash evicted = *hash;
     hash.reset();
-    if (listener_ != nullptr) listener_->OnBlockRemoved(evicted);
+    if (listener_ != nullptr && published) listener_->OnBlockRemoved(evicted);
   }
   TakeIntoUse(b);
   return BlockId(b);
@@ -84,7 +86,7 @@ void BlockPool::Release(BlockId block) {
   if (hashes_[static_cast<size_t>(b)].has_value()) ++num_free_cached_;
 }
 
-void BlockPool::Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent) {
+void BlockPool::Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent, bool publish) {
   CheckId(block);
   const auto b = static_cast<size_t>(block.value());
   CHECK_GT(ref_counts_[b], 0) << "Commit of free block " << block;
@@ -97,7 +99,8 @@ void BlockPool::Commit(BlockId block, const BlockHash& hash, const std::optional
   // empty when released.
   if (!cache_.try_emplace(hash, block).second) return;
   hashes_[b] = hash;
-  if (listener_ != nullptr) listener_->OnBlockStored(hash, parent);
+  published_[b] = publish;
+  if (listener_ != nullptr && publish) listener_->OnBlockStored(hash, parent);
 }
 
 void BlockPool::Clear() {
@@ -122,7 +125,9 @@ std::optional<BlockHash> BlockPool::hash_of(BlockId block) const {
 std::vector<BlockHash> BlockPool::CachedHashes() const {
   std::vector<BlockHash> out;
   out.reserve(cache_.size());
-  for (const auto& [hash, block] : cache_) out.push_back(hash);
+  for (const auto& [hash, block] : cache_) {
+    if (published_[static_cast<size_t>(block.value())]) out.push_back(hash);
+  }
   return out;
 }
 

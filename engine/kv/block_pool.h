@@ -85,14 +85,17 @@ class BlockPool {
   // another block already holds that hash, this one stays unhashed — the
   // first copy keeps serving hits. Committing a block again under the hash it
   // already holds does nothing; under another hash is a bug (CHECK).
-  void Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent);
+  // publish = false caches it for this pool only: no listener event, no
+  // eviction hook, not in CachedHashes (a sliding-window layer group's page,
+  // whose derived hash means nothing to the cluster or the tiers).
+  void Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent, bool publish = true);
 
   // Drops every cached hash (OnAllCleared). No block may be in use (CHECK).
   void Clear();
 
   int32_t ref_count(BlockId block) const;
   std::optional<BlockHash> hash_of(BlockId block) const;
-  // Every hash the pool holds (in use or cached), in no particular order. O(cached).
+  // Every published hash the pool holds (in use or cached), in no particular order. O(cached).
   std::vector<BlockHash> CachedHashes() const;
   BlockPoolStats Stats() const;
   // Stats() recomputed from every block's own state, ignoring the counters
@@ -113,6 +116,7 @@ class BlockPool {
   BlockEvictionHook* eviction_hook_ = nullptr;
   std::vector<int32_t> ref_counts_;
   std::vector<std::optional<BlockHash>> hashes_;
+  std::vector<bool> published_;  // meaningful while hashes_[b] is set
   // Free-list links by block id; kNone ends the list. Meaningful only for
   // blocks with reference count 0 (exactly the blocks on the list).
   std::vector<int32_t> prev_;

@@ -1,18 +1,108 @@
 #include "engine/kv/kv_cache_manager.h"
 
 #include <algorithm>
+#include <limits>
 #include <span>
 
 #include "common/check.h"
 
 namespace kvfleet::engine {
 
-KvCacheManager::KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching)
+KvCacheManager::KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching,
+                               std::vector<int64_t> group_windows)
     : pool_(pool),
       block_size_(block_size),
+      group_windows_(std::move(group_windows)),
       model_id_(std::move(model_id)),
       enable_prefix_caching_(enable_prefix_caching) {
   CHECK_GT(block_size, 0);
+  CHECK(!group_windows_.empty() && group_windows_[0] == 0) << "page group 0 must attend to every key";
+}
+
+BlockHash KvCacheManager::PageHash(const BlockHash& block_hash, int32_t group) {
+  // A fixed, distinct mask per group: as unforgeable as the block hash.
+  const uint64_t g = static_cast<uint64_t>(group);
+  return group == 0 ? block_hash
+                    : BlockHash{.hi = block_hash.hi ^ (g * 0x9E3779B97F4A7C15ull),
+                                .lo = block_hash.lo ^ (g * 0xC2B2AE3D27D4EB4Full)};
+}
+
+int32_t KvCacheManager::FirstBlockInWindow(int32_t group, int64_t next_position) const {
+  const int64_t w = group_windows_[static_cast<size_t>(group)];
+  if (w <= 0) return 0;
+  const int64_t first_key = next_position - w + 1;
+  return first_key > 0 ? static_cast<int32_t>(first_key / block_size_) : 0;
+}
+
+int32_t KvCacheManager::MostPagesHeld(int64_t tokens, int32_t chunk_tokens) const {
+  const int64_t blocks = BlocksFor(tokens);
+  int64_t pages = 0;
+  for (int64_t w : group_windows_) {
+    // A chunk's blocks and those its first token's window reaches before
+    // it, plus two where they share a block or start unaligned.
+    pages += w > 0 ? std::min<int64_t>(blocks, BlocksFor(w - 1) + BlocksFor(chunk_tokens) + 2) : blocks;
+  }
+  return static_cast<int32_t>(std::min<int64_t>(pages, std::numeric_limits<int32_t>::max()));
+}
+
+std::vector<BlockHash> KvCacheManager::ProbePrefix(const Request& req) const {
+  std::vector<BlockHash> hashes;
+  const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
+  BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
+  for (int32_t b = 0; b < max_blocks; ++b) {
+    const BlockHash hash = HashOfBlock(req, b, parent);
+    if (!pool_.IsCached(hash) && (tiers_ == nullptr || !tiers_->InHost(hash))) break;
+    hashes.push_back(hash);
+    parent = hash;
+  }
+  return hashes;
+}
+
+int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) const {
+  // A hit of `hit` blocks needs pages [FirstBlockInWindow(hit), hit) of
+  // each window group; a missing page at block b rules out every hit that
+  // reaches b, so the search goes straight down to b.
+  int32_t hit = static_cast<int32_t>(hashes.size());
+  while (hit > 0) {
+    int32_t missing = -1;
+    for (int32_t g = 1; g < num_groups() && missing < 0; ++g) {
+      for (int32_t b = hit - 1; b >= FirstBlockInWindow(g, static_cast<int64_t>(hit) * block_size_); --b) {
+        if (!pool_.IsCached(PageHash(hashes[static_cast<size_t>(b)], g))) {
+          missing = b;
+          break;
+        }
+      }
+    }
+    if (missing < 0) return hit;
+    hit = missing;
+  }
+  return 0;
+}
+
+void KvCacheManager::AcquireWindowPages(Request& req, std::span<const BlockHash> hashes) {
+  const int32_t n = static_cast<int32_t>(hashes.size());
+  for (int32_t g = 1; g < num_groups(); ++g) {
+    for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
+      const std::optional<BlockId> page = pool_.AcquireCached(PageHash(hashes[static_cast<size_t>(b)], g));
+      CHECK(page.has_value()) << "window page of block " << b << " left the cache during the lookup";
+      req.block_table[static_cast<size_t>(b * num_groups() + g)] = *page;
+    }
+  }
+}
+
+void KvCacheManager::ReleasePassedWindowPages(Request& req) {
+  const int32_t groups = num_groups();
+  for (int32_t g = 1; g < groups; ++g) {
+    // Pages before the first the next position reads; those already given
+    // back are a prefix of them, so the walk back stops at the first.
+    const int32_t passed = std::min(FirstBlockInWindow(g, req.num_computed_tokens), HeldBlocks(req));
+    for (int32_t b = passed - 1; b >= 0; --b) {
+      BlockId& page = req.block_table[static_cast<size_t>(b * groups + g)];
+      if (page == kFreedPage) break;
+      pool_.Release(page);
+      page = kFreedPage;
+    }
+  }
 }
 
 BlockHash KvCacheManager::RootFor(const Request& req) const { return RootBlockHash(model_id_, req.params.cache_salt); }
@@ -35,7 +125,29 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
   req.kv_awaits_disk = false;
   int32_t hit_tokens = 0;
-  if (enable_prefix_caching_) {
+  if (enable_prefix_caching_ && num_groups() > 1) {
+    // Group 0 as far as the device and host memory hold it (window pages
+    // never leave the device, so a disk run could not be used), then only
+    // as far as the window pages go.
+    std::vector<BlockHash> hashes = ProbePrefix(req);
+    size_t taken = 0;
+    for (; taken < hashes.size(); ++taken) {
+      std::optional<BlockId> block = pool_.AcquireCached(hashes[taken]);
+      if (!block && tiers_ != nullptr) block = tiers_->LoadFromHost(hashes[taken]);
+      if (!block) break;
+      req.block_table.push_back(*block);
+      req.block_table.resize(req.block_table.size() + static_cast<size_t>(num_groups() - 1), kFreedPage);
+    }
+    hashes.resize(taken);
+    hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
+    while (static_cast<size_t>(HeldBlocks(req)) > hashes.size()) {
+      pool_.Release(req.block_table[req.block_table.size() - static_cast<size_t>(num_groups())]);
+      req.block_table.resize(req.block_table.size() - static_cast<size_t>(num_groups()));
+    }
+    AcquireWindowPages(req, hashes);
+    req.block_hashes = std::move(hashes);
+    hit_tokens = HeldBlocks(req) * block_size_;
+  } else if (enable_prefix_caching_) {
     // At most (n - 1) / block_size blocks: the last token is always computed.
     const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
     BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
@@ -61,7 +173,20 @@ std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
   int32_t hit_blocks = 0;
   int32_t taken = 0;  // of the hit blocks, those that leave the free list
-  if (enable_prefix_caching_) {
+  if (enable_prefix_caching_ && num_groups() > 1) {
+    std::vector<BlockHash> hashes = ProbePrefix(req);
+    hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
+    hit_blocks = static_cast<int32_t>(hashes.size());
+    for (int32_t b = 0; b < hit_blocks; ++b) {
+      const std::optional<BlockId> block = pool_.FindCached(hashes[static_cast<size_t>(b)]);
+      if (!block || pool_.ref_count(*block) == 0) ++taken;
+    }
+    for (int32_t g = 1; g < num_groups(); ++g) {
+      for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(hit_blocks) * block_size_); b < hit_blocks; ++b) {
+        if (pool_.ref_count(*pool_.FindCached(PageHash(hashes[static_cast<size_t>(b)], g))) == 0) ++taken;
+      }
+    }
+  } else if (enable_prefix_caching_) {
     const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
     BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
     for (; hit_blocks < max_blocks; ++hit_blocks) {
@@ -79,7 +204,7 @@ std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t
   }
   const int64_t hit_tokens = static_cast<int64_t>(hit_blocks) * block_size_;
   const int64_t tokens = std::min<int64_t>(req.num_tokens(), hit_tokens + budget);
-  return taken + BlocksFor(tokens) - hit_blocks;
+  return taken + (BlocksFor(tokens) - hit_blocks) * num_groups();
 }
 
 void KvCacheManager::StartDiskLoad(Request& req, int32_t first, const BlockHash& first_hash) {
@@ -116,13 +241,14 @@ void KvCacheManager::RecordAdmission(Request& req) {
 
 int32_t KvCacheManager::MissingBlocks(const Request& req, int32_t num_new_tokens) const {
   const int32_t needed = BlocksFor(req.num_computed_tokens + num_new_tokens);
-  return std::max(0, needed - static_cast<int32_t>(req.block_table.size()));
+  return std::max(0, needed - HeldBlocks(req)) * num_groups();
 }
 
 bool KvCacheManager::Allocate(Request& req, int32_t num_new_tokens) {
   const int32_t missing = MissingBlocks(req, num_new_tokens);
   if (missing <= 0) return true;
   if (pool_.num_free() < missing) return false;
+  // Pages of new blocks, every group's: a new block holds a token to compute.
   for (int32_t i = 0; i < missing; ++i) {
     const std::optional<BlockId> block = pool_.Allocate();
     CHECK(block.has_value()) << "pool reported free blocks it could not allocate";
@@ -132,31 +258,39 @@ bool KvCacheManager::Allocate(Request& req, int32_t num_new_tokens) {
 }
 
 void KvCacheManager::CommitFullBlocks(Request& req) {
-  if (!enable_prefix_caching_) return;
-  const int32_t full = req.num_computed_tokens / block_size_;
+  const size_t groups = static_cast<size_t>(num_groups());
+  const int32_t full = enable_prefix_caching_ ? req.num_computed_tokens / block_size_ : 0;
   while (static_cast<int32_t>(req.block_hashes.size()) < full) {
     const int32_t b = static_cast<int32_t>(req.block_hashes.size());
     const std::optional<BlockHash> parent = b == 0 ? std::nullopt : std::optional<BlockHash>(req.block_hashes.back());
     const bool known = b < static_cast<int32_t>(req.prompt_block_hashes.size());
     const BlockHash hash =
         HashOfBlock(req, b, parent.has_value() || known ? parent.value_or(BlockHash{}) : RootFor(req));
-    pool_.Commit(req.block_table[b], hash, parent);
+    pool_.Commit(req.block_table[static_cast<size_t>(b) * groups], hash, parent);
+    for (size_t g = 1; g < groups; ++g) {
+      const BlockId page = req.block_table[static_cast<size_t>(b) * groups + g];
+      if (page != kFreedPage) pool_.Commit(page, PageHash(hash, static_cast<int32_t>(g)), std::nullopt, false);
+    }
     req.block_hashes.push_back(hash);
   }
+  if (groups > 1) ReleasePassedWindowPages(req);
 }
 
 void KvCacheManager::ReleaseBlocksPastTokens(Request& req) {
-  const size_t keep = static_cast<size_t>(BlocksFor(req.num_tokens()));
+  const size_t keep = static_cast<size_t>(BlocksFor(req.num_tokens())) * static_cast<size_t>(num_groups());
   while (req.block_table.size() > keep) {
     const BlockId block = req.block_table.back();
-    CHECK(!pool_.hash_of(block).has_value()) << "block " << block << " past the request's tokens was published";
     req.block_table.pop_back();
+    if (block == kFreedPage) continue;
+    CHECK(!pool_.hash_of(block).has_value()) << "block " << block << " past the request's tokens was published";
     pool_.Release(block);
   }
 }
 
 void KvCacheManager::Free(Request& req) {
-  for (auto it = req.block_table.rbegin(); it != req.block_table.rend(); ++it) pool_.Release(*it);
+  for (auto it = req.block_table.rbegin(); it != req.block_table.rend(); ++it) {
+    if (*it != kFreedPage) pool_.Release(*it);
+  }
   req.block_table.clear();
   req.block_hashes.clear();
   req.num_computed_tokens = 0;

@@ -7,6 +7,17 @@
 // hashes chain from RootBlockHash(model id, the request's cache salt), so
 // tenants with different salts never share blocks.
 //
+// Page groups (model/arch/kv_page_groups.h): with G > 1 groups a logical
+// block is G pages, one per group, and req.block_table interleaves them
+// (block i of group g at i·G + g). Group 0 attends to every key and keeps
+// its pages; a group with window w gives back its page of block i (kFreedPage
+// in the table) once block i ends before p − w + 1 for the next position p
+// to compute. Window pages are cached under a hash derived from the block's
+// (unpublished: the cluster and the lower tiers see group 0 only), and a
+// prefix hit of n blocks needs the window pages of the blocks its window
+// reaches, so the hit is the longest run for which they are all on the
+// device.
+//
 // Thread-safety: none; the engine thread owns it.
 //
 //   KvCacheManager kv(pool, /*block_size=*/16, "SmolLM2");
@@ -20,7 +31,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "engine/kv/block_pool.h"
 #include "engine/kv/lower_kv_tiers.h"
@@ -35,13 +48,26 @@ struct PrefixCacheCounters {
 
 class KvCacheManager {
  public:
-  KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching = true);
+  // The table entry of a window page already given back.
+  static constexpr BlockId kFreedPage = BlockId(-1);
+
+  // group_windows: each page group's window (0: full attention; group 0
+  // must be 0); {0} is one group, a page per block.
+  KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching = true,
+                 std::vector<int64_t> group_windows = {0});
 
   // Tiers below the device that a prefix lookup continues into; may be
   // null; must outlive this.
   void set_lower_tiers(LowerKvTiers* tiers) { tiers_ = tiers; }
 
   int32_t block_size() const { return block_size_; }
+  int32_t num_groups() const { return static_cast<int32_t>(group_windows_.size()); }
+  // The most pages a request of `tokens` tokens holds at once when its
+  // prefill chunks have at most chunk_tokens: every block in group 0; in
+  // a window group the window's blocks and a chunk's.
+  int32_t MostPagesHeld(int64_t tokens, int32_t chunk_tokens) const;
+  // Logical blocks a request's table covers (its size over the group count).
+  int32_t HeldBlocks(const Request& req) const { return static_cast<int32_t>(req.block_table.size()) / num_groups(); }
   int32_t num_free_blocks() const { return pool_.num_free(); }
   int32_t BlocksFor(int64_t tokens) const { return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_); }
 
@@ -72,7 +98,8 @@ class KvCacheManager {
   // Blocks Allocate(req, num_new_tokens) would take from the pool.
   int32_t MissingBlocks(const Request& req, int32_t num_new_tokens) const;
 
-  // Publishes every block that became full since the last call.
+  // Publishes every block that became full since the last call, then gives
+  // back the window pages the next position no longer reaches.
   void CommitFullBlocks(Request& req);
 
   // Returns the blocks past those that `req.tokens` needs (the pending
@@ -83,6 +110,9 @@ class KvCacheManager {
   // Returns every block (the last ones first, so a sequence's tail is
   // evicted before its head) and resets the request's KV state.
   void Free(Request& req);
+
+  // The hash a window group's page of a block is cached under.
+  static BlockHash PageHash(const BlockHash& block_hash, int32_t group);
 
   const PrefixCacheCounters& counters() const { return counters_; }
 
@@ -95,9 +125,21 @@ class KvCacheManager {
   // from req.prompt_block_hashes when it covers b (they must chain from
   // RootFor(req)), computed otherwise.
   BlockHash HashOfBlock(const Request& req, int32_t b, const BlockHash& parent) const;
+  // The first block a window group still reads when the next position to
+  // compute is `next_position`.
+  int32_t FirstBlockInWindow(int32_t group, int64_t next_position) const;
+  // With page groups: of a run of n leading blocks whose group-0 hashes are
+  // `hashes`, the longest prefix whose window pages are all cached.
+  int32_t LongestWindowedHit(std::span<const BlockHash> hashes) const;
+  void AcquireWindowPages(Request& req, std::span<const BlockHash> hashes);
+  void ReleasePassedWindowPages(Request& req);
+  // The group-0 walk of BlocksToAdmit / AcquireCachedPrefix without taking:
+  // hashes of the leading blocks cached on the device or in host memory.
+  std::vector<BlockHash> ProbePrefix(const Request& req) const;
 
   BlockPool& pool_;
   int32_t block_size_;
+  std::vector<int64_t> group_windows_;
   std::string model_id_;
   bool enable_prefix_caching_;
   PrefixCacheCounters counters_;

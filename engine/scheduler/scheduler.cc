@@ -123,8 +123,10 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
     // recompute) a few steps later. An idle engine always admits. Checked
     // before the lookup, which would copy a prefix up from host memory
     // only to give it back.
+    // (A block is a page per page group.)
     const int32_t reserve =
-        running_.empty() ? 0 : config_.growth_reserve_blocks * static_cast<int32_t>(running_.size() + 1);
+        running_.empty() ? 0
+                         : config_.growth_reserve_blocks * kv_.num_groups() * static_cast<int32_t>(running_.size() + 1);
     const std::optional<int32_t> cost = kv_.BlocksToAdmit(*req, budget);
     const bool fits = !cost.has_value() || kv_.num_free_blocks() - *cost >= reserve;
     if (fits) kv_.AcquireCachedPrefix(*req);

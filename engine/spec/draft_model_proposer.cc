@@ -13,6 +13,11 @@ absl::StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::Create(s
   if (draft->info().num_blocks == 0) {
     return absl::FailedPreconditionError("the draft model's executor has no KV cache yet");
   }
+  if (draft->info().kv_groups.num_groups() > 1) {
+    return absl::InvalidArgumentError(
+        "the draft model's executor frees window pages; create it with free_window_blocks off (its pool keeps one "
+        "block table per sequence)");
+  }
   if (draft->info().vocab_size != target.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat("the draft model's vocabulary has ", draft->info().vocab_size,
                                                    " tokens and the target's ", target.vocab_size,

@@ -60,7 +60,7 @@ absl::Status DraftGreedily(ModelExecutor& executor, int32_t num_layers, std::spa
     drafting.push_back(s);
     longest = std::max(longest, s.slot->max_tokens);
   }
-  ForwardBatchBuilder builder(static_cast<int32_t>(executor.info().block_size));
+  ForwardBatchBuilder builder = BatchBuilderFor(executor.info());
   RETURN_IF_ERROR(CatchUp(executor, num_layers, drafting, builder));
   // Then each argmax goes back in, one batched pass per draft position (more
   // passes only if the sequences outnumber the executor's chunk limit).

@@ -33,6 +33,8 @@ absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const Pr
                                                            .block_size = target.block_size,
                                                            .num_threads = config.num_threads,
                                                            .cpu_activations = config.cpu_activations,
+                                                           // its own pool keeps one table a sequence
+                                                           .free_window_blocks = false,
                                                            .limits = limits}));
   return draft;
 }

@@ -30,7 +30,12 @@ std::string TestBackendName();
 // CHECK-fails (the test cannot go on) when it cannot be made.
 std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::Model& model, engine::ExecutorOptions options);
 
-// With kRoomyLimits.
+// The pages that hold as much as `blocks` blocks of every layer: blocks ×
+// the model's page groups when window pages are freed
+// (model/arch/kv_page_groups.h), so a test's block counts keep their memory.
+int64_t PagesForBlocks(const model::Model& model, int64_t blocks, bool free_window_blocks = true);
+
+// With kRoomyLimits; num_blocks in blocks of every layer (PagesForBlocks).
 std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::Model& model, int64_t num_blocks,
                                                        int64_t block_size, int threads = 2);
 

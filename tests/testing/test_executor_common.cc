@@ -7,9 +7,13 @@
 
 namespace kvfleet::testing {
 
+int64_t PagesForBlocks(const model::Model& model, int64_t blocks, bool free_window_blocks) {
+  return blocks * model::KvPageGroupsFor(model.config(), free_window_blocks).num_groups();
+}
+
 std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::Model& model, int64_t num_blocks,
                                                        int64_t block_size, int threads) {
-  return NewExecutor(model, {.num_blocks = num_blocks,
+  return NewExecutor(model, {.num_blocks = PagesForBlocks(model, num_blocks),
                              .block_size = block_size,
                              .num_threads = threads,
                              .limits = kRoomyLimits});

@@ -9,15 +9,11 @@ namespace kvfleet::tools {
 
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
                            int64_t bytes_per_value, int64_t row_scale_bytes) {
-  const int64_t full_blocks = BlocksForTokens(context, block_size);
-  const int64_t per_layer_token = KvBytesPerToken(
-      {.num_layers = 1, .num_kv_heads = config.num_kv_heads, .head_dim = config.head_dim}, bytes_per_value,
-      row_scale_bytes);
-  int64_t blocks = 0;
-  for (const model::LayerAttention& layer : config.layers) {
-    blocks += layer.window > 0 ? std::min(full_blocks, BlocksForTokens(layer.window, block_size) + 1) : full_blocks;
-  }
-  return blocks * block_size * per_layer_token;
+  const model::KvPageGroups groups = model::KvPageGroupsFor(config, true);
+  const int64_t page_token_bytes = KvBytesPerToken(
+      {.num_layers = groups.layers_per_page, .num_kv_heads = config.num_kv_heads, .head_dim = config.head_dim},
+      bytes_per_value, row_scale_bytes);
+  return groups.PagesForSequence(context, block_size) * block_size * page_token_bytes;
 }
 
 int64_t EstimateParameters(const model::ModelConfig& c) {
@@ -45,11 +41,16 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
   plan.kv_bytes_per_token = KvBytesPerToken(c.kv_shape(), in.kv_bytes_per_value, in.kv_row_scale_bytes);
   plan.context = in.context > 0 ? in.context : c.context_length;
   plan.blocks_per_conversation = BlocksForTokens(plan.context, in.block_size);
-  plan.kv_bytes_per_conversation = plan.blocks_per_conversation * in.block_size * plan.kv_bytes_per_token;
+  plan.page_groups = model::KvPageGroupsFor(c, true);
+  const int64_t page_token_bytes = KvBytesPerToken(
+      {.num_layers = plan.page_groups.layers_per_page, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim},
+      in.kv_bytes_per_value, in.kv_row_scale_bytes);
+  const auto pages_for = [&](int64_t tokens) { return plan.page_groups.PagesForSequence(tokens, in.block_size); };
+  plan.pages_per_conversation = pages_for(plan.context);
+  plan.kv_bytes_per_conversation = plan.pages_per_conversation * in.block_size * page_token_bytes;
+  plan.every_block_kv_bytes_per_conversation = plan.blocks_per_conversation * in.block_size * plan.kv_bytes_per_token;
   plan.kv_bytes_for_concurrency = in.concurrency * plan.kv_bytes_per_conversation;
-  plan.has_windows = c.max_window() > 0;
-  plan.windowed_kv_bytes_per_conversation =
-      WindowAwareKvBytes(c, plan.context, in.block_size, in.kv_bytes_per_value, in.kv_row_scale_bytes);
+  plan.has_windows = plan.page_groups.frees_window_blocks();
 
   if (in.kv_budget_bytes.has_value()) {
     plan.kv_budget_bytes = *in.kv_budget_bytes;
@@ -65,14 +66,11 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
     plan.kv_budget_bytes = std::max<int64_t>(0, usable - in.weight_bytes - in.overhead_bytes);
     plan.weights_fit = usable > in.weight_bytes + in.overhead_bytes;
   }
-  const KvCachePlan blocks = PlanKvCache(plan.kv_bytes_per_token, in.block_size, plan.kv_budget_bytes, plan.context);
-  plan.num_blocks = blocks.num_blocks;
-  plan.tokens = blocks.tokens;
-  plan.conversations_that_fit = blocks.full_context_sequences * in.devices;
-  if (plan.windowed_kv_bytes_per_conversation > 0) {
-    const int64_t budget = plan.num_blocks * in.block_size * plan.kv_bytes_per_token;
-    plan.windowed_conversations_that_fit = budget / plan.windowed_kv_bytes_per_conversation * in.devices;
-  }
+  const KvCachePlan pages = PlanKvCache(page_token_bytes, in.block_size, plan.kv_budget_bytes, plan.context);
+  plan.num_blocks = pages.num_blocks;
+  plan.tokens = pages.tokens;
+  plan.conversations_that_fit =
+      plan.pages_per_conversation > 0 ? plan.num_blocks / plan.pages_per_conversation * in.devices : 0;
   if (in.host_tier_bytes < 0 || in.disk_tier_bytes < 0) {
     return absl::InvalidArgumentError("KV tier sizes cannot be negative");
   }
@@ -84,8 +82,21 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
   }
   if (in.concurrency > 0) {
     const int64_t per_device = (in.concurrency + in.devices - 1) / in.devices;
-    plan.concurrency_fits = per_device * plan.blocks_per_conversation <= plan.num_blocks;
-    const int64_t by_memory = plan.num_blocks / per_device * in.block_size;
+    plan.concurrency_fits = per_device * plan.pages_per_conversation <= plan.num_blocks;
+    // The longest context per_device conversations reach at once: pages
+    // grow by a block per group at first, by group 0's alone past a window.
+    // A conversation of k blocks holds at least k pages, so k ≤ pages_each.
+    const int64_t pages_each = plan.num_blocks / per_device;
+    int64_t lo = 0, hi = pages_each;  // blocks
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (pages_for(mid * in.block_size) <= pages_each) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const int64_t by_memory = lo * in.block_size;
     plan.longest_context = std::min(by_memory, c.context_length);
     plan.longest_context_capped = by_memory > c.context_length;
   }

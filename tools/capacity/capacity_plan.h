@@ -4,12 +4,12 @@
 // (or the longest context) they serve.
 //
 // Counted as the worker allocates: one model replica per device (kvfleet
-// runs a worker's model on one device), every layer's KV kept for the whole
-// context, blocks through the same PlanKvCache the worker's memory plan
-// uses, so a budget given in bytes yields the worker's block count exactly.
-// For sliding-window models a second, window-aware figure says what the
-// cache would hold if each windowed layer kept only the blocks its window
-// can still reach (kvfleet keeps them today).
+// runs a worker's model on one device), pages through the same PlanKvCache
+// the worker's memory plan uses, so a budget given in bytes yields the
+// worker's page count. A page is a block of every layer, except for
+// sliding-window models, whose windowed layers keep only the blocks their
+// window still reaches (model/arch/kv_page_groups.h): their conversations
+// are counted that way, beside what keeping every block would cost.
 //
 //   ASSIGN_OR_RETURN(CapacityPlan plan, PlanCapacity({.config = &config, .weight_bytes = w,
 //                                                     .device_memory_bytes = 80LL << 30, .context = 8000}));
@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "model/arch/kv_page_groups.h"
 #include "model/arch/model_config.h"
 
 namespace kvfleet::tools {
@@ -56,14 +57,17 @@ struct CapacityPlan {
   int64_t kv_bytes_per_token = 0;       // 2 × layers × kv_heads × head_dim × bytes per value
   int64_t context = 0;                  // the context planned for
   int64_t blocks_per_conversation = 0;  // ⌈context / block_size⌉
-  int64_t kv_bytes_per_conversation = 0;  // its blocks' bytes, every layer at full context
+  int64_t kv_bytes_per_conversation = 0;  // what it holds: its pages' bytes (every block of every layer, or
+                                          // of full-attention layers and the window's of windowed ones)
   int64_t kv_bytes_for_concurrency = 0;   // × concurrency (0 when none given)
+  model::KvPageGroups page_groups;        // how the worker pages the layers
+  int64_t pages_per_conversation = 0;     // blocks_per_conversation × groups, less the window's freed pages
 
   // Per device (each a replica with its own weights and cache).
   int64_t kv_budget_bytes = 0;   // 0 when the weights and overhead leave nothing
   bool weights_fit = true;
-  int64_t num_blocks = 0;
-  int64_t tokens = 0;
+  int64_t num_blocks = 0;  // pages of page_groups.layers_per_page layers
+  int64_t tokens = 0;      // num_blocks × block_size: tokens of every layer when each page is a whole block
 
   // Over all devices, conversations spread evenly.
   int64_t conversations_that_fit = 0;   // of `context` tokens each
@@ -71,15 +75,14 @@ struct CapacityPlan {
   bool longest_context_capped = false;  // the model's context length, not memory, is the limit
   bool concurrency_fits = false;        // `concurrency` conversations of `context` tokens fit
 
-  // Sliding-window models (otherwise equal to the above): each windowed
-  // layer holding only the blocks its window reaches.
+  // Sliding-window models: every block of every layer kept, for comparison
+  // (equal to kv_bytes_per_conversation otherwise).
   bool has_windows = false;
+  int64_t every_block_kv_bytes_per_conversation = 0;
   // Over all devices: conversations of `context` tokens each lower tier
   // keeps for reuse (loaded back on a hit instead of recomputed).
   int64_t host_tier_conversations = 0;
   int64_t disk_tier_conversations = 0;
-  int64_t windowed_kv_bytes_per_conversation = 0;
-  int64_t windowed_conversations_that_fit = 0;
 };
 
 // INVALID_ARGUMENT for a missing config, a budget that is neither given nor
@@ -87,7 +90,7 @@ struct CapacityPlan {
 absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& input);
 
 // The KV bytes one conversation of `context` tokens holds when each windowed
-// layer keeps only the blocks its window can reach: ⌈window / block⌉ + 1
+// layer keeps only the blocks its window can reach: ⌈(window − 1) / block⌉ + 1
 // blocks (a window straddles a block boundary), or fewer for short contexts.
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
                            int64_t bytes_per_value, int64_t row_scale_bytes = 0);

@@ -36,8 +36,8 @@ activations, which the worker measures at start); or --kv-cache-memory,
 which means what the worker's flag does and gives the worker's block count.
 With --kv-host-memory and --kv-disk-size (the worker's flags), it also
 counts the conversations those tiers keep for reuse below the device.
-Sliding-window models also get a window-aware figure: what the cache would
-hold if windowed layers kept only the blocks their window reaches.
+Sliding-window models are counted as the worker allocates them: windowed
+layers keep only the blocks their window reaches (and the saving is shown).
 
   kvfleet capacity --model models/qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf --device-memory 24GiB --context 8000
   kvfleet capacity --model config.json --device-memory 141GB --context 8000 --concurrency 16
@@ -152,6 +152,15 @@ absl::Status RunCapacity(const Args& args) {
                                       kv_dtype));
   Row("KV per conversation", absl::StrFormat("%s for %s tokens (%s blocks of %d)", Bytes(plan.kv_bytes_per_conversation),
                                              Count(plan.context), Count(plan.blocks_per_conversation), in.block_size));
+  if (plan.has_windows) {
+    const double saved = 1.0 - static_cast<double>(plan.kv_bytes_per_conversation) /
+                                   static_cast<double>(plan.every_block_kv_bytes_per_conversation);
+    Row("",
+        absl::StrFormat("%.0f%% less than keeping every block (%s): the %d windowed layers (window %s) keep "
+                        "only the blocks their window reaches; pages of %d layers, %s a conversation",
+                        100.0 * saved, Bytes(plan.every_block_kv_bytes_per_conversation), c.windowed_layers(),
+                        Count(c.max_window()), plan.page_groups.layers_per_page, Count(plan.pages_per_conversation)));
+  }
   if (in.concurrency > 0) {
     Row(absl::StrCat("KV for ", in.concurrency, " at once"), Bytes(plan.kv_bytes_for_concurrency));
   }
@@ -166,7 +175,12 @@ absl::Status RunCapacity(const Args& args) {
               "device or a smaller quantization");
     }
   }
-  Row("KV blocks", absl::StrFormat("%s per device (%s tokens)", Count(plan.num_blocks), Count(plan.tokens)));
+  if (plan.has_windows) {
+    Row("KV pages", absl::StrFormat("%s per device (a block of %d layers each)", Count(plan.num_blocks),
+                                    plan.page_groups.layers_per_page));
+  } else {
+    Row("KV blocks", absl::StrFormat("%s per device (%s tokens)", Count(plan.num_blocks), Count(plan.tokens)));
+  }
   Row("conversations", absl::StrFormat("%s of %s tokens at once on %d device%s", Count(plan.conversations_that_fit),
                                        Count(plan.context), in.devices, in.devices == 1 ? "" : "s"));
   if (in.concurrency > 0) {
@@ -178,16 +192,6 @@ absl::Status RunCapacity(const Args& args) {
     Row("kept below", absl::StrFormat("%s conversations in host memory, %s on disk, for reuse (loaded back on a "
                                       "prefix hit instead of recomputed; they do not run from there)",
                                       Count(plan.host_tier_conversations), Count(plan.disk_tier_conversations)));
-  }
-  if (plan.has_windows) {
-    const double saved = 1.0 - static_cast<double>(plan.windowed_kv_bytes_per_conversation) /
-                                   static_cast<double>(plan.kv_bytes_per_conversation);
-    Row("window-aware", absl::StrFormat("%s per conversation (%.0f%% less), %s conversations, if the %d windowed "
-                                        "layers (window %s) kept only the blocks their window reaches; kvfleet "
-                                        "keeps every block today",
-                                        Bytes(plan.windowed_kv_bytes_per_conversation), 100.0 * saved,
-                                        Count(plan.windowed_conversations_that_fit), c.windowed_layers(),
-                                        Count(c.max_window())));
   }
   return absl::OkStatus();
 }

@@ -37,7 +37,7 @@ absl::Status RunLogits(const Args& args) {
 
   std::vector<BlockId> table;
   for (int64_t b = 0; b < m.executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));
-  engine::ForwardBatchBuilder batch(static_cast<int32_t>(m.executor->info().block_size));
+  engine::ForwardBatchBuilder batch = engine::BatchBuilderFor(m.executor->info());
   batch.AddChunk(prompt, /*start_position=*/0, table, engine::LogitsWanted::kLast);
   ASSIGN_OR_RETURN(engine::ForwardOutput out, m.executor->Forward(batch.Finish()));
 

@@ -78,7 +78,7 @@ ExecutorMemory CpuExecutor::memory() const {
   return {.weight_bytes = info_.weight_bytes + packing,
           .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)) +
                            q8_scratch_blocks_ * static_cast<int64_t>(sizeof(kernels::BlockQ8A)),
-          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token,
+          .kv_cache_bytes = KvPagesAllocated(info_, info_.num_blocks) * info_.kv_block_bytes,
           .resident_bytes = q8_weights_ ? q8_weights_->bytes() : 0};
 }
 
@@ -90,10 +90,13 @@ absl::StatusOr<DeviceFreeMemory> CpuExecutor::FreeMemory() const {
 absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
   if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
   if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
-  const size_t per_layer = static_cast<size_t>(KvLayoutFor(config_, options_, num_blocks).BytesPerLayer());
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
+  const int64_t pages = KvPagesAllocated(info_, num_blocks);
+  const size_t per_layer = static_cast<size_t>(KvLayoutFor(config_, options_, pages).BytesPerLayer());
+  const size_t page_piece = static_cast<size_t>(KvLayoutFor(config_, options_, 1).BytesPerLayer());
+  for (int64_t l = 0; l < info_.kv_groups.layers_per_page; ++l) {
     // Uninitialised: a slot is written before any token reads it, and the
-    // pages are only committed as blocks are used.
+    // pages are only committed as blocks are used. The null page, past the
+    // pool's, is zeroed.
     k_cache_.emplace_back(new (std::nothrow) uint8_t[per_layer]);
     v_cache_.emplace_back(new (std::nothrow) uint8_t[per_layer]);
     if (k_cache_.back() == nullptr || v_cache_.back() == nullptr) {
@@ -103,6 +106,10 @@ absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
     }
     k_layers_.push_back(k_cache_.back().get());
     v_layers_.push_back(v_cache_.back().get());
+    if (pages > num_blocks) {
+      std::memset(k_layers_.back() + num_blocks * page_piece, 0, page_piece);
+      std::memset(v_layers_.back() + num_blocks * page_piece, 0, page_piece);
+    }
   }
   info_.num_blocks = num_blocks;
   return absl::OkStatus();
@@ -118,11 +125,14 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
     ReserveThreadScratch();
     reserved_for = this;
   }
-  RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
+  const int64_t pages = KvPagesAllocated(info_, info_.num_blocks);
+  RETURN_IF_ERROR(
+      batch.Validate(info_.vocab_size, info_.context_length, pages, info_.num_layers, info_.kv_groups.num_groups()));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
-  const KvCacheView kv{.layout = KvLayoutFor(config_, options_, info_.num_blocks),
+  const KvCacheView kv{.layout = KvLayoutFor(config_, options_, pages),
                        .k = k_layers_.data(),
-                       .v = v_layers_.data()};
+                       .v = v_layers_.data(),
+                       .groups = &info_.kv_groups};
   CpuOps ops(pool_, ops_config_, {.arrays = HostArrays(batch), .kv = kv, .num_tokens = batch.num_tokens()},
              rope_scratch_);
   ops.Prepare();
@@ -131,8 +141,8 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
                        .logits = activations_.logits};
 }
 
-// A block is one contiguous piece of each layer's K and V (the layout's
-// regions of its kv heads), so a copy is 2 × layers memcpys.
+// A page is one contiguous piece of each of its layers' K and V (the
+// layout's regions of its kv heads), so a copy is 2 × layers_per_page memcpys.
 absl::Status CpuExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
   RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, out.size()));
   const kernels::KvCacheLayout one = KvLayoutFor(config_, options_, 1);

@@ -70,19 +70,20 @@ void CpuOps::Rope(float* x, int64_t tokens, int64_t heads, int32_t rope) {
 }
 
 void CpuOps::WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens) {
-  kernels::WriteKv(step_.kv.layout, step_.arrays.placement, k, v, tokens, step_.kv.k[layer], step_.kv.v[layer]);
+  kernels::WriteKv(step_.kv.layout, step_.kv.PlacementFor(step_.arrays, layer), k, v, tokens, step_.kv.K(layer),
+                   step_.kv.V(layer));
 }
 
 void CpuOps::Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens) {
   kernels::PagedAttention({.layout = step_.kv.layout,
-                           .where = step_.arrays.placement,
+                           .where = step_.kv.PlacementFor(step_.arrays, call.layer),
                            .num_tokens = tokens,
                            .num_heads = call.num_heads,
                            .scale = call.scale,
                            .window = call.window,
                            .q = q,
-                           .k_cache = step_.kv.k[call.layer],
-                           .v_cache = step_.kv.v[call.layer],
+                           .k_cache = step_.kv.K(call.layer),
+                           .v_cache = step_.kv.V(call.layer),
                            .out = out},
                           pool_);
 }

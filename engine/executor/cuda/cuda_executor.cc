@@ -146,16 +146,16 @@ absl::Status CudaExecutor::UploadRopeTables() {
   return absl::OkStatus();
 }
 
-CudaExecutor::BatchLayout CudaExecutor::LayoutFor(int64_t tokens, int64_t chunks, int64_t width,
-                                                   int64_t logits_rows) const {
+CudaExecutor::BatchLayout CudaExecutor::LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows,
+                                                  int64_t groups) const {
   BatchLayout l;
   size_t at = 0;
   const auto take = [&at](size_t bytes) { return std::exchange(at, AlignUp(at + bytes)); };
   l.token_ids = take(tokens * 4);
   l.positions = take(tokens * 4);
   l.token_chunk = take(tokens * 4);
-  l.kv_slots = take(tokens * 8);
-  l.block_table = take(chunks * width * 4);
+  l.kv_slots = take(groups * tokens * 8);
+  l.block_table = take(groups * chunks * width * 4);
   l.logits_tokens = take(logits_rows * 4);
   l.end = at;
   return l;
@@ -168,7 +168,8 @@ absl::Status CudaExecutor::AllocateScratch() {
   activations_ = sizes.Carve(activation_buffer_.as<float>());
 
   const int64_t width = (config_.context_length + options_.block_size - 1) / options_.block_size;
-  const BatchLayout batch = LayoutFor(lim.max_batch_tokens, lim.max_batch_chunks, width, lim.max_logits_rows);
+  const BatchLayout batch =
+      LayoutFor(lim.max_batch_tokens, lim.max_batch_chunks, width, lim.max_logits_rows, info_.kv_groups.num_groups());
   ASSIGN_OR_RETURN(batch_staging_, cu::PinnedHostBuffer::Allocate(batch.end));
   ASSIGN_OR_RETURN(batch_device_, cu::DeviceBuffer::Allocate(batch.end));
 
@@ -194,7 +195,7 @@ absl::Status CudaExecutor::AllocateScratch() {
 ExecutorMemory CudaExecutor::memory() const {
   return {.weight_bytes = weight_bytes_,
           .scratch_bytes = scratch_bytes_,
-          .kv_cache_bytes = info_.num_blocks * info_.block_size * info_.kv_bytes_per_token};
+          .kv_cache_bytes = KvPagesAllocated(info_, info_.num_blocks) * info_.kv_block_bytes};
 }
 
 absl::StatusOr<DeviceFreeMemory> CudaExecutor::FreeMemory() const {
@@ -208,8 +209,10 @@ absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
   if (num_blocks < 1) return absl::InvalidArgumentError("the KV cache needs at least one block");
   if (info_.num_blocks > 0) return absl::FailedPreconditionError("the KV cache is already allocated");
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
-  const size_t per_layer = static_cast<size_t>(KvLayoutFor(config_, options_, num_blocks).BytesPerLayer());
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
+  const int64_t pages = KvPagesAllocated(info_, num_blocks);
+  const size_t per_layer = static_cast<size_t>(KvLayoutFor(config_, options_, pages).BytesPerLayer());
+  const size_t page_piece = static_cast<size_t>(KvLayoutFor(config_, options_, 1).BytesPerLayer());
+  for (int64_t l = 0; l < info_.kv_groups.layers_per_page; ++l) {
     absl::StatusOr<cu::DeviceBuffer> k = cu::DeviceBuffer::Allocate(per_layer);
     absl::StatusOr<cu::DeviceBuffer> v = k.ok() ? cu::DeviceBuffer::Allocate(per_layer) : k.status();
     if (!v.ok()) {
@@ -225,14 +228,19 @@ absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
     v_layers_.push_back(v->as<uint8_t>());
     k_cache_.push_back(std::move(*k));
     v_cache_.push_back(std::move(*v));
+    if (pages > num_blocks) {  // the null page (KvPagesAllocated) reads as zeros
+      RETURN_IF_ERROR(cu::Memset(k_layers_.back() + num_blocks * page_piece, 0, page_piece, stream_));
+      RETURN_IF_ERROR(cu::Memset(v_layers_.back() + num_blocks * page_piece, 0, page_piece, stream_));
+    }
   }
+  if (pages > num_blocks) RETURN_IF_ERROR(cu::Synchronize(stream_));
   info_.num_blocks = num_blocks;
   return absl::OkStatus();
 }
 
 absl::StatusOr<BatchArrays> CudaExecutor::StageBatch(const ForwardBatch& batch) {
-  const BatchLayout l =
-      LayoutFor(batch.num_tokens(), batch.num_chunks(), batch.max_blocks_per_chunk, batch.num_logits_rows());
+  const BatchLayout l = LayoutFor(batch.num_tokens(), batch.num_chunks(), batch.max_blocks_per_chunk,
+                                  batch.num_logits_rows(), batch.num_kv_groups);
   uint8_t* host = batch_staging_.as<uint8_t>();
   const auto put = [host](size_t offset, const auto& v) {
     if (!v.empty()) std::memcpy(host + offset, v.data(), v.size() * sizeof(v[0]));  // an empty vector's data() may be null
@@ -251,18 +259,23 @@ absl::StatusOr<BatchArrays> CudaExecutor::StageBatch(const ForwardBatch& batch) 
                                    .token_chunk = reinterpret_cast<const int32_t*>(dev + l.token_chunk),
                                    .block_table = reinterpret_cast<const int32_t*>(dev + l.block_table),
                                    .table_width = batch.max_blocks_per_chunk,
-                                   .kv_slots = reinterpret_cast<const int64_t*>(dev + l.kv_slots)}};
+                                   .kv_slots = reinterpret_cast<const int64_t*>(dev + l.kv_slots)},
+                     .group_table_stride = batch.group_table_size(),
+                     .group_slots_stride = batch.num_tokens()};
 }
 
 absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
   if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
-  RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, info_.num_blocks, info_.num_layers));
+  const int64_t pages = KvPagesAllocated(info_, info_.num_blocks);
+  RETURN_IF_ERROR(
+      batch.Validate(info_.vocab_size, info_.context_length, pages, info_.num_layers, info_.kv_groups.num_groups()));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
   ASSIGN_OR_RETURN(BatchArrays arrays, StageBatch(batch));
-  const KvCacheView kv{.layout = KvLayoutFor(config_, options_, info_.num_blocks),
+  const KvCacheView kv{.layout = KvLayoutFor(config_, options_, pages),
                        .k = k_layers_.data(),
-                       .v = v_layers_.data()};
+                       .v = v_layers_.data(),
+                       .groups = &info_.kv_groups};
   CudaOps ops(stream_, ops_config_, {.batch = &batch, .arrays = arrays, .kv = kv}, attention_);
   ops.Prepare();
   forward_(ops, config_, device_weights_, StepOf(batch, config_), activations_);

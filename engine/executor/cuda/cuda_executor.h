@@ -67,7 +67,7 @@ class CudaExecutor : public ModelExecutor {
   absl::Status UploadWeights();
   absl::Status UploadRopeTables();
   absl::Status AllocateScratch();
-  BatchLayout LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows) const;
+  BatchLayout LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows, int64_t groups) const;
   absl::StatusOr<BatchArrays> StageBatch(const ForwardBatch& batch);
 
   const model::ModelConfig& config_;  // the model's, which outlives the executor

@@ -5,7 +5,8 @@
 // run past the window, prefill chunks of 1, 3 and 7 end on both sides of
 // its edge, and prefix-cache hits of 20 tokens reach past it. Alone =
 // batched = chunked = cached = preempted = speculative (n-gram, self,
-// draft), greedy and seeded.
+// draft), greedy and seeded; Gemma's window pages freed
+// (model/arch/kv_page_groups.h) or kept.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -51,10 +52,20 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<Architecture> {
   std::map<uint64_t, std::vector<model::TokenId>> RunAll(const std::vector<EngineRequest>& requests,
                                                          SchedulerConfig config, int64_t num_blocks = 256,
                                                          const std::string& proposer = "off",
-                                                         EngineStats* stats = nullptr) {
-    auto executor = testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
-    // The draft model is the target itself; self-speculation uses its first layer.
-    auto draft_executor = testing::NewTinyExecutor(*model_, 512, kBlockSize, 2);
+                                                         EngineStats* stats = nullptr, bool free_window_blocks = true) {
+    auto executor =
+        testing::NewExecutor(*model_, {.num_blocks = testing::PagesForBlocks(*model_, num_blocks, free_window_blocks),
+                                       .block_size = kBlockSize,
+                                       .num_threads = 2,
+                                       .free_window_blocks = free_window_blocks,
+                                       .limits = testing::kRoomyLimits});
+    // The draft model is the target itself (its own pool keeps one table a
+    // sequence: one page group); self-speculation uses its first layer.
+    auto draft_executor = testing::NewExecutor(*model_, {.num_blocks = 512,
+                                                         .block_size = kBlockSize,
+                                                         .num_threads = 2,
+                                                         .free_window_blocks = false,
+                                                         .limits = testing::kRoomyLimits});
     auto draft = *spec::DraftModelProposer::Create(nullptr, std::move(draft_executor), executor->info());
     spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
     spec::SelfSpeculativeProposer self(*executor, 1);
@@ -128,6 +139,41 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
     for (const SpeculationStats& p : spec.speculation) drafted += p.drafted_tokens;
     EXPECT_GT(drafted, 0) << proposer;
   }
+}
+
+// Gemma 3's windowed layers give back the pages their window has passed.
+// Two 60-token conversations in a cache whose memory holds 27 blocks of
+// every layer (1.5 of them) preempt each other when every page is kept,
+// and run side by side when window pages are freed: same tokens either way.
+TEST_P(ArchitectureEngineTest, FreedWindowPagesHoldMoreConversationsWithTheSameTokens) {
+  if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
+  std::mt19937 rng(23);
+  std::vector<EngineRequest> requests;
+  for (uint64_t id = 1; id <= 2; ++id) {
+    EngineRequest r{.id = RequestId(id), .stopping = {.max_tokens = 12, .ignore_eos = true}};
+    for (int i = 0; i < 60; ++i) r.prompt.push_back(static_cast<model::TokenId>(rng() % 280));
+    r.sampling =
+        id == 2 ? SamplingParams{.temperature = 0.8f, .top_k = 40, .seed = 9} : SamplingParams{.temperature = 0.0f};
+    requests.push_back(std::move(r));
+  }
+  std::map<uint64_t, std::vector<model::TokenId>> alone;
+  for (const EngineRequest& r : requests) {
+    alone[r.id.value()] = RunAll({r}, {.max_num_batched_tokens = 4096}, 256, "off", nullptr, false)[r.id.value()];
+  }
+  const SchedulerConfig chunked{.max_num_batched_tokens = 16, .growth_reserve_blocks = 0};
+  EngineStats kept, freed;
+  EXPECT_EQ(RunAll(requests, chunked, 27, "off", &kept, false), alone) << "every page kept";
+  EXPECT_GT(kept.preemptions, 0);
+  EXPECT_EQ(RunAll(requests, chunked, 27, "off", &freed, true), alone) << "window pages freed";
+  EXPECT_EQ(freed.preemptions, 0);
+  // Cached, after the window pages were given back and cached themselves.
+  EngineStats cached;
+  std::vector<EngineRequest> again = requests;
+  again.push_back(requests[0]);
+  again.back().id = RequestId(3);
+  alone[3] = alone[1];
+  EXPECT_EQ(RunAll(again, {.max_num_batched_tokens = 4096, .max_num_seqs = 1}, 256, "off", &cached, true), alone);
+  EXPECT_GE(cached.prefix_hit_tokens, 56);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest, ::testing::ValuesIn(kArchitectures),

@@ -96,12 +96,14 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
                                                       EngineStats* stats = nullptr, const std::string& proposer = "off",
                                                       CpuActivations activations = CpuActivations::kF32,
                                                       kernels::KvCacheDtype kv = kernels::KvCacheDtype::kF16) {
-    auto executor = testing::NewExecutor(*model_, {.num_blocks = blocks,
-                                                   .block_size = 16,
-                                                   .num_threads = 2,
-                                                   .cpu_activations = activations,
-                                                   .kv_cache_dtype = kv,
-                                                   .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
+    auto executor =
+        testing::NewExecutor(*model_, {.num_blocks = testing::PagesForBlocks(*model_, blocks, free_window_blocks_),
+                                       .block_size = 16,
+                                       .num_threads = 2,
+                                       .cpu_activations = activations,
+                                       .kv_cache_dtype = kv,
+                                       .free_window_blocks = free_window_blocks_,
+                                       .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
     const spec::ProposerConfig loaded =
@@ -176,6 +178,7 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
   }
 
   std::unique_ptr<model::Model> model_;
+  bool free_window_blocks_ = true;  // Run's executors free window pages (a model with windows)
   std::unique_ptr<model::Tokenizer> tokenizer_;
   std::vector<EngineRequest> requests_;
 };
@@ -208,7 +211,8 @@ TEST_P(RealModelEngineTest, EightBitKvCachesAgreeAloneBatchedChunkedCachedPreemp
 // Gemma 3 attends over a 512-token window on five of six layers: a prompt
 // past the window, prefilled whole, in chunks that end on both sides of the
 // window's edge, behind a cached prefix that reaches past the edge, and
-// preempted, gives the same tokens.
+// preempted, gives the same tokens, with the window's passed pages freed as
+// with every page kept.
 TEST_P(RealModelEngineTest, PromptsPastTheSlidingWindowAgreeChunkedCachedAndPreempted) {
   if (model_->config().max_window() == 0) GTEST_SKIP() << GetParam().name << " has no sliding window";
   std::string passage;
@@ -229,7 +233,9 @@ TEST_P(RealModelEngineTest, PromptsPastTheSlidingWindowAgreeChunkedCachedAndPree
     requests.push_back(r);
   }
   std::map<uint64_t, std::vector<model::TokenId>> alone;
+  free_window_blocks_ = false;
   for (const auto& r : requests) alone[r.id.value()] = Run({r}, {.max_num_batched_tokens = 1024}, 128)[r.id.value()];
+  free_window_blocks_ = true;
   EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 500}, 128), alone) << "chunks of 500 (an edge inside)";
   EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 173}, 128), alone) << "chunks of 173";
   EngineStats cached;

@@ -77,5 +77,89 @@ TEST(KvCacheManagerTest, FreedBlocksStayCachedUntilEvicted) {
   EXPECT_EQ(kv.AcquireCachedPrefix(d), 0);
 }
 
+// Two page groups: group 0 attends to every key, group 1 over a window of 8
+// positions (two blocks of 4).
+constexpr BlockId kFreed = KvCacheManager::kFreedPage;
+
+std::vector<model::TokenId> Tokens(int n, int first = 1) {
+  std::vector<model::TokenId> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = first + i;
+  return t;
+}
+
+TEST(KvCacheManagerTest, WindowPagesAreGivenBackOnceTheWindowHasPassedThem) {
+  BlockPool pool(16, nullptr);
+  KvCacheManager kv(pool, 4, "m", true, {0, 8});
+  Request r = MakeRequest(1, Tokens(20));
+  Compute(kv, r);
+  // Next position 20 reads keys 13..: blocks 3 and 4. Blocks 0-2 keep only
+  // their group-0 page; their window pages are cached, not held.
+  ASSERT_EQ(r.block_table.size(), 10u);
+  EXPECT_EQ(kv.HeldBlocks(r), 5);
+  for (size_t b = 0; b < 5; ++b) {
+    EXPECT_NE(r.block_table[2 * b], kFreed);
+    EXPECT_EQ(r.block_table[2 * b + 1] == kFreed, b < 3) << "block " << b;
+  }
+  EXPECT_EQ(pool.Stats().used, 7);
+  EXPECT_EQ(pool.Stats().cached, 3);
+  // A decode step: position 20 joins block 5; the window moves to key 14.
+  r.tokens.push_back(99);
+  ASSERT_EQ(kv.MissingBlocks(r, 1), 2);
+  Compute(kv, r);
+  EXPECT_EQ(pool.Stats().used, 9);
+  kv.Free(r);
+  EXPECT_EQ(pool.Stats().used, 0);
+}
+
+TEST(KvCacheManagerTest, APrefixHitNeedsTheWindowPagesItsWindowReaches) {
+  BlockPool pool(10, nullptr);
+  KvCacheManager kv(pool, 4, "m", true, {0, 8});
+  Request a = MakeRequest(1, Tokens(20));
+  Compute(kv, a);
+  kv.Free(a);
+  // Cached: every group-0 page and every window page (blocks 0-2 given back
+  // first, so least recently used).
+  Request b = MakeRequest(2, Tokens(24));
+  EXPECT_EQ(kv.BlocksToAdmit(b, 4), 5 + 2 + 2);  // 5 group-0 and 2 window pages off the free list; a new block
+  EXPECT_EQ(kv.AcquireCachedPrefix(b), 20);
+  EXPECT_EQ(b.block_table,
+            (std::vector<BlockId>{a.block_table[0], kFreed, a.block_table[2], kFreed, a.block_table[4], kFreed,
+                                  a.block_table[6], b.block_table[7], a.block_table[8], b.block_table[9]}));
+  EXPECT_NE(b.block_table[7], kFreed);
+  kv.Free(b);
+  EXPECT_EQ(pool.Stats().used, 0);
+
+  // The least recently used pages are the window pages of blocks 0-2 (given
+  // back as the window passed), then block 4's (b gave its table back last
+  // first). Evict those four: group 0 still holds all five blocks, but no
+  // hit has its window's pages (5 lacks block 4's, 4 block 2's, 2 and 1
+  // blocks 1's and 0's).
+  Request filler = MakeRequest(3, std::vector<model::TokenId>(8, 77));
+  ASSERT_TRUE(kv.Allocate(filler, 8));  // two blocks: four pages
+  Request c = MakeRequest(4, Tokens(24));
+  EXPECT_EQ(kv.BlocksToAdmit(c, 24), 6 * 2);
+  EXPECT_EQ(kv.AcquireCachedPrefix(c), 0);
+  EXPECT_TRUE(c.block_table.empty());
+  EXPECT_EQ(pool.Stats().used, 4);
+}
+
+TEST(KvCacheManagerTest, WindowPagesGiveWayToBlocksPastTheTokensAndCountInBlocksToAdmit) {
+  BlockPool pool(32, nullptr);
+  KvCacheManager kv(pool, 4, "m", true, {0, 8, 8});
+  Request r = MakeRequest(1, Tokens(18));
+  const int32_t need = *kv.BlocksToAdmit(r, 18);
+  const int32_t free_before = pool.num_free();
+  EXPECT_EQ(kv.AcquireCachedPrefix(r), 0);
+  ASSERT_TRUE(kv.Allocate(r, 18 + 4));                 // room for four drafted tokens: 6 blocks
+  EXPECT_EQ(free_before - pool.num_free(), need + 3);  // 5 blocks x 3 groups for the prompt, one more for drafts
+  r.num_computed_tokens = 18;
+  kv.CommitFullBlocks(r);
+  kv.ReleaseBlocksPastTokens(r);  // the drafts were rejected
+  EXPECT_EQ(kv.HeldBlocks(r), 5);
+  EXPECT_EQ(pool.Stats().used, 5 + 2 * 3);  // window from key 11: blocks 2-4 in each window group
+  kv.Free(r);
+  EXPECT_EQ(pool.Stats().used, 0);
+}
+
 }  // namespace
 }  // namespace kvfleet::engine

@@ -58,7 +58,7 @@ TEST(CapacityPlanTest, SeventyBClassModelCostsAbout2Point6GBPerEightThousandToke
   EXPECT_TRUE(plan->concurrency_fits);
   EXPECT_EQ(plan->longest_context, plan->num_blocks / 16 * 16);
   EXPECT_FALSE(plan->has_windows);
-  EXPECT_EQ(plan->windowed_kv_bytes_per_conversation, plan->kv_bytes_per_conversation);
+  EXPECT_EQ(plan->every_block_kv_bytes_per_conversation, plan->kv_bytes_per_conversation);
 }
 
 // Tiers below the device keep conversations for reuse: host memory whole
@@ -91,7 +91,7 @@ TEST(CapacityPlanTest, AnEightBitCacheCountsItsScalesAndHoldsAboutTwiceTheTokens
   EXPECT_EQ(b->kv_bytes_per_token, 2 * 80 * 8 * (128 + 2));  // 166,400
   EXPECT_EQ(e->kv_bytes_per_token, 327680 / 2);
   EXPECT_GE(static_cast<double>(b->num_blocks) / a->num_blocks, 1.9);
-  EXPECT_EQ(b->windowed_kv_bytes_per_conversation, b->kv_bytes_per_conversation);
+  EXPECT_EQ(b->every_block_kv_bytes_per_conversation, b->kv_bytes_per_conversation);
 }
 
 TEST(CapacityPlanTest, ParameterEstimateOfASeventyBConfigIsSeventyB) {
@@ -124,10 +124,14 @@ TEST(CapacityPlanTest, LongestContextAtAConcurrencyIsCappedByTheModel) {
   auto tight = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{64} << 20, .concurrency = 4});
   ASSERT_TRUE(tight.ok());
   EXPECT_FALSE(tight->concurrency_fits);
-  EXPECT_EQ(tight->longest_context, tight->num_blocks / 4 * 16);
+  // The longest whole-block context whose pages fit a quarter of the cache.
+  const int64_t quarter = tight->num_blocks / 4;
+  EXPECT_LE(tight->page_groups.PagesForSequence(tight->longest_context, 16), quarter);
+  EXPECT_GT(tight->page_groups.PagesForSequence(tight->longest_context + 16, 16), quarter);
+  EXPECT_EQ(tight->longest_context % 16, 0);
 }
 
-TEST(CapacityPlanTest, WindowedLayersWouldHoldOnlyTheBlocksTheirWindowReaches) {
+TEST(CapacityPlanTest, WindowedLayersHoldOnlyTheBlocksTheirWindowReaches) {
   const model::ModelConfig c = Gemma270M();
   const int64_t per_layer_token = 2 * 1 * 256 * 2;
   // 3 global layers at full context; 15 windowed ones at ⌈512 / 16⌉ + 1 = 33 blocks.
@@ -138,7 +142,15 @@ TEST(CapacityPlanTest, WindowedLayersWouldHoldOnlyTheBlocksTheirWindowReaches) {
   auto plan = PlanCapacity({.config = &c, .kv_budget_bytes = int64_t{1} << 30, .context = 4096});
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(plan->has_windows);
-  EXPECT_GT(plan->windowed_conversations_that_fit, 3 * plan->conversations_that_fit);
+  // What the worker allocates: pages of 3 layers, 256 in the global group
+  // and 33 in each of the five windowed ones.
+  EXPECT_EQ(plan->page_groups.layers_per_page, 3);
+  EXPECT_EQ(plan->pages_per_conversation, 256 + 5 * 33);
+  EXPECT_EQ(plan->kv_bytes_per_conversation, WindowAwareKvBytes(c, 4096, 16, 2));
+  EXPECT_EQ(plan->every_block_kv_bytes_per_conversation, 18 * 4096 * per_layer_token);
+  EXPECT_EQ(plan->num_blocks, (int64_t{1} << 30) / (16 * 3 * per_layer_token));
+  EXPECT_EQ(plan->conversations_that_fit, plan->num_blocks / (256 + 5 * 33));
+  EXPECT_GT(plan->conversations_that_fit, 3 * ((int64_t{1} << 30) / plan->every_block_kv_bytes_per_conversation));
 }
 
 TEST(CapacityPlanTest, BadInputIsRefusedByName) {
