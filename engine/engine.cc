@@ -94,7 +94,8 @@ absl::Status Engine::Validate(const EngineRequest& r) const {
                                                    " exceeds the model's context length of ", info.context_length,
                                                    " tokens; shorten the prompt or lower max_tokens"));
   }
-  const int32_t pages = kv_.MostPagesHeld(total, options_.scheduler.max_num_batched_tokens);
+  const int32_t pages =
+      kv_.MostPagesHeld(total, options_.scheduler.max_num_batched_tokens + options_.speculation.max_draft_tokens);
   if (pages > pool_.num_blocks()) {
     return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens = ", total, " tokens needs ", pages,
                                                    " KV blocks but the whole cache has ", pool_.num_blocks(),

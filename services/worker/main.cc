@@ -58,6 +58,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
                                               .num_threads = o.threads,
                                               .cpu_activations = o.cpu_activations,
                                               .kv_cache_dtype = o.kv_cache_dtype,
+                                              .free_window_blocks = o.free_window_blocks,
                                               .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                   m.scheduler, o.speculation.max_draft_tokens)}));
   ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,

@@ -28,16 +28,17 @@ token costs (2 × layers × KV heads × head dim × bytes per value), the KV
 blocks that fit and the conversations of --context tokens they hold (or, with
 --concurrency, the longest context that many conversations can each have).
 
-Counted as the worker allocates: one model replica per device, every layer
-kept at full context, blocks of --block-size (default 16). The KV budget of
+Counted as the worker allocates: one model replica per device, blocks of
+--block-size (default 16), every layer kept at full context except a
+sliding-window model's windowed layers, which keep only the blocks their
+window reaches (the saving is shown; the cache is then counted in pages,
+a block of a few layers each, as the worker's pool is). The KV budget of
 a device is --memory-utilization (default 0.9) × --device-memory, less the
 weights and --overhead (default 1GiB: CUDA context, cuBLAS workspace and
 activations, which the worker measures at start); or --kv-cache-memory,
 which means what the worker's flag does and gives the worker's block count.
 With --kv-host-memory and --kv-disk-size (the worker's flags), it also
 counts the conversations those tiers keep for reuse below the device.
-Sliding-window models are counted as the worker allocates them: windowed
-layers keep only the blocks their window reaches (and the saving is shown).
 
   kvfleet capacity --model models/qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf --device-memory 24GiB --context 8000
   kvfleet capacity --model config.json --device-memory 141GB --context 8000 --concurrency 16

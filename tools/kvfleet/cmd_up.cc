@@ -35,7 +35,7 @@ using transport::TerminationSignals;
 
 constexpr char kUsage[] =
     R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE] [--kv-cache-dtype D]
-                  [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE]
+                  [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE] [--keep-window-blocks]
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
@@ -60,6 +60,8 @@ kills what is still running.
   --kv-host-memory SIZE   every worker's host-memory KV tier below its device cache (default: none)
   --kv-disk-dir DIR       a disk KV tier per worker in DIR/worker-<i>, of --kv-disk-size SIZE each; a
                           restarted cluster finds and serves what its workers left there
+  --keep-window-blocks    every worker keeps a sliding-window model's passed window blocks (see
+                          kvfleet-worker --help; for measuring what freeing them saves)
   --listen HOST:PORT      the router's gRPC address (default 127.0.0.1:50060; port 0 picks a free one)
   --http-listen HOST:PORT the router's OpenAI-compatible HTTP address (default 127.0.0.1:8000; port 0 picks
                           a free one): base URL http://HOST:PORT/v1 for any OpenAI client
@@ -145,6 +147,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
       o.worker_extra_args.push_back(flags.GetString(name, ""));
     }
   }
+  if (flags.GetSwitch("keep-window-blocks")) o.worker_extra_args.push_back("--keep-window-blocks");
   o.kv_disk_dir = flags.GetString("kv-disk-dir", "");
   if (o.kv_disk_dir.empty() != !flags.Has("kv-disk-size")) {
     return absl::InvalidArgumentError("--kv-disk-dir and --kv-disk-size go together");
@@ -348,7 +351,7 @@ absl::Status RunUp(const Args& args) {
                                  "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "kv-cache-dtype",
                                  "kv-host-memory", "kv-disk-dir", "kv-disk-size", "speculation", "spec-self-layers",
                                  "spec-draft-model", "prometheus-port", "prometheus-rules"},
-                                {"exit-after-ask", "prometheus", "tls", "internal-token"}));
+                                {"exit-after-ask", "prometheus", "tls", "internal-token", "keep-window-blocks"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");
   }

@@ -65,6 +65,9 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const
               .num_threads = threads,
               .cpu_activations = activations,
               .kv_cache_dtype = kv_cache_dtype,
+              // One sequence in blocks of every layer: callers (kvfleet
+              // logits) lay its block table out themselves.
+              .free_window_blocks = false,
               .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
 }
 

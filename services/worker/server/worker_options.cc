@@ -47,6 +47,9 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                0: strict arrival order)
   --max-waiting-requests N     queue beyond max-num-seqs before RESOURCE_EXHAUSTED (default 256; 0: unbounded)
   --no-prefix-caching          turn the prefix cache off
+  --keep-window-blocks         a sliding-window model's windowed layers keep every block, as full-attention
+                               layers do (default: they give back the blocks their window has passed; tokens
+                               are the same either way)
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
                                lookup; default), self, draft or off. Output is unchanged either way.
   --spec-max-draft-tokens N    most tokens drafted per request and step (default 8, at most 32)
@@ -91,7 +94,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                "stall-timeout", "cachemanager", "worker-id",
                                "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
                                "spec-ngram-max", "spec-self-layers", "spec-draft-model", "fault-drop-event-batch"})),
-                          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive"})));
+                          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", model::DefaultModelId(o.model_path));
@@ -135,6 +138,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   if (waiting < 0) return absl::InvalidArgumentError("--max-waiting-requests must be >= 0 (0: unbounded)");
   o.max_waiting_requests = static_cast<int32_t>(waiting);
   o.enable_prefix_caching = !f.GetSwitch("no-prefix-caching");
+  o.free_window_blocks = !f.GetSwitch("keep-window-blocks");
   o.speculation.proposer = f.GetString("speculation", o.speculation.proposer);
   ASSIGN_OR_RETURN(int64_t max_draft, f.GetInt("spec-max-draft-tokens", o.speculation.max_draft_tokens));
   o.speculation.max_draft_tokens = static_cast<int32_t>(max_draft);

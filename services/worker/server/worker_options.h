@@ -43,6 +43,9 @@ struct WorkerOptions {
   int32_t admission_bypass_limit = engine::SchedulerConfig{}.admission_bypass_limit;
   int32_t max_waiting_requests = 256;
   bool enable_prefix_caching = true;
+  // Sliding-window layers give back the KV pages their window has passed
+  // (--keep-window-blocks turns it off: every layer keeps every block).
+  bool free_window_blocks = true;
   engine::spec::SpeculationOptions speculation{.proposer = "ngram"};
   engine::spec::ProposerConfig proposers;
   std::chrono::milliseconds drain_timeout{30000};

@@ -30,5 +30,14 @@ TEST(WorkerOptionsTest, NegativeAdmissionBypassIsRefusedByName) {
   EXPECT_NE(o.status().message().find("--admission-bypass"), std::string::npos) << o.status();
 }
 
+TEST(WorkerOptionsTest, WindowBlocksAreFreedUnlessKept) {
+  const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->free_window_blocks);
+  const absl::StatusOr<WorkerOptions> kept = ParseWorkerOptions(Args({"--keep-window-blocks"}));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->free_window_blocks);
+}
+
 }  // namespace
 }  // namespace kvfleet::worker
