@@ -79,15 +79,18 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) co
   return 0;
 }
 
-void KvCacheManager::AcquireWindowPages(Request& req, std::span<const BlockHash> hashes) {
+bool KvCacheManager::AcquireWindowPages(Request& req, std::span<const BlockHash> hashes) {
   const int32_t n = static_cast<int32_t>(hashes.size());
   for (int32_t g = 1; g < num_groups(); ++g) {
     for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
+      BlockId& entry = req.block_table[static_cast<size_t>(b * num_groups() + g)];
+      if (entry != kFreedPage) continue;
       const std::optional<BlockId> page = pool_.AcquireCached(PageHash(hashes[static_cast<size_t>(b)], g));
-      CHECK(page.has_value()) << "window page of block " << b << " left the cache during the lookup";
-      req.block_table[static_cast<size_t>(b * num_groups() + g)] = *page;
+      if (!page) return false;
+      entry = *page;
     }
   }
+  return true;
 }
 
 void KvCacheManager::ReleasePassedWindowPages(Request& req) {
@@ -127,24 +130,39 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_ && num_groups() > 1) {
     // Group 0 as far as the device and host memory hold it (window pages
-    // never leave the device, so a disk run could not be used), then only
-    // as far as the window pages go.
+    // never leave the device, so a disk run could not be used), cut to
+    // where the window pages go, before anything is copied up.
+    const size_t groups = static_cast<size_t>(num_groups());
     std::vector<BlockHash> hashes = ProbePrefix(req);
+    hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
+    // Window pages first: taking them needs no free page, so copying group
+    // 0's up from host memory cannot evict them.
+    req.block_table.assign(hashes.size() * groups, kFreedPage);
+    bool whole = AcquireWindowPages(req, hashes);
     size_t taken = 0;
-    for (; taken < hashes.size(); ++taken) {
+    for (; whole && taken < hashes.size(); ++taken) {
       std::optional<BlockId> block = pool_.AcquireCached(hashes[taken]);
       if (!block && tiers_ != nullptr) block = tiers_->LoadFromHost(hashes[taken]);
       if (!block) break;
-      req.block_table.push_back(*block);
-      req.block_table.resize(req.block_table.size() + static_cast<size_t>(num_groups() - 1), kFreedPage);
+      req.block_table[taken * groups] = *block;
     }
-    hashes.resize(taken);
-    hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
-    while (static_cast<size_t>(HeldBlocks(req)) > hashes.size()) {
-      pool_.Release(req.block_table[req.block_table.size() - static_cast<size_t>(num_groups())]);
-      req.block_table.resize(req.block_table.size() - static_cast<size_t>(num_groups()));
+    if (whole && taken < hashes.size()) {
+      // No device page for a host block (or a copy evicted a later one):
+      // keep the run before it, with the window pages that run reaches.
+      for (size_t e = taken * groups; e < req.block_table.size(); ++e) {
+        if (req.block_table[e] != kFreedPage) pool_.Release(req.block_table[e]);
+      }
+      req.block_table.resize(taken * groups);
+      hashes.resize(taken);
+      whole = AcquireWindowPages(req, hashes);
     }
-    AcquireWindowPages(req, hashes);
+    if (!whole) {
+      for (BlockId page : req.block_table) {
+        if (page != kFreedPage) pool_.Release(page);
+      }
+      req.block_table.clear();
+      hashes.clear();
+    }
     req.block_hashes = std::move(hashes);
     hit_tokens = HeldBlocks(req) * block_size_;
   } else if (enable_prefix_caching_) {

@@ -131,7 +131,9 @@ class KvCacheManager {
   // With page groups: of a run of n leading blocks whose group-0 hashes are
   // `hashes`, the longest prefix whose window pages are all cached.
   int32_t LongestWindowedHit(std::span<const BlockHash> hashes) const;
-  void AcquireWindowPages(Request& req, std::span<const BlockHash> hashes);
+  // Takes the window pages a hit of hashes.size() blocks needs into the
+  // table's empty entries; false as soon as one is not cached.
+  bool AcquireWindowPages(Request& req, std::span<const BlockHash> hashes);
   void ReleasePassedWindowPages(Request& req);
   // The group-0 walk of BlocksToAdmit / AcquireCachedPrefix without taking:
   // hashes of the leading blocks cached on the device or in host memory.

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
@@ -174,6 +175,51 @@ TEST_P(ArchitectureEngineTest, FreedWindowPagesHoldMoreConversationsWithTheSameT
   alone[3] = alone[1];
   EXPECT_EQ(RunAll(again, {.max_num_batched_tokens = 4096, .max_num_seqs = 1}, 256, "off", &cached, true), alone);
   EXPECT_GE(cached.prefix_hit_tokens, 56);
+}
+
+// With a host-memory tier under a device cache of under two conversations,
+// window pages freed: group 0's pages go down the tier and come back while
+// the window pages stay on the device; tokens equal a run with neither
+// tier nor eviction, and every step's block accounting audits.
+TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
+  if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
+  std::vector<EngineRequest> requests;
+  for (int turn = 0; turn < 2; ++turn) {
+    for (int c = 0; c < 5; ++c) {
+      EngineRequest r{.id = RequestId(static_cast<uint64_t>(1 + c + 10 * turn)),
+                      .stopping = {.max_tokens = 6, .ignore_eos = true}};
+      for (int i = 0; i < 40; ++i) r.prompt.push_back(static_cast<model::TokenId>((c * 53 + i * 7 + 3) % 280));
+      for (int i = 0; i < 3; ++i) r.prompt.push_back(static_cast<model::TokenId>(100 + 100 * turn + c + i));
+      r.sampling = c % 2 ? SamplingParams{.temperature = 0.9f, .top_k = 40, .seed = 7u + c}
+                         : SamplingParams{.temperature = 0.0f};
+      requests.push_back(std::move(r));
+    }
+  }
+  const SchedulerConfig one_at_a_time{.max_num_batched_tokens = 16, .max_num_seqs = 1};
+  const std::map<uint64_t, std::vector<model::TokenId>> reference =
+      RunAll(requests, one_at_a_time, 256, "off", nullptr, false);
+
+  auto executor = testing::NewExecutor(*model_, {.num_blocks = testing::PagesForBlocks(*model_, 20),
+                                                 .block_size = kBlockSize,
+                                                 .num_threads = 2,
+                                                 .limits = testing::kRoomyLimits});
+  ASSERT_GT(executor->info().kv_groups.num_groups(), 1);
+  auto tiers = KvTierManager::Create({.host_bytes = 512 * executor->info().kv_block_bytes}, *executor, "tiny", nullptr);
+  ASSERT_TRUE(tiers.ok()) << tiers.status();
+  EngineOptions options{.model_id = "tiny", .scheduler = one_at_a_time};
+  options.kv_tiers = tiers->get();
+  Engine engine(*executor, options);
+  std::map<uint64_t, kvfleet::testing::CollectingSink> sinks;
+  for (const EngineRequest& r : requests) ASSERT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
+  for (int steps = 0; engine.HasWork() && steps < 100000; ++steps) {
+    ASSERT_TRUE(engine.Step().ok());
+    const absl::Status audit = engine.AuditBlocks();
+    ASSERT_TRUE(audit.ok()) << audit;
+  }
+  std::map<uint64_t, std::vector<model::TokenId>> tokens;
+  for (auto& [id, sink] : sinks) tokens[id] = sink.tokens();
+  EXPECT_EQ(tokens, reference);
+  EXPECT_GT((*tiers)->stats().host.bytes_down, 0) << "group 0's pages went down the host tier";
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest, ::testing::ValuesIn(kArchitectures),

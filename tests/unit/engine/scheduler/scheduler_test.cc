@@ -12,10 +12,10 @@ namespace {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  void Init(SchedulerConfig config, int32_t num_blocks) {
+  void Init(SchedulerConfig config, int32_t num_blocks, std::vector<int64_t> group_windows = {0}) {
     config_ = config;
     pool_ = std::make_unique<BlockPool>(num_blocks, nullptr);
-    kv_ = std::make_unique<KvCacheManager>(*pool_, 4, "m");
+    kv_ = std::make_unique<KvCacheManager>(*pool_, 4, "m", true, std::move(group_windows));
     scheduler_ = std::make_unique<Scheduler>(config, *kv_);
   }
 
@@ -37,7 +37,7 @@ class SchedulerTest : public ::testing::Test {
     for (const ScheduledChunk& c : out.chunks) {
       Request* r = c.request;
       EXPECT_GT(c.num_tokens, 0);
-      EXPECT_GE(static_cast<int64_t>(r->block_table.size()) * 4, r->num_computed_tokens + c.num_tokens);
+      EXPECT_GE(static_cast<int64_t>(kv_->HeldBlocks(*r)) * 4, r->num_computed_tokens + c.num_tokens);
       r->num_computed_tokens += c.num_tokens;
       kv_->CommitFullBlocks(*r);
       if (r->num_computed_tokens == r->num_tokens()) {
@@ -50,6 +50,8 @@ class SchedulerTest : public ::testing::Test {
     }
     return out;
   }
+
+  void ExpectBlocksToAdmitIsWhatAnAdmissionTakes(const std::vector<int64_t>& windows);
 
   SchedulerConfig config_;
   std::unique_ptr<BlockPool> pool_;
@@ -216,8 +218,19 @@ TEST_F(SchedulerTest, NoRequestOfLowerPriorityPassesABlockedOne) {
 TEST_F(SchedulerTest, BlocksToAdmitIsWhatAnAdmissionTakes) {
   // Random prompts over a few shared prefixes, run by the scheduler; at
   // every step each waiting request's estimate equals the free blocks its
-  // lookup and allocation take (or exceeds the free blocks when they fail).
-  Init({.max_num_batched_tokens = 24, .max_num_seqs = 6, .growth_reserve_blocks = 0}, 48);
+  // lookup and allocation take (or exceeds the free blocks when they fail):
+  // with one page a block, and with two window groups beside group 0
+  // (window 8: two blocks), whose freed pages shorten hits.
+  for (const std::vector<int64_t>& windows : {std::vector<int64_t>{0}, std::vector<int64_t>{0, 8, 8}}) {
+    SCOPED_TRACE(windows.size());
+    ExpectBlocksToAdmitIsWhatAnAdmissionTakes(windows);
+  }
+}
+
+void SchedulerTest::ExpectBlocksToAdmitIsWhatAnAdmissionTakes(const std::vector<int64_t>& windows) {
+  requests_.clear();
+  Init({.max_num_batched_tokens = 24, .max_num_seqs = 6, .growth_reserve_blocks = 0},
+       48 * static_cast<int32_t>(windows.size()), windows);
   std::mt19937 rng(3);
   int checked = 0;
   for (int step = 0; step < 1500; ++step) {
