@@ -113,7 +113,7 @@ class SimTiers final : public engine::KvEventListener, public engine::BlockEvict
     Announce(hash);
   }
   void OnAllCleared() override { next_->OnAllCleared(); }
-  void BeforeEvict(BlockId, const BlockHash& hash) override {
+  void BeforeEvict(BlockId, const BlockHash& hash, bool /*published: the simulator's are*/) override {
     if (host_blocks_ > 0) {
       if (Touch(host_, hash)) return;
       Put(host_, host_blocks_, hash, [this](const BlockHash& h) { ToDisk(h); });

@@ -35,7 +35,7 @@ std::optional<BlockId> BlockPool::Allocate() {
     // Evicting: the contents are about to be overwritten, so the hash must go
     // before anyone can hit it again.
     const bool published = published_[static_cast<size_t>(b)];
-    if (eviction_hook_ != nullptr && published) eviction_hook_->BeforeEvict(BlockId(b), *hash);
+    if (eviction_hook_ != nullptr) eviction_hook_->BeforeEvict(BlockId(b), *hash, published);
     --num_free_cached_;
     cache_.erase(*hash);
     const BlockHash evicted = *hash;

@@ -34,11 +34,12 @@
 namespace kvfleet::engine {
 
 // Called by Allocate just before a cached block's contents are given up, so
-// the lower KV tiers can copy them out first (engine/kv/tiers).
+// the lower KV tiers can copy them out first (engine/kv/tiers). `published`:
+// whether the block was committed with events (Commit's publish).
 class BlockEvictionHook {
  public:
   virtual ~BlockEvictionHook() = default;
-  virtual void BeforeEvict(BlockId block, const BlockHash& hash) = 0;
+  virtual void BeforeEvict(BlockId block, const BlockHash& hash, bool published) = 0;
 };
 
 struct BlockPoolStats {
@@ -85,9 +86,9 @@ class BlockPool {
   // another block already holds that hash, this one stays unhashed — the
   // first copy keeps serving hits. Committing a block again under the hash it
   // already holds does nothing; under another hash is a bug (CHECK).
-  // publish = false caches it for this pool only: no listener event, no
-  // eviction hook, not in CachedHashes (a sliding-window layer group's page,
-  // whose derived hash means nothing to the cluster or the tiers).
+  // publish = false caches it without listener events and leaves it out of
+  // CachedHashes (a sliding-window layer group's page, whose derived hash
+  // means nothing to the cluster); the eviction hook is told so.
   void Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent, bool publish = true);
 
   // Drops every cached hash (OnAllCleared). No block may be in use (CHECK).

@@ -67,7 +67,8 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) co
     int32_t missing = -1;
     for (int32_t g = 1; g < num_groups() && missing < 0; ++g) {
       for (int32_t b = hit - 1; b >= FirstBlockInWindow(g, static_cast<int64_t>(hit) * block_size_); --b) {
-        if (!pool_.IsCached(PageHash(hashes[static_cast<size_t>(b)], g))) {
+        const BlockHash page = PageHash(hashes[static_cast<size_t>(b)], g);
+        if (!pool_.IsCached(page) && (tiers_ == nullptr || !tiers_->InHost(page))) {
           missing = b;
           break;
         }
@@ -81,13 +82,23 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) co
 
 bool KvCacheManager::AcquireWindowPages(Request& req, std::span<const BlockHash> hashes) {
   const int32_t n = static_cast<int32_t>(hashes.size());
-  for (int32_t g = 1; g < num_groups(); ++g) {
-    for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
-      BlockId& entry = req.block_table[static_cast<size_t>(b * num_groups() + g)];
-      if (entry != kFreedPage) continue;
-      const std::optional<BlockId> page = pool_.AcquireCached(PageHash(hashes[static_cast<size_t>(b)], g));
-      if (!page) return false;
-      entry = *page;
+  // Device copies in the first pass, host memory's in the second (see
+  // AcquireCachedPrefix).
+  for (const bool from_host : {false, true}) {
+    for (int32_t g = 1; g < num_groups(); ++g) {
+      for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
+        BlockId& entry = req.block_table[static_cast<size_t>(b * num_groups() + g)];
+        if (entry != kFreedPage) continue;
+        const BlockHash hash = PageHash(hashes[static_cast<size_t>(b)], g);
+        const std::optional<BlockId> page = !from_host          ? pool_.AcquireCached(hash)
+                                            : tiers_ != nullptr ? tiers_->LoadFromHost(hash)
+                                                                : std::nullopt;
+        if (page) {
+          entry = *page;
+        } else if (from_host) {
+          return false;
+        }
+      }
     }
   }
   return true;
@@ -130,19 +141,23 @@ int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_ && num_groups() > 1) {
     // Group 0 as far as the device and host memory hold it (window pages
-    // never leave the device, so a disk run could not be used), cut to
-    // where the window pages go, before anything is copied up.
+    // never reach the disk, so a disk run could not be used), cut to where
+    // the window pages go, before anything is copied up.
     const size_t groups = static_cast<size_t>(num_groups());
     std::vector<BlockHash> hashes = ProbePrefix(req);
     hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
-    // Window pages first: taking them needs no free page, so copying group
-    // 0's up from host memory cannot evict them.
+    // What the device holds first (taking it needs no free page), then the
+    // copies up from host memory, whose allocations can then evict only
+    // pages this lookup does not need.
     req.block_table.assign(hashes.size() * groups, kFreedPage);
+    for (size_t b = 0; b < hashes.size(); ++b) {
+      req.block_table[b * groups] = pool_.AcquireCached(hashes[b]).value_or(kFreedPage);
+    }
     bool whole = AcquireWindowPages(req, hashes);
     size_t taken = 0;
     for (; whole && taken < hashes.size(); ++taken) {
-      std::optional<BlockId> block = pool_.AcquireCached(hashes[taken]);
-      if (!block && tiers_ != nullptr) block = tiers_->LoadFromHost(hashes[taken]);
+      if (req.block_table[taken * groups] != kFreedPage) continue;
+      const std::optional<BlockId> block = tiers_ != nullptr ? tiers_->LoadFromHost(hashes[taken]) : std::nullopt;
       if (!block) break;
       req.block_table[taken * groups] = *block;
     }
@@ -201,7 +216,8 @@ std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t
     }
     for (int32_t g = 1; g < num_groups(); ++g) {
       for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(hit_blocks) * block_size_); b < hit_blocks; ++b) {
-        if (pool_.ref_count(*pool_.FindCached(PageHash(hashes[static_cast<size_t>(b)], g))) == 0) ++taken;
+        const std::optional<BlockId> page = pool_.FindCached(PageHash(hashes[static_cast<size_t>(b)], g));
+        if (!page || pool_.ref_count(*page) == 0) ++taken;  // in host memory, or off the free list
       }
     }
   } else if (enable_prefix_caching_) {

@@ -13,10 +13,10 @@
 // its pages; a group with window w gives back its page of block i (kFreedPage
 // in the table) once block i ends before p − w + 1 for the next position p
 // to compute. Window pages are cached under a hash derived from the block's
-// (unpublished: the cluster and the lower tiers see group 0 only), and a
-// prefix hit of n blocks needs the window pages of the blocks its window
-// reaches, so the hit is the longest run for which they are all on the
-// device.
+// (unpublished: the cluster sees group 0 only; host memory keeps them, the
+// disk does not), and a prefix hit of n blocks needs the window pages of the
+// blocks its window reaches, so the hit is the longest run for which they
+// are all on the device or in host memory.
 //
 // Thread-safety: none; the engine thread owns it.
 //
@@ -132,7 +132,8 @@ class KvCacheManager {
   // `hashes`, the longest prefix whose window pages are all cached.
   int32_t LongestWindowedHit(std::span<const BlockHash> hashes) const;
   // Takes the window pages a hit of hashes.size() blocks needs into the
-  // table's empty entries; false as soon as one is not cached.
+  // table's empty entries, from the device or host memory; false as soon as
+  // one is in neither.
   bool AcquireWindowPages(Request& req, std::span<const BlockHash> hashes);
   void ReleasePassedWindowPages(Request& req);
   // The group-0 walk of BlocksToAdmit / AcquireCachedPrefix without taking:

@@ -29,7 +29,14 @@ std::optional<BlockHash> HostKvTier::ParentOf(const BlockHash& hash) const {
   return it->second->entry.parent;
 }
 
-HostKvTier::Insertion HostKvTier::Insert(const BlockHash& hash, const std::optional<BlockHash>& parent) {
+bool HostKvTier::IsPublished(const BlockHash& hash) const {
+  const auto it = index_.find(hash);
+  CHECK(it != index_.end()) << "IsPublished of a block the host tier does not hold";
+  return it->second->entry.published;
+}
+
+HostKvTier::Insertion HostKvTier::Insert(const BlockHash& hash, const std::optional<BlockHash>& parent,
+                                         bool published) {
   CHECK(!index_.contains(hash)) << "block " << hash.ToHex() << " inserted twice into the host tier";
   Insertion out;
   int64_t slot;
@@ -43,7 +50,7 @@ HostKvTier::Insertion HostKvTier::Insert(const BlockHash& hash, const std::optio
     index_.erase(victim.entry.hash);
     lru_.pop_front();
   }
-  lru_.push_back({.entry = {.hash = hash, .parent = parent}, .index = slot});
+  lru_.push_back({.entry = {.hash = hash, .parent = parent, .published = published}, .index = slot});
   index_[hash] = std::prev(lru_.end());
   out.slot = SlotBytes(slot);
   return out;

@@ -31,6 +31,9 @@ class HostKvTier {
   struct Entry {
     BlockHash hash;
     std::optional<BlockHash> parent;
+    // false: a sliding-window page under a derived hash (BlockPool::Commit's
+    // publish), never announced and never written to disk.
+    bool published = true;
   };
   struct Insertion {
     std::span<uint8_t> slot;       // to be filled with the block's bytes
@@ -50,9 +53,10 @@ class HostKvTier {
   // The block's bytes, now the most recently used; empty on a miss.
   std::span<const uint8_t> Touch(const BlockHash& hash);
   std::optional<BlockHash> ParentOf(const BlockHash& hash) const;
+  bool IsPublished(const BlockHash& hash) const;
   // A slot for `hash` (CHECK: not present), the least recently used block
   // evicted when full.
-  Insertion Insert(const BlockHash& hash, const std::optional<BlockHash>& parent);
+  Insertion Insert(const BlockHash& hash, const std::optional<BlockHash>& parent, bool published = true);
   // Drops a block (a failed fill); no-op when absent.
   void Erase(const BlockHash& hash);
   // Every block held, least recently used first.

@@ -102,7 +102,7 @@ void KvTierManager::AnnounceLowerBlocks() {
   if (next_ == nullptr) return;
   if (host_ != nullptr) {
     for (const HostKvTier::Entry& e : host_->Entries()) {
-      if (!on_device_.contains(e.hash)) next_->OnBlockMoved(e.hash, e.parent, KvTier::kHost);
+      if (e.published && !on_device_.contains(e.hash)) next_->OnBlockMoved(e.hash, e.parent, KvTier::kHost);
     }
   }
   if (disk_ != nullptr) {
@@ -125,12 +125,13 @@ void KvTierManager::AnnounceBest(const BlockHash& hash, const std::optional<Bloc
   }
 }
 
-void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash) {
+void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash, bool published) {
   const auto it = on_device_.find(hash);
   const std::optional<BlockHash> parent = it != on_device_.end() ? it->second : std::nullopt;
   if (host_ != nullptr) {
     if (!host_->Touch(hash).empty()) return;  // loaded from here earlier: the copy is still good
-    HostKvTier::Insertion ins = host_->Insert(hash, parent);
+    // An unpublished page (a window group's) is kept in host memory only.
+    HostKvTier::Insertion ins = host_->Insert(hash, parent, published);
     if (ins.evicted) SpillFromHost(*ins.evicted, ins.slot);
     if (const absl::Status s = executor_.CopyKvBlockOut(block, ins.slot); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block to host memory: {}", s.ToString());
@@ -140,7 +141,7 @@ void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash) {
     counters_.host.bytes_down += host_->block_bytes();
     return;
   }
-  if (disk_ != nullptr && !disk_->Contains(hash) && disk_->writable()) {
+  if (published && disk_ != nullptr && !disk_->Contains(hash) && disk_->writable()) {
     if (const absl::Status s = executor_.CopyKvBlockOut(block, staging_); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block to disk: {}", s.ToString());
       return;
@@ -151,6 +152,7 @@ void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash) {
 
 void KvTierManager::SpillFromHost(const HostKvTier::Entry& entry, std::span<const uint8_t> bytes) {
   ++counters_.host.evictions;
+  if (!entry.published) return;  // nothing announced it, and disk files carry block hashes only
   if (disk_ != nullptr && !disk_->Contains(entry.hash) && !on_device_.contains(entry.hash)) {
     WriteToDisk(entry.hash, entry.parent, bytes);
   }
@@ -182,7 +184,7 @@ std::optional<BlockId> KvTierManager::LoadFromHost(const BlockHash& hash) {
     pool_->Release(*block);
     return std::nullopt;
   }
-  pool_->Commit(*block, hash, host_->ParentOf(hash));
+  pool_->Commit(*block, hash, host_->ParentOf(hash), host_->IsPublished(hash));
   ++counters_.host.hit_blocks;
   ++counters_.host.loads;
   counters_.host.bytes_up += host_->block_bytes();

@@ -117,7 +117,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   void OnAllCleared() override;
   void OnSnapshot(std::span<const BlockHash> hashes) override;
   // BlockEvictionHook.
-  void BeforeEvict(BlockId block, const BlockHash& hash) override;
+  void BeforeEvict(BlockId block, const BlockHash& hash, bool published) override;
   // LowerKvTiers.
   std::optional<BlockId> LoadFromHost(const BlockHash& hash) override;
   bool InHost(const BlockHash& hash) const override;

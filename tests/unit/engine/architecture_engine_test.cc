@@ -18,6 +18,7 @@
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
 #include "tests/testing/collecting_sink.h"
+#include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -178,9 +179,9 @@ TEST_P(ArchitectureEngineTest, FreedWindowPagesHoldMoreConversationsWithTheSameT
 }
 
 // With a host-memory tier under a device cache of under two conversations,
-// window pages freed: group 0's pages go down the tier and come back while
-// the window pages stay on the device; tokens equal a run with neither
-// tier nor eviction, and every step's block accounting audits.
+// window pages freed: group 0's pages and the window's go down the tier
+// and come back as prefix hits; tokens equal a run with neither tier nor
+// eviction, and every step's block accounting audits.
 TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
   if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
   std::vector<EngineRequest> requests;
@@ -204,11 +205,13 @@ TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
                                                  .num_threads = 2,
                                                  .limits = testing::kRoomyLimits});
   ASSERT_GT(executor->info().kv_groups.num_groups(), 1);
-  auto tiers = KvTierManager::Create({.host_bytes = 512 * executor->info().kv_block_bytes}, *executor, "tiny", nullptr);
+  kvfleet::testing::RecordingKvListener listener;
+  auto tiers =
+      KvTierManager::Create({.host_bytes = 512 * executor->info().kv_block_bytes}, *executor, "tiny", &listener);
   ASSERT_TRUE(tiers.ok()) << tiers.status();
   EngineOptions options{.model_id = "tiny", .scheduler = one_at_a_time};
   options.kv_tiers = tiers->get();
-  Engine engine(*executor, options);
+  Engine engine(*executor, options, &listener);
   std::map<uint64_t, kvfleet::testing::CollectingSink> sinks;
   for (const EngineRequest& r : requests) ASSERT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
   for (int steps = 0; engine.HasWork() && steps < 100000; ++steps) {
@@ -219,7 +222,23 @@ TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
   std::map<uint64_t, std::vector<model::TokenId>> tokens;
   for (auto& [id, sink] : sinks) tokens[id] = sink.tokens();
   EXPECT_EQ(tokens, reference);
-  EXPECT_GT((*tiers)->stats().host.bytes_down, 0) << "group 0's pages went down the host tier";
+  // Group 0's pages and the window's went down to host memory and came back
+  // as hits: each follow-up's 40-token prefix.
+  EXPECT_GT((*tiers)->stats().host.hit_blocks, 0);
+  EXPECT_EQ(engine.Stats().prefix_hit_tokens, 5 * 40);
+  // The cluster hears of block hashes only, never a window page's derived one.
+  absl::flat_hash_set<BlockHash> blocks;
+  for (const EngineRequest& r : requests) {
+    std::vector<model::TokenId> all = r.prompt;
+    all.insert(all.end(), tokens[r.id.value()].begin(), tokens[r.id.value()].end());
+    for (const BlockHash& h : HashFullBlocks(RootBlockHash("tiny", ""), all, kBlockSize)) blocks.insert(h);
+  }
+  EXPECT_TRUE(listener.errors().empty());
+  for (const kvfleet::testing::KvEvent& e : listener.events()) {
+    if (e.kind != kvfleet::testing::KvEvent::Kind::kCleared) {
+      EXPECT_TRUE(blocks.contains(e.hash)) << e;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest, ::testing::ValuesIn(kArchitectures),

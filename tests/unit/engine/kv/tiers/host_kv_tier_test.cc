@@ -51,6 +51,21 @@ TEST(HostKvTierTest, EraseFreesItsSlot) {
   EXPECT_TRUE(tier.Insert(H(4), std::nullopt).evicted.has_value());
 }
 
+// A window page's entry says it is unpublished, in Entries and when it is
+// pushed out, so the tier manager neither announces it nor writes it to disk.
+TEST(HostKvTierTest, UnpublishedEntriesSaySo) {
+  HostKvTier tier(2, 8);
+  tier.Insert(H(1), std::nullopt, /*published=*/false);
+  tier.Insert(H(2), H(1));
+  EXPECT_FALSE(tier.IsPublished(H(1)));
+  EXPECT_TRUE(tier.IsPublished(H(2)));
+  EXPECT_FALSE(tier.Entries()[0].published);
+  HostKvTier::Insertion ins = tier.Insert(H(3), H(2));
+  ASSERT_TRUE(ins.evicted.has_value());
+  EXPECT_EQ(ins.evicted->hash, H(1));
+  EXPECT_FALSE(ins.evicted->published);
+}
+
 TEST(HostKvTierDeathTest, RefusesUnderTwoBlocksAndDoubleInserts) {
   EXPECT_DEATH(HostKvTier(1, 8), "at least two blocks");
   HostKvTier tier(2, 8);
