@@ -39,7 +39,11 @@ std::string MemoryPlan::ToString() const {
   return absl::StrCat("memory plan on ", device, ": ", absl::StrJoin(rows, ", "), "; KV budget ",
                       MiB(kv_budget_bytes), " of ", MiB(free_bytes), " free = ", num_blocks, " blocks of ",
                       block_size, " tokens at ", kv_bytes_per_token, " bytes per token, ", full_context_sequences,
-                      " full-context sequences");
+                      " full-context sequences",
+                      layers_per_page > 0 && layers_per_page < num_layers
+                          ? absl::StrCat("; each block a page of ", layers_per_page, " of the ", num_layers,
+                                         " layers (sliding-window layers free the blocks their window has passed)")
+                          : "");
 }
 
 absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const DeviceFreeMemory& free) {
@@ -53,7 +57,9 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
                   .draft_weight_bytes = draft.weight_bytes,
                   .draft_scratch_bytes = draft.scratch_bytes,
                   .block_size = info.block_size,
-                  .kv_bytes_per_token = info.kv_bytes_per_token};
+                  .kv_bytes_per_token = info.kv_bytes_per_token,
+                  .layers_per_page = info.kv_groups.layers_per_page,
+                  .num_layers = info.num_layers};
   // What is not resident yet: resident bytes are already out of a free
   // figure that does not exclude own allocations.
   const int64_t own = target.weight_bytes + target.scratch_bytes + draft.weight_bytes + draft.scratch_bytes -

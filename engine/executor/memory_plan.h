@@ -50,6 +50,10 @@ struct MemoryPlan {
   int64_t block_size = 0;
   int64_t kv_bytes_per_token = 0;
   int64_t full_context_sequences = 0;  // sequences of the model's whole context that fit at once
+  // A block of the pool is a page of this many layers: fewer than the model
+  // has when sliding-window layers free their passed blocks (0: unknown).
+  int64_t layers_per_page = 0;
+  int64_t num_layers = 0;
 
   // (component, bytes) rows for logs and the memory metric: weights,
   // scratch, draft_weights, draft_scratch, draft_kv_cache, host_kv_tier, kv_cache.
