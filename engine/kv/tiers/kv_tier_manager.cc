@@ -33,6 +33,14 @@ absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTie
   RETURN_IF_ERROR(options.Validate());
   const ExecutorInfo& info = executor.info();
   if (info.kv_block_bytes <= 0) return absl::InvalidArgumentError("this executor cannot copy KV blocks to lower tiers");
+  if (!options.disk_dir.empty() && info.kv_groups.frees_window_blocks()) {
+    // Its window pages are not written to disk, and a prefix hit needs
+    // them: the disk would hold blocks no lookup could use, announced to
+    // the router as hits.
+    return absl::InvalidArgumentError(
+        "a disk KV tier cannot serve a sliding-window model whose windowed layers free their passed blocks: drop "
+        "--kv-disk-dir (host memory, --kv-host-memory, serves it) or keep every block with --keep-window-blocks");
+  }
   std::unique_ptr<KvTierManager> m(new KvTierManager(executor, next));
   if (options.host_bytes > 0) {
     const int64_t blocks = options.host_bytes / info.kv_block_bytes;

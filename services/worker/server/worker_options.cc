@@ -36,7 +36,8 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                Blocks the device evicts go there and come back on a prefix hit instead of
                                being recomputed; page-locked on a GPU. Counts against the pod's memory limit.
   --kv-disk-dir DIR            a local-disk tier below that (or below the device): one checksummed file per
-                               block. A restarted worker adopts and announces what it finds there.
+                               block. A restarted worker adopts and announces what it finds there. Refused for
+                               a sliding-window model unless --keep-window-blocks (its window pages stay above)
   --kv-disk-size SIZE          the disk tier's bytes (required with --kv-disk-dir)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)

@@ -205,6 +205,12 @@ TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
                                                  .num_threads = 2,
                                                  .limits = testing::kRoomyLimits});
   ASSERT_GT(executor->info().kv_groups.num_groups(), 1);
+  // Window pages never reach the disk, so a disk tier is refused, naming the ways out.
+  kvfleet::testing::TempDir disk;
+  auto with_disk = KvTierManager::Create({.disk_dir = disk.Path("kv"), .disk_bytes = 1 << 20}, *executor, "tiny",
+                                         nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(with_disk.status())) << with_disk.status();
+  EXPECT_NE(with_disk.status().message().find("--keep-window-blocks"), std::string::npos) << with_disk.status();
   kvfleet::testing::RecordingKvListener listener;
   auto tiers =
       KvTierManager::Create({.host_bytes = 512 * executor->info().kv_block_bytes}, *executor, "tiny", &listener);
