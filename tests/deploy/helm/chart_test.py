@@ -1044,6 +1044,8 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
         f.check(arg_after(args, "--device") == w["device"], vs, who, "--device from worker.device")
         f.check(arg_after(args, "--kv-cache-dtype") == w["kvCacheDtype"], vs, who,
                 "--kv-cache-dtype from worker.kvCacheDtype")
+        f.check(("--keep-window-blocks" in args) == bool(w["keepWindowBlocks"]), vs, who,
+                "--keep-window-blocks exactly when worker.keepWindowBlocks")
         tiers = w["kvTiers"]
         f.check(arg_after(args, "--kv-host-memory") == (tiers["hostMemory"] or None), vs, who,
                 "--kv-host-memory from worker.kvTiers.hostMemory", str(arg_after(args, "--kv-host-memory")))
