@@ -13,6 +13,28 @@ std::vector<BlockId> Blocks(std::initializer_list<int32_t> ids) {
   return out;
 }
 
+// Page groups (sliding-window layers): a request's table interleaves its
+// groups; the batch lays each group's tables and slots out on its own, and
+// a freed window page (-1) names the null page.
+TEST(ForwardBatchBuilderTest, PageGroupsGetTheirOwnTablesAndSlotsAndFreedPagesTheNullPage) {
+  ForwardBatchBuilder builder(/*block_size=*/4, /*kv_groups=*/2, /*null_page=*/99);
+  // Blocks 0..2 of group 0 are pages 10, 11, 12; group 1's block 0 was freed, 1 and 2 are 21, 22.
+  builder.AddChunk(std::vector<model::TokenId>{5, 6}, 8, Blocks({10, -1, 11, 21, 12, 22}), LogitsWanted::kLast);
+  builder.AddChunk(std::vector<model::TokenId>{7}, 1, Blocks({30, 40}), LogitsWanted::kLast);
+  const ForwardBatch& b = builder.Finish();
+  EXPECT_EQ(b.num_kv_groups, 2);
+  ASSERT_EQ(b.max_blocks_per_chunk, 3);
+  EXPECT_EQ(b.block_table, (std::vector<int32_t>{10, 11, 12, /**/ 30, -1, -1,     // group 0
+                                                 99, 21, 22, /**/ 40, -1, -1}));  // group 1
+  EXPECT_EQ(b.BlockTableRow(0, 1)[0], 99);
+  // Positions 8 and 9 are block 2, slots 0 and 1, in each group; position 1 block 0 slot 1.
+  EXPECT_EQ(b.kv_slots, (std::vector<int64_t>{12 * 4 + 0, 12 * 4 + 1, 30 * 4 + 1,     // group 0
+                                              22 * 4 + 0, 22 * 4 + 1, 40 * 4 + 1}));  // group 1
+  EXPECT_TRUE(b.Validate(300, 1024, 100, 2, 2).ok());
+  const absl::Status one_group = b.Validate(300, 1024, 100, 2, 1);
+  EXPECT_NE(one_group.message().find("2 page groups; the cache has 1"), std::string::npos) << one_group;
+}
+
 TEST(ForwardBatchBuilderTest, LaysOutTokensSlotsTablesAndLogitsRows) {
   ForwardBatchBuilder builder(/*block_size=*/4);
   const std::vector<model::TokenId> prefill = {10, 11, 12, 13, 14, 15};  // positions 3..8
