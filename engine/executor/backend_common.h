@@ -66,14 +66,6 @@ inline int64_t KvBytesPerCachedToken(const model::ModelConfig& c, const Executor
   return (2 * c.num_layers * one.BytesPerLayer() + options.block_size - 1) / options.block_size;
 }
 
-// Pages an executor allocates for a pool of num_blocks: one more, zeroed,
-// when window pages are freed. A freed table entry names it, so a kernel
-// that reads a whole partition before a window reads finite zeros there
-// (and masks them) instead of another request's page.
-inline int64_t KvPagesAllocated(const ExecutorInfo& info, int64_t num_blocks) {
-  return num_blocks + (info.kv_groups.frees_window_blocks() ? 1 : 0);
-}
-
 // "+kv-int8" for an 8-bit KV cache, appended to a backend's numerics
 // identity: its tokens differ from a float16 cache's.
 inline std::string KvNumericsSuffix(kernels::KvCacheDtype dtype) {

@@ -81,12 +81,21 @@ struct ExecutorInfo {
   ExecutorLimits limits;     // resolved: max_logits_rows is set
 };
 
+// Pages an executor allocates for a pool of num_blocks: one more, zeroed,
+// when window pages are freed: the null page, id num_blocks. A freed table
+// entry names it, so a kernel that reads a whole partition before a window
+// reads finite zeros there (and masks them) instead of another request's page.
+inline int64_t KvPagesAllocated(const ExecutorInfo& info, int64_t num_blocks) {
+  return num_blocks + (info.kv_groups.frees_window_blocks() ? 1 : 0);
+}
+
 // A batch builder for an executor's cache: its block size, page groups and
-// null page (KvPagesAllocated).
+// null page (above).
 inline ForwardBatchBuilder BatchBuilderFor(const ExecutorInfo& info) {
   const int32_t bs = static_cast<int32_t>(info.block_size);
-  if (info.kv_groups.num_groups() <= 1) return ForwardBatchBuilder(bs);
-  return ForwardBatchBuilder(bs, info.kv_groups.num_groups(), static_cast<int32_t>(info.num_blocks));
+  if (!info.kv_groups.frees_window_blocks()) return ForwardBatchBuilder(bs);
+  const int32_t null_page = static_cast<int32_t>(KvPagesAllocated(info, info.num_blocks) - 1);
+  return ForwardBatchBuilder(bs, info.kv_groups.num_groups(), null_page);
 }
 
 class ModelExecutor {

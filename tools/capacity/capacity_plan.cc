@@ -7,13 +7,23 @@
 
 namespace kvfleet::tools {
 
+namespace {
+
+// A token's K and V over one page's layers (the worker's pool unit).
+int64_t PageTokenBytes(const model::ModelConfig& config, const model::KvPageGroups& groups, int64_t bytes_per_value,
+                       int64_t row_scale_bytes) {
+  return KvBytesPerToken(
+      {.num_layers = groups.layers_per_page, .num_kv_heads = config.num_kv_heads, .head_dim = config.head_dim},
+      bytes_per_value, row_scale_bytes);
+}
+
+}  // namespace
+
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
                            int64_t bytes_per_value, int64_t row_scale_bytes) {
   const model::KvPageGroups groups = model::KvPageGroupsFor(config, true);
-  const int64_t page_token_bytes = KvBytesPerToken(
-      {.num_layers = groups.layers_per_page, .num_kv_heads = config.num_kv_heads, .head_dim = config.head_dim},
-      bytes_per_value, row_scale_bytes);
-  return groups.PagesForSequence(context, block_size) * block_size * page_token_bytes;
+  return groups.PagesForSequence(context, block_size) * block_size *
+         PageTokenBytes(config, groups, bytes_per_value, row_scale_bytes);
 }
 
 int64_t EstimateParameters(const model::ModelConfig& c) {
@@ -42,9 +52,7 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
   plan.context = in.context > 0 ? in.context : c.context_length;
   plan.blocks_per_conversation = BlocksForTokens(plan.context, in.block_size);
   plan.page_groups = model::KvPageGroupsFor(c, true);
-  const int64_t page_token_bytes = KvBytesPerToken(
-      {.num_layers = plan.page_groups.layers_per_page, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim},
-      in.kv_bytes_per_value, in.kv_row_scale_bytes);
+  const int64_t page_token_bytes = PageTokenBytes(c, plan.page_groups, in.kv_bytes_per_value, in.kv_row_scale_bytes);
   const auto pages_for = [&](int64_t tokens) { return plan.page_groups.PagesForSequence(tokens, in.block_size); };
   plan.pages_per_conversation = pages_for(plan.context);
   plan.kv_bytes_per_conversation = plan.pages_per_conversation * in.block_size * page_token_bytes;
