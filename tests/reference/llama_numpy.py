@@ -260,6 +260,12 @@ class LlamaReference:
             out[:, h, :] = p.astype(q.dtype) @ v_all[:, kv, :]
         return out
 
+    def kv_round(self, k, v):
+        """The values the KV cache gives back for K (after RoPE) and V, each
+        [T, n_kv, hd]: float16, as kvfleet stores them by default (a
+        subclass emulates other formats: bench/kv_quant_emulation.py)."""
+        return k.astype(np.float16).astype(np.float32), v.astype(np.float16).astype(np.float32)
+
     # --- forward ---------------------------------------------------------
     def new_cache(self) -> KVCache:
         return KVCache(self.hp, np.float32)
@@ -292,9 +298,7 @@ class LlamaReference:
                 k = self._rmsnorm(k, self.w[p + "attn_k_norm.weight"])
             q = self._rope(q, positions, hp.rope_bases[l])
             k = self._rope(k, positions, hp.rope_bases[l])
-            # The KV cache holds float16: round K (after RoPE) and V as kvfleet stores them.
-            k = k.astype(np.float16).astype(np.float32)
-            v = v.astype(np.float16).astype(np.float32)
+            k, v = self.kv_round(k, v)
             cache.k[l] = np.concatenate([cache.k[l], k])
             cache.v[l] = np.concatenate([cache.v[l], v])
             a = self._attention(q, cache.k[l], cache.v[l], start, hp.windows[l])
