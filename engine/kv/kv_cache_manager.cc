@@ -45,20 +45,25 @@ int32_t KvCacheManager::MostPagesHeld(int64_t tokens, int32_t chunk_tokens) cons
   return static_cast<int32_t>(std::min<int64_t>(pages, std::numeric_limits<int32_t>::max()));
 }
 
-std::vector<BlockHash> KvCacheManager::ProbePrefix(const Request& req) const {
+bool KvCacheManager::Findable(const BlockHash& hash, bool through_disk) const {
+  if (pool_.IsCached(hash)) return true;
+  return tiers_ != nullptr && (tiers_->InHost(hash) || (through_disk && tiers_->OnDiskOnly(hash)));
+}
+
+std::vector<BlockHash> KvCacheManager::ProbePrefix(const Request& req, bool through_disk) const {
   std::vector<BlockHash> hashes;
   const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
   BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
   for (int32_t b = 0; b < max_blocks; ++b) {
     const BlockHash hash = HashOfBlock(req, b, parent);
-    if (!pool_.IsCached(hash) && (tiers_ == nullptr || !tiers_->InHost(hash))) break;
+    if (!Findable(hash, through_disk)) break;
     hashes.push_back(hash);
     parent = hash;
   }
   return hashes;
 }
 
-int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) const {
+int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes, bool through_disk) const {
   // A hit of `hit` blocks needs pages [FirstBlockInWindow(hit), hit) of
   // each window group; a missing page at block b rules out every hit that
   // reaches b, so the search goes straight down to b.
@@ -67,8 +72,7 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) co
     int32_t missing = -1;
     for (int32_t g = 1; g < num_groups() && missing < 0; ++g) {
       for (int32_t b = hit - 1; b >= FirstBlockInWindow(g, static_cast<int64_t>(hit) * block_size_); --b) {
-        const BlockHash page = PageHash(hashes[static_cast<size_t>(b)], g);
-        if (!pool_.IsCached(page) && (tiers_ == nullptr || !tiers_->InHost(page))) {
+        if (!Findable(PageHash(hashes[static_cast<size_t>(b)], g), through_disk)) {
           missing = b;
           break;
         }
@@ -78,6 +82,58 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes) co
     hit = missing;
   }
   return 0;
+}
+
+std::vector<BlockHash> KvCacheManager::WindowedHitPages(const Request& req, int32_t hit_now) const {
+  std::vector<BlockHash> hashes = ProbePrefix(req, /*through_disk=*/true);
+  const int32_t n = LongestWindowedHit(hashes, /*through_disk=*/true);
+  std::vector<BlockHash> pages;
+  if (n <= hit_now) return pages;
+  // Group 0's first (a load that ends early still leaves a usable head),
+  // then each window group's.
+  pages.assign(hashes.begin(), hashes.begin() + n);
+  for (int32_t g = 1; g < num_groups(); ++g) {
+    for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
+      pages.push_back(PageHash(hashes[static_cast<size_t>(b)], g));
+    }
+  }
+  return pages;
+}
+
+bool KvCacheManager::DiskLengthensWindowedHit(const Request& req, int32_t hit_now) const {
+  for (const BlockHash& page : WindowedHitPages(req, hit_now)) {
+    if (!pool_.IsCached(page) && tiers_->OnDiskOnly(page)) return true;
+  }
+  return false;
+}
+
+bool KvCacheManager::StartWindowedDiskLoad(Request& req, int32_t hit_now) {
+  const std::vector<BlockHash> pages = WindowedHitPages(req, hit_now);
+  std::vector<BlockHash> from_disk;
+  for (const BlockHash& page : pages) {
+    if (!pool_.IsCached(page) && tiers_->OnDiskOnly(page)) from_disk.push_back(page);
+  }
+  if (from_disk.empty()) return false;
+  if (tiers_->loads_in_flight()) {  // one load at a time, as StartDiskLoad
+    req.kv_awaits_disk = true;
+    return true;
+  }
+  // The hit's pages already on the device are held while the load takes
+  // its pages, so that its allocations cannot evict them.
+  std::vector<BlockId> held;
+  for (const BlockHash& page : pages) {
+    if (const std::optional<BlockId> b = pool_.AcquireCached(page)) held.push_back(*b);
+  }
+  // Room for the load and for group 0's pages of the rest of the prompt.
+  const int64_t rest = BlocksFor(req.num_tokens()) - static_cast<int64_t>(hit_now);
+  const bool room = pool_.num_free() - rest >= static_cast<int64_t>(from_disk.size());
+  if (room) {
+    req.kv_load_tried = true;
+    req.kv_loading = true;
+    tiers_->StartDiskLoad(req.id(), std::move(from_disk));
+  }
+  for (auto it = held.rbegin(); it != held.rend(); ++it) pool_.Release(*it);
+  return room;
 }
 
 bool KvCacheManager::AcquireWindowPages(Request& req, std::span<const BlockHash> hashes) {
@@ -135,51 +191,57 @@ BlockHash KvCacheManager::HashOfBlock(const Request& req, int32_t b, const Block
   return ChainBlockHash(parent, std::span<const int32_t>(req.tokens.data() + b * block_size_, block_size_));
 }
 
+int32_t KvCacheManager::AcquireWindowedPrefix(Request& req) {
+  // Group 0 as far as the device and host memory hold it, cut to where the
+  // window pages go, before anything is copied up.
+  std::vector<BlockHash> hashes = ProbePrefix(req);
+  hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
+  if (tiers_ != nullptr && !req.kv_load_tried && StartWindowedDiskLoad(req, static_cast<int32_t>(hashes.size()))) {
+    return 0;  // the disk holds a longer hit: the request waits for it, holding nothing
+  }
+  const size_t groups = static_cast<size_t>(num_groups());
+  // What the device holds first (taking it needs no free page), then the
+  // copies up from host memory, whose allocations can then evict only
+  // pages this lookup does not need.
+  req.block_table.assign(hashes.size() * groups, kFreedPage);
+  for (size_t b = 0; b < hashes.size(); ++b) {
+    req.block_table[b * groups] = pool_.AcquireCached(hashes[b]).value_or(kFreedPage);
+  }
+  bool whole = AcquireWindowPages(req, hashes);
+  size_t taken = 0;
+  for (; whole && taken < hashes.size(); ++taken) {
+    if (req.block_table[taken * groups] != kFreedPage) continue;
+    const std::optional<BlockId> block = tiers_ != nullptr ? tiers_->LoadFromHost(hashes[taken]) : std::nullopt;
+    if (!block) break;
+    req.block_table[taken * groups] = *block;
+  }
+  if (whole && taken < hashes.size()) {
+    // No device page for a host block (or a copy evicted a later one):
+    // keep the run before it, with the window pages that run reaches.
+    for (size_t e = taken * groups; e < req.block_table.size(); ++e) {
+      if (req.block_table[e] != kFreedPage) pool_.Release(req.block_table[e]);
+    }
+    req.block_table.resize(taken * groups);
+    hashes.resize(taken);
+    whole = AcquireWindowPages(req, hashes);
+  }
+  if (!whole) {
+    for (BlockId page : req.block_table) {
+      if (page != kFreedPage) pool_.Release(page);
+    }
+    req.block_table.clear();
+    hashes.clear();
+  }
+  req.block_hashes = std::move(hashes);
+  return HeldBlocks(req) * block_size_;
+}
+
 int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
   req.kv_awaits_disk = false;
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_ && num_groups() > 1) {
-    // Group 0 as far as the device and host memory hold it (window pages
-    // never reach the disk, so a disk run could not be used), cut to where
-    // the window pages go, before anything is copied up.
-    const size_t groups = static_cast<size_t>(num_groups());
-    std::vector<BlockHash> hashes = ProbePrefix(req);
-    hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
-    // What the device holds first (taking it needs no free page), then the
-    // copies up from host memory, whose allocations can then evict only
-    // pages this lookup does not need.
-    req.block_table.assign(hashes.size() * groups, kFreedPage);
-    for (size_t b = 0; b < hashes.size(); ++b) {
-      req.block_table[b * groups] = pool_.AcquireCached(hashes[b]).value_or(kFreedPage);
-    }
-    bool whole = AcquireWindowPages(req, hashes);
-    size_t taken = 0;
-    for (; whole && taken < hashes.size(); ++taken) {
-      if (req.block_table[taken * groups] != kFreedPage) continue;
-      const std::optional<BlockId> block = tiers_ != nullptr ? tiers_->LoadFromHost(hashes[taken]) : std::nullopt;
-      if (!block) break;
-      req.block_table[taken * groups] = *block;
-    }
-    if (whole && taken < hashes.size()) {
-      // No device page for a host block (or a copy evicted a later one):
-      // keep the run before it, with the window pages that run reaches.
-      for (size_t e = taken * groups; e < req.block_table.size(); ++e) {
-        if (req.block_table[e] != kFreedPage) pool_.Release(req.block_table[e]);
-      }
-      req.block_table.resize(taken * groups);
-      hashes.resize(taken);
-      whole = AcquireWindowPages(req, hashes);
-    }
-    if (!whole) {
-      for (BlockId page : req.block_table) {
-        if (page != kFreedPage) pool_.Release(page);
-      }
-      req.block_table.clear();
-      hashes.clear();
-    }
-    req.block_hashes = std::move(hashes);
-    hit_tokens = HeldBlocks(req) * block_size_;
+    hit_tokens = AcquireWindowedPrefix(req);
   } else if (enable_prefix_caching_) {
     // At most (n - 1) / block_size blocks: the last token is always computed.
     const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
@@ -210,6 +272,7 @@ std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t
     std::vector<BlockHash> hashes = ProbePrefix(req);
     hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
     hit_blocks = static_cast<int32_t>(hashes.size());
+    if (tiers_ != nullptr && !req.kv_load_tried && DiskLengthensWindowedHit(req, hit_blocks)) return std::nullopt;
     for (int32_t b = 0; b < hit_blocks; ++b) {
       const std::optional<BlockId> block = pool_.FindCached(hashes[static_cast<size_t>(b)]);
       if (!block || pool_.ref_count(*block) == 0) ++taken;

@@ -13,10 +13,10 @@
 // its pages; a group with window w gives back its page of block i (kFreedPage
 // in the table) once block i ends before p − w + 1 for the next position p
 // to compute. Window pages are cached under a hash derived from the block's
-// (unpublished: the cluster sees group 0 only; host memory keeps them, the
-// disk does not), and a prefix hit of n blocks needs the window pages of the
+// (unpublished: the cluster sees group 0 only; the lower tiers keep them
+// marked so), and a prefix hit of n blocks needs the window pages of the
 // blocks its window reaches, so the hit is the longest run for which they
-// are all on the device or in host memory.
+// are all on the device or in host memory, or, loaded first, on disk.
 //
 // Thread-safety: none; the engine thread owns it.
 //
@@ -128,17 +128,31 @@ class KvCacheManager {
   // The first block a window group still reads when the next position to
   // compute is `next_position`.
   int32_t FirstBlockInWindow(int32_t group, int64_t next_position) const;
+  // Whether a lookup finds `hash` on the device or in host memory, or, with
+  // through_disk, on disk too.
+  bool Findable(const BlockHash& hash, bool through_disk) const;
   // With page groups: of a run of n leading blocks whose group-0 hashes are
-  // `hashes`, the longest prefix whose window pages are all cached.
-  int32_t LongestWindowedHit(std::span<const BlockHash> hashes) const;
+  // `hashes`, the longest prefix whose window pages are all findable.
+  int32_t LongestWindowedHit(std::span<const BlockHash> hashes, bool through_disk = false) const;
+  // With page groups and lower tiers: when the disk lengthens the hit past
+  // `hit_now` blocks, every page of the longer hit (group 0's, then its
+  // window's); empty otherwise.
+  std::vector<BlockHash> WindowedHitPages(const Request& req, int32_t hit_now) const;
+  // Whether some page of WindowedHitPages only the disk holds.
+  bool DiskLengthensWindowedHit(const Request& req, int32_t hit_now) const;
+  // Starts one background load of those disk-only pages (or marks req to
+  // wait for the load in flight); false when there is none or no room.
+  bool StartWindowedDiskLoad(Request& req, int32_t hit_now);
+  // AcquireCachedPrefix with page groups.
+  int32_t AcquireWindowedPrefix(Request& req);
   // Takes the window pages a hit of hashes.size() blocks needs into the
   // table's empty entries, from the device or host memory; false as soon as
   // one is in neither.
   bool AcquireWindowPages(Request& req, std::span<const BlockHash> hashes);
   void ReleasePassedWindowPages(Request& req);
   // The group-0 walk of BlocksToAdmit / AcquireCachedPrefix without taking:
-  // hashes of the leading blocks cached on the device or in host memory.
-  std::vector<BlockHash> ProbePrefix(const Request& req) const;
+  // hashes of the leading blocks findable (Findable).
+  std::vector<BlockHash> ProbePrefix(const Request& req, bool through_disk = false) const;
 
   BlockPool& pool_;
   int32_t block_size_;

@@ -128,7 +128,8 @@ absl::Status DiskKvTier::Scan() {
       ++damaged;
       continue;
     }
-    found.push_back({.mtime = e.last_write_time(ec), .entry = {.hash = h->hash, .parent = h->parent}});
+    found.push_back(
+        {.mtime = e.last_write_time(ec), .entry = {.hash = h->hash, .parent = h->parent, .published = h->published}});
   }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime < b.mtime; });
   for (const Found& f : found) Adopt(f.entry);
@@ -179,6 +180,12 @@ std::optional<BlockHash> DiskKvTier::ParentOf(const BlockHash& hash) const {
   return it->second.entry.parent;
 }
 
+bool DiskKvTier::IsPublished(const BlockHash& hash) const {
+  const auto it = index_.find(hash);
+  CHECK(it != index_.end()) << "IsPublished of a block the disk tier does not hold";
+  return it->second.entry.published;
+}
+
 std::vector<DiskKvTier::Entry> DiskKvTier::Entries() const {
   std::vector<Entry> out;
   out.reserve(lru_.size());
@@ -187,15 +194,16 @@ std::vector<DiskKvTier::Entry> DiskKvTier::Entries() const {
 }
 
 bool DiskKvTier::Write(const BlockHash& hash, const std::optional<BlockHash>& parent, std::span<const uint8_t> bytes,
-                       std::vector<Entry>* evicted) {
+                       std::vector<Entry>* evicted, bool published) {
   CHECK_EQ(static_cast<int64_t>(bytes.size()), options_.block_bytes);
   if (index_.contains(hash)) return false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writable_ || static_cast<int64_t>(unwritten_.size()) >= options_.max_queued_writes) return false;
   }
-  auto file = std::make_shared<std::vector<uint8_t>>(EncodeKvBlockFile(options_.identity, hash, parent, bytes));
-  Adopt({.hash = hash, .parent = parent});
+  auto file =
+      std::make_shared<std::vector<uint8_t>>(EncodeKvBlockFile(options_.identity, hash, parent, bytes, published));
+  Adopt({.hash = hash, .parent = parent, .published = published});
   {
     std::lock_guard<std::mutex> lock(mu_);
     unwritten_[hash] = file;
@@ -226,8 +234,9 @@ DiskKvTier::Completions DiskKvTier::TakeCompletions() {
     std::lock_guard<std::mutex> lock(mu_);
     std::swap(out, done_);
   }
-  for (const BlockHash& h : out.failed_writes) {
-    if (auto it = index_.find(h); it != index_.end()) {
+  for (Entry& failed : out.failed_writes) {
+    if (auto it = index_.find(failed.hash); it != index_.end()) {
+      failed = it->second.entry;
       lru_.erase(it->second.lru);
       index_.erase(it);
     }
@@ -288,7 +297,7 @@ void DiskKvTier::DoWrite(const Op& op) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writable_) {
-      done_.failed_writes.push_back(op.hash);
+      done_.failed_writes.push_back({.hash = op.hash});
       return;
     }
   }
@@ -312,7 +321,7 @@ void DiskKvTier::DoWrite(const Op& op) {
     done_.written_bytes += static_cast<int64_t>(op.bytes->size());
     return;
   }
-  done_.failed_writes.push_back(op.hash);
+  done_.failed_writes.push_back({.hash = op.hash});
   if (writable_) {
     writable_ = false;
     KVFLEET_LOG_ERROR("disk KV tier {}: {}; writing no more blocks there (reads go on)", options_.dir,

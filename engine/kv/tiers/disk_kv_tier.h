@@ -65,6 +65,7 @@ class DiskKvTier {
   struct Entry {
     BlockHash hash;
     std::optional<BlockHash> parent;
+    bool published = true;  // false: a window page (kv_block_file.h), never announced
   };
   struct ReadResult {
     uint64_t job = 0;
@@ -75,7 +76,7 @@ class DiskKvTier {
   };
   struct Completions {
     std::vector<ReadResult> reads;
-    std::vector<BlockHash> failed_writes;  // dropped from the index: announce them gone
+    std::vector<Entry> failed_writes;  // dropped from the index: announce the published ones gone
     int64_t written_bytes = 0;
   };
 
@@ -93,7 +94,9 @@ class DiskKvTier {
   double startup_read_seconds() const { return startup_read_seconds_; }
   bool writable() const;
   bool Contains(const BlockHash& hash) const { return index_.contains(hash); }
+  // Of a block it holds.
   std::optional<BlockHash> ParentOf(const BlockHash& hash) const;
+  bool IsPublished(const BlockHash& hash) const;
   // Blocks adopted at Open or written since, least recently used first.
   std::vector<Entry> Entries() const;
 
@@ -102,7 +105,7 @@ class DiskKvTier {
   // the tier is read-only, already holds the hash, or has
   // max_queued_writes writes queued already.
   bool Write(const BlockHash& hash, const std::optional<BlockHash>& parent, std::span<const uint8_t> bytes,
-             std::vector<Entry>* evicted);
+             std::vector<Entry>* evicted, bool published = true);
   // Queues reading `hashes` in order for `job`; each becomes the most
   // recently used.
   void Read(uint64_t job, std::vector<BlockHash> hashes);

@@ -11,10 +11,12 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'V', 'F', 'L', 'B', 'L', 'K', '1'};
 constexpr uint32_t kVersion = 1;
-// magic, version, identity length | identity | hash, has parent, parent,
+// magic, version, identity length | identity | hash, flags, parent,
 // payload bytes, payload crc, header crc.
 constexpr size_t kFixedBefore = 8 + 4 + 4;
 constexpr size_t kFixedAfter = 16 + 1 + 16 + 8 + 4 + 4;
+constexpr uint8_t kHasParent = 1;
+constexpr uint8_t kUnpublished = 2;
 
 uint32_t Crc32(std::span<const uint8_t> bytes) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -63,7 +65,8 @@ size_t KvBlockHeaderBytes(std::string_view identity) { return kFixedBefore + ide
 std::string KvBlockFileName(const BlockHash& hash) { return hash.ToHex() + std::string(kKvBlockFileExtension); }
 
 std::vector<uint8_t> EncodeKvBlockFile(std::string_view identity, const BlockHash& hash,
-                                       const std::optional<BlockHash>& parent, std::span<const uint8_t> payload) {
+                                       const std::optional<BlockHash>& parent, std::span<const uint8_t> payload,
+                                       bool published) {
   const size_t header = KvBlockHeaderBytes(identity);
   std::vector<uint8_t> out(header + payload.size());
   Writer w{out.data()};
@@ -72,7 +75,7 @@ std::vector<uint8_t> EncodeKvBlockFile(std::string_view identity, const BlockHas
   w.Int<uint32_t>(static_cast<uint32_t>(identity.size()));
   w.Bytes(identity.data(), identity.size());
   w.Hash(hash);
-  w.Int<uint8_t>(parent.has_value() ? 1 : 0);
+  w.Int<uint8_t>(static_cast<uint8_t>((parent.has_value() ? kHasParent : 0) | (published ? 0 : kUnpublished)));
   w.Hash(parent.value_or(BlockHash{}));
   w.Int<uint64_t>(payload.size());
   w.Int<uint32_t>(Crc32(payload));
@@ -102,7 +105,8 @@ absl::StatusOr<KvBlockFileHeader> DecodeKvBlockHeader(std::string_view identity,
                                                       "', this worker is '", std::string(identity), "'"));
   }
   KvBlockFileHeader h{.hash = GetHash(p)};
-  if (p[16] != 0) h.parent = GetHash(p + 17);
+  if ((p[16] & kHasParent) != 0) h.parent = GetHash(p + 17);
+  h.published = (p[16] & kUnpublished) == 0;
   h.payload_bytes = Get<uint64_t>(p + 33);
   return h;
 }

@@ -3,8 +3,12 @@
 // executor's CopyKvBlockOut layout).
 //
 //   magic "KVFLBLK1" | version u32 | identity length u32 | identity bytes
-//   | block hash (16) | has parent u8 | parent hash (16) | payload bytes u64
+//   | block hash (16) | flags u8 | parent hash (16) | payload bytes u64
 //   | payload crc32 u32 | header crc32 u32 | payload
+//
+// flags: bit 0, the parent hash is set; bit 1, the block is unpublished (a
+// sliding-window group's page, cached under a hash derived from its
+// block's: never announced to the cluster, after a restart too).
 //
 // Integers little-endian. The identity names everything that decides the
 // bytes: model id, numerics identity (backend, kernels, KV dtype), block
@@ -36,12 +40,14 @@ namespace kvfleet::engine {
 struct KvBlockFileHeader {
   BlockHash hash;
   std::optional<BlockHash> parent;
+  bool published = true;
   uint64_t payload_bytes = 0;
 };
 
 // The whole file: header then payload.
 std::vector<uint8_t> EncodeKvBlockFile(std::string_view identity, const BlockHash& hash,
-                                       const std::optional<BlockHash>& parent, std::span<const uint8_t> payload);
+                                       const std::optional<BlockHash>& parent, std::span<const uint8_t> payload,
+                                       bool published = true);
 
 // Checks the header alone (a restart's scan reads only headers): magic,
 // version, identity, header checksum. DATA_LOSS for damage, FAILED_PRECONDITION

@@ -33,14 +33,6 @@ absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTie
   RETURN_IF_ERROR(options.Validate());
   const ExecutorInfo& info = executor.info();
   if (info.kv_block_bytes <= 0) return absl::InvalidArgumentError("this executor cannot copy KV blocks to lower tiers");
-  if (!options.disk_dir.empty() && info.kv_groups.frees_window_blocks()) {
-    // Its window pages are not written to disk, and a prefix hit needs
-    // them: the disk would hold blocks no lookup could use, announced to
-    // the router as hits.
-    return absl::InvalidArgumentError(
-        "a disk KV tier cannot serve a sliding-window model whose windowed layers free their passed blocks: drop "
-        "--kv-disk-dir (host memory, --kv-host-memory, serves it) or keep every block with --keep-window-blocks");
-  }
   std::unique_ptr<KvTierManager> m(new KvTierManager(executor, next));
   if (options.host_bytes > 0) {
     const int64_t blocks = options.host_bytes / info.kv_block_bytes;
@@ -115,7 +107,7 @@ void KvTierManager::AnnounceLowerBlocks() {
   }
   if (disk_ != nullptr) {
     for (const DiskKvTier::Entry& e : disk_->Entries()) {
-      if (!on_device_.contains(e.hash) && (host_ == nullptr || !host_->Contains(e.hash))) {
+      if (e.published && !on_device_.contains(e.hash) && (host_ == nullptr || !host_->Contains(e.hash))) {
         next_->OnBlockMoved(e.hash, e.parent, KvTier::kDisk);
       }
     }
@@ -138,7 +130,6 @@ void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash, bool publi
   const std::optional<BlockHash> parent = it != on_device_.end() ? it->second : std::nullopt;
   if (host_ != nullptr) {
     if (!host_->Touch(hash).empty()) return;  // loaded from here earlier: the copy is still good
-    // An unpublished page (a window group's) is kept in host memory only.
     HostKvTier::Insertion ins = host_->Insert(hash, parent, published);
     if (ins.evicted) SpillFromHost(*ins.evicted, ins.slot);
     if (const absl::Status s = executor_.CopyKvBlockOut(block, ins.slot); !s.ok()) {
@@ -149,32 +140,34 @@ void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash, bool publi
     counters_.host.bytes_down += host_->block_bytes();
     return;
   }
-  if (published && disk_ != nullptr && !disk_->Contains(hash) && disk_->writable()) {
+  if (disk_ != nullptr && !disk_->Contains(hash) && disk_->writable()) {
     if (const absl::Status s = executor_.CopyKvBlockOut(block, staging_); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block to disk: {}", s.ToString());
       return;
     }
-    WriteToDisk(hash, parent, staging_);
+    WriteToDisk(hash, parent, staging_, published);
   }
 }
 
 void KvTierManager::SpillFromHost(const HostKvTier::Entry& entry, std::span<const uint8_t> bytes) {
   ++counters_.host.evictions;
-  if (!entry.published) return;  // nothing announced it, and disk files carry block hashes only
-  if (disk_ != nullptr && !disk_->Contains(entry.hash) && !on_device_.contains(entry.hash)) {
-    WriteToDisk(entry.hash, entry.parent, bytes);
+  // An unpublished page (a window group's) is on the device under its own
+  // hash when the pool still caches it; on_device_ knows published blocks only.
+  const bool on_device = entry.published ? on_device_.contains(entry.hash) : pool_->IsCached(entry.hash);
+  if (disk_ != nullptr && !disk_->Contains(entry.hash) && !on_device) {
+    WriteToDisk(entry.hash, entry.parent, bytes, entry.published);
   }
-  AnnounceBest(entry.hash, entry.parent);
+  if (entry.published) AnnounceBest(entry.hash, entry.parent);
 }
 
 void KvTierManager::WriteToDisk(const BlockHash& hash, const std::optional<BlockHash>& parent,
-                                std::span<const uint8_t> bytes) {
+                                std::span<const uint8_t> bytes, bool published) {
   std::vector<DiskKvTier::Entry> evicted;
-  if (!disk_->Write(hash, parent, bytes, &evicted)) return;
+  if (!disk_->Write(hash, parent, bytes, &evicted, published)) return;
   counters_.disk.bytes_down += disk_->file_bytes();
   for (const DiskKvTier::Entry& e : evicted) {
     ++counters_.disk.evictions;
-    AnnounceBest(e.hash, e.parent);
+    if (e.published) AnnounceBest(e.hash, e.parent);
   }
 }
 
@@ -208,11 +201,12 @@ bool KvTierManager::OnDiskOnly(const BlockHash& hash) const {
 
 void KvTierManager::StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) {
   CHECK(!hashes.empty());
-  Job job{.request = id, .parent = disk_->ParentOf(hashes.front())};
-  for (size_t i = 0; i < hashes.size(); ++i) {
+  Job job{.request = id};
+  for (const BlockHash& hash : hashes) {
     const std::optional<BlockId> block = pool_->Allocate();
     CHECK(block.has_value()) << "a disk load was started for more blocks than are free";
     job.blocks.push_back(*block);
+    job.entries.push_back({.hash = hash, .parent = disk_->ParentOf(hash), .published = disk_->IsPublished(hash)});
   }
   const uint64_t job_id = next_job_++;
   jobs_[job_id] = std::move(job);
@@ -229,9 +223,9 @@ std::vector<RequestId> KvTierManager::Poll() {
   std::vector<RequestId> done;
   if (disk_ != nullptr) {
     DiskKvTier::Completions c = disk_->TakeCompletions();
-    for (const BlockHash& h : c.failed_writes) {
+    for (const DiskKvTier::Entry& e : c.failed_writes) {
       ++counters_.disk.errors;
-      AnnounceBest(h, std::nullopt);
+      if (e.published) AnnounceBest(e.hash, e.parent);
     }
     for (DiskKvTier::ReadResult& r : c.reads) {
       const auto it = jobs_.find(r.job);
@@ -247,18 +241,16 @@ std::vector<RequestId> KvTierManager::Poll() {
 
 void KvTierManager::FinishRead(DiskKvTier::ReadResult& r, Job& job) {
   const auto start = std::chrono::steady_clock::now();
-  std::optional<BlockHash> parent = job.parent;
   size_t filled = 0;
   for (; filled < r.blocks.size(); ++filled) {
-    const BlockHash& hash = r.hashes[filled];
+    const DiskKvTier::Entry& entry = job.entries[filled];
     const BlockId block = job.blocks[filled];
-    if (filled > 0) parent = r.hashes[filled - 1];
-    if (pool_->IsCached(hash)) continue;  // computed again meanwhile
+    if (pool_->IsCached(entry.hash)) continue;  // computed again meanwhile
     if (const absl::Status s = executor_.CopyKvBlockIn(block, r.blocks[filled]); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block from disk: {}", s.ToString());
       break;
     }
-    pool_->Commit(block, hash, parent);
+    pool_->Commit(block, entry.hash, entry.parent, entry.published);
     ++counters_.disk.hit_blocks;
     counters_.disk.bytes_up += static_cast<int64_t>(r.blocks[filled].size());
   }
@@ -268,16 +260,16 @@ void KvTierManager::FinishRead(DiskKvTier::ReadResult& r, Job& job) {
   ++counters_.disk.loads;
   counters_.disk.load_seconds += r.seconds + SecondsSince(start);
   if (r.error.ok() || r.blocks.size() >= r.hashes.size()) return;
-  const BlockHash& failed = r.hashes[r.blocks.size()];
+  const DiskKvTier::Entry& failed = job.entries[r.blocks.size()];
   // A file gone (evicted meanwhile) is a plain miss; one that reads back
   // wrong is damage: never used, deleted, counted.
   if (!absl::IsNotFound(r.error)) {
     ++counters_.disk.errors;
-    KVFLEET_LOG_WARN("disk KV tier: block {} unusable ({}); it will be recomputed", failed.ToHex(), r.error.ToString());
+    KVFLEET_LOG_WARN("disk KV tier: block {} unusable ({}); it will be recomputed", failed.hash.ToHex(),
+                     r.error.ToString());
   }
-  const std::optional<BlockHash> failed_parent = disk_->Contains(failed) ? disk_->ParentOf(failed) : std::nullopt;
-  disk_->Forget(failed);
-  AnnounceBest(failed, failed_parent);
+  disk_->Forget(failed.hash);
+  if (failed.published) AnnounceBest(failed.hash, failed.parent);
 }
 
 void KvTierManager::UpdateStats() {
@@ -288,6 +280,10 @@ void KvTierManager::UpdateStats() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   published_ = counters_;
+}
+
+void KvTierManager::FlushDisk() {
+  if (disk_ != nullptr) disk_->Flush();
 }
 
 KvTierStats KvTierManager::stats() const {

@@ -110,6 +110,10 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   // `next` (after a snapshot of the device's hashes).
   void AnnounceLowerBlocks();
   KvTierStats stats() const;
+  // Waits until the disk tier has written and read everything queued
+  // (tests: a tiny model steps faster than files are written, and a full
+  // write queue drops blocks, as it should on a slow disk).
+  void FlushDisk();
 
   // KvEventListener: the device's own events, from the pool's chain.
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
@@ -130,15 +134,16 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
  private:
   struct Job {
     RequestId request;
-    std::optional<BlockHash> parent;  // of the job's first block
-    std::vector<BlockId> blocks;      // allocated at the start, one per hash
+    std::vector<DiskKvTier::Entry> entries;  // what it reads, in order (a window page is unpublished)
+    std::vector<BlockId> blocks;             // allocated at the start, one per entry
   };
 
   KvTierManager(ModelExecutor& executor, KvEventListener* next);
   // A block leaving the host tier (its bytes readable in `bytes` until
   // return): to disk if there is one, else gone.
   void SpillFromHost(const HostKvTier::Entry& entry, std::span<const uint8_t> bytes);
-  void WriteToDisk(const BlockHash& hash, const std::optional<BlockHash>& parent, std::span<const uint8_t> bytes);
+  void WriteToDisk(const BlockHash& hash, const std::optional<BlockHash>& parent, std::span<const uint8_t> bytes,
+                   bool published);
   // A block dropped from a tier: announce its new best tier (or its removal).
   void AnnounceBest(const BlockHash& hash, const std::optional<BlockHash>& parent);
   // Copies what a read brought into the job's blocks and commits them, then

@@ -18,7 +18,8 @@ const char kUsageHead[] = R"(kvfleet-worker: one model replica behind gRPC (prot
                                extension, or the directory's name)
 )";
 
-const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
+const char kUsageTail[] =
+    R"(  --device auto|cpu|cuda[:N]   where the model runs (default auto: GPU 0 when one is usable, else the CPU;
                                the log says which). A GPU that is asked for but cannot be used is an error.
   --kv-cache-memory SIZE       KV cache budget: bytes (2GiB, 512MiB) or a fraction (0.9) of what the device has
                                free once weights and scratch are loaded (CPU: MemAvailable and the cgroup limit);
@@ -36,8 +37,7 @@ const char kUsageTail[] = R"(  --device auto|cpu|cuda[:N]   where the model runs
                                Blocks the device evicts go there and come back on a prefix hit instead of
                                being recomputed; page-locked on a GPU. Counts against the pod's memory limit.
   --kv-disk-dir DIR            a local-disk tier below that (or below the device): one checksummed file per
-                               block. A restarted worker adopts and announces what it finds there. Refused for
-                               a sliding-window model unless --keep-window-blocks (its window pages stay above)
+                               block. A restarted worker adopts and announces what it finds there
   --kv-disk-size SIZE          the disk tier's bytes (required with --kv-disk-dir)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)

@@ -178,12 +178,9 @@ TEST_P(ArchitectureEngineTest, FreedWindowPagesHoldMoreConversationsWithTheSameT
   EXPECT_GE(cached.prefix_hit_tokens, 56);
 }
 
-// With a host-memory tier under a device cache of under two conversations,
-// window pages freed: group 0's pages and the window's go down the tier
-// and come back as prefix hits; tokens equal a run with neither tier nor
-// eviction, and every step's block accounting audits.
-TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
-  if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
+// Two turns of five conversations: each follow-up shares its conversation's
+// 40-token prefix (ten blocks, past the window of 8); greedy and seeded.
+std::vector<EngineRequest> FollowUps() {
   std::vector<EngineRequest> requests;
   for (int turn = 0; turn < 2; ++turn) {
     for (int c = 0; c < 5; ++c) {
@@ -196,55 +193,105 @@ TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderAHostTierKeepEveryToken) {
       requests.push_back(std::move(r));
     }
   }
-  const SchedulerConfig one_at_a_time{.max_num_batched_tokens = 16, .max_num_seqs = 1};
-  const std::map<uint64_t, std::vector<model::TokenId>> reference =
-      RunAll(requests, one_at_a_time, 256, "off", nullptr, false);
+  return requests;
+}
 
-  auto executor = testing::NewExecutor(*model_, {.num_blocks = testing::PagesForBlocks(*model_, 20),
-                                                 .block_size = kBlockSize,
-                                                 .num_threads = 2,
-                                                 .limits = testing::kRoomyLimits});
-  ASSERT_GT(executor->info().kv_groups.num_groups(), 1);
-  // Window pages never reach the disk, so a disk tier is refused, naming the ways out.
-  kvfleet::testing::TempDir disk;
-  auto with_disk = KvTierManager::Create({.disk_dir = disk.Path("kv"), .disk_bytes = 1 << 20}, *executor, "tiny",
-                                         nullptr);
-  EXPECT_TRUE(absl::IsInvalidArgument(with_disk.status())) << with_disk.status();
-  EXPECT_NE(with_disk.status().message().find("--keep-window-blocks"), std::string::npos) << with_disk.status();
+struct TieredRun {
+  std::map<uint64_t, std::vector<model::TokenId>> tokens;
+  int64_t prefix_hit_tokens = 0;
+  KvTierStats tiers;
+};
+
+// Window pages freed, one request at a time over a device cache of 20
+// blocks' pages (under two conversations) with `tier_options` below it;
+// every step's block accounting audited. The cluster must hear of
+// `block_hashes` only (those of every conversation the tiers have seen),
+// never a window page's derived hash.
+TieredRun RunTiered(const model::Model& model, const std::vector<EngineRequest>& requests,
+                    const KvTierOptions& tier_options, const absl::flat_hash_set<BlockHash>& block_hashes) {
+  TieredRun run;
+  auto executor = testing::NewExecutor(model, {.num_blocks = testing::PagesForBlocks(model, 20),
+                                               .block_size = kBlockSize,
+                                               .num_threads = 2,
+                                               .limits = testing::kRoomyLimits});
+  EXPECT_GT(executor->info().kv_groups.num_groups(), 1);
   kvfleet::testing::RecordingKvListener listener;
-  auto tiers =
-      KvTierManager::Create({.host_bytes = 512 * executor->info().kv_block_bytes}, *executor, "tiny", &listener);
-  ASSERT_TRUE(tiers.ok()) << tiers.status();
-  EngineOptions options{.model_id = "tiny", .scheduler = one_at_a_time};
+  auto tiers = KvTierManager::Create(tier_options, *executor, "tiny", &listener);
+  EXPECT_TRUE(tiers.ok()) << tiers.status();
+  if (!tiers.ok()) return run;
+  EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 16, .max_num_seqs = 1}};
   options.kv_tiers = tiers->get();
   Engine engine(*executor, options, &listener);
+  (*tiers)->OnSnapshot({});  // as a worker does at start: what the disk kept is announced
   std::map<uint64_t, kvfleet::testing::CollectingSink> sinks;
-  for (const EngineRequest& r : requests) ASSERT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
+  for (const EngineRequest& r : requests) EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
   for (int steps = 0; engine.HasWork() && steps < 100000; ++steps) {
-    ASSERT_TRUE(engine.Step().ok());
+    EXPECT_TRUE(engine.Step().ok());
     const absl::Status audit = engine.AuditBlocks();
-    ASSERT_TRUE(audit.ok()) << audit;
+    EXPECT_TRUE(audit.ok()) << audit;
+    if (!audit.ok()) break;
+    (*tiers)->FlushDisk();  // the disk keeps up with the tiny model's evictions
   }
-  std::map<uint64_t, std::vector<model::TokenId>> tokens;
-  for (auto& [id, sink] : sinks) tokens[id] = sink.tokens();
-  EXPECT_EQ(tokens, reference);
-  // Group 0's pages and the window's went down to host memory and came back
-  // as hits: each follow-up's 40-token prefix.
-  EXPECT_GT((*tiers)->stats().host.hit_blocks, 0);
-  EXPECT_EQ(engine.Stats().prefix_hit_tokens, 5 * 40);
-  // The cluster hears of block hashes only, never a window page's derived one.
-  absl::flat_hash_set<BlockHash> blocks;
-  for (const EngineRequest& r : requests) {
-    std::vector<model::TokenId> all = r.prompt;
-    all.insert(all.end(), tokens[r.id.value()].begin(), tokens[r.id.value()].end());
-    for (const BlockHash& h : HashFullBlocks(RootBlockHash("tiny", ""), all, kBlockSize)) blocks.insert(h);
-  }
+  for (auto& [id, sink] : sinks) run.tokens[id] = sink.tokens();
+  run.prefix_hit_tokens = engine.Stats().prefix_hit_tokens;
+  run.tiers = (*tiers)->stats();
   EXPECT_TRUE(listener.errors().empty());
   for (const kvfleet::testing::KvEvent& e : listener.events()) {
     if (e.kind != kvfleet::testing::KvEvent::Kind::kCleared) {
-      EXPECT_TRUE(blocks.contains(e.hash)) << e;
+      EXPECT_TRUE(block_hashes.contains(e.hash)) << e;
     }
   }
+  return run;
+}
+
+// Under a host-memory tier, a disk tier, or both, group 0's pages and the
+// window's go down and come back as prefix hits: each follow-up's 40-token
+// prefix, with the tokens of a run with neither tier nor eviction.
+TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderLowerTiersKeepEveryToken) {
+  if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
+  const std::vector<EngineRequest> requests = FollowUps();
+  const std::map<uint64_t, std::vector<model::TokenId>> reference =
+      RunAll(requests, {.max_num_batched_tokens = 16, .max_num_seqs = 1}, 256, "off", nullptr, false);
+  auto probe =
+      testing::NewExecutor(*model_, {.num_blocks = 8, .block_size = kBlockSize, .limits = testing::kRoomyLimits});
+  const int64_t page_bytes = probe->info().kv_block_bytes;
+  absl::flat_hash_set<BlockHash> blocks;
+  for (const EngineRequest& r : requests) {
+    std::vector<model::TokenId> all = r.prompt;
+    all.insert(all.end(), reference.at(r.id.value()).begin(), reference.at(r.id.value()).end());
+    for (const BlockHash& h : HashFullBlocks(RootBlockHash("tiny", ""), all, kBlockSize)) blocks.insert(h);
+  }
+
+  const TieredRun host = RunTiered(*model_, requests, {.host_bytes = 512 * page_bytes}, blocks);
+  EXPECT_EQ(host.tokens, reference) << "host memory";
+  EXPECT_GT(host.tiers.host.hit_blocks, 0);
+  EXPECT_EQ(host.prefix_hit_tokens, 5 * 40);
+
+  // Disk only: every page the device gives up is written, the window's
+  // marked unpublished, and a follow-up's pages come back in one load.
+  const TieredRun disk = RunTiered(*model_, requests, {.disk_dir = dir_.Path("disk"), .disk_bytes = 64 << 20}, blocks);
+  EXPECT_EQ(disk.tokens, reference) << "disk";
+  EXPECT_GT(disk.tiers.disk.hit_blocks, 0);
+  EXPECT_EQ(disk.tiers.disk.errors, 0);
+  EXPECT_EQ(disk.prefix_hit_tokens, 5 * 40);
+
+  // Host memory of four pages over the disk: pages pass through both.
+  const TieredRun both = RunTiered(
+      *model_, requests, {.host_bytes = 4 * page_bytes, .disk_dir = dir_.Path("both"), .disk_bytes = 64 << 20}, blocks);
+  EXPECT_EQ(both.tokens, reference) << "host memory over disk";
+  EXPECT_GT(both.tiers.disk.hit_blocks, 0);
+  EXPECT_EQ(both.prefix_hit_tokens, 5 * 40);
+
+  // A restart on the disk tier: the second turn alone finds its prefixes
+  // (group 0's pages and the window's, adopted) on disk.
+  const std::vector<EngineRequest> second_turn(requests.begin() + 5, requests.end());
+  const TieredRun restarted =
+      RunTiered(*model_, second_turn, {.disk_dir = dir_.Path("disk"), .disk_bytes = 64 << 20}, blocks);
+  for (const EngineRequest& r : second_turn) {
+    EXPECT_EQ(restarted.tokens.at(r.id.value()), reference.at(r.id.value())) << "after a restart: " << r.id.value();
+  }
+  EXPECT_GT(restarted.tiers.disk.hit_blocks, 0);
+  EXPECT_EQ(restarted.prefix_hit_tokens, 5 * 40);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest, ::testing::ValuesIn(kArchitectures),

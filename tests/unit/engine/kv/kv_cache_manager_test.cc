@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace kvfleet::engine {
 namespace {
 
@@ -141,6 +143,70 @@ TEST(KvCacheManagerTest, APrefixHitNeedsTheWindowPagesItsWindowReaches) {
   EXPECT_EQ(kv.AcquireCachedPrefix(c), 0);
   EXPECT_TRUE(c.block_table.empty());
   EXPECT_EQ(pool.Stats().used, 4);
+}
+
+// A disk that holds some hashes and records the loads asked of it.
+class FakeDisk : public LowerKvTiers {
+ public:
+  std::optional<BlockId> LoadFromHost(const BlockHash&) override { return std::nullopt; }
+  bool InHost(const BlockHash&) const override { return false; }
+  bool OnDiskOnly(const BlockHash& hash) const override {
+    return std::find(held.begin(), held.end(), hash) != held.end();
+  }
+  void StartDiskLoad(RequestId, std::vector<BlockHash> hashes) override { loads.push_back(std::move(hashes)); }
+  bool loads_in_flight() const override { return in_flight; }
+
+  std::vector<BlockHash> held;
+  std::vector<std::vector<BlockHash>> loads;
+  bool in_flight = false;
+};
+
+// With window pages on disk, a hit the disk holds is one load of group 0's
+// pages and the window's pages of its end; the request waits holding
+// nothing, and a window page the disk lacks shortens the hit it loads.
+TEST(KvCacheManagerTest, AWindowedHitOnDiskIsOneLoadOfGroupZeroAndTheWindowsPages) {
+  BlockPool pool(16, nullptr);
+  KvCacheManager kv(pool, 4, "m", true, {0, 8});
+  FakeDisk disk;
+  kv.set_lower_tiers(&disk);
+  const std::vector<BlockHash> blocks = HashFullBlocks(RootBlockHash("m", ""), Tokens(20), 4);
+  ASSERT_EQ(blocks.size(), 5u);
+  disk.held = blocks;
+  for (const BlockHash& b : blocks) disk.held.push_back(KvCacheManager::PageHash(b, 1));
+
+  // 21 tokens: a hit of at most 5 blocks (the last token is computed);
+  // its window (from key 13) reaches blocks 3 and 4.
+  Request r = MakeRequest(1, Tokens(21));
+  EXPECT_EQ(kv.BlocksToAdmit(r, 8), std::nullopt) << "admitting it starts a load";
+  disk.in_flight = true;
+  EXPECT_EQ(kv.AcquireCachedPrefix(r), 0);
+  EXPECT_TRUE(r.kv_awaits_disk) << "one load at a time";
+  EXPECT_TRUE(disk.loads.empty());
+  disk.in_flight = false;
+  EXPECT_EQ(kv.AcquireCachedPrefix(r), 0);
+  EXPECT_TRUE(r.kv_loading);
+  EXPECT_TRUE(r.block_table.empty());
+  ASSERT_EQ(disk.loads.size(), 1u);
+  std::vector<BlockHash> expected = blocks;
+  expected.push_back(KvCacheManager::PageHash(blocks[3], 1));
+  expected.push_back(KvCacheManager::PageHash(blocks[4], 1));
+  EXPECT_EQ(disk.loads[0], expected);
+  // Tried once per admission: the next lookup takes what the device has.
+  EXPECT_TRUE(kv.BlocksToAdmit(r, 8).has_value());
+
+  // Block 4's window page gone: the longest hit with its window is 4
+  // blocks (window from key 9: blocks 2 and 3).
+  std::erase(disk.held, KvCacheManager::PageHash(blocks[4], 1));
+  Request s = MakeRequest(2, Tokens(21));
+  EXPECT_EQ(kv.AcquireCachedPrefix(s), 0);
+  ASSERT_EQ(disk.loads.size(), 2u);
+  expected = {blocks[0],
+              blocks[1],
+              blocks[2],
+              blocks[3],
+              KvCacheManager::PageHash(blocks[2], 1),
+              KvCacheManager::PageHash(blocks[3], 1)};
+  EXPECT_EQ(disk.loads[1], expected);
 }
 
 TEST(KvCacheManagerTest, WindowPagesGiveWayToBlocksPastTheTokensAndCountInBlocksToAdmit) {

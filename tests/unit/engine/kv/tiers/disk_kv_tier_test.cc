@@ -73,6 +73,28 @@ TEST_F(DiskKvTierTest, WritesReadBackInOrderAndSurviveARestartWithParents) {
   EXPECT_EQ(r.blocks[2], Bytes(3));
 }
 
+// A window page (unpublished: never announced) stays one across a restart.
+TEST_F(DiskKvTierTest, UnpublishedPagesStayUnpublishedAfterARestart) {
+  {
+    auto tier = Open();
+    std::vector<DiskKvTier::Entry> evicted;
+    ASSERT_TRUE(tier->Write(H(1), std::nullopt, Bytes(1), &evicted));
+    ASSERT_TRUE(tier->Write(H(2), H(1), Bytes(2), &evicted, /*published=*/false));
+    EXPECT_TRUE(tier->IsPublished(H(1)));
+    EXPECT_FALSE(tier->IsPublished(H(2)));
+  }
+  auto again = Open();
+  ASSERT_EQ(again->num_blocks(), 2);
+  EXPECT_TRUE(again->IsPublished(H(1)));
+  EXPECT_FALSE(again->IsPublished(H(2)));
+  int unpublished = 0;
+  for (const DiskKvTier::Entry& e : again->Entries()) unpublished += e.published ? 0 : 1;
+  EXPECT_EQ(unpublished, 1);
+  DiskKvTier::ReadResult r = ReadAll(*again, {H(2)});
+  ASSERT_EQ(r.blocks.size(), 1u);
+  EXPECT_EQ(r.blocks[0], Bytes(2));
+}
+
 TEST_F(DiskKvTierTest, ADamagedFileEndsTheJobThereAndForeignFilesAreIgnored) {
   {
     auto tier = Open();
@@ -138,7 +160,8 @@ TEST_F(DiskKvTierTest, AFailedWriteMakesItReadOnlyAndReportsTheBlock) {
   tier->Flush();
   DiskKvTier::Completions c = tier->TakeCompletions();
   ASSERT_EQ(c.failed_writes.size(), 1u);
-  EXPECT_EQ(c.failed_writes[0], H(2));
+  EXPECT_EQ(c.failed_writes[0].hash, H(2));
+  EXPECT_EQ(c.failed_writes[0].parent, H(1));
   EXPECT_FALSE(tier->writable());
   EXPECT_FALSE(tier->Contains(H(2)));
   EXPECT_FALSE(tier->Write(H(3), std::nullopt, Bytes(3), &evicted));

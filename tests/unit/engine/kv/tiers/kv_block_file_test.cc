@@ -25,6 +25,7 @@ TEST_F(KvBlockFileTest, RoundTripsPayloadHashAndParent) {
   EXPECT_EQ(header->hash, hash_);
   EXPECT_EQ(header->parent, parent_);
   EXPECT_EQ(header->payload_bytes, 64u);
+  EXPECT_TRUE(header->published);
   auto payload = DecodeKvBlockFile(kIdentity, hash_, 64, file);
   ASSERT_TRUE(payload.ok()) << payload.status();
   EXPECT_EQ(std::vector<uint8_t>(payload->begin(), payload->end()), payload_);
@@ -32,6 +33,13 @@ TEST_F(KvBlockFileTest, RoundTripsPayloadHashAndParent) {
   auto root = DecodeKvBlockHeader(kIdentity, EncodeKvBlockFile(kIdentity, hash_, std::nullopt, payload_));
   ASSERT_TRUE(root.ok());
   EXPECT_FALSE(root->parent.has_value());
+  // A window page says it is unpublished, with or without a parent.
+  for (const std::optional<BlockHash>& parent : {std::optional<BlockHash>(parent_), std::optional<BlockHash>()}) {
+    auto page = DecodeKvBlockHeader(kIdentity, EncodeKvBlockFile(kIdentity, hash_, parent, payload_, false));
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_FALSE(page->published);
+    EXPECT_EQ(page->parent, parent);
+  }
 }
 
 TEST_F(KvBlockFileTest, AnyFlippedByteIsRefused) {
