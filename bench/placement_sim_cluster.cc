@@ -136,6 +136,7 @@ class SimTiers final : public engine::KvEventListener, public engine::BlockEvict
     return host_.where.contains(hash) || disk_.where.contains(hash);
   }
   bool OnDiskOnly(const BlockHash&) const override { return false; }  // disk loads come through LoadFromHost
+  bool has_disk() const override { return false; }
   void StartDiskLoad(RequestId, std::vector<BlockHash>) override {}
   bool loads_in_flight() const override { return false; }
 

@@ -84,36 +84,31 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes, bo
   return 0;
 }
 
-std::vector<BlockHash> KvCacheManager::WindowedHitPages(const Request& req, int32_t hit_now) const {
-  std::vector<BlockHash> hashes = ProbePrefix(req, /*through_disk=*/true);
+KvCacheManager::WindowedDiskHit KvCacheManager::LongerHitOnDisk(const Request& req, int32_t hit_now) const {
+  WindowedDiskHit hit;
+  if (tiers_ == nullptr || !tiers_->has_disk()) return hit;
+  const std::vector<BlockHash> hashes = ProbePrefix(req, /*through_disk=*/true);
   const int32_t n = LongestWindowedHit(hashes, /*through_disk=*/true);
-  std::vector<BlockHash> pages;
-  if (n <= hit_now) return pages;
-  // Group 0's first (a load that ends early still leaves a usable head),
-  // then each window group's.
-  pages.assign(hashes.begin(), hashes.begin() + n);
+  if (n <= hit_now) return hit;
+  hit.blocks = n;
+  // The window groups' pages first, group 0's after: a load returns its
+  // pages last first, so under pressure group 0's tail goes before the
+  // window pages, without which no part of the hit is usable.
   for (int32_t g = 1; g < num_groups(); ++g) {
     for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
-      pages.push_back(PageHash(hashes[static_cast<size_t>(b)], g));
+      hit.pages.push_back(PageHash(hashes[static_cast<size_t>(b)], g));
     }
   }
-  return pages;
-}
-
-bool KvCacheManager::DiskLengthensWindowedHit(const Request& req, int32_t hit_now) const {
-  for (const BlockHash& page : WindowedHitPages(req, hit_now)) {
-    if (!pool_.IsCached(page) && tiers_->OnDiskOnly(page)) return true;
+  hit.pages.insert(hit.pages.end(), hashes.begin(), hashes.begin() + n);
+  for (const BlockHash& page : hit.pages) {
+    if (!pool_.IsCached(page) && tiers_->OnDiskOnly(page)) hit.from_disk.push_back(page);
   }
-  return false;
+  return hit;
 }
 
 bool KvCacheManager::StartWindowedDiskLoad(Request& req, int32_t hit_now) {
-  const std::vector<BlockHash> pages = WindowedHitPages(req, hit_now);
-  std::vector<BlockHash> from_disk;
-  for (const BlockHash& page : pages) {
-    if (!pool_.IsCached(page) && tiers_->OnDiskOnly(page)) from_disk.push_back(page);
-  }
-  if (from_disk.empty()) return false;
+  WindowedDiskHit hit = LongerHitOnDisk(req, hit_now);
+  if (hit.from_disk.empty()) return false;
   if (tiers_->loads_in_flight()) {  // one load at a time, as StartDiskLoad
     req.kv_awaits_disk = true;
     return true;
@@ -121,16 +116,16 @@ bool KvCacheManager::StartWindowedDiskLoad(Request& req, int32_t hit_now) {
   // The hit's pages already on the device are held while the load takes
   // its pages, so that its allocations cannot evict them.
   std::vector<BlockId> held;
-  for (const BlockHash& page : pages) {
+  for (const BlockHash& page : hit.pages) {
     if (const std::optional<BlockId> b = pool_.AcquireCached(page)) held.push_back(*b);
   }
   // Room for the load and for group 0's pages of the rest of the prompt.
-  const int64_t rest = BlocksFor(req.num_tokens()) - static_cast<int64_t>(hit_now);
-  const bool room = pool_.num_free() - rest >= static_cast<int64_t>(from_disk.size());
+  const int64_t rest = BlocksFor(req.num_tokens()) - static_cast<int64_t>(hit.blocks);
+  const bool room = pool_.num_free() - rest >= static_cast<int64_t>(hit.from_disk.size());
   if (room) {
     req.kv_load_tried = true;
     req.kv_loading = true;
-    tiers_->StartDiskLoad(req.id(), std::move(from_disk));
+    tiers_->StartDiskLoad(req.id(), std::move(hit.from_disk));
   }
   for (auto it = held.rbegin(); it != held.rend(); ++it) pool_.Release(*it);
   return room;
@@ -196,7 +191,7 @@ int32_t KvCacheManager::AcquireWindowedPrefix(Request& req) {
   // window pages go, before anything is copied up.
   std::vector<BlockHash> hashes = ProbePrefix(req);
   hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
-  if (tiers_ != nullptr && !req.kv_load_tried && StartWindowedDiskLoad(req, static_cast<int32_t>(hashes.size()))) {
+  if (!req.kv_load_tried && StartWindowedDiskLoad(req, static_cast<int32_t>(hashes.size()))) {
     return 0;  // the disk holds a longer hit: the request waits for it, holding nothing
   }
   const size_t groups = static_cast<size_t>(num_groups());
@@ -272,7 +267,7 @@ std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t
     std::vector<BlockHash> hashes = ProbePrefix(req);
     hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
     hit_blocks = static_cast<int32_t>(hashes.size());
-    if (tiers_ != nullptr && !req.kv_load_tried && DiskLengthensWindowedHit(req, hit_blocks)) return std::nullopt;
+    if (!req.kv_load_tried && !LongerHitOnDisk(req, hit_blocks).from_disk.empty()) return std::nullopt;
     for (int32_t b = 0; b < hit_blocks; ++b) {
       const std::optional<BlockId> block = pool_.FindCached(hashes[static_cast<size_t>(b)]);
       if (!block || pool_.ref_count(*block) == 0) ++taken;

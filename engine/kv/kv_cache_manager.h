@@ -134,12 +134,15 @@ class KvCacheManager {
   // With page groups: of a run of n leading blocks whose group-0 hashes are
   // `hashes`, the longest prefix whose window pages are all findable.
   int32_t LongestWindowedHit(std::span<const BlockHash> hashes, bool through_disk = false) const;
-  // With page groups and lower tiers: when the disk lengthens the hit past
-  // `hit_now` blocks, every page of the longer hit (group 0's, then its
-  // window's); empty otherwise.
-  std::vector<BlockHash> WindowedHitPages(const Request& req, int32_t hit_now) const;
-  // Whether some page of WindowedHitPages only the disk holds.
-  bool DiskLengthensWindowedHit(const Request& req, int32_t hit_now) const;
+  // With page groups and a disk tier: the longer hit the disk holds past
+  // `hit_now` blocks (blocks 0 when none), every page it needs (the window
+  // groups', then group 0's) and of those the ones only the disk holds.
+  struct WindowedDiskHit {
+    int32_t blocks = 0;
+    std::vector<BlockHash> pages;
+    std::vector<BlockHash> from_disk;
+  };
+  WindowedDiskHit LongerHitOnDisk(const Request& req, int32_t hit_now) const;
   // Starts one background load of those disk-only pages (or marks req to
   // wait for the load in flight); false when there is none or no room.
   bool StartWindowedDiskLoad(Request& req, int32_t hit_now);

@@ -24,9 +24,10 @@ class LowerKvTiers {
   virtual bool InHost(const BlockHash& hash) const = 0;
   // Whether the disk tier holds it (and host memory does not).
   virtual bool OnDiskOnly(const BlockHash& hash) const = 0;
+  virtual bool has_disk() const = 0;
   // Starts reading `hashes` (blocks of request `id`'s prefix, each on disk
-  // only: a run of consecutive blocks, and with page groups the window
-  // pages of its end) in the background into device blocks it allocates
+  // only: a run of consecutive blocks, or with page groups the disk-only
+  // pages of a hit, window pages first) in the background into device blocks it allocates
   // now (the pool must have that many free); the request waits until the
   // engine finishes the load.
   virtual void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) = 0;

@@ -208,7 +208,7 @@ bool DiskKvTier::Write(const BlockHash& hash, const std::optional<BlockHash>& pa
     std::lock_guard<std::mutex> lock(mu_);
     unwritten_[hash] = file;
   }
-  Enqueue({.kind = Op::kWrite, .hash = hash, .parent = parent, .bytes = std::move(file)});
+  Enqueue({.kind = Op::kWrite, .hash = hash, .parent = parent, .published = published, .bytes = std::move(file)});
   Evict(evicted);
   return true;
 }
@@ -234,9 +234,8 @@ DiskKvTier::Completions DiskKvTier::TakeCompletions() {
     std::lock_guard<std::mutex> lock(mu_);
     std::swap(out, done_);
   }
-  for (Entry& failed : out.failed_writes) {
+  for (const Entry& failed : out.failed_writes) {
     if (auto it = index_.find(failed.hash); it != index_.end()) {
-      failed = it->second.entry;
       lru_.erase(it->second.lru);
       index_.erase(it);
     }
@@ -297,7 +296,7 @@ void DiskKvTier::DoWrite(const Op& op) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writable_) {
-      done_.failed_writes.push_back({.hash = op.hash});
+      done_.failed_writes.push_back({.hash = op.hash, .parent = op.parent, .published = op.published});
       return;
     }
   }
@@ -321,7 +320,7 @@ void DiskKvTier::DoWrite(const Op& op) {
     done_.written_bytes += static_cast<int64_t>(op.bytes->size());
     return;
   }
-  done_.failed_writes.push_back({.hash = op.hash});
+  done_.failed_writes.push_back({.hash = op.hash, .parent = op.parent, .published = op.published});
   if (writable_) {
     writable_ = false;
     KVFLEET_LOG_ERROR("disk KV tier {}: {}; writing no more blocks there (reads go on)", options_.dir,

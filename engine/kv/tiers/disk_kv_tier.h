@@ -121,6 +121,7 @@ class DiskKvTier {
     enum Kind { kWrite, kRead, kDelete } kind;
     BlockHash hash;                               // kWrite, kDelete
     std::optional<BlockHash> parent;              // kWrite
+    bool published = true;                        // kWrite
     std::shared_ptr<std::vector<uint8_t>> bytes;  // kWrite: the encoded file
     uint64_t job = 0;                             // kRead
     std::vector<BlockHash> hashes;                // kRead

@@ -32,7 +32,7 @@ class HostKvTier {
     BlockHash hash;
     std::optional<BlockHash> parent;
     // false: a sliding-window page under a derived hash (BlockPool::Commit's
-    // publish), never announced and never written to disk.
+    // publish): never announced, and written to disk marked so.
     bool published = true;
   };
   struct Insertion {

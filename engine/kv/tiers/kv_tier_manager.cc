@@ -203,14 +203,19 @@ void KvTierManager::StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) {
   CHECK(!hashes.empty());
   Job job{.request = id};
   for (const BlockHash& hash : hashes) {
+    job.entries.push_back({.hash = hash, .parent = disk_->ParentOf(hash), .published = disk_->IsPublished(hash)});
+  }
+  // Queued (and so made the disk's most recently used) before the device
+  // blocks are taken: an allocation may evict a device block to a full
+  // disk, which then gives up its least recently used, never these.
+  const uint64_t job_id = next_job_++;
+  disk_->Read(job_id, std::move(hashes));
+  for (size_t i = 0; i < job.entries.size(); ++i) {
     const std::optional<BlockId> block = pool_->Allocate();
     CHECK(block.has_value()) << "a disk load was started for more blocks than are free";
     job.blocks.push_back(*block);
-    job.entries.push_back({.hash = hash, .parent = disk_->ParentOf(hash), .published = disk_->IsPublished(hash)});
   }
-  const uint64_t job_id = next_job_++;
   jobs_[job_id] = std::move(job);
-  disk_->Read(job_id, std::move(hashes));
 }
 
 std::vector<BlockId> KvTierManager::BlocksInFlight() const {

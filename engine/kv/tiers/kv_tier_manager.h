@@ -126,6 +126,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   std::optional<BlockId> LoadFromHost(const BlockHash& hash) override;
   bool InHost(const BlockHash& hash) const override;
   bool OnDiskOnly(const BlockHash& hash) const override;
+  bool has_disk() const override { return disk_ != nullptr; }
   void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) override;
   // The device blocks the loads in flight fill (one reference each), for
   // the engine's audit.

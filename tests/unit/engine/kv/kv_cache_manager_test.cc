@@ -154,6 +154,7 @@ class FakeDisk : public LowerKvTiers {
     return std::find(held.begin(), held.end(), hash) != held.end();
   }
   void StartDiskLoad(RequestId, std::vector<BlockHash> hashes) override { loads.push_back(std::move(hashes)); }
+  bool has_disk() const override { return true; }
   bool loads_in_flight() const override { return in_flight; }
 
   std::vector<BlockHash> held;
@@ -187,9 +188,9 @@ TEST(KvCacheManagerTest, AWindowedHitOnDiskIsOneLoadOfGroupZeroAndTheWindowsPage
   EXPECT_TRUE(r.kv_loading);
   EXPECT_TRUE(r.block_table.empty());
   ASSERT_EQ(disk.loads.size(), 1u);
-  std::vector<BlockHash> expected = blocks;
-  expected.push_back(KvCacheManager::PageHash(blocks[3], 1));
-  expected.push_back(KvCacheManager::PageHash(blocks[4], 1));
+  // The window's pages first: a load gives its pages back last first.
+  std::vector<BlockHash> expected = {KvCacheManager::PageHash(blocks[3], 1), KvCacheManager::PageHash(blocks[4], 1)};
+  expected.insert(expected.end(), blocks.begin(), blocks.end());
   EXPECT_EQ(disk.loads[0], expected);
   // Tried once per admission: the next lookup takes what the device has.
   EXPECT_TRUE(kv.BlocksToAdmit(r, 8).has_value());
@@ -200,13 +201,38 @@ TEST(KvCacheManagerTest, AWindowedHitOnDiskIsOneLoadOfGroupZeroAndTheWindowsPage
   Request s = MakeRequest(2, Tokens(21));
   EXPECT_EQ(kv.AcquireCachedPrefix(s), 0);
   ASSERT_EQ(disk.loads.size(), 2u);
-  expected = {blocks[0],
+  expected = {KvCacheManager::PageHash(blocks[2], 1),
+              KvCacheManager::PageHash(blocks[3], 1),
+              blocks[0],
               blocks[1],
               blocks[2],
-              blocks[3],
-              KvCacheManager::PageHash(blocks[2], 1),
-              KvCacheManager::PageHash(blocks[3], 1)};
+              blocks[3]};
   EXPECT_EQ(disk.loads[1], expected);
+}
+
+// Without room for the load and the rest of the prompt, nothing is loaded:
+// the request computes its prefix instead of waiting.
+TEST(KvCacheManagerTest, AWindowedHitOnDiskIsNotLoadedWithoutRoomForIt) {
+  BlockPool pool(12, nullptr);
+  KvCacheManager kv(pool, 4, "m", true, {0, 8});
+  FakeDisk disk;
+  kv.set_lower_tiers(&disk);
+  for (const BlockHash& b : HashFullBlocks(RootBlockHash("m", ""), Tokens(20), 4)) {
+    disk.held.push_back(b);
+    disk.held.push_back(KvCacheManager::PageHash(b, 1));
+  }
+  Request filler = MakeRequest(1, std::vector<model::TokenId>(12, 77));
+  ASSERT_TRUE(kv.Allocate(filler, 12));  // 3 blocks: 6 pages, 6 left
+  Request r = MakeRequest(2, Tokens(21));
+  // 7 pages to load, and the prompt's sixth block after them: 8 > 6.
+  EXPECT_EQ(kv.AcquireCachedPrefix(r), 0);
+  EXPECT_FALSE(r.kv_loading);
+  EXPECT_TRUE(disk.loads.empty());
+  kv.Free(filler);
+  EXPECT_EQ(kv.AcquireCachedPrefix(r), 0);
+  EXPECT_TRUE(r.kv_loading) << "with the pool free the load starts";
+  ASSERT_EQ(disk.loads.size(), 1u);
+  EXPECT_EQ(disk.loads[0].size(), 7u);
 }
 
 TEST(KvCacheManagerTest, WindowPagesGiveWayToBlocksPastTheTokensAndCountInBlocksToAdmit) {

@@ -156,12 +156,13 @@ TEST_F(DiskKvTierTest, AFailedWriteMakesItReadOnlyAndReportsTheBlock) {
   tier->Write(H(1), std::nullopt, Bytes(1), &evicted);
   tier->Flush();
   std::filesystem::remove_all(dir_.Path("kv"));  // the volume went away
-  tier->Write(H(2), H(1), Bytes(2), &evicted);
+  tier->Write(H(2), H(1), Bytes(2), &evicted, /*published=*/false);
   tier->Flush();
   DiskKvTier::Completions c = tier->TakeCompletions();
   ASSERT_EQ(c.failed_writes.size(), 1u);
   EXPECT_EQ(c.failed_writes[0].hash, H(2));
   EXPECT_EQ(c.failed_writes[0].parent, H(1));
+  EXPECT_FALSE(c.failed_writes[0].published) << "a window page's failure is never announced";
   EXPECT_FALSE(tier->writable());
   EXPECT_FALSE(tier->Contains(H(2)));
   EXPECT_FALSE(tier->Write(H(3), std::nullopt, Bytes(3), &evicted));
