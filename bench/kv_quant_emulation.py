@@ -8,6 +8,7 @@ Formats (per (token, KV head) row, as kvfleet stores int8):
   int8           x / (max|x| / 127), rounded half to even, binary16 scale
   int8-rotated   the same after an orthogonal Hadamard rotation of K and of
                  V (undone on read; q.k is unchanged by rotating both)
+  int8-rotated-32  rotated, with a scale per 32 values instead of per row
 
 Per prompt it prints each format's agreement, the smallest top-two logit
 margin along the reference's continuation (a near tie any perturbation of
@@ -38,9 +39,12 @@ def hadamard(n):
     return h / np.sqrt(n)
 
 
-def int8_rows(x):
-    """x quantized per last-axis row as kvfleet's int8 KV does, decoded."""
+def int8_rows(x, group=0):
+    """x quantized per last-axis row as kvfleet's int8 KV does (or per
+    `group` values of it), decoded."""
     x = np.asarray(x, np.float64)
+    if group:
+        return int8_rows(x.reshape(*x.shape[:-1], -1, group)).reshape(x.shape)
     scale = (np.max(np.abs(x), axis=-1, keepdims=True) / 127.0).astype(np.float16).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.where(scale > 0, np.clip(np.rint(x / scale), -127, 127), 0)
@@ -60,7 +64,12 @@ def int8_rotated(k, v):
     return int8_rows(k @ h) @ h.T, int8_rows(v @ h) @ h.T
 
 
-FORMATS = {"int8": int8, "int8-rotated": int8_rotated}
+def int8_rotated_32(k, v):
+    h = hadamard(k.shape[-1])
+    return int8_rows(k @ h, 32) @ h.T, int8_rows(v @ h, 32) @ h.T
+
+
+FORMATS = {"int8": int8, "int8-rotated": int8_rotated, "int8-rotated-32": int8_rotated_32}
 
 
 class EmulatedCache(ln.LlamaReference):
@@ -73,7 +82,7 @@ class EmulatedCache(ln.LlamaReference):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=os.path.join(REPO, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
-    ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--formats", default="int8,int8-rotated")
     ap.add_argument("--prompts", type=int, default=len(aa.PROMPTS))
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--tokenize-dump", default=os.path.join(REPO, "build", "tests", "reference", "tokenize_dump"))

@@ -104,6 +104,9 @@ absl::StatusOr<KvBlockFileHeader> DecodeKvBlockHeader(std::string_view identity,
     return absl::FailedPreconditionError(absl::StrCat("KV block file written for '", std::string(written),
                                                       "', this worker is '", std::string(identity), "'"));
   }
+  if ((p[16] & ~(kHasParent | kUnpublished)) != 0) {
+    return absl::DataLossError(absl::StrCat("KV block file has unknown flags ", static_cast<int>(p[16])));
+  }
   KvBlockFileHeader h{.hash = GetHash(p)};
   if ((p[16] & kHasParent) != 0) h.parent = GetHash(p + 17);
   h.published = (p[16] & kUnpublished) == 0;

@@ -1,6 +1,7 @@
 #include "engine/kv/tiers/kv_block_file.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <numeric>
 
@@ -40,6 +41,20 @@ TEST_F(KvBlockFileTest, RoundTripsPayloadHashAndParent) {
     EXPECT_FALSE(page->published);
     EXPECT_EQ(page->parent, parent);
   }
+}
+
+TEST_F(KvBlockFileTest, UnknownFlagsAreRefusedEvenWithAGoodChecksum) {
+  std::vector<uint8_t> file = EncodeKvBlockFile(kIdentity, hash_, parent_, payload_);
+  const size_t flags = 8 + 4 + 4 + std::string_view(kIdentity).size() + 16;
+  file[flags] |= 4;
+  // The header's checksum, recomputed as a writer of a newer format would.
+  const size_t header = KvBlockHeaderBytes(kIdentity);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, file.data(), static_cast<uInt>(header - 4));
+  for (size_t i = 0; i < 4; ++i) file[header - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+  auto decoded = DecodeKvBlockHeader(kIdentity, file);
+  EXPECT_TRUE(absl::IsDataLoss(decoded.status())) << decoded.status();
+  EXPECT_NE(decoded.status().message().find("unknown flags"), std::string::npos) << decoded.status();
 }
 
 TEST_F(KvBlockFileTest, AnyFlippedByteIsRefused) {
