@@ -135,6 +135,7 @@ class SimTiers final : public engine::KvEventListener, public engine::BlockEvict
   bool InHost(const BlockHash& hash) const override {
     return host_.where.contains(hash) || disk_.where.contains(hash);
   }
+  void TouchHost(const BlockHash&) override {}
   bool OnDiskOnly(const BlockHash&) const override { return false; }  // disk loads come through LoadFromHost
   bool has_disk() const override { return false; }
   void StartDiskLoad(RequestId, std::vector<BlockHash>) override {}

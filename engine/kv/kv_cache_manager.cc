@@ -114,10 +114,16 @@ bool KvCacheManager::StartWindowedDiskLoad(Request& req, int32_t hit_now) {
     return true;
   }
   // The hit's pages already on the device are held while the load takes
-  // its pages, so that its allocations cannot evict them.
+  // its pages, so that its allocations cannot evict them; those in host
+  // memory become its most recently used, so that the device pages those
+  // allocations push down do not spill them to disk first.
   std::vector<BlockId> held;
   for (const BlockHash& page : hit.pages) {
-    if (const std::optional<BlockId> b = pool_.AcquireCached(page)) held.push_back(*b);
+    if (const std::optional<BlockId> b = pool_.AcquireCached(page)) {
+      held.push_back(*b);
+    } else {
+      tiers_->TouchHost(page);
+    }
   }
   // Room for the load and for group 0's pages of the rest of the prompt.
   const int64_t rest = BlocksFor(req.num_tokens()) - static_cast<int64_t>(hit.blocks);

@@ -22,6 +22,9 @@ class LowerKvTiers {
   virtual std::optional<BlockId> LoadFromHost(const BlockHash& hash) = 0;
   // Whether LoadFromHost would find it (a read-only probe).
   virtual bool InHost(const BlockHash& hash) const = 0;
+  // Makes host memory's copy (if any) its most recently used: a page a
+  // lookup is about to copy up outlives the evictions before it.
+  virtual void TouchHost(const BlockHash& hash) = 0;
   // Whether the disk tier holds it (and host memory does not).
   virtual bool OnDiskOnly(const BlockHash& hash) const = 0;
   virtual bool has_disk() const = 0;

@@ -195,6 +195,10 @@ std::optional<BlockId> KvTierManager::LoadFromHost(const BlockHash& hash) {
 
 bool KvTierManager::InHost(const BlockHash& hash) const { return host_ != nullptr && host_->Contains(hash); }
 
+void KvTierManager::TouchHost(const BlockHash& hash) {
+  if (host_ != nullptr) host_->Touch(hash);
+}
+
 bool KvTierManager::OnDiskOnly(const BlockHash& hash) const {
   return disk_ != nullptr && disk_->Contains(hash) && (host_ == nullptr || !host_->Contains(hash));
 }

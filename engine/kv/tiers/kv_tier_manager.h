@@ -125,6 +125,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   // LowerKvTiers.
   std::optional<BlockId> LoadFromHost(const BlockHash& hash) override;
   bool InHost(const BlockHash& hash) const override;
+  void TouchHost(const BlockHash& hash) override;
   bool OnDiskOnly(const BlockHash& hash) const override;
   bool has_disk() const override { return disk_ != nullptr; }
   void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) override;

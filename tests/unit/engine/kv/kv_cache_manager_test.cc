@@ -150,6 +150,7 @@ class FakeDisk : public LowerKvTiers {
  public:
   std::optional<BlockId> LoadFromHost(const BlockHash&) override { return std::nullopt; }
   bool InHost(const BlockHash&) const override { return false; }
+  void TouchHost(const BlockHash&) override {}
   bool OnDiskOnly(const BlockHash& hash) const override {
     return std::find(held.begin(), held.end(), hash) != held.end();
   }
