@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "tests/testing/http_get.h"
@@ -177,6 +179,23 @@ v1::GenerateTextRequest TinyTextRequest(uint64_t seed, int prompt_tokens, int ma
   *r.mutable_prompt_token_ids() = ids.prompt_token_ids();
   *r.mutable_options()->mutable_stopping() = ids.stopping();
   return r;
+}
+
+std::vector<TextStreamResult> RunConcurrently(const RouterCluster& cluster,
+                                              const std::vector<v1::GenerateTextRequest>& requests,
+                                              const std::function<void(size_t, const TextStreamResult&)>& on_message) {
+  std::vector<TextStreamResult> results(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = cluster.Generate(requests[i], std::nullopt, [&, i](const TextStreamResult& partial) {
+        if (on_message) on_message(i, partial);
+        return false;
+      });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
 }
 
 }  // namespace kvfleet::testing

@@ -111,4 +111,11 @@ class RouterCluster {
 // ids (seeded), greedy, ignoring end-of-turn tokens, `max_tokens` tokens.
 v1::GenerateTextRequest TinyTextRequest(uint64_t seed, int prompt_tokens, int max_tokens);
 
+// Runs `requests` through the router concurrently, one thread each;
+// `on_message` (may be empty) sees the partial result of stream i after
+// each of its messages.
+std::vector<TextStreamResult> RunConcurrently(const RouterCluster& cluster,
+                                              const std::vector<v1::GenerateTextRequest>& requests,
+                                              const std::function<void(size_t, const TextStreamResult&)>& on_message);
+
 }  // namespace kvfleet::testing
