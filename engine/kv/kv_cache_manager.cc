@@ -50,16 +50,32 @@ bool KvCacheManager::Findable(const BlockHash& hash, bool through_disk) const {
   return tiers_ != nullptr && (tiers_->InHost(hash) || (through_disk && tiers_->OnDiskOnly(hash)));
 }
 
-std::vector<BlockHash> KvCacheManager::ProbePrefix(const Request& req, bool through_disk) const {
+std::vector<BlockHash> KvCacheManager::ProbePrefix(const Request& req, bool through_disk, size_t* above_disk) const {
   std::vector<BlockHash> hashes;
+  size_t above = std::numeric_limits<size_t>::max();
   const int32_t max_blocks = (req.num_tokens() - 1) / block_size_;
   BlockHash parent = max_blocks > 0 && req.prompt_block_hashes.empty() ? RootFor(req) : BlockHash{};
   for (int32_t b = 0; b < max_blocks; ++b) {
     const BlockHash hash = HashOfBlock(req, b, parent);
-    if (!Findable(hash, through_disk)) break;
+    if (!Findable(hash, /*through_disk=*/false)) {
+      if (!through_disk || !tiers_->OnDiskOnly(hash)) break;
+      above = std::min(above, hashes.size());
+    }
     hashes.push_back(hash);
     parent = hash;
   }
+  *above_disk = std::min(above, hashes.size());
+  return hashes;
+}
+
+std::vector<BlockHash> KvCacheManager::ProbeWindowedHit(const Request& req, WindowedDiskHit* longer) const {
+  // Through the disk only when a load could follow; one walk serves both.
+  const bool through_disk = tiers_ != nullptr && tiers_->has_disk() && !req.kv_load_tried;
+  size_t above_disk = 0;
+  std::vector<BlockHash> hashes = ProbePrefix(req, through_disk, &above_disk);
+  const int32_t hit_now = LongestWindowedHit(std::span<const BlockHash>(hashes).first(above_disk));
+  *longer = through_disk ? LongerHitOnDisk(hashes, hit_now) : WindowedDiskHit{};
+  hashes.resize(static_cast<size_t>(hit_now));
   return hashes;
 }
 
@@ -84,10 +100,9 @@ int32_t KvCacheManager::LongestWindowedHit(std::span<const BlockHash> hashes, bo
   return 0;
 }
 
-KvCacheManager::WindowedDiskHit KvCacheManager::LongerHitOnDisk(const Request& req, int32_t hit_now) const {
+KvCacheManager::WindowedDiskHit KvCacheManager::LongerHitOnDisk(std::span<const BlockHash> hashes,
+                                                                int32_t hit_now) const {
   WindowedDiskHit hit;
-  if (tiers_ == nullptr || !tiers_->has_disk()) return hit;
-  const std::vector<BlockHash> hashes = ProbePrefix(req, /*through_disk=*/true);
   const int32_t n = LongestWindowedHit(hashes, /*through_disk=*/true);
   if (n <= hit_now) return hit;
   hit.blocks = n;
@@ -106,8 +121,7 @@ KvCacheManager::WindowedDiskHit KvCacheManager::LongerHitOnDisk(const Request& r
   return hit;
 }
 
-bool KvCacheManager::StartWindowedDiskLoad(Request& req, int32_t hit_now) {
-  WindowedDiskHit hit = LongerHitOnDisk(req, hit_now);
+bool KvCacheManager::StartWindowedDiskLoad(Request& req, WindowedDiskHit hit) {
   if (hit.from_disk.empty()) return false;
   if (tiers_->loads_in_flight()) {  // one load at a time, as StartDiskLoad
     req.kv_awaits_disk = true;
@@ -195,9 +209,9 @@ BlockHash KvCacheManager::HashOfBlock(const Request& req, int32_t b, const Block
 int32_t KvCacheManager::AcquireWindowedPrefix(Request& req) {
   // Group 0 as far as the device and host memory hold it, cut to where the
   // window pages go, before anything is copied up.
-  std::vector<BlockHash> hashes = ProbePrefix(req);
-  hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
-  if (!req.kv_load_tried && StartWindowedDiskLoad(req, static_cast<int32_t>(hashes.size()))) {
+  WindowedDiskHit longer;
+  std::vector<BlockHash> hashes = ProbeWindowedHit(req, &longer);
+  if (StartWindowedDiskLoad(req, std::move(longer))) {
     return 0;  // the disk holds a longer hit: the request waits for it, holding nothing
   }
   const size_t groups = static_cast<size_t>(num_groups());
@@ -270,10 +284,10 @@ std::optional<int32_t> KvCacheManager::BlocksToAdmit(const Request& req, int32_t
   int32_t hit_blocks = 0;
   int32_t taken = 0;  // of the hit blocks, those that leave the free list
   if (enable_prefix_caching_ && num_groups() > 1) {
-    std::vector<BlockHash> hashes = ProbePrefix(req);
-    hashes.resize(static_cast<size_t>(LongestWindowedHit(hashes)));
+    WindowedDiskHit longer;
+    const std::vector<BlockHash> hashes = ProbeWindowedHit(req, &longer);
+    if (!longer.from_disk.empty()) return std::nullopt;
     hit_blocks = static_cast<int32_t>(hashes.size());
-    if (!req.kv_load_tried && !LongerHitOnDisk(req, hit_blocks).from_disk.empty()) return std::nullopt;
     for (int32_t b = 0; b < hit_blocks; ++b) {
       const std::optional<BlockId> block = pool_.FindCached(hashes[static_cast<size_t>(b)]);
       if (!block || pool_.ref_count(*block) == 0) ++taken;

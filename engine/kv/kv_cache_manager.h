@@ -142,10 +142,15 @@ class KvCacheManager {
     std::vector<BlockHash> pages;
     std::vector<BlockHash> from_disk;
   };
-  WindowedDiskHit LongerHitOnDisk(const Request& req, int32_t hit_now) const;
+  // Of group-0 hashes found through the disk (ProbePrefix).
+  WindowedDiskHit LongerHitOnDisk(std::span<const BlockHash> hashes, int32_t hit_now) const;
+  // With page groups: the hashes of the hit device and host memory give
+  // (group 0 cut to where the window pages are), and in `longer` the one
+  // the disk would give, when a load may be tried; one walk of the prefix.
+  std::vector<BlockHash> ProbeWindowedHit(const Request& req, WindowedDiskHit* longer) const;
   // Starts one background load of those disk-only pages (or marks req to
   // wait for the load in flight); false when there is none or no room.
-  bool StartWindowedDiskLoad(Request& req, int32_t hit_now);
+  bool StartWindowedDiskLoad(Request& req, WindowedDiskHit hit);
   // AcquireCachedPrefix with page groups.
   int32_t AcquireWindowedPrefix(Request& req);
   // Takes the window pages a hit of hashes.size() blocks needs into the
@@ -154,8 +159,9 @@ class KvCacheManager {
   bool AcquireWindowPages(Request& req, std::span<const BlockHash> hashes);
   void ReleasePassedWindowPages(Request& req);
   // The group-0 walk of BlocksToAdmit / AcquireCachedPrefix without taking:
-  // hashes of the leading blocks findable (Findable).
-  std::vector<BlockHash> ProbePrefix(const Request& req, bool through_disk = false) const;
+  // hashes of the leading blocks findable (Findable); `above_disk` gets
+  // how many lead before the first only the disk holds.
+  std::vector<BlockHash> ProbePrefix(const Request& req, bool through_disk, size_t* above_disk) const;
 
   BlockPool& pool_;
   int32_t block_size_;
