@@ -164,18 +164,11 @@ TEST(RouterFailoverTest, ChaosI_AWorkerKilledWhileOffloadingRestartsOnItsDiskTie
 TEST(RouterFailoverTest, ChaosI_ASlidingWindowWorkerRestartsOnItsDiskTierWithItsWindowPages) {
   TempDir dir;
   const std::string model = dir.Path("tiny-gemma3.gguf");
-  ASSERT_TRUE(tools::WriteTinyModel({.architecture = "gemma3",
-                                     .dtype = DType::kQ8_0,
-                                     .seed = 3,
-                                     .num_layers = 6,
-                                     .hidden_size = 256,
-                                     .num_heads = 4,
-                                     .num_kv_heads = 2,
-                                     .ffn_size = 512,
-                                     .context_length = kTinyContext,
-                                     .sliding_window = 32},
-                                    model)
-                  .ok());
+  tools::TinyModelOptions gemma = HarnessModelOptions();
+  gemma.architecture = "gemma3";
+  gemma.num_layers = 6;
+  gemma.sliding_window = 32;
+  ASSERT_TRUE(tools::WriteTinyModel(gemma, model).ok());
   const RestartedDisk disk = KillWhileOffloadingThenServeFromDisk(model, "sliding window");
   EXPECT_LE(disk.announced, kConversations * 8) << "window pages were announced as blocks";
   EXPECT_LT(disk.announced, disk.on_disk) << "the disk holds window pages, which are never announced";

@@ -12,17 +12,18 @@
 
 namespace kvfleet::testing {
 
-absl::Status WriteHarnessModel(const std::string& path) {
-  return tools::WriteTinyModel({.dtype = DType::kQ8_0,
-                                .seed = 3,
-                                .num_layers = 4,
-                                .hidden_size = 256,
-                                .num_heads = 4,
-                                .num_kv_heads = 2,
-                                .ffn_size = 512,
-                                .context_length = kTinyContext},
-                               path);
+tools::TinyModelOptions HarnessModelOptions() {
+  return {.dtype = DType::kQ8_0,
+          .seed = 3,
+          .num_layers = 4,
+          .hidden_size = 256,
+          .num_heads = 4,
+          .num_kv_heads = 2,
+          .ffn_size = 512,
+          .context_length = kTinyContext};
 }
+
+absl::Status WriteHarnessModel(const std::string& path) { return tools::WriteTinyModel(HarnessModelOptions(), path); }
 
 absl::Status WorkerHarness::Start(const std::vector<std::string>& extra_args, const std::string& model_path) {
   std::string model = model_path;

@@ -16,6 +16,7 @@
 #include "tests/testing/prometheus_text.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/worker_process.h"
+#include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::testing {
 
@@ -26,6 +27,8 @@ inline constexpr int kTinyContext = 4096;
 // Writes the harness's tiny model (Q8_0, 4 layers, hidden 256, a ChatML
 // template) to `path`; its model id is the file's stem, "tiny" for "tiny.gguf".
 absl::Status WriteHarnessModel(const std::string& path);
+// Its shape, for a test that writes a variant of it (another architecture).
+tools::TinyModelOptions HarnessModelOptions();
 
 struct StreamResult {
   grpc::Status status;
