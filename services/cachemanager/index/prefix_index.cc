@@ -18,6 +18,10 @@ constexpr size_t kMergeFactor = 8;
 // How many hashes ahead FindOverlaps prefetches the map's memory: the walk is
 // a chain of independent lookups in a table far larger than the caches.
 constexpr size_t kPrefetchDistance = 16;
+// Once this few workers still match, FindOverlaps walks their own maps: each
+// is a small fraction of the shared one, so its lookups mostly hit the caches
+// (two small lookups a hash beat one that misses).
+constexpr size_t kOwnMapWorkers = 2;
 
 void CheckSlot(WorkerSlot w) {
   CHECK(w.value() >= 0 && w.value() < PrefixIndex::kMaxWorkerSlots) << "worker slot " << w;
@@ -26,19 +30,16 @@ void CheckSlot(WorkerSlot w) {
 }  // namespace
 
 int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier) {
-  absl::flat_hash_set<BlockHash>& blocks = MutableBlocksOf(w);
-  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
+  BlockTiers& blocks = MutableBlocksOf(w);
   int64_t added = 0;
   for (const BlockHash& hash : hashes) {
-    if (blocks.insert(hash).second) {
+    const auto [it, inserted] = blocks.try_emplace(hash, tier);
+    if (inserted) {
       AddHolder(hash, w, tier);
-      if (tier != KvTier::kDevice) {
-        lower.emplace(hash, tier);
-        ++lower_counts_[w.value()][static_cast<size_t>(tier)];
-      }
+      if (tier != KvTier::kDevice) ++lower_counts_[w.value()][static_cast<size_t>(tier)];
       ++added;
-    } else if (tier != KvTier::kDevice || !lower.empty()) {
-      MoveTier(w, hash, tier);
+    } else if (it->second != tier) {
+      MoveTier(w, hash, it->second, tier);
     }
   }
   entries_ += added;
@@ -48,20 +49,15 @@ int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTi
 int64_t PrefixIndex::Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
   CheckSlot(w);
   if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
-  absl::flat_hash_set<BlockHash>& blocks = blocks_[w.value()];
-  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
+  BlockTiers& blocks = blocks_[w.value()];
   int64_t removed = 0;
   for (const BlockHash& hash : hashes) {
-    if (blocks.erase(hash) > 0) {
-      DropHolder(hash, w);
-      if (!lower.empty()) {
-        if (const auto it = lower.find(hash); it != lower.end()) {
-          --lower_counts_[w.value()][static_cast<size_t>(it->second)];
-          lower.erase(it);
-        }
-      }
-      ++removed;
-    }
+    const auto it = blocks.find(hash);
+    if (it == blocks.end()) continue;
+    if (it->second != KvTier::kDevice) --lower_counts_[w.value()][static_cast<size_t>(it->second)];
+    blocks.erase(it);
+    DropHolder(hash, w);
+    ++removed;
   }
   entries_ -= removed;
   return removed;
@@ -70,37 +66,36 @@ int64_t PrefixIndex::Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
 int64_t PrefixIndex::Clear(WorkerSlot w) {
   CheckSlot(w);
   if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
-  absl::flat_hash_set<BlockHash>& blocks = blocks_[w.value()];
-  for (const BlockHash& hash : blocks) DropHolder(hash, w);
+  BlockTiers& blocks = blocks_[w.value()];
+  for (const auto& [hash, tier] : blocks) DropHolder(hash, w);
   const auto removed = static_cast<int64_t>(blocks.size());
-  // Assigning a fresh set (not clear()) gives the memory back: a dead
+  // Assigning a fresh map (not clear()) gives the memory back: a dead
   // worker's table must not outlive it.
-  blocks = absl::flat_hash_set<BlockHash>();
-  lower_[w.value()] = absl::flat_hash_map<BlockHash, KvTier>();
+  blocks = BlockTiers();
   lower_counts_[w.value()] = {};
   entries_ -= removed;
   return removed;
 }
 
 void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes) {
-  absl::flat_hash_set<BlockHash>& current = MutableBlocksOf(w);
-  absl::flat_hash_set<BlockHash> next(hashes.begin(), hashes.end());
+  BlockTiers& current = MutableBlocksOf(w);
   // The snapshot lists the device: kept blocks that were below it are back on it.
-  const absl::flat_hash_map<BlockHash, KvTier> lower = std::move(lower_[w.value()]);
-  lower_[w.value()].clear();
-  lower_counts_[w.value()] = {};
-  for (const BlockHash& hash : current) {
+  BlockTiers next;
+  next.reserve(hashes.size());
+  for (const BlockHash& hash : hashes) next.emplace(hash, KvTier::kDevice);
+  for (const auto& [hash, tier] : current) {
     if (!next.contains(hash)) {
       DropHolder(hash, w);
-    } else if (!lower.empty() && lower.contains(hash)) {
+    } else if (tier != KvTier::kDevice) {
       SetHolderEntry(hash, w, KvTier::kDevice);
     }
   }
-  for (const BlockHash& hash : next) {
+  for (const auto& [hash, tier] : next) {
     if (!current.contains(hash)) AddHolder(hash, w, KvTier::kDevice);
   }
   entries_ += static_cast<int64_t>(next.size()) - static_cast<int64_t>(current.size());
   current = std::move(next);
+  lower_counts_[w.value()] = {};
 }
 
 bool PrefixIndex::Holds(WorkerSlot w, const BlockHash& hash) const {
@@ -114,37 +109,37 @@ int64_t PrefixIndex::LowerBlockCount(WorkerSlot w, KvTier tier) const {
   return lower_counts_[w.value()][static_cast<size_t>(tier)];
 }
 
-void PrefixIndex::MoveTier(WorkerSlot w, const BlockHash& hash, KvTier tier) {
-  absl::flat_hash_map<BlockHash, KvTier>& lower = lower_[w.value()];
+void PrefixIndex::MoveTier(WorkerSlot w, const BlockHash& hash, KvTier& held_in, KvTier tier) {
   std::array<int64_t, kNumKvTiers>& counts = lower_counts_[w.value()];
-  const auto it = lower.find(hash);
-  const KvTier old = it == lower.end() ? KvTier::kDevice : it->second;
-  if (old == tier) return;
-  if (old != KvTier::kDevice) --counts[static_cast<size_t>(old)];
-  if (tier == KvTier::kDevice) {
-    lower.erase(it);
-  } else {
-    if (it != lower.end()) {
-      it->second = tier;
-    } else {
-      lower.emplace(hash, tier);
-    }
-    ++counts[static_cast<size_t>(tier)];
-  }
+  if (held_in != KvTier::kDevice) --counts[static_cast<size_t>(held_in)];
+  if (tier != KvTier::kDevice) ++counts[static_cast<size_t>(tier)];
+  held_in = tier;
   SetHolderEntry(hash, w, tier);
 }
 
 KvTier PrefixIndex::TierOf(WorkerSlot w, const BlockHash& hash) const {
   CHECK(Holds(w, hash)) << "slot " << w << " does not hold " << hash.ToHex();
-  const auto& lower = lower_[w.value()];
-  const auto it = lower.find(hash);
-  return it == lower.end() ? KvTier::kDevice : it->second;
+  return blocks_[w.value()].find(hash)->second;
 }
 
 int64_t PrefixIndex::BlockCount(WorkerSlot w) const {
   CheckSlot(w);
   if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
   return static_cast<int64_t>(blocks_[w.value()].size());
+}
+
+size_t PrefixIndex::WalkOwnBlocks(WorkerSlot w, std::span<const BlockHash> hashes, size_t from,
+                                  std::array<int32_t, kNumKvTiers>& in_tier) const {
+  const BlockTiers& blocks = blocks_[w.value()];
+  for (size_t j = from; j < std::min(hashes.size(), from + kPrefetchDistance); ++j) blocks.prefetch(hashes[j]);
+  size_t i = from;
+  for (; i < hashes.size(); ++i) {
+    if (i + kPrefetchDistance < hashes.size()) blocks.prefetch(hashes[i + kPrefetchDistance]);
+    const auto it = blocks.find(hashes[i]);
+    if (it == blocks.end()) break;
+    ++in_tier[static_cast<size_t>(it->second)];
+  }
+  return i;
 }
 
 std::vector<Overlap> PrefixIndex::FindOverlaps(std::span<const BlockHash> hashes) const {
@@ -181,6 +176,12 @@ std::vector<Overlap> PrefixIndex::FindOverlaps(std::span<const BlockHash> hashes
   };
   size_t i = 1;
   for (; i < hashes.size() && !matching.empty(); ++i) {
+    if (matching.size() <= kOwnMapWorkers) {
+      flush();
+      for (Matching& m : matching) stop(m, static_cast<int32_t>(WalkOwnBlocks(m.worker, hashes, i, m.in_tier)));
+      matching.clear();
+      break;
+    }
     if (i + kPrefetchDistance < hashes.size()) holders_.prefetch(hashes[i + kPrefetchDistance]);
     const auto it = holders_.find(hashes[i]);
     if (it == holders_.end()) break;  // every matching worker stops here
@@ -245,35 +246,30 @@ absl::Status PrefixIndex::CheckInvariants() const {
         return absl::InternalError(
             absl::StrCat("holders of ", hash.ToHex(), " not strictly increasing at slot ", w.value()));
       }
-      if (!blocks_[w.value()].contains(hash)) {
-        return absl::InternalError(absl::StrCat("slot ", w.value(), " holds ", hash.ToHex(), " not in its set"));
+      const auto held = blocks_[w.value()].find(hash);
+      if (held == blocks_[w.value()].end()) {
+        return absl::InternalError(absl::StrCat("slot ", w.value(), " holds ", hash.ToHex(), " not in its map"));
       }
-      if (EntryTier(holders[a]) != TierOf(w, hash)) {
+      if (EntryTier(holders[a]) != held->second) {
         return absl::InternalError(
-            absl::StrCat("slot ", w.value(), "'s entry for ", hash.ToHex(), " disagrees with its lower-tier map"));
+            absl::StrCat("slot ", w.value(), "'s entry for ", hash.ToHex(), " disagrees with its own map's tier"));
       }
     }
     pairs_in_map += static_cast<int64_t>(holders.size());
   }
   int64_t pairs_in_sets = 0;
   for (size_t slot = 0; slot < blocks_.size(); ++slot) {
-    for (const BlockHash& hash : blocks_[slot]) {
+    std::array<int64_t, kNumKvTiers> counted{};
+    for (const auto& [hash, tier] : blocks_[slot]) {
       const auto it = holders_.find(hash);
       const WorkerSlot w(static_cast<int32_t>(slot));
       if (it == holders_.end() ||
           std::none_of(it->second.begin(), it->second.end(), [w](int32_t e) { return EntrySlot(e) == w; })) {
         return absl::InternalError(absl::StrCat("slot ", slot, " has ", hash.ToHex(), " but is not its holder"));
       }
+      if (tier != KvTier::kDevice) ++counted[static_cast<size_t>(tier)];
     }
     pairs_in_sets += static_cast<int64_t>(blocks_[slot].size());
-    std::array<int64_t, kNumKvTiers> counted{};
-    for (const auto& [hash, tier] : lower_[slot]) {
-      if (!blocks_[slot].contains(hash) || tier == KvTier::kDevice) {
-        return absl::InternalError(absl::StrCat("slot ", slot, " has ", hash.ToHex(), " below its device but ",
-                                                tier == KvTier::kDevice ? "as device" : "not in its set"));
-      }
-      ++counted[static_cast<size_t>(tier)];
-    }
     if (counted != lower_counts_[slot]) {
       return absl::InternalError(absl::StrCat("slot ", slot, " lower-tier counts out of step"));
     }
@@ -285,11 +281,10 @@ absl::Status PrefixIndex::CheckInvariants() const {
   return absl::OkStatus();
 }
 
-absl::flat_hash_set<BlockHash>& PrefixIndex::MutableBlocksOf(WorkerSlot w) {
+PrefixIndex::BlockTiers& PrefixIndex::MutableBlocksOf(WorkerSlot w) {
   CheckSlot(w);
   if (static_cast<size_t>(w.value()) >= blocks_.size()) {
     blocks_.resize(w.value() + 1);
-    lower_.resize(w.value() + 1);
     lower_counts_.resize(w.value() + 1);
   }
   return blocks_[w.value()];

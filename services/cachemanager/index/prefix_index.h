@@ -9,12 +9,12 @@
 // ReplaceAll O(that worker's blocks) and BlockCount exact.
 //
 // Invariants (CheckInvariants() verifies them all):
-//   - w is in holders(h) iff h is in w's set; holders(h) is in strictly
+//   - w is in holders(h) iff h is in w's map; holders(h) is in strictly
 //     increasing slot order (no duplicates);
 //   - no hash has an empty holder list (entries are erased when their last
 //     holder goes, so memory follows what is cached, not what was ever seen);
 //   - EntryCount() == sum of BlockCount(w) == sum of |holders(h)|;
-//   - w's lower-tier hashes are a subset of w's set.
+//   - w's entry in holders(h) carries the tier w's own map gives h.
 // Event semantics: Store is idempotent per (worker, hash); Remove ignores
 // hashes the worker does not hold (events can repeat across a reconnect).
 // A worker slot is a dense id from the registry (worker_slot.h); a negative
@@ -132,15 +132,24 @@ class PrefixIndex {
   static WorkerSlot EntrySlot(int32_t entry) { return WorkerSlot(entry >> 2); }
   static KvTier EntryTier(int32_t entry) { return static_cast<KvTier>(entry & 3); }
 
-  // The set of `w` (growing the per-worker table as needed).
-  absl::flat_hash_set<BlockHash>& MutableBlocksOf(WorkerSlot w);
+  // What each worker holds, in which tier.
+  using BlockTiers = absl::flat_hash_map<BlockHash, KvTier>;
+
+  // The map of `w` (growing the per-worker table as needed).
+  BlockTiers& MutableBlocksOf(WorkerSlot w);
+  // Walks hashes[from..) in w's own map while w holds them, counting each
+  // tier into `in_tier`; returns where it stopped. For the tail of a prompt
+  // that only a worker or two still match: w's map is a small fraction of
+  // the shared one, so its lookups mostly hit the caches.
+  size_t WalkOwnBlocks(WorkerSlot w, std::span<const BlockHash> hashes, size_t from,
+                       std::array<int32_t, kNumKvTiers>& in_tier) const;
   // Adds / drops `w` in holders(hash), O(|holders|); the caller keeps w's set
   // in step.
   void AddHolder(const BlockHash& hash, WorkerSlot w, KvTier tier);
   void DropHolder(const BlockHash& hash, WorkerSlot w);
-  // Moves w's copy of a hash it holds to `tier`: its holder entry, its
-  // lower-tier map and counts. No-op when it is there already.
-  void MoveTier(WorkerSlot w, const BlockHash& hash, KvTier tier);
+  // Moves w's copy of `hash`, now in `held_in` (its own map's value), to
+  // another `tier`: that value, its holder entry and the lower-tier counts.
+  void MoveTier(WorkerSlot w, const BlockHash& hash, KvTier& held_in, KvTier tier);
   // Sets the tier of w's entry among the holders of `hash` (which it is).
   void SetHolderEntry(const BlockHash& hash, WorkerSlot w, KvTier tier);
 
@@ -153,11 +162,8 @@ class PrefixIndex {
   HolderEntry FindHolderEntry(const BlockHash& hash, WorkerSlot w);
 
   HolderMap holders_;
-  std::vector<absl::flat_hash_set<BlockHash>> blocks_;  // by slot, every tier
-  // By slot: the hashes of blocks_[slot] held only below the device, and
-  // where. Empty for a worker without lower tiers.
-  std::vector<absl::flat_hash_map<BlockHash, KvTier>> lower_;
-  std::vector<std::array<int64_t, kNumKvTiers>> lower_counts_;  // by slot, then tier: lower_'s sizes
+  std::vector<BlockTiers> blocks_;                              // by slot
+  std::vector<std::array<int64_t, kNumKvTiers>> lower_counts_;  // by slot, then tier: blocks held there
   int64_t entries_ = 0;
 };
 
