@@ -40,6 +40,7 @@
 namespace kvfleet::bench {
 namespace {
 
+using cachemanager::ChainParent;
 using cachemanager::Overlap;
 using cachemanager::PrefixIndex;
 using cachemanager::WorkerSlot;
@@ -89,7 +90,7 @@ absl::StatusOr<Options> ReadOptions(const flags::Flags& f) {
 class NaiveIndex {
  public:
   explicit NaiveIndex(int64_t workers) : sets_(workers) {}
-  void Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier = KvTier::kDevice) {
+  void Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier, ChainParent /*parent*/) {
     for (const BlockHash& h : hashes) sets_[w.value()][h] = tier;
   }
   void Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
@@ -215,8 +216,9 @@ std::pair<size_t, double> Build(const Cluster& c, Index& index) {
   const auto start = Clock::now();
   for (const Placement& p : c.placements) {
     const std::span<const BlockHash> held = std::span(c.conversations[p.conversation]).first(p.blocks);
-    index.Store(p.worker, held);
-    if (p.lower > 0) index.Store(p.worker, held.last(p.lower), p.tier);
+    index.Store(p.worker, held, KvTier::kDevice, ChainParent::Root());
+    if (p.lower > 0)
+      index.Store(p.worker, held.last(p.lower), p.tier, ChainParent::Of(held[held.size() - p.lower - 1]));
   }
   return {HeapBytes() - before, std::chrono::duration<double>(Clock::now() - start).count()};
 }
@@ -225,6 +227,7 @@ struct Event {
   WorkerSlot worker;
   Chain hashes;
   KvTier tier = KvTier::kDevice;
+  ChainParent parent;  // stores and moves: what hashes[0] hangs from
 };
 
 // New conversations' own blocks as Store events in chain order (prefill
@@ -241,13 +244,14 @@ void MakeEvents(const Options& o, const Cluster& c, ChainMaker& maker, std::vect
     std::span<const BlockHash> own = std::span(conv).subspan(sys.size());
     for (size_t at = 0; at < own.size() && static_cast<int64_t>(stores.size()) < o.events;) {
       const size_t n = std::min<size_t>(own.size() - at, Uniform(maker.rng(), 1, o.batch_max));
-      stores.push_back({w, Chain(own.begin() + at, own.begin() + at + n)});
+      const BlockHash& parent = at == 0 ? sys.back() : own[at - 1];
+      stores.push_back({w, Chain(own.begin() + at, own.begin() + at + n), KvTier::kDevice, ChainParent::Of(parent)});
       at += n;
     }
   }
   for (const Event& e : stores) {
-    moves.push_back({e.worker, e.hashes, KvTier::kHost});
-    if (Uniform(maker.rng(), 0, 4) == 0) moves.push_back({e.worker, e.hashes, KvTier::kDisk});
+    moves.push_back({e.worker, e.hashes, KvTier::kHost, e.parent});
+    if (Uniform(maker.rng(), 0, 4) == 0) moves.push_back({e.worker, e.hashes, KvTier::kDisk, e.parent});
   }
   for (auto it = stores.rbegin(); it != stores.rend(); ++it) {
     Chain tail_first(it->hashes.rbegin(), it->hashes.rend());
@@ -269,9 +273,9 @@ IngestResult Ingest(Index& index, const std::vector<Event>& stores, const std::v
   IngestResult r;
   for (int64_t round = 0; round < rounds; ++round) {
     auto t0 = Clock::now();
-    for (const Event& e : stores) index.Store(e.worker, e.hashes);
+    for (const Event& e : stores) index.Store(e.worker, e.hashes, e.tier, e.parent);
     auto t1 = Clock::now();
-    for (const Event& e : moves) index.Store(e.worker, e.hashes, e.tier);
+    for (const Event& e : moves) index.Store(e.worker, e.hashes, e.tier, e.parent);
     auto t2 = Clock::now();
     for (const Event& e : removes) index.Remove(e.worker, e.hashes);
     auto t3 = Clock::now();

@@ -80,7 +80,9 @@ cachemanager::KvMap BuildIndex(const Cluster& c, const std::vector<std::vector<B
       cachemanager::KvEventBatch batch{.worker_id = absl::StrCat("worker-", w),
                                        .incarnation = 1,
                                        .sequence = ++sequence[w]};
-      batch.events.push_back({.kind = cachemanager::KvEventRecord::Kind::kStored, .hashes = contexts[t]});
+      batch.events.push_back({.kind = cachemanager::KvEventRecord::Kind::kStored,
+                              .hashes = contexts[t],
+                              .parent = cachemanager::ChainParent::Root()});
       batch.load = cachemanager::WorkerLoad{
           .running = 20, .waiting = 2, .blocks_used = 3000, .blocks_free = 5000, .blocks_total = 8192};
       CHECK(map.Apply(batch, now).ok());

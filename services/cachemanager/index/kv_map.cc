@@ -78,7 +78,7 @@ bool KvMap::ApplyEvent(Entry& e, const KvEventRecord& event) {
         if (room == 0) break;
         --room;
       }
-      index_.Store(e.slot, std::span(event.hashes).first(fit), event.tier);
+      index_.Store(e.slot, std::span(event.hashes).first(fit), event.tier, event.parent);
       if (fit == event.hashes.size()) return true;
       counters_.over_capacity_hashes += static_cast<int64_t>(event.hashes.size() - fit);
       return false;

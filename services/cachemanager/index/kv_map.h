@@ -64,6 +64,8 @@ struct KvEventRecord {
   // kStored: the tier the blocks are now best held in; storing a held block
   // in another tier is a move. Snapshots list the device's blocks.
   KvTier tier = KvTier::kDevice;
+  // kStored: what hashes[0] hangs from (a worker's events always say).
+  ChainParent parent;
 };
 
 struct KvEventBatch {

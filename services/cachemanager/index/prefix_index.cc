@@ -10,37 +10,25 @@
 namespace kvfleet::cachemanager {
 namespace {
 
-// FindOverlaps intersects the workers still matching (m of them, sorted)
-// with a hash's holders (k, sorted) by a merge, O(m + k), while k is at most
-// this many times m; beyond that it binary-searches the holders for each
-// matching worker, O(m log k). Either way a step costs O(m log k) at worst.
-constexpr size_t kMergeFactor = 8;
-// How many hashes ahead FindOverlaps prefetches the map's memory: the walk is
-// a chain of independent lookups in a table far larger than the caches.
-constexpr size_t kPrefetchDistance = 16;
-// Once this few workers still match, FindOverlaps walks their own maps: each
-// is a small fraction of the shared one, so its lookups mostly hit the caches
-// (two small lookups a hash beat one that misses).
-constexpr size_t kOwnMapWorkers = 2;
-
 void CheckSlot(WorkerSlot w) {
   CHECK(w.value() >= 0 && w.value() < PrefixIndex::kMaxWorkerSlots) << "worker slot " << w;
 }
 
 }  // namespace
 
-int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier) {
-  BlockTiers& blocks = MutableBlocksOf(w);
+int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier, ChainParent parent) {
+  WorkerBlocks& wb = MutableWorker(w);
   int64_t added = 0;
   for (const BlockHash& hash : hashes) {
-    const auto [it, inserted] = blocks.try_emplace(hash, tier);
-    if (inserted) {
-      AddHolder(hash, w, tier);
-      if (tier != KvTier::kDevice) ++lower_counts_[w.value()][static_cast<size_t>(tier)];
+    const auto [it, inserted] = wb.held.try_emplace(hash);
+    if (!inserted) {
+      if (it->second.tier != tier) MoveBlock(w, wb, it, tier);
+    } else {
+      AddBlock(w, wb, it, tier, parent);
       ++added;
-    } else if (it->second != tier) {
-      MoveTier(w, hash, it->second, tier);
     }
+    // A caller that names no parent may not be storing a chain either.
+    if (parent.kind != ChainParent::Kind::kUnknown) parent = ChainParent::Of(hash);
   }
   entries_ += added;
   return added;
@@ -48,15 +36,13 @@ int64_t PrefixIndex::Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTi
 
 int64_t PrefixIndex::Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
   CheckSlot(w);
-  if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
-  BlockTiers& blocks = blocks_[w.value()];
+  if (static_cast<size_t>(w.value()) >= workers_.size()) return 0;
+  WorkerBlocks& wb = workers_[w.value()];
   int64_t removed = 0;
   for (const BlockHash& hash : hashes) {
-    const auto it = blocks.find(hash);
-    if (it == blocks.end()) continue;
-    if (it->second != KvTier::kDevice) --lower_counts_[w.value()][static_cast<size_t>(it->second)];
-    blocks.erase(it);
-    DropHolder(hash, w);
+    const auto it = wb.held.find(hash);
+    if (it == wb.held.end()) continue;
+    RemoveBlock(w, wb, it);
     ++removed;
   }
   entries_ -= removed;
@@ -65,172 +51,190 @@ int64_t PrefixIndex::Remove(WorkerSlot w, std::span<const BlockHash> hashes) {
 
 int64_t PrefixIndex::Clear(WorkerSlot w) {
   CheckSlot(w);
-  if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
-  BlockTiers& blocks = blocks_[w.value()];
-  for (const auto& [hash, tier] : blocks) DropHolder(hash, w);
-  const auto removed = static_cast<int64_t>(blocks.size());
-  // Assigning a fresh map (not clear()) gives the memory back: a dead
-  // worker's table must not outlive it.
-  blocks = BlockTiers();
-  lower_counts_[w.value()] = {};
+  if (static_cast<size_t>(w.value()) >= workers_.size()) return 0;
+  WorkerBlocks& wb = workers_[w.value()];
+  for (const auto& [hash, block] : wb.held) DropHolder(hash, w);
+  const auto removed = static_cast<int64_t>(wb.held.size());
+  AdjustUnplaced(wb, -wb.unplaced);
+  // A fresh struct (not clear()) gives the memory back: a dead worker's
+  // tables must not outlive it.
+  wb = WorkerBlocks();
   entries_ -= removed;
   return removed;
 }
 
 void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes) {
-  BlockTiers& current = MutableBlocksOf(w);
-  // The snapshot lists the device: kept blocks that were below it are back on it.
-  BlockTiers next;
+  WorkerBlocks& wb = MutableWorker(w);
+  // The snapshot lists the device: kept blocks that were below it are back
+  // on it, and keep what they knew of their chain.
+  HeldBlocks next;
   next.reserve(hashes.size());
-  for (const BlockHash& hash : hashes) next.emplace(hash, KvTier::kDevice);
-  for (const auto& [hash, tier] : current) {
+  for (const BlockHash& hash : hashes) {
+    HeldBlock b;
+    if (const auto old = wb.held.find(hash); old != wb.held.end()) {
+      b.parent = old->second.parent;
+      b.parent_kind = old->second.parent_kind;
+      b.depth = old->second.depth;
+    }
+    next.emplace(hash, b);
+  }
+  for (const auto& [hash, block] : wb.held) {
     if (!next.contains(hash)) {
       DropHolder(hash, w);
-    } else if (tier != KvTier::kDevice) {
+    } else if (block.tier != KvTier::kDevice) {
       SetHolderEntry(hash, w, KvTier::kDevice);
     }
   }
-  for (const auto& [hash, tier] : next) {
-    if (!current.contains(hash)) AddHolder(hash, w, KvTier::kDevice);
+  for (const auto& [hash, block] : next) {
+    if (!wb.held.contains(hash)) AddHolder(hash, w, KvTier::kDevice);
   }
-  entries_ += static_cast<int64_t>(next.size()) - static_cast<int64_t>(current.size());
-  current = std::move(next);
-  lower_counts_[w.value()] = {};
+  entries_ += static_cast<int64_t>(next.size()) - static_cast<int64_t>(wb.held.size());
+  AdjustUnplaced(wb, -wb.unplaced);
+  wb = WorkerBlocks{.held = std::move(next)};
+  // Every block is on the device now, so none is a drop; the kids follow
+  // from the parents kept.
+  for (auto& [hash, block] : wb.held) {
+    if (block.parent_kind != ChainParent::Kind::kBlock) continue;
+    ChainKids& kids = KidsOf(wb, block.parent);
+    ++kids.by_tier[static_cast<size_t>(KvTier::kDevice)];
+    if (block.depth >= 0) ++kids.placed;
+  }
+  int64_t unplaced = 0;
+  for (const auto& [hash, block] : wb.held) unplaced += Unplaced(wb, block) ? 1 : 0;
+  AdjustUnplaced(wb, unplaced);
 }
 
 bool PrefixIndex::Holds(WorkerSlot w, const BlockHash& hash) const {
   CheckSlot(w);
-  return static_cast<size_t>(w.value()) < blocks_.size() && blocks_[w.value()].contains(hash);
+  return static_cast<size_t>(w.value()) < workers_.size() && workers_[w.value()].held.contains(hash);
 }
 
 int64_t PrefixIndex::LowerBlockCount(WorkerSlot w, KvTier tier) const {
   CheckSlot(w);
-  if (static_cast<size_t>(w.value()) >= lower_counts_.size()) return 0;
-  return lower_counts_[w.value()][static_cast<size_t>(tier)];
-}
-
-void PrefixIndex::MoveTier(WorkerSlot w, const BlockHash& hash, KvTier& held_in, KvTier tier) {
-  std::array<int64_t, kNumKvTiers>& counts = lower_counts_[w.value()];
-  if (held_in != KvTier::kDevice) --counts[static_cast<size_t>(held_in)];
-  if (tier != KvTier::kDevice) ++counts[static_cast<size_t>(tier)];
-  held_in = tier;
-  SetHolderEntry(hash, w, tier);
+  if (static_cast<size_t>(w.value()) >= workers_.size()) return 0;
+  return workers_[w.value()].lower_counts[static_cast<size_t>(tier)];
 }
 
 KvTier PrefixIndex::TierOf(WorkerSlot w, const BlockHash& hash) const {
   CHECK(Holds(w, hash)) << "slot " << w << " does not hold " << hash.ToHex();
-  return blocks_[w.value()].find(hash)->second;
+  return workers_[w.value()].held.find(hash)->second.tier;
+}
+
+void PrefixIndex::AdjustUnplaced(WorkerBlocks& wb, int64_t delta) {
+  const bool was = wb.unplaced > 0;
+  wb.unplaced += delta;
+  DCHECK(wb.unplaced >= 0);
+  unplaced_workers_ += static_cast<int32_t>(wb.unplaced > 0) - static_cast<int32_t>(was);
+}
+
+PrefixIndex::ChainKids& PrefixIndex::KidsOf(WorkerBlocks& wb, const BlockHash& parent) {
+  if (const auto it = wb.held.find(parent); it != wb.held.end()) return it->second.kids;
+  return wb.orphans[parent];
+}
+
+void PrefixIndex::RefreshDrop(WorkerBlocks& wb, const BlockHash& hash, HeldBlock& b) {
+  bool drop = false;
+  if (b.depth >= 0) {
+    for (size_t t = 0; t < static_cast<size_t>(b.tier); ++t) drop = drop || b.kids.by_tier[t] > 0;
+  }
+  if (drop == b.in_drops) return;
+  if (drop) {
+    wb.drops.insert({b.depth, hash});
+  } else {
+    wb.drops.erase({b.depth, hash});
+  }
+  b.in_drops = drop;
+}
+
+void PrefixIndex::AddBlock(WorkerSlot w, WorkerBlocks& wb, HeldBlocks::iterator it, KvTier tier, ChainParent parent) {
+  const BlockHash& hash = it->first;
+  if (parent.kind == ChainParent::Kind::kBlock && parent.hash == hash) parent = {};  // never its own parent
+  ChainKids adopted;
+  int64_t unplaced = 0;
+  if (!wb.orphans.empty()) {
+    if (const auto o = wb.orphans.find(hash); o != wb.orphans.end()) {
+      adopted = o->second;  // its kids with a depth had lost their parent; no longer
+      unplaced -= adopted.placed;
+      wb.orphans.erase(o);
+    }
+  }
+  HeldBlock& b = it->second;
+  b.tier = tier;
+  b.parent_kind = parent.kind;
+  b.kids = adopted;
+  if (parent.kind == ChainParent::Kind::kRoot) b.depth = 0;
+  // One lookup of the parent serves its depth, its kids and its drop.
+  const auto p = parent.kind == ChainParent::Kind::kBlock ? wb.held.find(parent.hash) : wb.held.end();
+  if (parent.kind == ChainParent::Kind::kBlock) {
+    b.parent = parent.hash;
+    ChainKids& kids = p != wb.held.end() ? p->second.kids : wb.orphans[parent.hash];
+    if (p != wb.held.end() && p->second.depth >= 0) b.depth = p->second.depth + 1;
+    ++kids.by_tier[static_cast<size_t>(tier)];
+    if (b.depth >= 0) ++kids.placed;
+    if (p != wb.held.end()) RefreshDrop(wb, parent.hash, p->second);
+  }
+  if (b.depth < 0) ++unplaced;  // a known depth means the parent is held
+  AdjustUnplaced(wb, unplaced);
+  RefreshDrop(wb, hash, b);
+  if (tier != KvTier::kDevice) ++wb.lower_counts[static_cast<size_t>(tier)];
+  AddHolder(hash, w, tier);
+}
+
+void PrefixIndex::RemoveBlock(WorkerSlot w, WorkerBlocks& wb, HeldBlocks::iterator it) {
+  const BlockHash hash = it->first;
+  const HeldBlock b = std::move(it->second);
+  wb.held.erase(it);
+  int64_t unplaced = 0;
+  if (b.in_drops) wb.drops.erase({b.depth, hash});
+  if (!b.kids.empty()) {
+    unplaced += b.kids.placed;  // held kids whose parent is gone
+    wb.orphans[hash] = b.kids;
+  }
+  if (b.parent_kind == ChainParent::Kind::kBlock) {
+    const auto p = wb.held.find(b.parent);
+    if (b.depth < 0 || p == wb.held.end()) --unplaced;
+    if (p != wb.held.end()) {
+      ChainKids& kids = p->second.kids;
+      --kids.by_tier[static_cast<size_t>(b.tier)];
+      if (b.depth >= 0) --kids.placed;
+      RefreshDrop(wb, b.parent, p->second);
+    } else {
+      const auto o = wb.orphans.find(b.parent);
+      CHECK(o != wb.orphans.end()) << hash.ToHex() << "'s parent has no kids record";
+      --o->second.by_tier[static_cast<size_t>(b.tier)];
+      if (b.depth >= 0) --o->second.placed;
+      if (o->second.empty()) wb.orphans.erase(o);
+    }
+  } else if (b.depth < 0) {
+    --unplaced;
+  }
+  AdjustUnplaced(wb, unplaced);
+  if (b.tier != KvTier::kDevice) --wb.lower_counts[static_cast<size_t>(b.tier)];
+  DropHolder(hash, w);
+}
+
+void PrefixIndex::MoveBlock(WorkerSlot w, WorkerBlocks& wb, HeldBlocks::iterator it, KvTier tier) {
+  HeldBlock& b = it->second;
+  const KvTier old = b.tier;
+  if (old != KvTier::kDevice) --wb.lower_counts[static_cast<size_t>(old)];
+  if (tier != KvTier::kDevice) ++wb.lower_counts[static_cast<size_t>(tier)];
+  b.tier = tier;
+  RefreshDrop(wb, it->first, b);
+  SetHolderEntry(it->first, w, tier);
+  if (b.parent_kind == ChainParent::Kind::kBlock) {
+    const BlockHash parent = b.parent;
+    const auto p = wb.held.find(parent);
+    ChainKids& kids = p != wb.held.end() ? p->second.kids : wb.orphans.find(parent)->second;
+    --kids.by_tier[static_cast<size_t>(old)];
+    ++kids.by_tier[static_cast<size_t>(tier)];
+    if (p != wb.held.end()) RefreshDrop(wb, parent, p->second);
+  }
 }
 
 int64_t PrefixIndex::BlockCount(WorkerSlot w) const {
   CheckSlot(w);
-  if (static_cast<size_t>(w.value()) >= blocks_.size()) return 0;
-  return static_cast<int64_t>(blocks_[w.value()].size());
-}
-
-size_t PrefixIndex::WalkOwnBlocks(WorkerSlot w, std::span<const BlockHash> hashes, size_t from,
-                                  std::array<int32_t, kNumKvTiers>& in_tier) const {
-  const BlockTiers& blocks = blocks_[w.value()];
-  for (size_t j = from; j < std::min(hashes.size(), from + kPrefetchDistance); ++j) blocks.prefetch(hashes[j]);
-  size_t i = from;
-  for (; i < hashes.size(); ++i) {
-    if (i + kPrefetchDistance < hashes.size()) blocks.prefetch(hashes[i + kPrefetchDistance]);
-    const auto it = blocks.find(hashes[i]);
-    if (it == blocks.end()) break;
-    ++in_tier[static_cast<size_t>(it->second)];
-  }
-  return i;
-}
-
-std::vector<Overlap> PrefixIndex::FindOverlaps(std::span<const BlockHash> hashes) const {
-  DCHECK(hashes.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()));
-  std::vector<Overlap> result;
-  if (hashes.empty()) return result;
-  for (size_t i = 1; i < std::min(hashes.size(), kPrefetchDistance); ++i) holders_.prefetch(hashes[i]);
-  const auto first = holders_.find(hashes[0]);
-  if (first == holders_.end()) return result;
-
-  // Workers holding all of hashes[0..i), in increasing slot order, each with
-  // how many of those blocks it holds in each tier.
-  struct Matching {
-    WorkerSlot worker;
-    std::array<int32_t, kNumKvTiers> in_tier{};
-  };
-  absl::InlinedVector<Matching, 64> matching;
-  for (int32_t e : first->second) matching.push_back({EntrySlot(e)});
-  // The common case along a chain: the next blocks have the very same
-  // holder entries (same workers, same tiers). Such a run is counted once
-  // it ends: `run` blocks held as `*run_holders` says, aligned with matching.
-  const Holders* run_holders = &first->second;
-  int32_t run = 1;
-  const auto flush = [&] {
-    if (run_holders == nullptr) return;
-    for (size_t k = 0; k < matching.size(); ++k)
-      matching[k].in_tier[static_cast<size_t>(EntryTier((*run_holders)[k]))] += run;
-    run_holders = nullptr;
-    run = 0;
-  };
-  const auto stop = [&result](const Matching& m, int32_t matched) {
-    result.push_back({m.worker, matched, m.in_tier[static_cast<size_t>(KvTier::kHost)],
-                      m.in_tier[static_cast<size_t>(KvTier::kDisk)]});
-  };
-  size_t i = 1;
-  for (; i < hashes.size() && !matching.empty(); ++i) {
-    if (matching.size() <= kOwnMapWorkers) {
-      flush();
-      for (Matching& m : matching) stop(m, static_cast<int32_t>(WalkOwnBlocks(m.worker, hashes, i, m.in_tier)));
-      matching.clear();
-      break;
-    }
-    if (i + kPrefetchDistance < hashes.size()) holders_.prefetch(hashes[i + kPrefetchDistance]);
-    const auto it = holders_.find(hashes[i]);
-    if (it == holders_.end()) break;  // every matching worker stops here
-    const Holders& holders = it->second;
-    if (run_holders != nullptr && holders.size() == run_holders->size() &&
-        std::equal(holders.begin(), holders.end(), run_holders->begin())) {
-      ++run;
-      continue;
-    }
-    flush();
-    if (holders.size() == matching.size() &&
-        std::equal(matching.begin(), matching.end(), holders.begin(),
-                   [](const Matching& m, int32_t e) { return m.worker == EntrySlot(e); })) {
-      run_holders = &holders;  // the same workers, other tiers: a new run
-      run = 1;
-      continue;
-    }
-    const auto matched = static_cast<int32_t>(i);
-    size_t kept = 0;
-    const auto keep = [&](const Matching& m, int32_t e) {
-      matching[kept] = m;
-      ++matching[kept++].in_tier[static_cast<size_t>(EntryTier(e))];
-    };
-    if (holders.size() <= kMergeFactor * matching.size()) {
-      auto h = holders.begin();
-      for (const Matching& m : matching) {
-        while (h != holders.end() && EntrySlot(*h) < m.worker) ++h;
-        if (h != holders.end() && EntrySlot(*h) == m.worker) {
-          keep(m, *h);
-        } else {
-          stop(m, matched);
-        }
-      }
-    } else {
-      for (const Matching& m : matching) {
-        const auto h = std::lower_bound(holders.begin(), holders.end(), Entry(m.worker, KvTier::kDevice));
-        if (h != holders.end() && EntrySlot(*h) == m.worker) {
-          keep(m, *h);
-        } else {
-          stop(m, matched);
-        }
-      }
-    }
-    matching.resize(kept);
-  }
-  flush();
-  for (const Matching& m : matching) stop(m, static_cast<int32_t>(i));
-  std::sort(result.begin(), result.end(), [](const Overlap& a, const Overlap& b) { return a.worker < b.worker; });
-  return result;
+  if (static_cast<size_t>(w.value()) >= workers_.size()) return 0;
+  return static_cast<int64_t>(workers_[w.value()].held.size());
 }
 
 absl::Status PrefixIndex::CheckInvariants() const {
@@ -239,55 +243,106 @@ absl::Status PrefixIndex::CheckInvariants() const {
     if (holders.empty()) return absl::InternalError(absl::StrCat("empty holder list for ", hash.ToHex()));
     for (size_t a = 0; a < holders.size(); ++a) {
       const WorkerSlot w = EntrySlot(holders[a]);
-      if (w.value() < 0 || static_cast<size_t>(w.value()) >= blocks_.size()) {
-        return absl::InternalError(absl::StrCat("holder slot ", w.value(), " of ", hash.ToHex(), " has no set"));
+      if (w.value() < 0 || static_cast<size_t>(w.value()) >= workers_.size()) {
+        return absl::InternalError(absl::StrCat("holder slot ", w.value(), " of ", hash.ToHex(), " has no map"));
       }
       if (a > 0 && !(EntrySlot(holders[a - 1]) < w)) {
         return absl::InternalError(
             absl::StrCat("holders of ", hash.ToHex(), " not strictly increasing at slot ", w.value()));
       }
-      const auto held = blocks_[w.value()].find(hash);
-      if (held == blocks_[w.value()].end()) {
+      const auto held = workers_[w.value()].held.find(hash);
+      if (held == workers_[w.value()].held.end()) {
         return absl::InternalError(absl::StrCat("slot ", w.value(), " holds ", hash.ToHex(), " not in its map"));
       }
-      if (EntryTier(holders[a]) != held->second) {
+      if (EntryTier(holders[a]) != held->second.tier) {
         return absl::InternalError(
             absl::StrCat("slot ", w.value(), "'s entry for ", hash.ToHex(), " disagrees with its own map's tier"));
       }
     }
     pairs_in_map += static_cast<int64_t>(holders.size());
   }
-  int64_t pairs_in_sets = 0;
-  for (size_t slot = 0; slot < blocks_.size(); ++slot) {
+  int64_t pairs_in_maps = 0;
+  int32_t unplaced_workers = 0;
+  for (size_t slot = 0; slot < workers_.size(); ++slot) {
+    const WorkerBlocks& wb = workers_[slot];
+    const WorkerSlot w(static_cast<int32_t>(slot));
     std::array<int64_t, kNumKvTiers> counted{};
-    for (const auto& [hash, tier] : blocks_[slot]) {
+    absl::flat_hash_map<BlockHash, ChainKids> kids;  // recounted from the parents named
+    int64_t unplaced = 0;
+    absl::btree_set<std::pair<int32_t, BlockHash>> drops;
+    for (const auto& [hash, block] : wb.held) {
       const auto it = holders_.find(hash);
-      const WorkerSlot w(static_cast<int32_t>(slot));
       if (it == holders_.end() ||
           std::none_of(it->second.begin(), it->second.end(), [w](int32_t e) { return EntrySlot(e) == w; })) {
         return absl::InternalError(absl::StrCat("slot ", slot, " has ", hash.ToHex(), " but is not its holder"));
       }
-      if (tier != KvTier::kDevice) ++counted[static_cast<size_t>(tier)];
+      if (block.tier != KvTier::kDevice) ++counted[static_cast<size_t>(block.tier)];
+      if (block.parent_kind == ChainParent::Kind::kBlock) {
+        ChainKids& k = kids[block.parent];
+        ++k.by_tier[static_cast<size_t>(block.tier)];
+        if (block.depth >= 0) ++k.placed;
+        const auto p = wb.held.find(block.parent);
+        // A parent dropped and stored again without its own parent named
+        // has no depth; otherwise depths step by one.
+        if (block.depth >= 0 && p != wb.held.end() && p->second.depth >= 0 && p->second.depth != block.depth - 1) {
+          return absl::InternalError(absl::StrCat("slot ", slot, ": ", hash.ToHex(), " at depth ", block.depth,
+                                                  " under a parent at depth ", p->second.depth));
+        }
+      }
+      if ((block.parent_kind == ChainParent::Kind::kRoot) != (block.depth == 0)) {
+        return absl::InternalError(
+            absl::StrCat("slot ", slot, ": ", hash.ToHex(), " depth ", block.depth, " disagrees with its parent kind"));
+      }
+      if (Unplaced(wb, block)) ++unplaced;
     }
-    pairs_in_sets += static_cast<int64_t>(blocks_[slot].size());
-    if (counted != lower_counts_[slot]) {
+    for (const auto& [hash, block] : wb.held) {
+      const auto k = kids.find(hash);
+      if (block.kids != (k == kids.end() ? ChainKids{} : k->second)) {
+        return absl::InternalError(absl::StrCat("slot ", slot, ": kids of ", hash.ToHex(), " out of step"));
+      }
+      bool drop = false;
+      for (size_t t = 0; t < static_cast<size_t>(block.tier); ++t) drop = drop || block.kids.by_tier[t] > 0;
+      if (drop && block.depth >= 0) drops.insert({block.depth, hash});
+      if (block.in_drops != (drop && block.depth >= 0)) {
+        return absl::InternalError(absl::StrCat("slot ", slot, ": drop flag of ", hash.ToHex(), " out of step"));
+      }
+    }
+    for (const auto& [hash, k] : wb.orphans) {
+      const auto counted_kids = kids.find(hash);
+      if (wb.held.contains(hash) || k.empty() || counted_kids == kids.end() || counted_kids->second != k) {
+        return absl::InternalError(absl::StrCat("slot ", slot, ": orphan record of ", hash.ToHex(), " out of step"));
+      }
+    }
+    for (const auto& [parent, k] : kids) {
+      if (!wb.held.contains(parent) && !wb.orphans.contains(parent)) {
+        return absl::InternalError(absl::StrCat("slot ", slot, ": no kids record for ", parent.ToHex()));
+      }
+    }
+    if (drops != wb.drops) return absl::InternalError(absl::StrCat("slot ", slot, " drop set out of step"));
+    if (unplaced != wb.unplaced) {
+      return absl::InternalError(
+          absl::StrCat("slot ", slot, " counts ", wb.unplaced, " unplaced blocks, not ", unplaced));
+    }
+    unplaced_workers += unplaced > 0 ? 1 : 0;
+    pairs_in_maps += static_cast<int64_t>(wb.held.size());
+    if (counted != wb.lower_counts) {
       return absl::InternalError(absl::StrCat("slot ", slot, " lower-tier counts out of step"));
     }
   }
-  if (pairs_in_map != entries_ || pairs_in_sets != entries_) {
+  if (unplaced_workers != unplaced_workers_) {
+    return absl::InternalError(absl::StrCat(unplaced_workers_, " workers counted unplaced, not ", unplaced_workers));
+  }
+  if (pairs_in_map != entries_ || pairs_in_maps != entries_) {
     return absl::InternalError(absl::StrCat("entry count ", entries_, " but ", pairs_in_map, " pairs in the map and ",
-                                            pairs_in_sets, " in the worker sets"));
+                                            pairs_in_maps, " in the worker maps"));
   }
   return absl::OkStatus();
 }
 
-PrefixIndex::BlockTiers& PrefixIndex::MutableBlocksOf(WorkerSlot w) {
+PrefixIndex::WorkerBlocks& PrefixIndex::MutableWorker(WorkerSlot w) {
   CheckSlot(w);
-  if (static_cast<size_t>(w.value()) >= blocks_.size()) {
-    blocks_.resize(w.value() + 1);
-    lower_counts_.resize(w.value() + 1);
-  }
-  return blocks_[w.value()];
+  if (static_cast<size_t>(w.value()) >= workers_.size()) workers_.resize(w.value() + 1);
+  return workers_[w.value()];
 }
 
 void PrefixIndex::AddHolder(const BlockHash& hash, WorkerSlot w, KvTier tier) {

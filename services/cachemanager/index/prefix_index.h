@@ -5,8 +5,9 @@
 //
 // What it owns: for every (worker slot, block hash) pair a worker reported as
 // stored and has not removed since, two entries — the hash → holders map that
-// answers FindOverlaps, and the worker's own hash set that makes Clear and
-// ReplaceAll O(that worker's blocks) and BlockCount exact.
+// answers FindOverlaps, and the worker's own map (tier, and the block's
+// place in its chain) that makes Clear and ReplaceAll O(that worker's
+// blocks), BlockCount exact and lets FindOverlaps skip along chains.
 //
 // Invariants (CheckInvariants() verifies them all):
 //   - w is in holders(h) iff h is in w's map; holders(h) is in strictly
@@ -36,8 +37,8 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "common/block_hash.h"
@@ -45,6 +46,21 @@
 #include "services/cachemanager/index/worker_slot.h"
 
 namespace kvfleet::cachemanager {
+
+// Where a Store's first hash hangs in its chain (the rest follow in chain
+// order): the first block of a chain, the child of a known block, or
+// unknown (a snapshot's blocks, or a caller that does not say). With the
+// parents known, FindOverlaps can skip along a prompt instead of looking up
+// every hash (README.md, "Skipping along a chain").
+struct ChainParent {
+  enum class Kind : uint8_t { kUnknown, kRoot, kBlock };
+  Kind kind = Kind::kUnknown;
+  BlockHash hash;  // kBlock only
+
+  static ChainParent Root() { return {.kind = Kind::kRoot}; }
+  static ChainParent Of(const BlockHash& parent) { return {.kind = Kind::kBlock, .hash = parent}; }
+  bool operator==(const ChainParent&) const = default;
+};
 
 // How many leading blocks of a prompt one worker holds, in any tier; of
 // those, how many only below its device (the rest are on it).
@@ -74,10 +90,14 @@ class PrefixIndex {
   PrefixIndex(PrefixIndex&&) = default;
   PrefixIndex& operator=(PrefixIndex&&) = default;
 
-  // BlockStored: `w` now holds `hashes`, best in `tier`. Hashes it already
-  // holds only take the new tier (a move between tiers); repeats within the
-  // span change nothing. Returns the pairs added.
-  int64_t Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier = KvTier::kDevice);
+  // BlockStored: `w` now holds `hashes`, best in `tier`; hashes[0] hangs
+  // from `parent` and each next hash from the one before it (with no
+  // parent named, no hash's parent is known). Hashes it
+  // already holds only take the new tier (a move between tiers; their
+  // parent stays what it was); repeats within the span change nothing.
+  // Returns the pairs added.
+  int64_t Store(WorkerSlot w, std::span<const BlockHash> hashes, KvTier tier = KvTier::kDevice,
+                ChainParent parent = {});
   // BlockRemoved: `w` no longer holds `hashes`; hashes it does not hold are
   // ignored. Returns the pairs removed.
   int64_t Remove(WorkerSlot w, std::span<const BlockHash> hashes);
@@ -86,7 +106,8 @@ class PrefixIndex {
   // can be reused at once. Returns the pairs removed.
   int64_t Clear(WorkerSlot w);
   // Snapshot: `w` holds exactly `hashes` on its device (any order, repeats
-  // allowed); its lower tiers' blocks follow as moves. Costs
+  // allowed); its lower tiers' blocks follow as moves. Blocks it held keep
+  // their parents; new ones have none known. Costs
   // O(old blocks + new hashes) and touches the shared map only for the
   // difference, so a snapshot that agrees with the index is cheap.
   void ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes);
@@ -107,13 +128,13 @@ class PrefixIndex {
 
   // For every worker holding hashes[0]: how many leading hashes it holds in
   // any tier (consecutive from hashes[0]; a worker holding h0, h1 and h3 but
-  // not h2 has 2), and how many of those only in host memory or on disk
-  // (one lookup per matched hash, for workers holding anything below their
-  // device). Workers that hold none of the prefix are left out; the result is
-  // in increasing slot order. One map lookup per hash walked and
-  // O(workers still matching) work per hash (times log of its holders at
-  // worst, see README.md); the walk stops at the first hash no
-  // still-matching worker holds.
+  // not h2 has 2), and how many of those only in host memory or on disk.
+  // Workers that hold none of the prefix are left out; the result is in
+  // increasing slot order. `hashes` must be a chain (each the parent of the
+  // next, as HashFullBlocks makes them). When every worker holding hashes[0]
+  // has its blocks' chains whole and known, it bisects the prompt for the
+  // points where the holders change (O(changes × log n) lookups); otherwise
+  // it walks hash by hash (README.md has both).
   std::vector<Overlap> FindOverlaps(std::span<const BlockHash> hashes) const;
 
   // OK, or the first broken invariant (see the top of this file).
@@ -132,11 +153,63 @@ class PrefixIndex {
   static WorkerSlot EntrySlot(int32_t entry) { return WorkerSlot(entry >> 2); }
   static KvTier EntryTier(int32_t entry) { return static_cast<KvTier>(entry & 3); }
 
-  // What each worker holds, in which tier.
-  using BlockTiers = absl::flat_hash_map<BlockHash, KvTier>;
+  // A worker's held blocks that named a block as their parent, by tier;
+  // `placed` counts those whose depth is known.
+  struct ChainKids {
+    std::array<int32_t, kNumKvTiers> by_tier{};
+    int32_t placed = 0;
+    bool empty() const { return by_tier == std::array<int32_t, kNumKvTiers>{}; }
+    bool operator==(const ChainKids&) const = default;
+  };
+  struct HeldBlock {
+    BlockHash parent;    // when parent_kind is kBlock
+    int32_t depth = -1;  // position in its chain (0: a first block); -1: unknown
+    ChainKids kids;      // held children
+    KvTier tier = KvTier::kDevice;
+    ChainParent::Kind parent_kind = ChainParent::Kind::kUnknown;
+    bool in_drops = false;  // listed in the worker's `drops`
+  };
+  using HeldBlocks = absl::flat_hash_map<BlockHash, HeldBlock>;
+  // Everything the index knows about one worker's blocks.
+  struct WorkerBlocks {
+    HeldBlocks held;
+    // Kids of blocks the worker does not hold (it dropped or never had them).
+    absl::flat_hash_map<BlockHash, ChainKids> orphans;
+    // (depth, hash) of held blocks with a known depth and a child in a faster
+    // tier: where a chain's tier can step back up, so where bisection must
+    // look closer.
+    absl::btree_set<std::pair<int32_t, BlockHash>> drops;
+    std::array<int64_t, kNumKvTiers> lower_counts{};  // held blocks by tier below the device
+    // Held blocks whose depth is unknown or whose parent is not held. While
+    // any is, FindOverlaps walks this worker's prompts hash by hash.
+    int64_t unplaced = 0;
+  };
 
-  // The map of `w` (growing the per-worker table as needed).
-  BlockTiers& MutableBlocksOf(WorkerSlot w);
+  WorkerBlocks& MutableWorker(WorkerSlot w);
+  // Whether `b`, held by the worker, breaks its chains (README.md).
+  static bool Unplaced(const WorkerBlocks& wb, const HeldBlock& b) {
+    return b.depth < 0 || (b.parent_kind == ChainParent::Kind::kBlock && !wb.held.contains(b.parent));
+  }
+  void AdjustUnplaced(WorkerBlocks& wb, int64_t delta);
+  // The kids record of `parent`: its own if held, else its orphan entry.
+  static ChainKids& KidsOf(WorkerBlocks& wb, const BlockHash& parent);
+  // Lists or unlists a held block in `drops` as its tier and kids say.
+  static void RefreshDrop(WorkerBlocks& wb, const BlockHash& hash, HeldBlock& b);
+  // Fills in a block just put into w's map (`it`), stored with `parent`.
+  void AddBlock(WorkerSlot w, WorkerBlocks& wb, HeldBlocks::iterator it, KvTier tier, ChainParent parent);
+  void RemoveBlock(WorkerSlot w, WorkerBlocks& wb, HeldBlocks::iterator it);
+  void MoveBlock(WorkerSlot w, WorkerBlocks& wb, HeldBlocks::iterator it, KvTier tier);
+
+  // A worker still matching a prompt during FindOverlaps, with how many of
+  // the blocks so far it holds in each tier.
+  struct Matching {
+    WorkerSlot worker;
+    std::array<int32_t, kNumKvTiers> in_tier{};
+  };
+  using MatchingList = absl::InlinedVector<Matching, 64>;
+  // Counts hashes[last_counted + 1..) for workers with whole chains that
+  // hold hashes[0..last_counted] (prefix_index_overlaps.cc).
+  void BisectRest(std::span<const BlockHash> hashes, size_t last_counted, MatchingList& matching) const;
   // Walks hashes[from..) in w's own map while w holds them, counting each
   // tier into `in_tier`; returns where it stopped. For the tail of a prompt
   // that only a worker or two still match: w's map is a small fraction of
@@ -147,9 +220,6 @@ class PrefixIndex {
   // in step.
   void AddHolder(const BlockHash& hash, WorkerSlot w, KvTier tier);
   void DropHolder(const BlockHash& hash, WorkerSlot w);
-  // Moves w's copy of `hash`, now in `held_in` (its own map's value), to
-  // another `tier`: that value, its holder entry and the lower-tier counts.
-  void MoveTier(WorkerSlot w, const BlockHash& hash, KvTier& held_in, KvTier tier);
   // Sets the tier of w's entry among the holders of `hash` (which it is).
   void SetHolderEntry(const BlockHash& hash, WorkerSlot w, KvTier tier);
 
@@ -162,9 +232,9 @@ class PrefixIndex {
   HolderEntry FindHolderEntry(const BlockHash& hash, WorkerSlot w);
 
   HolderMap holders_;
-  std::vector<BlockTiers> blocks_;                              // by slot
-  std::vector<std::array<int64_t, kNumKvTiers>> lower_counts_;  // by slot, then tier: blocks held there
+  std::vector<WorkerBlocks> workers_;  // by slot
   int64_t entries_ = 0;
+  int32_t unplaced_workers_ = 0;  // workers with `unplaced` > 0
 };
 
 }  // namespace kvfleet::cachemanager

@@ -58,7 +58,11 @@ absl::StatusOr<KvEventRecord> ToRecord(const v1::KvEvent& e, int index) {
     case v1::KvEvent::kStored: {
       r.kind = KvEventRecord::Kind::kStored;
       ASSIGN_OR_RETURN(r.hashes, ParseHashes(e.stored().hashes(), at + ".stored.hashes"));
-      if (!e.stored().parent().empty() && e.stored().parent().size() != 16) {
+      if (e.stored().parent().empty()) {
+        r.parent = ChainParent::Root();
+      } else if (const std::optional<BlockHash> parent = BlockHash::FromBytes(e.stored().parent())) {
+        r.parent = ChainParent::Of(*parent);
+      } else {
         return absl::InvalidArgumentError(absl::StrCat(at, ".stored.parent is ", e.stored().parent().size(),
                                                        " bytes; block hashes are 16 bytes"));
       }

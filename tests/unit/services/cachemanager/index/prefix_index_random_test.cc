@@ -1,7 +1,8 @@
 // Randomized test of PrefixIndex against a brute-force model: per worker a
 // std::set of held hashes, overlaps counted naively worker by worker. Each
 // seed drives a few thousand random events — Store of chain runs (sometimes
-// starting mid-chain, sometimes repeating), Remove of held and unheld hashes
+// starting mid-chain, sometimes repeating, with their parent named, or
+// sometimes not), Remove of held and unheld hashes
 // and of chain tails (LRU eviction), Clear, ReplaceAll snapshots, and worker
 // death with the slot reused by a new worker; stores land in a random tier
 // (device, host, disk: a held block stored again in another is a move) —
@@ -9,8 +10,12 @@
 // small tree of shared prefixes, hashed with the real chained block hash.
 // After every event: BlockCount of every slot, EntryCount, DistinctHashes and
 // CheckInvariants agree with the model, and many FindOverlaps queries (whole
-// prompts, prefixes, prompts extended past anything stored, shuffled hashes)
-// give exactly the model's answer.
+// prompts, prefixes, prompts extended past anything stored) give exactly the
+// model's answer; queries that are not chains (shuffled hashes, one prompt's
+// prefix then another prompt) name exactly the workers holding their first
+// hash. A second mode keeps every worker's chains whole (stores from a
+// chain's start or a held prefix, evictions of leaves only, tier moves in
+// any order), so every query takes FindOverlaps' bisection.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +38,7 @@ struct Config {
   uint32_t seed;
   std::vector<int32_t> slots;  // the worker slots in play
   int steps;
+  bool whole_chains = false;  // only events that keep every worker's chains whole
 };
 
 // Prompts as token sequences, each either fresh or a block-aligned prefix of
@@ -66,7 +72,10 @@ class Harness {
         prompts_(MakePrompts(rng_, 40)),
         model_(config.slots.size()),
         lower_(config.slots.size()) {
-    for (const auto& p : prompts_) universe_.insert(universe_.end(), p.begin(), p.end());
+    for (const auto& p : prompts_) {
+      universe_.insert(universe_.end(), p.begin(), p.end());
+      for (size_t i = 1; i < p.size(); ++i) parent_of_[p[i]] = p[i - 1];
+    }
   }
 
   void Run() {
@@ -75,7 +84,10 @@ class Harness {
       const std::string what = Step();
       SCOPED_TRACE("after " + what);
       CheckCounts();
-      for (int q = 0; q < 6; ++q) CheckQuery(RandomQuery());
+      for (int q = 0; q < 6; ++q) {
+        const auto [query, chain] = RandomQuery();
+        CheckQuery(query, chain);
+      }
       if (HasFailure()) return;
     }
   }
@@ -83,9 +95,67 @@ class Harness {
  private:
   static bool HasFailure() { return ::testing::Test::HasFailure(); }
 
+  KvTier RandomTier() {
+    const uint32_t roll = rng_() % 10;
+    return roll < 6 ? KvTier::kDevice : roll < 8 ? KvTier::kHost : KvTier::kDisk;
+  }
+
+  // Stores `run` in both, in `tier`.
+  void StoreRun(size_t w, const std::vector<BlockHash>& run, KvTier tier, ChainParent parent) {
+    int64_t added = 0;
+    for (const BlockHash& h : run) {
+      added += model_[w].insert(h).second ? 1 : 0;
+      if (tier == KvTier::kDevice) {
+        lower_[w].erase(h);
+      } else {
+        lower_[w][h] = tier;
+      }
+    }
+    EXPECT_EQ(index_.Store(WorkerSlot(config_.slots[w]), run, tier, parent), added);
+  }
+
+  // Events that keep every chain whole: a worker holding a block holds its
+  // parent, as a worker's LRU (children leave first) keeps it.
+  std::string WholeChainStep(size_t w) {
+    const int kind = static_cast<int>(rng_() % 100);
+    const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
+    if (kind < 55) {  // the held prefix continued, or moved to a tier
+      size_t held = 0;
+      while (held < p.size() && model_[w].contains(p[held])) ++held;
+      const size_t begin = held == p.size() || rng_() % 2 == 0 ? 0 : held;
+      const size_t end = begin + 1 + rng_() % (p.size() - begin);
+      StoreRun(w, std::vector<BlockHash>(p.begin() + begin, p.begin() + end), RandomTier(),
+               begin == 0 ? ChainParent::Root() : ChainParent::Of(p[begin - 1]));
+      return "store whole";
+    }
+    if (kind < 95) {  // evict a few leaves
+      for (int k = 1 + static_cast<int>(rng_() % 6); k > 0; --k) {
+        std::set<BlockHash> parents;
+        for (const BlockHash& h : model_[w]) {
+          if (const auto it = parent_of_.find(h); it != parent_of_.end()) parents.insert(it->second);
+        }
+        std::vector<BlockHash> leaves;
+        for (const BlockHash& h : model_[w]) {
+          if (!parents.contains(h)) leaves.push_back(h);
+        }
+        if (leaves.empty()) break;
+        const BlockHash leaf = leaves[rng_() % leaves.size()];
+        model_[w].erase(leaf);
+        lower_[w].erase(leaf);
+        EXPECT_EQ(index_.Remove(WorkerSlot(config_.slots[w]), std::vector<BlockHash>{leaf}), 1);
+      }
+      return "evict leaves";
+    }
+    EXPECT_EQ(index_.Clear(WorkerSlot(config_.slots[w])), static_cast<int64_t>(model_[w].size()));
+    model_[w].clear();
+    lower_[w].clear();
+    return "clear";
+  }
+
   // One random event, applied to both the index and the model.
   std::string Step() {
     const size_t w = rng_() % model_.size();
+    if (config_.whole_chains) return WholeChainStep(w);
     const WorkerSlot slot(config_.slots[w]);
     const int kind = static_cast<int>(rng_() % 100);
     if (kind < 40) {  // a run of a prompt's chain, usually from its start
@@ -93,19 +163,10 @@ class Harness {
       const size_t begin = rng_() % 3 == 0 ? rng_() % p.size() : 0;
       const size_t end = begin + 1 + rng_() % (p.size() - begin);
       std::vector<BlockHash> run(p.begin() + begin, p.begin() + end);
-      if (rng_() % 8 == 0) run.push_back(run.front());  // a repeat within the event
-      const uint32_t roll = rng_() % 10;
-      const KvTier tier = roll < 6 ? KvTier::kDevice : roll < 8 ? KvTier::kHost : KvTier::kDisk;
-      int64_t added = 0;
-      for (const BlockHash& h : run) {
-        added += model_[w].insert(h).second ? 1 : 0;
-        if (tier == KvTier::kDevice) {
-          lower_[w].erase(h);
-        } else {
-          lower_[w][h] = tier;
-        }
-      }
-      EXPECT_EQ(index_.Store(slot, run, tier), added);
+      if (rng_() % 8 == 0) run.push_back(run.front());  // a repeat within the event (held by then: no parent)
+      ChainParent parent = begin == 0 ? ChainParent::Root() : ChainParent::Of(p[begin - 1]);
+      if (rng_() % 6 == 0) parent = ChainParent{};  // not said
+      StoreRun(w, run, RandomTier(), parent);
       return "store";
     }
     if (kind < 60) {  // arbitrary hashes, held or not
@@ -169,10 +230,12 @@ class Harness {
     return all;
   }
 
-  std::vector<BlockHash> RandomQuery() {
+  // A query, and whether it is a chain.
+  std::pair<std::vector<BlockHash>, bool> RandomQuery() {
     const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
     std::vector<BlockHash> q;
-    switch (rng_() % 5) {
+    const uint32_t kind = rng_() % 5;
+    switch (kind) {
       case 0:
         q = p;
         break;
@@ -195,7 +258,7 @@ class Harness {
         q.insert(q.end(), other.begin(), other.end());
         break;
     }
-    return q;
+    return {q, kind <= 2};
   }
 
   std::vector<Overlap> NaiveOverlaps(const std::vector<BlockHash>& q) const {
@@ -215,7 +278,23 @@ class Harness {
     return out;
   }
 
-  void CheckQuery(const std::vector<BlockHash>& q) { ASSERT_EQ(index_.FindOverlaps(q), NaiveOverlaps(q)); }
+  void CheckQuery(const std::vector<BlockHash>& q, bool chain) {
+    const std::vector<Overlap> found = index_.FindOverlaps(q);
+    const std::vector<Overlap> naive = NaiveOverlaps(q);
+    if (chain) {
+      ASSERT_EQ(found, naive);
+      return;
+    }
+    // Not a chain: outside FindOverlaps' contract, but it still names the
+    // holders of q[0] and counts nothing impossible.
+    ASSERT_EQ(found.size(), naive.size());
+    for (size_t i = 0; i < found.size(); ++i) {
+      ASSERT_EQ(found[i].worker, naive[i].worker);
+      ASSERT_GE(found[i].matched_blocks, 1);
+      ASSERT_LE(found[i].matched_blocks, static_cast<int32_t>(q.size()));
+      ASSERT_LE(found[i].host_blocks + found[i].disk_blocks, found[i].matched_blocks);
+    }
+  }
 
   void CheckCounts() {
     std::set<BlockHash> distinct;
@@ -243,6 +322,7 @@ class Harness {
   std::vector<BlockHash> universe_;         // every hash of every prompt
   std::vector<std::set<BlockHash>> model_;  // by position in config_.slots
   std::vector<std::map<BlockHash, KvTier>> lower_;  // of model_[w], what is held only below the device
+  std::map<BlockHash, BlockHash> parent_of_;        // of every prompt hash past a chain's first
   PrefixIndex index_;
 };
 
@@ -262,6 +342,11 @@ TEST(PrefixIndexRandomTest, SparseSlots) { Harness({11, {0, 1, 5, 63, 64, 65, 13
 // Enough workers that a block can have far more holders than workers still
 // matching, so FindOverlaps takes its binary-search path too.
 TEST(PrefixIndexRandomTest, ManyWorkers) { Harness({21, DenseSlots(24), 2000}).Run(); }
+
+// Every worker's chains stay whole, so every query bisects.
+TEST(PrefixIndexRandomTest, WholeChainsBisect) {
+  for (uint32_t seed : {31u, 32u, 33u}) Harness({seed, DenseSlots(8), 3000, /*whole_chains=*/true}).Run();
+}
 
 }  // namespace
 }  // namespace kvfleet::cachemanager

@@ -332,3 +332,47 @@ TEST(PrefixIndexTest, LowerTierBlocksCountAsHeldAndAreReportedByTier) {
 
 }  // namespace
 }  // namespace kvfleet::cachemanager
+
+namespace kvfleet::cachemanager {
+namespace {
+
+// A 200-block chain held whole by one worker, its tiers in stretches, and a
+// block back on the device inside a host stretch (a drop at its parent):
+// bisection must find every stretch, the single block included.
+TEST(PrefixIndexTest, BisectsAWholeChainWithTierStretchesAndADrop) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(200, 7);
+  const std::span<const BlockHash> all(chain);
+  index.Store(WorkerSlot(0), all, KvTier::kDevice, ChainParent::Root());
+  index.Store(WorkerSlot(0), all.subspan(80, 60), KvTier::kHost, ChainParent::Of(chain[79]));
+  index.Store(WorkerSlot(0), all.subspan(140), KvTier::kDisk, ChainParent::Of(chain[139]));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 200, 60, 60}));
+  index.Store(WorkerSlot(0), all.subspan(111, 1), KvTier::kDevice, ChainParent::Of(chain[110]));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 200, 59, 60}));
+  // A second worker holding the first 150, all on its device.
+  index.Store(WorkerSlot(1), all.first(150), KvTier::kDevice, ChainParent::Root());
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(Overlap{WorkerSlot(0), 200, 59, 60}, O(1, 150)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+// Chains broken or unknown: the answer stays exact (the walk serves it).
+TEST(PrefixIndexTest, BrokenOrUnknownChainsStillCountExactly) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(100, 8);
+  index.Store(WorkerSlot(0), chain, KvTier::kDevice, ChainParent::Root());
+  index.Remove(WorkerSlot(0), Pick(chain, {40}));  // a hole: 41..99 lost their chain
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 40)));
+  index.Store(WorkerSlot(0), Pick(chain, {40}), KvTier::kDevice, ChainParent::Of(chain[39]));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 100)));  // mended
+  index.Store(WorkerSlot(1), std::span(chain).subspan(1, 60));     // no parent said, no chain start
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 100)));
+  index.Store(WorkerSlot(1), Pick(chain, {0}));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 100), O(1, 61)));
+  // A snapshot keeps what the worker's blocks knew of their parents.
+  index.ReplaceAll(WorkerSlot(0), std::span(chain).first(90));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 90), O(1, 61)));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace kvfleet::cachemanager
