@@ -15,7 +15,9 @@
 //   - no hash has an empty holder list (entries are erased when their last
 //     holder goes, so memory follows what is cached, not what was ever seen);
 //   - EntryCount() == sum of BlockCount(w) == sum of |holders(h)|;
-//   - w's entry in holders(h) carries the tier w's own map gives h.
+//   - w's entry in holders(h) carries the tier w's own map gives h;
+//   - w's chain records (children counts, orphans, drops, unplaced count)
+//     agree with the parents, depths and tiers of the blocks it holds.
 // Event semantics: Store is idempotent per (worker, hash); Remove ignores
 // hashes the worker does not hold (events can repeat across a reconnect).
 // A worker slot is a dense id from the registry (worker_slot.h); a negative
@@ -102,7 +104,7 @@ class PrefixIndex {
   // ignored. Returns the pairs removed.
   int64_t Remove(WorkerSlot w, std::span<const BlockHash> hashes);
   // Cleared, and a worker's removal: `w` holds nothing. O(blocks of w),
-  // times a sorted-list erase per block, and releases w's set, so the slot
+  // times a sorted-list erase per block, and releases w's map, so the slot
   // can be reused at once. Returns the pairs removed.
   int64_t Clear(WorkerSlot w);
   // Snapshot: `w` holds exactly `hashes` on its device (any order, repeats
@@ -131,10 +133,10 @@ class PrefixIndex {
   // not h2 has 2), and how many of those only in host memory or on disk.
   // Workers that hold none of the prefix are left out; the result is in
   // increasing slot order. `hashes` must be a chain (each the parent of the
-  // next, as HashFullBlocks makes them). When every worker holding hashes[0]
-  // has its blocks' chains whole and known, it bisects the prompt for the
-  // points where the holders change (O(changes × log n) lookups); otherwise
-  // it walks hash by hash (README.md has both).
+  // next, as HashFullBlocks makes them). It walks hash by hash while many
+  // workers match; once four or fewer do and their chains are whole and
+  // known, it bisects the rest for the points where the holders change
+  // (O(changes × log n) lookups). README.md has both.
   std::vector<Overlap> FindOverlaps(std::span<const BlockHash> hashes) const;
 
   // OK, or the first broken invariant (see the top of this file).
@@ -216,7 +218,7 @@ class PrefixIndex {
   // the shared one, so its lookups mostly hit the caches.
   size_t WalkOwnBlocks(WorkerSlot w, std::span<const BlockHash> hashes, size_t from,
                        std::array<int32_t, kNumKvTiers>& in_tier) const;
-  // Adds / drops `w` in holders(hash), O(|holders|); the caller keeps w's set
+  // Adds / drops `w` in holders(hash), O(|holders|); the caller keeps w's map
   // in step.
   void AddHolder(const BlockHash& hash, WorkerSlot w, KvTier tier);
   void DropHolder(const BlockHash& hash, WorkerSlot w);

@@ -26,6 +26,9 @@ constexpr size_t kOwnMapWorkers = 2;
 // FindOverlaps bisects the rest of the prompt; more workers mean more
 // places where the holders change, and the walk's runs serve them well.
 constexpr size_t kBisectWorkers = 4;
+// How many of a worker's drops one check of a stretch looks at before it
+// splits the stretch instead.
+constexpr int kDropsLookedAt = 8;
 
 }  // namespace
 
@@ -152,9 +155,14 @@ std::vector<Overlap> PrefixIndex::FindOverlaps(std::span<const BlockHash> hashes
 void PrefixIndex::BisectRest(std::span<const BlockHash> hashes, size_t last_counted, MatchingList& matching) const {
   const size_t n = hashes.size();
   if (last_counted + 1 >= n) return;
-  // Drops are listed by depth; position k of the prompt is depth base + k.
-  const int32_t base = workers_[matching[0].worker.value()].held.find(hashes[last_counted])->second.depth -
-                       static_cast<int32_t>(last_counted);
+  // Drops are listed by depth; position k of the prompt is depth base + k
+  // for each matching worker, by its own account (a worker naming false
+  // parents can only shift its own).
+  absl::InlinedVector<int32_t, kBisectWorkers> base;
+  for (const Matching& m : matching) {
+    base.push_back(workers_[m.worker.value()].held.find(hashes[last_counted])->second.depth -
+                   static_cast<int32_t>(last_counted));
+  }
   // Other workers may hold these hashes (without the earlier ones: broken
   // chains): lists keep only the matching workers.
   std::deque<Holders> kept_lists;
@@ -170,8 +178,9 @@ void PrefixIndex::BisectRest(std::span<const BlockHash> hashes, size_t last_coun
     }
     return kept;
   };
-  // Positions held as `entries` say, `times` of them. (Only a query that is
-  // not a chain can list a worker that is not matching.)
+  // Positions held as `entries` say, `times` of them. (Lists may name
+  // workers that are not matching: only for a query that is not a chain, or
+  // a worker that named false parents.)
   const auto add = [&](std::span<const int32_t> entries, int32_t times) {
     size_t c = 0;
     for (int32_t e : entries) {
@@ -180,14 +189,26 @@ void PrefixIndex::BisectRest(std::span<const BlockHash> hashes, size_t last_coun
       if (matching[c].worker == EntrySlot(e)) matching[c].in_tier[static_cast<size_t>(EntryTier(e))] += times;
     }
   };
-  // Whether no worker in `entries` has a drop at a prompt position in [a, b).
+  // Whether no matching worker in `entries` has a drop at a prompt position
+  // in [a, b). It looks at a few drops in that range of depths at most (a
+  // worker may have many there, on other chains), and says "maybe" past
+  // them: that only splits the stretch further, down to single steps,
+  // which are exact.
   const auto no_drop = [&](std::span<const int32_t> entries, size_t a, size_t b) {
+    size_t c = 0;
     for (int32_t e : entries) {
+      while (c < matching.size() && matching[c].worker < EntrySlot(e)) ++c;
+      if (c == matching.size()) break;
+      if (matching[c].worker != EntrySlot(e)) continue;
       const auto& drops = workers_[EntrySlot(e).value()].drops;
       if (drops.empty()) continue;
-      for (auto it = drops.lower_bound({base + static_cast<int32_t>(a), BlockHash{}});
-           it != drops.end() && it->first < base + static_cast<int32_t>(b); ++it) {
-        if (hashes[static_cast<size_t>(it->first - base)] == it->second) return false;
+      const int64_t from = int64_t{base[c]} + static_cast<int64_t>(a);
+      const int64_t to = int64_t{base[c]} + static_cast<int64_t>(b);
+      int looked = 0;
+      for (auto it = drops.lower_bound({static_cast<int32_t>(std::max<int64_t>(from, 0)), BlockHash{}});
+           it != drops.end() && it->first < to; ++it) {
+        if (++looked > kDropsLookedAt) return false;
+        if (hashes[static_cast<size_t>(it->first - base[c])] == it->second) return false;
       }
     }
     return true;

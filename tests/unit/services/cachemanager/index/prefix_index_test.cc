@@ -374,5 +374,35 @@ TEST(PrefixIndexTest, BrokenOrUnknownChainsStillCountExactly) {
   EXPECT_TRUE(index.CheckInvariants().ok());
 }
 
+// A worker that names false parents shifts only its own depths: another
+// worker's drop is still found where the prompt has it.
+TEST(PrefixIndexTest, FalseParentsMisleadOnlyTheirWorker) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(3, 9);
+  const std::vector<BlockHash> other = Chain(1, 10);
+  index.Store(WorkerSlot(0), other, KvTier::kDevice, ChainParent::Root());
+  index.Store(WorkerSlot(0), chain, KvTier::kDevice, ChainParent::Of(other[0]));  // a lie: depths 1..3
+  index.Store(WorkerSlot(1), Pick(chain, {0}), KvTier::kDevice, ChainParent::Root());
+  index.Store(WorkerSlot(1), Pick(chain, {1}), KvTier::kHost, ChainParent::Of(chain[0]));
+  index.Store(WorkerSlot(1), Pick(chain, {2}), KvTier::kDevice, ChainParent::Of(chain[1]));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 3), Overlap{WorkerSlot(1), 3, 1, 0}));
+  EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+// A block stored again under another parent adopts children whose depths
+// no longer step by one: a worker contradicting itself, not a broken index.
+TEST(PrefixIndexTest, ABlockStoredUnderAnotherParentKeepsTheIndexConsistent) {
+  PrefixIndex index;
+  const std::vector<BlockHash> chain = Chain(2, 11);
+  const std::vector<BlockHash> other = Chain(1, 12);
+  index.Store(WorkerSlot(0), other, KvTier::kDevice, ChainParent::Root());
+  index.Store(WorkerSlot(0), chain, KvTier::kDevice, ChainParent::Root());
+  index.Remove(WorkerSlot(0), Pick(chain, {0}));
+  index.Store(WorkerSlot(0), Pick(chain, {0}), KvTier::kDevice, ChainParent::Of(other[0]));
+  const absl::Status invariants = index.CheckInvariants();
+  EXPECT_TRUE(invariants.ok()) << invariants;
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 2)));
+}
+
 }  // namespace
 }  // namespace kvfleet::cachemanager
