@@ -61,7 +61,6 @@ struct ChainParent {
 
   static ChainParent Root() { return {.kind = Kind::kRoot}; }
   static ChainParent Of(const BlockHash& parent) { return {.kind = Kind::kBlock, .hash = parent}; }
-  bool operator==(const ChainParent&) const = default;
 };
 
 // How many leading blocks of a prompt one worker holds, in any tier; of

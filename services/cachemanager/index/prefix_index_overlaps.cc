@@ -163,31 +163,39 @@ void PrefixIndex::BisectRest(std::span<const BlockHash> hashes, size_t last_coun
     base.push_back(workers_[m.worker.value()].held.find(hashes[last_counted])->second.depth -
                    static_cast<int32_t>(last_counted));
   }
-  // Other workers may hold these hashes (without the earlier ones: broken
-  // chains): lists keep only the matching workers.
+  // Calls visit(c, e) for each entry e of a sorted holder list whose worker
+  // is matching[c]; stops early when visit returns false. Lists may name
+  // workers that are not matching: broken chains, a query that is not a
+  // chain, or a worker that named false parents.
+  const auto for_each_matching = [&matching](std::span<const int32_t> entries, auto visit) {
+    size_t c = 0;
+    for (int32_t e : entries) {
+      while (c < matching.size() && matching[c].worker < EntrySlot(e)) ++c;
+      if (c == matching.size()) return true;
+      if (matching[c].worker == EntrySlot(e) && !visit(c, e)) return false;
+    }
+    return true;
+  };
+  // With no broken chain anywhere, a list no longer than `matching` needs no
+  // copy: only a lying worker could be in it, and `add` and `no_drop` skip it.
   std::deque<Holders> kept_lists;
   const auto holders_at = [&](size_t k) -> std::span<const int32_t> {
     const auto it = holders_.find(hashes[k]);
     if (it == holders_.end()) return {};
     if (unplaced_workers_ == 0 && it->second.size() <= matching.size()) return it->second;
     Holders& kept = kept_lists.emplace_back();
-    size_t c = 0;
-    for (int32_t e : it->second) {
-      while (c < matching.size() && matching[c].worker < EntrySlot(e)) ++c;
-      if (c < matching.size() && matching[c].worker == EntrySlot(e)) kept.push_back(e);
-    }
+    for_each_matching(it->second, [&kept](size_t, int32_t e) {
+      kept.push_back(e);
+      return true;
+    });
     return kept;
   };
-  // Positions held as `entries` say, `times` of them. (Lists may name
-  // workers that are not matching: only for a query that is not a chain, or
-  // a worker that named false parents.)
+  // Positions held as `entries` say, `times` of them.
   const auto add = [&](std::span<const int32_t> entries, int32_t times) {
-    size_t c = 0;
-    for (int32_t e : entries) {
-      while (c < matching.size() && matching[c].worker < EntrySlot(e)) ++c;
-      if (c == matching.size()) return;
-      if (matching[c].worker == EntrySlot(e)) matching[c].in_tier[static_cast<size_t>(EntryTier(e))] += times;
-    }
+    for_each_matching(entries, [&](size_t c, int32_t e) {
+      matching[c].in_tier[static_cast<size_t>(EntryTier(e))] += times;
+      return true;
+    });
   };
   // Whether no matching worker in `entries` has a drop at a prompt position
   // in [a, b). It looks at a few drops in that range of depths at most (a
@@ -195,13 +203,8 @@ void PrefixIndex::BisectRest(std::span<const BlockHash> hashes, size_t last_coun
   // them: that only splits the stretch further, down to single steps,
   // which are exact.
   const auto no_drop = [&](std::span<const int32_t> entries, size_t a, size_t b) {
-    size_t c = 0;
-    for (int32_t e : entries) {
-      while (c < matching.size() && matching[c].worker < EntrySlot(e)) ++c;
-      if (c == matching.size()) break;
-      if (matching[c].worker != EntrySlot(e)) continue;
+    return for_each_matching(entries, [&](size_t c, int32_t e) {
       const auto& drops = workers_[EntrySlot(e).value()].drops;
-      if (drops.empty()) continue;
       const int64_t from = int64_t{base[c]} + static_cast<int64_t>(a);
       const int64_t to = int64_t{base[c]} + static_cast<int64_t>(b);
       int looked = 0;
@@ -210,8 +213,8 @@ void PrefixIndex::BisectRest(std::span<const BlockHash> hashes, size_t last_coun
         if (++looked > kDropsLookedAt) return false;
         if (hashes[static_cast<size_t>(it->first - base[c])] == it->second) return false;
       }
-    }
-    return true;
+      return true;
+    });
   };
 
   struct Stretch {
