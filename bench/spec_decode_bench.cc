@@ -2,7 +2,7 @@
 // plain decoding measured in the same run.
 //
 // For each workload (structured: extraction, code, editing, reformatting;
-// chat: open-ended) and each load (concurrent streams), it runs the same
+// code: work on a given function; chat: open-ended) and each load (concurrent streams), it runs the same
 // greedy chat requests through a fresh engine per configuration — plain
 // decoding (twice: before and after the others, to show the drift), and
 // each proposer with the adaptive draft length the worker uses by default
@@ -53,7 +53,7 @@ constexpr engine::SchedulerConfig kScheduler{.max_num_batched_tokens = 512, .max
 constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device auto] [--cpu-activations f32|q8]
        [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
-       [--workloads structured,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
+       [--workloads structured,code,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
        [--repeats 1]
 
 Wall time per generated token with and without speculative decoding, and
@@ -186,7 +186,7 @@ absl::Status Main(const flags::Flags& f) {
   ASSIGN_OR_RETURN(int64_t ngram_max, f.GetInt("ngram-max", 4));
   ASSIGN_OR_RETURN(std::vector<int> streams, ParseInts(f.GetString("streams", "1,8,32")));
   const std::string model_path = f.GetString("model", KVFLEET_DEFAULT_MODEL_PATH);
-  std::vector<std::string> wanted_workloads = absl::StrSplit(f.GetString("workloads", "structured,chat"), ',');
+  std::vector<std::string> wanted_workloads = absl::StrSplit(f.GetString("workloads", "structured,code,chat"), ',');
   std::vector<std::string> config_names = absl::StrSplit(f.GetString("configs", "ngram,self,draft,ngram-fixed"), ',');
 
   std::string draft_path = f.GetString("draft-model", "");

@@ -26,6 +26,30 @@ std::vector<SpecWorkload> SpecWorkloads() {
            "dollars, 12 in stock\n- Mouse, 25 dollars, 140 in stock\n- Keyboard, 45 dollars, 87 in stock\n- "
            "Monitor, 199 dollars, 33 in stock\n- Webcam, 60 dollars, 54 in stock",
        }},
+      {"code",
+       {
+           // Adding type hints to a given function: the answer repeats it.
+           "Add Python type hints to this function and return the whole function.\n\n"
+           "def merge_intervals(intervals):\n    intervals = sorted(intervals, key=lambda pair: pair[0])\n"
+           "    merged = []\n    for start, end in intervals:\n        if merged and start <= merged[-1][1]:\n"
+           "            merged[-1][1] = max(merged[-1][1], end)\n        else:\n            merged.append([start, "
+           "end])\n"
+           "    return merged\n",
+           // Fixing a bug in a given file and returning it whole.
+           "This function should return the n-th Fibonacci number but it has a bug. Fix it and return the whole "
+           "corrected code.\n\ndef fibonacci(n):\n    if n < 0:\n        raise ValueError(\"n must be "
+           "non-negative\")\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + a\n    return a\n\n\n"
+           "def fibonacci_list(count):\n    return [fibonacci(i) for i in range(count)]\n",
+           // Unit tests for a given function, which quote its name and arguments.
+           "Write pytest unit tests for this function.\n\ndef normalize_email(address):\n    address = "
+           "address.strip().lower()\n    local, _, domain = address.partition(\"@\")\n    if not local or not "
+           "domain:\n        raise ValueError(f\"not an email address: {address}\")\n    local = "
+           "local.split(\"+\")[0].replace(\".\", \"\")\n    return f\"{local}@{domain}\"\n",
+           // Translating a given function to another language.
+           "Translate this Python function to JavaScript.\n\ndef word_counts(text):\n    counts = {}\n    for "
+           "word in text.lower().split():\n        word = word.strip(\".,!?\")\n        if word:\n            "
+           "counts[word] = counts.get(word, 0) + 1\n    return sorted(counts.items(), key=lambda item: -item[1])\n",
+       }},
       {"chat",
        {
            "Write a short poem about the ocean at night.",
