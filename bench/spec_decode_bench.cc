@@ -19,8 +19,8 @@
 //   spec_decode_bench --streams 1,8,32 --max-tokens 128
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -30,16 +30,18 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/spec_decode_bench_workloads.h"
+#include "common/byte_size.h"
 #include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "engine/engine.h"
+#include "engine/executor/executor_factory.h"
+#include "engine/spec/proposer_set.h"
+#include "engine/spec/suffix_proposer.h"
 #include "model/model.h"
 #include "model/tokenizer/chat_encoding.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
-#include "engine/engine.h"
-#include "engine/executor/executor_factory.h"
-#include "engine/spec/proposer_set.h"
 #include "tools/draft_model/make_draft.h"
 
 namespace kvfleet::bench {
@@ -53,7 +55,8 @@ constexpr engine::SchedulerConfig kScheduler{.max_num_batched_tokens = 512, .max
 constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device auto] [--cpu-activations f32|q8]
        [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
-       [--workloads structured,code,chat] [--configs ngram,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
+       [--workloads structured,code,chat] [--configs ngram,suffix,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
+       [--suffix-factor 2 --suffix-min-prob 0.1 --suffix-store 64MiB]
        [--repeats 1]
 
 Wall time per generated token with and without speculative decoding, and
@@ -99,6 +102,10 @@ struct Setup {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
+  // Each run gets a fresh suffix proposer, so its store of finished outputs
+  // holds only that run's: no configuration learns from another's text.
+  engine::spec::SuffixProposerOptions suffix;
+  std::unique_ptr<engine::spec::SuffixProposer> fresh_suffix;
   std::vector<model::TokenId> end_of_turn;
   int32_t max_draft_tokens = 8;
 };
@@ -110,7 +117,10 @@ absl::StatusOr<Measurement> RunOnce(Setup& s, const Config& config, const std::v
   engine::EngineOptions options{.model_id = "bench",
                                 .scheduler = kScheduler,
                                 .end_of_turn_tokens = s.end_of_turn};
-  options.proposers = s.proposers->pointers();
+  for (engine::spec::Proposer* p : s.proposers->pointers()) {
+    if (p->name() != "suffix") options.proposers.push_back(p);
+  }
+  options.proposers.push_back(s.fresh_suffix.get());
   options.speculation = {.proposer = config.proposer,
                          .max_draft_tokens = s.max_draft_tokens,
                          .adaptive = config.adaptive};
@@ -143,6 +153,7 @@ absl::StatusOr<Measurement> RunOnce(Setup& s, const Config& config, const std::v
 // (the prompts repeated) run together.
 absl::StatusOr<Measurement> Run(Setup& s, const Config& config, const std::vector<std::vector<int32_t>>& prompts,
                                 int streams, int32_t max_tokens) {
+  s.fresh_suffix = std::make_unique<engine::spec::SuffixProposer>(s.suffix);
   if (streams > 1) {
     std::vector<std::vector<int32_t>> batch;
     for (int i = 0; i < streams; ++i) batch.push_back(prompts[i % prompts.size()]);
@@ -184,10 +195,18 @@ absl::Status Main(const flags::Flags& f) {
   if (repeats < 1) return absl::InvalidArgumentError("--repeats must be >= 1");
   ASSIGN_OR_RETURN(int64_t ngram_min, f.GetInt("ngram-min", 2));
   ASSIGN_OR_RETURN(int64_t ngram_max, f.GetInt("ngram-max", 4));
+  engine::spec::SuffixProposerOptions suffix;
+  ASSIGN_OR_RETURN(suffix.max_spec_factor, f.GetDouble("suffix-factor", suffix.max_spec_factor));
+  ASSIGN_OR_RETURN(suffix.min_token_prob, f.GetDouble("suffix-min-prob", suffix.min_token_prob));
+  if (f.Has("suffix-store")) {
+    ASSIGN_OR_RETURN(suffix.store_bytes, ParseByteSize(f.GetString("suffix-store", "")));
+  }
+  RETURN_IF_ERROR(suffix.Validate());
   ASSIGN_OR_RETURN(std::vector<int> streams, ParseInts(f.GetString("streams", "1,8,32")));
   const std::string model_path = f.GetString("model", KVFLEET_DEFAULT_MODEL_PATH);
   std::vector<std::string> wanted_workloads = absl::StrSplit(f.GetString("workloads", "structured,code,chat"), ',');
-  std::vector<std::string> config_names = absl::StrSplit(f.GetString("configs", "ngram,self,draft,ngram-fixed"), ',');
+  std::vector<std::string> config_names =
+      absl::StrSplit(f.GetString("configs", "ngram,suffix,self,draft,ngram-fixed"), ',');
 
   std::string draft_path = f.GetString("draft-model", "");
   if (draft_path.empty()) {
@@ -197,6 +216,7 @@ absl::Status Main(const flags::Flags& f) {
 
   Setup s;
   s.max_draft_tokens = static_cast<int32_t>(max_draft);
+  s.suffix = suffix;
   ASSIGN_OR_RETURN(s.model, model::Model::Load(model_path));
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(f.GetString("device", "auto")));
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
@@ -210,13 +230,13 @@ absl::Status Main(const flags::Flags& f) {
                                                      .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                          kScheduler, s.max_draft_tokens)}));
   ASSIGN_OR_RETURN(engine::spec::ProposerSet set,
-                   engine::spec::ProposerSet::Load({.ngram = {.min_n = static_cast<int32_t>(ngram_min),
-                                                              .max_n = static_cast<int32_t>(ngram_max)},
-                                                    .self_layers = static_cast<int32_t>(self_layers),
-                                                    .draft_model_path = draft_path,
-                                                    .num_threads = static_cast<int>(threads),
-                                                    .cpu_activations = activations},
-                                                   *s.executor, engine::CreateExecutor));
+                   engine::spec::ProposerSet::Load(
+                       {.ngram = {.min_n = static_cast<int32_t>(ngram_min), .max_n = static_cast<int32_t>(ngram_max)},
+                        .self_layers = static_cast<int32_t>(self_layers),
+                        .draft_model_path = draft_path,
+                        .num_threads = static_cast<int>(threads),
+                        .cpu_activations = activations},
+                       *s.executor, {s.model->vocabulary(), model_path}, engine::CreateExecutor));
   s.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(set));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(s.model->vocabulary()));
   s.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
@@ -310,8 +330,10 @@ int main(int argc, char** argv) {
   }
   kvfleet::InitLogging(std::getenv("KVFLEET_LOG_LEVEL") != nullptr ? std::getenv("KVFLEET_LOG_LEVEL") : "warn");
   absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
-      args, {"model", "device", "cpu-activations", "threads", "streams", "max-tokens", "self-layers", "draft-model", "max-draft-tokens",
-             "workloads", "configs", "ngram-min", "ngram-max", "repeats"},
+      args,
+      {"model", "device", "cpu-activations", "threads", "streams", "max-tokens", "self-layers", "draft-model",
+       "max-draft-tokens", "workloads", "configs", "ngram-min", "ngram-max", "suffix-factor", "suffix-min-prob",
+       "suffix-store", "repeats"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
   if (!s.ok()) {

@@ -14,6 +14,7 @@ struct SpeculationStats {
   int64_t accepted_tokens = 0;  // of those, kept
   int64_t verify_passes = 0;    // request-steps that verified a draft
   double propose_seconds = 0.0; // spent proposing
+  int64_t memory_bytes = 0;     // the proposer's own memory on the host (the suffix store)
 };
 
 struct EngineStats {

@@ -209,11 +209,16 @@ void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accep
 
 void Speculator::Forget(const Request& req) {
   if (req.proposer != nullptr) req.proposer->Forget(req.id());
+  const std::span<const model::TokenId> output = std::span(req.tokens).subspan(req.num_prompt_tokens());
+  for (Loaded& l : loaded_) l.proposer->Learn(output);
 }
 
 std::vector<SpeculationStats> Speculator::Stats() const {
   std::vector<SpeculationStats> out;
-  for (const Loaded& l : loaded_) out.push_back(l.stats);
+  for (const Loaded& l : loaded_) {
+    out.push_back(l.stats);
+    out.back().memory_bytes = l.proposer->MemoryBytes();
+  }
   return out;
 }
 

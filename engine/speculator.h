@@ -55,7 +55,7 @@ class Speculator {
   void RecordVerification(Request& req, int32_t drafted, int32_t accepted);
   // A forward step computed `tokens` in `seconds`.
   void ObserveStep(int32_t tokens, double seconds) { step_cost_.Observe(tokens, seconds); }
-  // The request finished: proposers drop its state.
+  // The request finished: proposers drop its state and learn its output.
   void Forget(const Request& req);
 
   std::vector<SpeculationStats> Stats() const;

@@ -5,7 +5,8 @@
 // the target's own sampling decides what is kept, so a bad guess costs
 // time, never correctness.
 //
-// Implementations: NgramProposer (prompt lookup, no model),
+// Implementations: NgramProposer (prompt lookup, no model), SuffixProposer
+// (the request's own text and earlier outputs, no model),
 // SelfSpeculativeProposer (the target's first layers and its output head),
 // DraftModelProposer (a second, smaller model with its own paged KV).
 //
@@ -50,7 +51,8 @@ class Proposer {
  public:
   virtual ~Proposer() = default;
 
-  // A label for configuration, metrics and logs: "ngram", "self", "draft".
+  // A label for configuration, metrics and logs: "ngram", "suffix", "self",
+  // "draft".
   virtual std::string_view name() const = 0;
 
   // Fills every slot's draft with at most max_tokens guesses for the tokens
@@ -70,6 +72,14 @@ class Proposer {
 
   // The request finished: drop whatever the proposer kept for it.
   virtual void Forget(RequestId /*id*/) {}
+
+  // Host memory the proposer keeps across requests (a draft model's weights
+  // and cache are planned with the target's and not counted here).
+  virtual int64_t MemoryBytes() const { return 0; }
+
+  // A request finished (whichever proposer it used, or none) with this
+  // output: a proposer that learns from earlier outputs keeps it.
+  virtual void Learn(std::span<const model::TokenId> /*output*/) {}
 
   // True when proposing writes the target's KV cache (layers it shares with
   // the target) at positions [num_computed, context.size() + max_tokens - 1):

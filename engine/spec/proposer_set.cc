@@ -5,11 +5,12 @@
 #include "common/status_macros.h"
 #include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
+#include "model/tokenizer/same_tokenizer.h"
 
 namespace kvfleet::engine::spec {
 
 std::vector<std::string> ProposerConfig::names() const {
-  std::vector<std::string> out = {"ngram"};
+  std::vector<std::string> out = {"ngram", "suffix"};
   if (self_layers > 0) out.push_back("self");
   if (!draft_model_path.empty()) out.push_back("draft");
   return out;
@@ -17,12 +18,21 @@ std::vector<std::string> ProposerConfig::names() const {
 
 absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const ProposerConfig& config,
                                                                         const ExecutorInfo& target,
+                                                                        const TargetModel& target_model,
                                                                         const ExecutorFactory& create) {
   if (config.draft_model_path.empty()) return std::unique_ptr<DraftModel>();
   absl::StatusOr<std::unique_ptr<model::Model>> loaded = model::Model::Load(config.draft_model_path);
   if (!loaded.ok()) {
     return absl::Status(loaded.status().code(), absl::StrCat("the draft model (--spec-draft-model) did not load: ",
                                                              loaded.status().message()));
+  }
+  if (absl::Status same = model::SameTokenizer(target_model.vocabulary, (*loaded)->vocabulary()); !same.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the draft model (--spec-draft-model) ", config.draft_model_path,
+        " does not share the tokenizer of the target ", std::string(target_model.path), ": ", same.message(),
+        " (the first is the target, the second the draft). A draft must come from the target's family, with the "
+        "same tokenizer, e.g. Qwen2.5-Coder-0.5B for Qwen2.5-Coder-1.5B, or be cut from the target by kvfleet "
+        "make-draft"));
   }
   auto draft = std::make_unique<DraftModel>();
   draft->model = std::move(*loaded);
@@ -44,6 +54,8 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
   ProposerSet set;
   RETURN_IF_ERROR(config.ngram.Validate());
   set.proposers_.push_back(std::make_unique<NgramProposer>(config.ngram));
+  RETURN_IF_ERROR(config.suffix.Validate());
+  set.proposers_.push_back(std::make_unique<SuffixProposer>(config.suffix));
   if (config.self_layers > 0) {
     RETURN_IF_ERROR(SelfSpeculativeProposer::ValidateLayers(target.info(), config.self_layers));
     set.proposers_.push_back(std::make_unique<SelfSpeculativeProposer>(target, config.self_layers));
@@ -61,8 +73,8 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
 }
 
 absl::StatusOr<ProposerSet> ProposerSet::Load(const ProposerConfig& config, ModelExecutor& target,
-                                              const ExecutorFactory& create) {
-  ASSIGN_OR_RETURN(std::unique_ptr<DraftModel> draft, LoadDraftModel(config, target.info(), create));
+                                              const TargetModel& target_model, const ExecutorFactory& create) {
+  ASSIGN_OR_RETURN(std::unique_ptr<DraftModel> draft, LoadDraftModel(config, target.info(), target_model, create));
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(target.info().num_blocks));
   return Build(config, target, std::move(draft));
 }

@@ -1,5 +1,6 @@
 // The proposers a worker loads, built from its configuration: the n-gram
-// proposer always (it costs nothing until used), self-speculation when a
+// and suffix proposers always (they cost nothing until used, but for the
+// suffix store's bounded memory), self-speculation when a
 // layer count is given, a draft model when a path is given. Owns them (and
 // the draft model's weights and cache); the engine borrows pointers.
 //
@@ -9,24 +10,28 @@
 // Load does all three with a cache as large as the target's, for tools and
 // tests.
 //
-//   ASSIGN_OR_RETURN(ProposerSet set, ProposerSet::Load(config, target_executor, CreateExecutor));
+//   ASSIGN_OR_RETURN(ProposerSet set, ProposerSet::Load(config, target_executor,
+//                                                       {model.vocabulary(), path}, CreateExecutor));
 //   engine_options.proposers = set.pointers();
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/model.h"
 #include "engine/executor/model_executor.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/proposer.h"
+#include "engine/spec/suffix_proposer.h"
+#include "model/model.h"
 
 namespace kvfleet::engine::spec {
 
 struct ProposerConfig {
   NgramProposerOptions ngram;
+  SuffixProposerOptions suffix;
   int32_t self_layers = 0;        // > 0: load "self" with the target's first self_layers layers
   std::string draft_model_path;   // non-empty: load "draft" from this GGUF
   int num_threads = 0;            // the draft model's CPU threads (0: all)
@@ -36,6 +41,13 @@ struct ProposerConfig {
 
   // The names of the proposers Load() builds from this configuration.
   std::vector<std::string> names() const;
+};
+
+// What a draft model must agree with: the target's tokenizer. The path is
+// named in errors.
+struct TargetModel {
+  const model::Vocabulary& vocabulary;
+  std::string_view path;
 };
 
 // A draft model's weights and its executor (on the target's device).
@@ -48,9 +60,12 @@ class ProposerSet {
  public:
   // The draft model of config.draft_model_path (null when none is set), with
   // the target's device, block size and batch limits and no KV cache yet.
-  // An error names the flag when the file does not load.
+  // An error names the flag when the file does not load, and both files
+  // when the draft's tokenizer is not the target's (token texts, merges,
+  // special ids: model/tokenizer/same_tokenizer.h).
   static absl::StatusOr<std::unique_ptr<DraftModel>> LoadDraftModel(const ProposerConfig& config,
                                                                     const ExecutorInfo& target,
+                                                                    const TargetModel& target_model,
                                                                     const ExecutorFactory& create);
   // INVALID_ARGUMENT for a bad layer count or n-gram range, or a draft whose
   // vocabulary differs from the target's. `draft` (its KV cache allocated)
@@ -59,7 +74,7 @@ class ProposerSet {
                                            std::unique_ptr<DraftModel> draft);
   // LoadDraftModel, a draft cache of the target's block count, then Build.
   static absl::StatusOr<ProposerSet> Load(const ProposerConfig& config, ModelExecutor& target,
-                                          const ExecutorFactory& create);
+                                          const TargetModel& target_model, const ExecutorFactory& create);
 
   std::vector<Proposer*> pointers() const;
 

@@ -72,7 +72,8 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
                                               .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                   m.scheduler, o.speculation.max_draft_tokens)}));
   ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,
-                   engine::spec::ProposerSet::LoadDraftModel(o.proposers, m.executor->info(), engine::CreateExecutor));
+                   engine::spec::ProposerSet::LoadDraftModel(
+                       o.proposers, m.executor->info(), {m.model->vocabulary(), o.model_path}, engine::CreateExecutor));
   ASSIGN_OR_RETURN(engine::MemoryPlan plan,
                    engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
                                        .target = m.executor.get(),

@@ -70,8 +70,8 @@ kills what is still running.
   --policy P              the router's placement policy (default: the router's, prefix_aware)
   --device D              every worker's device: auto (the default: GPU 0 when one is usable, else the CPU),
                           cpu, cuda or cuda:N. Workers on one GPU share it: give each a KV budget that fits
-  --speculation P         every worker's default speculative proposer: ngram (the workers' default), self,
-                          draft or off; --spec-self-layers N and --spec-draft-model PATH load self and draft
+  --speculation P         every worker's default speculative proposer: ngram (the workers' default), suffix,
+                          self, draft or off; --spec-self-layers N and --spec-draft-model PATH load self and draft
   --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
   --bin-dir DIR           where the service binaries are: a build tree or one directory
                           (default: the build tree this kvfleet belongs to)

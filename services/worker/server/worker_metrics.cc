@@ -144,6 +144,9 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
                              "Accepted tokens per verify pass since start, by proposer", prometheus::MetricType::Gauge);
     auto seconds = out.Family("kvfleet_worker_spec_propose_seconds_total", "Time spent drafting, by proposer",
                               prometheus::MetricType::Counter);
+    auto memory = out.Family("kvfleet_worker_spec_proposer_memory_bytes",
+                             "Host memory a proposer keeps across requests (the suffix store), by proposer",
+                             prometheus::MetricType::Gauge);
     for (const engine::SpeculationStats& p : s.speculation) {
       const std::vector<prometheus::ClientMetric::Label> label = {{"proposer", p.proposer}};
       drafted.Add(static_cast<double>(p.drafted_tokens), label);
@@ -152,6 +155,7 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
       rate.Add(p.drafted_tokens > 0 ? static_cast<double>(p.accepted_tokens) / p.drafted_tokens : 0.0, label);
       length.Add(p.verify_passes > 0 ? static_cast<double>(p.accepted_tokens) / p.verify_passes : 0.0, label);
       seconds.Add(p.propose_seconds, label);
+      memory.Add(static_cast<double>(p.memory_bytes), label);
     }
   }
   return std::move(out).Take();

@@ -52,12 +52,17 @@ const char kUsageTail[] =
                                layers do (default: they give back the blocks their window has passed; tokens
                                are the same either way)
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
-                               lookup; default), self, draft or off. Output is unchanged either way.
+                               lookup; default), suffix (the request's text and earlier outputs), self, draft or
+                               off. Output is unchanged either way.
   --spec-max-draft-tokens N    most tokens drafted per request and step (default 8, at most 32)
   --no-spec-adaptive           always draft the maximum (default: adapt k to each request's acceptance and to the
                                batch, turning speculation off where a verify pass costs more than it saves)
   --spec-ngram-min N           shortest suffix n-gram looked up (default 2)
   --spec-ngram-max N           longest suffix n-gram looked up (default 4)
+  --spec-suffix-store SIZE     memory for the suffix proposer's store of finished outputs (default 64MiB; 0: none,
+                               the request's own text only)
+  --spec-suffix-factor F       suffix drafts are at most F x the matched suffix's length (default 2)
+  --spec-suffix-min-prob P     suffix drafts stop where the estimated probability falls below P (default 0.1)
   --spec-self-layers N         load "self": the model's first N layers draft (default 0: not loaded)
   --spec-draft-model PATH      load "draft": a GGUF with the same vocabulary (e.g. from kvfleet make-draft)
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
@@ -87,15 +92,39 @@ std::string WorkerUsage() {
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       flags::Flags f,
-      flags::Flags::Parse(args,
-                          transport::WithTransportFlags(limits::WithLimitFlags(
-                              {"model", "model-id", "device", "kv-cache-memory", "block-size", "threads",
-                               "cpu-activations", "kv-cache-dtype", "kv-host-memory", "kv-disk-dir", "kv-disk-size",
-                               "max-num-seqs", "max-num-batched-tokens", "admission-bypass", "max-waiting-requests", "drain-timeout",
-                               "stall-timeout", "cachemanager", "worker-id",
-                               "advertise-address", "speculation", "spec-max-draft-tokens", "spec-ngram-min",
-                               "spec-ngram-max", "spec-self-layers", "spec-draft-model", "fault-drop-event-batch"})),
-                          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
+      flags::Flags::Parse(
+          args,
+          transport::WithTransportFlags(limits::WithLimitFlags({"model",
+                                                                "model-id",
+                                                                "device",
+                                                                "kv-cache-memory",
+                                                                "block-size",
+                                                                "threads",
+                                                                "cpu-activations",
+                                                                "kv-cache-dtype",
+                                                                "kv-host-memory",
+                                                                "kv-disk-dir",
+                                                                "kv-disk-size",
+                                                                "max-num-seqs",
+                                                                "max-num-batched-tokens",
+                                                                "admission-bypass",
+                                                                "max-waiting-requests",
+                                                                "drain-timeout",
+                                                                "stall-timeout",
+                                                                "cachemanager",
+                                                                "worker-id",
+                                                                "advertise-address",
+                                                                "speculation",
+                                                                "spec-max-draft-tokens",
+                                                                "spec-ngram-min",
+                                                                "spec-ngram-max",
+                                                                "spec-suffix-store",
+                                                                "spec-suffix-factor",
+                                                                "spec-suffix-min-prob",
+                                                                "spec-self-layers",
+                                                                "spec-draft-model",
+                                                                "fault-drop-event-batch"})),
+          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", model::DefaultModelId(o.model_path));
@@ -148,6 +177,17 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(int64_t ngram_max, f.GetInt("spec-ngram-max", o.proposers.ngram.max_n));
   o.proposers.ngram = {.min_n = static_cast<int32_t>(ngram_min), .max_n = static_cast<int32_t>(ngram_max)};
   RETURN_IF_ERROR(o.proposers.ngram.Validate());
+  if (f.Has("spec-suffix-store")) {
+    ASSIGN_OR_RETURN(o.proposers.suffix.store_bytes, ParseByteSize(f.GetString("spec-suffix-store", "")));
+  }
+  ASSIGN_OR_RETURN(o.proposers.suffix.max_spec_factor,
+                   f.GetDouble("spec-suffix-factor", o.proposers.suffix.max_spec_factor));
+  ASSIGN_OR_RETURN(o.proposers.suffix.min_token_prob,
+                   f.GetDouble("spec-suffix-min-prob", o.proposers.suffix.min_token_prob));
+  if (absl::Status s = o.proposers.suffix.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), " (--spec-suffix-store, --spec-suffix-factor, --spec-suffix-min-prob)"));
+  }
   ASSIGN_OR_RETURN(int64_t self_layers, f.GetInt("spec-self-layers", 0));
   if (self_layers < 0) return absl::InvalidArgumentError("--spec-self-layers must be >= 0 (0: not loaded)");
   o.proposers.self_layers = static_cast<int32_t>(self_layers);

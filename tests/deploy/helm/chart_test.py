@@ -1028,6 +1028,16 @@ def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: 
             if source == "image":
                 init = [c for c in spec.get("initContainers") or [] if c["name"] == "model-copy"]
                 f.check(len(init) == 1 and init[0]["command"][-1] == model_path, vs, who, "model-copy init container copies to the model path")
+            draft = values["model"].get("draftFile") or ""
+            if component_of(obj) == "worker":
+                want = f"/models/{draft}" if draft else None
+                f.check(arg_after(container["args"], "--spec-draft-model") == want, vs, who,
+                        f"--spec-draft-model {want} (model.draftFile)", str(container["args"]))
+            if source == "image" and draft:
+                init = [c for c in spec.get("initContainers") or [] if c["name"] == "draft-model-copy"]
+                f.check(len(init) == 1 and init[0]["command"][1:] == [values["model"]["source"]["image"]["draftPath"],
+                                                                       f"/models/{draft}"],
+                        vs, who, "draft-model-copy init container copies the draft next to the model")
             if source == "pvc" and values["model"]["source"]["pvc"]["subPath"]:
                 f.check(mounts and mounts[0].get("subPath") == values["model"]["source"]["pvc"]["subPath"], vs, who, "subPath mounted")
 
@@ -1100,7 +1110,7 @@ def check_images(f: Failures, vs: str, objects: list[dict], values: dict) -> Non
         variant = image["cudaTag"] if component == "worker" and values["worker"]["gpusPerWorker"] > 0 else image["tag"]
         expected = f"{override.get('repository') or image['repository']}:{override.get('tag') or variant}"
         for container in containers_of(template, init=True):
-            if container["name"] == "model-copy":
+            if container["name"] in ("model-copy", "draft-model-copy"):  # the model image's
                 continue
             f.check(container["image"] == expected, vs, f"{name_of(obj)} container {container['name']}", "image",
                     f"{container['image']} vs {expected}")
@@ -1284,6 +1294,13 @@ REFUSALS = [
     ("nvidia.com/gpu in worker.resources", {"worker": {"resources": {"limits": {"nvidia.com/gpu": 2}}}}, "render", "leave nvidia.com/gpu out"),
     ("a PVC source without a claim", {"model": {"source": {"pvc": {"claimName": ""}}}}, "render", "claimName"),
     ("an image source without an image", {"model": {"source": {"type": "image"}}}, "render", "model.source.image"),
+    ("draft speculation without a draft model", {"worker": {"speculation": "draft"}}, "render", "set model.draftFile"),
+    ("the target as its own draft file", {"model": {"draftFile": "SmolLM2-135M-Instruct.Q4_1.gguf"}}, "render",
+     "other than model.file"),
+    ("a draft file with a directory", {"model": {"draftFile": "drafts/d.gguf"}}, "schema", "/model/draftFile"),
+    ("a draft file in an image without its path",
+     {"model": {"draftFile": "d.gguf", "source": {"type": "image", "image": {"repository": "models/m", "path": "/m.gguf"}}}},
+     "render", "model.source.image.draftPath"),
     ("both a ServiceMonitor and a PodMonitor",
      {"metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}}, "render", "not both"),
     ("a PDB with neither minAvailable nor maxUnavailable",
@@ -1357,6 +1374,13 @@ INLINE_VALUE_SETS = {
         "worker": {"kvTiers": {"hostMemory": "16GiB", "disk": {"enabled": True, "size": "50Gi", "persistent": True,
                                                                 "storageClassName": "fast-nvme"}},
                    "resources": {"limits": {"memory": "64Gi"}}},
+    },
+    # A draft model next to the target, copied out of a model image, as the workers' default.
+    "inline-draft-model": {
+        "model": {"file": "qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf", "draftFile": "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf",
+                  "source": {"type": "image", "image": {"repository": "models/qwen-coder", "path": "/m/1.5b.gguf",
+                                                        "draftPath": "/m/0.5b.gguf"}}},
+        "worker": {"speculation": "draft"},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}, "http": {"enabled": False, "requestTimeoutSeconds": 600},

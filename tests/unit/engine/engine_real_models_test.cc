@@ -112,7 +112,8 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
                                                  .draft_model_path = GetParam().path,
                                                  .num_threads = 2,
                                                  .cpu_activations = activations};
-    auto proposers = spec::ProposerSet::Load(loaded, *executor, CreateExecutor);
+    auto proposers =
+        spec::ProposerSet::Load(loaded, *executor, {model_->vocabulary(), GetParam().path}, CreateExecutor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = GetParam().name, .scheduler = config};
     options.proposers = proposers->pointers();
@@ -163,7 +164,7 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
         << "preempted";
     EXPECT_GT(tight.preemptions, 0);
     if (!speculative) return;
-    for (const std::string proposer : {"ngram", "self", "draft"}) {
+    for (const std::string proposer : {"ngram", "suffix", "self", "draft"}) {
       EngineStats spec;
       EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, &spec, proposer, activations, kv), alone)
           << proposer;
@@ -247,6 +248,28 @@ TEST_P(RealModelEngineTest, PromptsPastTheSlidingWindowAgreeChunkedCachedAndPree
   EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 1024, .growth_reserve_blocks = 0}, 36, &tight), alone)
       << "preempted";
   EXPECT_GT(tight.preemptions, 0);
+}
+
+// A draft model of another family (another tokenizer) is refused at load,
+// naming both files, before any memory is planned for it.
+TEST_P(RealModelEngineTest, ADraftOfAnotherFamilyIsRefusedNamingBothFiles) {
+  const RealModel* other = nullptr;
+  for (const RealModel& m : kModels) {
+    if (m.name != GetParam().name && std::filesystem::exists(m.path)) other = &m;
+  }
+  if (other == nullptr) GTEST_SKIP() << "no second model fetched: run scripts/fetch_model.sh";
+  auto executor = testing::NewExecutor(*model_, {.num_blocks = 64, .block_size = 16, .num_threads = 2});
+  auto draft = spec::ProposerSet::LoadDraftModel({.draft_model_path = other->path}, executor->info(),
+                                                 {model_->vocabulary(), GetParam().path}, CreateExecutor);
+  ASSERT_FALSE(draft.ok());
+  EXPECT_EQ(draft.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(draft.status().message().find("does not share the tokenizer"), std::string::npos) << draft.status();
+  EXPECT_NE(draft.status().message().find(other->path), std::string::npos) << draft.status();
+  EXPECT_NE(draft.status().message().find(GetParam().path), std::string::npos) << draft.status();
+  // The target's own file shares it.
+  auto same = spec::ProposerSet::LoadDraftModel({.draft_model_path = GetParam().path}, executor->info(),
+                                                {model_->vocabulary(), GetParam().path}, CreateExecutor);
+  EXPECT_TRUE(same.ok()) << same.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealModelEngineTest, ::testing::ValuesIn(kModels),

@@ -14,13 +14,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/block_hash.h"
 #include "engine/engine.h"
-#include "tests/testing/test_executor.h"
 #include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
+#include "engine/spec/suffix_proposer.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_executor.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {
@@ -98,10 +99,11 @@ class SpeculativeEngineTest : public ::testing::Test {
     auto draft = *spec::DraftModelProposer::Create(nullptr, std::move(draft_executor), executor->info());
     spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
     spec::SelfSpeculativeProposer self(*executor, 1);
+    spec::SuffixProposer suffix({});
     RandomProposer random;
     kvfleet::testing::RecordingKvListener listener;
     EngineOptions options{.model_id = "tiny", .scheduler = config};
-    options.proposers = {&ngram, &self, draft.get(), &random};
+    options.proposers = {&ngram, &suffix, &self, draft.get(), &random};
     options.speculation = {.proposer = setup.proposer, .max_draft_tokens = setup.max_draft_tokens,
                            .adaptive = setup.adaptive};
     EXPECT_TRUE(options.Validate().ok()) << options.Validate();
@@ -166,7 +168,7 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
   const std::vector<EngineRequest> requests = MixedRequests(24, 7);
   const Run plain = RunAll(requests, {}, {.max_num_batched_tokens = 64, .max_num_seqs = 32});
   EXPECT_EQ(Drafted(plain.stats), 0);
-  for (const std::string proposer : {"ngram", "self", "draft", "random"}) {
+  for (const std::string proposer : {"ngram", "suffix", "self", "draft", "random"}) {
     for (int32_t k : {1, 4, 8}) {
       const Run spec = RunAll(requests, {.proposer = proposer, .max_draft_tokens = k},
                               {.max_num_batched_tokens = 64, .max_num_seqs = 32});
@@ -182,7 +184,7 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
         EXPECT_GT(Drafted(exact.stats), 0);
         EXPECT_EQ(Accepted(exact.stats), Drafted(exact.stats)) << "k=" << k;
       }
-      if (proposer == "ngram" || proposer == "self") {
+      if (proposer == "ngram" || proposer == "suffix" || proposer == "self") {
         EXPECT_GT(Accepted(spec.stats), 0) << proposer;
       }
     }
@@ -362,6 +364,41 @@ TEST_F(SpeculativeEngineTest, RejectedGuessesLeaveNoBlockAndNoPublishedHash) {
     EXPECT_TRUE(real.contains(e.hash)) << "published a block no request's tokens fill: " << e;
   }
   EXPECT_GT(stored, 50);
+}
+
+// The suffix proposer learns from finished requests: a request that writes
+// what an earlier one wrote drafts it from the store, and every guess is
+// right, while its tokens stay plain decoding's.
+TEST_F(SpeculativeEngineTest, SuffixDraftsFromEarlierOutputs) {
+  auto executor = testing::NewTinyExecutor(*model_, 256, kBlockSize, 2);
+  spec::SuffixProposer suffix({});
+  EngineOptions options{.model_id = "tiny"};
+  options.proposers = {&suffix};
+  options.speculation = {.proposer = "suffix", .max_draft_tokens = 8, .adaptive = false};
+  Engine engine(*executor, options);
+  std::vector<std::vector<model::TokenId>> outputs;
+  std::vector<SpeculationStats> after;
+  for (uint64_t id : {1, 2}) {
+    CollectingSink sink;
+    EngineRequest r{.id = RequestId(id), .prompt = {11, 12, 13, 14, 15}};
+    r.sampling.temperature = 0.0f;
+    r.stopping.max_tokens = 40;
+    r.stopping.ignore_eos = true;
+    ASSERT_TRUE(engine.Submit(r, &sink).ok());
+    while (engine.HasWork()) {
+      ASSERT_TRUE(engine.Step().ok());
+      ASSERT_TRUE(engine.AuditBlocks().ok());
+    }
+    outputs.push_back(sink.tokens());
+    after.push_back(engine.Stats().speculation[0]);
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  ASSERT_NE(suffix.store(), nullptr);
+  EXPECT_EQ(suffix.store()->num_sequences(), 2);
+  const int64_t drafted = after[1].drafted_tokens - after[0].drafted_tokens;
+  const int64_t accepted = after[1].accepted_tokens - after[0].accepted_tokens;
+  EXPECT_GT(drafted, 20);
+  EXPECT_EQ(accepted, drafted);
 }
 
 TEST_F(SpeculativeEngineTest, OptedOutRequestsNeverDraft) {

@@ -59,6 +59,11 @@ LoadBalancer never exposes metrics outside the cluster. */}}
 {{- printf "/models/%s" .Values.model.file -}}
 {{- end -}}
 
+{{/* Where workers open the draft model (model.draftFile). */}}
+{{- define "kvfleet.draftModelPath" -}}
+{{- printf "/models/%s" .Values.model.draftFile -}}
+{{- end -}}
+
 {{/* Labels that select a component's pods; never change them (selectors are immutable). */}}
 {{- define "kvfleet.selectorLabels" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}

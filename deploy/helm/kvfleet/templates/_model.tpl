@@ -1,6 +1,7 @@
 {{/*
 The model volume, shared by router and worker pods: whichever
-model.source.type says, the GGUF ends up read-only at /models/<model.file>.
+model.source.type says, the GGUF ends up read-only at /models/<model.file>
+(and a draft model's at /models/<model.draftFile>).
 */}}
 
 {{/* The pod volume named "model". */}}
@@ -54,5 +55,21 @@ model image into the emptyDir, before the service starts. */}}
   volumeMounts:
     - name: model
       mountPath: /models
+{{- if .Values.model.draftFile }}
+- name: draft-model-copy
+  image: {{ printf "%s:%s" $image.repository (toString $image.tag) }}
+  imagePullPolicy: {{ $image.pullPolicy }}
+  command:
+    - cp
+    - {{ $image.draftPath }}
+    - {{ include "kvfleet.draftModelPath" . }}
+  securityContext:
+    {{- toYaml .Values.containerSecurityContext | nindent 4 }}
+  resources:
+    {{- toYaml $image.resources | nindent 4 }}
+  volumeMounts:
+    - name: model
+      mountPath: /models
+{{- end }}
 {{- end }}
 {{- end -}}

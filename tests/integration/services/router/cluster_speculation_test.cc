@@ -1,6 +1,6 @@
 // Speculative decoding end to end on the real default model: a real
-// router, cachemanager and worker process, with the n-gram, self and draft
-// proposers loaded. Whatever proposer a request picks (or none), the text
+// router, cachemanager and worker process, with the n-gram, suffix, self and
+// draft proposers loaded. Whatever proposer a request picks (or none), the text
 // and tokens are the same; the worker's metrics show the drafting; a
 // proposer the worker does not have is refused with a clear status.
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
     const TextStreamResult plain = cluster_->Chat(CopyingChat("off", sampled));
     ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
     ASSERT_GT(plain.tokens.size(), 10u);
-    for (const std::string proposer : {"", "ngram", "self", "draft"}) {
+    for (const std::string proposer : {"", "ngram", "suffix", "self", "draft"}) {
       const TextStreamResult spec = cluster_->Chat(CopyingChat(proposer, sampled));
       ASSERT_TRUE(spec.status.ok()) << proposer << ": " << spec.status.error_message();
       EXPECT_EQ(spec.tokens, plain.tokens) << "proposer '" << proposer << "', sampled " << sampled;
@@ -70,7 +70,7 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
   }
   absl::StatusOr<PrometheusScrape> metrics = cluster_->worker(0).ScrapeMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  for (const std::string proposer : {"ngram", "self", "draft"}) {
+  for (const std::string proposer : {"ngram", "suffix", "self", "draft"}) {
     const std::optional<double> drafted =
         metrics->Value("kvfleet_worker_spec_draft_tokens_total", {{"proposer", proposer}});
     const std::optional<double> accepted =
@@ -83,6 +83,50 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
     EXPECT_GT(*passes, 0) << proposer;
     EXPECT_TRUE(metrics->Value("kvfleet_worker_spec_acceptance_ratio", {{"proposer", proposer}}).has_value());
   }
+}
+
+// The suffix proposer's store learns from finished requests: asked again
+// for an answer it has written, the worker drafts it from the store, and
+// nearly every guess is kept; the store's memory is exported.
+TEST_F(ClusterSpeculationTest, SuffixDraftsARepeatedAnswerFromTheStore) {
+  v1::ChatRequest r;
+  v1::ChatMessage* m = r.add_messages();
+  m->set_role("user");
+  m->set_content("Write two sentences about a lighthouse keeper.");
+  r.mutable_options()->mutable_stopping()->set_max_tokens(48);
+  r.mutable_options()->mutable_speculation()->set_proposer("suffix");
+  const auto counters = [&]() -> std::pair<double, double> {
+    absl::StatusOr<PrometheusScrape> metrics = cluster_->worker(0).ScrapeMetrics();
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    if (!metrics.ok()) return {0, 0};
+    return {metrics->Value("kvfleet_worker_spec_draft_tokens_total", {{"proposer", "suffix"}}).value_or(0),
+            metrics->Value("kvfleet_worker_spec_accepted_tokens_total", {{"proposer", "suffix"}}).value_or(0)};
+  };
+  const auto [drafted_0, accepted_0] = counters();
+  const TextStreamResult first = cluster_->Chat(r);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  ASSERT_GT(first.tokens.size(), 20u);
+  const auto [drafted_1, accepted_1] = counters();
+  const TextStreamResult again = cluster_->Chat(r);
+  ASSERT_TRUE(again.status.ok()) << again.status.error_message();
+  EXPECT_EQ(again.tokens, first.tokens);
+  const auto [drafted_2, accepted_2] = counters();
+  // Drafts of 4 (fixed): at most 4 of every 5 tokens come from guesses.
+  // Only the first pass (the reply's start, not in any stored output) and
+  // the last (cut by max_tokens) may miss.
+  const double accepted_first = accepted_1 - accepted_0;
+  const double accepted_again = accepted_2 - accepted_1;
+  EXPECT_GT(accepted_again, accepted_first);
+  EXPECT_GE(accepted_again, 0.6 * static_cast<double>(first.tokens.size()));
+  EXPECT_GE(accepted_again, 0.8 * (drafted_2 - drafted_1));
+
+  absl::StatusOr<PrometheusScrape> metrics = cluster_->worker(0).ScrapeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::optional<double> memory =
+      metrics->Value("kvfleet_worker_spec_proposer_memory_bytes", {{"proposer", "suffix"}});
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_GT(*memory, 0);
+  EXPECT_LE(*memory, 64.0 * 1024 * 1024);  // the worker's default bound
 }
 
 TEST_F(ClusterSpeculationTest, AProposerTheWorkerLacksIsRefusedClearly) {
