@@ -56,13 +56,15 @@ constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device a
        [--threads 2] [--streams 1,8,32]
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
        [--workloads structured,code,chat] [--configs ngram,suffix,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
-       [--suffix-factor 2 --suffix-min-prob 0.1 --suffix-store 64MiB]
+       [--suffix-factor 2 --suffix-min-prob 0.1 --suffix-store 64MiB] [--replay FILE]
        [--repeats 1]
 
 Wall time per generated token with and without speculative decoding, and
 acceptance per proposer, on structured and chat workloads at each load.
 "ngram-fixed" is n-gram drafting with adaptivity off (always max-draft-tokens),
-to show what adaptivity prevents under load.
+to show what adaptivity prevents under load. --replay FILE instead replays
+plain decoding's outputs through the lookup proposers (ngram, suffix) at a
+fixed draft length and appends one JSON line per simulated verify pass.
 )";
 
 struct Config {
@@ -174,6 +176,53 @@ absl::StatusOr<Measurement> Run(Setup& s, const Config& config, const std::vecto
   return total;
 }
 
+// --replay: plain decoding's greedy outputs replayed through the lookup
+// proposers offline. Each verify pass is simulated as the engine would run
+// it (the context up to the pending token, a draft of max_draft_tokens,
+// accepted up to the first wrong guess, one more token from the target),
+// so acceptance can be studied per match length without the model's cost.
+// One JSON line per pass.
+absl::Status Replay(Setup& s, const std::vector<std::vector<int32_t>>& prompts, const std::string& workload,
+                    int32_t max_tokens, const engine::spec::NgramProposerOptions& ngram_options, std::FILE* out) {
+  ASSIGN_OR_RETURN(Measurement plain, Run(s, {"off", "off"}, prompts, 1, max_tokens));
+  engine::spec::NgramProposer ngram(ngram_options);
+  engine::spec::SuffixProposer suffix(s.suffix);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const std::vector<model::TokenId>& output = plain.outputs[p];
+    for (const std::string name : {"ngram", "suffix"}) {
+      std::vector<model::TokenId> context(prompts[p].begin(), prompts[p].end());
+      size_t pos = 1;  // the first token comes from the prefill
+      context.push_back(output[0]);
+      while (pos < output.size()) {
+        std::vector<model::TokenId> draft;
+        engine::spec::SuffixProposer::Explained why;
+        if (name == "ngram") {
+          ngram.ProposeFor(context, s.max_draft_tokens, &draft);
+        } else {
+          suffix.ProposeFor(context, s.max_draft_tokens, &draft, &why);
+        }
+        size_t accepted = 0;
+        while (accepted < draft.size() && pos + accepted < output.size() && draft[accepted] == output[pos + accepted]) {
+          ++accepted;
+        }
+        std::string probability;
+        for (double q : why.probability) probability += (probability.empty() ? "" : ",") + std::to_string(q);
+        std::fprintf(out,
+                     "{\"workload\":\"%s\",\"prompt\":%zu,\"proposer\":\"%s\",\"pos\":%zu,\"drafted\":%zu,"
+                     "\"accepted\":%zu,\"match\":%d,\"store\":%s,\"probability\":[%s]}\n",
+                     workload.c_str(), p, name.c_str(), pos, draft.size(), accepted, why.match_length,
+                     why.from_store ? "true" : "false", probability.c_str());
+        const size_t step = std::min(accepted + 1, output.size() - pos);
+        context.insert(context.end(), output.begin() + static_cast<int64_t>(pos),
+                       output.begin() + static_cast<int64_t>(pos + step));
+        pos += step;
+      }
+    }
+    suffix.Learn(output);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<int>> ParseInts(const std::string& csv) {
   std::vector<int> out;
   for (absl::string_view part : absl::StrSplit(csv, ',')) {
@@ -266,6 +315,16 @@ absl::Status Main(const flags::Flags& f) {
                        model::EncodeChat(*tok, chat, s.model->vocabulary().add_bos, {&message, 1}, /*add_generation_prompt=*/true));
       prompts.push_back(std::move(ids));
     }
+    if (f.Has("replay")) {
+      std::FILE* out = std::fopen(f.GetString("replay", "").c_str(), "a");
+      if (out == nullptr) return absl::InvalidArgumentError("--replay: cannot open " + f.GetString("replay", ""));
+      const absl::Status replayed =
+          Replay(s, prompts, w.name, static_cast<int32_t>(max_tokens),
+                 {.min_n = static_cast<int32_t>(ngram_min), .max_n = static_cast<int32_t>(ngram_max)}, out);
+      std::fclose(out);
+      RETURN_IF_ERROR(replayed);
+      continue;
+    }
     for (int n : streams) {
       // Plain and every configuration in turn, `repeats` times, then plain
       // once more; each figure is the median of its runs, so a drift of the
@@ -333,7 +392,7 @@ int main(int argc, char** argv) {
       args,
       {"model", "device", "cpu-activations", "threads", "streams", "max-tokens", "self-layers", "draft-model",
        "max-draft-tokens", "workloads", "configs", "ngram-min", "ngram-max", "suffix-factor", "suffix-min-prob",
-       "suffix-store", "repeats"},
+       "suffix-store", "repeats", "replay"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
   if (!s.ok()) {

@@ -147,6 +147,7 @@ struct Request {
   // pending token in the same chunk, verified by the step's forward pass,
   // cleared by the next plan.
   std::vector<model::TokenId> draft;
+  int32_t draft_evidence = 0;  // the proposer's DraftSlot::evidence for `draft`
   spec::AcceptanceEstimate acceptance;
   int32_t steps_since_draft = 0;
 };

@@ -70,7 +70,9 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   for (const Request* r : candidates) {
     // Verification yields at most k + 1 tokens; never draft past max_tokens.
     const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
-    caps.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
+    int32_t cap = std::max(0, std::min(r->max_draft_tokens, left));
+    if (r->proposer->relative_cost() == 0.0) cap = std::min(cap, static_cast<int32_t>(r->draft.size()));
+    caps.push_back(cap);
   }
   if (!options_.adaptive) return caps;
 
@@ -93,7 +95,7 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
     const Request& r = *candidates[i];
     const int64_t behind = l->proposer->RowsBehind(r.id(), r.tokens);
     const double remaining = std::max(1.0, (r.params.stopping.max_tokens - r.num_output_tokens()) / 2.0);
-    offers.push_back({.acceptance = r.acceptance.rate(),
+    offers.push_back({.acceptance = Acceptance(r),
                       .max_tokens = caps[i],
                       .propose_seconds_per_token = cost,
                       .setup_seconds = static_cast<double>(behind) * cost / remaining});
@@ -121,16 +123,22 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   return lengths;
 }
 
+double Speculator::Acceptance(const Request& r) {
+  return Of(r.proposer).by_evidence.Rate(r.draft_evidence, r.acceptance.rate());
+}
+
 void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) {
-  for (Request* r : running) r->draft.clear();
+  for (Request* r : running) {
+    r->draft.clear();
+    r->draft_evidence = 0;
+  }
   if (loaded_.empty()) return;
   std::vector<Request*> candidates;
   for (Request* r : running) {
     if (r->proposer != nullptr && r->num_pending_tokens() == 1) candidates.push_back(r);
   }
   if (candidates.empty()) return;
-  const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
-  for (Loaded& l : loaded_) {
+  const auto draft_with = [&](Loaded& l, const std::vector<int32_t>& lengths) {
     std::vector<Request*> mine;
     std::vector<int32_t> ks;
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -140,6 +148,27 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
       }
     }
     if (!mine.empty()) Draft(l, mine, ks, static_cast<int32_t>(running.size()));
+  };
+  // Lookups cost nothing: they draft as long as allowed first, and what
+  // they found (the draft's length, its evidence) decides how much of it
+  // the step verifies.
+  std::vector<int32_t> longest;
+  for (const Request* r : candidates) {
+    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
+    longest.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
+  }
+  for (Loaded& l : loaded_) {
+    if (l.proposer->relative_cost() == 0.0) draft_with(l, longest);
+  }
+  const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Request& r = *candidates[i];
+    if (r.proposer->relative_cost() != 0.0) continue;
+    if (static_cast<int32_t>(r.draft.size()) > lengths[i]) r.draft.resize(lengths[i]);
+    if (r.draft.empty()) r.draft_evidence = 0;
+  }
+  for (Loaded& l : loaded_) {
+    if (l.proposer->relative_cost() != 0.0) draft_with(l, lengths);
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
     Request* r = candidates[i];
@@ -194,6 +223,7 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
     std::vector<model::TokenId>& draft = slots[i].draft;
     if (static_cast<int32_t>(draft.size()) > slots[i].max_tokens) draft.resize(slots[i].max_tokens);
     owners[i]->draft = std::move(draft);
+    owners[i]->draft_evidence = owners[i]->draft.empty() ? 0 : slots[i].evidence;
   }
 }
 
@@ -202,6 +232,7 @@ void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accep
   req.acceptance.Observe(drafted, accepted);
   Loaded* l = &Of(req.proposer);
   l->acceptance.Observe(drafted, accepted);
+  l->by_evidence.Observe(req.draft_evidence, drafted, accepted);
   l->stats.drafted_tokens += drafted;
   l->stats.accepted_tokens += accepted;
   ++l->stats.verify_passes;

@@ -29,6 +29,7 @@
 #include "engine/engine_stats.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/request.h"
+#include "engine/spec/acceptance_by_evidence.h"
 #include "engine/spec/acceptance_estimate.h"
 #include "engine/spec/proposer.h"
 #include "engine/spec/speculation_options.h"
@@ -64,6 +65,7 @@ class Speculator {
   struct Loaded {
     spec::Proposer* proposer;
     spec::AcceptanceEstimate acceptance;  // across requests: the prior of a new request
+    spec::AcceptanceByEvidence by_evidence;  // of drafts whose proposer reported evidence
     double seconds_per_token = 0.0;      // the proposer's own cost per drafted token (decayed mean)
     bool measured_cost = false;          // seconds_per_token holds a measurement
     SpeculationStats stats;
@@ -73,9 +75,13 @@ class Speculator {
   const Loaded* Find(std::string_view name) const;
   // The entry of a loaded proposer (a request's, once resolved).
   Loaded& Of(const spec::Proposer* proposer);
-  // k per candidate request (adaptive or fixed).
+  // k per candidate request (adaptive or fixed). A candidate that already
+  // holds a draft (from a proposer of cost 0) keeps at most that draft.
   std::vector<int32_t> DraftLengths(const std::vector<Request*>& candidates, const std::list<Request*>& running,
                                     int32_t token_budget);
+  // The per-token acceptance a candidate's next draft is expected to have:
+  // its evidence level's, when its proposer reported one, else its own.
+  double Acceptance(const Request& r);
   // reserve_blocks: free blocks drafting must leave in the pool.
   void Draft(Loaded& loaded, const std::vector<Request*>& requests, const std::vector<int32_t>& lengths,
              int32_t reserve_blocks);

@@ -45,22 +45,23 @@ NgramProposer::NgramProposer(NgramProposerOptions options) : options_(options) {
 }
 
 absl::Status NgramProposer::Propose(std::span<DraftSlot> slots) {
-  for (DraftSlot& slot : slots) ProposeFor(slot.context, slot.max_tokens, &slot.draft);
+  for (DraftSlot& slot : slots) slot.evidence = ProposeFor(slot.context, slot.max_tokens, &slot.draft);
   return absl::OkStatus();
 }
 
-void NgramProposer::ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
-                               std::vector<model::TokenId>* draft) const {
+int32_t NgramProposer::ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
+                                  std::vector<model::TokenId>* draft) const {
   draft->clear();
-  if (max_tokens <= 0) return;
+  if (max_tokens <= 0) return 0;
   for (int32_t n = options_.max_n; n >= options_.min_n; --n) {
     const int64_t start = ChooseOccurrence(context, n, max_tokens);
     if (start < 0) continue;
     const int64_t from = start + n;
     const int64_t to = std::min<int64_t>(from + max_tokens, static_cast<int64_t>(context.size()));
     draft->assign(context.begin() + from, context.begin() + to);
-    return;
+    return n;
   }
+  return 0;
 }
 
 }  // namespace kvfleet::engine::spec

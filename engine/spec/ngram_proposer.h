@@ -46,8 +46,9 @@ class NgramProposer final : public Proposer {
 
   // The proposal for one context: replaces `*draft` with at most
   // `max_tokens` tokens (none when no n-gram recurs).
-  void ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
-                  std::vector<model::TokenId>* draft) const;
+  // Returns the n of the match (0: none).
+  int32_t ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
+                     std::vector<model::TokenId>* draft) const;
 
  private:
   const NgramProposerOptions options_;

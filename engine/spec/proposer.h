@@ -45,6 +45,11 @@ struct DraftSlot {
   int32_t max_tokens = 0;
   std::vector<model::TokenId> draft;  // out: at most max_tokens guesses, possibly none
   int32_t rows_computed = 0;          // out: tokens a proposer model ran for this slot (catch-up included)
+  // out: how strong the draft's evidence is, for a lookup proposer the
+  // length of the match it copied from (0: not reported). The engine learns
+  // acceptance per evidence level across requests, so a long match earns a
+  // long draft and a two-token match a short one.
+  int32_t evidence = 0;
 };
 
 class Proposer {
@@ -63,7 +68,9 @@ class Proposer {
 
   // What running one token through the proposer costs next to one through
   // the target (0 for a lookup, L/N for the target's first L layers), before
-  // any measurement: the adaptive draft length starts from it.
+  // any measurement: the adaptive draft length starts from it. A proposer
+  // of cost 0 is asked for its longest draft first, and the engine then
+  // keeps as much of it as pays (its evidence known).
   virtual double relative_cost() const { return 0.0; }
 
   // Tokens of `context` the proposer would have to run before its first

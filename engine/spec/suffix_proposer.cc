@@ -43,7 +43,11 @@ SuffixProposer::SuffixProposer(SuffixProposerOptions options) : options_(options
 }
 
 absl::Status SuffixProposer::Propose(std::span<DraftSlot> slots) {
-  for (DraftSlot& slot : slots) ProposeFor(slot.context, slot.max_tokens, &slot.draft);
+  for (DraftSlot& slot : slots) {
+    Explained why;
+    ProposeFor(slot.context, slot.max_tokens, &slot.draft, &why);
+    slot.evidence = why.match_length;
+  }
   return absl::OkStatus();
 }
 
@@ -57,12 +61,18 @@ int32_t SuffixProposer::DraftCap(int32_t match_length, int32_t max_tokens) const
 }
 
 void SuffixProposer::ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
-                                std::vector<model::TokenId>* draft) const {
+                                std::vector<model::TokenId>* draft, Explained* explained) const {
   draft->clear();
+  if (explained != nullptr) *explained = {};
   if (max_tokens <= 0) return;
   Candidate own = FromOwnText(context, max_tokens);
   Candidate stored = FromStore(context, max_tokens);
-  *draft = std::move(stored.score > own.score ? stored.tokens : own.tokens);
+  const bool from_store = stored.score > own.score;
+  Candidate& best = from_store ? stored : own;
+  if (explained != nullptr && !best.tokens.empty()) {
+    *explained = {.match_length = best.match_length, .from_store = from_store, .probability = best.probability};
+  }
+  *draft = std::move(best.tokens);
 }
 
 SuffixProposer::Candidate SuffixProposer::FromOwnText(std::span<const model::TokenId> context,
@@ -88,7 +98,7 @@ SuffixProposer::Candidate SuffixProposer::FromOwnText(std::span<const model::Tok
   if (best < options_.min_match) return {};
 
   const int32_t cap = DraftCap(best, max_tokens);
-  Candidate out;
+  Candidate out{.match_length = best};
   double probability = 1.0;
   std::vector<std::pair<model::TokenId, int32_t>> tally;  // next token, occurrences; in recency order
   for (int32_t t = 0; t < cap; ++t) {
@@ -113,6 +123,7 @@ SuffixProposer::Candidate SuffixProposer::FromOwnText(std::span<const model::Tok
     probability *= static_cast<double>(top->second) / known;
     if (probability < options_.min_token_prob) break;
     out.tokens.push_back(top->first);
+    out.probability.push_back(probability);
     out.score += probability;
     // Occurrences that disagree drop out; those out of text stay (unknown).
     std::erase_if(ends, [&](int64_t end) { return end + 1 + t < len && context[end + 1 + t] != top->first; });
@@ -128,7 +139,7 @@ SuffixProposer::Candidate SuffixProposer::FromStore(std::span<const model::Token
   if (match.node < 0 || match.length < options_.min_match) return {};
   const int32_t cap = DraftCap(match.length, max_tokens);
   const double occurrences = static_cast<double>(store_->Count(match.node));
-  Candidate out;
+  Candidate out{.match_length = match.length};
   int32_t node = match.node;
   for (int32_t t = 0; t < cap; ++t) {
     model::TokenId next = -1;
@@ -144,6 +155,7 @@ SuffixProposer::Candidate SuffixProposer::FromStore(std::span<const model::Token
     const double probability = static_cast<double>(count) / occurrences;
     if (probability < options_.min_token_prob) break;
     out.tokens.push_back(next);
+    out.probability.push_back(probability);
     out.score += probability;
     node = store_->Child(node, next);
   }

@@ -66,10 +66,18 @@ class SuffixProposer final : public Proposer {
   void Learn(std::span<const model::TokenId> output) override;
   int64_t MemoryBytes() const override { return store_ ? store_->AllocatedBytes() : 0; }
 
+  // Where a draft came from, for the policy and for benchmarks.
+  struct Explained {
+    int32_t match_length = 0;         // of the winning source's match (0: no draft)
+    bool from_store = false;          // the store's draft won
+    std::vector<double> probability;  // per drafted token: the running estimate that all so far are right
+  };
+
   // The proposal for one context: replaces `*draft` with at most
-  // `max_tokens` tokens (none when nothing matches well enough).
-  void ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
-                  std::vector<model::TokenId>* draft) const;
+  // `max_tokens` tokens (none when nothing matches well enough), and fills
+  // `*explained` when given.
+  void ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens, std::vector<model::TokenId>* draft,
+                  Explained* explained = nullptr) const;
 
   // The store of finished outputs; null when store_bytes is 0.
   const SuffixStore* store() const { return store_ ? &*store_ : nullptr; }
@@ -77,7 +85,9 @@ class SuffixProposer final : public Proposer {
  private:
   struct Candidate {
     std::vector<model::TokenId> tokens;
-    double score = 0.0;  // expected accepted tokens
+    std::vector<double> probability;  // running, per token
+    double score = 0.0;               // expected accepted tokens: the sum of `probability`
+    int32_t match_length = 0;
   };
   int32_t DraftCap(int32_t match_length, int32_t max_tokens) const;
   Candidate FromOwnText(std::span<const model::TokenId> context, int32_t max_tokens) const;

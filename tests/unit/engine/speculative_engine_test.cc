@@ -189,6 +189,13 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
       }
     }
   }
+  // The adaptive length too: lookups draft first and the step keeps what
+  // pays, sized by the draft's evidence.
+  for (const std::string proposer : {"ngram", "suffix"}) {
+    const Run adaptive = RunAll(requests, {.proposer = proposer, .max_draft_tokens = 8, .adaptive = true},
+                                {.max_num_batched_tokens = 64, .max_num_seqs = 32});
+    EXPECT_EQ(adaptive.tokens, plain.tokens) << proposer << " adaptive";
+  }
 }
 
 TEST_F(SpeculativeEngineTest, SmallBudgetsAndPreemptionKeepEveryToken) {
