@@ -57,6 +57,7 @@ constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device a
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
        [--workloads structured,code,chat] [--configs ngram,suffix,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
        [--suffix-factor 2 --suffix-min-prob 0.1 --suffix-store 64MiB] [--replay FILE]
+       [--draft-heads DIR (loads the "heads" config)]
        [--repeats 1]
 
 Wall time per generated token with and without speculative decoding, and
@@ -257,6 +258,7 @@ absl::Status Main(const flags::Flags& f) {
   std::vector<std::string> config_names =
       absl::StrSplit(f.GetString("configs", "ngram,suffix,self,draft,ngram-fixed"), ',');
 
+  const std::string heads_path = f.GetString("draft-heads", "");
   std::string draft_path = f.GetString("draft-model", "");
   if (draft_path.empty()) {
     draft_path = (std::filesystem::temp_directory_path() / "spec_decode_bench_draft_q4_0.gguf").string();
@@ -283,9 +285,10 @@ absl::Status Main(const flags::Flags& f) {
                        {.ngram = {.min_n = static_cast<int32_t>(ngram_min), .max_n = static_cast<int32_t>(ngram_max)},
                         .self_layers = static_cast<int32_t>(self_layers),
                         .draft_model_path = draft_path,
+                        .draft_heads_path = heads_path,
                         .num_threads = static_cast<int>(threads),
                         .cpu_activations = activations},
-                       *s.executor, {s.model->vocabulary(), model_path}, engine::CreateExecutor));
+                       *s.executor, {*s.model, model_path}, engine::CreateExecutor));
   s.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(set));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(s.model->vocabulary()));
   s.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
@@ -392,7 +395,7 @@ int main(int argc, char** argv) {
       args,
       {"model", "device", "cpu-activations", "threads", "streams", "max-tokens", "self-layers", "draft-model",
        "max-draft-tokens", "workloads", "configs", "ngram-min", "ngram-max", "suffix-factor", "suffix-min-prob",
-       "suffix-store", "repeats", "replay"},
+       "suffix-store", "repeats", "replay", "draft-heads"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
   if (!s.ok()) {

@@ -326,6 +326,16 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch
   }
 }
 
+void Engine::KeepHiddenState(Request& req, const ForwardOutput& forward, int64_t row) {
+  if (req.proposer == nullptr || !req.proposer->needs_hidden_state()) return;
+  if (forward.hidden == nullptr) {
+    req.last_hidden.clear();
+    return;
+  }
+  const std::span<const float> hidden = forward.HiddenRow(row);
+  req.last_hidden.assign(hidden.begin(), hidden.end());
+}
+
 void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row) {
   const int32_t drafted = chunk.num_draft_tokens;
   std::vector<model::TokenId> emitted;
@@ -363,7 +373,10 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
     } else if (req.num_output_tokens() >= req.params.stopping.max_tokens) {
       finish = FinishReason::kLength;
     }
-    if (finish || !agrees) break;
+    if (finish || !agrees) {
+      KeepHiddenState(req, forward, first_row + j);
+      break;
+    }
   }
   if (drafted > 0) {
     // Every guess counts as drafted, except those a stop or the length

@@ -155,6 +155,9 @@ class Engine {
   // each drafted token's own sample until one differs from the guess (that
   // sample is kept instead) or all agree (and one more follows).
   void EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row);
+  // Keeps the hidden state of `row` (the one that sampled req's last token)
+  // when its proposer drafts from it.
+  void KeepHiddenState(Request& req, const ForwardOutput& forward, int64_t row);
   bool IsStopToken(const Request& req, model::TokenId token) const;
   static Usage UsageSoFar(const Request& req);
   void PublishStats(int64_t last_step_tokens);

@@ -148,6 +148,9 @@ struct Request {
   // cleared by the next plan.
   std::vector<model::TokenId> draft;
   int32_t draft_evidence = 0;  // the proposer's DraftSlot::evidence for `draft`
+  // The target's hidden state at the row that sampled the last token, kept
+  // only when the proposer needs_hidden_state() (draft heads).
+  std::vector<float> last_hidden;
   spec::AcceptanceEstimate acceptance;
   int32_t steps_since_draft = 0;
 };

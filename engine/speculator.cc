@@ -196,7 +196,8 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
                      .context = r.tokens,
                      .num_computed = r.num_computed_tokens,
                      .block_table = r.block_table,
-                     .max_tokens = lengths[i]});
+                     .max_tokens = lengths[i],
+                     .hidden = r.last_hidden});
     owners.push_back(&r);
     asked += lengths[i];
   }

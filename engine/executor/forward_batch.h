@@ -120,15 +120,22 @@ class ForwardBatchBuilder {
 };
 
 // A view of an executor's logits for the last batch: rows in the batch's
-// logits-row order, [num_rows, vocab_size]. Valid until the executor's next
-// Forward.
+// logits-row order, [num_rows, vocab_size]; and of the hidden states the
+// output head read for them (after the final norm), [num_rows,
+// hidden_size], which draft heads start from. Valid until the executor's
+// next Forward.
 struct ForwardOutput {
   int64_t vocab_size = 0;
   int64_t num_rows = 0;
   const float* logits = nullptr;
+  int64_t hidden_size = 0;
+  const float* hidden = nullptr;
 
   std::span<const float> Row(int64_t row) const {
     return {logits + row * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+  std::span<const float> HiddenRow(int64_t row) const {
+    return {hidden + row * hidden_size, static_cast<size_t>(hidden_size)};
   }
 };
 

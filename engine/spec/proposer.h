@@ -6,7 +6,8 @@
 // time, never correctness.
 //
 // Implementations: NgramProposer (prompt lookup, no model), SuffixProposer
-// (the request's own text and earlier outputs, no model),
+// (the request's own text and earlier outputs, no model), HeadsProposer
+// (small trained heads on the target's own hidden state),
 // SelfSpeculativeProposer (the target's first layers and its output head),
 // DraftModelProposer (a second, smaller model with its own paged KV).
 //
@@ -43,6 +44,10 @@ struct DraftSlot {
   // positions when the proposer uses_target_kv().
   std::span<const BlockId> block_table;
   int32_t max_tokens = 0;
+  // The target's hidden state (its output head's input) at the row that
+  // sampled the pending token, when the proposer needs_hidden_state();
+  // empty when the engine has none (an executor that does not export it).
+  std::span<const float> hidden;
   std::vector<model::TokenId> draft;  // out: at most max_tokens guesses, possibly none
   int32_t rows_computed = 0;          // out: tokens a proposer model ran for this slot (catch-up included)
   // out: how strong the draft's evidence is, for a lookup proposer the
@@ -79,6 +84,10 @@ class Proposer {
 
   // The request finished: drop whatever the proposer kept for it.
   virtual void Forget(RequestId /*id*/) {}
+
+  // True when drafting starts from the target's last hidden state (draft
+  // heads): the engine keeps each request's, and passes it in DraftSlot.
+  virtual bool needs_hidden_state() const { return false; }
 
   // Host memory the proposer keeps across requests (a draft model's weights
   // and cache are planned with the target's and not counted here).

@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/spec/draft_model_proposer.h"
+#include "engine/spec/heads_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
 #include "model/tokenizer/same_tokenizer.h"
 
@@ -13,6 +14,7 @@ std::vector<std::string> ProposerConfig::names() const {
   std::vector<std::string> out = {"ngram", "suffix"};
   if (self_layers > 0) out.push_back("self");
   if (!draft_model_path.empty()) out.push_back("draft");
+  if (!draft_heads_path.empty()) out.push_back("heads");
   return out;
 }
 
@@ -26,7 +28,7 @@ absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const Pr
     return absl::Status(loaded.status().code(), absl::StrCat("the draft model (--spec-draft-model) did not load: ",
                                                              loaded.status().message()));
   }
-  if (absl::Status same = model::SameTokenizer(target_model.vocabulary, (*loaded)->vocabulary()); !same.ok()) {
+  if (absl::Status same = model::SameTokenizer(target_model.model.vocabulary(), (*loaded)->vocabulary()); !same.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the draft model (--spec-draft-model) ", config.draft_model_path,
         " does not share the tokenizer of the target ", std::string(target_model.path), ": ", same.message(),
@@ -50,7 +52,7 @@ absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const Pr
 }
 
 absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, ModelExecutor& target,
-                                               std::unique_ptr<DraftModel> draft) {
+                                               const TargetModel& target_model, std::unique_ptr<DraftModel> draft) {
   ProposerSet set;
   RETURN_IF_ERROR(config.ngram.Validate());
   set.proposers_.push_back(std::make_unique<NgramProposer>(config.ngram));
@@ -69,6 +71,13 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
                      DraftModelProposer::Create(std::move(draft->model), std::move(draft->executor), target.info()));
     set.proposers_.push_back(std::move(proposer));
   }
+  if (!config.draft_heads_path.empty()) {
+    ASSIGN_OR_RETURN(DraftHeads heads,
+                     DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path));
+    KVFLEET_LOG_INFO("draft heads {}: {} heads over a draft vocabulary of {} tokens", config.draft_heads_path,
+                     heads.num_heads(), heads.vocab_size());
+    set.proposers_.push_back(std::make_unique<HeadsProposer>(std::move(heads), target.info().weight_bytes));
+  }
   return set;
 }
 
@@ -76,7 +85,7 @@ absl::StatusOr<ProposerSet> ProposerSet::Load(const ProposerConfig& config, Mode
                                               const TargetModel& target_model, const ExecutorFactory& create) {
   ASSIGN_OR_RETURN(std::unique_ptr<DraftModel> draft, LoadDraftModel(config, target.info(), target_model, create));
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(target.info().num_blocks));
-  return Build(config, target, std::move(draft));
+  return Build(config, target, target_model, std::move(draft));
 }
 
 std::vector<Proposer*> ProposerSet::pointers() const {

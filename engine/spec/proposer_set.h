@@ -11,7 +11,7 @@
 // tests.
 //
 //   ASSIGN_OR_RETURN(ProposerSet set, ProposerSet::Load(config, target_executor,
-//                                                       {model.vocabulary(), path}, CreateExecutor));
+//                                                       {model, path}, CreateExecutor));
 //   engine_options.proposers = set.pointers();
 #pragma once
 
@@ -34,6 +34,7 @@ struct ProposerConfig {
   SuffixProposerOptions suffix;
   int32_t self_layers = 0;        // > 0: load "self" with the target's first self_layers layers
   std::string draft_model_path;   // non-empty: load "draft" from this GGUF
+  std::string draft_heads_path;   // non-empty: load "heads" from this directory (engine/spec/draft_heads.h)
   int num_threads = 0;            // the draft model's CPU threads (0: all)
   // The draft model's activations on the CPU: the target's, so the two
   // compute alike (--cpu-activations).
@@ -43,10 +44,10 @@ struct ProposerConfig {
   std::vector<std::string> names() const;
 };
 
-// What a draft model must agree with: the target's tokenizer. The path is
-// named in errors.
+// What a draft must agree with: the target's tokenizer (a draft model),
+// its exact weights (draft heads). The path is named in errors.
 struct TargetModel {
-  const model::Vocabulary& vocabulary;
+  const model::Model& model;
   std::string_view path;
 };
 
@@ -71,7 +72,7 @@ class ProposerSet {
   // vocabulary differs from the target's. `draft` (its KV cache allocated)
   // must be given when the configuration names one.
   static absl::StatusOr<ProposerSet> Build(const ProposerConfig& config, ModelExecutor& target,
-                                           std::unique_ptr<DraftModel> draft);
+                                           const TargetModel& target_model, std::unique_ptr<DraftModel> draft);
   // LoadDraftModel, a draft cache of the target's block count, then Build.
   static absl::StatusOr<ProposerSet> Load(const ProposerConfig& config, ModelExecutor& target,
                                           const TargetModel& target_model, const ExecutorFactory& create);

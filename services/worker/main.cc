@@ -72,8 +72,8 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
                                               .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                   m.scheduler, o.speculation.max_draft_tokens)}));
   ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,
-                   engine::spec::ProposerSet::LoadDraftModel(
-                       o.proposers, m.executor->info(), {m.model->vocabulary(), o.model_path}, engine::CreateExecutor));
+                   engine::spec::ProposerSet::LoadDraftModel(o.proposers, m.executor->info(), {*m.model, o.model_path},
+                                                             engine::CreateExecutor));
   ASSIGN_OR_RETURN(engine::MemoryPlan plan,
                    engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
                                        .target = m.executor.get(),
@@ -84,8 +84,9 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(plan.num_blocks));
   metrics.SetMemoryPlan(plan.Components());
   metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics);
-  ASSIGN_OR_RETURN(engine::spec::ProposerSet proposers,
-                   engine::spec::ProposerSet::Build(o.proposers, *m.executor, std::move(draft)));
+  ASSIGN_OR_RETURN(
+      engine::spec::ProposerSet proposers,
+      engine::spec::ProposerSet::Build(o.proposers, *m.executor, {*m.model, o.model_path}, std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
   return m;
 }

@@ -29,6 +29,8 @@ constexpr Command kCommands[] = {
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
     {"make-draft", "write a speculative-decoding draft: a model's first N layers, optionally requantized",
      kvfleet::tools::RunMakeDraft},
+    {"dump-hidden", "answer prompts greedily and write the hidden states draft heads train on (tools/heads)",
+     kvfleet::tools::RunDumpHidden},
     {"export-hf", "write a GGUF model as a Hugging Face checkpoint directory (safetensors, tokenizer.json)",
      kvfleet::tools::RunExportHf},
     {"bench-model", "measure prefill and decode tokens/s", kvfleet::tools::RunBenchModel},

@@ -137,8 +137,11 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
              rope_scratch_);
   ops.Prepare();
   forward_(ops, config_, model_.weights(), StepOf(batch, config_), activations_);
-  return ForwardOutput{.vocab_size = info_.vocab_size, .num_rows = batch.num_logits_rows(),
-                       .logits = activations_.logits};
+  return ForwardOutput{.vocab_size = info_.vocab_size,
+                       .num_rows = batch.num_logits_rows(),
+                       .logits = activations_.logits,
+                       .hidden_size = config_.hidden_size,
+                       .hidden = activations_.logits_in};
 }
 
 // A page is one contiguous piece of each of its layers' K and V (the

@@ -88,6 +88,7 @@ class CudaExecutor : public ModelExecutor {
   ::kvfleet::cuda::DeviceBuffer attention_buffer_;
   CudaAttentionWorkspace attention_;
   ::kvfleet::cuda::PinnedHostBuffer logits_host_;
+  ::kvfleet::cuda::PinnedHostBuffer hidden_host_;  // the output head's input rows, for draft heads
   int64_t scratch_bytes_ = 0;
   std::vector<::kvfleet::cuda::DeviceBuffer> k_cache_, v_cache_;
   std::vector<uint8_t*> k_layers_, v_layers_;

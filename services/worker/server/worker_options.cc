@@ -52,8 +52,8 @@ const char kUsageTail[] =
                                layers do (default: they give back the blocks their window has passed; tokens
                                are the same either way)
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
-                               lookup; default), suffix (the request's text and earlier outputs), self, draft or
-                               off. Output is unchanged either way.
+                               lookup; default), suffix (the request's text and earlier outputs), self, draft,
+                               heads or off. Output is unchanged either way.
   --spec-max-draft-tokens N    most tokens drafted per request and step (default 8, at most 32)
   --no-spec-adaptive           always draft the maximum (default: adapt k to each request's acceptance and to the
                                batch, turning speculation off where a verify pass costs more than it saves)
@@ -65,6 +65,7 @@ const char kUsageTail[] =
   --spec-suffix-min-prob P     suffix drafts stop where the estimated probability falls below P (default 0.1)
   --spec-self-layers N         load "self": the model's first N layers draft (default 0: not loaded)
   --spec-draft-model PATH      load "draft": a GGUF with the same vocabulary (e.g. from kvfleet make-draft)
+  --spec-draft-heads DIR       load "heads": draft heads trained for this exact model (tools/heads/README.md)
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
@@ -123,6 +124,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "spec-suffix-min-prob",
                                                                 "spec-self-layers",
                                                                 "spec-draft-model",
+                                                                "spec-draft-heads",
                                                                 "fault-drop-event-batch"})),
           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
@@ -192,12 +194,15 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   if (self_layers < 0) return absl::InvalidArgumentError("--spec-self-layers must be >= 0 (0: not loaded)");
   o.proposers.self_layers = static_cast<int32_t>(self_layers);
   o.proposers.draft_model_path = f.GetString("spec-draft-model", "");
+  o.proposers.draft_heads_path = f.GetString("spec-draft-heads", "");
   o.proposers.num_threads = o.threads;
   o.proposers.cpu_activations = o.cpu_activations;
   // The default must be one of the proposers these flags load.
   if (absl::Status s = o.speculation.Validate(o.proposers.names()); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(s.message(), " (--speculation; --spec-self-layers loads \"self\", "
-                                                   "--spec-draft-model loads \"draft\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(),
+                     " (--speculation; --spec-self-layers loads \"self\", "
+                     "--spec-draft-model loads \"draft\", --spec-draft-heads loads \"heads\")"));
   }
   ASSIGN_OR_RETURN(double drain, f.GetDouble("drain-timeout", 30.0));
   ASSIGN_OR_RETURN(double stall, f.GetDouble("stall-timeout", 60.0));

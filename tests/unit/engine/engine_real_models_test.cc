@@ -112,8 +112,7 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
                                                  .draft_model_path = GetParam().path,
                                                  .num_threads = 2,
                                                  .cpu_activations = activations};
-    auto proposers =
-        spec::ProposerSet::Load(loaded, *executor, {model_->vocabulary(), GetParam().path}, CreateExecutor);
+    auto proposers = spec::ProposerSet::Load(loaded, *executor, {*model_, GetParam().path}, CreateExecutor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = GetParam().name, .scheduler = config};
     options.proposers = proposers->pointers();
@@ -260,7 +259,7 @@ TEST_P(RealModelEngineTest, ADraftOfAnotherFamilyIsRefusedNamingBothFiles) {
   if (other == nullptr) GTEST_SKIP() << "no second model fetched: run scripts/fetch_model.sh";
   auto executor = testing::NewExecutor(*model_, {.num_blocks = 64, .block_size = 16, .num_threads = 2});
   auto draft = spec::ProposerSet::LoadDraftModel({.draft_model_path = other->path}, executor->info(),
-                                                 {model_->vocabulary(), GetParam().path}, CreateExecutor);
+                                                 {*model_, GetParam().path}, CreateExecutor);
   ASSERT_FALSE(draft.ok());
   EXPECT_EQ(draft.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(draft.status().message().find("does not share the tokenizer"), std::string::npos) << draft.status();
@@ -268,7 +267,7 @@ TEST_P(RealModelEngineTest, ADraftOfAnotherFamilyIsRefusedNamingBothFiles) {
   EXPECT_NE(draft.status().message().find(GetParam().path), std::string::npos) << draft.status();
   // The target's own file shares it.
   auto same = spec::ProposerSet::LoadDraftModel({.draft_model_path = GetParam().path}, executor->info(),
-                                                {model_->vocabulary(), GetParam().path}, CreateExecutor);
+                                                {*model_, GetParam().path}, CreateExecutor);
   EXPECT_TRUE(same.ok()) << same.status();
 }
 

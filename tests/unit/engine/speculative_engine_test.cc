@@ -15,10 +15,12 @@
 #include "common/block_hash.h"
 #include "engine/engine.h"
 #include "engine/spec/draft_model_proposer.h"
+#include "engine/spec/heads_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
 #include "engine/spec/suffix_proposer.h"
 #include "tests/testing/collecting_sink.h"
+#include "tests/testing/draft_heads.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
@@ -62,6 +64,8 @@ class SpeculativeEngineTest : public ::testing::Test {
     ASSERT_TRUE(
         tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 21}), dir_->Path("t.gguf")).ok());
     model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
+    // Untrained heads repeat the target's own next guess: some are right.
+    kvfleet::testing::WriteDraftHeads(*model_, dir_->Path("heads"), {.num_heads = 3, .scale = 0.02f});
   }
   static void TearDownTestSuite() {
     delete model_;
@@ -100,10 +104,12 @@ class SpeculativeEngineTest : public ::testing::Test {
     spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
     spec::SelfSpeculativeProposer self(*executor, 1);
     spec::SuffixProposer suffix({});
+    spec::HeadsProposer heads(*spec::DraftHeads::Load(dir_->Path("heads"), *model_, "t.gguf"),
+                              executor->info().weight_bytes);
     RandomProposer random;
     kvfleet::testing::RecordingKvListener listener;
     EngineOptions options{.model_id = "tiny", .scheduler = config};
-    options.proposers = {&ngram, &suffix, &self, draft.get(), &random};
+    options.proposers = {&ngram, &suffix, &self, draft.get(), &heads, &random};
     options.speculation = {.proposer = setup.proposer, .max_draft_tokens = setup.max_draft_tokens,
                            .adaptive = setup.adaptive};
     EXPECT_TRUE(options.Validate().ok()) << options.Validate();
@@ -168,7 +174,7 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
   const std::vector<EngineRequest> requests = MixedRequests(24, 7);
   const Run plain = RunAll(requests, {}, {.max_num_batched_tokens = 64, .max_num_seqs = 32});
   EXPECT_EQ(Drafted(plain.stats), 0);
-  for (const std::string proposer : {"ngram", "suffix", "self", "draft", "random"}) {
+  for (const std::string proposer : {"ngram", "suffix", "self", "draft", "heads", "random"}) {
     for (int32_t k : {1, 4, 8}) {
       const Run spec = RunAll(requests, {.proposer = proposer, .max_draft_tokens = k},
                               {.max_num_batched_tokens = 64, .max_num_seqs = 32});
@@ -184,7 +190,7 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
         EXPECT_GT(Drafted(exact.stats), 0);
         EXPECT_EQ(Accepted(exact.stats), Drafted(exact.stats)) << "k=" << k;
       }
-      if (proposer == "ngram" || proposer == "suffix" || proposer == "self") {
+      if (proposer == "ngram" || proposer == "suffix" || proposer == "self" || proposer == "heads") {
         EXPECT_GT(Accepted(spec.stats), 0) << proposer;
       }
     }
