@@ -39,7 +39,7 @@ constexpr char kUsage[] =
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
-                  [--spec-draft-model PATH] [--ask TEXT [--exit-after-ask]]
+                  [--spec-draft-model PATH] [--spec-draft-heads DIR] [--ask TEXT [--exit-after-ask]]
                   [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls | --internal-token]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
@@ -71,7 +71,8 @@ kills what is still running.
   --device D              every worker's device: auto (the default: GPU 0 when one is usable, else the CPU),
                           cpu, cuda or cuda:N. Workers on one GPU share it: give each a KV budget that fits
   --speculation P         every worker's default speculative proposer: ngram (the workers' default), suffix,
-                          self, draft or off; --spec-self-layers N and --spec-draft-model PATH load self and draft
+                          self, draft, heads or off; --spec-self-layers N, --spec-draft-model PATH and
+                          --spec-draft-heads DIR load self, draft and heads
   --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
   --bin-dir DIR           where the service binaries are: a build tree or one directory
                           (default: the build tree this kvfleet belongs to)
@@ -141,7 +142,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
   for (const char* name : {"device", "kv-cache-dtype", "kv-host-memory", "kv-disk-size", "speculation",
-                           "spec-self-layers", "spec-draft-model"}) {
+                           "spec-self-layers", "spec-draft-model", "spec-draft-heads"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -346,11 +347,29 @@ absl::Status RunUp(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
   ASSIGN_OR_RETURN(Flags flags,
                    Flags::Parse(args,
-                                {"model", "workers", "threads", "kv-cache-memory", "listen", "http-listen",
+                                {"model",
+                                 "workers",
+                                 "threads",
+                                 "kv-cache-memory",
+                                 "listen",
+                                 "http-listen",
                                  "cachemanager-listen",
-                                 "metrics-port", "policy", "log-dir", "bin-dir", "ask", "device", "kv-cache-dtype",
-                                 "kv-host-memory", "kv-disk-dir", "kv-disk-size", "speculation", "spec-self-layers",
-                                 "spec-draft-model", "prometheus-port", "prometheus-rules"},
+                                 "metrics-port",
+                                 "policy",
+                                 "log-dir",
+                                 "bin-dir",
+                                 "ask",
+                                 "device",
+                                 "kv-cache-dtype",
+                                 "kv-host-memory",
+                                 "kv-disk-dir",
+                                 "kv-disk-size",
+                                 "speculation",
+                                 "spec-self-layers",
+                                 "spec-draft-model",
+                                 "spec-draft-heads",
+                                 "prometheus-port",
+                                 "prometheus-rules"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token", "keep-window-blocks"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");

@@ -1029,10 +1029,18 @@ def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: 
                 init = [c for c in spec.get("initContainers") or [] if c["name"] == "model-copy"]
                 f.check(len(init) == 1 and init[0]["command"][-1] == model_path, vs, who, "model-copy init container copies to the model path")
             draft = values["model"].get("draftFile") or ""
+            heads = values["model"].get("draftHeadsDir") or ""
             if component_of(obj) == "worker":
                 want = f"/models/{draft}" if draft else None
                 f.check(arg_after(container["args"], "--spec-draft-model") == want, vs, who,
                         f"--spec-draft-model {want} (model.draftFile)", str(container["args"]))
+                want = f"/models/{heads}" if heads else None
+                f.check(arg_after(container["args"], "--spec-draft-heads") == want, vs, who,
+                        f"--spec-draft-heads {want} (model.draftHeadsDir)", str(container["args"]))
+            if source == "image" and heads:
+                init = [c for c in spec.get("initContainers") or [] if c["name"] == "draft-heads-copy"]
+                f.check(len(init) == 1 and init[0]["command"][-1] == f"/models/{heads}", vs, who,
+                        "draft-heads-copy init container copies the heads next to the model")
             if source == "image" and draft:
                 init = [c for c in spec.get("initContainers") or [] if c["name"] == "draft-model-copy"]
                 f.check(len(init) == 1 and init[0]["command"][1:] == [values["model"]["source"]["image"]["draftPath"],
@@ -1110,7 +1118,7 @@ def check_images(f: Failures, vs: str, objects: list[dict], values: dict) -> Non
         variant = image["cudaTag"] if component == "worker" and values["worker"]["gpusPerWorker"] > 0 else image["tag"]
         expected = f"{override.get('repository') or image['repository']}:{override.get('tag') or variant}"
         for container in containers_of(template, init=True):
-            if container["name"] in ("model-copy", "draft-model-copy"):  # the model image's
+            if container["name"] in ("model-copy", "draft-model-copy", "draft-heads-copy"):  # the model image's
                 continue
             f.check(container["image"] == expected, vs, f"{name_of(obj)} container {container['name']}", "image",
                     f"{container['image']} vs {expected}")
@@ -1295,6 +1303,8 @@ REFUSALS = [
     ("a PVC source without a claim", {"model": {"source": {"pvc": {"claimName": ""}}}}, "render", "claimName"),
     ("an image source without an image", {"model": {"source": {"type": "image"}}}, "render", "model.source.image"),
     ("draft speculation without a draft model", {"worker": {"speculation": "draft"}}, "render", "set model.draftFile"),
+    ("heads speculation without heads", {"worker": {"speculation": "heads"}}, "render", "set model.draftHeadsDir"),
+    ("a heads directory with a slash", {"model": {"draftHeadsDir": "a/b"}}, "schema", "/model/draftHeadsDir"),
     ("the target as its own draft file", {"model": {"draftFile": "SmolLM2-135M-Instruct.Q4_1.gguf"}}, "render",
      "other than model.file"),
     ("a draft file with a directory", {"model": {"draftFile": "drafts/d.gguf"}}, "schema", "/model/draftFile"),
@@ -1378,8 +1388,9 @@ INLINE_VALUE_SETS = {
     # A draft model next to the target, copied out of a model image, as the workers' default.
     "inline-draft-model": {
         "model": {"file": "qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf", "draftFile": "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf",
+                  "draftHeadsDir": "qwen-1.5b-heads",
                   "source": {"type": "image", "image": {"repository": "models/qwen-coder", "path": "/m/1.5b.gguf",
-                                                        "draftPath": "/m/0.5b.gguf"}}},
+                                                        "draftPath": "/m/0.5b.gguf", "draftHeadsPath": "/m/heads"}}},
         "worker": {"speculation": "draft"},
     },
     "inline-nodeport": {

@@ -59,6 +59,11 @@ LoadBalancer never exposes metrics outside the cluster. */}}
 {{- printf "/models/%s" .Values.model.file -}}
 {{- end -}}
 
+{{/* Where workers open the draft heads (model.draftHeadsDir). */}}
+{{- define "kvfleet.draftHeadsPath" -}}
+{{- printf "/models/%s" .Values.model.draftHeadsDir -}}
+{{- end -}}
+
 {{/* Where workers open the draft model (model.draftFile). */}}
 {{- define "kvfleet.draftModelPath" -}}
 {{- printf "/models/%s" .Values.model.draftFile -}}

@@ -71,5 +71,22 @@ model image into the emptyDir, before the service starts. */}}
     - name: model
       mountPath: /models
 {{- end }}
+{{- if .Values.model.draftHeadsDir }}
+- name: draft-heads-copy
+  image: {{ printf "%s:%s" $image.repository (toString $image.tag) }}
+  imagePullPolicy: {{ $image.pullPolicy }}
+  command:
+    - cp
+    - -r
+    - {{ $image.draftHeadsPath }}
+    - {{ include "kvfleet.draftHeadsPath" . }}
+  securityContext:
+    {{- toYaml .Values.containerSecurityContext | nindent 4 }}
+  resources:
+    {{- toYaml $image.resources | nindent 4 }}
+  volumeMounts:
+    - name: model
+      mountPath: /models
+{{- end }}
 {{- end }}
 {{- end -}}
