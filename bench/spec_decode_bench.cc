@@ -292,7 +292,7 @@ absl::Status Main(const flags::Flags& f) {
   s.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(set));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(s.model->vocabulary()));
   s.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
-  ASSIGN_OR_RETURN(model::ChatTemplate chat, model::ChatTemplate::FromTemplateSource(s.model->vocabulary().chat_template));
+  ASSIGN_OR_RETURN(model::ChatTemplate chat, model::ChatTemplate::FromVocabulary(s.model->vocabulary()));
 
   std::vector<Config> configs;
   for (const std::string& name : config_names) {

@@ -27,12 +27,18 @@ struct RealModel {
   bool chat = false;        // prompts through its chat template (SmolLM2); else plain text
   int32_t self_layers = 0;  // the self-speculative proposer's depth
   int32_t max_tokens = 0;
+  std::string heads;  // draft heads trained for this file (heads/), if any
 };
 
 void PrintTo(const RealModel& m, std::ostream* os) { *os << m.name; }
 
 const RealModel kModels[] = {
-    {.name = "smollm2", .path = testing::kDefaultModelPath, .chat = true, .self_layers = 12, .max_tokens = 24},
+    {.name = "smollm2",
+     .path = testing::kDefaultModelPath,
+     .chat = true,
+     .self_layers = 12,
+     .max_tokens = 24,
+     .heads = KVFLEET_SOURCE_DIR "/heads/smollm2-135m-instruct-q4_1"},
     {.name = "qwen2_5_coder_0_5b",
      .path = KVFLEET_SOURCE_DIR "/models/qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf",
      .self_layers = 20,
@@ -106,12 +112,12 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
                                        .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
-    const spec::ProposerConfig loaded =
-        proposer == "off" ? spec::ProposerConfig{}
-                          : spec::ProposerConfig{.self_layers = GetParam().self_layers,
-                                                 .draft_model_path = GetParam().path,
-                                                 .num_threads = 2,
-                                                 .cpu_activations = activations};
+    const spec::ProposerConfig loaded = proposer == "off" ? spec::ProposerConfig{}
+                                                          : spec::ProposerConfig{.self_layers = GetParam().self_layers,
+                                                                                 .draft_model_path = GetParam().path,
+                                                                                 .draft_heads_path = GetParam().heads,
+                                                                                 .num_threads = 2,
+                                                                                 .cpu_activations = activations};
     auto proposers = spec::ProposerSet::Load(loaded, *executor, {*model_, GetParam().path}, CreateExecutor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = GetParam().name, .scheduler = config};
@@ -163,7 +169,9 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
         << "preempted";
     EXPECT_GT(tight.preemptions, 0);
     if (!speculative) return;
-    for (const std::string proposer : {"ngram", "suffix", "self", "draft"}) {
+    std::vector<std::string> proposers = {"ngram", "suffix", "self", "draft"};
+    if (!GetParam().heads.empty()) proposers.push_back("heads");  // the committed heads, trained for this file
+    for (const std::string& proposer : proposers) {
       EngineStats spec;
       EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, &spec, proposer, activations, kv), alone)
           << proposer;
@@ -265,6 +273,15 @@ TEST_P(RealModelEngineTest, ADraftOfAnotherFamilyIsRefusedNamingBothFiles) {
   EXPECT_NE(draft.status().message().find("does not share the tokenizer"), std::string::npos) << draft.status();
   EXPECT_NE(draft.status().message().find(other->path), std::string::npos) << draft.status();
   EXPECT_NE(draft.status().message().find(GetParam().path), std::string::npos) << draft.status();
+  // Heads trained for another model's file are refused too, naming the target.
+  const std::string smollm2_heads = KVFLEET_SOURCE_DIR "/heads/smollm2-135m-instruct-q4_1";
+  if (GetParam().heads.empty()) {
+    auto heads =
+        spec::ProposerSet::Build({.draft_heads_path = smollm2_heads}, *executor, {*model_, GetParam().path}, nullptr);
+    ASSERT_FALSE(heads.ok());
+    EXPECT_EQ(heads.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(heads.status().message().find(GetParam().path), std::string::npos) << heads.status();
+  }
   // The target's own file shares it.
   auto same = spec::ProposerSet::LoadDraftModel({.draft_model_path = GetParam().path}, executor->info(),
                                                 {*model_, GetParam().path}, CreateExecutor);

@@ -1,8 +1,8 @@
 // Speculative decoding end to end on the real default model: a real
-// router, cachemanager and worker process, with the n-gram, suffix, self and
-// draft proposers loaded. Whatever proposer a request picks (or none), the text
-// and tokens are the same; the worker's metrics show the drafting; a
-// proposer the worker does not have is refused with a clear status.
+// router, cachemanager and worker process, with the n-gram, suffix, self,
+// draft and heads (the committed ones trained for this model) proposers loaded. Whatever proposer a request picks (or
+// none), the text and tokens are the same; the worker's metrics show the drafting; a proposer the worker does not have
+// is refused with a clear status.
 #include <gtest/gtest.h>
 
 
@@ -19,12 +19,13 @@ class ClusterSpeculationTest : public ::testing::Test {
     cluster_ = new RouterCluster();
     // Fixed-length drafts, so every proposer drafts whatever the batch; the
     // draft model is the model file itself (its own weights and cache).
-    const absl::Status s = cluster_->Start(
-        {.workers = 1,
-         .model_path = kDefaultModelPath,
-         .worker_args = {"--kv-cache-memory", "128MiB", "--threads", "2", "--speculation", "ngram",
-                         "--no-spec-adaptive", "--spec-max-draft-tokens", "4", "--spec-self-layers", "24",
-                         "--spec-draft-model", kDefaultModelPath}});
+    const absl::Status s =
+        cluster_->Start({.workers = 1,
+                         .model_path = kDefaultModelPath,
+                         .worker_args = {"--kv-cache-memory", "128MiB", "--threads", "2", "--speculation", "ngram",
+                                         "--no-spec-adaptive", "--spec-max-draft-tokens", "4", "--spec-self-layers",
+                                         "24", "--spec-draft-model", kDefaultModelPath, "--spec-draft-heads",
+                                         KVFLEET_SOURCE_DIR "/heads/smollm2-135m-instruct-q4_1"}});
     ASSERT_TRUE(s.ok()) << s;
   }
   static void TearDownTestSuite() {
@@ -61,7 +62,7 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
     const TextStreamResult plain = cluster_->Chat(CopyingChat("off", sampled));
     ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
     ASSERT_GT(plain.tokens.size(), 10u);
-    for (const std::string proposer : {"", "ngram", "suffix", "self", "draft"}) {
+    for (const std::string proposer : {"", "ngram", "suffix", "self", "draft", "heads"}) {
       const TextStreamResult spec = cluster_->Chat(CopyingChat(proposer, sampled));
       ASSERT_TRUE(spec.status.ok()) << proposer << ": " << spec.status.error_message();
       EXPECT_EQ(spec.tokens, plain.tokens) << "proposer '" << proposer << "', sampled " << sampled;
@@ -70,7 +71,7 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
   }
   absl::StatusOr<PrometheusScrape> metrics = cluster_->worker(0).ScrapeMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  for (const std::string proposer : {"ngram", "suffix", "self", "draft"}) {
+  for (const std::string proposer : {"ngram", "suffix", "self", "draft", "heads"}) {
     const std::optional<double> drafted =
         metrics->Value("kvfleet_worker_spec_draft_tokens_total", {{"proposer", proposer}});
     const std::optional<double> accepted =
