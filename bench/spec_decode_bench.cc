@@ -148,6 +148,11 @@ absl::StatusOr<Measurement> RunOnce(Setup& s, const Config& config, const std::v
   }
   for (const engine::SpeculationStats& p : engine.Stats().speculation) {
     if (p.proposer == config.proposer) m.spec = p;
+    if (config.proposer == engine::spec::kProposerAuto) {  // whichever it picked
+      m.spec.drafted_tokens += p.drafted_tokens;
+      m.spec.accepted_tokens += p.accepted_tokens;
+      m.spec.verify_passes += p.verify_passes;
+    }
   }
   return m;
 }

@@ -15,6 +15,9 @@ struct SpeculationStats {
   int64_t verify_passes = 0;    // request-steps that verified a draft
   double propose_seconds = 0.0; // spent proposing
   int64_t memory_bytes = 0;     // the proposer's own memory on the host (the suffix store)
+  // Tokens per verify pass over its cost next to a plain step, at one
+  // stream, from the learnt step cost (0 before any pass).
+  double estimated_speedup = 0.0;
 };
 
 struct EngineStats {

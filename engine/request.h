@@ -141,7 +141,10 @@ struct Request {
   int32_t admissions_bypassed = 0;
 
   // Speculative decoding (see Speculator).
-  spec::Proposer* proposer = nullptr;  // null: this request never speculates
+  spec::Proposer* proposer = nullptr;  // null: this request never speculates (unless auto_proposer)
+  // The Speculator picks this step's proposer (the "auto" policy); `proposer`
+  // then names the one it picked last.
+  bool auto_proposer = false;
   int32_t max_draft_tokens = 0;
   // This step's guesses for the tokens after `tokens`: scheduled after the
   // pending token in the same chunk, verified by the step's forward pass,

@@ -56,7 +56,9 @@ Speculator::Loaded& Speculator::Of(const spec::Proposer* proposer) {
 
 void Speculator::Resolve(Request& req) const {
   const spec::SpeculationParams& p = req.params.speculation;
-  const Loaded* loaded = Find(p.proposer.empty() ? options_.proposer : p.proposer);
+  const std::string& name = p.proposer.empty() ? options_.proposer : p.proposer;
+  req.auto_proposer = name == spec::kProposerAuto && !loaded_.empty();
+  const Loaded* loaded = req.auto_proposer ? &loaded_.front() : Find(name);
   req.proposer = loaded != nullptr ? loaded->proposer : nullptr;
   req.max_draft_tokens =
       p.max_draft_tokens > 0 ? std::min(p.max_draft_tokens, options_.max_draft_tokens) : options_.max_draft_tokens;
@@ -124,7 +126,10 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
 }
 
 double Speculator::Acceptance(const Request& r) {
-  return Of(r.proposer).by_evidence.Rate(r.draft_evidence, r.acceptance.rate());
+  // An auto request's own history mixes proposers: without evidence, its
+  // proposer's recent rate across requests speaks for the draft.
+  const Loaded& l = Of(r.proposer);
+  return l.by_evidence.Rate(r.draft_evidence, r.auto_proposer ? l.acceptance.rate() : r.acceptance.rate());
 }
 
 void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) {
@@ -138,6 +143,7 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
     if (r->proposer != nullptr && r->num_pending_tokens() == 1) candidates.push_back(r);
   }
   if (candidates.empty()) return;
+  PlanAuto(candidates);
   const auto draft_with = [&](Loaded& l, const std::vector<int32_t>& lengths) {
     std::vector<Request*> mine;
     std::vector<int32_t> ks;
@@ -158,7 +164,13 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
     longest.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
   }
   for (Loaded& l : loaded_) {
-    if (l.proposer->relative_cost() == 0.0) draft_with(l, longest);
+    if (l.proposer->relative_cost() != 0.0) continue;
+    // Auto requests already hold a lookup's draft, or were sent elsewhere.
+    std::vector<int32_t> lengths = longest;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i]->auto_proposer) lengths[i] = 0;
+    }
+    draft_with(l, lengths);
   }
   const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -239,8 +251,64 @@ void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accep
   ++l->stats.verify_passes;
 }
 
+spec::Proposer* Speculator::PickForAuto() const {
+  spec::Proposer* best = nullptr;
+  double best_value = 0.0;
+  for (const Loaded& l : loaded_) {
+    if (l.proposer->relative_cost() == 0.0) continue;
+    // Expected tokens a one-token draft adds, per unit of what drafting
+    // and verifying it costs next to a plain token (the step's learnt
+    // per-token slope plus the proposer's own measured cost).
+    const double per_token = std::max(step_cost_.seconds_per_token(), 1e-9);
+    const double own = l.measured_cost ? l.seconds_per_token : l.proposer->relative_cost() * step_cost_.Seconds(1.0);
+    const double value = l.acceptance.rate() / (1.0 + own / per_token);
+    if (value > best_value) {
+      best_value = value;
+      best = l.proposer;
+    }
+  }
+  return best;
+}
+
+void Speculator::PlanAuto(const std::vector<Request*>& candidates) {
+  std::vector<Request*> automatic;
+  for (Request* r : candidates) {
+    if (r->auto_proposer) automatic.push_back(r);
+  }
+  if (automatic.empty()) return;
+  for (Request* r : automatic) r->proposer = nullptr;
+  // Lookups first (free): the first that finds a match keeps the request.
+  for (Loaded& l : loaded_) {
+    if (l.proposer->relative_cost() != 0.0) continue;
+    std::vector<Request*> open;
+    std::vector<int32_t> lengths;
+    for (Request* r : automatic) {
+      if (r->proposer != nullptr) continue;
+      const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
+      open.push_back(r);
+      lengths.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
+    }
+    if (open.empty()) break;
+    Draft(l, open, lengths, /*reserve_blocks=*/0);
+    for (Request* r : open) {
+      if (!r->draft.empty()) r->proposer = l.proposer;
+    }
+  }
+  spec::Proposer* fallback = PickForAuto();
+  for (Request* r : automatic) {
+    if (r->proposer != nullptr) continue;
+    // No match: the best model proposer, or the first lookup (an empty
+    // draft: this request decodes plainly, and is a candidate again next step).
+    r->proposer = fallback != nullptr ? fallback : loaded_.front().proposer;
+  }
+}
+
 void Speculator::Forget(const Request& req) {
-  if (req.proposer != nullptr) req.proposer->Forget(req.id());
+  if (req.auto_proposer) {
+    for (Loaded& l : loaded_) l.proposer->Forget(req.id());
+  } else if (req.proposer != nullptr) {
+    req.proposer->Forget(req.id());
+  }
   const std::span<const model::TokenId> output = std::span(req.tokens).subspan(req.num_prompt_tokens());
   for (Loaded& l : loaded_) l.proposer->Learn(output);
 }
@@ -249,7 +317,16 @@ std::vector<SpeculationStats> Speculator::Stats() const {
   std::vector<SpeculationStats> out;
   for (const Loaded& l : loaded_) {
     out.push_back(l.stats);
-    out.back().memory_bytes = l.proposer->MemoryBytes();
+    SpeculationStats& s = out.back();
+    s.memory_bytes = l.proposer->MemoryBytes();
+    if (s.verify_passes > 0 && step_cost_.Seconds(1.0) > 0.0) {
+      // At one stream: tokens a verify pass yields over what it costs next
+      // to a plain step (the learnt step curve, plus drafting).
+      const double passes = static_cast<double>(s.verify_passes);
+      const double drafted = static_cast<double>(s.drafted_tokens) / passes;
+      const double seconds = step_cost_.Seconds(1.0 + drafted) + s.propose_seconds / passes;
+      s.estimated_speedup = (1.0 + static_cast<double>(s.accepted_tokens) / passes) * step_cost_.Seconds(1.0) / seconds;
+    }
   }
   return out;
 }

@@ -79,6 +79,13 @@ class Speculator {
   // holds a draft (from a proposer of cost 0) keeps at most that draft.
   std::vector<int32_t> DraftLengths(const std::vector<Request*>& candidates, const std::list<Request*>& running,
                                     int32_t token_budget);
+  // For "auto" requests: drafts with the lookups, keeping a draft found
+  // from a match, and points every request still without one at the best
+  // other proposer (PickForAuto).
+  void PlanAuto(const std::vector<Request*>& candidates);
+  // Of the loaded proposers that are not lookups, the one whose measured
+  // acceptance buys the most per unit of cost; null when none.
+  spec::Proposer* PickForAuto() const;
   // The per-token acceptance a candidate's next draft is expected to have:
   // its evidence level's, when its proposer reported one, else its own.
   double Acceptance(const Request& r);

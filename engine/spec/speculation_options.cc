@@ -10,12 +10,13 @@ namespace {
 
 absl::Status CheckProposer(const std::string& name, const std::vector<std::string>& available,
                            const std::string& what) {
-  if (name == kProposerOff || std::find(available.begin(), available.end(), name) != available.end()) {
+  if (name == kProposerOff || name == kProposerAuto ||
+      std::find(available.begin(), available.end(), name) != available.end()) {
     return absl::OkStatus();
   }
   const std::string loaded = available.empty() ? std::string("none") : absl::StrJoin(available, ", ");
-  return absl::InvalidArgumentError(absl::StrCat(what, " \"", name, "\" is not loaded on this worker (loaded: ",
-                                                 loaded, "); use one of them or \"off\""));
+  return absl::InvalidArgumentError(absl::StrCat(what, " \"", name, "\" is not loaded on this worker (loaded: ", loaded,
+                                                 "); use one of them, \"auto\" or \"off\""));
 }
 
 }  // namespace

@@ -14,12 +14,16 @@
 namespace kvfleet::engine::spec {
 
 inline constexpr char kProposerOff[] = "off";
+// Per request and step, the loaded proposer that pays best: a lookup's
+// draft when it found a match, else the model-free or model proposer with
+// the best measured acceptance for its cost (Speculator).
+inline constexpr char kProposerAuto[] = "auto";
 inline constexpr int32_t kMaxDraftTokensLimit = 32;
 
 // The worker's settings.
 struct SpeculationOptions {
   // The proposer for requests that do not name one: a loaded proposer's
-  // name ("ngram", "self", "draft"), or "off".
+  // name ("ngram", "suffix", "self", "draft", "heads"), "auto" or "off".
   std::string proposer = kProposerOff;
   // Upper bound of the draft length k; a request may ask for less.
   int32_t max_draft_tokens = 8;

@@ -71,7 +71,7 @@ kills what is still running.
   --device D              every worker's device: auto (the default: GPU 0 when one is usable, else the CPU),
                           cpu, cuda or cuda:N. Workers on one GPU share it: give each a KV budget that fits
   --speculation P         every worker's default speculative proposer: ngram (the workers' default), suffix,
-                          self, draft, heads or off; --spec-self-layers N, --spec-draft-model PATH and
+                          self, draft, heads, auto or off; --spec-self-layers N, --spec-draft-model PATH and
                           --spec-draft-heads DIR load self, draft and heads
   --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
   --bin-dir DIR           where the service binaries are: a build tree or one directory

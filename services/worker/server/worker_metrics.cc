@@ -144,6 +144,10 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
                              "Accepted tokens per verify pass since start, by proposer", prometheus::MetricType::Gauge);
     auto seconds = out.Family("kvfleet_worker_spec_propose_seconds_total", "Time spent drafting, by proposer",
                               prometheus::MetricType::Counter);
+    auto speedup = out.Family("kvfleet_worker_spec_estimated_speedup",
+                              "Tokens per verify pass over the pass's cost next to a plain step, at one stream, by "
+                              "proposer (0 before any pass)",
+                              prometheus::MetricType::Gauge);
     auto memory = out.Family("kvfleet_worker_spec_proposer_memory_bytes",
                              "Host memory a proposer keeps across requests (the suffix store), by proposer",
                              prometheus::MetricType::Gauge);
@@ -156,6 +160,7 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
       length.Add(p.verify_passes > 0 ? static_cast<double>(p.accepted_tokens) / p.verify_passes : 0.0, label);
       seconds.Add(p.propose_seconds, label);
       memory.Add(static_cast<double>(p.memory_bytes), label);
+      speedup.Add(p.estimated_speedup, label);
     }
   }
   return std::move(out).Take();

@@ -53,7 +53,8 @@ const char kUsageTail[] =
                                are the same either way)
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
                                lookup; default), suffix (the request's text and earlier outputs), self, draft,
-                               heads or off. Output is unchanged either way.
+                               heads, auto (per request and step, the loaded proposer that pays best) or off.
+                               Output is unchanged either way.
   --spec-max-draft-tokens N    most tokens drafted per request and step (default 8, at most 32)
   --no-spec-adaptive           always draft the maximum (default: adapt k to each request's acceptance and to the
                                batch, turning speculation off where a verify pass costs more than it saves)

@@ -174,7 +174,7 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
   const std::vector<EngineRequest> requests = MixedRequests(24, 7);
   const Run plain = RunAll(requests, {}, {.max_num_batched_tokens = 64, .max_num_seqs = 32});
   EXPECT_EQ(Drafted(plain.stats), 0);
-  for (const std::string proposer : {"ngram", "suffix", "self", "draft", "heads", "random"}) {
+  for (const std::string proposer : {"ngram", "suffix", "self", "draft", "heads", "random", "auto"}) {
     for (int32_t k : {1, 4, 8}) {
       const Run spec = RunAll(requests, {.proposer = proposer, .max_draft_tokens = k},
                               {.max_num_batched_tokens = 64, .max_num_seqs = 32});
@@ -197,7 +197,7 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
   }
   // The adaptive length too: lookups draft first and the step keeps what
   // pays, sized by the draft's evidence.
-  for (const std::string proposer : {"ngram", "suffix"}) {
+  for (const std::string proposer : {"ngram", "suffix", "auto"}) {
     const Run adaptive = RunAll(requests, {.proposer = proposer, .max_draft_tokens = 8, .adaptive = true},
                                 {.max_num_batched_tokens = 64, .max_num_seqs = 32});
     EXPECT_EQ(adaptive.tokens, plain.tokens) << proposer << " adaptive";

@@ -62,7 +62,7 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
     const TextStreamResult plain = cluster_->Chat(CopyingChat("off", sampled));
     ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
     ASSERT_GT(plain.tokens.size(), 10u);
-    for (const std::string proposer : {"", "ngram", "suffix", "self", "draft", "heads"}) {
+    for (const std::string proposer : {"", "ngram", "suffix", "self", "draft", "heads", "auto"}) {
       const TextStreamResult spec = cluster_->Chat(CopyingChat(proposer, sampled));
       ASSERT_TRUE(spec.status.ok()) << proposer << ": " << spec.status.error_message();
       EXPECT_EQ(spec.tokens, plain.tokens) << "proposer '" << proposer << "', sampled " << sampled;
@@ -83,6 +83,10 @@ TEST_F(ClusterSpeculationTest, EveryProposerGivesTheSameTextAndTheMetricsShowIt)
     EXPECT_GT(*accepted, 0) << proposer;
     EXPECT_GT(*passes, 0) << proposer;
     EXPECT_TRUE(metrics->Value("kvfleet_worker_spec_acceptance_ratio", {{"proposer", proposer}}).has_value());
+    const std::optional<double> speedup =
+        metrics->Value("kvfleet_worker_spec_estimated_speedup", {{"proposer", proposer}});
+    ASSERT_TRUE(speedup.has_value()) << proposer;
+    EXPECT_GT(*speedup, 0) << proposer;
   }
 }
 
