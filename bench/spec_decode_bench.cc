@@ -195,6 +195,7 @@ absl::Status Replay(Setup& s, const std::vector<std::vector<int32_t>>& prompts, 
   engine::spec::SuffixProposer suffix(s.suffix);
   for (size_t p = 0; p < prompts.size(); ++p) {
     const std::vector<model::TokenId>& output = plain.outputs[p];
+    if (output.empty()) continue;
     for (const std::string name : {"ngram", "suffix"}) {
       std::vector<model::TokenId> context(prompts[p].begin(), prompts[p].end());
       size_t pos = 1;  // the first token comes from the prefill

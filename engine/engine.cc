@@ -327,7 +327,7 @@ void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch
 }
 
 void Engine::KeepHiddenState(Request& req, const ForwardOutput& forward, int64_t row) {
-  if (req.proposer == nullptr || !req.proposer->needs_hidden_state()) return;
+  if (!speculator_.NeedsHiddenState(req)) return;
   if (forward.hidden == nullptr) {
     req.last_hidden.clear();
     return;

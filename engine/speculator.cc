@@ -72,7 +72,7 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   for (const Request* r : candidates) {
     // Verification yields at most k + 1 tokens; never draft past max_tokens.
     const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
-    int32_t cap = std::max(0, std::min(r->max_draft_tokens, left));
+    int32_t cap = std::max(0, std::min({r->max_draft_tokens, left, r->proposer->max_draft_tokens()}));
     if (r->proposer->relative_cost() == 0.0) cap = std::min(cap, static_cast<int32_t>(r->draft.size()));
     caps.push_back(cap);
   }
@@ -222,11 +222,12 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
   // guess for a lookup: what one more drafted token costs.
   int64_t rows = 0;
   for (const spec::DraftSlot& slot : slots) rows += slot.rows_computed;
-  const double measured = seconds / static_cast<double>(rows > 0 ? rows : asked);
-  loaded.seconds_per_token = loaded.measured_cost
-                                 ? (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * measured
-                                 : measured;
-  loaded.measured_cost = true;
+  if (rows > 0 || asked > 0) {
+    const double measured = seconds / static_cast<double>(rows > 0 ? rows : asked);
+    loaded.seconds_per_token =
+        loaded.measured_cost ? (1.0 - kCostSmoothing) * loaded.seconds_per_token + kCostSmoothing * measured : measured;
+    loaded.measured_cost = true;
+  }
   if (!status.ok()) {
     KVFLEET_LOG_ERROR("speculation: proposer {} failed, decoding without its drafts this step: {}",
                       std::string(loaded.proposer->name()), status.ToString());
@@ -249,6 +250,14 @@ void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accep
   l->stats.drafted_tokens += drafted;
   l->stats.accepted_tokens += accepted;
   ++l->stats.verify_passes;
+}
+
+bool Speculator::NeedsHiddenState(const Request& req) const {
+  if (!req.auto_proposer) return req.proposer != nullptr && req.proposer->needs_hidden_state();
+  for (const Loaded& l : loaded_) {
+    if (l.proposer->needs_hidden_state()) return true;
+  }
+  return false;
 }
 
 spec::Proposer* Speculator::PickForAuto() const {
@@ -276,23 +285,39 @@ void Speculator::PlanAuto(const std::vector<Request*>& candidates) {
     if (r->auto_proposer) automatic.push_back(r);
   }
   if (automatic.empty()) return;
-  for (Request* r : automatic) r->proposer = nullptr;
-  // Lookups first (free): the first that finds a match keeps the request.
+  // Lookups first (free): every one drafts, and the draft copied from the
+  // longest match (then the longest draft) keeps the request.
+  std::vector<Request*> open;
+  std::vector<int32_t> lengths;
+  for (Request* r : automatic) {
+    r->proposer = nullptr;
+    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
+    if (std::min(r->max_draft_tokens, left) <= 0) continue;
+    open.push_back(r);
+    lengths.push_back(std::min(r->max_draft_tokens, left));
+  }
+  struct Best {
+    spec::Proposer* proposer = nullptr;
+    std::vector<model::TokenId> draft;
+    int32_t evidence = 0;
+  };
+  std::vector<Best> best(open.size());
   for (Loaded& l : loaded_) {
-    if (l.proposer->relative_cost() != 0.0) continue;
-    std::vector<Request*> open;
-    std::vector<int32_t> lengths;
-    for (Request* r : automatic) {
-      if (r->proposer != nullptr) continue;
-      const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
-      open.push_back(r);
-      lengths.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
-    }
-    if (open.empty()) break;
+    if (l.proposer->relative_cost() != 0.0 || l.proposer->uses_target_kv() || open.empty()) continue;
     Draft(l, open, lengths, /*reserve_blocks=*/0);
-    for (Request* r : open) {
-      if (!r->draft.empty()) r->proposer = l.proposer;
+    for (size_t i = 0; i < open.size(); ++i) {
+      Request& r = *open[i];
+      if (r.draft.empty()) continue;
+      if (best[i].proposer == nullptr || r.draft_evidence > best[i].evidence ||
+          (r.draft_evidence == best[i].evidence && r.draft.size() > best[i].draft.size())) {
+        best[i] = {.proposer = l.proposer, .draft = r.draft, .evidence = r.draft_evidence};
+      }
     }
+  }
+  for (size_t i = 0; i < open.size(); ++i) {
+    open[i]->proposer = best[i].proposer;
+    open[i]->draft = std::move(best[i].draft);
+    open[i]->draft_evidence = best[i].evidence;
   }
   spec::Proposer* fallback = PickForAuto();
   for (Request* r : automatic) {

@@ -54,6 +54,10 @@ class Speculator {
 
   // After verification: `accepted` of `drafted` guesses were kept.
   void RecordVerification(Request& req, int32_t drafted, int32_t accepted);
+  // True when the request's drafts may start from the target's hidden
+  // state (its proposer's, or any loaded one's for "auto"): the engine then
+  // keeps the row that sampled its last token.
+  bool NeedsHiddenState(const Request& req) const;
   // A forward step computed `tokens` in `seconds`.
   void ObserveStep(int32_t tokens, double seconds) { step_cost_.Observe(tokens, seconds); }
   // The request finished: proposers drop its state and learn its output.

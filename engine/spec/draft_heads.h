@@ -49,7 +49,8 @@ class DraftHeads {
   // Bytes read per guess round: the heads and the draft vocabulary's rows.
   int64_t bytes() const;
 
-  // Up to `count` (at most num_heads()) guesses from one hidden state.
+  // Up to `count` (at most num_heads()) guesses from one hidden state; -1
+  // for a head none of whose logits is finite.
   std::vector<model::TokenId> Guess(std::span<const float> hidden, int32_t count) const;
 
  private:

@@ -16,6 +16,10 @@ absl::Status HeadsProposer::Propose(std::span<DraftSlot> slots) {
     slot.draft.clear();
     if (static_cast<int64_t>(slot.hidden.size()) != heads_.hidden_size() || slot.max_tokens <= 0) continue;
     slot.draft = heads_.Guess(slot.hidden, slot.max_tokens);
+    // A state without a finite logit (NaN or infinite values) guesses
+    // nothing from there on.
+    const auto bad = std::find_if(slot.draft.begin(), slot.draft.end(), [](model::TokenId t) { return t < 0; });
+    slot.draft.erase(bad, slot.draft.end());
   }
   return absl::OkStatus();
 }

@@ -22,6 +22,7 @@ class HeadsProposer final : public Proposer {
   absl::Status Propose(std::span<DraftSlot> slots) override;
   double relative_cost() const override { return relative_cost_; }
   bool needs_hidden_state() const override { return true; }
+  int32_t max_draft_tokens() const override { return heads_.num_heads(); }
   int64_t MemoryBytes() const override { return heads_.bytes(); }
 
  private:

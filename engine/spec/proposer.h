@@ -21,6 +21,7 @@
 //   RETURN_IF_ERROR(proposer.Propose(slots));   // slots[0].draft may stay empty
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -84,6 +85,9 @@ class Proposer {
 
   // The request finished: drop whatever the proposer kept for it.
   virtual void Forget(RequestId /*id*/) {}
+
+  // The longest draft the proposer can make (draft heads: one per head).
+  virtual int32_t max_draft_tokens() const { return INT32_MAX; }
 
   // True when drafting starts from the target's last hidden state (draft
   // heads): the engine keeps each request's, and passes it in DraftSlot.

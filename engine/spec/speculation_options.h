@@ -14,9 +14,10 @@
 namespace kvfleet::engine::spec {
 
 inline constexpr char kProposerOff[] = "off";
-// Per request and step, the loaded proposer that pays best: a lookup's
-// draft when it found a match, else the model-free or model proposer with
-// the best measured acceptance for its cost (Speculator).
+// Per request and step, the loaded proposer that pays best: the lookup
+// draft copied from the longest match when one matched, else the proposer
+// that is not a lookup (heads, self, draft) with the best measured
+// acceptance for its cost (Speculator).
 inline constexpr char kProposerAuto[] = "auto";
 inline constexpr int32_t kMaxDraftTokensLimit = 32;
 

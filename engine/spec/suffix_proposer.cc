@@ -1,6 +1,7 @@
 #include "engine/spec/suffix_proposer.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,8 @@ namespace {
 // recent ones; a run of one repeated token would otherwise make every
 // position a candidate.
 constexpr size_t kMaxOccurrences = 64;
+// The most of one finished output the store learns (its end).
+constexpr size_t kMaxLearnedTokens = 4096;
 
 }  // namespace
 
@@ -37,8 +40,10 @@ SuffixProposer::SuffixProposer(SuffixProposerOptions options) : options_(options
   const absl::Status valid = options_.Validate();
   CHECK(valid.ok()) << valid;
   if (options_.store_bytes > 0) {
-    store_.emplace(SuffixStore::Options{.max_depth = options_.max_depth,
-                                        .max_nodes = options_.store_bytes / SuffixStore::BytesPerNode()});
+    // Node ids are 32-bit.
+    store_.emplace(SuffixStore::Options{
+        .max_depth = options_.max_depth,
+        .max_nodes = std::min<int64_t>(options_.store_bytes / SuffixStore::BytesPerNode(), INT32_MAX / 2)});
   }
 }
 
@@ -52,7 +57,9 @@ absl::Status SuffixProposer::Propose(std::span<DraftSlot> slots) {
 }
 
 void SuffixProposer::Learn(std::span<const model::TokenId> output) {
-  if (store_) store_->Add(output);
+  // Learning runs on the engine thread between steps: a very long output
+  // keeps its last kMaxLearnedTokens, so adding it stays a few milliseconds.
+  if (store_) store_->Add(output.last(std::min(output.size(), kMaxLearnedTokens)));
 }
 
 int32_t SuffixProposer::DraftCap(int32_t match_length, int32_t max_tokens) const {

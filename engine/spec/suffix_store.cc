@@ -20,16 +20,16 @@ int64_t SuffixStore::BytesPerNode() {
   // vector doubles too (half of it may be spare). Stored tokens are bounded
   // by max_nodes as well, so each node also carries one token.
   const int64_t slot = static_cast<int64_t>(sizeof(std::pair<uint64_t, int32_t>)) + 1;
-  return 2 * static_cast<int64_t>(sizeof(Node)) + (slot * 16 + 6) / 7 + static_cast<int64_t>(sizeof(model::TokenId));
+  // The free list may hold every node once, in a doubling vector too.
+  return 2 * static_cast<int64_t>(sizeof(Node)) + 2 * static_cast<int64_t>(sizeof(int32_t)) + (slot * 16 + 6) / 7 +
+         static_cast<int64_t>(sizeof(model::TokenId));
 }
 
 int64_t SuffixStore::AllocatedBytes() const {
   const int64_t slot = static_cast<int64_t>(sizeof(std::pair<uint64_t, int32_t>)) + 1;
-  int64_t bytes = static_cast<int64_t>(nodes_.capacity() * sizeof(Node)) +
-                  static_cast<int64_t>(free_.capacity() * sizeof(int32_t)) +
-                  static_cast<int64_t>(edges_.capacity()) * slot;
-  for (const Stored& s : sequences_) bytes += static_cast<int64_t>(s.tokens.capacity() * sizeof(model::TokenId));
-  return bytes;
+  return static_cast<int64_t>(nodes_.capacity() * sizeof(Node)) +
+         static_cast<int64_t>(free_.capacity() * sizeof(int32_t)) + static_cast<int64_t>(edges_.capacity()) * slot +
+         sequence_bytes_;
 }
 
 int32_t SuffixStore::NewNode(int32_t parent, model::TokenId token) {
@@ -87,9 +87,11 @@ int32_t SuffixStore::Find(std::span<const model::TokenId> tokens) const {
 
 void SuffixStore::Add(std::span<const model::TokenId> sequence) {
   if (sequence.empty()) return;
-  sequence = sequence.first(std::min<size_t>(sequence.size(), static_cast<size_t>(options_.max_nodes)));
+  const int64_t room = options_.max_nodes - kSequenceOverheadTokens;
+  if (room <= 0) return;
+  sequence = sequence.first(std::min<size_t>(sequence.size(), static_cast<size_t>(room)));
   const auto n = static_cast<int64_t>(sequence.size());
-  while (!sequences_.empty() && stored_tokens_ + n > options_.max_nodes) ForgetOldest();
+  while (!sequences_.empty() && stored_tokens_ + n + kSequenceOverheadTokens > options_.max_nodes) ForgetOldest();
   int64_t starts = n;
   for (int64_t start = 0; start < n; ++start) {
     // Room for this start's walk (at most max_depth new nodes): the oldest
@@ -115,12 +117,14 @@ void SuffixStore::Add(std::span<const model::TokenId> sequence) {
   const int64_t kept = std::min<int64_t>(n, starts - 1 + options_.max_depth);
   sequences_.push_back(
       {.tokens = std::vector<model::TokenId>(sequence.begin(), sequence.begin() + kept), .starts = starts});
-  stored_tokens_ += kept;
+  stored_tokens_ += kept + kSequenceOverheadTokens;
+  sequence_bytes_ += SequenceBytes(sequences_.back());
 }
 
 void SuffixStore::ForgetOldest() {
   Remove(sequences_.front());
-  stored_tokens_ -= static_cast<int64_t>(sequences_.front().tokens.size());
+  stored_tokens_ -= static_cast<int64_t>(sequences_.front().tokens.size()) + kSequenceOverheadTokens;
+  sequence_bytes_ -= SequenceBytes(sequences_.front());
   sequences_.pop_front();
 }
 
@@ -160,8 +164,10 @@ SuffixStore::Match SuffixStore::LongestSuffix(std::span<const model::TokenId> co
   }
   // The longest may end its text (a leaf); a shorter one may go on.
   for (int32_t m = lo; m >= 1; --m) {
+    // A sequence cut short by the bound lacks some suffixes of its last
+    // substrings, so a shorter one may be missing.
     const int32_t node = Find(context.subspan(len - m));
-    if (nodes_[node].first_child >= 0) return {.node = node, .length = m};
+    if (node >= 0 && nodes_[node].first_child >= 0) return {.node = node, .length = m};
   }
   return {};
 }

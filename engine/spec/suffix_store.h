@@ -7,7 +7,8 @@
 // with the depth bounded instead of a full suffix tree).
 //
 // Memory is bounded: the store never holds more than max_nodes nodes nor
-// max_nodes tokens of sequence. Adding a sequence past the bound first
+// max_nodes tokens of sequence (each sequence counting 16 more for its
+// bookkeeping). Adding a sequence past the bound first
 // forgets the oldest sequences (every one of their substrings is
 // decremented, and nodes reaching zero are freed), so the store keeps the
 // most recent text. BytesPerNode() is the worst case of one node with its
@@ -75,6 +76,8 @@ class SuffixStore {
   int32_t Depth(int32_t node) const { return nodes_[node].depth; }
 
   int64_t num_nodes() const { return live_nodes_; }
+  // Tokens of sequence held, each sequence counting kSequenceOverheadTokens
+  // more for its bookkeeping: at most max_nodes.
   int64_t num_tokens() const { return stored_tokens_; }
   int64_t num_sequences() const { return static_cast<int64_t>(sequences_.size()); }
   // The bytes the containers hold now (capacity, not size).
@@ -109,6 +112,12 @@ class SuffixStore {
   static uint64_t EdgeKey(int32_t parent, model::TokenId token) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 32) | static_cast<uint32_t>(token);
   }
+  // A stored sequence's entry and allocation, in tokens' worth of bytes.
+  static constexpr int64_t kSequenceOverheadTokens = 16;
+  static int64_t SequenceBytes(const Stored& s) {
+    return static_cast<int64_t>(sizeof(Stored) + s.tokens.capacity() * sizeof(model::TokenId));
+  }
+
   int32_t NewNode(int32_t parent, model::TokenId token);
   void FreeNode(int32_t node);
   // The node spelled by `tokens` from the root, or -1.
@@ -124,6 +133,7 @@ class SuffixStore {
   std::deque<Stored> sequences_;                  // oldest first
   int64_t live_nodes_ = 0;                        // the root excluded
   int64_t stored_tokens_ = 0;
+  int64_t sequence_bytes_ = 0;  // SequenceBytes of every stored sequence
 };
 
 }  // namespace kvfleet::engine::spec

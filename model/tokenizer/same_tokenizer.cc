@@ -16,7 +16,12 @@ std::string Id(const std::optional<TokenId>& id) { return id ? absl::StrCat(*id)
 }  // namespace
 
 absl::Status SameTokenizer(const Vocabulary& first, const Vocabulary& second) {
-  if (first.model != second.model || first.pre != second.pre || first.pre_patterns != second.pre_patterns) {
+  if (first.pre_patterns != second.pre_patterns && first.model == second.model && first.pre == second.pre) {
+    return absl::InvalidArgumentError(absl::StrCat("the tokenizers split text differently: ", first.pre_patterns.size(),
+                                                   " and ", second.pre_patterns.size(),
+                                                   " pre-tokenizer patterns, not the same"));
+  }
+  if (first.model != second.model || first.pre != second.pre) {
     return absl::InvalidArgumentError(absl::StrCat("the tokenizers differ in kind: ", Quoted(first.model), "/",
                                                    Quoted(first.pre), " in the first and ", Quoted(second.model), "/",
                                                    Quoted(second.pre), " in the second"));

@@ -152,7 +152,9 @@ absl::Status RunDumpHidden(const Args& args) {
     std::fprintf(stderr, "\rdump-hidden: %zu of %zu prompts, %zu rows", p + 1, prompts.size(), next_token.size());
   }
   std::fprintf(stderr, "\n");
-  if (answered == 0) return absl::InvalidArgumentError("no prompt was answered (all too long for the context?)");
+  if (answered == 0)
+    return absl::InvalidArgumentError(
+        "no prompt was answered with 2 tokens or more (or all were too long for the context)");
   const auto rows = static_cast<int64_t>(next_token.size());
   const std::filesystem::path dir(out_dir);
   RETURN_IF_ERROR(

@@ -124,6 +124,23 @@ TEST(SuffixStoreTest, ATextLongerThanTheBoundKeepsWhatFits) {
   EXPECT_EQ(store.LongestSuffix(Tokens{7, 7}, 2).length, 2);
 }
 
+// A sequence cut short by the bound lacks the suffixes of its last
+// substrings: every query about it still finds a node or nothing.
+TEST(SuffixStoreTest, QueriesIntoACutSequenceFindANodeOrNothing) {
+  SuffixStore store({.max_depth = 6, .max_nodes = 60});
+  Tokens text(200);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<model::TokenId>(i % 97);
+  store.Add(text);
+  ASSERT_TRUE(store.Audit().ok()) << store.Audit();
+  for (size_t end = 1; end <= text.size(); ++end) {
+    const SuffixStore::Match m = store.LongestSuffix(Tokens(text.begin(), text.begin() + end), 5);
+    if (m.node >= 0) {
+      EXPECT_GE(m.length, 1);
+      EXPECT_EQ(store.Depth(m.node), m.length);
+    }
+  }
+}
+
 TEST(SuffixStoreTest, AllocatedBytesStayWithinTheBoundPerNode) {
   std::mt19937 rng(3);
   for (int64_t max_nodes : {1000, 20000, 100000}) {
