@@ -62,7 +62,7 @@ constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device a
 
 Wall time per generated token with and without speculative decoding, and
 acceptance per proposer, on structured and chat workloads at each load.
-"ngram-fixed" is n-gram drafting with adaptivity off (always max-draft-tokens),
+"ngram-fixed" (any "<proposer>-fixed") drafts with adaptivity off (always max-draft-tokens),
 to show what adaptivity prevents under load. --replay FILE instead replays
 plain decoding's outputs through the lookup proposers (ngram, suffix) at a
 fixed draft length and appends one JSON line per simulated verify pass.
@@ -302,8 +302,9 @@ absl::Status Main(const flags::Flags& f) {
 
   std::vector<Config> configs;
   for (const std::string& name : config_names) {
-    if (name == "ngram-fixed") {
-      configs.push_back({name, "ngram", false});
+    // "<proposer>-fixed": that proposer with adaptivity off (always k).
+    if (name.size() > 6 && name.substr(name.size() - 6) == "-fixed") {
+      configs.push_back({name, name.substr(0, name.size() - 6), false});
     } else {
       configs.push_back({name, name, true});
     }
