@@ -285,6 +285,10 @@ const ForwardBatch& Engine::BuildForwardBatch(const SchedulerOutput& scheduled) 
     batch_builder_.AddChunk(std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens), r.num_computed_tokens,
                             r.block_table, reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone);
   }
+  bool want_hidden = false;
+  for (const ScheduledChunk& c : scheduled.chunks)
+    want_hidden = want_hidden || speculator_.NeedsHiddenState(*c.request);
+  batch_builder_.SetWantHidden(want_hidden);
   return batch_builder_.Finish();
 }
 

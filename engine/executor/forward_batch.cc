@@ -62,6 +62,7 @@ absl::Status CheckBatchLimits(const ForwardBatch& batch, const ExecutorLimits& l
 
 void ForwardBatchBuilder::Clear(int32_t num_layers) {
   batch_.num_layers = num_layers;
+  batch_.want_hidden = true;
   batch_.block_size = block_size_;
   batch_.max_blocks_per_chunk = 0;
   batch_.token_ids.clear();

@@ -48,6 +48,10 @@ struct ForwardBatch {
   int32_t block_size = 0;
   int32_t max_blocks_per_chunk = 0;
   int32_t num_kv_groups = 1;
+  // Whether ForwardOutput::hidden must be filled: an executor for which
+  // exporting the output head's input costs a copy (CUDA) skips it when no
+  // proposer drafts from hidden states.
+  bool want_hidden = true;
 
   std::vector<int32_t> token_ids;
   std::vector<int32_t> positions;
@@ -105,6 +109,8 @@ class ForwardBatchBuilder {
   // entries past that are not copied.
   void AddChunk(std::span<const model::TokenId> tokens, int32_t start_position, std::span<const BlockId> block_table,
                 LogitsWanted logits);
+  // Clear() sets it back to true.
+  void SetWantHidden(bool want) { batch_.want_hidden = want; }
   const ForwardBatch& Finish();
 
  private:
@@ -122,8 +128,9 @@ class ForwardBatchBuilder {
 // A view of an executor's logits for the last batch: rows in the batch's
 // logits-row order, [num_rows, vocab_size]; and of the hidden states the
 // output head read for them (after the final norm), [num_rows,
-// hidden_size], which draft heads start from. Valid until the executor's
-// next Forward.
+// hidden_size], which draft heads start from (null when the batch did not
+// want them and exporting them costs). Valid until the executor's next
+// Forward.
 struct ForwardOutput {
   int64_t vocab_size = 0;
   int64_t num_rows = 0;

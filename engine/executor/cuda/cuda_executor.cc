@@ -283,15 +283,17 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
   RETURN_IF_ERROR(ops.status());
   const size_t logits_bytes = static_cast<size_t>(batch.num_logits_rows()) * config_.vocab_size * sizeof(float);
   RETURN_IF_ERROR(cu::CopyToHost(logits_host_.get(), activations_.logits, logits_bytes, stream_));
-  const size_t hidden_bytes = static_cast<size_t>(batch.num_logits_rows()) * config_.hidden_size * sizeof(float);
-  RETURN_IF_ERROR(cu::CopyToHost(hidden_host_.get(), activations_.logits_in, hidden_bytes, stream_));
+  if (batch.want_hidden) {
+    const size_t hidden_bytes = static_cast<size_t>(batch.num_logits_rows()) * config_.hidden_size * sizeof(float);
+    RETURN_IF_ERROR(cu::CopyToHost(hidden_host_.get(), activations_.logits_in, hidden_bytes, stream_));
+  }
   RETURN_IF_ERROR(cu::CheckLaunches("the forward pass's kernels"));
   RETURN_IF_ERROR(cu::Synchronize(stream_));
   return ForwardOutput{.vocab_size = info_.vocab_size,
                        .num_rows = batch.num_logits_rows(),
                        .logits = logits_host_.as<float>(),
                        .hidden_size = config_.hidden_size,
-                       .hidden = hidden_host_.as<float>()};
+                       .hidden = batch.want_hidden ? hidden_host_.as<float>() : nullptr};
 }
 
 // A block is one contiguous piece of each layer's K and V: 2 × layers
