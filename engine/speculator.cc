@@ -15,6 +15,16 @@ constexpr int32_t kProbeInterval = 16;
 // Weight of the newest measurement in a proposer's cost per drafted token.
 constexpr double kCostSmoothing = 0.2;
 
+// Lookups (cost 0) draft as long as allowed before the step sizes them.
+bool IsLookup(const spec::Proposer& p) { return p.relative_cost() == 0.0; }
+
+// The most a request may draft now: its limit, and never past max_tokens
+// (verification yields at most k + 1 tokens).
+int32_t LongestDraft(const Request& r) {
+  const int32_t left = r.params.stopping.max_tokens - r.num_output_tokens() - 1;
+  return std::max(0, std::min(r.max_draft_tokens, left));
+}
+
 }  // namespace
 
 Speculator::Speculator(const spec::SpeculationOptions& options, std::vector<spec::Proposer*> proposers,
@@ -70,10 +80,8 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
                                               const std::list<Request*>& running, int32_t token_budget) {
   std::vector<int32_t> caps;
   for (const Request* r : candidates) {
-    // Verification yields at most k + 1 tokens; never draft past max_tokens.
-    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
-    int32_t cap = std::max(0, std::min({r->max_draft_tokens, left, r->proposer->max_draft_tokens()}));
-    if (r->proposer->relative_cost() == 0.0) cap = std::min(cap, static_cast<int32_t>(r->draft.size()));
+    int32_t cap = std::min(LongestDraft(*r), r->proposer->max_draft_tokens());
+    if (IsLookup(*r->proposer)) cap = std::min(cap, static_cast<int32_t>(r->draft.size()));
     caps.push_back(cap);
   }
   if (!options_.adaptive) return caps;
@@ -158,29 +166,21 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
   // Lookups cost nothing: they draft as long as allowed first, and what
   // they found (the draft's length, its evidence) decides how much of it
   // the step verifies.
+  // Auto requests already hold a lookup's draft, or were sent elsewhere.
   std::vector<int32_t> longest;
-  for (const Request* r : candidates) {
-    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
-    longest.push_back(std::max(0, std::min(r->max_draft_tokens, left)));
-  }
+  for (const Request* r : candidates) longest.push_back(r->auto_proposer ? 0 : LongestDraft(*r));
   for (Loaded& l : loaded_) {
-    if (l.proposer->relative_cost() != 0.0) continue;
-    // Auto requests already hold a lookup's draft, or were sent elsewhere.
-    std::vector<int32_t> lengths = longest;
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i]->auto_proposer) lengths[i] = 0;
-    }
-    draft_with(l, lengths);
+    if (IsLookup(*l.proposer)) draft_with(l, longest);
   }
   const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
   for (size_t i = 0; i < candidates.size(); ++i) {
     Request& r = *candidates[i];
-    if (r.proposer->relative_cost() != 0.0) continue;
+    if (!IsLookup(*r.proposer)) continue;
     if (static_cast<int32_t>(r.draft.size()) > lengths[i]) r.draft.resize(lengths[i]);
     if (r.draft.empty()) r.draft_evidence = 0;
   }
   for (Loaded& l : loaded_) {
-    if (l.proposer->relative_cost() != 0.0) draft_with(l, lengths);
+    if (!IsLookup(*l.proposer)) draft_with(l, lengths);
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
     Request* r = candidates[i];
@@ -264,7 +264,7 @@ spec::Proposer* Speculator::PickForAuto() const {
   spec::Proposer* best = nullptr;
   double best_value = 0.0;
   for (const Loaded& l : loaded_) {
-    if (l.proposer->relative_cost() == 0.0) continue;
+    if (IsLookup(*l.proposer)) continue;
     // Expected tokens a one-token draft adds, per unit of what drafting
     // and verifying it costs next to a plain token (the step's learnt
     // per-token slope plus the proposer's own measured cost).
@@ -291,10 +291,9 @@ void Speculator::PlanAuto(const std::vector<Request*>& candidates) {
   std::vector<int32_t> lengths;
   for (Request* r : automatic) {
     r->proposer = nullptr;
-    const int32_t left = r->params.stopping.max_tokens - r->num_output_tokens() - 1;
-    if (std::min(r->max_draft_tokens, left) <= 0) continue;
+    if (LongestDraft(*r) == 0) continue;
     open.push_back(r);
-    lengths.push_back(std::min(r->max_draft_tokens, left));
+    lengths.push_back(LongestDraft(*r));
   }
   struct Best {
     spec::Proposer* proposer = nullptr;
@@ -303,7 +302,7 @@ void Speculator::PlanAuto(const std::vector<Request*>& candidates) {
   };
   std::vector<Best> best(open.size());
   for (Loaded& l : loaded_) {
-    if (l.proposer->relative_cost() != 0.0 || l.proposer->uses_target_kv() || open.empty()) continue;
+    if (!IsLookup(*l.proposer) || l.proposer->uses_target_kv() || open.empty()) continue;
     Draft(l, open, lengths, /*reserve_blocks=*/0);
     for (size_t i = 0; i < open.size(); ++i) {
       Request& r = *open[i];

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "common/float16.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "kernels/cpu/quantize.h"
 #include "model/arch/architecture_registry.h"
 #include "model/gguf/gguf_source.h"
@@ -122,22 +123,6 @@ std::vector<uint8_t> Encode(const std::vector<float>& values, DType dtype) {
   return out;
 }
 
-absl::Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
-}
-
-absl::Status WriteBytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status HfExportOptions::Validate() const {
@@ -161,17 +146,17 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
 
   ASSIGN_OR_RETURN(Json tokenizer, TokenizerJson(m->vocabulary()));
-  RETURN_IF_ERROR(WriteText(dir / "tokenizer.json", tokenizer.dump()));
-  RETURN_IF_ERROR(
-      WriteText(dir / "tokenizer_config.json", TokenizerConfigJson(m->vocabulary(), m->config().context_length).dump(2)));
+  RETURN_IF_ERROR(WriteFile(dir / "tokenizer.json", tokenizer.dump()));
+  RETURN_IF_ERROR(WriteFile(dir / "tokenizer_config.json",
+                            TokenizerConfigJson(m->vocabulary(), m->config().context_length).dump(2)));
   if (options.tokenizer_only) return absl::OkStatus();
 
   ASSIGN_OR_RETURN(Json config, ConfigJson(*m, *arch, options.dtype, options.config_extras));
-  RETURN_IF_ERROR(WriteText(dir / "config.json", config.dump(2)));
+  RETURN_IF_ERROR(WriteFile(dir / "config.json", config.dump(2)));
   Json generation{{"do_sample", false}};
   if (m->vocabulary().bos.has_value()) generation["bos_token_id"] = *m->vocabulary().bos;
   if (m->vocabulary().eos.has_value()) generation["eos_token_id"] = *m->vocabulary().eos;
-  RETURN_IF_ERROR(WriteText(dir / "generation_config.json", generation.dump(2)));
+  RETURN_IF_ERROR(WriteFile(dir / "generation_config.json", generation.dump(2)));
 
   // Every tensor, converted, in the GGUF's order; then cut into shards of
   // about equal bytes.
@@ -200,7 +185,7 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
     entries.push_back({.name = *name, .dtype = options.dtype, .shape = std::move(shape), .data = Encode(values, options.dtype)});
     total += static_cast<int64_t>(entries.back().data.size());
   }
-  if (options.shards == 1) return WriteBytes(dir / "model.safetensors", model::SerializeSafetensors(entries));
+  if (options.shards == 1) return WriteFile(dir / "model.safetensors", model::SerializeSafetensors(entries));
   Json weight_map = Json::object();
   const int64_t per_shard = (total + options.shards - 1) / options.shards;
   size_t next = 0;
@@ -213,10 +198,10 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
       weight_map[entries[next].name] = file;
       shard.push_back(std::move(entries[next++]));
     }
-    RETURN_IF_ERROR(WriteBytes(dir / file, model::SerializeSafetensors(shard)));
+    RETURN_IF_ERROR(WriteFile(dir / file, model::SerializeSafetensors(shard)));
   }
   const Json index{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-  return WriteText(dir / "model.safetensors.index.json", index.dump(2));
+  return WriteFile(dir / "model.safetensors.index.json", index.dump(2));
 }
 
 }  // namespace kvfleet::tools

@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "engine/engine.h"
 #include "engine/executor/executor_factory.h"
 #include "kernels/cpu/quantize.h"
@@ -52,13 +53,6 @@ std::vector<uint8_t> ToF16(const std::vector<float>& values) {
   std::vector<uint8_t> out(values.size() * 2);
   kernels::QuantizeRow(DType::kF16, values.data(), out.data(), static_cast<int64_t>(values.size()));
   return out;
-}
-
-absl::Status WriteFile(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return absl::InternalError(absl::StrCat(path.string(), ": write failed"));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -189,7 +183,7 @@ absl::Status RunDumpHidden(const Args& args) {
   meta["rows"] = rows;
   meta["max_tokens"] = max_tokens;
   meta["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::ofstream(dir / "meta.json") << meta.dump(2) << "\n";
+  RETURN_IF_ERROR(WriteFile(dir / "meta.json", meta.dump(2) + "\n"));
   std::printf("dump-hidden: %lld answers, %lld rows of %lld values in %s (%.0f s)\n", static_cast<long long>(answered),
               static_cast<long long>(rows), static_cast<long long>(hidden_size), out_dir.c_str(),
               meta["seconds"].get<double>());
