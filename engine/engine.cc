@@ -278,7 +278,14 @@ const ForwardBatch& Engine::BuildForwardBatch(const SchedulerOutput& scheduled) 
     if (c.num_draft_tokens > 0) {
       verify_tokens_.assign(1, r.tokens.back());
       verify_tokens_.insert(verify_tokens_.end(), r.draft.begin(), r.draft.begin() + c.num_draft_tokens);
-      batch_builder_.AddChunk(verify_tokens_, r.num_computed_tokens, r.block_table, LogitsWanted::kAll);
+      verify_parents_.clear();
+      if (!r.draft_parents.empty()) {
+        // Node 0 is the pending token; guess i is node i + 1.
+        verify_parents_.push_back(-1);
+        for (int32_t i = 0; i < c.num_draft_tokens; ++i) verify_parents_.push_back(r.draft_parents[i] + 1);
+      }
+      batch_builder_.AddChunk(verify_tokens_, r.num_computed_tokens, r.block_table, LogitsWanted::kAll,
+                              verify_parents_);
       continue;
     }
     const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
@@ -344,12 +351,17 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
   const int32_t drafted = chunk.num_draft_tokens;
   std::vector<model::TokenId> emitted;
   std::vector<TokenLogprobs> logprobs;
-  int32_t accepted = 0;
+  const bool tree = !req.draft_parents.empty();
+  // The guesses kept, in order: each the child of the one before (the
+  // pending token first) that equals the token sampled after it.
+  std::vector<int32_t> path;
   std::optional<FinishReason> finish;
-  for (int32_t j = 0; j <= drafted; ++j) {
-    // Row j saw the pending token and the first j guesses: exactly what plain
-    // decoding would have computed if those guesses are the tokens so far.
-    const std::span<const float> row = forward.Row(first_row + j);
+  for (int32_t node = -1;;) {
+    // The row of `node` (-1: the pending token) saw the pending token and
+    // the guesses on its path: exactly what plain decoding would have
+    // computed if those guesses are the tokens so far.
+    const int64_t row_index = first_row + node + 1;
+    const std::span<const float> row = forward.Row(row_index);
     model::TokenId token;
     if (TokenConstraint* constraint = req.params.constraint.get(); constraint != nullptr) {
       // The mask follows the tokens emitted so far, draft guesses included
@@ -366,28 +378,32 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
     req.tokens.push_back(token);
     emitted.push_back(token);
     if (req.params.logprobs.enabled) logprobs.push_back(ComputeLogprobs(row, token, req.params.logprobs.top_n));
-    const bool agrees = j < drafted && token == req.draft[j];
-    // An agreeing guess was computed at its position: its KV is valid.
-    if (agrees) {
-      ++accepted;
-      ++req.num_computed_tokens;
+    int32_t next = -1;
+    for (int32_t i = node + 1; i < drafted && next < 0; ++i) {
+      if ((tree ? req.draft_parents[i] : i - 1) == node && req.draft[i] == token) next = i;
     }
+    const bool agrees = next >= 0;
+    if (agrees) path.push_back(next);
     if (IsStopToken(req, token)) {
       finish = FinishReason::kStop;
     } else if (req.num_output_tokens() >= req.params.stopping.max_tokens) {
       finish = FinishReason::kLength;
     }
     if (finish || !agrees) {
-      KeepHiddenState(req, forward, first_row + j);
+      KeepHiddenState(req, forward, row_index);
       break;
     }
+    node = next;
   }
+  const int32_t accepted = static_cast<int32_t>(path.size());
+  // An agreeing guess was computed at its position: its KV is valid.
+  req.num_computed_tokens += KeepPathKv(req, path);
   if (drafted > 0) {
     // Every guess counts as drafted, except those a stop or the length
     // limit left untested.
     const int32_t tested = finish ? std::min<int32_t>(drafted, static_cast<int32_t>(emitted.size())) : drafted;
     speculator_.RecordVerification(req, tested, accepted);
-    req.draft.clear();
+    req.ClearDraft();
   }
   kv_.CommitFullBlocks(req);
   if (finish) {
@@ -397,6 +413,30 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
   }
   req.sink->OnOutput(
       {.id = req.id(), .new_tokens = std::move(emitted), .logprobs = std::move(logprobs), .usage = UsageSoFar(req)});
+}
+
+int32_t Engine::KeepPathKv(const Request& req, const std::vector<int32_t>& path) {
+  // Guess i's KV was written at pending + 1 + i; plain decoding's place for
+  // the k-th kept guess is pending + k. A chain's (and a tree's first
+  // branch's) are there already.
+  const int64_t pending = req.num_computed_tokens - 1;
+  int32_t in_place = 0;
+  while (in_place < static_cast<int32_t>(path.size()) && path[in_place] == in_place) ++in_place;
+  if (in_place == static_cast<int32_t>(path.size())) return in_place;
+  move_from_.clear();
+  move_to_.clear();
+  for (int32_t k = in_place; k < static_cast<int32_t>(path.size()); ++k) {
+    for (int32_t g = 0; g < kv_.num_groups(); ++g) {
+      move_from_.push_back(kv_.SlotOf(req, pending + 1 + path[k], g));
+      move_to_.push_back(kv_.SlotOf(req, pending + 1 + k, g));
+    }
+  }
+  if (const absl::Status moved = executor_.MoveKvSlots(move_from_, move_to_); !moved.ok()) {
+    // Those tokens are kept all the same; the next step computes them again.
+    KVFLEET_LOG_WARN("tree verification: {}; recomputing the kept guesses off the first branch", moved.ToString());
+    return in_place;
+  }
+  return static_cast<int32_t>(path.size());
 }
 
 absl::Status Engine::AuditBlocks() const {

@@ -155,6 +155,10 @@ class Engine {
   // each drafted token's own sample until one differs from the guess (that
   // sample is kept instead) or all agree (and one more follows).
   void EmitTokens(Request& req, const ScheduledChunk& chunk, const ForwardOutput& forward, int64_t first_row);
+  // After a tree verification: moves the KV of the kept guesses (`path`,
+  // guess indices in order) to where plain decoding would have written
+  // them. Returns how many of them now count as computed.
+  int32_t KeepPathKv(const Request& req, const std::vector<int32_t>& path);
   // Keeps the hidden state of `row` (the one that sampled req's last token)
   // when its proposer drafts from it.
   void KeepHiddenState(Request& req, const ForwardOutput& forward, int64_t row);
@@ -179,6 +183,8 @@ class Engine {
   MaskPrefetcher mask_prefetcher_;  // constrained requests' masks, during the forward pass
   ForwardBatchBuilder batch_builder_;  // reused: no allocation per step once warm
   std::vector<model::TokenId> verify_tokens_;  // a drafted chunk's tokens: pending token, then guesses
+  std::vector<int32_t> verify_parents_;        // a tree chunk's node parents (ForwardBatchBuilder::AddChunk)
+  std::vector<int64_t> move_from_, move_to_;   // an accepted tree path's KV moves
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;

@@ -150,12 +150,31 @@ struct Request {
   // pending token in the same chunk, verified by the step's forward pass,
   // cleared by the next plan.
   std::vector<model::TokenId> draft;
+  // Empty for a chain; for a tree, draft[i]'s parent: -1 for the pending
+  // token, else an earlier guess (spec::DraftSlot::parents).
+  std::vector<int32_t> draft_parents;
+  // The proposer's estimate that each guess is kept (spec::DraftSlot::worths); may be empty.
+  std::vector<double> draft_worths;
   int32_t draft_evidence = 0;  // the proposer's DraftSlot::evidence for `draft`
   // The target's hidden state at the row that sampled the last token, kept
   // only when the proposer needs_hidden_state() (draft heads).
   std::vector<float> last_hidden;
   spec::AcceptanceEstimate acceptance;
   int32_t steps_since_draft = 0;
+
+  // Keeps the first n guesses: a tree's first n nodes are a tree too (a
+  // parent comes before its children).
+  void TruncateDraft(size_t n) {
+    if (draft.size() <= n) return;
+    draft.resize(n);
+    if (!draft_parents.empty()) draft_parents.resize(n);
+    if (!draft_worths.empty()) draft_worths.resize(n);
+    if (n == 0) draft_evidence = 0;
+  }
+  void ClearDraft() {
+    TruncateDraft(0);
+    draft_evidence = 0;
+  }
 };
 
 }  // namespace kvfleet::engine

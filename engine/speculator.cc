@@ -81,7 +81,7 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   std::vector<int32_t> caps;
   for (const Request* r : candidates) {
     int32_t cap = std::min(LongestDraft(*r), r->proposer->max_draft_tokens());
-    if (IsLookup(*r->proposer)) cap = std::min(cap, static_cast<int32_t>(r->draft.size()));
+    if (r->proposer->drafts_before_sizing()) cap = std::min(cap, static_cast<int32_t>(r->draft.size()));
     caps.push_back(cap);
   }
   if (!options_.adaptive) return caps;
@@ -108,7 +108,8 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
     offers.push_back({.acceptance = Acceptance(r),
                       .max_tokens = caps[i],
                       .propose_seconds_per_token = cost,
-                      .setup_seconds = static_cast<double>(behind) * cost / remaining});
+                      .setup_seconds = static_cast<double>(behind) * cost / remaining,
+                      .worths = r.draft_worths});
   }
   std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
   if (!candidates.empty()) {
@@ -141,10 +142,7 @@ double Speculator::Acceptance(const Request& r) {
 }
 
 void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) {
-  for (Request* r : running) {
-    r->draft.clear();
-    r->draft_evidence = 0;
-  }
+  for (Request* r : running) r->ClearDraft();
   if (loaded_.empty()) return;
   std::vector<Request*> candidates;
   for (Request* r : running) {
@@ -163,24 +161,24 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
     }
     if (!mine.empty()) Draft(l, mine, ks, static_cast<int32_t>(running.size()));
   };
-  // Lookups cost nothing: they draft as long as allowed first, and what
-  // they found (the draft's length, its evidence) decides how much of it
-  // the step verifies.
-  // Auto requests already hold a lookup's draft, or were sent elsewhere.
+  // Lookups cost nothing, and draft heads the same however much is kept:
+  // they draft as long as allowed first, and what they found (the draft's
+  // length, its evidence, its guesses' worths) decides how much of it the
+  // step verifies. Auto requests already hold a lookup's draft, or were
+  // sent elsewhere.
   std::vector<int32_t> longest;
-  for (const Request* r : candidates) longest.push_back(r->auto_proposer ? 0 : LongestDraft(*r));
+  for (const Request* r : candidates)
+    longest.push_back(r->auto_proposer && IsLookup(*r->proposer) ? 0 : LongestDraft(*r));
   for (Loaded& l : loaded_) {
-    if (IsLookup(*l.proposer)) draft_with(l, longest);
+    if (l.proposer->drafts_before_sizing()) draft_with(l, longest);
   }
   const std::vector<int32_t> lengths = DraftLengths(candidates, running, token_budget);
   for (size_t i = 0; i < candidates.size(); ++i) {
     Request& r = *candidates[i];
-    if (!IsLookup(*r.proposer)) continue;
-    if (static_cast<int32_t>(r.draft.size()) > lengths[i]) r.draft.resize(lengths[i]);
-    if (r.draft.empty()) r.draft_evidence = 0;
+    if (r.proposer->drafts_before_sizing()) r.TruncateDraft(static_cast<size_t>(lengths[i]));
   }
   for (Loaded& l : loaded_) {
-    if (!IsLookup(*l.proposer)) draft_with(l, lengths);
+    if (!l.proposer->drafts_before_sizing()) draft_with(l, lengths);
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
     Request* r = candidates[i];
@@ -234,10 +232,19 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
     return;
   }
   for (size_t i = 0; i < slots.size(); ++i) {
-    std::vector<model::TokenId>& draft = slots[i].draft;
-    if (static_cast<int32_t>(draft.size()) > slots[i].max_tokens) draft.resize(slots[i].max_tokens);
-    owners[i]->draft = std::move(draft);
-    owners[i]->draft_evidence = owners[i]->draft.empty() ? 0 : slots[i].evidence;
+    spec::DraftSlot& slot = slots[i];
+    Request& owner = *owners[i];
+    owner.draft = std::move(slot.draft);
+    // Malformed tree or worth arrays are dropped with the draft's shape:
+    // the guesses are still verified, as a chain without worths.
+    bool tree = slot.parents.size() == owner.draft.size();
+    for (size_t j = 0; tree && j < slot.parents.size(); ++j) {
+      tree = slot.parents[j] >= -1 && slot.parents[j] < static_cast<int32_t>(j);
+    }
+    owner.draft_parents = tree ? std::move(slot.parents) : std::vector<int32_t>{};
+    owner.draft_worths = slot.worths.size() == owner.draft.size() ? std::move(slot.worths) : std::vector<double>{};
+    owner.draft_evidence = owner.draft.empty() ? 0 : slot.evidence;
+    owner.TruncateDraft(static_cast<size_t>(std::max(0, slot.max_tokens)));
   }
 }
 
@@ -314,6 +321,7 @@ void Speculator::PlanAuto(const std::vector<Request*>& candidates) {
     }
   }
   for (size_t i = 0; i < open.size(); ++i) {
+    open[i]->ClearDraft();
     open[i]->proposer = best[i].proposer;
     open[i]->draft = std::move(best[i].draft);
     open[i]->draft_evidence = best[i].evidence;

@@ -106,6 +106,23 @@ inline absl::Status CheckKvBlockCopy(const ExecutorInfo& info, BlockId block, si
   return absl::OkStatus();
 }
 
+// Checks MoveKvSlots' slots: as many sources as destinations, each inside
+// the pool's pages.
+inline absl::Status CheckKvMoves(const ExecutorInfo& info, std::span<const int64_t> from, std::span<const int64_t> to) {
+  if (info.num_blocks == 0) return absl::FailedPreconditionError("KV move before AllocateKvCache");
+  if (from.size() != to.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("KV move of ", from.size(), " slots to ", to.size()));
+  }
+  const int64_t slots = info.num_blocks * info.block_size;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] < 0 || from[i] >= slots || to[i] < 0 || to[i] >= slots) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("KV move from slot ", from[i], " to ", to[i], " outside the cache's ", slots, " slots"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The step a batch asks of the model: its tokens, how many layers, its logits rows.
 inline model::ForwardStep StepOf(const ForwardBatch& batch, const model::ModelConfig& c) {
   return {.num_tokens = batch.num_tokens(),
@@ -121,7 +138,8 @@ inline BatchArrays HostArrays(const ForwardBatch& batch) {
                         .token_chunk = batch.token_chunk.data(),
                         .block_table = batch.block_table.data(),
                         .table_width = batch.max_blocks_per_chunk,
-                        .kv_slots = batch.kv_slots.data()},
+                        .kv_slots = batch.kv_slots.data(),
+                        .tree_masks = batch.tree_masks.empty() ? nullptr : batch.tree_masks.data()},
           .group_table_stride = batch.group_table_size(),
           .group_slots_stride = batch.num_tokens()};
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/common/paged_kv.h"
 
 namespace kvfleet::engine {
 
@@ -40,10 +42,44 @@ absl::Status ForwardBatch::Validate(int64_t vocab_size, int64_t context_length, 
       }
     }
   }
+  if (!tree_masks.empty()) RETURN_IF_ERROR(ValidateTrees());
   for (int32_t t : token_ids) {
     if (t < 0 || t >= vocab_size) {
       return absl::InvalidArgumentError(
           absl::StrCat("token id ", t, " is outside the vocabulary [0, ", vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ForwardBatch::ValidateTrees() const {
+  if (static_cast<int32_t>(tree_masks.size()) != num_tokens()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the batch has ", tree_masks.size(), " tree masks for ", num_tokens(), " tokens"));
+  }
+  for (int32_t c = 0; c < num_chunks(); ++c) {
+    const int32_t first = chunk_starts[c];
+    const bool tree = tree_masks[first] != 0;
+    for (int32_t i = 0; i < chunk_size(c); ++i) {
+      const uint64_t mask = tree_masks[first + i];
+      if (!tree) {
+        if (mask == 0) continue;
+        return absl::InvalidArgumentError(absl::StrCat("chunk ", c, " has a tree mask on a token but not on its root"));
+      }
+      // A node sees the root, itself and nothing after itself; its position
+      // is the root's plus its depth; its parent (its highest other bit)
+      // sees exactly its other bits.
+      const uint64_t self = uint64_t{1} << i;
+      const uint64_t rest = mask & ~self;
+      int32_t parent = 63;
+      while (parent >= 0 && ((rest >> parent) & 1) == 0) --parent;
+      const bool ok = i < 64 && (mask & 1) != 0 && (mask & self) != 0 && (mask >> i) == 1 &&
+                      positions[first + i] == positions[first] + kernels::TreeMaskBits(mask) - 1 &&
+                      (i == 0 || (parent >= 0 && tree_masks[first + parent] == rest));
+      if (!ok) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk ", c, "'s tree mask of node ", i, " is not a path from its root to itself"));
+      }
     }
   }
   return absl::OkStatus();
@@ -74,13 +110,15 @@ void ForwardBatchBuilder::Clear(int32_t num_layers) {
   batch_.num_kv_groups = kv_groups_;
   batch_.chunk_logits_starts.assign(1, 0);
   batch_.logits_tokens.clear();
+  batch_.tree_masks.clear();
   staged_slots_.clear();
   staged_tables_.clear();
   staged_table_starts_.assign(1, 0);
 }
 
 void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32_t start_position,
-                                   std::span<const BlockId> block_table, LogitsWanted logits) {
+                                   std::span<const BlockId> block_table, LogitsWanted logits,
+                                   std::span<const int32_t> tree_parents) {
   const int32_t chunk = batch_.num_chunks();
   const int32_t first_token = batch_.num_tokens();
   const int64_t end = static_cast<int64_t>(start_position) + static_cast<int64_t>(tokens.size());
@@ -96,11 +134,27 @@ void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32
   staged_table_starts_.push_back(static_cast<int32_t>(staged_tables_.size()));
   batch_.max_blocks_per_chunk = std::max(batch_.max_blocks_per_chunk, static_cast<int32_t>(blocks));
 
+  const bool tree = !tree_parents.empty();
+  // Masks start with the first tree chunk: every earlier token's is 0.
+  if (tree && batch_.tree_masks.empty()) batch_.tree_masks.assign(batch_.token_ids.size(), 0);
   for (size_t i = 0; i < tokens.size(); ++i) {
+    // Where the token's K/V go; a tree node's position is its depth's.
     const int32_t pos = start_position + static_cast<int32_t>(i);
     const size_t block = static_cast<size_t>(pos / block_size_);
     batch_.token_ids.push_back(tokens[i]);
-    batch_.positions.push_back(pos);
+    if (tree) {
+      const int32_t parent = i < tree_parents.size() ? tree_parents[i] : -1;
+      // A parent must come first; a malformed one makes a mask Validate refuses.
+      const uint64_t parent_mask = parent >= 0 && static_cast<size_t>(parent) < i && i < 64
+                                       ? batch_.tree_masks[static_cast<size_t>(first_token + parent)]
+                                       : 0;
+      const uint64_t mask = i < 64 ? parent_mask | (uint64_t{1} << i) : 0;
+      batch_.tree_masks.push_back(mask);
+      batch_.positions.push_back(start_position + kernels::TreeMaskBits(mask) - 1);
+    } else {
+      if (!batch_.tree_masks.empty()) batch_.tree_masks.push_back(0);
+      batch_.positions.push_back(pos);
+    }
     batch_.token_chunk.push_back(chunk);
     // A table too short to hold the token leaves -1, which Validate reports.
     for (size_t g = 0; g < groups; ++g) {

@@ -21,6 +21,9 @@
 //                                      entries name the null page
 //   chunk_logits_starts                [C + 1]: chunk c's logits rows are [chunk_logits_starts[c], ...[c + 1])
 //   logits_tokens                      [R]  the token (index into T) each logits row projects; ascending
+//   tree_masks                         [T] uint64, or empty: which nodes of its tree verify chunk a
+//                                      token sees (kernels/common/paged_kv.h, "Tree verification");
+//                                      empty when no chunk is a tree
 //
 //   ForwardBatchBuilder builder(/*block_size=*/16);
 //   builder.AddChunk(prompt, /*start_position=*/0, table, LogitsWanted::kLast);
@@ -61,6 +64,7 @@ struct ForwardBatch {
   std::vector<int32_t> block_table;
   std::vector<int32_t> chunk_logits_starts{0};
   std::vector<int32_t> logits_tokens;
+  std::vector<uint64_t> tree_masks;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_chunks() const { return static_cast<int32_t>(chunk_starts.size()) - 1; }
@@ -68,8 +72,9 @@ struct ForwardBatch {
   int32_t chunk_size(int32_t c) const { return chunk_starts[c + 1] - chunk_starts[c]; }
   // The logits row of chunk c's first row (its last token's, for kLast).
   int32_t first_logits_row(int32_t c) const { return chunk_logits_starts[c]; }
-  // One past the chunk's last position: how much context its last token sees.
-  int32_t chunk_end_position(int32_t c) const { return positions[chunk_starts[c + 1] - 1] + 1; }
+  // One past the chunk's last cache index: how far its KV reaches (a tree
+  // chunk's nodes are stored one after another, whatever their depth).
+  int32_t chunk_end_position(int32_t c) const { return positions[chunk_starts[c]] + chunk_size(c); }
   // Entries of one page group's block table: C × W.
   int64_t group_table_size() const { return static_cast<int64_t>(num_chunks()) * max_blocks_per_chunk; }
   std::span<const int32_t> BlockTableRow(int32_t c, int32_t group = 0) const {
@@ -81,9 +86,13 @@ struct ForwardBatch {
   // naming the chunk for a token outside the vocabulary, a position past the
   // context, a block table that does not cover its chunk or names a page
   // outside the cache's num_pages (the null page included), a group count
-  // other than the cache's, or num_layers outside [0, model_layers].
+  // other than the cache's, num_layers outside [0, model_layers], or a tree
+  // mask that is not a path from its chunk's root.
   absl::Status Validate(int64_t vocab_size, int64_t context_length, int64_t num_pages, int64_t model_layers,
                         int32_t kv_groups = 1) const;
+
+ private:
+  absl::Status ValidateTrees() const;
 };
 
 // INVALID_ARGUMENT when the batch is larger than an executor takes (its
@@ -107,8 +116,13 @@ class ForwardBatchBuilder {
   void Clear(int32_t num_layers = 0);
   // `block_table` must cover positions [0, start_position + tokens.size());
   // entries past that are not copied.
+  //
+  // `tree_parents` (empty: a chain) makes the chunk a tree verify chunk:
+  // tokens[0] is the root and tree_parents[i] the node index of token i's
+  // parent (-1 for the root, else below i). Node i is stored at
+  // start_position + i and sits at position start_position + its depth.
   void AddChunk(std::span<const model::TokenId> tokens, int32_t start_position, std::span<const BlockId> block_table,
-                LogitsWanted logits);
+                LogitsWanted logits, std::span<const int32_t> tree_parents = {});
   // Clear() sets it back to true.
   void SetWantHidden(bool want) { batch_.want_hidden = want; }
   const ForwardBatch& Finish();

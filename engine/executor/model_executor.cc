@@ -12,6 +12,10 @@ absl::Status ModelExecutor::CopyKvBlockIn(BlockId, std::span<const uint8_t>) {
   return absl::UnimplementedError("this executor cannot copy KV blocks in (no lower KV tiers)");
 }
 
+absl::Status ModelExecutor::MoveKvSlots(std::span<const int64_t>, std::span<const int64_t>) {
+  return absl::UnimplementedError("this executor cannot move KV between slots");
+}
+
 std::shared_ptr<uint8_t> ModelExecutor::AllocateHostMemory(size_t bytes) {
   // Untouched pages cost nothing until a block lands in them.
   return std::shared_ptr<uint8_t>(new (std::nothrow) uint8_t[bytes], std::default_delete<uint8_t[]>());

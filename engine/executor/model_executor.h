@@ -119,6 +119,12 @@ class ModelExecutor {
   // UNIMPLEMENTED on executors without lower-tier support.
   virtual absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out);
   virtual absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in);
+  // Moves K/V between cache slots of every layer: from[i] → to[i] (page ×
+  // block_size + slot), with the result of doing them one after another.
+  // Tree verification uses it to put an accepted path where plain decoding
+  // would have written it. Between steps only. UNIMPLEMENTED on executors
+  // without it (the engine then recomputes those tokens instead).
+  virtual absl::Status MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to);
   // Host memory for a lower KV tier, `bytes` long: page-locked on a GPU
   // (copies to and from it are DMA), plain on the CPU. Null when there is
   // not that much.

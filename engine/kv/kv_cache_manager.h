@@ -69,6 +69,12 @@ class KvCacheManager {
   // Logical blocks a request's table covers (its size over the group count).
   int32_t HeldBlocks(const Request& req) const { return static_cast<int32_t>(req.block_table.size()) / num_groups(); }
   int32_t num_free_blocks() const { return pool_.num_free(); }
+  // Where position `position` of the request lives in page group `group`:
+  // page * block_size + slot (the executor's slot numbering).
+  int64_t SlotOf(const Request& req, int64_t position, int32_t group) const {
+    const size_t entry = static_cast<size_t>(position / block_size_) * static_cast<size_t>(num_groups()) + group;
+    return static_cast<int64_t>(req.block_table[entry].value()) * block_size_ + position % block_size_;
+  }
   int32_t BlocksFor(int64_t tokens) const { return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_); }
 
   // For a request that holds no blocks: takes the longest run of its leading

@@ -57,13 +57,13 @@ void Scheduler::ScheduleRunning(SchedulerOutput& out, int32_t& budget) {
     const int32_t pending = std::min(req->num_pending_tokens(), budget);
     int32_t n = pending;
     if (!req->draft.empty()) {
-      req->draft.resize(std::min<size_t>(req->draft.size(), budget - pending));
+      req->TruncateDraft(static_cast<size_t>(budget - pending));
       n += static_cast<int32_t>(req->draft.size());
       // Speculation never costs anyone their blocks: a draft's blocks must
       // leave one for each running request still to be scheduled.
       const int32_t spare = kv_.num_free_blocks() - kv_.MissingBlocks(*req, n);
       if (!req->draft.empty() && (spare < not_yet_scheduled || !kv_.Allocate(*req, n))) {
-        req->draft.clear();
+        req->ClearDraft();
         n = pending;
       }
     }
@@ -91,7 +91,7 @@ Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
   Request* victim = running_.back();
   running_.pop_back();
   kv_.Free(*victim);
-  victim->draft.clear();
+  victim->ClearDraft();
   victim->kv_load_tried = false;  // its blocks may go down a tier before it returns
   victim->state = RequestState::kWaiting;
   ++victim->num_preemptions;

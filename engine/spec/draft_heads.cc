@@ -2,8 +2,10 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -114,8 +116,17 @@ int64_t DraftHeads::bytes() const {
 }
 
 std::vector<model::TokenId> DraftHeads::Guess(std::span<const float> hidden, int32_t count) const {
+  std::vector<model::TokenId> guesses;
+  for (const std::vector<Candidate>& head : Candidates(hidden, count, 1)) {
+    guesses.push_back(head.empty() ? -1 : head.front().token);
+  }
+  return guesses;
+}
+
+std::vector<std::vector<DraftHeads::Candidate>> DraftHeads::Candidates(std::span<const float> hidden, int32_t count,
+                                                                       int32_t top_k) const {
   const int64_t h = hidden_;
-  const int32_t n = std::min(count, num_heads());
+  const int32_t n = std::max(0, std::min(count, num_heads()));
   std::vector<float> states(static_cast<size_t>(n * h));
   for (int32_t i = 0; i < n; ++i) {
     float* out = states.data() + i * h;
@@ -125,20 +136,33 @@ std::vector<model::TokenId> DraftHeads::Guess(std::span<const float> hidden, int
     }
   }
   // One pass over the draft vocabulary's rows for every head.
-  std::vector<float> best(n, -INFINITY);
-  std::vector<model::TokenId> guesses(n, -1);
   const int64_t vocab = vocab_size();
+  std::vector<float> logits(static_cast<size_t>(n * vocab));
   for (int64_t v = 0; v < vocab; ++v) {
     const float* row = head_rows_.data() + v * h;
-    for (int32_t i = 0; i < n; ++i) {
-      const float logit = Dot(row, states.data() + i * h, h);
-      if (logit > best[i]) {
-        best[i] = logit;
-        guesses[i] = vocab_ids_[v];
-      }
+    for (int32_t i = 0; i < n; ++i) logits[static_cast<size_t>(i * vocab + v)] = Dot(row, states.data() + i * h, h);
+  }
+  std::vector<std::vector<Candidate>> heads(static_cast<size_t>(n));
+  const size_t k = static_cast<size_t>(std::clamp<int64_t>(top_k, 0, vocab));
+  std::vector<int64_t> order(static_cast<size_t>(vocab));
+  for (int32_t i = 0; i < n; ++i) {
+    const float* l = logits.data() + i * vocab;
+    float max_logit = -INFINITY;
+    for (int64_t v = 0; v < vocab; ++v) max_logit = std::max(max_logit, l[v]);
+    if (!std::isfinite(max_logit)) continue;
+    double sum = 0.0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(l[v] - max_logit));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    // Ties go to the lower draft-vocabulary index, as a plain argmax would.
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [l](int64_t a, int64_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+    for (size_t j = 0; j < k; ++j) {
+      const int64_t v = order[j];
+      heads[static_cast<size_t>(i)].push_back(
+          {.token = vocab_ids_[v], .probability = std::exp(static_cast<double>(l[v] - max_logit)) / sum});
     }
   }
-  return guesses;
+  return heads;
 }
 
 }  // namespace kvfleet::engine::spec

@@ -21,6 +21,7 @@
 //
 //   ASSIGN_OR_RETURN(DraftHeads heads, DraftHeads::Load("heads/smollm2", target_model, "model.gguf"));
 //   std::vector<TokenId> guesses = heads.Guess(hidden, 3);
+//   auto top = heads.Candidates(hidden, 3, /*top_k=*/2);   // for a tree of guesses
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,16 @@ class DraftHeads {
   // Up to `count` (at most num_heads()) guesses from one hidden state; -1
   // for a head none of whose logits is finite.
   std::vector<model::TokenId> Guess(std::span<const float> hidden, int32_t count) const;
+
+  // A head's `top_k` most likely tokens, most likely first, with their
+  // probabilities (softmax over the draft vocabulary); none for a head none
+  // of whose logits is finite.
+  struct Candidate {
+    model::TokenId token;
+    double probability;
+  };
+  // For heads 0 .. count − 1.
+  std::vector<std::vector<Candidate>> Candidates(std::span<const float> hidden, int32_t count, int32_t top_k) const;
 
  private:
   int64_t hidden_ = 0;

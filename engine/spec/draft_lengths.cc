@@ -22,10 +22,14 @@ std::vector<int32_t> ChooseDraftLengths(std::span<const DraftCandidate> candidat
     bool operator<(const Next& o) const { return worth < o.worth; }
   };
   std::priority_queue<Next> heap;
+  // The worth of candidate c's guess j (0-based).
+  const auto worth_of = [&](const DraftCandidate& c, int32_t j, double previous) {
+    if (!c.worths.empty()) return j < static_cast<int32_t>(c.worths.size()) ? std::clamp(c.worths[j], 0.0, 1.0) : 0.0;
+    return previous * std::clamp(c.acceptance, 0.0, 1.0);
+  };
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (candidates[i].max_tokens > 0 && candidates[i].acceptance > 0.0) {
-      heap.push({std::clamp(candidates[i].acceptance, 0.0, 1.0), i});
-    }
+    const double first = worth_of(candidates[i], 0, 1.0);
+    if (candidates[i].max_tokens > 0 && first > 0.0) heap.push({first, i});
   }
   double produced = std::max(plain.produced, 1.0);
   double seconds = cost.Seconds(plain.tokens);
@@ -42,7 +46,9 @@ std::vector<int32_t> ChooseDraftLengths(std::span<const DraftCandidate> candidat
     produced += next.worth;
     seconds += extra;
     int32_t& k = lengths[next.candidate];
-    if (++k < c.max_tokens) heap.push({next.worth * std::clamp(c.acceptance, 0.0, 1.0), next.candidate});
+    if (++k < c.max_tokens) {
+      if (const double w = worth_of(c, k, next.worth); w > 0.0) heap.push({w, next.candidate});
+    }
   }
   return lengths;
 }

@@ -29,6 +29,9 @@ struct DraftCandidate {
   int32_t max_tokens = 0;              // the most this request may draft now
   double propose_seconds_per_token = 0.0;  // the proposer's own cost per drafted token
   double setup_seconds = 0.0;  // charged to the first drafted token (a draft model's catch-up, amortized)
+  // When set: the j-th guess is worth worths[j] (the proposer's estimate
+  // that it is kept, e.g. a tree's node) instead of acceptance^(j+1).
+  std::span<const double> worths;
 };
 
 // The step before any draft.

@@ -50,6 +50,16 @@ struct DraftSlot {
   // empty when the engine has none (an executor that does not export it).
   std::span<const float> hidden;
   std::vector<model::TokenId> draft;  // out: at most max_tokens guesses, possibly none
+  // out, optional: a tree of guesses. parents[i] is draft[i]'s parent, -1
+  // for the pending token, else an earlier guess's index; empty means a
+  // chain (each guess follows the one before). The target verifies the
+  // whole tree in one pass and keeps the longest path its own sampling
+  // follows. Best first: the first n guesses of a draft must be a tree.
+  std::vector<int32_t> parents;
+  // out, optional: for each guess, the proposer's estimate that it is kept
+  // (its whole path accepted), non-increasing. With them the engine sizes
+  // the draft guess by guess, instead of from the request's acceptance rate.
+  std::vector<double> worths;
   int32_t rows_computed = 0;          // out: tokens a proposer model ran for this slot (catch-up included)
   // out: how strong the draft's evidence is, for a lookup proposer the
   // length of the match it copied from (0: not reported). The engine learns
@@ -88,6 +98,12 @@ class Proposer {
 
   // The longest draft the proposer can make (draft heads: one per head).
   virtual int32_t max_draft_tokens() const { return INT32_MAX; }
+
+  // True when drafting costs the same however much of the draft is kept (a
+  // lookup; draft heads, which score every head at once): the engine asks
+  // for the longest draft first and then keeps as much as pays, knowing
+  // its evidence or its guesses' worths.
+  virtual bool drafts_before_sizing() const { return relative_cost() == 0.0; }
 
   // True when drafting starts from the target's last hidden state (draft
   // heads): the engine keeps each request's, and passes it in DraftSlot.

@@ -76,7 +76,8 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
                      DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path));
     KVFLEET_LOG_INFO("draft heads {}: {} heads over a draft vocabulary of {} tokens", config.draft_heads_path,
                      heads.num_heads(), heads.vocab_size());
-    set.proposers_.push_back(std::make_unique<HeadsProposer>(std::move(heads), target.info().weight_bytes));
+    set.proposers_.push_back(
+        std::make_unique<HeadsProposer>(std::move(heads), target.info().weight_bytes, config.heads_top_k));
   }
   return set;
 }

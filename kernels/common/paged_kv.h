@@ -50,6 +50,53 @@ struct TokenPlacement {
   const int32_t* block_table = nullptr;  // [num_chunks, table_width] physical block ids
   int64_t table_width = 0;
   const int64_t* kv_slots = nullptr;     // [num_tokens] block * block_size + slot of the token's own K/V
+  // [num_tokens] or null: a token of a tree verify chunk has a nonzero mask
+  // (below); every other token sees positions 0..position, as it always has.
+  const uint64_t* tree_masks = nullptr;
 };
+
+// Tree verification: a verify chunk whose guesses branch. Its tokens are
+// nodes 0..n-1 (node 0, the root, is the request's pending token), stored at
+// cache indices base + i in node order (a parent before its children).
+// tree_masks[t] has bit i set for every node token t sees: the root, its
+// ancestors and itself. Its RoPE position is base + depth, depth = popcount
+// − 1. It attends to exactly what plain decoding of its path would: cache
+// indices [0, base], then its path's nodes in depth order. So logical key j
+// (j ≤ position) of the token is stored at TreeKeyIndex(j): j itself up to
+// base, then base + the (j − base)-th set bit. Constexpr: device code calls
+// these too.
+constexpr int32_t TreeMaskBits(uint64_t mask) {
+  int32_t n = 0;
+  for (; mask != 0; mask &= mask - 1) ++n;
+  return n;
+}
+
+constexpr int64_t TreeBase(int64_t position, uint64_t mask) { return position - (TreeMaskBits(mask) - 1); }
+
+constexpr int64_t TreeKeyIndex(int64_t j, int64_t position, uint64_t mask) {
+  const int64_t base = TreeBase(position, mask);
+  if (mask == 0 || j <= base) return j;
+  for (int64_t k = j - base; k > 0; --k) mask &= mask - 1;  // drop the set bits before the (j − base)-th
+  int64_t bit = 0;
+  while ((mask & 1) == 0) {
+    mask >>= 1;
+    ++bit;
+  }
+  return base + bit;
+}
+
+// One past the highest cache index the token reads.
+constexpr int64_t TreeKeyEnd(int64_t position, uint64_t mask) {
+  if (mask == 0) return position + 1;
+  int64_t top = 63;
+  while ((mask >> top) == 0) --top;
+  return TreeBase(position, mask) + top + 1;
+}
+
+// Whether cache index j (with base <= j) is one of the token's path nodes.
+constexpr bool TreeSees(int64_t j, int64_t position, uint64_t mask) {
+  const int64_t base = TreeBase(position, mask);
+  return j <= base || (j - base < 64 && ((mask >> (j - base)) & 1) != 0);
+}
 
 }  // namespace kvfleet::kernels

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -163,9 +164,14 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   const KvCacheLayout& L = p.layout;
   const int64_t d = L.head_dim, bs = L.block_size, rows = tile.rows();
   const int32_t* table = p.where.block_table + p.where.token_chunk[tile.t0] * p.where.table_width;
-  // Row r sees keys [row_first(r), row_context(r)).
-  auto row_context = [&](int64_t r) { return static_cast<int64_t>(p.where.positions[tile.t0 + r / tile.heads]) + 1; };
-  auto row_first = [&](int64_t r) { return p.window > 0 ? std::max<int64_t>(0, row_context(r) - p.window) : 0; };
+  // Row r sees keys [row_first(r), row_context(r)), except, in a tree
+  // verify chunk, the nodes off its path (masked below).
+  auto row_position = [&](int64_t r) { return static_cast<int64_t>(p.where.positions[tile.t0 + r / tile.heads]); };
+  auto row_mask = [&](int64_t r) {
+    return p.where.tree_masks != nullptr ? p.where.tree_masks[tile.t0 + r / tile.heads] : 0;
+  };
+  auto row_context = [&](int64_t r) { return TreeKeyEnd(row_position(r), row_mask(r)); };
+  auto row_first = [&](int64_t r) { return p.window > 0 ? std::max<int64_t>(0, row_position(r) + 1 - p.window) : 0; };
   auto row_offset = [&](int64_t r) { return ((tile.t0 + r / tile.heads) * p.num_heads + tile.h0 + r % tile.heads) * d; };
   int64_t context = 0, first = INT64_MAX;  // the tile's longest context and earliest visible key
   for (int64_t r = 0; r < rows; r += tile.heads) {
@@ -198,6 +204,13 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   for (int64_t r = 0; r < rows; ++r) {
     float* sr = scores + r * context;
     const int64_t lo = row_first(r), n = row_context(r);
+    // Off-path tree nodes weigh exp(−inf) = 0: the sums below then add the
+    // path's terms in plain decoding's order, and exact zeros between them.
+    if (const uint64_t mask = row_mask(r); mask != 0) {
+      for (int64_t j = TreeBase(row_position(r), mask) + 1; j < n; ++j) {
+        if (!TreeSees(j, row_position(r), mask)) sr[j] = -INFINITY;
+      }
+    }
     float max_score = -INFINITY;
     for (int64_t j = lo; j < n; ++j) max_score = std::max(max_score, sr[j]);
     float sum = 0.0f;
@@ -268,6 +281,22 @@ void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const flo
   }
 }
 
+void MoveKvRows(const KvCacheLayout& layout, std::span<const int64_t> from, std::span<const int64_t> to,
+                uint8_t* cache) {
+  const int64_t bs = layout.block_size;
+  for (size_t i = 0; i < from.size(); ++i) {
+    for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
+      std::memmove(cache + layout.RowOffset(to[i] / bs, h, to[i] % bs),
+                   cache + layout.RowOffset(from[i] / bs, h, from[i] % bs), static_cast<size_t>(layout.RowBytes()));
+      if (KvRowScaleBytes(layout.dtype) > 0) {
+        std::memmove(cache + layout.ScaleOffset(to[i] / bs, h, to[i] % bs),
+                     cache + layout.ScaleOffset(from[i] / bs, h, from[i] % bs),
+                     static_cast<size_t>(KvRowScaleBytes(layout.dtype)));
+      }
+    }
+  }
+}
+
 namespace {
 
 // How the batch is cut into tiles: windows of `tokens` consecutive batch
@@ -281,7 +310,10 @@ struct TileShape {
 
 TileShape ChooseTiles(const PagedAttentionParams& p, int64_t group, int threads) {
   int64_t longest = 1;
-  for (int64_t t = 0; t < p.num_tokens; ++t) longest = std::max<int64_t>(longest, p.where.positions[t] + 1);
+  for (int64_t t = 0; t < p.num_tokens; ++t) {
+    const uint64_t mask = p.where.tree_masks != nullptr ? p.where.tree_masks[t] : 0;
+    longest = std::max<int64_t>(longest, TreeKeyEnd(p.where.positions[t], mask));
+  }
   TileShape shape;
   shape.tokens = std::clamp<int64_t>(kScoreBudget / (group * longest), 1, kMaxTileTokens);
   const int64_t want = 2 * static_cast<int64_t>(threads);  // items per thread, for balance

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "common/thread_pool.h"
 #include "kernels/common/paged_kv.h"
@@ -28,6 +29,11 @@ namespace kvfleet::kernels {
 // layout's dtype and stores them at each token's slot (where.kv_slots).
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
              int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache);
+
+// Copies K or V rows (scales included) of every KV head from slot from[i]
+// to slot to[i] (page * block_size + slot), one move after another.
+void MoveKvRows(const KvCacheLayout& layout, std::span<const int64_t> from, std::span<const int64_t> to,
+                uint8_t* cache);
 
 struct PagedAttentionParams {
   KvCacheLayout layout;
@@ -44,7 +50,9 @@ struct PagedAttentionParams {
 
 // Token t attends to positions 0..positions[t] of its own sequence (the
 // last `window` of them when a window is set), which must already be in the
-// cache (including its own K/V).
+// cache (including its own K/V); a tree verify chunk's token, to its path
+// (paged_kv.h, "Tree verification"), with the same arithmetic as plain
+// decoding of that path.
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool);
 
 // Sizes the calling thread's scratch for contexts up to max_context, so no

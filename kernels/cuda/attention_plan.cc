@@ -5,7 +5,7 @@
 namespace kvfleet::kernels::cuda {
 
 bool PlanAttention(const int32_t* positions, const int32_t* chunk_starts, int32_t num_chunks, int64_t group,
-                   int64_t workspace_partials, AttentionPlan* plan) {
+                   int64_t workspace_partials, AttentionPlan* plan, const uint64_t* tree_masks) {
   plan->items.clear();
   plan->groups.clear();
   plan->partial_offsets.assign(chunk_starts[num_chunks], 0);
@@ -22,8 +22,10 @@ bool PlanAttention(const int32_t* positions, const int32_t* chunk_starts, int32_
     group_partials = 0;
   };
   for (int32_t c = 0; c < num_chunks; ++c) {
-    for (int32_t t0 = chunk_starts[c]; t0 < chunk_starts[c + 1]; t0 += tile_tokens) {
-      const int32_t n = std::min(tile_tokens, chunk_starts[c + 1] - t0);
+    const bool tree = tree_masks != nullptr && tree_masks[chunk_starts[c]] != 0;
+    const int32_t chunk_tile = tree ? 1 : tile_tokens;
+    for (int32_t t0 = chunk_starts[c]; t0 < chunk_starts[c + 1]; t0 += chunk_tile) {
+      const int32_t n = std::min(chunk_tile, chunk_starts[c + 1] - t0);
       int64_t tile_partials = 0;
       for (int32_t t = t0; t < t0 + n; ++t) tile_partials += PartitionsFor(positions[t]);
       if (tile_partials > workspace_partials) {

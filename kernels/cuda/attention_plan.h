@@ -9,14 +9,15 @@
 // verify chunk is cut into tiles of up to kMaxTileRows / group tokens, so
 // its tokens share each K/V load. Each (token, head, partition) writes one
 // partial result; a second kernel combines a token's partials in partition
-// order. Work is split into groups whose partials fit the workspace
+// order. A tree verify chunk's tokens are tiles of one (each reads its own
+// path's keys: paged_kv.h). Work is split into groups whose partials fit the workspace
 // (kernels launched per group), which bounds the workspace whatever the
 // batch.
 //
 // Plain C++: tested without a GPU.
 //
 //   AttentionPlan plan;
-//   PlanAttention(batch.positions.data(), batch.chunk_starts.data(), batch.num_chunks(), heads, group, rows, &plan);
+//   PlanAttention(batch.positions.data(), batch.chunk_starts.data(), batch.num_chunks(), group, rows, &plan);
 #pragma once
 
 #include <cstdint>
@@ -69,9 +70,10 @@ constexpr int64_t MinWorkspacePartials(int64_t group, int64_t context_length) {
 }
 
 // Fills `plan` (reusing its capacity) for a batch; `workspace_partials` is how
-// many (token, partition) pairs the workspace holds. Clears and refills every
-// field. False (and an empty plan) when one tile alone does not fit.
+// many (token, partition) pairs the workspace holds; `tree_masks` the batch's
+// (null when no chunk is a tree). Clears and refills every field. False (and
+// an empty plan) when one tile alone does not fit.
 bool PlanAttention(const int32_t* positions, const int32_t* chunk_starts, int32_t num_chunks, int64_t group,
-                   int64_t workspace_partials, AttentionPlan* plan);
+                   int64_t workspace_partials, AttentionPlan* plan, const uint64_t* tree_masks = nullptr);
 
 }  // namespace kvfleet::kernels::cuda

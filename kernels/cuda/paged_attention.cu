@@ -80,6 +80,10 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
   const int64_t key_end = key_begin + kPartitionTokens < last_position + 1 ? key_begin + kPartitionTokens
                                                                            : last_position + 1;
   const int32_t* table = p.where.block_table + p.where.token_chunk[item.first_token] * p.where.table_width;
+  // A tree verify chunk's token is a tile of its own (attention_plan.h):
+  // its keys are its path's, read through TreeKeyIndex, so every reduction
+  // runs over the same keys in the same lanes as plain decoding of the path.
+  const uint64_t tree_mask = p.where.tree_masks != nullptr ? p.where.tree_masks[item.first_token] : 0;
   // A partition before every row's window (the tile's first token has the
   // earliest one): nothing to do, and no row combines it.
   if (item.partition < FirstPartitionFor(p.where.positions[item.first_token], p.window)) return;
@@ -102,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
   }
   __syncthreads();
   for (int64_t j = key_begin + tid; j < key_end; j += kThreads) {
-    const RowAt k_row = CacheRow(p.layout, table, j, kv_head);
+    const RowAt k_row = CacheRow(p.layout, table, TreeKeyIndex(j, last_position, tree_mask), kv_head);
     float dot[kMaxTileRows];
     KVFLEET_UNROLL
     for (int r = 0; r < kMaxTileRows; ++r) dot[r] = 0.0f;
@@ -155,7 +159,8 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
     for (int64_t j = key_begin + subset; j < key_end; j += kSubsets) {
       const float e = scores[r][j - key_begin];
       float v[8];
-      LoadRow8(p.layout, p.v_cache, CacheRow(p.layout, table, j, kv_head), dim_lane, v);
+      LoadRow8(p.layout, p.v_cache, CacheRow(p.layout, table, TreeKeyIndex(j, last_position, tree_mask), kv_head),
+               dim_lane, v);
       KVFLEET_UNROLL
       for (int i = 0; i < 8; ++i) acc[i] = __fmaf_rn(e, v[i], acc[i]);
     }
@@ -270,7 +275,37 @@ __global__ void WriteKvKernel(KvCacheLayout layout, TokenPlacement where, const 
   StoreRow8(layout, v + src, c, slot / layout.block_size, h, slot % layout.block_size, v_cache);
 }
 
+// One thread per (KV head, 4-byte word of a row, or the row's scale), over
+// every move in order: a given byte is only ever touched by one thread, so
+// the moves' order holds without any synchronisation.
+__global__ void MoveKvRowsKernel(KvCacheLayout layout, const int64_t* moves, int32_t count, uint8_t* cache) {
+  const int64_t words = layout.RowBytes() / 4;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= layout.num_kv_heads * (words + 1)) return;
+  const int64_t h = idx / (words + 1), w = idx % (words + 1);
+  const int64_t bs = layout.block_size;
+  for (int32_t m = 0; m < count; ++m) {
+    const int64_t from = moves[2 * m], to = moves[2 * m + 1];
+    if (w < words) {
+      *reinterpret_cast<uint32_t*>(cache + layout.RowOffset(to / bs, h, to % bs) + 4 * w) =
+          *reinterpret_cast<const uint32_t*>(cache + layout.RowOffset(from / bs, h, from % bs) + 4 * w);
+    } else if (KvRowScaleBytes(layout.dtype) > 0) {
+      *reinterpret_cast<uint16_t*>(cache + layout.ScaleOffset(to / bs, h, to % bs)) =
+          *reinterpret_cast<const uint16_t*>(cache + layout.ScaleOffset(from / bs, h, from % bs));
+    }
+  }
+}
+
 }  // namespace
+
+void LaunchMoveKvRows(const KvCacheLayout& layout, const int64_t* moves, int32_t count, uint8_t* cache,
+                      ::kvfleet::cuda::Stream stream) {
+  const int64_t total = layout.num_kv_heads * (layout.RowBytes() / 4 + 1);
+  if (count == 0 || total == 0) return;
+  auto* kernel = &MoveKvRowsKernel;
+  KVFLEET_LAUNCH(kernel, dim3(static_cast<unsigned>((total + 127) / 128)), dim3(128), 0, stream, layout, moves, count,
+                 cache);
+}
 
 bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_heads, std::string* why) {
   if (head_dim != 16 && head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 256) {

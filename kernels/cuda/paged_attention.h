@@ -28,7 +28,9 @@
 // before its window, are masked to exp(−inf) = 0, which adds exact zeros: a
 // prefill row equals the decode of the same token bit for bit. With a
 // window, a row combines only its partitions from FirstPartitionFor on, and
-// a tile's partition before every row's window does no work.
+// a tile's partition before every row's window does no work. A tree verify
+// chunk's token (paged_kv.h) walks the logical keys of its path, each read
+// from where its node is stored: the lanes and order of plain decoding.
 //
 //   LaunchWriteKv(layout, where, k, v, tokens, k_cache, v_cache, stream);
 //   LaunchPagedAttention(params, plan, stream);
@@ -52,6 +54,12 @@ bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_
 // dtype and stores them at each token's slot (where.kv_slots).
 void LaunchWriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
                    int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, ::kvfleet::cuda::Stream stream);
+
+// Copies K or V rows (scales included) of every KV head of one cache
+// array: moves[2i] → moves[2i + 1] (device memory; page * block_size +
+// slot), in order, as kernels/cpu's MoveKvRows.
+void LaunchMoveKvRows(const KvCacheLayout& layout, const int64_t* moves, int32_t count, uint8_t* cache,
+                      ::kvfleet::cuda::Stream stream);
 
 struct PagedAttentionParams {
   KvCacheLayout layout;

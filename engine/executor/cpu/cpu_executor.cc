@@ -174,4 +174,14 @@ absl::Status CpuExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> 
   return absl::OkStatus();
 }
 
+absl::Status CpuExecutor::MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) {
+  RETURN_IF_ERROR(CheckKvMoves(info_, from, to));
+  const kernels::KvCacheLayout layout = KvLayoutFor(config_, options_, KvPagesAllocated(info_, info_.num_blocks));
+  for (size_t l = 0; l < k_layers_.size(); ++l) {
+    kernels::MoveKvRows(layout, from, to, k_layers_[l]);
+    kernels::MoveKvRows(layout, from, to, v_layers_[l]);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kvfleet::engine

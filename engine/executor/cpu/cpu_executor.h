@@ -44,6 +44,7 @@ class CpuExecutor : public ModelExecutor {
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
   absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
   absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
+  absl::Status MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) override;
 
  private:
   CpuExecutor(const model::Model& model, const ExecutorOptions& options);

@@ -157,6 +157,7 @@ CudaExecutor::BatchLayout CudaExecutor::LayoutFor(int64_t tokens, int64_t chunks
   l.kv_slots = take(groups * tokens * 8);
   l.block_table = take(groups * chunks * width * 4);
   l.logits_tokens = take(logits_rows * 4);
+  l.tree_masks = take(tokens * 8);
   l.end = at;
   return l;
 }
@@ -252,17 +253,21 @@ absl::StatusOr<BatchArrays> CudaExecutor::StageBatch(const ForwardBatch& batch) 
   put(l.kv_slots, batch.kv_slots);
   put(l.block_table, batch.block_table);
   put(l.logits_tokens, batch.logits_tokens);
+  put(l.tree_masks, batch.tree_masks);
   RETURN_IF_ERROR(cu::CopyToDevice(batch_device_.get(), host, l.end, stream_));
   uint8_t* dev = batch_device_.as<uint8_t>();
-  return BatchArrays{.token_ids = reinterpret_cast<const int32_t*>(dev + l.token_ids),
-                     .logits_tokens = reinterpret_cast<const int32_t*>(dev + l.logits_tokens),
-                     .placement = {.positions = reinterpret_cast<const int32_t*>(dev + l.positions),
-                                   .token_chunk = reinterpret_cast<const int32_t*>(dev + l.token_chunk),
-                                   .block_table = reinterpret_cast<const int32_t*>(dev + l.block_table),
-                                   .table_width = batch.max_blocks_per_chunk,
-                                   .kv_slots = reinterpret_cast<const int64_t*>(dev + l.kv_slots)},
-                     .group_table_stride = batch.group_table_size(),
-                     .group_slots_stride = batch.num_tokens()};
+  return BatchArrays{
+      .token_ids = reinterpret_cast<const int32_t*>(dev + l.token_ids),
+      .logits_tokens = reinterpret_cast<const int32_t*>(dev + l.logits_tokens),
+      .placement = {.positions = reinterpret_cast<const int32_t*>(dev + l.positions),
+                    .token_chunk = reinterpret_cast<const int32_t*>(dev + l.token_chunk),
+                    .block_table = reinterpret_cast<const int32_t*>(dev + l.block_table),
+                    .table_width = batch.max_blocks_per_chunk,
+                    .kv_slots = reinterpret_cast<const int64_t*>(dev + l.kv_slots),
+                    .tree_masks =
+                        batch.tree_masks.empty() ? nullptr : reinterpret_cast<const uint64_t*>(dev + l.tree_masks)},
+      .group_table_stride = batch.group_table_size(),
+      .group_slots_stride = batch.num_tokens()};
 }
 
 absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
@@ -325,6 +330,33 @@ absl::Status CudaExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t>
     src += 2 * piece;
   }
   // The source may be reused as soon as this returns.
+  return cu::Synchronize(stream_);
+}
+
+absl::Status CudaExecutor::MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) {
+  RETURN_IF_ERROR(CheckKvMoves(info_, from, to));
+  if (from.empty()) return absl::OkStatus();
+  // Between steps the batch's staging and device arrays are free.
+  const size_t bytes = from.size() * 2 * sizeof(int64_t);
+  if (bytes > batch_staging_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a KV move of ", from.size(), " slots is more than a step's staging holds"));
+  }
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  int64_t* pairs = batch_staging_.as<int64_t>();
+  for (size_t i = 0; i < from.size(); ++i) {
+    pairs[2 * i] = from[i];
+    pairs[2 * i + 1] = to[i];
+  }
+  RETURN_IF_ERROR(cu::CopyToDevice(batch_device_.get(), pairs, bytes, stream_));
+  const kernels::KvCacheLayout layout = KvLayoutFor(config_, options_, KvPagesAllocated(info_, info_.num_blocks));
+  const auto* moves = batch_device_.as<int64_t>();
+  const int32_t count = static_cast<int32_t>(from.size());
+  for (size_t l = 0; l < k_layers_.size(); ++l) {
+    kernels::cuda::LaunchMoveKvRows(layout, moves, count, k_layers_[l], stream_);
+    kernels::cuda::LaunchMoveKvRows(layout, moves, count, v_layers_[l], stream_);
+  }
+  RETURN_IF_ERROR(cu::CheckLaunches("the KV move"));
   return cu::Synchronize(stream_);
 }
 

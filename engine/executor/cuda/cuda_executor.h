@@ -54,12 +54,14 @@ class CudaExecutor : public ModelExecutor {
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
   absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
   absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
+  absl::Status MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) override;
   std::shared_ptr<uint8_t> AllocateHostMemory(size_t bytes) override;
 
  private:
   // Where each batch array sits in the staging buffer (and its device twin).
   struct BatchLayout {
-    size_t token_ids = 0, positions = 0, token_chunk = 0, kv_slots = 0, block_table = 0, logits_tokens = 0, end = 0;
+    size_t token_ids = 0, positions = 0, token_chunk = 0, kv_slots = 0, block_table = 0, logits_tokens = 0,
+           tree_masks = 0, end = 0;
   };
 
   CudaExecutor(const model::Model& model, const ExecutorOptions& options);

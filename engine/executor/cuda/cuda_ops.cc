@@ -42,7 +42,8 @@ void CudaOps::Prepare() {
   const ForwardBatch& batch = *step_.batch;
   kc::AttentionPlan& plan = workspace_.plan;
   if (!kc::PlanAttention(batch.positions.data(), batch.chunk_starts.data(), batch.num_chunks(), config_.group,
-                         workspace_.partial_capacity, &plan)) {
+                         workspace_.partial_capacity, &plan,
+                         batch.tree_masks.empty() ? nullptr : batch.tree_masks.data())) {
     status_ = absl::InternalError(absl::StrCat("an attention tile needs more than the workspace's ",
                                                workspace_.partial_capacity, " partial results"));
     return;

@@ -67,6 +67,8 @@ const char kUsageTail[] =
   --spec-self-layers N         load "self": the model's first N layers draft (default 0: not loaded)
   --spec-draft-model PATH      load "draft": a GGUF with the same vocabulary (e.g. from kvfleet make-draft)
   --spec-draft-heads DIR       load "heads": draft heads trained for this exact model (tools/heads/README.md)
+  --spec-heads-top-k K         > 1: the heads draft a tree of each head's K likeliest tokens, verified in one
+                               pass (default 1: a chain)
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
@@ -126,6 +128,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "spec-self-layers",
                                                                 "spec-draft-model",
                                                                 "spec-draft-heads",
+                                                                "spec-heads-top-k",
                                                                 "fault-drop-event-batch"})),
           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
@@ -196,6 +199,12 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.proposers.self_layers = static_cast<int32_t>(self_layers);
   o.proposers.draft_model_path = f.GetString("spec-draft-model", "");
   o.proposers.draft_heads_path = f.GetString("spec-draft-heads", "");
+  ASSIGN_OR_RETURN(int64_t heads_top_k, f.GetInt("spec-heads-top-k", 1));
+  if (heads_top_k < 1 || heads_top_k > 16) {
+    return absl::InvalidArgumentError(
+        "--spec-heads-top-k must be in [1, 16] (1: a chain of each head's likeliest token)");
+  }
+  o.proposers.heads_top_k = static_cast<int32_t>(heads_top_k);
   o.proposers.num_threads = o.threads;
   o.proposers.cpu_activations = o.cpu_activations;
   // The default must be one of the proposers these flags load.
