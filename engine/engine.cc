@@ -433,7 +433,11 @@ int32_t Engine::KeepPathKv(const Request& req, const std::vector<int32_t>& path)
   }
   if (const absl::Status moved = executor_.MoveKvSlots(move_from_, move_to_); !moved.ok()) {
     // Those tokens are kept all the same; the next step computes them again.
-    KVFLEET_LOG_WARN("tree verification: {}; recomputing the kept guesses off the first branch", moved.ToString());
+    if (!warned_no_kv_move_) {
+      KVFLEET_LOG_WARN("tree verification: {}; recomputing kept guesses off the first branch instead",
+                       moved.ToString());
+      warned_no_kv_move_ = true;
+    }
     return in_place;
   }
   return static_cast<int32_t>(path.size());

@@ -185,6 +185,7 @@ class Engine {
   std::vector<model::TokenId> verify_tokens_;  // a drafted chunk's tokens: pending token, then guesses
   std::vector<int32_t> verify_parents_;        // a tree chunk's node parents (ForwardBatchBuilder::AddChunk)
   std::vector<int64_t> move_from_, move_to_;   // an accepted tree path's KV moves
+  bool warned_no_kv_move_ = false;
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;

@@ -51,10 +51,77 @@ class RandomProposer final : public spec::Proposer {
   std::mt19937 rng_{3};
 };
 
+// Trees of guesses: decoys first at every depth, then (when it knows the
+// answer) the token plain decoding produced there, so a kept path is off
+// the first branch and its KV must move; decoys get children of their own.
+// Without an answer, a random tree (nearly every guess rejected).
+class TreeProposer final : public spec::Proposer {
+ public:
+  // answers: each request's full plain-decoding text (prompt and output).
+  explicit TreeProposer(const std::map<uint64_t, std::vector<model::TokenId>>* answers) : answers_(answers) {}
+  std::string_view name() const override { return "tree"; }
+  absl::Status Propose(std::span<spec::DraftSlot> slots) override {
+    for (spec::DraftSlot& s : slots) {
+      s.draft.clear();
+      s.parents.clear();
+      const std::vector<model::TokenId>* answer = nullptr;
+      if (answers_ != nullptr) {
+        const auto it = answers_->find(s.id.value());
+        if (it != answers_->end()) answer = &it->second;
+      }
+      const auto add = [&](model::TokenId token, int32_t parent) {
+        if (static_cast<int32_t>(s.draft.size()) >= s.max_tokens) return -2;
+        s.draft.push_back(token);
+        s.parents.push_back(parent);
+        return static_cast<int32_t>(s.draft.size()) - 1;
+      };
+      const auto decoy = [&] { return static_cast<model::TokenId>(rng_() % kVocab); };
+      int32_t parent = -1;
+      for (size_t depth = 0; parent >= -1 && static_cast<int32_t>(s.draft.size()) < s.max_tokens; ++depth) {
+        const size_t at = s.context.size() + depth;
+        if (answer == nullptr || at >= answer->size()) {
+          // Random: any earlier node (or the pending token) as parent.
+          add(decoy(), static_cast<int32_t>(rng_() % (s.draft.size() + 1)) - 1);
+          continue;
+        }
+        for (uint32_t d = rng_() % 3; d > 0; --d) {
+          const int32_t decoy_node = add(decoy(), parent);
+          if (decoy_node >= 0 && rng_() % 2 == 0) add(decoy(), decoy_node);
+        }
+        parent = add((*answer)[at], parent);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::map<uint64_t, std::vector<model::TokenId>>* answers_;
+  std::mt19937 rng_{5};
+};
+
+// The executor of a backend that cannot move KV between slots: the engine
+// must recompute a kept path off the first branch instead.
+class NoKvMoveExecutor final : public ModelExecutor {
+ public:
+  explicit NoKvMoveExecutor(std::unique_ptr<ModelExecutor> inner) : inner_(std::move(inner)) {}
+  const ExecutorInfo& info() const override { return inner_->info(); }
+  ExecutorMemory memory() const override { return inner_->memory(); }
+  absl::StatusOr<DeviceFreeMemory> FreeMemory() const override { return inner_->FreeMemory(); }
+  absl::Status AllocateKvCache(int64_t num_blocks) override { return inner_->AllocateKvCache(num_blocks); }
+  absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override { return inner_->Forward(batch); }
+
+ private:
+  std::unique_ptr<ModelExecutor> inner_;
+};
+
 struct SpecSetup {
   std::string proposer = spec::kProposerOff;  // the worker's default
   int32_t max_draft_tokens = 4;
   bool adaptive = false;
+  int32_t heads_top_k = 1;
+  // For "tree": each request's plain-decoding text (null: random trees).
+  const std::map<uint64_t, std::vector<model::TokenId>>* answers = nullptr;
+  bool executor_moves_kv = true;
 };
 
 class SpeculativeEngineTest : public ::testing::Test {
@@ -95,8 +162,8 @@ class SpeculativeEngineTest : public ::testing::Test {
   // loaded, auditing the block accounting after each step.
   static Run RunAll(const std::vector<EngineRequest>& requests, const SpecSetup& setup, SchedulerConfig config,
                     int64_t num_blocks = 512) {
-    auto executor =
-        testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
+    std::unique_ptr<ModelExecutor> executor = testing::NewTinyExecutor(*model_, num_blocks, kBlockSize, 2);
+    if (!setup.executor_moves_kv) executor = std::make_unique<NoKvMoveExecutor>(std::move(executor));
     // The draft model is the target itself: greedy guesses are then always
     // right, which exercises long acceptances.
     auto draft_executor = testing::NewTinyExecutor(*model_, 512, kBlockSize, 2);
@@ -105,11 +172,12 @@ class SpeculativeEngineTest : public ::testing::Test {
     spec::SelfSpeculativeProposer self(*executor, 1);
     spec::SuffixProposer suffix({});
     spec::HeadsProposer heads(*spec::DraftHeads::Load(dir_->Path("heads"), *model_, "t.gguf"),
-                              executor->info().weight_bytes);
+                              executor->info().weight_bytes, setup.heads_top_k);
     RandomProposer random;
+    TreeProposer tree(setup.answers);
     kvfleet::testing::RecordingKvListener listener;
     EngineOptions options{.model_id = "tiny", .scheduler = config};
-    options.proposers = {&ngram, &suffix, &self, draft.get(), &heads, &random};
+    options.proposers = {&ngram, &suffix, &self, draft.get(), &heads, &random, &tree};
     options.speculation = {.proposer = setup.proposer, .max_draft_tokens = setup.max_draft_tokens,
                            .adaptive = setup.adaptive};
     EXPECT_TRUE(options.Validate().ok()) << options.Validate();
@@ -202,6 +270,65 @@ TEST_F(SpeculativeEngineTest, EveryProposerLeavesEveryTokenUnchangedInMixedBatch
                                 {.max_num_batched_tokens = 64, .max_num_seqs = 32});
     EXPECT_EQ(adaptive.tokens, plain.tokens) << proposer << " adaptive";
   }
+}
+
+// Each request's whole text after plain decoding: what the tree proposer
+// hides among its decoys.
+std::map<uint64_t, std::vector<model::TokenId>> Answers(
+    const std::vector<EngineRequest>& requests, const std::map<uint64_t, std::vector<model::TokenId>>& outputs) {
+  std::map<uint64_t, std::vector<model::TokenId>> answers;
+  for (const EngineRequest& r : requests) {
+    std::vector<model::TokenId>& a = answers[r.id.value()];
+    a = r.prompt;
+    a.insert(a.end(), outputs.at(r.id.value()).begin(), outputs.at(r.id.value()).end());
+  }
+  return answers;
+}
+
+TEST_F(SpeculativeEngineTest, TreeDraftsKeepEveryTokenAndTheKeptPathsKv) {
+  const std::vector<EngineRequest> requests = MixedRequests(24, 7);
+  const SchedulerConfig config{.max_num_batched_tokens = 96, .max_num_seqs = 32};
+  const Run plain = RunAll(requests, {}, config);
+  const auto answers = Answers(requests, plain.tokens);
+  for (int32_t k : {2, 5, 12, 32}) {
+    // The answer off the first branch: every kept guess but the first
+    // branch's moves its KV, then later tokens attend to it.
+    const Run oracle = RunAll(requests, {.proposer = "tree", .max_draft_tokens = k, .answers = &answers}, config);
+    EXPECT_EQ(oracle.tokens, plain.tokens) << "k=" << k;
+    EXPECT_GT(Accepted(oracle.stats), 0) << "k=" << k;
+    const Run random = RunAll(requests, {.proposer = "tree", .max_draft_tokens = k}, config);
+    EXPECT_EQ(random.tokens, plain.tokens) << "random trees, k=" << k;
+    EXPECT_GT(Drafted(random.stats), 0);
+  }
+  // An executor that cannot move KV: the kept guesses are recomputed.
+  const Run recomputed = RunAll(
+      requests, {.proposer = "tree", .max_draft_tokens = 8, .answers = &answers, .executor_moves_kv = false}, config);
+  EXPECT_EQ(recomputed.tokens, plain.tokens);
+  EXPECT_GT(Accepted(recomputed.stats), 0);
+  // Draft heads' own trees, fixed and adaptive.
+  for (bool adaptive : {false, true}) {
+    const Run heads =
+        RunAll(requests, {.proposer = "heads", .max_draft_tokens = 8, .adaptive = adaptive, .heads_top_k = 3}, config);
+    EXPECT_EQ(heads.tokens, plain.tokens) << "adaptive " << adaptive;
+    if (!adaptive) {
+      EXPECT_GT(Drafted(heads.stats), 0);
+    }
+  }
+}
+
+TEST_F(SpeculativeEngineTest, TreeDraftsSurviveSmallBudgetsAndPreemption) {
+  const std::vector<EngineRequest> requests = MixedRequests(12, 11);
+  const Run plain = RunAll(requests, {}, {.max_num_batched_tokens = 512, .max_num_seqs = 32});
+  const auto answers = Answers(requests, plain.tokens);
+  int64_t preemptions = 0;
+  for (int32_t budget : {2, 5, 9, 64}) {
+    const Run spec = RunAll(requests, {.proposer = "tree", .max_draft_tokens = 8, .answers = &answers},
+                            {.max_num_batched_tokens = budget, .max_num_seqs = 32, .growth_reserve_blocks = 0},
+                            /*num_blocks=*/18);
+    EXPECT_EQ(spec.tokens, plain.tokens) << "budget " << budget;
+    preemptions += spec.stats.preemptions;
+  }
+  EXPECT_GT(preemptions, 0) << "the pool was meant to force preemption";
 }
 
 TEST_F(SpeculativeEngineTest, SmallBudgetsAndPreemptionKeepEveryToken) {

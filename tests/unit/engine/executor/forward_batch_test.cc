@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/common/paged_kv.h"
+
 namespace kvfleet::engine {
 namespace {
 
@@ -33,6 +35,46 @@ TEST(ForwardBatchBuilderTest, PageGroupsGetTheirOwnTablesAndSlotsAndFreedPagesTh
   EXPECT_TRUE(b.Validate(300, 1024, 100, 2, 2).ok());
   const absl::Status one_group = b.Validate(300, 1024, 100, 2, 1);
   EXPECT_NE(one_group.message().find("2 page groups; the cache has 1"), std::string::npos) << one_group;
+}
+
+// A tree verify chunk: node i stored at start + i, positioned by its depth,
+// with a mask of its path; Validate refuses masks that are not paths.
+TEST(ForwardBatchBuilderTest, TreeChunksStoreNodesInOrderAndPositionThemByDepth) {
+  ForwardBatchBuilder builder(/*block_size=*/4);
+  builder.AddChunk(std::vector<model::TokenId>{9}, 6, Blocks({1, 2}), LogitsWanted::kLast);
+  // Root 40 at 5; children 41 and 42; 43 under 42; 44 under 41.
+  builder.AddChunk(std::vector<model::TokenId>{40, 41, 42, 43, 44}, 5, Blocks({3, 4, 5}), LogitsWanted::kAll,
+                   std::vector<int32_t>{-1, 0, 0, 2, 1});
+  const ForwardBatch& b = builder.Finish();
+  EXPECT_EQ(b.positions, (std::vector<int32_t>{6, 5, 6, 6, 7, 7}));
+  EXPECT_EQ(b.tree_masks, (std::vector<uint64_t>{0, 0b1, 0b11, 0b101, 0b1101, 0b10011}));
+  // Stored one after another: positions 5..9 of blocks 4 and 5.
+  EXPECT_EQ(b.kv_slots, (std::vector<int64_t>{2 * 4 + 2, 4 * 4 + 1, 4 * 4 + 2, 4 * 4 + 3, 5 * 4 + 0, 5 * 4 + 1}));
+  EXPECT_EQ(b.chunk_end_position(1), 10);
+  EXPECT_TRUE(b.Validate(64, 64, 10, 2).ok());
+  // Node 4's logical keys: 0..5 in place, then its path's node 1 at 6.
+  EXPECT_EQ(kernels::TreeKeyIndex(5, 7, 0b10011), 5);
+  EXPECT_EQ(kernels::TreeKeyIndex(6, 7, 0b10011), 6);
+  EXPECT_EQ(kernels::TreeKeyIndex(7, 7, 0b10011), 9);
+  EXPECT_EQ(kernels::TreeKeyIndex(7, 7, 0b1101), 8);
+  EXPECT_EQ(kernels::TreeKeyIndex(6, 7, 0b1101), 7);
+  EXPECT_EQ(kernels::TreeKeyEnd(7, 0b10011), 10);
+
+  ForwardBatch broken = b;
+  broken.tree_masks[4] = 0b1111;  // node 3 seeing node 1 beside its path
+  EXPECT_NE(broken.Validate(64, 64, 10, 2).message().find("not a path"), std::string::npos);
+  broken = b;
+  broken.positions[4] = 8;  // deeper than its path
+  EXPECT_NE(broken.Validate(64, 64, 10, 2).message().find("not a path"), std::string::npos)
+      << broken.Validate(64, 64, 10, 2);
+  broken = b;
+  broken.tree_masks[1] = 0;  // a tree without its root
+  EXPECT_FALSE(broken.Validate(64, 64, 10, 2).ok());
+  // A parent after its child cannot be built.
+  builder.Clear();
+  builder.AddChunk(std::vector<model::TokenId>{40, 41, 42}, 0, Blocks({3}), LogitsWanted::kAll,
+                   std::vector<int32_t>{-1, 2, 0});
+  EXPECT_FALSE(builder.Finish().Validate(64, 64, 10, 2).ok());
 }
 
 TEST(ForwardBatchBuilderTest, LaysOutTokensSlotsTablesAndLogitsRows) {

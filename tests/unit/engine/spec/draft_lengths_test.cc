@@ -93,5 +93,21 @@ TEST(DraftLengthsTest, NeverPastMaxTokens) {
   EXPECT_EQ(k[1], 0);
 }
 
+// With worths (a tree's nodes, each the chance it is kept), each guess is
+// valued by its own worth, not by the request's rate: a confident first
+// branch is verified deep, an unlikely one not at all.
+TEST(ChooseDraftLengthsTest, GuessesWithWorthsAreValuedOneByOne) {
+  const StepCostModel cost = Learned(0.030, 0.002);
+  const std::vector<double> sure = {0.95, 0.9, 0.85, 0.8, 0.02, 0.01};
+  const std::vector<double> unlikely = {0.01, 0.005};
+  const std::vector<DraftCandidate> c = {
+      {.acceptance = 0.0, .max_tokens = 6, .worths = sure},
+      {.acceptance = 0.9, .max_tokens = 2, .worths = unlikely},
+  };
+  const std::vector<int32_t> k = ChooseDraftLengths(c, cost, {.tokens = 2, .produced = 2});
+  EXPECT_EQ(k[0], 4);
+  EXPECT_EQ(k[1], 0);
+}
+
 }  // namespace
 }  // namespace kvfleet::engine::spec
