@@ -57,7 +57,7 @@ constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device a
        [--max-tokens 128] [--self-layers 20] [--draft-model PATH] [--max-draft-tokens 8]
        [--workloads structured,code,chat] [--configs ngram,suffix,self,draft,ngram-fixed] [--ngram-min 2 --ngram-max 4]
        [--suffix-factor 2 --suffix-min-prob 0.1 --suffix-store 64MiB] [--replay FILE]
-       [--draft-heads DIR (loads the "heads" config)]
+       [--draft-heads DIR (loads the "heads" config)] [--heads-top-k K (> 1: the heads draft trees)]
        [--repeats 1]
 
 Wall time per generated token with and without speculative decoding, and
@@ -265,6 +265,7 @@ absl::Status Main(const flags::Flags& f) {
       absl::StrSplit(f.GetString("configs", "ngram,suffix,self,draft,ngram-fixed"), ',');
 
   const std::string heads_path = f.GetString("draft-heads", "");
+  ASSIGN_OR_RETURN(int64_t heads_top_k, f.GetInt("heads-top-k", 1));
   std::string draft_path = f.GetString("draft-model", "");
   if (draft_path.empty()) {
     draft_path = (std::filesystem::temp_directory_path() / "spec_decode_bench_draft_q4_0.gguf").string();
@@ -292,6 +293,7 @@ absl::Status Main(const flags::Flags& f) {
                         .self_layers = static_cast<int32_t>(self_layers),
                         .draft_model_path = draft_path,
                         .draft_heads_path = heads_path,
+                        .heads_top_k = static_cast<int32_t>(heads_top_k),
                         .num_threads = static_cast<int>(threads),
                         .cpu_activations = activations},
                        *s.executor, {*s.model, model_path}, engine::CreateExecutor));
@@ -309,9 +311,12 @@ absl::Status Main(const flags::Flags& f) {
       configs.push_back({name, name, true});
     }
   }
-  std::printf("spec_decode_bench: %s, %lld threads, greedy, max_tokens %lld, k <= %lld, self layers %lld, draft %s\n",
-              model_path.c_str(), static_cast<long long>(threads), static_cast<long long>(max_tokens),
-              static_cast<long long>(max_draft), static_cast<long long>(self_layers), draft_path.c_str());
+  std::printf(
+      "spec_decode_bench: %s, %lld threads, greedy, max_tokens %lld, k <= %lld, self layers %lld, draft %s, heads "
+      "top-k %lld\n",
+      model_path.c_str(), static_cast<long long>(threads), static_cast<long long>(max_tokens),
+      static_cast<long long>(max_draft), static_cast<long long>(self_layers), draft_path.c_str(),
+      static_cast<long long>(heads_top_k));
   std::printf("ms/token: decode phase, per stream (first token to last); speedup: plain's over this;\n"
               "wall: wall time per generated token with prefill (throughput), and its speedup\n");
   std::printf("%-10s %7s %-12s %7s %9s %8s %8s %9s %9s %8s %5s\n", "workload", "streams", "config", "tokens",
@@ -399,10 +404,10 @@ int main(int argc, char** argv) {
   }
   kvfleet::InitLogging(std::getenv("KVFLEET_LOG_LEVEL") != nullptr ? std::getenv("KVFLEET_LOG_LEVEL") : "warn");
   absl::StatusOr<kvfleet::flags::Flags> f = kvfleet::flags::Flags::Parse(
-      args,
-      {"model", "device", "cpu-activations", "threads", "streams", "max-tokens", "self-layers", "draft-model",
-       "max-draft-tokens", "workloads", "configs", "ngram-min", "ngram-max", "suffix-factor", "suffix-min-prob",
-       "suffix-store", "repeats", "replay", "draft-heads"},
+      args, {"model",        "device",      "cpu-activations", "threads",          "streams",
+             "max-tokens",   "self-layers", "draft-model",     "max-draft-tokens", "workloads",
+             "configs",      "ngram-min",   "ngram-max",       "suffix-factor",    "suffix-min-prob",
+             "suffix-store", "repeats",     "replay",          "draft-heads",      "heads-top-k"},
       {});
   absl::Status s = f.ok() ? kvfleet::bench::Main(*f) : f.status();
   if (!s.ok()) {

@@ -402,7 +402,7 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
     // Every guess counts as drafted, except those a stop or the length
     // limit left untested.
     const int32_t tested = finish ? std::min<int32_t>(drafted, static_cast<int32_t>(emitted.size())) : drafted;
-    speculator_.RecordVerification(req, tested, accepted);
+    speculator_.RecordVerification(req, tested, accepted, path);
     req.ClearDraft();
   }
   kv_.CommitFullBlocks(req);

@@ -94,6 +94,8 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   }
   plain.tokens = static_cast<int32_t>(std::min<int64_t>(pending, token_budget));
   std::vector<spec::DraftCandidate> offers;
+  // Worths as verification has shown them (never rising along a draft).
+  std::vector<std::vector<double>> worths(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Loaded* l = &Of(candidates[i]->proposer);
     // Before a measurement, a proposer model costs its share of a target step.
@@ -108,8 +110,11 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
     offers.push_back({.acceptance = Acceptance(r),
                       .max_tokens = caps[i],
                       .propose_seconds_per_token = cost,
-                      .setup_seconds = static_cast<double>(behind) * cost / remaining,
-                      .worths = r.draft_worths});
+                      .setup_seconds = static_cast<double>(behind) * cost / remaining});
+    for (double w : r.draft_worths) {
+      worths[i].push_back(std::min(l->by_worth.Rate(w), worths[i].empty() ? 1.0 : worths[i].back()));
+    }
+    offers.back().worths = worths[i];
   }
   std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
   if (!candidates.empty()) {
@@ -167,8 +172,13 @@ void Speculator::Plan(const std::list<Request*>& running, int32_t token_budget) 
   // step verifies. Auto requests already hold a lookup's draft, or were
   // sent elsewhere.
   std::vector<int32_t> longest;
-  for (const Request* r : candidates)
-    longest.push_back(r->auto_proposer && IsLookup(*r->proposer) ? 0 : LongestDraft(*r));
+  for (const Request* r : candidates) {
+    // A proposer that costs something (draft heads' trees), whose last
+    // draft for this request was sized to nothing, rests until the probe
+    // interval: its guesses did not pay, so neither does making them.
+    const bool resting = !IsLookup(*r->proposer) && r->steps_since_draft > 0 && r->steps_since_draft < kProbeInterval;
+    longest.push_back((r->auto_proposer && IsLookup(*r->proposer)) || resting ? 0 : LongestDraft(*r));
+  }
   for (Loaded& l : loaded_) {
     if (l.proposer->drafts_before_sizing()) draft_with(l, longest);
   }
@@ -248,10 +258,15 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
   }
 }
 
-void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accepted) {
+void Speculator::RecordVerification(Request& req, int32_t drafted, int32_t accepted, std::span<const int32_t> path) {
   if (drafted <= 0) return;
   req.acceptance.Observe(drafted, accepted);
   Loaded* l = &Of(req.proposer);
+  if (req.draft_worths.size() >= static_cast<size_t>(drafted)) {
+    for (int32_t i = 0; i < drafted; ++i) {
+      l->by_worth.Observe(req.draft_worths[i], std::find(path.begin(), path.end(), i) != path.end());
+    }
+  }
   l->acceptance.Observe(drafted, accepted);
   l->by_evidence.Observe(req.draft_evidence, drafted, accepted);
   l->stats.drafted_tokens += drafted;

@@ -34,6 +34,7 @@
 #include "engine/spec/proposer.h"
 #include "engine/spec/speculation_options.h"
 #include "engine/spec/step_cost_model.h"
+#include "engine/spec/worth_calibration.h"
 
 namespace kvfleet::engine {
 
@@ -52,8 +53,9 @@ class Speculator {
   // logged and costs only its drafts. `token_budget` is the step's.
   void Plan(const std::list<Request*>& running, int32_t token_budget);
 
-  // After verification: `accepted` of `drafted` guesses were kept.
-  void RecordVerification(Request& req, int32_t drafted, int32_t accepted);
+  // After verification: `accepted` of `drafted` guesses were kept, the
+  // guesses `path` (indices into req.draft, in order).
+  void RecordVerification(Request& req, int32_t drafted, int32_t accepted, std::span<const int32_t> path = {});
   // True when the request's drafts may start from the target's hidden
   // state (its proposer's, or any loaded one's for "auto"): the engine then
   // keeps the row that sampled its last token.
@@ -70,6 +72,7 @@ class Speculator {
     spec::Proposer* proposer;
     spec::AcceptanceEstimate acceptance;  // across requests: the prior of a new request
     spec::AcceptanceByEvidence by_evidence;  // of drafts whose proposer reported evidence
+    spec::WorthCalibration by_worth;         // of guesses whose proposer reported worths
     double seconds_per_token = 0.0;      // the proposer's own cost per drafted token (decayed mean)
     bool measured_cost = false;          // seconds_per_token holds a measurement
     SpeculationStats stats;

@@ -19,12 +19,20 @@ namespace {
 
 constexpr char kFormat[] = "kvfleet-draft-heads-v1";
 
+// Four independent accumulators: one chain of fused multiply-adds would
+// wait on its own latency, and the heads' products are all dot products.
 float Dot(const float* a, const float* b, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), acc[k]);
+    }
+  }
+  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[0]);
+  const __m256 sum4 = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
   alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
+  _mm256_store_ps(lanes, sum4);
   float sum = 0.0f;
   for (float v : lanes) sum += v;
   for (; i < n; ++i) sum += a[i] * b[i];

@@ -30,8 +30,11 @@ class HeadsProposer final : public Proposer {
   bool needs_hidden_state() const override { return true; }
   // A chain has one guess per head; a tree as many as the engine allows.
   int32_t max_draft_tokens() const override { return top_k_ > 1 ? INT32_MAX : heads_.num_heads(); }
-  // Every head is scored at once, however many guesses are kept.
-  bool drafts_before_sizing() const override { return true; }
+  // A tree must be built before the engine can pick its best nodes (every
+  // head is scored at once, however many are kept); a chain is sized first,
+  // from the request's acceptance, so a request whose heads do not pay
+  // skips their cost.
+  bool drafts_before_sizing() const override { return top_k_ > 1; }
   int64_t MemoryBytes() const override { return heads_.bytes(); }
 
  private:

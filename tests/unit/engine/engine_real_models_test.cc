@@ -112,17 +112,20 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
                                        .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
     // its own cache, whose greedy guesses the target always accepts.
+    // "heads-tree": the heads drafting a tree of each head's top 3.
+    const bool tree = proposer == "heads-tree";
     const spec::ProposerConfig loaded = proposer == "off" ? spec::ProposerConfig{}
                                                           : spec::ProposerConfig{.self_layers = GetParam().self_layers,
                                                                                  .draft_model_path = GetParam().path,
                                                                                  .draft_heads_path = GetParam().heads,
+                                                                                 .heads_top_k = tree ? 3 : 1,
                                                                                  .num_threads = 2,
                                                                                  .cpu_activations = activations};
     auto proposers = spec::ProposerSet::Load(loaded, *executor, {*model_, GetParam().path}, CreateExecutor);
     EXPECT_TRUE(proposers.ok()) << proposers.status();
     EngineOptions options{.model_id = GetParam().name, .scheduler = config};
     options.proposers = proposers->pointers();
-    options.speculation = {.proposer = proposer, .max_draft_tokens = 5, .adaptive = false};
+    options.speculation = {.proposer = tree ? "heads" : proposer, .max_draft_tokens = 5, .adaptive = false};
     Engine engine(*executor, options);
     std::map<uint64_t, kvfleet::testing::CollectingSink> sinks;
     for (const auto& r : requests) EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
@@ -170,7 +173,10 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
     EXPECT_GT(tight.preemptions, 0);
     if (!speculative) return;
     std::vector<std::string> proposers = {"ngram", "suffix", "self", "draft"};
-    if (!GetParam().heads.empty()) proposers.push_back("heads");  // the committed heads, trained for this file
+    if (!GetParam().heads.empty()) {  // the committed heads, trained for this file: a chain and a tree
+      proposers.push_back("heads");
+      proposers.push_back("heads-tree");
+    }
     for (const std::string& proposer : proposers) {
       EngineStats spec;
       EXPECT_EQ(Run(requests, {.max_num_batched_tokens = 512}, 256, &spec, proposer, activations, kv), alone)
