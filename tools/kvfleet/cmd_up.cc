@@ -39,7 +39,8 @@ constexpr char kUsage[] =
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
                   [--device auto|cpu|cuda[:N]] [--speculation P] [--spec-self-layers N]
-                  [--spec-draft-model PATH] [--spec-draft-heads DIR] [--ask TEXT [--exit-after-ask]]
+                  [--spec-draft-model PATH] [--spec-draft-heads DIR [--spec-heads-top-k K]]
+                  [--ask TEXT [--exit-after-ask]]
                   [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls | --internal-token]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
@@ -72,7 +73,7 @@ kills what is still running.
                           cpu, cuda or cuda:N. Workers on one GPU share it: give each a KV budget that fits
   --speculation P         every worker's default speculative proposer: ngram (the workers' default), suffix,
                           self, draft, heads, auto or off; --spec-self-layers N, --spec-draft-model PATH and
-                          --spec-draft-heads DIR load self, draft and heads
+                          --spec-draft-heads DIR load self, draft and heads (--spec-heads-top-k K: trees)
   --log-dir DIR           each service's log goes to DIR/<name>.log (default: a new /tmp/kvfleet-up-*)
   --bin-dir DIR           where the service binaries are: a build tree or one directory
                           (default: the build tree this kvfleet belongs to)
@@ -142,7 +143,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
   for (const char* name : {"device", "kv-cache-dtype", "kv-host-memory", "kv-disk-size", "speculation",
-                           "spec-self-layers", "spec-draft-model", "spec-draft-heads"}) {
+                           "spec-self-layers", "spec-draft-model", "spec-draft-heads", "spec-heads-top-k"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -368,6 +369,7 @@ absl::Status RunUp(const Args& args) {
                                  "spec-self-layers",
                                  "spec-draft-model",
                                  "spec-draft-heads",
+                                 "spec-heads-top-k",
                                  "prometheus-port",
                                  "prometheus-rules"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token", "keep-window-blocks"}));

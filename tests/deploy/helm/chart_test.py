@@ -1037,6 +1037,10 @@ def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: 
                 want = f"/models/{heads}" if heads else None
                 f.check(arg_after(container["args"], "--spec-draft-heads") == want, vs, who,
                         f"--spec-draft-heads {want} (model.draftHeadsDir)", str(container["args"]))
+                top_k = values["worker"].get("specHeadsTopK", 1)
+                want = str(top_k) if heads and top_k > 1 else None
+                f.check(arg_after(container["args"], "--spec-heads-top-k") == want, vs, who,
+                        f"--spec-heads-top-k {want} (worker.specHeadsTopK with heads)", str(container["args"]))
             if source == "image" and heads:
                 init = [c for c in spec.get("initContainers") or [] if c["name"] == "draft-heads-copy"]
                 f.check(len(init) == 1 and init[0]["command"][-1] == f"/models/{heads}", vs, who,
@@ -1305,6 +1309,7 @@ REFUSALS = [
     ("draft speculation without a draft model", {"worker": {"speculation": "draft"}}, "render", "set model.draftFile"),
     ("heads speculation without heads", {"worker": {"speculation": "heads"}}, "render", "set model.draftHeadsDir"),
     ("a heads directory with a slash", {"model": {"draftHeadsDir": "a/b"}}, "schema", "/model/draftHeadsDir"),
+    ("a heads top-k of 0", {"worker": {"specHeadsTopK": 0}}, "schema", "/worker/specHeadsTopK"),
     ("the target as its own draft file", {"model": {"draftFile": "SmolLM2-135M-Instruct.Q4_1.gguf"}}, "render",
      "other than model.file"),
     ("a draft file with a directory", {"model": {"draftFile": "drafts/d.gguf"}}, "schema", "/model/draftFile"),
@@ -1391,7 +1396,7 @@ INLINE_VALUE_SETS = {
                   "draftHeadsDir": "qwen-1.5b-heads",
                   "source": {"type": "image", "image": {"repository": "models/qwen-coder", "path": "/m/1.5b.gguf",
                                                         "draftPath": "/m/0.5b.gguf", "draftHeadsPath": "/m/heads"}}},
-        "worker": {"speculation": "draft"},
+        "worker": {"speculation": "draft", "specHeadsTopK": 3},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}, "http": {"enabled": False, "requestTimeoutSeconds": 600},
