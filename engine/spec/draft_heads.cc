@@ -123,16 +123,8 @@ int64_t DraftHeads::bytes() const {
   return static_cast<int64_t>((weights_.size() * (hidden_ + 1) * hidden_ + head_rows_.size()) * sizeof(float));
 }
 
-std::vector<model::TokenId> DraftHeads::Guess(std::span<const float> hidden, int32_t count) const {
-  std::vector<model::TokenId> guesses;
-  for (const std::vector<Candidate>& head : Candidates(hidden, count, 1)) {
-    guesses.push_back(head.empty() ? -1 : head.front().token);
-  }
-  return guesses;
-}
-
-std::vector<std::vector<DraftHeads::Candidate>> DraftHeads::Candidates(std::span<const float> hidden, int32_t count,
-                                                                       int32_t top_k) const {
+std::vector<std::vector<TreeCandidate>> DraftHeads::Candidates(std::span<const float> hidden, int32_t count,
+                                                               int32_t top_k) const {
   const int64_t h = hidden_;
   const int32_t n = std::max(0, std::min(count, num_heads()));
   std::vector<float> states(static_cast<size_t>(n * h));
@@ -150,7 +142,7 @@ std::vector<std::vector<DraftHeads::Candidate>> DraftHeads::Candidates(std::span
     const float* row = head_rows_.data() + v * h;
     for (int32_t i = 0; i < n; ++i) logits[static_cast<size_t>(i * vocab + v)] = Dot(row, states.data() + i * h, h);
   }
-  std::vector<std::vector<Candidate>> heads(static_cast<size_t>(n));
+  std::vector<std::vector<TreeCandidate>> heads(static_cast<size_t>(n));
   const size_t k = static_cast<size_t>(std::clamp<int64_t>(top_k, 0, vocab));
   std::vector<int64_t> order(static_cast<size_t>(vocab));
   for (int32_t i = 0; i < n; ++i) {

@@ -20,7 +20,6 @@
 // Thread-safety: immutable after Load; Guess may run anywhere.
 //
 //   ASSIGN_OR_RETURN(DraftHeads heads, DraftHeads::Load("heads/smollm2", target_model, "model.gguf"));
-//   std::vector<TokenId> guesses = heads.Guess(hidden, 3);
 //   auto top = heads.Candidates(hidden, 3, /*top_k=*/2);   // for a tree of guesses
 #pragma once
 
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/spec/draft_tree.h"
 #include "model/model.h"
 #include "model/token_id.h"
 
@@ -50,19 +50,11 @@ class DraftHeads {
   // Bytes read per guess round: the heads and the draft vocabulary's rows.
   int64_t bytes() const;
 
-  // Up to `count` (at most num_heads()) guesses from one hidden state; -1
-  // for a head none of whose logits is finite.
-  std::vector<model::TokenId> Guess(std::span<const float> hidden, int32_t count) const;
-
-  // A head's `top_k` most likely tokens, most likely first, with their
-  // probabilities (softmax over the draft vocabulary); none for a head none
-  // of whose logits is finite.
-  struct Candidate {
-    model::TokenId token;
-    double probability;
-  };
-  // For heads 0 .. count − 1.
-  std::vector<std::vector<Candidate>> Candidates(std::span<const float> hidden, int32_t count, int32_t top_k) const;
+  // For heads 0 .. count − 1 (at most num_heads()), each head's `top_k`
+  // most likely tokens, most likely first, with their probabilities
+  // (softmax over the draft vocabulary); none for a head none of whose
+  // logits is finite.
+  std::vector<std::vector<TreeCandidate>> Candidates(std::span<const float> hidden, int32_t count, int32_t top_k) const;
 
  private:
   int64_t hidden_ = 0;

@@ -20,16 +20,12 @@ absl::Status HeadsProposer::Propose(std::span<DraftSlot> slots) {
     slot.parents.clear();
     slot.worths.clear();
     if (static_cast<int64_t>(slot.hidden.size()) != heads_.hidden_size() || slot.max_tokens <= 0) continue;
-    const std::vector<std::vector<DraftHeads::Candidate>> heads =
+    std::vector<std::vector<TreeCandidate>> per_depth =
         heads_.Candidates(slot.hidden, std::min(slot.max_tokens, heads_.num_heads()), top_k_);
     // A head without a finite logit (a NaN or infinite state) ends every
     // path there.
-    std::vector<std::vector<TreeCandidate>> per_depth;
-    for (const std::vector<DraftHeads::Candidate>& head : heads) {
-      if (head.empty()) break;
-      per_depth.emplace_back();
-      for (const DraftHeads::Candidate& c : head) per_depth.back().push_back({c.token, c.probability});
-    }
+    per_depth.erase(std::find_if(per_depth.begin(), per_depth.end(), [](const auto& head) { return head.empty(); }),
+                    per_depth.end());
     if (top_k_ == 1) {
       // A chain: the most likely token at each depth.
       double worth = 1.0;

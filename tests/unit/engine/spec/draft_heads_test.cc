@@ -48,8 +48,16 @@ TEST_F(DraftHeadsTest, UntrainedHeadsGuessTheTargetsOwnNextToken) {
       want = static_cast<model::TokenId>(t);
     }
   }
-  EXPECT_EQ(heads->Guess(hidden, 5), (std::vector<model::TokenId>{want, want}));
-  EXPECT_EQ(heads->Guess(hidden, 1).size(), 1u);
+  const std::vector<std::vector<TreeCandidate>> top = heads->Candidates(hidden, 5, 3);
+  ASSERT_EQ(top.size(), 2u);  // one per head, however many were asked for
+  for (const std::vector<TreeCandidate>& head : top) {
+    ASSERT_EQ(head.size(), 3u);
+    EXPECT_EQ(head[0].token, want);
+    EXPECT_GE(head[0].probability, head[1].probability);
+    EXPECT_GE(head[1].probability, head[2].probability);
+    EXPECT_LE(head[0].probability + head[1].probability + head[2].probability, 1.0 + 1e-9);
+  }
+  EXPECT_EQ(heads->Candidates(hidden, 1, 1).size(), 1u);
 }
 
 TEST_F(DraftHeadsTest, HeadsForAnotherModelAreRefusedNamingBoth) {
