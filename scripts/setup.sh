@@ -22,7 +22,7 @@ venv="$repo/.venv"
 
 DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
-  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libabsl-dev libgtest-dev libgmock-dev
   libpcre2-dev libspdlog-dev libfmt-dev libssl-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   nlohmann-json3-dev
@@ -34,6 +34,11 @@ DEB_PACKAGES=(
   prometheus
   # scripts/fuzz.sh: libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer.
   clang libclang-rt-14-dev
+  # The images and the containerised cluster (deploy/docker/images.sh, ctest
+  # label containers): podman and buildah with runc, debootstrap for the base
+  # image, and the container network's helpers (netavark, aardvark-dns for
+  # DNS names, iptables).
+  podman buildah runc debootstrap netavark aardvark-dns iptables uidmap
 )
 # Exact pins: the reference tests compare numbers, so the oracle's own
 # dependencies must not drift under us.

@@ -21,6 +21,8 @@ usage: deploy/docker/build.sh [options]
                           default), ON also fails unless it was found, OFF never builds it
   --cuda-archs "80;90"    CMAKE_CUDA_ARCHITECTURES (project default "80;90")
   --werror                KVFLEET_WERROR=ON: warnings are errors (what CI builds with)
+  --tests ON|OFF          KVFLEET_BUILD_TESTS: OFF configures without the tests and benchmarks, so
+                          neither GoogleTest nor the test tools need be installed (the images' build)
   --jobs N                parallel build jobs (default: nproc)
   --targets "a b"         build only these targets (default: everything)
   --runtime-only          build only what the images ship: kvfleet-worker, kvfleet-router,
@@ -31,7 +33,7 @@ usage: deploy/docker/build.sh [options]
 
 examples:
   deploy/docker/build.sh --build-dir build --werror --jobs 2              # what scripts/test.sh runs
-  deploy/docker/build.sh --native OFF --cuda OFF --runtime-only --install /opt/kvfleet --strip
+  deploy/docker/build.sh --native OFF --cuda OFF --tests OFF --runtime-only --install /opt/kvfleet --strip
 EOF
 }
 
@@ -49,6 +51,7 @@ native=""
 cuda=""
 cuda_archs=""
 werror=0
+tests=""
 jobs="$(nproc)"
 targets=()
 runtime_only=0
@@ -86,6 +89,7 @@ while [[ $# -gt 0 ]]; do
       [[ $2 =~ ^[0-9a-z-]+(\;[0-9a-z-]+)*$ ]] || die "--cuda-archs takes a CMake list like \"80;90\", not '$2'"
       cuda_archs="$2"; shift 2 ;;
     --werror) werror=1; shift ;;
+    --tests) need_value "$@"; tests="$(on_off "$1" "$2")"; shift 2 ;;
     --jobs)
       need_value "$@"
       [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--jobs takes a positive number, not '$2'"
@@ -119,6 +123,7 @@ case "$cuda" in
 esac
 [[ -n $cuda_archs ]] && wanted+=("CMAKE_CUDA_ARCHITECTURES=$cuda_archs")
 ((werror)) && wanted+=("KVFLEET_WERROR=ON")
+[[ -n $tests ]] && wanted+=("KVFLEET_BUILD_TESTS=$tests")
 
 cache="$build_dir/CMakeCache.txt"
 

@@ -35,8 +35,10 @@ for f in "${dockerfiles[@]}"; do
   else
     fail "hadolint $name:"$'\n'"$report"
   fi
-  # A RUN line that calls build.sh (not a comment that mentions it).
-  if grep -Eq '^[[:space:]]*RUN[[:space:]].*deploy/docker/build\.sh' "$f"; then
+  # A RUN instruction that calls build.sh (not a comment that mentions it),
+  # its continuation lines joined. Not grep -q: it would close the pipe
+  # early, and pipefail would count sed's SIGPIPE as a failure.
+  if sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$f" | grep -E '^[[:space:]]*RUN[[:space:]].*deploy/docker/build\.sh' >/dev/null; then
     pass "$name builds with deploy/docker/build.sh"
   else
     fail "$name does not RUN deploy/docker/build.sh (the images must build the way CI does)"
