@@ -36,9 +36,9 @@ DEB_PACKAGES=(
   clang libclang-rt-14-dev
   # The images and the containerised cluster (deploy/docker/images.sh, ctest
   # label containers): podman and buildah with runc, debootstrap for the base
-  # image, and the container network's helpers (netavark, aardvark-dns for
-  # DNS names, iptables).
-  podman buildah runc debootstrap netavark aardvark-dns iptables uidmap
+  # image, the container network's helpers (netavark, aardvark-dns for DNS
+  # names, iptables), and catatonit, the pause process of `podman kube play`'s pods.
+  podman buildah runc debootstrap netavark aardvark-dns iptables uidmap catatonit
 )
 # Exact pins: the reference tests compare numbers, so the oracle's own
 # dependencies must not drift under us.

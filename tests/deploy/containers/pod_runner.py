@@ -45,6 +45,22 @@ def expand(text: str, env: dict[str, str]) -> str:
                   lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
 
 
+def project_secret(secret: dict, source: str, target: str, fs_group: int | None) -> None:
+    """A Secret volume's files as the kubelet projects them into target:
+    only the listed items (all keys without a list), with the volume's
+    mode, group-owned by the pod's fsGroup. source holds the keys as files."""
+    shutil.rmtree(target, ignore_errors=True)
+    os.makedirs(target)
+    items = secret.get("items") or [{"key": k, "path": k} for k in sorted(os.listdir(source))]
+    for item in items:
+        dest = os.path.join(target, item["path"])
+        shutil.copyfile(os.path.join(source, item["key"]), dest)
+        os.chmod(dest, item.get("mode", secret.get("defaultMode", 0o644)))
+        if fs_group is not None:
+            os.chown(dest, 0, fs_group)
+    os.chmod(target, 0o755)
+
+
 class PodRunner:
     """Runs pods on one podman network.
 
@@ -92,21 +108,8 @@ class PodRunner:
         return args
 
     def _secret_dir(self, pod: str, volume: dict, fs_group: int | None) -> str:
-        """The Secret's items as the kubelet projects them: only the listed keys,
-        with the volume's mode, group-owned by the pod's fsGroup."""
-        secret = volume["secret"]
-        source = self.secrets[secret["secretName"]]
         target = os.path.join(self.scratch, "secrets", pod, volume["name"])
-        shutil.rmtree(target, ignore_errors=True)
-        os.makedirs(target)
-        items = secret.get("items") or [{"key": k, "path": k} for k in sorted(os.listdir(source))]
-        for item in items:
-            dest = os.path.join(target, item["path"])
-            shutil.copyfile(os.path.join(source, item["key"]), dest)
-            os.chmod(dest, item.get("mode", secret.get("defaultMode", 0o644)))
-            if fs_group is not None:
-                os.chown(dest, 0, fs_group)
-        os.chmod(target, 0o755)
+        project_secret(volume["secret"], self.secrets[volume["secret"]["secretName"]], target, fs_group)
         return target
 
     def _security_args(self, spec: dict, container: dict) -> list[str]:
