@@ -148,23 +148,44 @@ else
 fi
 
 revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
+# podman build of Dockerfile.VARIANT tagged TAG, with the arguments every
+# build takes and any given after them. --format docker: the OCI format has
+# no SHELL, and the Dockerfiles' RUN lines rely on bash's pipefail.
+podman_build() {
+  local variant="$1" tag="$2"
+  shift 2
+  local args=(podman build --format docker -f "$repo/deploy/docker/Dockerfile.$variant" -t "$tag"
+              --build-arg "BASE_IMAGE=$base_image" --build-arg "KVFLEET_REVISION=$revision"
+              --build-arg "BUILD_JOBS=$jobs" "$@" "$repo")
+  log "${args[*]}"
+  "${args[@]}"
+}
+
 build_image() {
-  local variant="$1" started args
-  # --format docker: the OCI format has no SHELL, and the Dockerfiles' RUN
-  # lines rely on bash's pipefail.
-  args=(podman build --format docker -f "$repo/deploy/docker/Dockerfile.$variant" -t "$tag_prefix:$variant"
-        --build-arg "BASE_IMAGE=$base_image" --build-arg "KVFLEET_REVISION=$revision"
-        --build-arg "BUILD_JOBS=$jobs")
-  if [[ -n $prebuilt ]]; then
-    args+=(--build-arg BINARIES=prebuilt --build-context "kvfleet-prefix=$prebuilt")
-  elif [[ $variant == cuda ]]; then
-    local toolkit="${cuda_toolkit:-$(readlink -f /usr/local/cuda 2>/dev/null || true)}"
-    [[ -x $toolkit/bin/nvcc ]] || die "no CUDA toolkit at '${toolkit}' (--cuda-toolkit DIR, a directory with bin/nvcc)"
-    args+=(--build-context "cuda-toolkit=$toolkit")
-  fi
+  local variant="$1" started
   started=$(date +%s)
-  log "building $tag_prefix:$variant: ${args[*]} $repo"
-  "${args[@]}" "$repo"
+  if [[ -n $prebuilt ]]; then
+    podman_build "$variant" "$tag_prefix:$variant" --build-arg BINARIES=prebuilt \
+      --build-context "kvfleet-prefix=$prebuilt"
+  else
+    # The build stage first, as an image of its own: buildah does not see
+    # that FROM ${BINARIES} names a stage, skips it as unused and then looks
+    # for an image called "source". Named as an image, BINARIES works.
+    local extra=()
+    # The build machine's CA bundle, mounted into the RUN steps only (no
+    # layer keeps it): behind a TLS-inspecting proxy the build stage's pip
+    # then trusts what the host trusts when it fetches xgrammar's source.
+    local bundle=/etc/ssl/certs/ca-certificates.crt
+    [[ -s $bundle ]] && extra+=(--volume "$bundle:$bundle:ro")
+    if [[ $variant == cuda ]]; then
+      local toolkit="${cuda_toolkit:-$(readlink -f /usr/local/cuda 2>/dev/null || true)}"
+      [[ -x $toolkit/bin/nvcc ]] || die "no CUDA toolkit at '${toolkit}' (--cuda-toolkit DIR, a directory with bin/nvcc)"
+      extra+=(--build-context "cuda-toolkit=$toolkit")
+    fi
+    podman_build "$variant" "$tag_prefix-build:$variant" --target source "${extra[@]}"
+    log "compiled $tag_prefix-build:$variant in $(( $(date +%s) - started )) s"
+    podman_build "$variant" "$tag_prefix:$variant" --build-arg "BINARIES=localhost/$tag_prefix-build:$variant"
+  fi
   log "built $tag_prefix:$variant in $(( $(date +%s) - started )) s," \
       "$(podman image inspect --format '{{.Size}}' "$tag_prefix:$variant" | numfmt --to=iec)"
 }
