@@ -35,7 +35,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_common import (NAMESPACE, RELEASE, Failure, chart_secrets, check, find, logs,  # noqa: E402
                             metric, model_directory, openai_client, port_of, render, service_aliases,
-                            skip_unless_runnable, stream_text, wait_ready)
+                            skip_unless_runnable, stream_text, wait_ready, wait_routable)
 from pod_runner import PodmanError, PodRunner, podman  # noqa: E402
 
 SUBNET_PREFIX = "10.89.217"
@@ -78,6 +78,9 @@ def run(args, scratch: str) -> None:
                 print(logs(name))
                 raise
 
+        _, router_ip, router_container = pods[f"{prefix}-router-0"]
+        wait_routable(router_ip, router_container, workers["spec"]["replicas"])
+
         # `helm test`: the chart's own Job, in the cluster's network.
         job_spec = test_job["spec"]["template"]["spec"]
         results = runner.run_to_completion(f"{prefix}-test", job_spec, args.image or job_spec["containers"][0]["image"])
@@ -86,7 +89,6 @@ def run(args, scratch: str) -> None:
             check(code == 0, f"the helm test step {name} failed (exit {code})")
 
         # The official client through the router's HTTPS port, by its Service name.
-        router_name, router_ip, router_container = pods[f"{prefix}-router-0"]
         ca = os.path.join(tls_secrets[f"{prefix}-router-tls"], "ca.crt")
         client = openai_client(router_ip, router_container, ca)
         model = client.models.list().data[0].id
@@ -126,6 +128,7 @@ def run(args, scratch: str) -> None:
         while metric(cm_metrics, "kvfleet_cachemanager_live_workers") < workers["spec"]["replicas"]:
             check(time.time() < deadline, "the restarted worker did not rejoin the cachemanager")
             time.sleep(0.5)
+        wait_routable(router_ip, router_container, workers["spec"]["replicas"])
         worker_metrics = f"http://{ip}:{port_of(container, 'metrics')}/metrics"
         before = metric(worker_metrics, "kvfleet_worker_requests_total")
         for i in range(12):
