@@ -191,5 +191,7 @@ build_image() {
 }
 
 for variant in cpu cuda; do
-  [[ -z $only || $only == "$variant" ]] && build_image "$variant"
+  if [[ -z $only || $only == "$variant" ]]; then
+    build_image "$variant"
+  fi
 done
