@@ -172,11 +172,15 @@ build_image() {
     # that FROM ${BINARIES} names a stage, skips it as unused and then looks
     # for an image called "source". Named as an image, BINARIES works.
     local extra=()
-    # The build machine's CA bundle, mounted into the RUN steps only (no
-    # layer keeps it): behind a TLS-inspecting proxy the build stage's pip
-    # then trusts what the host trusts when it fetches xgrammar's source.
+    # The build machine's CA bundle, mounted into the RUN steps only (under
+    # /run, so no layer keeps it) and named to pip by PIP_CERT: behind a
+    # TLS-inspecting proxy the build stage's pip then trusts what the host
+    # trusts when it fetches xgrammar's source. Not over the image's own
+    # bundle: ca-certificates' install script rewrites that file.
     local bundle=/etc/ssl/certs/ca-certificates.crt
-    [[ -s $bundle ]] && extra+=(--volume "$bundle:$bundle:ro")
+    if [[ -s $bundle ]]; then
+      extra+=(--volume "$bundle:/run/build-host-ca.crt:ro" --build-arg PIP_CERT=/run/build-host-ca.crt)
+    fi
     if [[ $variant == cuda ]]; then
       local toolkit="${cuda_toolkit:-$(readlink -f /usr/local/cuda 2>/dev/null || true)}"
       [[ -x $toolkit/bin/nvcc ]] || die "no CUDA toolkit at '${toolkit}' (--cuda-toolkit DIR, a directory with bin/nvcc)"
