@@ -19,7 +19,7 @@ import httpx2 as httpx  # the HTTP library the openai package is built on
 import openai
 import yaml
 
-from pod_runner import podman
+from pod_runner import REPO, podman
 
 RELEASE, NAMESPACE = "kvf", "llm"
 MESSAGES = [{"role": "user", "content": "Write a short poem about the sea."}]
@@ -198,6 +198,32 @@ def stream_text(client, model: str, on_chunk=None, max_tokens: int = 48) -> str:
         if on_chunk:
             on_chunk(i)
     return "".join(parts)
+
+
+def router_grpc_stub(router_ip: str, router_container: dict, ca: str, stubs_dir: str):
+    """(inference_pb2, InferenceStub) on the router's gRPC port over TLS,
+    checking the certificate against the router Service's name."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "integration", "clients"))
+    from kvfleet_up import generate_stubs  # the one way the tests make Python stubs
+    pb, _, pb_grpc = generate_stubs(os.path.join(REPO, "proto"), stubs_dir)
+    with open(ca, "rb") as f:
+        credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+    channel = grpc.secure_channel(f"{router_ip}:{port_of(router_container, 'grpc')}", credentials,
+                                  options=[("grpc.ssl_target_name_override", f"{RELEASE}-kvfleet-router")])
+    return pb, pb_grpc.InferenceStub(channel)
+
+
+def grpc_stream_ids(pb, stub, on_chunk=None, max_tokens: int = 48) -> list[int]:
+    """The token ids of a greedy streamed chat answer through the router's
+    gRPC API; on_chunk(i) is called after message i."""
+    request = pb.ChatRequest(messages=[pb.ChatMessage(role=m["role"], content=m["content"]) for m in MESSAGES],
+                             options=pb.GenerationOptions(stopping={"max_tokens": max_tokens}))
+    ids = []
+    for i, message in enumerate(stub.Chat(request, timeout=120)):
+        ids += list(message.token_ids)
+        if on_chunk:
+            on_chunk(i)
+    return ids
 
 
 def openai_client(router_ip: str, router_container: dict, ca: str) -> openai.OpenAI:
