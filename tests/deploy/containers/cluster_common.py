@@ -6,10 +6,12 @@ its Service name.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -19,7 +21,7 @@ import httpx2 as httpx  # the HTTP library the openai package is built on
 import openai
 import yaml
 
-from pod_runner import REPO, podman
+from pod_runner import REPO, PodmanError, podman
 
 RELEASE, NAMESPACE = "kvf", "llm"
 MESSAGES = [{"role": "user", "content": "Write a short poem about the sea."}]
@@ -254,3 +256,26 @@ def model_directory(model: str, values: dict) -> str:
     check(os.path.basename(model_file) == values["model"]["file"],
           f"{model} is not the values' model.file {values['model']['file']}")
     return os.path.dirname(model_file)
+
+
+def test_main(name: str, doc: str, run, extra=None) -> int:
+    """A container test's command line (--chart, --model, --values and what
+    `extra` adds), its skip conditions, a scratch folder, and run(args,
+    scratch) with its failures reported as FAIL."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chart", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--values", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "values.yaml"))
+    if extra:
+        extra(parser)
+    args = parser.parse_args()
+    skip_unless_runnable(getattr(args, "image", "") or "kvfleet:cpu", args.model)
+    with tempfile.TemporaryDirectory(prefix=f"kvfleet-{name}-") as scratch:
+        os.chmod(scratch, 0o755)
+        try:
+            run(args, scratch)
+        except (Failure, PodmanError) as e:
+            print(f"{name}: FAIL: {e}")
+            return 1
+    print(f"{name}: all checks passed")
+    return 0

@@ -24,21 +24,18 @@ the image kvfleet:cpu is missing, or the model is not fetched).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 import time
 import uuid
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_common import (NAMESPACE, RELEASE, Failure, chart_secrets, check, find, logs,  # noqa: E402
-                            metric, model_directory, openai_client, port_of, render, service_aliases,
-                            skip_unless_runnable, stream_text, wait_ready, wait_routable, grpc_stream_ids,
-                            router_grpc_stub)
-from pod_runner import PodmanError, PodRunner, podman  # noqa: E402
+from cluster_common import (NAMESPACE, RELEASE, Failure, chart_secrets, check, find, grpc_stream_ids,  # noqa: E402
+                            logs, metric, model_directory, openai_client, port_of, render, router_grpc_stub,
+                            service_aliases, stream_text, test_main, wait_ready, wait_routable)
+from pod_runner import PodRunner, podman  # noqa: E402
 
 SUBNET_PREFIX = "10.89.217"
 
@@ -164,22 +161,9 @@ def run(args, scratch: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chart", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--values", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "values.yaml"))
-    parser.add_argument("--image", default="", help="run this image instead of the one the chart names")
-    args = parser.parse_args()
-    skip_unless_runnable(args.image or "kvfleet:cpu", args.model)
-    with tempfile.TemporaryDirectory(prefix="kvfleet-containers-") as scratch:
-        os.chmod(scratch, 0o755)
-        try:
-            run(args, scratch)
-        except (Failure, PodmanError) as e:
-            print(f"cluster_test: FAIL: {e}")
-            return 1
-    print("cluster_test: all checks passed")
-    return 0
+    return test_main("cluster_test", __doc__, run,
+                     extra=lambda p: p.add_argument("--image", default="",
+                                                    help="run this image instead of the one the chart names"))
 
 
 if __name__ == "__main__":

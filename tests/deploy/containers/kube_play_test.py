@@ -16,20 +16,18 @@ the image kvfleet:cpu is missing, or the model is not fetched).
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import sys
-import tempfile
 import uuid
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_common import (MESSAGES, NAMESPACE, RELEASE, Failure, chart_secrets, check, find, logs,  # noqa: E402
-                            model_directory, openai_client, render, service_aliases, skip_unless_runnable,
-                            stream_text, wait_ready, wait_routable)
-from pod_runner import PodmanError, expand, podman, project_secret  # noqa: E402
+                            model_directory, openai_client, render, service_aliases, stream_text, test_main,
+                            wait_ready, wait_routable)
+from pod_runner import expand, podman, project_secret, resolve_env  # noqa: E402
 
 SUBNET_PREFIX = "10.89.219"
 
@@ -77,13 +75,8 @@ def convert(workload: dict, pod_name: str, ip: str, secret_dirs: dict[str, str],
     fields = {"metadata.name": played_name, "metadata.namespace": NAMESPACE, "status.podIP": ip}
     for container in (spec.get("initContainers") or []) + spec["containers"]:
         container.pop("ports", None)
-        values = {}
-        for env in container.get("env") or []:
-            field = ((env.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-            if field is not None:
-                env.pop("valueFrom")
-                env["value"] = fields[field]
-            values[env["name"]] = env["value"] = expand(env["value"], values)
+        values = resolve_env(container, fields)
+        container["env"] = [{"name": name, "value": value} for name, value in values.items()]
         for key in ("command", "args"):
             if key in container:
                 container[key] = [expand(a, values) for a in container[key]]
@@ -144,21 +137,7 @@ def run(args, scratch: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chart", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--values", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "values.yaml"))
-    args = parser.parse_args()
-    skip_unless_runnable("kvfleet:cpu", args.model)
-    with tempfile.TemporaryDirectory(prefix="kvfleet-kube-") as scratch:
-        os.chmod(scratch, 0o755)
-        try:
-            run(args, scratch)
-        except (Failure, PodmanError) as e:
-            print(f"kube_play_test: FAIL: {e}")
-            return 1
-    print("kube_play_test: all checks passed")
-    return 0
+    return test_main("kube_play_test", __doc__, run)
 
 
 if __name__ == "__main__":

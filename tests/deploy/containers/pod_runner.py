@@ -45,6 +45,21 @@ def expand(text: str, env: dict[str, str]) -> str:
                   lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
 
 
+def resolve_env(container: dict, fields: dict[str, str]) -> dict[str, str]:
+    """The container's env as the kubelet sets it: values with $(VAR)
+    expanded from the variables before them, and the downward API's fields
+    (fieldPath -> value) filled in."""
+    env = {}
+    for e in container.get("env") or []:
+        if "value" in e:
+            env[e["name"]] = expand(e["value"], env)
+        elif "fieldRef" in (e.get("valueFrom") or {}):
+            env[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]]
+        else:
+            raise PodmanError(f"env {e['name']} comes from a source this runner does not map")
+    return env
+
+
 def project_secret(secret: dict, source: str, target: str, fs_group: int | None) -> None:
     """A Secret volume's files as the kubelet projects them into target:
     only the listed items (all keys without a list), with the volume's
@@ -134,16 +149,8 @@ class PodRunner:
         return args
 
     def _env(self, pod: str, ip: str | None, container: dict) -> dict[str, str]:
-        field = {"metadata.name": pod, "metadata.namespace": self.namespace, "status.podIP": ip or ""}
-        env = {}
-        for e in container.get("env") or []:
-            if "value" in e:
-                env[e["name"]] = expand(e["value"], env)
-            elif "fieldRef" in (e.get("valueFrom") or {}):
-                env[e["name"]] = field[e["valueFrom"]["fieldRef"]["fieldPath"]]
-            else:
-                raise PodmanError(f"pod {pod}: env {e['name']} comes from a source this runner does not map")
-        return env
+        return resolve_env(container, {"metadata.name": pod, "metadata.namespace": self.namespace,
+                                       "status.podIP": ip or ""})
 
     def command_of(self, pod: str, ip: str | None, container: dict) -> list[str]:
         env = self._env(pod, ip, container)
