@@ -50,6 +50,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Every run's engine; the executor is sized for it.
+// The lookup replay learns and drafts as one tenant, as a single-tenant worker does.
+const BlockHash kTenant = RootBlockHash("spec_decode_bench", "");
 constexpr engine::SchedulerConfig kScheduler{.max_num_batched_tokens = 512, .max_num_seqs = 64};
 
 constexpr char kUsage[] = R"(usage: spec_decode_bench [--model PATH] [--device auto] [--cpu-activations f32|q8]
@@ -206,7 +208,7 @@ absl::Status Replay(Setup& s, const std::vector<std::vector<int32_t>>& prompts, 
         if (name == "ngram") {
           ngram.ProposeFor(context, s.max_draft_tokens, &draft);
         } else {
-          suffix.ProposeFor(context, s.max_draft_tokens, &draft, &why);
+          suffix.ProposeFor(kTenant, context, s.max_draft_tokens, &draft, &why);
         }
         size_t accepted = 0;
         while (accepted < draft.size() && pos + accepted < output.size() && draft[accepted] == output[pos + accepted]) {
@@ -225,7 +227,7 @@ absl::Status Replay(Setup& s, const std::vector<std::vector<int32_t>>& prompts, 
         pos += step;
       }
     }
-    suffix.Learn(output);
+    suffix.Learn(kTenant, output);
   }
   return absl::OkStatus();
 }

@@ -109,8 +109,8 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   RETURN_IF_ERROR(Validate(request));
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
   auto req = std::make_unique<Request>(std::move(request), seed, 0, sink);
-  req->prompt_block_hashes = HashFullBlocks(RootBlockHash(options_.model_id, req->params.cache_salt),
-                                            req->params.prompt, kv_.block_size());
+  req->cache_root = RootBlockHash(options_.model_id, req->params.cache_salt);
+  req->prompt_block_hashes = HashFullBlocks(req->cache_root, req->params.prompt, kv_.block_size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Everything in flight beyond the running slots waits. Counted from the

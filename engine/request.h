@@ -117,6 +117,10 @@ struct Request {
   int32_t num_computed_tokens = 0;  // tokens whose KV is in the cache
   std::vector<BlockId> block_table;
   std::vector<BlockHash> block_hashes;  // of the full blocks committed so far
+  // RootBlockHash(the engine's model id, the request's cache salt), set at
+  // Submit: every hash of its blocks chains from it, and it keys what the
+  // request may share with others (its tenant).
+  BlockHash cache_root;
   // Of the prompt's full blocks, computed at Submit (HashFullBlocks from the
   // engine's model id and the request's cache salt, as the KV cache manager
   // chains them): what the load report's pending prefill compares between

@@ -213,6 +213,7 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
       continue;
     }
     slots.push_back({.id = r.id(),
+                     .tenant = r.cache_root,
                      .context = r.tokens,
                      .num_computed = r.num_computed_tokens,
                      .block_table = r.block_table,
@@ -357,7 +358,7 @@ void Speculator::Forget(const Request& req) {
     req.proposer->Forget(req.id());
   }
   const std::span<const model::TokenId> output = std::span(req.tokens).subspan(req.num_prompt_tokens());
-  for (Loaded& l : loaded_) l.proposer->Learn(output);
+  for (Loaded& l : loaded_) l.proposer->Learn(req.cache_root, output);
 }
 
 std::vector<SpeculationStats> Speculator::Stats() const {

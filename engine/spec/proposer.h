@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/block_hash.h"
 #include "common/ids.h"
 #include "model/token_id.h"
 
@@ -36,6 +37,10 @@ namespace kvfleet::engine::spec {
 // One request's part of a proposal round.
 struct DraftSlot {
   RequestId id;
+  // The request's tenant: its cache root (RootBlockHash of the model and
+  // its cache salt). A proposer that learns across requests proposes from
+  // this tenant's outputs only.
+  BlockHash tenant;
   // The request's prompt and output so far. KV is computed for the first
   // num_computed tokens in the target's cache; the rest (normally the last
   // token alone) is pending.
@@ -113,9 +118,10 @@ class Proposer {
   // and cache are planned with the target's and not counted here).
   virtual int64_t MemoryBytes() const { return 0; }
 
-  // A request finished (whichever proposer it used, or none) with this
-  // output: a proposer that learns from earlier outputs keeps it.
-  virtual void Learn(std::span<const model::TokenId> /*output*/) {}
+  // A request of `tenant` (DraftSlot::tenant) finished, whichever proposer
+  // it used or none, with this output: a proposer that learns from earlier
+  // outputs keeps it, for that tenant's later requests only.
+  virtual void Learn(const BlockHash& /*tenant*/, std::span<const model::TokenId> /*output*/) {}
 
   // True when proposing writes the target's KV cache (layers it shares with
   // the target) at positions [num_computed, context.size() + max_tokens - 1):

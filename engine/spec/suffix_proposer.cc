@@ -28,10 +28,11 @@ absl::Status SuffixProposerOptions::Validate() const {
         max_depth, ", min match ", min_match, ", factor ", max_spec_factor, ", min probability ", min_token_prob,
         ", store bytes ", store_bytes));
   }
-  if (store_bytes > 0 && store_bytes / SuffixStore::BytesPerNode() < max_depth) {
+  // The store needs a tenant's root and one substring.
+  if (store_bytes > 0 && store_bytes / SuffixStore::BytesPerNode() < max_depth + 1) {
     return absl::InvalidArgumentError(absl::StrCat("suffix proposer: a store of ", store_bytes,
                                                    " bytes cannot hold one substring; give at least ",
-                                                   max_depth * SuffixStore::BytesPerNode(), " or 0 for none"));
+                                                   (max_depth + 1) * SuffixStore::BytesPerNode(), " or 0 for none"));
   }
   return absl::OkStatus();
 }
@@ -50,16 +51,16 @@ SuffixProposer::SuffixProposer(SuffixProposerOptions options) : options_(options
 absl::Status SuffixProposer::Propose(std::span<DraftSlot> slots) {
   for (DraftSlot& slot : slots) {
     Explained why;
-    ProposeFor(slot.context, slot.max_tokens, &slot.draft, &why);
+    ProposeFor(slot.tenant, slot.context, slot.max_tokens, &slot.draft, &why);
     slot.evidence = why.match_length;
   }
   return absl::OkStatus();
 }
 
-void SuffixProposer::Learn(std::span<const model::TokenId> output) {
+void SuffixProposer::Learn(const BlockHash& tenant, std::span<const model::TokenId> output) {
   // Learning runs on the engine thread between steps: a very long output
   // keeps its last kMaxLearnedTokens, so adding it stays a few milliseconds.
-  if (store_) store_->Add(output.last(std::min(output.size(), kMaxLearnedTokens)));
+  if (store_) store_->Add(tenant, output.last(std::min(output.size(), kMaxLearnedTokens)));
 }
 
 int32_t SuffixProposer::DraftCap(int32_t match_length, int32_t max_tokens) const {
@@ -67,13 +68,13 @@ int32_t SuffixProposer::DraftCap(int32_t match_length, int32_t max_tokens) const
   return static_cast<int32_t>(std::min<double>(max_tokens, std::max(1.0, cap)));
 }
 
-void SuffixProposer::ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens,
+void SuffixProposer::ProposeFor(const BlockHash& tenant, std::span<const model::TokenId> context, int32_t max_tokens,
                                 std::vector<model::TokenId>* draft, Explained* explained) const {
   draft->clear();
   if (explained != nullptr) *explained = {};
   if (max_tokens <= 0) return;
   Candidate own = FromOwnText(context, max_tokens);
-  Candidate stored = FromStore(context, max_tokens);
+  Candidate stored = FromStore(tenant, context, max_tokens);
   const bool from_store = stored.score > own.score;
   Candidate& best = from_store ? stored : own;
   if (explained != nullptr && !best.tokens.empty()) {
@@ -138,11 +139,12 @@ SuffixProposer::Candidate SuffixProposer::FromOwnText(std::span<const model::Tok
   return out;
 }
 
-SuffixProposer::Candidate SuffixProposer::FromStore(std::span<const model::TokenId> context, int32_t max_tokens) const {
+SuffixProposer::Candidate SuffixProposer::FromStore(const BlockHash& tenant, std::span<const model::TokenId> context,
+                                                    int32_t max_tokens) const {
   if (!store_) return {};
   // Leave the store's depth room for the draft after the match.
   const int32_t longest = std::max(options_.min_match, options_.max_depth - max_tokens);
-  const SuffixStore::Match match = store_->LongestSuffix(context, longest);
+  const SuffixStore::Match match = store_->LongestSuffix(tenant, context, longest);
   if (match.node < 0 || match.length < options_.min_match) return {};
   const int32_t cap = DraftCap(match.length, max_tokens);
   const double occurrences = static_cast<double>(store_->Count(match.node));

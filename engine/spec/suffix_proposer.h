@@ -9,7 +9,9 @@
 //     that continues the draft so far (ties: the most recent), and its
 //     probability is its share of the occurrences still agreeing.
 //   - A store of earlier requests' outputs (SuffixStore): the longest suffix
-//     found there, and its most frequent continuations by count.
+//     found there, and its most frequent continuations by count. Only the
+//     request's own tenant's outputs (DraftSlot::tenant): what one tenant
+//     wrote never shapes another's drafts, nor their latency.
 //
 // A draft stops where the running product of probabilities falls below
 // min_token_prob, and is at most max_spec_factor × the match length long
@@ -31,8 +33,8 @@
 // Thread-safety: engine thread only.
 //
 //   SuffixProposer suffix({});
-//   suffix.Learn(finished_output);
-//   suffix.ProposeFor(context, 8, &draft);
+//   suffix.Learn(tenant, finished_output);
+//   suffix.ProposeFor(tenant, context, 8, &draft);
 #pragma once
 
 #include <memory>
@@ -63,7 +65,7 @@ class SuffixProposer final : public Proposer {
 
   std::string_view name() const override { return "suffix"; }
   absl::Status Propose(std::span<DraftSlot> slots) override;
-  void Learn(std::span<const model::TokenId> output) override;
+  void Learn(const BlockHash& tenant, std::span<const model::TokenId> output) override;
   int64_t MemoryBytes() const override { return store_ ? store_->AllocatedBytes() : 0; }
 
   // Where a draft came from, for the policy and for benchmarks.
@@ -73,11 +75,11 @@ class SuffixProposer final : public Proposer {
     std::vector<double> probability;  // per drafted token: the running estimate that all so far are right
   };
 
-  // The proposal for one context: replaces `*draft` with at most
-  // `max_tokens` tokens (none when nothing matches well enough), and fills
-  // `*explained` when given.
-  void ProposeFor(std::span<const model::TokenId> context, int32_t max_tokens, std::vector<model::TokenId>* draft,
-                  Explained* explained = nullptr) const;
+  // The proposal for one context of `tenant`: replaces `*draft` with at
+  // most `max_tokens` tokens (none when nothing matches well enough), and
+  // fills `*explained` when given.
+  void ProposeFor(const BlockHash& tenant, std::span<const model::TokenId> context, int32_t max_tokens,
+                  std::vector<model::TokenId>* draft, Explained* explained = nullptr) const;
 
   // The store of finished outputs; null when store_bytes is 0.
   const SuffixStore* store() const { return store_ ? &*store_ : nullptr; }
@@ -91,7 +93,7 @@ class SuffixProposer final : public Proposer {
   };
   int32_t DraftCap(int32_t match_length, int32_t max_tokens) const;
   Candidate FromOwnText(std::span<const model::TokenId> context, int32_t max_tokens) const;
-  Candidate FromStore(std::span<const model::TokenId> context, int32_t max_tokens) const;
+  Candidate FromStore(const BlockHash& tenant, std::span<const model::TokenId> context, int32_t max_tokens) const;
 
   const SuffixProposerOptions options_;
   std::optional<SuffixStore> store_;

@@ -8,46 +8,75 @@
 
 namespace kvfleet::engine::spec {
 
+namespace {
+
+// A flat_hash_map slot is the key and value plus one control byte. A node
+// is an edge's child or a tenant's root, and takes a slot in that table.
+constexpr int64_t kEdgeSlot = static_cast<int64_t>(sizeof(std::pair<uint64_t, int32_t>)) + 1;
+constexpr int64_t kRootSlot = static_cast<int64_t>(sizeof(std::pair<BlockHash, int32_t>)) + 1;
+
+}  // namespace
+
 SuffixStore::SuffixStore(Options options) : options_(options) {
-  CHECK(options_.max_depth >= 1 && options_.max_nodes >= options_.max_depth)
-      << "suffix store: need max_depth >= 1 and max_nodes >= max_depth";
-  nodes_.push_back(Node{});  // the root: the empty substring
+  CHECK(options_.max_depth >= 1 && options_.max_nodes >= options_.max_depth + 1)
+      << "suffix store: need max_depth >= 1 and max_nodes > max_depth";
 }
 
 int64_t SuffixStore::BytesPerNode() {
-  // A flat_hash_map slot is the key and value plus one control byte; the
-  // table doubles when 7/8 full, so it is at least 7/16 full. The node
-  // vector doubles too (half of it may be spare). Stored tokens are bounded
-  // by max_nodes as well, so each node also carries one token.
-  const int64_t slot = static_cast<int64_t>(sizeof(std::pair<uint64_t, int32_t>)) + 1;
+  // The tables double when 7/8 full, so they are at least 7/16 full. The
+  // node vector doubles too (half of it may be spare). Stored tokens are
+  // bounded by max_nodes as well, so each node also carries one token.
+  const int64_t slot = std::max(kEdgeSlot, kRootSlot);
   // The free list may hold every node once, in a doubling vector too.
   return 2 * static_cast<int64_t>(sizeof(Node)) + 2 * static_cast<int64_t>(sizeof(int32_t)) + (slot * 16 + 6) / 7 +
          static_cast<int64_t>(sizeof(model::TokenId));
 }
 
 int64_t SuffixStore::AllocatedBytes() const {
-  const int64_t slot = static_cast<int64_t>(sizeof(std::pair<uint64_t, int32_t>)) + 1;
   return static_cast<int64_t>(nodes_.capacity() * sizeof(Node)) +
-         static_cast<int64_t>(free_.capacity() * sizeof(int32_t)) + static_cast<int64_t>(edges_.capacity()) * slot +
+         static_cast<int64_t>(free_.capacity() * sizeof(int32_t)) +
+         static_cast<int64_t>(edges_.capacity()) * kEdgeSlot + static_cast<int64_t>(roots_.capacity()) * kRootSlot +
          sequence_bytes_;
 }
 
-int32_t SuffixStore::NewNode(int32_t parent, model::TokenId token) {
-  int32_t id;
+int32_t SuffixStore::AllocateNode() {
+  ++live_nodes_;
   if (!free_.empty()) {
-    id = free_.back();
+    const int32_t id = free_.back();
     free_.pop_back();
-  } else {
-    id = static_cast<int32_t>(nodes_.size());
-    nodes_.emplace_back();
+    return id;
   }
+  nodes_.emplace_back();
+  return static_cast<int32_t>(nodes_.size() - 1);
+}
+
+int32_t SuffixStore::AcquireRoot(const BlockHash& tenant) {
+  auto [it, inserted] = roots_.try_emplace(tenant, -1);
+  if (inserted) {
+    it->second = AllocateNode();
+    nodes_[it->second] = Node{};
+  }
+  ++nodes_[it->second].count;
+  return it->second;
+}
+
+void SuffixStore::ReleaseRoot(const BlockHash& tenant, int32_t root) {
+  if (--nodes_[root].count > 0) return;
+  DCHECK(nodes_[root].first_child < 0) << "freeing a tenant's root with children";
+  roots_.erase(tenant);
+  nodes_[root] = Node{};
+  free_.push_back(root);
+  --live_nodes_;
+}
+
+int32_t SuffixStore::NewNode(int32_t parent, model::TokenId token) {
+  const int32_t id = AllocateNode();
   Node& n = nodes_[id];
   n = Node{.token = token, .depth = nodes_[parent].depth + 1, .count = 0, .parent = parent};
   n.next_sibling = nodes_[parent].first_child;
   if (n.next_sibling >= 0) nodes_[n.next_sibling].prev_sibling = id;
   nodes_[parent].first_child = id;
   edges_.emplace(EdgeKey(parent, token), id);
-  ++live_nodes_;
   return id;
 }
 
@@ -76,8 +105,8 @@ void SuffixStore::ForEachChild(int32_t node, const std::function<void(model::Tok
     visit(nodes_[c].token, nodes_[c].count);
 }
 
-int32_t SuffixStore::Find(std::span<const model::TokenId> tokens) const {
-  int32_t node = 0;
+int32_t SuffixStore::Find(int32_t root, std::span<const model::TokenId> tokens) const {
+  int32_t node = root;
   for (model::TokenId t : tokens) {
     node = Child(node, t);
     if (node < 0) return -1;
@@ -85,13 +114,19 @@ int32_t SuffixStore::Find(std::span<const model::TokenId> tokens) const {
   return node;
 }
 
-void SuffixStore::Add(std::span<const model::TokenId> sequence) {
+void SuffixStore::Add(const BlockHash& tenant, std::span<const model::TokenId> sequence) {
   if (sequence.empty()) return;
   const int64_t room = options_.max_nodes - kSequenceOverheadTokens;
   if (room <= 0) return;
   sequence = sequence.first(std::min<size_t>(sequence.size(), static_cast<size_t>(room)));
   const auto n = static_cast<int64_t>(sequence.size());
   while (!sequences_.empty() && stored_tokens_ + n + kSequenceOverheadTokens > options_.max_nodes) ForgetOldest();
+  // A new tenant's root needs a node of its own beside the first walk.
+  while (!sequences_.empty() && !roots_.contains(tenant) && live_nodes_ + 1 + options_.max_depth > options_.max_nodes) {
+    ForgetOldest();
+  }
+  // Held through the evictions below, which may forget this tenant's other sequences.
+  const int32_t root = AcquireRoot(tenant);
   int64_t starts = n;
   for (int64_t start = 0; start < n; ++start) {
     // Room for this start's walk (at most max_depth new nodes): the oldest
@@ -103,7 +138,7 @@ void SuffixStore::Add(std::span<const model::TokenId> sequence) {
       starts = start;
       break;
     }
-    int32_t node = 0;
+    int32_t node = root;
     const int64_t end = std::min<int64_t>(n, start + options_.max_depth);
     for (int64_t i = start; i < end; ++i) {
       int32_t next = Child(node, sequence[i]);
@@ -112,17 +147,24 @@ void SuffixStore::Add(std::span<const model::TokenId> sequence) {
       node = next;
     }
   }
-  if (starts == 0) return;
-  // Only the tokens the inserted substrings reach are kept.
+  if (starts == 0) {
+    ReleaseRoot(tenant, root);
+    return;
+  }
+  // Only the tokens the inserted substrings reach are kept. The root's
+  // reference passes to the stored sequence.
   const int64_t kept = std::min<int64_t>(n, starts - 1 + options_.max_depth);
-  sequences_.push_back(
-      {.tokens = std::vector<model::TokenId>(sequence.begin(), sequence.begin() + kept), .starts = starts});
+  sequences_.push_back({.tokens = std::vector<model::TokenId>(sequence.begin(), sequence.begin() + kept),
+                        .starts = starts,
+                        .tenant = tenant,
+                        .root = root});
   stored_tokens_ += kept + kSequenceOverheadTokens;
   sequence_bytes_ += SequenceBytes(sequences_.back());
 }
 
 void SuffixStore::ForgetOldest() {
   Remove(sequences_.front());
+  ReleaseRoot(sequences_.front().tenant, sequences_.front().root);
   stored_tokens_ -= static_cast<int64_t>(sequences_.front().tokens.size()) + kSequenceOverheadTokens;
   sequence_bytes_ -= SequenceBytes(sequences_.front());
   sequences_.pop_front();
@@ -134,7 +176,7 @@ void SuffixStore::Remove(const Stored& stored) {
   std::vector<int32_t> path;
   for (int64_t start = 0; start < stored.starts; ++start) {
     path.clear();
-    int32_t node = 0;
+    int32_t node = stored.root;
     const int64_t end = std::min<int64_t>(n, start + options_.max_depth);
     for (int64_t i = start; i < end; ++i) {
       node = Child(node, sequence[i]);
@@ -147,7 +189,11 @@ void SuffixStore::Remove(const Stored& stored) {
   }
 }
 
-SuffixStore::Match SuffixStore::LongestSuffix(std::span<const model::TokenId> context, int32_t max_length) const {
+SuffixStore::Match SuffixStore::LongestSuffix(const BlockHash& tenant, std::span<const model::TokenId> context,
+                                              int32_t max_length) const {
+  const auto found = roots_.find(tenant);
+  if (found == roots_.end()) return {};
+  const int32_t root = found->second;
   const auto len = static_cast<int32_t>(std::min<size_t>(context.size(), static_cast<size_t>(INT32_MAX)));
   int32_t hi = std::min({max_length, options_.max_depth - 1, len});
   if (hi <= 0) return {};
@@ -156,7 +202,7 @@ SuffixStore::Match SuffixStore::LongestSuffix(std::span<const model::TokenId> co
   int32_t lo = 0;  // the empty suffix (the root) always occurs
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (Find(context.subspan(len - mid)) >= 0) {
+    if (Find(root, context.subspan(len - mid)) >= 0) {
       lo = mid;
     } else {
       hi = mid - 1;
@@ -166,34 +212,44 @@ SuffixStore::Match SuffixStore::LongestSuffix(std::span<const model::TokenId> co
   for (int32_t m = lo; m >= 1; --m) {
     // A sequence cut short by the bound lacks some suffixes of its last
     // substrings, so a shorter one may be missing.
-    const int32_t node = Find(context.subspan(len - m));
+    const int32_t node = Find(root, context.subspan(len - m));
     if (node >= 0 && nodes_[node].first_child >= 0) return {.node = node, .length = m};
   }
   return {};
 }
 
 absl::Status SuffixStore::Audit() const {
-  std::map<std::vector<model::TokenId>, int64_t> want;
+  // Every substring of every stored sequence, by tenant; the empty one
+  // counts the tenant's sequences (its root's count).
+  using Substring = std::pair<BlockHash, std::vector<model::TokenId>>;
+  std::map<Substring, int64_t> want;
   for (const Stored& stored : sequences_) {
     const std::vector<model::TokenId>& s = stored.tokens;
+    ++want[{stored.tenant, {}}];
     for (size_t start = 0; start < static_cast<size_t>(stored.starts); ++start) {
-      std::vector<model::TokenId> sub;
+      Substring sub{stored.tenant, {}};
       for (size_t i = start; i < std::min(s.size(), start + static_cast<size_t>(options_.max_depth)); ++i) {
-        sub.push_back(s[i]);
+        sub.second.push_back(s[i]);
         ++want[sub];
       }
     }
   }
-  std::map<std::vector<model::TokenId>, int64_t> children;
-  for (const auto& [sub, count] : want) ++children[std::vector<model::TokenId>(sub.begin(), sub.end() - 1)];
-  if (static_cast<int64_t>(want.size()) != live_nodes_ || static_cast<int64_t>(edges_.size()) != live_nodes_) {
-    return absl::InternalError(absl::StrCat("suffix store: ", live_nodes_, " nodes and ", edges_.size(),
-                                            " edges, but the stored text has ", want.size(), " substrings"));
+  std::map<Substring, int64_t> children;
+  for (const auto& [sub, count] : want) {
+    if (!sub.second.empty()) ++children[{sub.first, {sub.second.begin(), sub.second.end() - 1}}];
+  }
+  const auto edges = static_cast<int64_t>(edges_.size());
+  const auto roots = static_cast<int64_t>(roots_.size());
+  if (static_cast<int64_t>(want.size()) != live_nodes_ || edges + roots != live_nodes_) {
+    return absl::InternalError(absl::StrCat("suffix store: ", live_nodes_, " nodes, ", edges, " edges and ", roots,
+                                            " tenants, but the stored text has ", want.size(),
+                                            " substrings and roots"));
   }
   for (const auto& [sub, count] : want) {
-    const int32_t node = Find(sub);
-    if (node < 0 || nodes_[node].count != count || nodes_[node].depth != static_cast<int32_t>(sub.size())) {
-      return absl::InternalError(absl::StrCat("suffix store: a substring of ", sub.size(), " tokens counts ",
+    const auto root = roots_.find(sub.first);
+    const int32_t node = root == roots_.end() ? -1 : Find(root->second, sub.second);
+    if (node < 0 || nodes_[node].count != count || nodes_[node].depth != static_cast<int32_t>(sub.second.size())) {
+      return absl::InternalError(absl::StrCat("suffix store: a substring of ", sub.second.size(), " tokens counts ",
                                               node < 0 ? -1 : nodes_[node].count, ", want ", count));
     }
     int64_t listed = 0;

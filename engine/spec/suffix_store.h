@@ -6,6 +6,15 @@
 // estimated probability of the next token (SuffixDecoding's global tree,
 // with the depth bounded instead of a full suffix tree).
 //
+// Tenants never share a trie: every sequence is added under a tenant key
+// (the request's cache root, RootBlockHash of the model and its cache
+// salt, the same key that separates tenants' KV blocks), each key has its
+// own root, and a query walks only its own tenant's trie. Otherwise one
+// tenant's outputs would shape another's drafts, and with them its
+// acceptance rate and latency: a timing channel between tenants. The
+// bound below is shared; a root counts as a node, and goes with its
+// tenant's last sequence.
+//
 // Memory is bounded: the store never holds more than max_nodes nodes nor
 // max_nodes tokens of sequence (each sequence counting 16 more for its
 // bookkeeping). Adding a sequence past the bound first
@@ -27,8 +36,8 @@
 // Thread-safety: none; the engine thread owns it.
 //
 //   SuffixStore store({.max_depth = 24, .max_nodes = 1 << 20});
-//   store.Add(output_tokens);
-//   SuffixStore::Match m = store.LongestSuffix(context, 16);
+//   store.Add(tenant, output_tokens);
+//   SuffixStore::Match m = store.LongestSuffix(tenant, context, 16);
 //   store.ForEachChild(m.node, [](model::TokenId t, int64_t count) { ... });
 #pragma once
 
@@ -40,6 +49,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "common/block_hash.h"
 #include "model/token_id.h"
 
 namespace kvfleet::engine::spec {
@@ -60,13 +70,15 @@ class SuffixStore {
   // CHECK-fails unless max_depth >= 1 and max_nodes >= max_depth.
   explicit SuffixStore(Options options);
 
-  // Remembers `sequence` (its first max_nodes tokens), forgetting the
-  // oldest sequences as needed to stay within the bounds.
-  void Add(std::span<const model::TokenId> sequence);
+  // Remembers `sequence` (its first max_nodes tokens) for `tenant`,
+  // forgetting the oldest sequences (of any tenant) as needed to stay
+  // within the bounds.
+  void Add(const BlockHash& tenant, std::span<const model::TokenId> sequence);
 
   // The longest suffix of `context`, at most max_length tokens, that occurs
-  // in the store and has something after it (a child). {-1, 0} when none.
-  Match LongestSuffix(std::span<const model::TokenId> context, int32_t max_length) const;
+  // in `tenant`'s sequences and has something after it (a child). {-1, 0}
+  // when none.
+  Match LongestSuffix(const BlockHash& tenant, std::span<const model::TokenId> context, int32_t max_length) const;
 
   // The children of `node`: each next token with its count.
   void ForEachChild(int32_t node, const std::function<void(model::TokenId, int64_t)>& visit) const;
@@ -75,7 +87,9 @@ class SuffixStore {
   int64_t Count(int32_t node) const { return nodes_[node].count; }
   int32_t Depth(int32_t node) const { return nodes_[node].depth; }
 
+  // Nodes held, the tenants' roots included.
   int64_t num_nodes() const { return live_nodes_; }
+  int64_t num_tenants() const { return static_cast<int64_t>(roots_.size()); }
   // Tokens of sequence held, each sequence counting kSequenceOverheadTokens
   // more for its bookkeeping: at most max_nodes.
   int64_t num_tokens() const { return stored_tokens_; }
@@ -103,10 +117,13 @@ class SuffixStore {
   };
 
   // A sequence added: substrings were counted from its first `starts`
-  // positions (all of them unless it alone outgrew the bound).
+  // positions (all of them unless it alone outgrew the bound), under its
+  // tenant's root.
   struct Stored {
     std::vector<model::TokenId> tokens;
     int64_t starts = 0;
+    BlockHash tenant;
+    int32_t root = -1;
   };
 
   static uint64_t EdgeKey(int32_t parent, model::TokenId token) {
@@ -118,20 +135,28 @@ class SuffixStore {
     return static_cast<int64_t>(sizeof(Stored) + s.tokens.capacity() * sizeof(model::TokenId));
   }
 
+  int32_t AllocateNode();
   int32_t NewNode(int32_t parent, model::TokenId token);
   void FreeNode(int32_t node);
-  // The node spelled by `tokens` from the root, or -1.
-  int32_t Find(std::span<const model::TokenId> tokens) const;
+  // `tenant`'s root, made when it has none; its count holds one more
+  // reference, which the caller gives back with ReleaseRoot.
+  int32_t AcquireRoot(const BlockHash& tenant);
+  void ReleaseRoot(const BlockHash& tenant, int32_t root);
+  // The node spelled by `tokens` from `root`, or -1.
+  int32_t Find(int32_t root, std::span<const model::TokenId> tokens) const;
   // Decrements every substring of `sequence`, freeing nodes at zero.
   void Remove(const Stored& stored);
   void ForgetOldest();
 
   Options options_;
-  std::vector<Node> nodes_;  // [0] is the root
+  std::vector<Node> nodes_;
   std::vector<int32_t> free_;
   absl::flat_hash_map<uint64_t, int32_t> edges_;  // (parent, token) -> child
-  std::deque<Stored> sequences_;                  // oldest first
-  int64_t live_nodes_ = 0;                        // the root excluded
+  // Each tenant's root: a node of depth 0 whose count is its stored
+  // sequences (plus one while Add holds it).
+  absl::flat_hash_map<BlockHash, int32_t> roots_;
+  std::deque<Stored> sequences_;  // oldest first
+  int64_t live_nodes_ = 0;        // roots included
   int64_t stored_tokens_ = 0;
   int64_t sequence_bytes_ = 0;  // SequenceBytes of every stored sequence
 };

@@ -228,38 +228,51 @@ TEST_F(SpeculativeEngineTest, RejectedGuessesLeaveNoBlockAndNoPublishedHash) {
 }
 
 // The suffix proposer learns from finished requests: a request that writes
-// what an earlier one wrote drafts it from the store, and every guess is
-// right, while its tokens stay plain decoding's.
-TEST_F(SpeculativeEngineTest, SuffixDraftsFromEarlierOutputs) {
-  auto executor = testing::NewTinyExecutor(*model_, 256, kBlockSize, 2);
-  spec::SuffixProposer suffix({});
-  EngineOptions options{.model_id = "tiny"};
-  options.proposers = {&suffix};
-  options.speculation = {.proposer = "suffix", .max_draft_tokens = 8, .adaptive = false};
-  Engine engine(*executor, options);
-  std::vector<std::vector<model::TokenId>> outputs;
-  std::vector<SpeculationStats> after;
-  for (uint64_t id : {1, 2}) {
-    CollectingSink sink;
-    EngineRequest r{.id = RequestId(id), .prompt = {11, 12, 13, 14, 15}};
-    r.sampling.temperature = 0.0f;
-    r.stopping.max_tokens = 40;
-    r.stopping.ignore_eos = true;
-    ASSERT_TRUE(engine.Submit(r, &sink).ok());
-    while (engine.HasWork()) {
-      ASSERT_TRUE(engine.Step().ok());
-      ASSERT_TRUE(engine.AuditBlocks().ok());
+// what an earlier one of its tenant wrote drafts it from the store, and
+// every guess is right, while its tokens stay plain decoding's. A request
+// of another tenant (another cache salt) drafts exactly as the first did
+// from an empty store: one tenant's outputs never shape another's drafts.
+TEST_F(SpeculativeEngineTest, SuffixDraftsFromEarlierOutputsOfItsTenantOnly) {
+  for (const bool same_tenant : {true, false}) {
+    SCOPED_TRACE(same_tenant ? "same tenant" : "another tenant");
+    auto executor = testing::NewTinyExecutor(*model_, 256, kBlockSize, 2);
+    spec::SuffixProposer suffix({});
+    EngineOptions options{.model_id = "tiny"};
+    options.proposers = {&suffix};
+    options.speculation = {.proposer = "suffix", .max_draft_tokens = 8, .adaptive = false};
+    Engine engine(*executor, options);
+    std::vector<std::vector<model::TokenId>> outputs;
+    std::vector<SpeculationStats> after;
+    for (uint64_t id : {1, 2}) {
+      CollectingSink sink;
+      EngineRequest r{.id = RequestId(id), .prompt = {11, 12, 13, 14, 15}};
+      r.cache_salt = same_tenant || id == 1 ? "tenant-a" : "tenant-b";
+      r.sampling.temperature = 0.0f;
+      r.stopping.max_tokens = 40;
+      r.stopping.ignore_eos = true;
+      ASSERT_TRUE(engine.Submit(r, &sink).ok());
+      while (engine.HasWork()) {
+        ASSERT_TRUE(engine.Step().ok());
+        ASSERT_TRUE(engine.AuditBlocks().ok());
+      }
+      outputs.push_back(sink.tokens());
+      after.push_back(engine.Stats().speculation[0]);
     }
-    outputs.push_back(sink.tokens());
-    after.push_back(engine.Stats().speculation[0]);
+    EXPECT_EQ(outputs[0], outputs[1]);
+    ASSERT_NE(suffix.store(), nullptr);
+    EXPECT_EQ(suffix.store()->num_sequences(), 2);
+    EXPECT_EQ(suffix.store()->num_tenants(), same_tenant ? 1 : 2);
+    const int64_t drafted = after[1].drafted_tokens - after[0].drafted_tokens;
+    const int64_t accepted = after[1].accepted_tokens - after[0].accepted_tokens;
+    const auto first = std::pair(after[0].drafted_tokens, after[0].accepted_tokens);
+    if (same_tenant) {
+      EXPECT_GT(drafted, 20);
+      EXPECT_EQ(accepted, drafted);
+      EXPECT_NE(std::pair(drafted, accepted), first);  // the store changed what was drafted
+    } else {
+      EXPECT_EQ(std::pair(drafted, accepted), first);
+    }
   }
-  EXPECT_EQ(outputs[0], outputs[1]);
-  ASSERT_NE(suffix.store(), nullptr);
-  EXPECT_EQ(suffix.store()->num_sequences(), 2);
-  const int64_t drafted = after[1].drafted_tokens - after[0].drafted_tokens;
-  const int64_t accepted = after[1].accepted_tokens - after[0].accepted_tokens;
-  EXPECT_GT(drafted, 20);
-  EXPECT_EQ(accepted, drafted);
 }
 
 TEST_F(SpeculativeEngineTest, OptedOutRequestsNeverDraft) {

@@ -16,9 +16,11 @@ namespace {
 
 using Tokens = std::vector<model::TokenId>;
 
-Tokens Propose(const SuffixProposer& p, const Tokens& context, int32_t k) {
+const BlockHash kTenant = RootBlockHash("model", "");
+
+Tokens Propose(const SuffixProposer& p, const Tokens& context, int32_t k, const BlockHash& tenant = kTenant) {
   Tokens draft = {99, 99};  // must be replaced, not appended to
-  p.ProposeFor(context, k, &draft);
+  p.ProposeFor(tenant, context, k, &draft);
   return draft;
 }
 
@@ -56,8 +58,8 @@ TEST(SuffixProposerTest, TheDraftIsAtMostFactorTimesTheMatch) {
 
 TEST(SuffixProposerTest, EarlierOutputsProposeWhatFollowedThem) {
   SuffixProposer p({.max_spec_factor = 4});
-  p.Learn(Tokens{40, 41, 42, 43, 44, 45});
-  p.Learn(Tokens{40, 41, 42, 43, 50});
+  p.Learn(kTenant, Tokens{40, 41, 42, 43, 44, 45});
+  p.Learn(kTenant, Tokens{40, 41, 42, 43, 50});
   ASSERT_NE(p.store(), nullptr);
   EXPECT_EQ(p.store()->num_sequences(), 2);
   // A new request whose text ends in {41, 42}: 43 (both), then 44 or 50
@@ -66,14 +68,14 @@ TEST(SuffixProposerTest, EarlierOutputsProposeWhatFollowedThem) {
   EXPECT_EQ(Propose(p, {7, 41, 42}, 3), (Tokens{43, 44, 45}));
   EXPECT_EQ(Propose(SuffixProposer({.max_spec_factor = 4, .min_token_prob = 0.6}), {7, 41, 42}, 3), Tokens{});
   SuffixProposer strict({.max_spec_factor = 4, .min_token_prob = 0.6});
-  strict.Learn(Tokens{40, 41, 42, 43, 44, 45});
-  strict.Learn(Tokens{40, 41, 42, 43, 50});
+  strict.Learn(kTenant, Tokens{40, 41, 42, 43, 44, 45});
+  strict.Learn(kTenant, Tokens{40, 41, 42, 43, 50});
   EXPECT_EQ(Propose(strict, {7, 41, 42}, 3), (Tokens{43}));
 }
 
 TEST(SuffixProposerTest, TheSourceWithTheMoreLikelyDraftWins) {
   SuffixProposer p({.max_spec_factor = 4});
-  p.Learn(Tokens{1, 2, 3, 4, 5, 6, 7});
+  p.Learn(kTenant, Tokens{1, 2, 3, 4, 5, 6, 7});
   // Own text: {1, 2} followed by 9 once (4 tokens, sure). The store: {1, 2}
   // followed by 3 4 5 6 (4 tokens, sure too): a tie goes to the own text.
   EXPECT_EQ(Propose(p, {1, 2, 9, 9, 9, 9, 1, 2}, 4), (Tokens{9, 9, 9, 9}));
@@ -81,6 +83,25 @@ TEST(SuffixProposerTest, TheSourceWithTheMoreLikelyDraftWins) {
   EXPECT_EQ(Propose(p, {1, 2, 9, 1, 2}, 4), (Tokens{3, 4, 5, 6}));
   // With no store, the own text's.
   EXPECT_EQ(Propose(SuffixProposer({.max_spec_factor = 4, .store_bytes = 0}), {1, 2, 9, 1, 2}, 4), (Tokens{9, 1, 2}));
+}
+
+// One tenant's outputs never draft for another (their acceptance, and so
+// their latency, would tell one what the other wrote); each tenant's own
+// outputs still do, and tenants share the store's bound.
+TEST(SuffixProposerTest, ATenantsDraftsComeOnlyFromItsOwnOutputs) {
+  const BlockHash a = RootBlockHash("model", "tenant-a");
+  const BlockHash b = RootBlockHash("model", "tenant-b");
+  SuffixProposer p({.max_spec_factor = 4});
+  p.Learn(a, Tokens{40, 41, 42, 43, 44, 45});
+  EXPECT_EQ(Propose(p, {7, 41, 42}, 3, a), (Tokens{43, 44, 45}));
+  EXPECT_EQ(Propose(p, {7, 41, 42}, 3, b), Tokens{});
+  // B's own output with the same start: B drafts its continuation, A still its own.
+  p.Learn(b, Tokens{40, 41, 42, 60, 61, 62});
+  EXPECT_EQ(Propose(p, {7, 41, 42}, 3, b), (Tokens{60, 61, 62}));
+  EXPECT_EQ(Propose(p, {7, 41, 42}, 3, a), (Tokens{43, 44, 45}));
+  ASSERT_NE(p.store(), nullptr);
+  EXPECT_EQ(p.store()->num_tenants(), 2);
+  ASSERT_TRUE(p.store()->Audit().ok()) << p.store()->Audit();
 }
 
 // Wherever prompt lookup drafts, the suffix proposer drafts too, from a
@@ -97,7 +118,7 @@ TEST(SuffixProposerTest, DraftsWhereverPromptLookupDoes) {
     const int32_t k = 1 + static_cast<int32_t>(rng() % 8);
     Tokens a, b;
     ngram.ProposeFor(context, k, &a);
-    suffix.ProposeFor(context, k, &b);
+    suffix.ProposeFor(kTenant, context, k, &b);
     if (!a.empty()) {
       EXPECT_FALSE(b.empty()) << "trial " << trial;
       ++compared;

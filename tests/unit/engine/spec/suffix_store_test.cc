@@ -15,6 +15,8 @@ namespace {
 
 using Tokens = std::vector<model::TokenId>;
 
+const BlockHash kTenant = RootBlockHash("model", "");
+
 std::map<model::TokenId, int64_t> Children(const SuffixStore& store, int32_t node) {
   std::map<model::TokenId, int64_t> out;
   store.ForEachChild(node, [&](model::TokenId t, int64_t c) { out[t] = c; });
@@ -23,29 +25,29 @@ std::map<model::TokenId, int64_t> Children(const SuffixStore& store, int32_t nod
 
 TEST(SuffixStoreTest, CountsWhatFollowedEachSubstring) {
   SuffixStore store({.max_depth = 4, .max_nodes = 1000});
-  store.Add(Tokens{1, 2, 3, 1, 2, 4});
+  store.Add(kTenant, Tokens{1, 2, 3, 1, 2, 4});
   ASSERT_TRUE(store.Audit().ok()) << store.Audit();
-  const SuffixStore::Match m = store.LongestSuffix(Tokens{9, 9, 1, 2}, 8);
+  const SuffixStore::Match m = store.LongestSuffix(kTenant, Tokens{9, 9, 1, 2}, 8);
   ASSERT_GE(m.node, 0);
   EXPECT_EQ(m.length, 2);
   EXPECT_EQ(store.Count(m.node), 2);
   EXPECT_EQ(Children(store, m.node), (std::map<model::TokenId, int64_t>{{3, 1}, {4, 1}}));
   // {3, 1, 2} occurs once and went on to 4.
-  const SuffixStore::Match longer = store.LongestSuffix(Tokens{3, 1, 2}, 8);
+  const SuffixStore::Match longer = store.LongestSuffix(kTenant, Tokens{3, 1, 2}, 8);
   EXPECT_EQ(longer.length, 3);
   EXPECT_EQ(Children(store, longer.node), (std::map<model::TokenId, int64_t>{{4, 1}}));
 }
 
 TEST(SuffixStoreTest, AMatchThatEndsTheTextFallsBackToOneThatGoesOn) {
   SuffixStore store({.max_depth = 8, .max_nodes = 1000});
-  store.Add(Tokens{5, 6, 7});
+  store.Add(kTenant, Tokens{5, 6, 7});
   // {6, 7} occurs but ends the text; {7} does too; nothing goes on.
-  EXPECT_EQ(store.LongestSuffix(Tokens{6, 7}, 8).node, -1);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{6, 7}, 8).node, -1);
   // {5, 6} goes on to 7.
-  EXPECT_EQ(store.LongestSuffix(Tokens{1, 5, 6}, 8).length, 2);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{1, 5, 6}, 8).length, 2);
   // The length asked for bounds the match.
-  EXPECT_EQ(store.LongestSuffix(Tokens{1, 5, 6}, 1).length, 1);
-  EXPECT_EQ(store.LongestSuffix(Tokens{}, 8).node, -1);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{1, 5, 6}, 1).length, 1);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{}, 8).node, -1);
 }
 
 // The longest suffix of `context` (at most max_length, below depth) that
@@ -72,7 +74,7 @@ TEST(SuffixStoreTest, RandomTextsAgreeWithARecountAndABruteForceMatch) {
     for (int i = 0; i < 5; ++i) {
       Tokens t(1 + rng() % 30);
       for (auto& x : t) x = static_cast<model::TokenId>(rng() % 4);
-      store.Add(t);
+      store.Add(kTenant, t);
       texts.push_back(t);
       ASSERT_TRUE(store.Audit().ok()) << store.Audit();
     }
@@ -80,7 +82,7 @@ TEST(SuffixStoreTest, RandomTextsAgreeWithARecountAndABruteForceMatch) {
       Tokens context(rng() % 12);
       for (auto& x : context) x = static_cast<model::TokenId>(rng() % 4);
       const int32_t max_length = 1 + static_cast<int32_t>(rng() % 10);
-      const SuffixStore::Match m = store.LongestSuffix(context, max_length);
+      const SuffixStore::Match m = store.LongestSuffix(kTenant, context, max_length);
       EXPECT_EQ(m.node < 0 ? 0 : m.length, BruteLongest(texts, context, max_length, depth));
     }
   }
@@ -94,7 +96,7 @@ TEST(SuffixStoreTest, StaysWithinItsBoundByForgettingTheOldestText) {
   for (int i = 0; i < 200; ++i) {
     newest.assign(5 + rng() % 40, 0);
     for (auto& x : newest) x = static_cast<model::TokenId>(rng() % 50);
-    store.Add(newest);
+    store.Add(kTenant, newest);
     ASSERT_LE(store.num_nodes(), max_nodes);
     ASSERT_LE(store.num_tokens(), max_nodes);
     if (i % 20 == 0) {
@@ -104,7 +106,7 @@ TEST(SuffixStoreTest, StaysWithinItsBoundByForgettingTheOldestText) {
   ASSERT_TRUE(store.Audit().ok()) << store.Audit();
   EXPECT_LT(store.num_sequences(), 200);  // the old ones were forgotten
   // The newest text is always there whole.
-  const SuffixStore::Match m = store.LongestSuffix(Tokens(newest.begin(), newest.begin() + 3), 3);
+  const SuffixStore::Match m = store.LongestSuffix(kTenant, Tokens(newest.begin(), newest.begin() + 3), 3);
   EXPECT_EQ(m.length, 3);
 }
 
@@ -112,16 +114,16 @@ TEST(SuffixStoreTest, ATextLongerThanTheBoundKeepsWhatFits) {
   SuffixStore store({.max_depth = 4, .max_nodes = 40});
   Tokens text(100);
   for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<model::TokenId>(i);  // nothing repeats
-  store.Add(text);
+  store.Add(kTenant, text);
   EXPECT_LE(store.num_nodes(), 40);
   ASSERT_TRUE(store.Audit().ok()) << store.Audit();
-  EXPECT_EQ(store.LongestSuffix(Tokens{0, 1}, 2).length, 2);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{0, 1}, 2).length, 2);
   // It filled the bound, so adding more forgets it.
-  store.Add(Tokens{7, 7, 7});
+  store.Add(kTenant, Tokens{7, 7, 7});
   ASSERT_TRUE(store.Audit().ok()) << store.Audit();
   EXPECT_EQ(store.num_sequences(), 1);
-  EXPECT_EQ(store.LongestSuffix(Tokens{0, 1}, 2).node, -1);
-  EXPECT_EQ(store.LongestSuffix(Tokens{7, 7}, 2).length, 2);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{0, 1}, 2).node, -1);
+  EXPECT_EQ(store.LongestSuffix(kTenant, Tokens{7, 7}, 2).length, 2);
 }
 
 // A sequence cut short by the bound lacks the suffixes of its last
@@ -130,15 +132,42 @@ TEST(SuffixStoreTest, QueriesIntoACutSequenceFindANodeOrNothing) {
   SuffixStore store({.max_depth = 6, .max_nodes = 60});
   Tokens text(200);
   for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<model::TokenId>(i % 97);
-  store.Add(text);
+  store.Add(kTenant, text);
   ASSERT_TRUE(store.Audit().ok()) << store.Audit();
   for (size_t end = 1; end <= text.size(); ++end) {
-    const SuffixStore::Match m = store.LongestSuffix(Tokens(text.begin(), text.begin() + end), 5);
+    const SuffixStore::Match m = store.LongestSuffix(kTenant, Tokens(text.begin(), text.begin() + end), 5);
     if (m.node >= 0) {
       EXPECT_GE(m.length, 1);
       EXPECT_EQ(store.Depth(m.node), m.length);
     }
   }
+}
+
+// Each tenant has its own trie under one shared bound: the same text under
+// two tenants is counted twice and found only by its own; forgetting a
+// tenant's last sequence frees its root.
+TEST(SuffixStoreTest, TenantsKeepSeparateTriesUnderOneBound) {
+  const BlockHash a = RootBlockHash("model", "a");
+  const BlockHash b = RootBlockHash("model", "b");
+  SuffixStore store({.max_depth = 4, .max_nodes = 40});
+  store.Add(a, Tokens{1, 2, 3});
+  EXPECT_EQ(store.LongestSuffix(a, Tokens{1, 2}, 4).length, 2);
+  EXPECT_EQ(store.LongestSuffix(b, Tokens{1, 2}, 4).node, -1);
+  store.Add(b, Tokens{1, 2, 4});
+  ASSERT_TRUE(store.Audit().ok()) << store.Audit();
+  EXPECT_EQ(store.num_tenants(), 2);
+  EXPECT_EQ(Children(store, store.LongestSuffix(a, Tokens{1, 2}, 4).node), (std::map<model::TokenId, int64_t>{{3, 1}}));
+  EXPECT_EQ(Children(store, store.LongestSuffix(b, Tokens{1, 2}, 4).node), (std::map<model::TokenId, int64_t>{{4, 1}}));
+  // Two roots and six substrings each.
+  EXPECT_EQ(store.num_nodes(), 2 + 2 * 6);
+  // B's texts fill the bound: A's sequence, and its root, go.
+  for (int i = 0; i < 10; ++i) {
+    store.Add(b, Tokens{10 + i, 11 + i, 12 + i});
+    ASSERT_TRUE(store.Audit().ok()) << store.Audit();
+    ASSERT_LE(store.num_nodes(), 40);
+  }
+  EXPECT_EQ(store.num_tenants(), 1);
+  EXPECT_EQ(store.LongestSuffix(a, Tokens{1, 2}, 4).node, -1);
 }
 
 TEST(SuffixStoreTest, AllocatedBytesStayWithinTheBoundPerNode) {
@@ -148,7 +177,7 @@ TEST(SuffixStoreTest, AllocatedBytesStayWithinTheBoundPerNode) {
     for (int i = 0; i < 3 * max_nodes / 100; ++i) {
       Tokens t(64);
       for (auto& x : t) x = static_cast<model::TokenId>(rng() % 32000);
-      store.Add(t);
+      store.Add(kTenant, t);
       // A small fixed part (empty containers, the deque's chunks) on top.
       ASSERT_LE(store.AllocatedBytes(), max_nodes * SuffixStore::BytesPerNode() + (64 << 10))
           << "after " << i << " texts, " << store.num_nodes() << " nodes";
