@@ -262,15 +262,15 @@ class Simulation {
       worker_index_[id] = static_cast<size_t>(i);
       // The cachemanager's own map: registered with its capacity, then the
       // (empty) snapshot a fresh worker sends first.
-      index_.Register({.worker_id = id,
-                       .incarnation = 1,
-                       .endpoint = id,
-                       .model_id = kModelId,
-                       .block_size = static_cast<int32_t>(o.cluster.block_size),
-                       .capacity_blocks = blocks,
-                       .host_capacity_blocks = workers_.back()->tiers.host_blocks(),
-                       .disk_capacity_blocks = workers_.back()->tiers.disk_blocks()},
-                      At(now_));
+      (void)index_.Register({.worker_id = id,
+                             .incarnation = 1,
+                             .endpoint = id,
+                             .model_id = kModelId,
+                             .block_size = static_cast<int32_t>(o.cluster.block_size),
+                             .capacity_blocks = blocks,
+                             .host_capacity_blocks = workers_.back()->tiers.host_blocks(),
+                             .disk_capacity_blocks = workers_.back()->tiers.disk_blocks()},
+                            At(now_));
       (void)index_.Apply({.worker_id = id, .incarnation = 1, .sequence = ++sequence_[id],
                           .events = {{.kind = cachemanager::KvEventRecord::Kind::kSnapshot}}},
                          At(now_));

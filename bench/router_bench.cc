@@ -65,13 +65,14 @@ cachemanager::KvMap BuildIndex(const Cluster& c, const std::vector<std::vector<B
   cachemanager::KvMap map({});
   const auto now = cachemanager::Clock::now();
   for (int32_t w = 0; w < c.workers; ++w) {
-    map.Register({.worker_id = absl::StrCat("worker-", w),
-                  .incarnation = 1,
-                  .endpoint = absl::StrCat("10.0.0.", w, ":50051"),
-                  .model_id = "SmolLM2",
-                  .block_size = c.block_size,
-                  .capacity_blocks = 1 << 20},
-                 now);
+    CHECK(map.Register({.worker_id = absl::StrCat("worker-", w),
+                        .incarnation = 1,
+                        .endpoint = absl::StrCat("10.0.0.", w, ":50051"),
+                        .model_id = "SmolLM2",
+                        .block_size = c.block_size,
+                        .capacity_blocks = 1 << 20},
+                       now)
+              .ok());
   }
   std::vector<uint64_t> sequence(static_cast<size_t>(c.workers), 0);
   for (size_t t = 0; t < contexts.size(); ++t) {
@@ -150,7 +151,8 @@ void DecisionsPerSecond(const Cluster& base, std::mt19937_64& rng) {
 
 absl::Status AddedLatency(const Cluster& c, int streams, int threads, const std::string& model_path,
                           std::mt19937_64& rng) {
-  ASSIGN_OR_RETURN(std::unique_ptr<router::RouterModel> model, router::RouterModel::Load(model_path, "SmolLM2"));
+  ASSIGN_OR_RETURN(std::unique_ptr<router::RouterModel> model,
+                   router::RouterModel::Load(model_path, {.model_id = "SmolLM2"}));
   // Prompt texts: a tenant's context as text, then a question; tokenized by
   // the real tokenizer each time, as the router does.
   std::vector<std::string> context_text;

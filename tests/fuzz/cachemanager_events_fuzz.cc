@@ -50,8 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       r.set_capacity_blocks(in.Byte());
       absl::StatusOr<WorkerDescriptor> d = ToDescriptor(r);
       if (d.ok()) {
-        map.Register(*d, now);
-        sequence[w] = 0;
+        // Refused (an id held by a live worker elsewhere) changes nothing.
+        if (map.Register(*d, now).ok()) sequence[w] = 0;
       }
     } else if (op <= 4) {
       v1::EventBatch b;

@@ -34,10 +34,16 @@ MembershipChange KvMap::Remove(const std::string& worker_id) {
   return change;
 }
 
-std::vector<MembershipChange> KvMap::Register(const WorkerDescriptor& worker, Clock::time_point now) {
+absl::StatusOr<std::vector<MembershipChange>> KvMap::Register(const WorkerDescriptor& worker, Clock::time_point now) {
   std::vector<MembershipChange> changes;
   auto it = workers_.find(worker.worker_id);
   if (it != workers_.end() && it->second.descriptor.incarnation != worker.incarnation) {
+    const WorkerDescriptor& holder = it->second.descriptor;
+    if (holder.endpoint != worker.endpoint && now - it->second.last_seen <= options_.liveness_deadline) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("worker id '", worker.worker_id, "' is already used by the live worker at ", holder.endpoint,
+                       "; the worker at ", worker.endpoint, " was refused: give each worker its own --worker-id"));
+    }
     changes.push_back(Remove(worker.worker_id));  // a restarted worker never inherits entries
     it = workers_.end();
   }

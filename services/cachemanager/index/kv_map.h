@@ -6,7 +6,12 @@
 // Rules (how the map recovers from restarts and lost events; docs/design.md,
 // "KV cache and block hashing"):
 // - Register with a new incarnation of a known worker id replaces the old
-//   one and everything it had indexed: a restarted worker starts empty.
+//   one and everything it had indexed: a restarted worker starts empty. A
+//   new incarnation at another endpoint while the old one is still live is
+//   a second worker claiming the id, not a restart: it is refused and the
+//   first keeps it (otherwise the two would replace each other every few
+//   seconds). Once the first falls silent past the liveness deadline, the
+//   id is free again, so a worker restarted at a new address gets in.
 // - Event batches carry consecutive sequence numbers per incarnation,
 //   restarting at 1 with every Register. A batch that skips ahead is applied
 //   and the worker is asked for a snapshot (events were lost); one that does
@@ -127,7 +132,9 @@ class KvMap {
   explicit KvMap(KvMapOptions options) : options_(options) {}
 
   // JOINED for the worker, preceded by LEFT for an incarnation it replaces.
-  std::vector<MembershipChange> Register(const WorkerDescriptor& worker, Clock::time_point now);
+  // ALREADY_EXISTS, naming both endpoints, when a live worker at another
+  // endpoint holds the id; nothing changes then.
+  absl::StatusOr<std::vector<MembershipChange>> Register(const WorkerDescriptor& worker, Clock::time_point now);
   // NOT_FOUND for a worker id or incarnation that is not registered (the
   // worker should Register again); FAILED_PRECONDITION for a sequence that
   // does not move forward. Either way nothing is applied.

@@ -77,7 +77,13 @@ grpc::ServerUnaryReactor* CacheManagerService::Register(grpc::CallbackServerCont
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Broadcast(map_.Register(*worker, Clock::now()));
+    absl::StatusOr<std::vector<MembershipChange>> changes = map_.Register(*worker, Clock::now());
+    if (!changes.ok()) {
+      KVFLEET_LOG_WARN("{}", std::string(changes.status().message()));
+      reactor->Finish(transport::ToGrpcStatus(changes.status()));
+      return reactor;
+    }
+    Broadcast(*changes);
   }
   KVFLEET_LOG_INFO("worker {} registered: {} serving {} (incarnation {:x})", worker->worker_id, worker->endpoint,
                    worker->model_id, worker->incarnation);

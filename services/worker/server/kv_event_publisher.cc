@@ -126,6 +126,13 @@ bool KvEventPublisher::Session() {
       std::lock_guard<std::mutex> lock(mu_);
       session_context_ = nullptr;
     }
+    if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
+      // Not a network fault: this worker is left out of the cluster until
+      // the other one goes, so say so every time.
+      KVFLEET_LOG_ERROR("the cachemanager at {} refused this worker: {}", options_.cachemanager_address,
+                        status.error_message());
+      return false;
+    }
     if (!status.ok()) {
       KVFLEET_LOG_DEBUG("cachemanager {} unreachable: {}", options_.cachemanager_address, status.error_message());
       return false;

@@ -3,9 +3,10 @@
 // restarted workers leave nothing behind, a restarted cachemanager
 // re-converges on its own, and malformed event streams are refused.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "common/block_hash.h"
@@ -147,7 +148,9 @@ TEST_F(CacheManagerTest, ARestartedWorkerStartsEmpty) {
   uint64_t old_incarnation = 0;
   for (const auto& w : Workers()) old_incarnation = w.incarnation();
   w1->worker().process().Signal(SIGKILL);
-  auto again = StartWorker("w1");  // same id, well before the liveness deadline
+  // Same id at a new port, well before the liveness deadline: it is let in
+  // once the killed incarnation's deadline has passed.
+  auto again = StartWorker("w1");
   ASSERT_TRUE(WaitUntil(
       [&] {
         auto workers = Workers();
@@ -155,6 +158,55 @@ TEST_F(CacheManagerTest, ARestartedWorkerStartsEmpty) {
       },
       milliseconds(10000)));
   EXPECT_EQ(Overlaps(RouterHashes(a))["w1"], 0) << "the new incarnation must not inherit the old one's blocks";
+}
+
+// Two live workers given one id: the second is refused with both addresses
+// named (in its log), the first keeps the id with no flapping for several
+// liveness deadlines, and the second gets in once the first is gone.
+TEST_F(CacheManagerTest, ASecondLiveWorkerWithTheSameIdIsRefused) {
+  auto first = StartWorker("w1");
+  ASSERT_TRUE(WaitUntil([&] { return Listed("w1"); }, milliseconds(10000)));
+  const v1::WorkerEntry holder = Workers().at(0);
+  grpc::ClientContext watch_context;
+  auto watch = stub_->WatchWorkers(&watch_context, v1::WatchWorkersRequest());
+  auto second = StartWorker("w1");
+  const auto read_log = [&] {
+    std::stringstream s;
+    s << std::ifstream(second->LogPath()).rdbuf();
+    return s.str();
+  };
+  ASSERT_TRUE(WaitUntil([&] { return read_log().find("refused") != std::string::npos; }, milliseconds(10000)))
+      << read_log();
+  const std::string log = read_log();
+  EXPECT_NE(log.find(holder.endpoint()), std::string::npos) << log;
+  EXPECT_NE(log.find(second->worker().address()), std::string::npos) << log;
+  // Three liveness deadlines: the holder never changes.
+  for (int i = 0; i < 30; ++i) {
+    const std::vector<v1::WorkerEntry> workers = Workers();
+    ASSERT_EQ(workers.size(), 1u);
+    ASSERT_EQ(workers[0].incarnation(), holder.incarnation());
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  first->worker().process().Signal(SIGKILL);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const std::vector<v1::WorkerEntry> workers = Workers();
+        return workers.size() == 1 && workers[0].endpoint() == second->worker().address();
+      },
+      milliseconds(10000)));
+  // Membership: the holder listed (JOINED) and gone (LEFT) once, then the second JOINED.
+  std::vector<std::pair<v1::WorkerChange::Kind, std::string>> changes;
+  v1::WorkerChange change;
+  while (watch->Read(&change)) {
+    changes.emplace_back(change.kind(), change.worker().endpoint());
+    if (change.kind() == v1::WorkerChange::JOINED && change.worker().endpoint() == second->worker().address()) break;
+  }
+  watch_context.TryCancel();
+  const std::vector<std::pair<v1::WorkerChange::Kind, std::string>> want = {
+      {v1::WorkerChange::JOINED, holder.endpoint()},
+      {v1::WorkerChange::LEFT, holder.endpoint()},
+      {v1::WorkerChange::JOINED, second->worker().address()}};
+  EXPECT_EQ(changes, want);
 }
 
 TEST_F(CacheManagerTest, ARestartedCacheManagerReconvergesWhileWorkersKeepServing) {

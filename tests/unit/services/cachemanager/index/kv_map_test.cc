@@ -42,9 +42,9 @@ class KvMapTest : public ::testing::Test {
 
 TEST_F(KvMapTest, EachWorkerIsFoundWithTheLeadingBlocksItHolds) {
   const auto a = Prefix("a", 4), b = Prefix("b", 3);
-  map_.Register(Worker("w1", 1), t0_);
-  map_.Register(Worker("w2", 1), t0_);
-  map_.Register(Worker("other-model", 1, "m2"), t0_);
+  ASSERT_TRUE(map_.Register(Worker("w1", 1), t0_).ok());
+  ASSERT_TRUE(map_.Register(Worker("w2", 1), t0_).ok());
+  ASSERT_TRUE(map_.Register(Worker("other-model", 1, "m2"), t0_).ok());
   ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
   ASSERT_TRUE(map_.Apply(Batch("w2", 1, 1, {Snapshot({}), Stored(b)}), t0_).ok());
   const auto overlaps = map_.FindOverlaps("m", a);
@@ -59,7 +59,7 @@ TEST_F(KvMapTest, EachWorkerIsFoundWithTheLeadingBlocksItHolds) {
 
 TEST_F(KvMapTest, UnknownWorkersAndBackwardSequencesAreRefusedWholeBeforeAnythingApplies) {
   const auto a = Prefix("a", 2);
-  map_.Register(Worker("w1", 7), t0_);
+  ASSERT_TRUE(map_.Register(Worker("w1", 7), t0_).ok());
   ASSERT_TRUE(map_.Apply(Batch("w1", 7, 1, {Snapshot(a)}), t0_).ok());
   EXPECT_EQ(map_.Apply(Batch("nobody", 1, 1, {}), t0_).status().code(), absl::StatusCode::kNotFound);
   const auto stale = map_.Apply(Batch("w1", 6, 2, {Stored(Prefix("x", 1))}), t0_);
@@ -74,7 +74,7 @@ TEST_F(KvMapTest, UnknownWorkersAndBackwardSequencesAreRefusedWholeBeforeAnythin
 }
 
 TEST_F(KvMapTest, SnapshotIsAskedForOnceAfterRegisterAndAgainAfterAGap) {
-  map_.Register(Worker("w1", 1), t0_);
+  ASSERT_TRUE(map_.Register(Worker("w1", 1), t0_).ok());
   auto r = map_.Apply(Batch("w1", 1, 1, {Stored(Prefix("a", 1))}), t0_);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->send_snapshot);
@@ -91,21 +91,48 @@ TEST_F(KvMapTest, SnapshotIsAskedForOnceAfterRegisterAndAgainAfterAGap) {
 
 TEST_F(KvMapTest, ANewIncarnationNeverInheritsItsPredecessorsBlocks) {
   const auto a = Prefix("a", 3);
-  map_.Register(Worker("w1", 1), t0_);
+  ASSERT_TRUE(map_.Register(Worker("w1", 1), t0_).ok());
   ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
   const auto changes = map_.Register(Worker("w1", 2), t0_);
-  ASSERT_EQ(changes.size(), 2u);
-  EXPECT_EQ(changes[0].kind, MembershipChange::Kind::kLeft);
-  EXPECT_EQ(changes[1].kind, MembershipChange::Kind::kJoined);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_EQ(changes->size(), 2u);
+  EXPECT_EQ((*changes)[0].kind, MembershipChange::Kind::kLeft);
+  EXPECT_EQ((*changes)[1].kind, MembershipChange::Kind::kJoined);
   EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), 0);
   EXPECT_EQ(map_.index().EntryCount(), 0);
   EXPECT_TRUE(map_.CheckInvariants().ok());
 }
 
+// A second live worker claiming an id at another address is refused, naming
+// both, and the first keeps the id and its blocks; once the first falls
+// silent past the deadline, a worker at a new address (a restart that moved)
+// takes the id.
+TEST_F(KvMapTest, ASecondLiveWorkerWithAnIdInUseIsRefused) {
+  const auto a = Prefix("a", 3);
+  ASSERT_TRUE(map_.Register(Worker("w1", 1), t0_).ok());
+  ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_ + milliseconds(50)).ok());
+  WorkerDescriptor twin = Worker("w1", 2);
+  twin.endpoint = "elsewhere:2";
+  const auto refused = map_.Register(twin, t0_ + milliseconds(120));
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(refused.status().message().find("w1:1"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("elsewhere:2"), std::string::npos) << refused.status();
+  ASSERT_EQ(map_.List("").size(), 1u);
+  EXPECT_EQ(map_.List("")[0].descriptor.endpoint, "w1:1");
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), 3);
+  EXPECT_TRUE(map_.Apply(Batch("w1", 1, 2, {}), t0_ + milliseconds(140)).ok()) << "the first keeps publishing";
+  // Silent past the deadline: the id is free for the worker at the new address.
+  const auto moved = map_.Register(twin, t0_ + milliseconds(250));
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(map_.List("")[0].descriptor.endpoint, "elsewhere:2");
+  EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), 0);
+  EXPECT_TRUE(map_.CheckInvariants().ok());
+}
+
 TEST_F(KvMapTest, SilentWorkersAreSweptAndTheirSlotsComeBackEmpty) {
   const auto a = Prefix("a", 3);
-  map_.Register(Worker("w1", 1), t0_);
-  map_.Register(Worker("w2", 1), t0_);
+  ASSERT_TRUE(map_.Register(Worker("w1", 1), t0_).ok());
+  ASSERT_TRUE(map_.Register(Worker("w2", 1), t0_).ok());
   ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
   ASSERT_TRUE(map_.Apply(Batch("w2", 1, 1, {Snapshot({})}), t0_ + milliseconds(80)).ok());
   EXPECT_TRUE(map_.Sweep(t0_ + milliseconds(90)).empty());
@@ -113,7 +140,7 @@ TEST_F(KvMapTest, SilentWorkersAreSweptAndTheirSlotsComeBackEmpty) {
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].worker.descriptor.worker_id, "w1");
   EXPECT_EQ(left[0].worker.indexed_blocks, 3);
-  map_.Register(Worker("w3", 1), t0_ + milliseconds(150));  // takes w1's old slot
+  ASSERT_TRUE(map_.Register(Worker("w3", 1), t0_ + milliseconds(150)).ok());  // takes w1's old slot
   EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w3"), 0);
   EXPECT_EQ(MatchedFor(map_.FindOverlaps("m", a), "w1"), -1);
   EXPECT_TRUE(map_.CheckInvariants().ok());
@@ -122,7 +149,7 @@ TEST_F(KvMapTest, SilentWorkersAreSweptAndTheirSlotsComeBackEmpty) {
 TEST_F(KvMapTest, AWorkerIsIndexedUpToTheBlocksItRegisteredAndThenAskedForASnapshot) {
   WorkerDescriptor small = Worker("w1", 1);
   small.capacity_blocks = 5;
-  map_.Register(small, t0_);
+  ASSERT_TRUE(map_.Register(small, t0_).ok());
   const auto a = Prefix("a", 4), b = Prefix("b", 4);
   ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(a)}), t0_).ok());
   // Re-storing what it holds takes no room; two new blocks leave room for one.
@@ -151,14 +178,14 @@ TEST_F(KvMapTest, AWorkerWithoutACapacityIsBoundedByTheMapsLimit) {
   KvMap map({.liveness_deadline = milliseconds(100), .blocks_without_capacity = 3});
   WorkerDescriptor w = Worker("w1", 1);
   w.capacity_blocks = 0;
-  map.Register(w, t0_);
+  ASSERT_TRUE(map.Register(w, t0_).ok());
   ASSERT_TRUE(map.Apply(Batch("w1", 1, 1, {Snapshot(Prefix("a", 10))}), t0_).ok());
   EXPECT_EQ(map.List("m")[0].indexed_blocks, 3);
   EXPECT_EQ(map.counters().over_capacity_hashes, 7);
 }
 
 TEST_F(KvMapTest, LoadReportsUpdateTheTableAndDrainingIsAMembershipChange) {
-  map_.Register(Worker("w1", 1), t0_);
+  ASSERT_TRUE(map_.Register(Worker("w1", 1), t0_).ok());
   KvEventBatch b = Batch("w1", 1, 1, {Snapshot({})});
   b.load = WorkerLoad{.running = 3, .waiting = 1, .blocks_used = 10, .blocks_free = 90, .blocks_total = 100};
   auto r = map_.Apply(b, t0_);
@@ -178,7 +205,7 @@ TEST_F(KvMapTest, TierMovesAreIndexedWithinTheCapacityOfEveryTier) {
   WorkerDescriptor w = Worker("w1", 1);
   w.capacity_blocks = 4;
   w.host_capacity_blocks = 4;
-  map_.Register(w, t0_);
+  ASSERT_TRUE(map_.Register(w, t0_).ok());
   const auto a = Prefix("a", 8);
   ASSERT_TRUE(map_.Apply(Batch("w1", 1, 1, {Snapshot(std::vector<BlockHash>(a.begin(), a.begin() + 4))}), t0_).ok());
   KvEventRecord moved{.kind = KvEventRecord::Kind::kStored, .hashes = {a[0], a[1]}, .tier = KvTier::kHost};
