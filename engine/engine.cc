@@ -183,9 +183,9 @@ void Engine::DrainInbox() {
     if (it != requests_.end()) Finish(*it->second, FinishReason::kCancelled);
   }
   if (inbox.snapshot && options_.kv_tiers != nullptr) {
-    options_.kv_tiers->OnSnapshot(pool_.CachedHashes());  // then the lower tiers' blocks
+    options_.kv_tiers->OnSnapshot(pool_.CachedBlocks());  // then the lower tiers' blocks
   } else if (inbox.snapshot && listener_ != nullptr) {
-    listener_->OnSnapshot(pool_.CachedHashes());
+    listener_->OnSnapshot(pool_.CachedBlocks());
   }
   if (options_.kv_tiers != nullptr) {
     for (RequestId id : options_.kv_tiers->Poll()) {

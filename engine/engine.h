@@ -103,7 +103,7 @@ class Engine {
   // blocks are freed; unknown or finished ids are ignored.
   void Cancel(RequestId id);
   // Thread-safe. At the next step (even when idle) the engine thread calls
-  // the KV event listener's OnSnapshot with every cached hash.
+  // the KV event listener's OnSnapshot with every cached block.
   void RequestKvSnapshot();
 
   // One scheduling step on the calling thread. Errors are the executor's.

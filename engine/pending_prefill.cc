@@ -54,8 +54,8 @@ void PendingPrefill::OnAllCleared() {
   if (next_ != nullptr) next_->OnAllCleared();
 }
 
-void PendingPrefill::OnSnapshot(std::span<const BlockHash> hashes) {
-  if (next_ != nullptr) next_->OnSnapshot(hashes);
+void PendingPrefill::OnSnapshot(std::span<const CachedBlock> blocks) {
+  if (next_ != nullptr) next_->OnSnapshot(blocks);
 }
 
 }  // namespace kvfleet::engine

@@ -52,7 +52,7 @@ class PendingPrefill final : public KvEventListener {
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
   void OnBlockRemoved(const BlockHash& hash) override;
   void OnAllCleared() override;
-  void OnSnapshot(std::span<const BlockHash> hashes) override;
+  void OnSnapshot(std::span<const CachedBlock> blocks) override;
 
  private:
   struct Block {

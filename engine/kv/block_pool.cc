@@ -16,6 +16,7 @@ BlockPool::BlockPool(int32_t num_blocks, KvEventListener* listener)
     : listener_(listener),
       ref_counts_(CheckedCount(num_blocks), 0),
       hashes_(ref_counts_.size()),
+      parents_(ref_counts_.size()),
       published_(ref_counts_.size(), false),
       prev_(ref_counts_.size(), kNone),
       next_(ref_counts_.size(), kNone) {
@@ -99,6 +100,7 @@ void BlockPool::Commit(BlockId block, const BlockHash& hash, const std::optional
   // empty when released.
   if (!cache_.try_emplace(hash, block).second) return;
   hashes_[b] = hash;
+  parents_[b] = parent;
   published_[b] = publish;
   if (listener_ != nullptr && publish) listener_->OnBlockStored(hash, parent);
 }
@@ -122,11 +124,12 @@ std::optional<BlockHash> BlockPool::hash_of(BlockId block) const {
   return hashes_[static_cast<size_t>(block.value())];
 }
 
-std::vector<BlockHash> BlockPool::CachedHashes() const {
-  std::vector<BlockHash> out;
+std::vector<CachedBlock> BlockPool::CachedBlocks() const {
+  std::vector<CachedBlock> out;
   out.reserve(cache_.size());
   for (const auto& [hash, block] : cache_) {
-    if (published_[static_cast<size_t>(block.value())]) out.push_back(hash);
+    const auto b = static_cast<size_t>(block.value());
+    if (published_[b]) out.push_back({.hash = hash, .parent = parents_[b]});
   }
   return out;
 }

@@ -87,7 +87,7 @@ class BlockPool {
   // first copy keeps serving hits. Committing a block again under the hash it
   // already holds does nothing; under another hash is a bug (CHECK).
   // publish = false caches it without listener events and leaves it out of
-  // CachedHashes (a sliding-window layer group's page, whose derived hash
+  // CachedBlocks (a sliding-window layer group's page, whose derived hash
   // means nothing to the cluster); the eviction hook is told so.
   void Commit(BlockId block, const BlockHash& hash, const std::optional<BlockHash>& parent, bool publish = true);
 
@@ -96,8 +96,9 @@ class BlockPool {
 
   int32_t ref_count(BlockId block) const;
   std::optional<BlockHash> hash_of(BlockId block) const;
-  // Every published hash the pool holds (in use or cached), in no particular order. O(cached).
-  std::vector<BlockHash> CachedHashes() const;
+  // Every published block the pool holds (in use or cached) with the parent
+  // it was committed with, in no particular order. O(cached).
+  std::vector<CachedBlock> CachedBlocks() const;
   BlockPoolStats Stats() const;
   // Stats() recomputed from every block's own state, ignoring the counters
   // Stats() keeps: O(blocks), for tests and audits of the accounting.
@@ -117,7 +118,8 @@ class BlockPool {
   BlockEvictionHook* eviction_hook_ = nullptr;
   std::vector<int32_t> ref_counts_;
   std::vector<std::optional<BlockHash>> hashes_;
-  std::vector<bool> published_;  // meaningful while hashes_[b] is set
+  std::vector<std::optional<BlockHash>> parents_;  // meaningful while hashes_[b] is set
+  std::vector<bool> published_;                    // likewise
   // Free-list links by block id; kNone ends the list. Meaningful only for
   // blocks with reference count 0 (exactly the blocks on the list).
   std::vector<int32_t> prev_;

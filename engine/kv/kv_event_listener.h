@@ -13,6 +13,15 @@
 
 namespace kvfleet::engine {
 
+// A cached block as a snapshot lists it: its hash, and the hash of the
+// block before it in its sequence (none for a sequence's first block), so
+// the cluster's index knows its chains after a snapshot as after stores.
+struct CachedBlock {
+  BlockHash hash;
+  std::optional<BlockHash> parent;
+  bool operator==(const CachedBlock&) const = default;
+};
+
 class KvEventListener {
  public:
   virtual ~KvEventListener() = default;
@@ -29,10 +38,10 @@ class KvEventListener {
   }
   // Every cached block was dropped at once.
   virtual void OnAllCleared() = 0;
-  // Answers Engine::RequestKvSnapshot: every hash cached right now, in the
+  // Answers Engine::RequestKvSnapshot: every block cached right now, in the
   // same order as the other calls, so it supersedes everything before it.
   // With lower tiers, OnBlockMoved calls for their blocks follow it.
-  virtual void OnSnapshot(std::span<const BlockHash> hashes) {}
+  virtual void OnSnapshot(std::span<const CachedBlock> blocks) {}
 };
 
 }  // namespace kvfleet::engine

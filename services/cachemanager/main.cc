@@ -70,8 +70,10 @@ absl::Status Run(const Options& o) {
   CacheManagerService service(o.service, metrics);
   auto map_collector = std::make_shared<KvMapCollector>([&service] {
     return service.Read([](const KvMap& map) {
-      return KvMapSnapshot{
-          .workers = map.List(""), .counters = map.counters(), .distinct_hashes = map.index().DistinctHashes()};
+      return KvMapSnapshot{.workers = map.List(""),
+                           .counters = map.counters(),
+                           .distinct_hashes = map.index().DistinctHashes(),
+                           .broken_chain_workers = map.index().WorkersWithBrokenChains()};
     });
   });
   exposer->RegisterCollectable(map_collector);

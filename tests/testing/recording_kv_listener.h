@@ -77,11 +77,11 @@ class RecordingKvListener : public engine::KvEventListener {
     live_.clear();
     tier_of_.clear();
   }
-  void OnSnapshot(std::span<const BlockHash> hashes) override {
-    snapshots_.emplace_back(hashes.begin(), hashes.end());
+  void OnSnapshot(std::span<const engine::CachedBlock> blocks) override {
+    snapshots_.emplace_back(blocks.begin(), blocks.end());
   }
   // Every snapshot received, oldest first.
-  const std::vector<std::vector<BlockHash>>& snapshots() const { return snapshots_; }
+  const std::vector<std::vector<engine::CachedBlock>>& snapshots() const { return snapshots_; }
 
   const std::vector<KvEvent>& events() const { return events_; }
   // Stored (at any tier) minus removed since the last clear.
@@ -96,7 +96,7 @@ class RecordingKvListener : public engine::KvEventListener {
 
  private:
   std::vector<KvEvent> events_;
-  std::vector<std::vector<BlockHash>> snapshots_;
+  std::vector<std::vector<engine::CachedBlock>> snapshots_;
   absl::flat_hash_set<BlockHash> live_;
   absl::flat_hash_map<BlockHash, KvTier> tier_of_;
   std::vector<std::string> errors_;

@@ -93,8 +93,8 @@ void KvTierManager::OnAllCleared() {
   AnnounceLowerBlocks();
 }
 
-void KvTierManager::OnSnapshot(std::span<const BlockHash> hashes) {
-  if (next_ != nullptr) next_->OnSnapshot(hashes);
+void KvTierManager::OnSnapshot(std::span<const CachedBlock> blocks) {
+  if (next_ != nullptr) next_->OnSnapshot(blocks);
   AnnounceLowerBlocks();
 }
 

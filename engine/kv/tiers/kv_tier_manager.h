@@ -119,7 +119,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
   void OnBlockRemoved(const BlockHash& hash) override;
   void OnAllCleared() override;
-  void OnSnapshot(std::span<const BlockHash> hashes) override;
+  void OnSnapshot(std::span<const CachedBlock> blocks) override;
   // BlockEvictionHook.
   void BeforeEvict(BlockId block, const BlockHash& hash, bool published) override;
   // LowerKvTiers.

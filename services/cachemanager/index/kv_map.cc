@@ -97,7 +97,8 @@ bool KvMap::ApplyEvent(Entry& e, const KvEventRecord& event) {
       break;
     case KvEventRecord::Kind::kSnapshot: {
       const size_t fit = std::min<size_t>(event.hashes.size(), static_cast<size_t>(limit));
-      index_.ReplaceAll(e.slot, std::span(event.hashes).first(fit));
+      index_.ReplaceAll(e.slot, std::span(event.hashes).first(fit),
+                        std::span(event.parents).first(event.parents.empty() ? 0 : fit));
       ++counters_.snapshots;
       if (fit < event.hashes.size()) {
         counters_.over_capacity_hashes += static_cast<int64_t>(event.hashes.size() - fit);

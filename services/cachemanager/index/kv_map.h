@@ -71,6 +71,8 @@ struct KvEventRecord {
   KvTier tier = KvTier::kDevice;
   // kStored: what hashes[0] hangs from (a worker's events always say).
   ChainParent parent;
+  // kSnapshot: what each hash hangs from; empty when the worker did not say.
+  std::vector<ChainParent> parents;
 };
 
 struct KvEventBatch {

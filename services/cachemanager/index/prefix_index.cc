@@ -66,21 +66,31 @@ int64_t PrefixIndex::Clear(WorkerSlot w) {
   return removed;
 }
 
-void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes) {
+void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes, std::span<const ChainParent> parents) {
+  CHECK(parents.empty() || parents.size() == hashes.size())
+      << parents.size() << " parents for a snapshot of " << hashes.size() << " hashes";
   WorkerBlocks& wb = MutableWorker(w);
   // The snapshot lists the device: kept blocks that were below it are back
-  // on it, and keep what they knew of their chain.
+  // on it. Their chain is the snapshot's when it names parents, else what
+  // they knew of it.
   HeldBlocks next;
   next.reserve(hashes.size());
-  for (const BlockHash& hash : hashes) {
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const BlockHash& hash = hashes[i];
     HeldBlock b;
-    if (const auto old = wb.held.find(hash); old != wb.held.end()) {
+    if (!parents.empty()) {
+      // Never its own parent (as in AddBlock).
+      const bool self = parents[i].kind == ChainParent::Kind::kBlock && parents[i].hash == hash;
+      b.parent_kind = self ? ChainParent::Kind::kUnknown : parents[i].kind;
+      if (b.parent_kind == ChainParent::Kind::kBlock) b.parent = parents[i].hash;
+    } else if (const auto old = wb.held.find(hash); old != wb.held.end()) {
       b.parent = old->second.parent;
       b.parent_kind = old->second.parent_kind;
       b.depth = old->second.depth;
     }
     next.emplace(hash, b);
   }
+  if (!parents.empty()) PlaceChains(next);
   for (const auto& [hash, block] : wb.held) {
     if (!next.contains(hash)) {
       DropHolder(hash, w);
@@ -107,9 +117,48 @@ void PrefixIndex::ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes) {
   AdjustUnplaced(wb, unplaced);
 }
 
+void PrefixIndex::PlaceChains(HeldBlocks& held) {
+  // Depths still to find, and those on the path being followed up.
+  constexpr int32_t kToFind = -2;
+  constexpr int32_t kOnPath = -3;
+  for (auto& [hash, b] : held) {
+    b.depth = b.parent_kind == ChainParent::Kind::kRoot ? 0 : b.parent_kind == ChainParent::Kind::kBlock ? kToFind : -1;
+  }
+  std::vector<HeldBlock*> path;
+  for (auto& [hash, start] : held) {
+    if (start.depth != kToFind) continue;
+    // Up the parents to a block whose depth is settled, then down again:
+    // each block is on one path only, so O(blocks) in all.
+    path.clear();
+    HeldBlock* b = &start;
+    int32_t above = -1;  // the depth of the block above the path
+    while (true) {
+      b->depth = kOnPath;
+      path.push_back(b);
+      const auto p = held.find(b->parent);
+      if (p == held.end() || p->second.depth == kOnPath) break;  // not held, or a cycle: unknown
+      if (p->second.depth != kToFind) {
+        above = p->second.depth;
+        break;
+      }
+      b = &p->second;
+    }
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      // Past kMaxDepth (no real prompt is that long) a depth is unknown.
+      above = above >= 0 && above < kMaxDepth ? above + 1 : -1;
+      (*it)->depth = above;
+    }
+  }
+}
+
 bool PrefixIndex::Holds(WorkerSlot w, const BlockHash& hash) const {
   CheckSlot(w);
   return static_cast<size_t>(w.value()) < workers_.size() && workers_[w.value()].held.contains(hash);
+}
+
+bool PrefixIndex::ChainsWhole(WorkerSlot w) const {
+  CheckSlot(w);
+  return static_cast<size_t>(w.value()) >= workers_.size() || workers_[w.value()].unplaced == 0;
 }
 
 int64_t PrefixIndex::LowerBlockCount(WorkerSlot w, KvTier tier) const {

@@ -107,11 +107,14 @@ class PrefixIndex {
   // can be reused at once. Returns the pairs removed.
   int64_t Clear(WorkerSlot w);
   // Snapshot: `w` holds exactly `hashes` on its device (any order, repeats
-  // allowed); its lower tiers' blocks follow as moves. Blocks it held keep
-  // their parents; new ones have none known. Costs
-  // O(old blocks + new hashes) and touches the shared map only for the
-  // difference, so a snapshot that agrees with the index is cheap.
-  void ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes);
+  // allowed: the first counts); its lower tiers' blocks follow as moves.
+  // `parents` names what each hash hangs from (as long as `hashes`), and
+  // the depths follow from them within the snapshot; empty when the worker
+  // did not say: then blocks it held keep their parents and new ones have
+  // none known. Costs O(old blocks + new hashes) and touches the shared map
+  // only for the difference, so a snapshot that agrees with the index is
+  // cheap.
+  void ReplaceAll(WorkerSlot w, std::span<const BlockHash> hashes, std::span<const ChainParent> parents = {});
 
   bool Holds(WorkerSlot w, const BlockHash& hash) const;
   // The tier `w` holds `hash` in (CHECK: it holds it).
@@ -126,6 +129,12 @@ class PrefixIndex {
   int64_t DistinctHashes() const { return static_cast<int64_t>(holders_.size()); }
   // (worker, hash) pairs: the sum of BlockCount over all workers.
   int64_t EntryCount() const { return entries_; }
+  // Whether every block `w` holds has a known depth and its parent held:
+  // then FindOverlaps may bisect along w's chains instead of walking them
+  // (README.md, "Skipping along a chain"). True for a slot never used.
+  bool ChainsWhole(WorkerSlot w) const;
+  // Workers whose chains are not whole. O(1).
+  int32_t WorkersWithBrokenChains() const { return unplaced_workers_; }
 
   // For every worker holding hashes[0]: how many leading hashes it holds in
   // any tier (consecutive from hashes[0]; a worker holding h0, h1 and h3 but
@@ -192,6 +201,10 @@ class PrefixIndex {
     return b.depth < 0 || (b.parent_kind == ChainParent::Kind::kBlock && !wb.held.contains(b.parent));
   }
   void AdjustUnplaced(WorkerBlocks& wb, int64_t delta);
+  // Sets the depth of every held block from the parents held (a snapshot's
+  // own): 0 for a chain's first block, one more than a held parent's known
+  // depth, else unknown (a parent not held, or false parents in a cycle).
+  static void PlaceChains(HeldBlocks& held);
   // The kids record of `parent`: its own if held, else its orphan entry.
   static ChainKids& KidsOf(WorkerBlocks& wb, const BlockHash& parent);
   // Lists or unlists a held block in `drops` as its tier and kids say.

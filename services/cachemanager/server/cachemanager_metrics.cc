@@ -42,6 +42,10 @@ std::vector<prometheus::MetricFamily> KvMapCollector::Collect() const {
   }
   out.Gauge("kvfleet_cachemanager_distinct_hashes", "Distinct block hashes in the index",
             static_cast<double>(s.distinct_hashes));
+  out.Gauge("kvfleet_cachemanager_broken_chain_workers",
+            "Live workers holding a block whose place in its chain is unknown: prompts they match are looked up "
+            "hash by hash instead of bisected",
+            static_cast<double>(s.broken_chain_workers));
   out.Counter("kvfleet_cachemanager_events_ingested_total", "KV events applied to the index",
               static_cast<double>(s.counters.events_ingested));
   out.Counter("kvfleet_cachemanager_snapshots_total", "Worker snapshots applied",

@@ -41,6 +41,7 @@ struct KvMapSnapshot {
   std::vector<WorkerView> workers;
   KvMapCounters counters;
   int64_t distinct_hashes = 0;
+  int32_t broken_chain_workers = 0;
 };
 
 class KvMapCollector : public prometheus::Collectable {

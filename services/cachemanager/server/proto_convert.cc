@@ -51,6 +51,13 @@ absl::StatusOr<WorkerDescriptor> ToDescriptor(const v1::RegisterRequest& r) {
 
 namespace {
 
+// A parent as the wire carries it: empty for a chain's first block.
+absl::StatusOr<ChainParent> ParseParent(const std::string& bytes, const std::string& field) {
+  if (bytes.empty()) return ChainParent::Root();
+  if (const std::optional<BlockHash> parent = BlockHash::FromBytes(bytes)) return ChainParent::Of(*parent);
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", bytes.size(), " bytes; block hashes are 16 bytes"));
+}
+
 absl::StatusOr<KvEventRecord> ToRecord(const v1::KvEvent& e, int index) {
   const std::string at = absl::StrCat("events[", index, "]");
   KvEventRecord r;
@@ -58,14 +65,7 @@ absl::StatusOr<KvEventRecord> ToRecord(const v1::KvEvent& e, int index) {
     case v1::KvEvent::kStored: {
       r.kind = KvEventRecord::Kind::kStored;
       ASSIGN_OR_RETURN(r.hashes, ParseHashes(e.stored().hashes(), at + ".stored.hashes"));
-      if (e.stored().parent().empty()) {
-        r.parent = ChainParent::Root();
-      } else if (const std::optional<BlockHash> parent = BlockHash::FromBytes(e.stored().parent())) {
-        r.parent = ChainParent::Of(*parent);
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(at, ".stored.parent is ", e.stored().parent().size(),
-                                                       " bytes; block hashes are 16 bytes"));
-      }
+      ASSIGN_OR_RETURN(r.parent, ParseParent(e.stored().parent(), at + ".stored.parent"));
       const std::optional<KvTier> tier = transport::FromProto(e.stored().tier());
       if (!tier) {
         return absl::InvalidArgumentError(
@@ -85,6 +85,17 @@ absl::StatusOr<KvEventRecord> ToRecord(const v1::KvEvent& e, int index) {
     case v1::KvEvent::kSnapshot: {
       r.kind = KvEventRecord::Kind::kSnapshot;
       ASSIGN_OR_RETURN(r.hashes, ParseHashes(e.snapshot().hashes(), at + ".snapshot.hashes"));
+      const auto& parents = e.snapshot().parents();
+      if (!parents.empty() && parents.size() != e.snapshot().hashes().size()) {
+        return absl::InvalidArgumentError(absl::StrCat(at, ".snapshot has ", parents.size(), " parents for ",
+                                                       e.snapshot().hashes().size(),
+                                                       " hashes; give one per hash, or none"));
+      }
+      r.parents.reserve(parents.size());
+      for (int i = 0; i < parents.size(); ++i) {
+        ASSIGN_OR_RETURN(ChainParent parent, ParseParent(parents[i], absl::StrCat(at, ".snapshot.parents[", i, "]")));
+        r.parents.push_back(parent);
+      }
       return r;
     }
     case v1::KvEvent::EVENT_NOT_SET:

@@ -41,12 +41,19 @@ void KvEventBuffer::OnAllCleared() {
   pending_.push_back({.kind = PublishedEvent::Kind::kCleared});
 }
 
-void KvEventBuffer::OnSnapshot(std::span<const BlockHash> hashes) {
+void KvEventBuffer::OnSnapshot(std::span<const engine::CachedBlock> blocks) {
+  PublishedEvent snapshot{.kind = PublishedEvent::Kind::kSnapshot};
+  snapshot.hashes.reserve(blocks.size());
+  snapshot.parents.reserve(blocks.size());
+  for (const engine::CachedBlock& b : blocks) {
+    snapshot.hashes.push_back(b.hash);
+    snapshot.parents.push_back(b.parent);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != State::kAwaitingSnapshot) return;  // nobody asked (any more)
     pending_.clear();
-    pending_.push_back({.kind = PublishedEvent::Kind::kSnapshot, .hashes = {hashes.begin(), hashes.end()}});
+    pending_.push_back(std::move(snapshot));
     state_ = State::kStreaming;
   }
   wake_.notify_all();

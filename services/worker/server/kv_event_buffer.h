@@ -50,6 +50,8 @@ struct PublishedEvent {
   Kind kind = Kind::kStored;
   std::vector<BlockHash> hashes;    // kStored (chain order), kRemoved, kSnapshot
   std::optional<BlockHash> parent;  // kStored: of its first block
+  // kSnapshot: each hash's parent (none for a sequence's first block).
+  std::vector<std::optional<BlockHash>> parents;
   KvTier tier = KvTier::kDevice;    // kStored
   bool operator==(const PublishedEvent&) const = default;
 };
@@ -71,7 +73,7 @@ class KvEventBuffer final : public engine::KvEventListener {
   void OnBlockMoved(const BlockHash& hash, const std::optional<BlockHash>& parent, KvTier tier) override;
   void OnBlockRemoved(const BlockHash& hash) override;
   void OnAllCleared() override;
-  void OnSnapshot(std::span<const BlockHash> hashes) override;
+  void OnSnapshot(std::span<const engine::CachedBlock> blocks) override;
 
   // A new session: sequence numbers start again; `now` starts the quiet spell.
   void Connect(Clock::time_point now);

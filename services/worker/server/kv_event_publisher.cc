@@ -39,9 +39,14 @@ v1::KvEvent ToProto(const PublishedEvent& e) {
     case PublishedEvent::Kind::kCleared:
       out.mutable_cleared();
       break;
-    case PublishedEvent::Kind::kSnapshot:
-      AddHashes(e.hashes, out.mutable_snapshot()->mutable_hashes());
+    case PublishedEvent::Kind::kSnapshot: {
+      v1::Snapshot* snapshot = out.mutable_snapshot();
+      AddHashes(e.hashes, snapshot->mutable_hashes());
+      for (const std::optional<BlockHash>& parent : e.parents) {
+        *snapshot->add_parents() = parent ? parent->ToBytes() : "";
+      }
       break;
+    }
   }
   return out;
 }

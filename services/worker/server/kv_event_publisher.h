@@ -78,7 +78,7 @@ class KvEventPublisher : public engine::KvEventListener {
     buffer_.OnBlockMoved(hash, parent, tier);
   }
   void OnAllCleared() override { buffer_.OnAllCleared(); }
-  void OnSnapshot(std::span<const BlockHash> hashes) override { buffer_.OnSnapshot(hashes); }
+  void OnSnapshot(std::span<const engine::CachedBlock> blocks) override { buffer_.OnSnapshot(blocks); }
 
   // `engine` and `admitted` must outlive Stop(). `draining` reports the
   // worker's drain; `admitted` is what the load reports carry as tickets.

@@ -131,10 +131,22 @@ TEST_F(EngineHooksTest, KvSnapshotListsExactlyWhatTheEventsLeftLive) {
   EXPECT_TRUE(engine.HasWork()) << "a snapshot request is work, even when idle";
   ASSERT_TRUE(engine.Step().ok());
   ASSERT_EQ(listener.snapshots().size(), 1u);
-  const absl::flat_hash_set<BlockHash> snapshot(listener.snapshots()[0].begin(), listener.snapshots()[0].end());
+  absl::flat_hash_set<BlockHash> snapshot;
+  // Each block with the parent it was stored with, so the index keeps its chains.
+  absl::flat_hash_map<BlockHash, std::optional<BlockHash>> stored_parent;
+  for (const kvfleet::testing::KvEvent& e : listener.events()) {
+    if (e.kind == kvfleet::testing::KvEvent::Kind::kStored) stored_parent[e.hash] = e.parent;
+  }
+  int with_parent = 0;
+  for (const CachedBlock& block : listener.snapshots()[0]) {
+    snapshot.insert(block.hash);
+    EXPECT_EQ(block.parent, stored_parent.at(block.hash)) << block.hash.ToHex();
+    with_parent += block.parent.has_value();
+  }
   EXPECT_EQ(snapshot.size(), listener.snapshots()[0].size()) << "no hash twice";
   EXPECT_EQ(snapshot, listener.live());
   EXPECT_GE(snapshot.size(), 4u);  // 19 tokens of request 1 fill four blocks of 4
+  EXPECT_GE(with_parent, 3) << "every block after a sequence's first names its parent";
   EXPECT_TRUE(listener.errors().empty());
 }
 

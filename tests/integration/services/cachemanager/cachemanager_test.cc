@@ -236,6 +236,14 @@ TEST_F(CacheManagerTest, ARestartedCacheManagerReconvergesWhileWorkersKeepServin
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count();
   EXPECT_LT(seconds, 5.0) << "re-converged in " << seconds << " s";
   std::printf("index re-converged %.2f s after the cachemanager restarted\n", seconds);
+  // The snapshots named every block's parent: the rebuilt index knows the
+  // workers' chains whole, so their prompts are bisected, not walked.
+  auto metrics_body = HttpGet("127.0.0.1", cm_.metrics_port, "/metrics", absl::Seconds(5));
+  ASSERT_TRUE(metrics_body.ok()) << metrics_body.status();
+  auto metrics = PrometheusScrape::Parse(*metrics_body);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_GE(metrics->Value("kvfleet_cachemanager_snapshots_total").value_or(0), 2);
+  EXPECT_EQ(metrics->Value("kvfleet_cachemanager_broken_chain_workers"), 0);
 }
 
 TEST_F(CacheManagerTest, TheCliListsTheLiveWorkers) {

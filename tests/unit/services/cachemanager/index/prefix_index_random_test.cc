@@ -203,7 +203,7 @@ class Harness {
       for (int k = static_cast<int>(rng_() % 12); k > 0; --k) snapshot.push_back(universe_[rng_() % universe_.size()]);
       if (!snapshot.empty() && rng_() % 2 == 0) snapshot.push_back(snapshot[rng_() % snapshot.size()]);
       std::shuffle(snapshot.begin(), snapshot.end(), rng_);
-      index_.ReplaceAll(slot, snapshot);
+      index_.ReplaceAll(slot, snapshot, SnapshotParents(snapshot));
       model_[w] = std::set<BlockHash>(snapshot.begin(), snapshot.end());
       lower_[w].clear();  // a snapshot lists the device
       return "snapshot";
@@ -218,9 +218,21 @@ class Harness {
       const std::vector<BlockHash>& p = prompts_[rng_() % prompts_.size()];
       snapshot.insert(snapshot.end(), p.begin(), p.end());
     }
-    index_.ReplaceAll(slot, snapshot);
+    index_.ReplaceAll(slot, snapshot, SnapshotParents(snapshot));
     model_[w].insert(snapshot.begin(), snapshot.end());
     return "death and reuse";
+  }
+
+  // Half the time each hash's true parent, as workers send them; otherwise
+  // none (a worker that does not say).
+  std::vector<ChainParent> SnapshotParents(const std::vector<BlockHash>& snapshot) {
+    std::vector<ChainParent> parents;
+    if (rng_() % 2 == 0) return parents;
+    for (const BlockHash& h : snapshot) {
+      const auto it = parent_of_.find(h);
+      parents.push_back(it == parent_of_.end() ? ChainParent::Root() : ChainParent::Of(it->second));
+    }
+    return parents;
   }
 
   std::vector<BlockHash> Sample(const std::set<BlockHash>& from, size_t n) {

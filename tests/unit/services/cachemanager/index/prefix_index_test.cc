@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -372,6 +373,68 @@ TEST(PrefixIndexTest, BrokenOrUnknownChainsStillCountExactly) {
   index.ReplaceAll(WorkerSlot(0), std::span(chain).first(90));
   EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(0, 90), O(1, 61)));
   EXPECT_TRUE(index.CheckInvariants().ok());
+}
+
+// A snapshot that names its blocks' parents gives the index whole chains
+// at once, in any order of the blocks, so the prompts it holds are bisected;
+// one without parents leaves new blocks unplaced until they go.
+TEST(PrefixIndexTest, ASnapshotWithParentsKnowsItsChainsWhole) {
+  const std::vector<BlockHash> chain = Chain(60, 13);
+  const std::vector<BlockHash> other = Chain(5, 14);
+  std::vector<BlockHash> hashes;
+  std::vector<ChainParent> parents;
+  for (const std::vector<BlockHash>* c : {&chain, &other}) {
+    for (size_t i = 0; i < c->size(); ++i) {
+      hashes.push_back((*c)[i]);
+      parents.push_back(i == 0 ? ChainParent::Root() : ChainParent::Of((*c)[i - 1]));
+    }
+  }
+  // Children before their parents: depths cannot be read off in order.
+  std::reverse(hashes.begin(), hashes.end());
+  std::reverse(parents.begin(), parents.end());
+  PrefixIndex with;
+  with.ReplaceAll(WorkerSlot(0), hashes, parents);
+  EXPECT_TRUE(with.ChainsWhole(WorkerSlot(0)));
+  EXPECT_EQ(with.WorkersWithBrokenChains(), 0);
+  EXPECT_THAT(with.FindOverlaps(chain), ElementsAre(O(0, 60)));
+  EXPECT_TRUE(with.CheckInvariants().ok()) << with.CheckInvariants();
+  PrefixIndex without;
+  without.ReplaceAll(WorkerSlot(0), hashes);
+  EXPECT_FALSE(without.ChainsWhole(WorkerSlot(0)));
+  EXPECT_EQ(without.WorkersWithBrokenChains(), 1);
+  EXPECT_THAT(without.FindOverlaps(chain), ElementsAre(O(0, 60)));  // walked, still exact
+  // A snapshot that names parents replaces what the index knew.
+  without.ReplaceAll(WorkerSlot(0), hashes, parents);
+  EXPECT_TRUE(without.ChainsWhole(WorkerSlot(0)));
+  EXPECT_TRUE(without.CheckInvariants().ok()) << without.CheckInvariants();
+}
+
+// Parents the snapshot does not hold, false parents that loop, and a block
+// named its own parent leave those blocks unplaced, and the rest whole.
+TEST(PrefixIndexTest, ASnapshotsMissingOrLoopingParentsAreUnplaced) {
+  const std::vector<BlockHash> chain = Chain(6, 15);
+  PrefixIndex index;
+  // chain[1..5] without chain[0]: its child has no held parent.
+  index.ReplaceAll(
+      WorkerSlot(0), std::span(chain).subspan(1),
+      std::vector<ChainParent>{ChainParent::Of(chain[0]), ChainParent::Of(chain[1]), ChainParent::Of(chain[2]),
+                               ChainParent::Of(chain[3]), ChainParent::Of(chain[4])});
+  EXPECT_FALSE(index.ChainsWhole(WorkerSlot(0)));
+  EXPECT_TRUE(index.CheckInvariants().ok()) << index.CheckInvariants();
+  // A loop (0 -> 1 -> 0) and a self-parent, beside a whole chain.
+  const std::vector<BlockHash> whole = Chain(3, 16);
+  index.ReplaceAll(
+      WorkerSlot(1), std::vector<BlockHash>{chain[0], chain[1], chain[2], whole[0], whole[1], whole[2]},
+      std::vector<ChainParent>{ChainParent::Of(chain[1]), ChainParent::Of(chain[0]), ChainParent::Of(chain[2]),
+                               ChainParent::Root(), ChainParent::Of(whole[0]), ChainParent::Of(whole[1])});
+  EXPECT_FALSE(index.ChainsWhole(WorkerSlot(1)));
+  EXPECT_THAT(index.FindOverlaps(whole), ElementsAre(O(1, 3)));
+  EXPECT_THAT(index.FindOverlaps(chain), ElementsAre(O(1, 3)));
+  EXPECT_TRUE(index.CheckInvariants().ok()) << index.CheckInvariants();
+  // Once the looping blocks go, the worker's chains are whole again.
+  index.Remove(WorkerSlot(1), Pick(chain, {0, 1, 2}));
+  EXPECT_TRUE(index.ChainsWhole(WorkerSlot(1)));
+  EXPECT_TRUE(index.CheckInvariants().ok()) << index.CheckInvariants();
 }
 
 // A worker that names false parents shifts only its own depths: another

@@ -23,16 +23,17 @@ TEST_F(KvEventBufferTest, NothingIsKeptBeforeTheSnapshotWhichGoesFirst) {
   EXPECT_TRUE(b.RequestSnapshot());
   EXPECT_FALSE(b.RequestSnapshot()) << "one awaited already: the engine is not asked twice";
   b.OnBlockStored(H(2), std::nullopt);  // before the snapshot: superseded by it
-  b.OnSnapshot(std::vector<BlockHash>{H(7), H(8)});
+  b.OnSnapshot(std::vector<engine::CachedBlock>{{.hash = H(7)}, {.hash = H(8), .parent = H(7)}});
   b.OnBlockStored(H(9), std::nullopt);
   std::optional<OutgoingBatch> batch = b.NextBatch(t0_, heartbeat_);
   ASSERT_TRUE(batch.has_value());
   EXPECT_EQ(batch->sequence, 1u);
   ASSERT_EQ(batch->events.size(), 2u);
-  EXPECT_EQ(batch->events[0], (PublishedEvent{.kind = Kind::kSnapshot, .hashes = {H(7), H(8)}}));
+  EXPECT_EQ(batch->events[0],
+            (PublishedEvent{.kind = Kind::kSnapshot, .hashes = {H(7), H(8)}, .parents = {std::nullopt, H(7)}}));
   EXPECT_EQ(batch->events[1].hashes, std::vector<BlockHash>{H(9)});
   // A snapshot nobody asked for is ignored.
-  b.OnSnapshot(std::vector<BlockHash>{H(3)});
+  b.OnSnapshot(std::vector<engine::CachedBlock>{{.hash = H(3)}});
   EXPECT_FALSE(b.NextBatch(t0_, heartbeat_).has_value());
 }
 
