@@ -37,7 +37,22 @@ absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model
 }
 
 absl::StatusOr<Device> ResolveDevice(std::string_view spec) {
-  if (spec != "auto") return ParseDevice(spec);
+  if (spec != "auto") {
+    ASSIGN_OR_RETURN(Device device, ParseDevice(spec));
+    if (device.kind == DeviceKind::kCuda) {
+      // Asked for by name: say at once when it is not there, before any
+      // model is read for it.
+      std::string why;
+      const int count = CudaDeviceCount(&why);
+      if (device.index >= count) {
+        return absl::FailedPreconditionError(
+            count == 0 ? absl::StrCat(device.ToString(), " asked for, but ", why, "; use --device cpu")
+                       : absl::StrCat(device.ToString(), " asked for, but this machine has ", count,
+                                      " GPU(s) (cuda:0 .. cuda:", count - 1, "); use one of them or --device cpu"));
+      }
+    }
+    return device;
+  }
   std::string why;
   if (CudaDeviceCount(&why) > 0) {
     KVFLEET_LOG_INFO("device auto: cuda:0 (a usable GPU)");

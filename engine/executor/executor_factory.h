@@ -22,7 +22,8 @@ absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model
                                                               const ExecutorOptions& options);
 
 // "auto": GPU 0 when the CUDA backend is built and a GPU is usable, else the
-// CPU, logging which and why. Anything else as ParseDevice.
+// CPU, logging which and why. Anything else as ParseDevice, and a GPU named
+// must be there: FAILED_PRECONDITION saying why not and what to use.
 absl::StatusOr<Device> ResolveDevice(std::string_view spec);
 
 // The usable GPUs' count (0 without the CUDA backend in this build or

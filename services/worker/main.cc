@@ -1,7 +1,9 @@
 // kvfleet-worker: wires the engine, the gRPC service, health, metrics and
-// drain together. The order matters: the server is bound (health
-// NOT_SERVING) before the model loads, so an orchestrator sees a live but
-// not-ready process; SIGTERM drains before exit.
+// drain together. The order matters: what can be refused at once (the
+// flags, the device, the model file) is checked before anything is bound
+// or announced; then the server is bound (health NOT_SERVING) before the
+// weights are prepared, so an orchestrator sees a live but not-ready
+// process; "ready" follows every step; SIGTERM drains before exit.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,6 +33,22 @@ namespace {
 
 using transport::TerminationSignals;
 
+// What is checked before the worker binds or says anything: a refusal
+// comes before "listening".
+struct CheckedStart {
+  std::unique_ptr<model::Model> model;  // read and bound: every tensor checked
+  engine::Device device;                // present and usable
+  engine::SchedulerConfig scheduler;    // the device's defaults with the flags given
+};
+
+absl::StatusOr<CheckedStart> CheckStart(const WorkerOptions& o) {
+  CheckedStart c;
+  ASSIGN_OR_RETURN(c.device, engine::ResolveDevice(o.device));
+  ASSIGN_OR_RETURN(c.scheduler, ResolveScheduler(o, c.device.kind));
+  ASSIGN_OR_RETURN(c.model, model::Model::Load(o.model_path));
+  return c;
+}
+
 // What exists only once the model has loaded.
 struct LoadedModel {
   std::unique_ptr<model::Model> model;
@@ -43,9 +61,11 @@ struct LoadedModel {
 
 // Weights and scratch first (target and draft), then the memory plan sizes
 // both KV caches from what is left.
-absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& metrics) {
+absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart checked, WorkerMetrics& metrics) {
   LoadedModel m;
-  ASSIGN_OR_RETURN(m.model, model::Model::Load(o.model_path));
+  m.model = std::move(checked.model);
+  m.scheduler = checked.scheduler;
+  const engine::Device device = checked.device;
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
   ASSIGN_OR_RETURN(m.grammar, GrammarCompiler::Create(*tok, static_cast<int32_t>(m.model->config().vocab_size),
@@ -60,8 +80,6 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, WorkerMetrics& met
         "answers must match",
         kernels::KvCacheDtypeName(o.kv_cache_dtype));
   }
-  ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(o.device));
-  ASSIGN_OR_RETURN(m.scheduler, ResolveScheduler(o, device.kind));
   ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(
                                    *m.model, {.device = device,
                                               .block_size = o.block_size,
@@ -133,6 +151,7 @@ void Drain(const WorkerOptions& o, WorkerService& service, HealthWatchdog& watch
 }
 
 absl::Status Run(const WorkerOptions& o) {
+  ASSIGN_OR_RETURN(CheckedStart checked, CheckStart(o));
   WorkerMetrics metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
@@ -142,7 +161,7 @@ absl::Status Run(const WorkerOptions& o) {
                    transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Worker")));
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
 
-  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, metrics));
+  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, std::move(checked), metrics));
   const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
   std::unique_ptr<KvEventPublisher> publisher;
   if (!o.cachemanager.empty()) {

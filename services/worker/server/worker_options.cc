@@ -77,8 +77,9 @@ const char kUsageTail[] =
                                cachemanager (default 0: none)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
 
-On start it prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound,
-then "kvfleet-worker ready" once the model is loaded and health is SERVING. Readiness is off while
+On start it checks the flags, the device and the model file first (any refusal ends it before it binds), then
+prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound, and
+"kvfleet-worker ready" once the model is loaded and health is SERVING. Readiness is off while
 loading, draining or stalled; liveness while loading or stalled (it stays on while draining).
 )";
 

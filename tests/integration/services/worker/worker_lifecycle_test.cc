@@ -112,6 +112,8 @@ TEST(WorkerLifecycleTest, ACorruptModelFileExitsNonZeroNamingTheFile) {
                                       .ready_timeout = absl::Seconds(30)});
   ASSERT_FALSE(worker.ok());
   EXPECT_NE(worker.status().message().find("broken.gguf"), std::string::npos) << worker.status();
+  // Refused before it binds: it never announced a port (the failure quotes its stdout).
+  EXPECT_EQ(worker.status().message().find("listening grpc="), std::string::npos) << worker.status();
 }
 
 TEST(WorkerLifecycleTest, AGpuThatCannotBeUsedIsAClearErrorAtStart) {
@@ -129,6 +131,8 @@ TEST(WorkerLifecycleTest, AGpuThatCannotBeUsedIsAClearErrorAtStart) {
   const std::string message(gpu.status().message());
   EXPECT_NE(message.find("cuda:3"), std::string::npos) << message;
   EXPECT_NE(message.find("--device cpu"), std::string::npos) << message;
+  EXPECT_EQ(message.find("listening grpc="), std::string::npos)
+      << "announced before the device was checked: " << message;
 
   auto bad = WorkerProcess::Start({.binary = worker_binary,
                                    .model_path = dir.Path("tiny.gguf"),
