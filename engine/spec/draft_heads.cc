@@ -12,7 +12,6 @@
 #include "kernels/cpu/quantize.h"
 #include "model/hf/json_config_reader.h"
 #include "model/hf/safetensors_file.h"
-#include "model/model_fingerprint.h"
 
 namespace kvfleet::engine::spec {
 namespace {
@@ -56,7 +55,7 @@ absl::StatusOr<std::vector<float>> ReadTensor(const model::SafetensorsFile& file
 }  // namespace
 
 absl::StatusOr<DraftHeads> DraftHeads::Load(const std::string& dir, const model::Model& target,
-                                            std::string_view target_path) {
+                                            std::string_view target_path, std::string_view target_fingerprint) {
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   absl::StatusOr<nlohmann::json> config = model::ReadJsonFile(config_path);
   if (!config.ok()) {
@@ -86,7 +85,7 @@ absl::StatusOr<DraftHeads> DraftHeads::Load(const std::string& dir, const model:
     return bad(absl::StrCat("the heads take hidden states of ", heads.hidden_, " values and the target ", target_name,
                             " has ", target.config().hidden_size));
   }
-  const std::string fingerprint = model::ModelFingerprint(target);
+  const std::string fingerprint(target_fingerprint);
   if (c["target_fingerprint"].get<std::string>() != fingerprint) {
     return bad(absl::StrCat("the heads were trained for the model of fingerprint ",
                             c["target_fingerprint"].get<std::string>(), ", not for the target ", target_name,

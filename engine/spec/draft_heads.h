@@ -19,7 +19,7 @@
 //
 // Thread-safety: immutable after Load; Guess may run anywhere.
 //
-//   ASSIGN_OR_RETURN(DraftHeads heads, DraftHeads::Load("heads/smollm2", target_model, "model.gguf"));
+//   ASSIGN_OR_RETURN(DraftHeads heads, DraftHeads::Load("heads/smollm2", target_model, "model.gguf", fingerprint));
 //   auto top = heads.Candidates(hidden, 3, /*top_k=*/2);   // for a tree of guesses
 #pragma once
 
@@ -39,10 +39,12 @@ namespace kvfleet::engine::spec {
 class DraftHeads {
  public:
   // INVALID_ARGUMENT naming the directory for a malformed file, heads of
-  // another hidden size, or heads trained for another model (its
-  // fingerprint and the target's, with the target's path).
+  // another hidden size, or heads trained for another model than the one
+  // of `target_fingerprint` (model/model_fingerprint.h: the caller's, so
+  // that it may come from the cache; both fingerprints and the target's
+  // path are named).
   static absl::StatusOr<DraftHeads> Load(const std::string& dir, const model::Model& target,
-                                         std::string_view target_path);
+                                         std::string_view target_path, std::string_view target_fingerprint);
 
   int32_t num_heads() const { return static_cast<int32_t>(weights_.size()); }
   int64_t hidden_size() const { return hidden_; }

@@ -6,6 +6,7 @@
 #include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/heads_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
+#include "model/model_fingerprint.h"
 #include "model/tokenizer/same_tokenizer.h"
 
 namespace kvfleet::engine::spec {
@@ -72,8 +73,9 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
     set.proposers_.push_back(std::move(proposer));
   }
   if (!config.draft_heads_path.empty()) {
-    ASSIGN_OR_RETURN(DraftHeads heads,
-                     DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path));
+    ASSIGN_OR_RETURN(DraftHeads heads, DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path,
+                                                        model::CachedModelFingerprint(
+                                                            target_model.model, target_model.fingerprint_cache_dir)));
     KVFLEET_LOG_INFO("draft heads {}: {} heads over a draft vocabulary of {} tokens", config.draft_heads_path,
                      heads.num_heads(), heads.vocab_size());
     set.proposers_.push_back(

@@ -50,6 +50,9 @@ struct ProposerConfig {
 struct TargetModel {
   const model::Model& model;
   std::string_view path;
+  // Where the target's fingerprint is remembered between starts
+  // (model/model_fingerprint.h); empty: computed every time.
+  std::string fingerprint_cache_dir;
 };
 
 // A draft model's weights and its executor (on the target's device).

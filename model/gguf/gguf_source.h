@@ -31,6 +31,7 @@ class GgufSource : public ModelSource {
   const std::vector<TensorView>& tensors() const override { return tensors_; }
   const TensorView* FindTensor(std::string_view name) const override;
   int64_t mapped_bytes() const override { return file_->file_size(); }
+  std::vector<std::string> weight_files() const override { return {file_->path()}; }
   void DropPages(const void* data, size_t size) const override { file_->DropPages(data, size); }
   const absl::StatusOr<Vocabulary>& vocabulary() const override { return vocabulary_; }
   const GenerationDefaults& generation_defaults() const override { return generation_defaults_; }

@@ -153,6 +153,12 @@ int64_t HfSource::mapped_bytes() const {
   return bytes;
 }
 
+std::vector<std::string> HfSource::weight_files() const {
+  std::vector<std::string> files;
+  for (const auto& s : shards_) files.push_back(s->path());
+  return files;
+}
+
 void HfSource::DropPages(const void* data, size_t size) const {
   for (const auto& s : shards_) s->DropPages(data, size);  // each ignores ranges outside its mapping
 }

@@ -47,6 +47,7 @@ class HfSource : public ModelSource {
   const std::vector<TensorView>& tensors() const override { return tensors_; }
   const TensorView* FindTensor(std::string_view name) const override;
   int64_t mapped_bytes() const override;
+  std::vector<std::string> weight_files() const override;
   void DropPages(const void* data, size_t size) const override;
   const absl::StatusOr<Vocabulary>& vocabulary() const override { return vocabulary_; }
   const GenerationDefaults& generation_defaults() const override { return generation_defaults_; }

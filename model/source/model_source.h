@@ -55,6 +55,9 @@ class ModelSource {
   virtual const TensorView* FindTensor(std::string_view name) const = 0;
   // Bytes of the mapped model files: what loading the weights maps.
   virtual int64_t mapped_bytes() const = 0;
+  // The files the tensors' bytes are read from (a GGUF file; a checkpoint's
+  // safetensors shards), in the order they were opened.
+  virtual std::vector<std::string> weight_files() const = 0;
   // Drops the mapping's pages of [data, data + size): for bytes a backend
   // has copied into its own layout (MappedFile::DropPages).
   virtual void DropPages(const void* data, size_t size) const = 0;

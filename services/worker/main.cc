@@ -89,9 +89,11 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                                               .free_window_blocks = o.free_window_blocks,
                                               .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                   m.scheduler, o.speculation.max_draft_tokens)}));
-  ASSIGN_OR_RETURN(std::unique_ptr<engine::spec::DraftModel> draft,
-                   engine::spec::ProposerSet::LoadDraftModel(o.proposers, m.executor->info(), {*m.model, o.model_path},
-                                                             engine::CreateExecutor));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<engine::spec::DraftModel> draft,
+      engine::spec::ProposerSet::LoadDraftModel(
+          o.proposers, m.executor->info(),
+          {.model = *m.model, .path = o.model_path, .fingerprint_cache_dir = o.cache_dir}, engine::CreateExecutor));
   ASSIGN_OR_RETURN(engine::MemoryPlan plan,
                    engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
                                        .target = m.executor.get(),
@@ -104,7 +106,9 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics);
   ASSIGN_OR_RETURN(
       engine::spec::ProposerSet proposers,
-      engine::spec::ProposerSet::Build(o.proposers, *m.executor, {*m.model, o.model_path}, std::move(draft)));
+      engine::spec::ProposerSet::Build(o.proposers, *m.executor,
+                                       {.model = *m.model, .path = o.model_path, .fingerprint_cache_dir = o.cache_dir},
+                                       std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
   return m;
 }

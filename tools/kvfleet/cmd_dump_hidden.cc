@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/cache_dir.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
 #include "common/write_file.h"
@@ -176,7 +177,8 @@ absl::Status RunDumpHidden(const Args& args) {
           {{.name = "weight", .dtype = DType::kF16, .shape = {head.rows, head.cols}, .data = ToF16(head_f32)}})));
   nlohmann::ordered_json meta;
   meta["model"] = path;
-  meta["target_fingerprint"] = model::ModelFingerprint(*m.model);
+  // Cached: the worker that loads heads trained on these features reads it back.
+  meta["target_fingerprint"] = model::CachedModelFingerprint(*m.model, DefaultCacheDir());
   meta["hidden_size"] = hidden_size;
   meta["vocab_size"] = head.rows;
   meta["prompts"] = answered;

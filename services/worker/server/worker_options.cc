@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
+#include "common/cache_dir.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
 #include "model/model.h"
@@ -69,6 +70,9 @@ const char kUsageTail[] =
   --spec-draft-heads DIR       load "heads": draft heads trained for this exact model (tools/heads/README.md)
   --spec-heads-top-k K         > 1: the heads draft a tree of each head's K likeliest tokens, verified in one
                                pass (default 1: a chain)
+  --cache-dir DIR              where the worker keeps what it can recompute: the model's fingerprint, which draft
+                               heads are checked against and which takes a read of every weight (default
+                               $KVFLEET_CACHE_DIR, $XDG_CACHE_HOME/kvfleet or ~/.cache/kvfleet; "" for none)
   --drain-timeout SECONDS      on SIGTERM, how long in-flight requests may take to finish (default 30)
   --stall-timeout SECONDS      health turns NOT_SERVING when the engine makes no progress this long (default 60)
   --cachemanager HOST:PORT     publish KV events and load there (default: none); serving never waits for it
@@ -119,6 +123,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "cachemanager",
                                                                 "worker-id",
                                                                 "advertise-address",
+                                                                "cache-dir",
                                                                 "speculation",
                                                                 "spec-max-draft-tokens",
                                                                 "spec-ngram-min",
@@ -225,6 +230,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.cachemanager = f.GetString("cachemanager", "");
   o.worker_id = f.GetString("worker-id", "");
   o.advertise_address = f.GetString("advertise-address", "");
+  o.cache_dir = f.GetString("cache-dir", DefaultCacheDir());
   return o;
 }
 

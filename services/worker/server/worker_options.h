@@ -53,6 +53,7 @@ struct WorkerOptions {
   std::string cachemanager;        // host:port; empty: publish no KV events
   std::string worker_id;           // default: the advertised address
   std::string advertise_address;   // where routers reach this worker; default: the bound address
+  std::string cache_dir;           // what it can recompute (the model's fingerprint); empty: nothing kept
   limits::RequestLimits limits;
   int64_t fault_drop_event_batch = 0;  // chaos tests only (KvEventPublisherOptions)
 };

@@ -167,8 +167,9 @@ class SpeculativeEngineTest : public ::testing::Test {
     spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
     spec::SelfSpeculativeProposer self(*executor, 1);
     spec::SuffixProposer suffix({});
-    spec::HeadsProposer heads(*spec::DraftHeads::Load(dir_->Path("heads"), *model_, "t.gguf"),
-                              executor->info().weight_bytes, setup.heads_top_k);
+    spec::HeadsProposer heads(
+        *spec::DraftHeads::Load(dir_->Path("heads"), *model_, "t.gguf", model::ModelFingerprint(*model_)),
+        executor->info().weight_bytes, setup.heads_top_k);
     RandomProposer random;
     TreeProposer tree(setup.answers);
     kvfleet::testing::RecordingKvListener listener;

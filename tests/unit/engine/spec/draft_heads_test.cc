@@ -27,7 +27,8 @@ class DraftHeadsTest : public ::testing::Test {
 
 TEST_F(DraftHeadsTest, UntrainedHeadsGuessTheTargetsOwnNextToken) {
   kvfleet::testing::WriteDraftHeads(*model_, dir_.Path("heads"), {.num_heads = 2, .scale = 0});
-  absl::StatusOr<DraftHeads> heads = DraftHeads::Load(dir_.Path("heads"), *model_, "t.gguf");
+  absl::StatusOr<DraftHeads> heads =
+      DraftHeads::Load(dir_.Path("heads"), *model_, "t.gguf", model::ModelFingerprint(*model_));
   ASSERT_TRUE(heads.ok()) << heads.status();
   EXPECT_EQ(heads->num_heads(), 2);
   const int64_t h = model_->config().hidden_size;
@@ -62,7 +63,8 @@ TEST_F(DraftHeadsTest, UntrainedHeadsGuessTheTargetsOwnNextToken) {
 
 TEST_F(DraftHeadsTest, HeadsForAnotherModelAreRefusedNamingBoth) {
   kvfleet::testing::WriteDraftHeads(*model_, dir_.Path("other"), {.fingerprint = "0123abcd"});
-  absl::StatusOr<DraftHeads> heads = DraftHeads::Load(dir_.Path("other"), *model_, "target.gguf");
+  absl::StatusOr<DraftHeads> heads =
+      DraftHeads::Load(dir_.Path("other"), *model_, "target.gguf", model::ModelFingerprint(*model_));
   ASSERT_FALSE(heads.ok());
   EXPECT_EQ(heads.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(heads.status().message().find("0123abcd"), std::string::npos) << heads.status();
@@ -71,11 +73,12 @@ TEST_F(DraftHeadsTest, HeadsForAnotherModelAreRefusedNamingBoth) {
 }
 
 TEST_F(DraftHeadsTest, MissingOrMalformedFilesAreRefusedNamingThem) {
-  EXPECT_EQ(DraftHeads::Load(dir_.Path("nothing"), *model_, "t.gguf").status().code(),
+  EXPECT_EQ(DraftHeads::Load(dir_.Path("nothing"), *model_, "t.gguf", model::ModelFingerprint(*model_)).status().code(),
             absl::StatusCode::kInvalidArgument);
   kvfleet::testing::WriteDraftHeads(*model_, dir_.Path("bad"), {});
   std::ofstream(dir_.Path("bad") + "/config.json") << R"({"format": "kvfleet-draft-heads-v1", "hidden_size": 7})";
-  const absl::Status s = DraftHeads::Load(dir_.Path("bad"), *model_, "t.gguf").status();
+  const absl::Status s =
+      DraftHeads::Load(dir_.Path("bad"), *model_, "t.gguf", model::ModelFingerprint(*model_)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("config.json"), std::string::npos) << s;
 }
