@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_common import (NAMESPACE, RELEASE, Failure, chart_secrets, check, find, grpc_stream_ids,  # noqa: E402
                             logs, metric, model_directory, openai_client, port_of, render, router_grpc_stub,
                             service_aliases, stream_text, test_main, wait_ready, wait_routable)
-from pod_runner import PodRunner, podman  # noqa: E402
+from pod_runner import PodRunner, create_network, podman  # noqa: E402
 
 SUBNET_PREFIX = "10.89.217"
 
@@ -52,8 +52,7 @@ def run(args, scratch: str) -> None:
 
     tls_secrets = chart_secrets(os.path.join(scratch, "tls"), workers["spec"]["replicas"])
     run_id = uuid.uuid4().hex[:6]
-    network = f"kvfleet-test-{run_id}"
-    podman("network", "create", "--subnet", f"{SUBNET_PREFIX}.0/24", network)
+    network = create_network("kvfleet-test-", SUBNET_PREFIX)
     models = model_directory(args.model, values)
     runner = PodRunner(network, NAMESPACE, {model_dir: models}, tls_secrets, scratch, run_id)
     pods = {}  # pod name -> (container name, ip, container spec)

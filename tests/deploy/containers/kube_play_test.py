@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import os
 import sys
-import uuid
 
 import yaml
 
@@ -27,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_common import (MESSAGES, NAMESPACE, RELEASE, Failure, chart_secrets, check, find, logs,  # noqa: E402
                             model_directory, openai_client, render, service_aliases, stream_text, test_main,
                             wait_ready, wait_routable)
-from pod_runner import expand, podman, project_secret, resolve_env  # noqa: E402
+from pod_runner import create_network, expand, podman, project_secret, resolve_env  # noqa: E402
 
 SUBNET_PREFIX = "10.89.219"
 
@@ -92,8 +91,7 @@ def run(args, scratch: str) -> None:
     host_models = model_directory(args.model, values)
     model_dir = values["model"]["source"]["hostPath"]["path"]
 
-    network = f"kvfleet-kube-{uuid.uuid4().hex[:6]}"
-    podman("network", "create", "--subnet", f"{SUBNET_PREFIX}.0/24", network)
+    network = create_network("kvfleet-kube-", SUBNET_PREFIX)
     played = []
     try:
         plays = [(find(objects, "Deployment", f"{prefix}-cachemanager"), f"{prefix}-cachemanager", 10,

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # The project's podman configuration (runc, cgroupfs, no ulimits asked for).
@@ -28,6 +29,24 @@ def podman(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
     if check and result.returncode != 0:
         raise PodmanError(f"podman {' '.join(args)}: exit {result.returncode}: {result.stderr.strip()[-2000:]}")
     return result
+
+
+def create_network(name_prefix: str, subnet_prefix: str) -> str:
+    """A new network named `name_prefix` and a random suffix, on
+    `subnet_prefix`.0/24. Networks with the same prefix are what an
+    interrupted run of the same test left behind (its `finally` never ran):
+    they would hold the subnet and `network create` would refuse it, so
+    they go first, with their pods and containers."""
+    for stale in podman("network", "ls", "--format", "{{.Name}}").stdout.split():
+        if not stale.startswith(name_prefix):
+            continue
+        for pod in podman("pod", "ps", "-q", "--filter", f"network={stale}", check=False).stdout.split():
+            podman("pod", "rm", "--force", pod, check=False)
+        podman("network", "rm", "--force", stale)
+        print(f"removed the network {stale}, left behind by an interrupted run")
+    name = name_prefix + uuid.uuid4().hex[:6]
+    podman("network", "create", "--subnet", f"{subnet_prefix}.0/24", name)
+    return name
 
 
 def podman_size(quantity: str) -> str:
