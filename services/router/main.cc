@@ -4,10 +4,13 @@
 // --http-listen). Stateless: any number of routers may front the same
 // workers. SIGTERM stops taking calls and lets those in flight finish.
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "services/router/frontend/router_model.h"
@@ -37,9 +40,23 @@ transport::ClientChannelOptions WorkerChannelOptions(const RouterOptions& o) {
   return channel;
 }
 
+// The --chat-template file's text; empty when none is given.
+absl::StatusOr<std::string> ReadChatTemplate(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::NotFoundError(absl::StrCat("--chat-template ", path, " cannot be read"));
+  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat("--chat-template ", path, " is empty"));
+  return text.str();
+}
+
 absl::Status Run(const RouterOptions& o) {
+  ASSIGN_OR_RETURN(std::string chat_template, ReadChatTemplate(o.chat_template_path));
   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model,
-                   RouterModel::Load(o.model_path, o.model_id, o.served_model_name));
+                   RouterModel::Load(o.model_path, {.model_id = o.model_id,
+                                                    .served_name = o.served_model_name,
+                                                    .chat_template = std::move(chat_template)}));
   RouterMetrics metrics(o.metrics_max_tenants);
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));

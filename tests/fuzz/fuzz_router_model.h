@@ -18,7 +18,7 @@ inline const router::RouterModel& FuzzRouterModel() {
     Check(fd >= 0, "cannot make a temporary file");
     close(fd);
     Check(tools::WriteTinyModel({.context_length = 256}, path).ok(), "tiny model");
-    auto m = router::RouterModel::Load(path, "tiny");
+    auto m = router::RouterModel::Load(path, {.model_id = "tiny"});
     unlink(path);
     Check(m.ok(), "tiny model load");
     return m->release();

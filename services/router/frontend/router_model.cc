@@ -7,17 +7,26 @@
 
 namespace kvfleet::router {
 
-absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, std::string model_id,
-                                                               std::string served_name) {
+absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, RouterModelOptions options) {
   // The config and vocabulary only: the router never runs the model.
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> loaded, model::Model::Load(path, {.weights = false}));
-  const model::Vocabulary& vocab = loaded->vocabulary();
+  const bool own_template = options.chat_template.empty();
+  model::Vocabulary replaced;
+  if (!own_template) {
+    replaced = loaded->vocabulary();
+    replaced.chat_template = std::move(options.chat_template);
+  }
+  const model::Vocabulary& vocab = own_template ? loaded->vocabulary() : replaced;
   std::unique_ptr<RouterModel> m(new RouterModel());
-  m->id_ = model_id.empty() ? model::DefaultModelId(path) : std::move(model_id);
-  m->served_name_ = served_name.empty() ? m->id_ : std::move(served_name);
+  m->id_ = options.model_id.empty() ? model::DefaultModelId(path) : std::move(options.model_id);
+  m->served_name_ = options.served_name.empty() ? m->id_ : std::move(options.served_name);
   m->context_length_ = static_cast<int32_t>(loaded->config().context_length);
   ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
   m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
+  if (!own_template && !m->chat_template_.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--chat-template does not load: ", m->chat_template_.status().message()));
+  }
   m->add_bos_ = vocab.add_bos;
   const bool has_think_tokens = m->tokenizer_->FindToken("<think>").has_value() &&
                                 m->tokenizer_->FindToken("</think>").has_value();

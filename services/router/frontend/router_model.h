@@ -7,7 +7,7 @@
 // Thread-safety: immutable after Load; every method may be called from
 // many threads at once.
 //
-//   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> m, RouterModel::Load("models/x.gguf", ""));
+//   ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> m, RouterModel::Load("models/x.gguf"));
 //   ASSIGN_OR_RETURN(std::vector<model::TokenId> ids, m->EncodeChat(messages, /*add_generation_prompt=*/true));
 #pragma once
 
@@ -27,15 +27,23 @@
 
 namespace kvfleet::router {
 
+struct RouterModelOptions {
+  // Empty: the file's name without ".gguf", as the worker names it (the two
+  // must agree: the id seeds every block hash).
+  std::string model_id;
+  // The name clients use for it (--served-model-name); empty: the id.
+  std::string served_name;
+  // Jinja source of a chat template that replaces the model's own
+  // (--chat-template, as vLLM's); empty: the model's.
+  std::string chat_template;
+};
+
 class RouterModel {
  public:
-  // `model_id` empty: the file's name without ".gguf", as the worker names
-  // it (the two must agree: the id seeds every block hash). `served_name`:
-  // the name clients use for it (--served-model-name); empty: the id.
   // Errors name the file. A model without a usable chat template loads;
-  // Chat then fails.
-  static absl::StatusOr<std::unique_ptr<RouterModel>> Load(const std::string& path, std::string model_id,
-                                                           std::string served_name = "");
+  // Chat then fails. A --chat-template that jinja2 would not compile fails
+  // the load, naming the line.
+  static absl::StatusOr<std::unique_ptr<RouterModel>> Load(const std::string& path, RouterModelOptions options = {});
 
   const std::string& id() const { return id_; }
   // What clients call it: requests may name it or the id; listings show it.

@@ -263,6 +263,19 @@ absl::Status ReadPrompt(const Json& body, v1::GenerateTextRequest& request) {
   return absl::OkStatus();
 }
 
+// What a chat completion and /tokenize both read: the conversation, the
+// tools, the template's variables, typed and as sent.
+absl::Status ReadChat(const Json& body, v1::ChatRequest& chat, SentConversation& sent) {
+  ASSIGN_OR_RETURN(std::vector<v1::ChatMessage> messages, ReadMessages(body));
+  for (v1::ChatMessage& m : messages) *chat.add_messages() = std::move(m);
+  ASSIGN_OR_RETURN(std::optional<bool> add_generation_prompt, Bool(body, "add_generation_prompt"));
+  if (add_generation_prompt.has_value()) chat.set_add_generation_prompt(*add_generation_prompt);
+  RETURN_IF_ERROR(ReadTools(body, chat));
+  RETURN_IF_ERROR(ReadTemplateKwargs(body, chat));
+  sent = SentAsTemplateSees(body);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CompletionCall> ParseCompletionCall(Endpoint endpoint, std::string_view body) {
@@ -271,13 +284,8 @@ absl::StatusOr<CompletionCall> ParseCompletionCall(Endpoint endpoint, std::strin
   CompletionCall call;
   call.endpoint = endpoint;
   if (endpoint == Endpoint::kChat) {
-    ASSIGN_OR_RETURN(std::vector<v1::ChatMessage> messages, ReadMessages(json));
-    for (v1::ChatMessage& m : messages) *call.chat.add_messages() = std::move(m);
-    ASSIGN_OR_RETURN(std::optional<bool> add_generation_prompt, Bool(json, "add_generation_prompt"));
-    if (add_generation_prompt.has_value()) call.chat.set_add_generation_prompt(*add_generation_prompt);
-    RETURN_IF_ERROR(ReadTools(json, call.chat));
+    RETURN_IF_ERROR(ReadChat(json, call.chat, call.sent));
     RETURN_IF_ERROR(ReadToolChoice(json, call.chat));
-    RETURN_IF_ERROR(ReadTemplateKwargs(json, call.chat));
     RETURN_IF_ERROR(ReadOptions(json, call, *call.chat.mutable_options()));
   } else {
     RETURN_IF_ERROR(ReadPrompt(json, call.completion));
@@ -305,9 +313,9 @@ absl::StatusOr<TokenizeCall> ParseTokenizeCall(std::string_view body) {
     r.set_add_bos(add_special.value_or(true));
     return call;
   }
-  ASSIGN_OR_RETURN(call.messages, ReadMessages(json));
-  ASSIGN_OR_RETURN(std::optional<bool> add_generation_prompt, Bool(json, "add_generation_prompt"));
-  call.add_generation_prompt = add_generation_prompt.value_or(true);
+  v1::ChatRequest& chat = call.chat.emplace();
+  RETURN_IF_ERROR(ReadChat(json, chat, call.sent));
+  chat.mutable_options()->set_model(call.model);
   return call;
 }
 

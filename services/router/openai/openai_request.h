@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,9 +31,24 @@ namespace kvfleet::router::openai {
 
 enum class Endpoint { kChat, kCompletion };
 
+// The conversation as the client sent it: what the chat template renders,
+// so the prompt is the one Hugging Face's apply_chat_template makes of the
+// same request. Every field and every key order is kept (templates write
+// tools and calls with tojson, and some walk a tool's keys in order); only
+// what the typed request also normalizes changes: the role "developer" is
+// "system", text parts are joined into one string, and a call's
+// `arguments` that are a JSON object's text become that object (templates
+// index into them; vLLM does the same). The typed request (ChatRequest)
+// says the same conversation and is what is validated.
+struct SentConversation {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // null: none sent
+};
+
 struct CompletionCall {
   Endpoint endpoint = Endpoint::kChat;
   v1::ChatRequest chat;                // kChat
+  SentConversation sent;               // kChat
   v1::GenerateTextRequest completion;  // kCompletion
   std::string model;                   // as the client named it; empty when it named none
   bool stream = false;
@@ -61,13 +77,15 @@ absl::StatusOr<CompletionCall> ParseCompletionCall(Endpoint endpoint, std::strin
 void ApplyGenerationDefaults(std::optional<double> temperature, std::optional<double> top_p,
                              std::optional<int64_t> top_k, CompletionCall& call);
 
-// POST /tokenize (vLLM's shape): a `prompt`, or chat `messages` rendered
-// through the template.
+// POST /tokenize (vLLM's shape): a `prompt`, or chat `messages` (with
+// `tools`, `chat_template_kwargs` and `add_generation_prompt`, as a chat
+// completion takes them) rendered through the template, so its count is
+// that chat request's prompt_tokens.
 struct TokenizeCall {
   std::string model;
   std::optional<v1::TokenizeRequest> prompt;  // with `prompt`
-  std::vector<v1::ChatMessage> messages;      // with `messages`
-  bool add_generation_prompt = true;
+  std::optional<v1::ChatRequest> chat;        // with `messages`
+  SentConversation sent;                      // with `messages`
 };
 absl::StatusOr<TokenizeCall> ParseTokenizeCall(std::string_view body);
 

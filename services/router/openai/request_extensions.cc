@@ -194,6 +194,33 @@ absl::Status ReadConstraint(const Json& body, v1::GenerationOptions& options) {
   return absl::OkStatus();
 }
 
+SentConversation SentAsTemplateSees(const Json& body) {
+  SentConversation sent;
+  sent.messages = body.at("messages");
+  for (Json& m : sent.messages) {
+    if (m["role"] == "developer") m["role"] = "system";
+    if (const Json* content = Field(m, "content"); content != nullptr && content->is_array()) {
+      std::string text;
+      for (size_t i = 0; i < content->size(); ++i) {
+        if (i > 0) text += "\n";
+        if (const Json* t = Field((*content)[i], "text"); t != nullptr) text += t->get<std::string>();
+      }
+      m["content"] = text;
+    }
+    if (const Json* calls = Field(m, "tool_calls"); calls != nullptr && calls->is_array()) {
+      for (Json& call : m["tool_calls"]) {
+        Json& function = call["function"];
+        const Json* arguments = Field(function, "arguments");
+        if (arguments == nullptr || !arguments->is_string()) continue;
+        Json object = Json::parse(arguments->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+        if (object.is_object()) function["arguments"] = std::move(object);
+      }
+    }
+  }
+  if (const Json* tools = Field(body, "tools"); tools != nullptr && !tools->empty()) sent.tools = *tools;
+  return sent;
+}
+
 // logit_bias: {"token id": bias in [-100, 100]}.
 absl::Status ReadLogitBias(const Json& body, v1::SamplingParams& sampling) {
   const Json* bias = Field(body, "logit_bias");

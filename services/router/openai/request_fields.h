@@ -6,13 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/statusor.h"
 #include "kvfleet/v1/inference.pb.h"
+#include "services/router/openai/openai_request.h"
 
 namespace kvfleet::router::openai {
 
@@ -42,5 +42,8 @@ absl::Status ReadToolChoice(const Json& body, v1::ChatRequest& chat);
 absl::Status ReadTemplateKwargs(const Json& body, v1::ChatRequest& chat);
 absl::Status ReadConstraint(const Json& body, v1::GenerationOptions& options);
 absl::Status ReadLogitBias(const Json& body, v1::SamplingParams& sampling);
+// The body's `messages` and `tools` as the template sees them
+// (SentConversation); call after they were read and checked.
+SentConversation SentAsTemplateSees(const Json& body);
 
 }  // namespace kvfleet::router::openai

@@ -69,7 +69,8 @@ absl::StatusOr<Json> MessageJson(const v1::ChatMessage& m, int i) {
 
 }  // namespace
 
-absl::StatusOr<ChatPromptInputs> ChatInputsFromRequest(const v1::ChatRequest& request) {
+absl::StatusOr<ChatPromptInputs> ChatInputsFromRequest(const v1::ChatRequest& request,
+                                                       const openai::SentConversation* sent) {
   ChatPromptInputs out;
   model::ChatInputs& in = out.template_inputs;
   for (int i = 0; i < request.messages_size(); ++i) {
@@ -121,6 +122,11 @@ absl::StatusOr<ChatPromptInputs> ChatInputsFromRequest(const v1::ChatRequest& re
       }
     }
     in.kwargs = std::move(kwargs);
+  }
+  // Checked above in its typed form: render it as sent.
+  if (sent != nullptr) {
+    in.messages = sent->messages;
+    in.tools = sent->tools;
   }
   return out;
 }

@@ -6,13 +6,20 @@
 // tool_choice naming an absent function, kwargs that are not an object or
 // that would replace the conversation. Each error names the field.
 //
-//   ASSIGN_OR_RETURN(ChatPromptInputs in, ChatInputsFromRequest(request));
+// The template renders the conversation as the client sent it when the
+// front end has it (the OpenAI-compatible API: `sent`, every key in its
+// order and every field kept, so the prompt is Hugging Face's); otherwise
+// (the gRPC API) as JSON built from the typed request, fields in OpenAI's
+// order.
+//
+//   ASSIGN_OR_RETURN(ChatPromptInputs in, ChatInputsFromRequest(request, &call.sent));
 #pragma once
 
 #include "absl/status/statusor.h"
 #include "kvfleet/v1/inference.pb.h"
 #include "model/tokenizer/chat_template.h"
 #include "services/router/chat/chat_output_parser.h"
+#include "services/router/openai/openai_request.h"
 
 namespace kvfleet::router {
 
@@ -21,6 +28,9 @@ struct ChatPromptInputs {
   chat::ChatOutputOptions output;  // reasoning_starts_inside is the caller's to set
 };
 
-absl::StatusOr<ChatPromptInputs> ChatInputsFromRequest(const v1::ChatRequest& request);
+// `sent`: the same conversation as the client sent it; null when the front
+// end has only the typed request.
+absl::StatusOr<ChatPromptInputs> ChatInputsFromRequest(const v1::ChatRequest& request,
+                                                       const openai::SentConversation* sent = nullptr);
 
 }  // namespace kvfleet::router

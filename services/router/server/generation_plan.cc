@@ -118,19 +118,29 @@ absl::StatusOr<std::optional<v1::OutputConstraint>> ToolCallConstraint(const Rou
   return out;
 }
 
-absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
-                                        const limits::RequestLimits& limits) {
+absl::StatusOr<ChatPrompt> EncodeChatRequest(const RouterModel& model, const v1::ChatRequest& request,
+                                             const limits::RequestLimits& limits,
+                                             const openai::SentConversation* sent) {
   RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
-  RETURN_IF_ERROR(CheckOptions(limits, request.options()));
   if (request.messages_size() == 0) return absl::InvalidArgumentError("messages is empty: give at least one");
   RETURN_IF_ERROR(limits::CheckChatMessages(limits, request.messages_size()));
   int64_t content_bytes = 0;
   for (const v1::ChatMessage& m : request.messages()) content_bytes += static_cast<int64_t>(m.content().size());
   RETURN_IF_ERROR(limits::CheckPromptBytes(limits, "the messages' contents together", content_bytes));
-  ASSIGN_OR_RETURN(ChatPromptInputs inputs, ChatInputsFromRequest(request));
-  ASSIGN_OR_RETURN(std::vector<int32_t> prompt, model.EncodeChat(inputs.template_inputs));
-  inputs.output.reasoning_starts_inside = model.EndsInsideReasoning(prompt);
-  ASSIGN_OR_RETURN(GenerationPlan plan, Plan(model, std::move(prompt), request.options(), fresh_seed, limits));
+  ASSIGN_OR_RETURN(ChatPromptInputs inputs, ChatInputsFromRequest(request, sent));
+  ChatPrompt prompt;
+  ASSIGN_OR_RETURN(prompt.ids, model.EncodeChat(inputs.template_inputs));
+  prompt.output = std::move(inputs.output);
+  prompt.output.reasoning_starts_inside = model.EndsInsideReasoning(prompt.ids);
+  return prompt;
+}
+
+absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
+                                        const limits::RequestLimits& limits, const openai::SentConversation* sent) {
+  RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
+  RETURN_IF_ERROR(CheckOptions(limits, request.options()));
+  ASSIGN_OR_RETURN(ChatPrompt prompt, EncodeChatRequest(model, request, limits, sent));
+  ASSIGN_OR_RETURN(GenerationPlan plan, Plan(model, std::move(prompt.ids), request.options(), fresh_seed, limits));
   ASSIGN_OR_RETURN(std::optional<v1::OutputConstraint> calls, ToolCallConstraint(model, request));
   if (calls.has_value()) {
     if (request.options().has_constraint()) {
@@ -140,7 +150,7 @@ absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::Chat
     *plan.worker_request.mutable_constraint() = *std::move(calls);
   }
   plan.is_chat = true;
-  plan.chat_output = std::move(inputs.output);
+  plan.chat_output = std::move(prompt.output);
   // A Hermes call the worker enforces is valid by construction: it streams.
   plan.chat_output.stream_call_arguments = plan.worker_request.constraint().has_tool_calls() &&
                                            plan.worker_request.constraint().tool_calls().format() == "hermes";

@@ -21,6 +21,7 @@
 #include "services/limits/request_limits.h"
 #include "services/router/chat/chat_output_parser.h"
 #include "services/router/frontend/router_model.h"
+#include "services/router/openai/openai_request.h"
 
 namespace kvfleet::router {
 
@@ -38,8 +39,21 @@ struct GenerationPlan {
 // INVALID_ARGUMENT naming the limit for a request over one of `limits`.
 absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
                                             uint64_t fresh_seed, const limits::RequestLimits& limits = {});
+// `sent`: the conversation as the client sent it (ChatInputsFromRequest).
 absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
-                                        const limits::RequestLimits& limits = {});
+                                        const limits::RequestLimits& limits = {},
+                                        const openai::SentConversation* sent = nullptr);
+
+// A chat request's prompt: the messages' limits checked, the template
+// rendered (with the tools and kwargs) and tokenized. What PlanChat sends a
+// worker, and what /tokenize answers for the same messages.
+struct ChatPrompt {
+  std::vector<int32_t> ids;
+  chat::ChatOutputOptions output;  // reasoning_starts_inside set
+};
+absl::StatusOr<ChatPrompt> EncodeChatRequest(const RouterModel& model, const v1::ChatRequest& request,
+                                             const limits::RequestLimits& limits,
+                                             const openai::SentConversation* sent = nullptr);
 
 // OK when `requested` is empty or names the router's model (its served
 // name or its id); NOT_FOUND naming the model it serves otherwise.

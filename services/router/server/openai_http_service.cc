@@ -131,7 +131,7 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
     }
     return out.Write(formatter.StreamEvents(message));
   };
-  PublicApi::Outcome outcome = chat ? api_.Chat(*context, tenant, call.chat, arrival, sink)
+  PublicApi::Outcome outcome = chat ? api_.Chat(*context, tenant, call.chat, arrival, sink, &call.sent)
                                     : api_.Generate(*context, tenant, call.completion, arrival, sink);
   absl::Status status = FromGrpc(outcome.status);
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
@@ -170,23 +170,9 @@ int OpenAiHttpService::Tokenize(const HttpRequest& request, HttpResponder& out) 
     if (!r.ok()) return Fail(out, r.status());
     ids.assign(r->token_ids().begin(), r->token_ids().end());
   } else {
-    if (absl::Status s = CheckModelName(api_.model(), call->model); !s.ok()) return Fail(out, s);
-    if (absl::Status s = limits::CheckChatMessages(api_.limits(), static_cast<int64_t>(call->messages.size()));
-        !s.ok()) {
-      return Fail(out, s);
-    }
-    std::vector<model::ChatMessage> messages;
-    int64_t bytes = 0;
-    for (const v1::ChatMessage& m : call->messages) {
-      messages.push_back({.role = m.role(), .content = m.content()});
-      bytes += static_cast<int64_t>(m.content().size());
-    }
-    if (absl::Status s = limits::CheckPromptBytes(api_.limits(), "the messages' contents together", bytes); !s.ok()) {
-      return Fail(out, s);
-    }
-    absl::StatusOr<std::vector<model::TokenId>> r = api_.model().EncodeChat(messages, call->add_generation_prompt);
+    absl::StatusOr<std::vector<int32_t>> r = api_.TokenizeChat(*call->chat, &call->sent);
     if (!r.ok()) return Fail(out, r.status());
-    ids.assign(r->begin(), r->end());
+    ids = *std::move(r);
   }
   return Send(out, 200, openai::TokenizeBody(ids, api_.model().context_length()));
 }

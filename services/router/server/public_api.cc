@@ -111,12 +111,18 @@ PublicApi::Outcome PublicApi::Generate(const CallContext& call, const std::strin
 }
 
 PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& tenant, const v1::ChatRequest& request,
-                                   Clock::time_point arrival, const Sink& sink) {
+                                   Clock::time_point arrival, const Sink& sink, const openai::SentConversation* sent) {
   absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::ChatRequest own = request;
   *own.mutable_options() = *std::move(options);
-  return RunPlan(call, tenant, arrival, PlanChat(model_, own, FreshSeed(), limits_), sink);
+  return RunPlan(call, tenant, arrival, PlanChat(model_, own, FreshSeed(), limits_, sent), sink);
+}
+
+absl::StatusOr<std::vector<int32_t>> PublicApi::TokenizeChat(const v1::ChatRequest& request,
+                                                             const openai::SentConversation* sent) const {
+  ASSIGN_OR_RETURN(ChatPrompt prompt, EncodeChatRequest(model_, request, limits_, sent));
+  return std::move(prompt.ids);
 }
 
 absl::StatusOr<v1::TokenizeResponse> PublicApi::Tokenize(const v1::TokenizeRequest& request) const {

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kvfleet/v1/inference.pb.h"
@@ -34,6 +35,7 @@
 #include "services/router/frontend/router_model.h"
 #include "services/router/frontend/tenant_quota.h"
 #include "services/router/frontend/tenant_tokens.h"
+#include "services/router/openai/openai_request.h"
 #include "services/router/server/call_context.h"
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/router_metrics.h"
@@ -63,10 +65,16 @@ class PublicApi {
   // through `sink` before the outcome, the last with finish_reason and usage.
   Outcome Generate(const CallContext& call, const std::string& tenant, const v1::GenerateTextRequest& request,
                    Clock::time_point arrival, const Sink& sink);
+  // `sent`: the conversation as the client sent it (the OpenAI-compatible
+  // API), which the template then renders; null: built from `request`.
   Outcome Chat(const CallContext& call, const std::string& tenant, const v1::ChatRequest& request,
-               Clock::time_point arrival, const Sink& sink);
+               Clock::time_point arrival, const Sink& sink, const openai::SentConversation* sent = nullptr);
 
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) const;
+  // A chat request's prompt, as Chat would send it (its messages, tools and
+  // kwargs through the template).
+  absl::StatusOr<std::vector<int32_t>> TokenizeChat(const v1::ChatRequest& request,
+                                                    const openai::SentConversation* sent = nullptr) const;
   // The ids' text, valid UTF-8 (a character cut off at the end becomes U+FFFD).
   absl::StatusOr<v1::DetokenizeResponse> Detokenize(const v1::DetokenizeRequest& request) const;
   v1::ListModelsResponse ListModels() const;

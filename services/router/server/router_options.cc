@@ -16,6 +16,8 @@ const char kUsageHead[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/in
                                chat template and context (required; the weights are not loaded)
   --model-id ID                must match the workers' (default: the file's name without its extension,
                                or the directory's name)
+  --chat-template PATH         a Jinja chat template file that replaces the model's own (as vLLM's); the
+                               router then renders every chat with it (default: the model's)
   --served-model-name NAME     the name clients give as `model` and listings show (default: the model id;
                                requests may also use the id)
   --http-listen HOST:PORT      also serve the OpenAI-compatible HTTP API there (/v1/chat/completions,
@@ -73,23 +75,43 @@ std::string RouterUsage() {
 }
 
 absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(flags::Flags f,
-                   flags::Flags::Parse(args,
-                                       transport::WithTransportFlags(limits::WithLimitFlags(
-                                           {"model", "model-id", "cachemanager", "workers", "policy", "max-attempts",
-                                            "overlap-timeout", "probe-interval",
-                                            "prefill-weight", "decode-weight", "decision-memory",
-                                            "decision-memory-min", "decision-memory-factor", "decision-memory-max",
-                                            "in-flight-window", "affinity-guard-margin", "worker-tls-name",
-                                            "auth-tokens", "tenant-requests-per-second", "tenant-request-burst",
-                                            "tenant-tokens-per-second", "tenant-token-burst", "tenant-max-streams",
-                                            "metrics-max-tenants", "served-model-name", "http-listen",
-                                            "http-request-timeout"})),
-                                       transport::WithTransportSwitches({})));
+  ASSIGN_OR_RETURN(
+      flags::Flags f,
+      flags::Flags::Parse(args,
+                          transport::WithTransportFlags(limits::WithLimitFlags({"model",
+                                                                                "model-id",
+                                                                                "cachemanager",
+                                                                                "workers",
+                                                                                "policy",
+                                                                                "max-attempts",
+                                                                                "overlap-timeout",
+                                                                                "probe-interval",
+                                                                                "prefill-weight",
+                                                                                "decode-weight",
+                                                                                "decision-memory",
+                                                                                "decision-memory-min",
+                                                                                "decision-memory-factor",
+                                                                                "decision-memory-max",
+                                                                                "in-flight-window",
+                                                                                "affinity-guard-margin",
+                                                                                "worker-tls-name",
+                                                                                "auth-tokens",
+                                                                                "tenant-requests-per-second",
+                                                                                "tenant-request-burst",
+                                                                                "tenant-tokens-per-second",
+                                                                                "tenant-token-burst",
+                                                                                "tenant-max-streams",
+                                                                                "metrics-max-tenants",
+                                                                                "served-model-name",
+                                                                                "chat-template",
+                                                                                "http-listen",
+                                                                                "http-request-timeout"})),
+                          transport::WithTransportSwitches({})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
   o.served_model_name = f.GetString("served-model-name", "");
+  o.chat_template_path = f.GetString("chat-template", "");
   o.http_listen = f.GetString("http-listen", "");
   ASSIGN_OR_RETURN(int64_t http_timeout_ms, f.GetInt("http-request-timeout", o.http_request_timeout.count()));
   if (http_timeout_ms < 1 || http_timeout_ms > 7 * 24 * 3600 * 1000LL) {

@@ -41,6 +41,7 @@ struct RouterOptions {
   std::string http_listen;
   std::chrono::milliseconds http_request_timeout{600'000};
   std::string served_model_name;  // the model's name for clients; empty: the model id
+  std::string chat_template_path;  // a template replacing the model's; empty: the model's
 };
 
 // --help: the router's flags and the shared transport flags.

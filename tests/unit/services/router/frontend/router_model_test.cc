@@ -18,7 +18,7 @@ class RouterModelTest : public ::testing::Test {
   void SetUp() override {
     path_ = dir_.Path("tiny-chat.gguf");
     ASSERT_TRUE(tools::WriteTinyModel({.seed = 2, .context_length = 512}, path_).ok());
-    absl::StatusOr<std::unique_ptr<RouterModel>> m = RouterModel::Load(path_, "");
+    absl::StatusOr<std::unique_ptr<RouterModel>> m = RouterModel::Load(path_);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
   }
@@ -30,12 +30,12 @@ class RouterModelTest : public ::testing::Test {
 
 TEST_F(RouterModelTest, TheIdIsTheFileStemLikeTheWorkersUnlessGiven) {
   EXPECT_EQ(model_->id(), "tiny-chat");
-  absl::StatusOr<std::unique_ptr<RouterModel>> named = RouterModel::Load(path_, "custom");
+  absl::StatusOr<std::unique_ptr<RouterModel>> named = RouterModel::Load(path_, {.model_id = "custom"});
   ASSERT_TRUE(named.ok());
   EXPECT_EQ((*named)->id(), "custom");
   EXPECT_EQ(model_->context_length(), 512);
   EXPECT_EQ(model_->served_name(), "tiny-chat");  // the id unless given
-  absl::StatusOr<std::unique_ptr<RouterModel>> served = RouterModel::Load(path_, "", "smollm2");
+  absl::StatusOr<std::unique_ptr<RouterModel>> served = RouterModel::Load(path_, {.served_name = "smollm2"});
   ASSERT_TRUE(served.ok());
   EXPECT_EQ((*served)->id(), "tiny-chat");  // the block hashes' seed stays the workers'
   EXPECT_EQ((*served)->served_name(), "smollm2");
@@ -71,7 +71,7 @@ TEST_F(RouterModelTest, TokenIdsOutsideTheVocabularyAreNamed) {
 TEST_F(RouterModelTest, AFileThatIsNotAModelFailsNamingIt) {
   const std::string bad = dir_.Path("bad.gguf");
   std::ofstream(bad) << "not a gguf file at all";
-  absl::StatusOr<std::unique_ptr<RouterModel>> m = RouterModel::Load(bad, "");
+  absl::StatusOr<std::unique_ptr<RouterModel>> m = RouterModel::Load(bad);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("bad.gguf"), std::string::npos) << m.status();
 }

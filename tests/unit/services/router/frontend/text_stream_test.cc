@@ -16,7 +16,7 @@ class TextStreamTest : public ::testing::Test {
   void SetUp() override {
     const std::string path = dir_.Path("t.gguf");
     ASSERT_TRUE(tools::WriteTinyModel({.seed = 4}, path).ok());
-    model_ = *RouterModel::Load(path, "");
+    model_ = *RouterModel::Load(path);
   }
 
   std::vector<model::TokenId> Encode(const std::string& text) {

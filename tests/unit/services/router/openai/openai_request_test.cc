@@ -227,6 +227,39 @@ TEST(OpenAiRequestTest, BadShapesAndTypesNameTheField) {
   EXPECT_EQ(Refusal(Endpoint::kCompletion, R"({})").second, "prompt");
 }
 
+// The template sees the conversation as sent: keys in the client's order,
+// every field kept (a `strict: false`, an unknown key), a call's object
+// arguments decoded; only "developer" and content parts are normalized, as
+// in the typed request.
+TEST(OpenAiRequestTest, TheTemplateSeesTheConversationAsSent) {
+  absl::StatusOr<CompletionCall> call = ParseCompletionCall(Endpoint::kChat, R"({
+      "messages": [{"content": "be brief", "role": "developer"},
+                   {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                   {"role": "assistant", "content": null, "refusal": null,
+                    "tool_calls": [{"id": "c1", "function": {"arguments": "{\"z\": 1, \"a\": 2}", "name": "f"},
+                                    "type": "function"}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "ok"}],
+      "tools": [{"function": {"parameters": {"type": "object", "properties": {}}, "name": "f", "strict": false,
+                              "x-extra": 1}, "type": "function"}]})");
+  ASSERT_TRUE(call.ok()) << call.status();
+  const nlohmann::ordered_json& m = call->sent.messages;
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].dump(), R"({"content":"be brief","role":"system"})");
+  EXPECT_EQ(m[1]["content"], "a\nb");
+  EXPECT_EQ(m[2].dump(), R"({"role":"assistant","content":null,"refusal":null,"tool_calls":[{"id":"c1","function":)"
+                         R"({"arguments":{"z":1,"a":2},"name":"f"},"type":"function"}]})");
+  EXPECT_EQ(call->sent.tools.dump(),
+            R"([{"function":{"parameters":{"type":"object","properties":{}},"name":"f","strict":false,"x-extra":1},)"
+            R"("type":"function"}])");
+  // The typed request says the same conversation.
+  EXPECT_EQ(call->chat.messages(0).role(), "system");
+  EXPECT_EQ(call->chat.tools(0).name(), "f");
+  absl::StatusOr<CompletionCall> none =
+      ParseCompletionCall(Endpoint::kChat, R"({"messages": [{"role": "user", "content": "hi"}], "tools": []})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->sent.tools.is_null()) << "no tools: the template sees None";
+}
+
 TEST(OpenAiRequestTest, TokenizeTakesAPromptOrMessagesAndDetokenizeTokens) {
   absl::StatusOr<TokenizeCall> prompt = ParseTokenizeCall(R"({"prompt": "hello", "add_special_tokens": false})");
   ASSERT_TRUE(prompt.ok()) << prompt.status();
@@ -234,10 +267,19 @@ TEST(OpenAiRequestTest, TokenizeTakesAPromptOrMessagesAndDetokenizeTokens) {
   EXPECT_EQ(prompt->prompt->text(), "hello");
   EXPECT_FALSE(prompt->prompt->add_bos());
   absl::StatusOr<TokenizeCall> chat =
-      ParseTokenizeCall(R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false})");
+      ParseTokenizeCall(R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false,
+                            "tools": [{"type": "function", "function": {"name": "f"}}],
+                            "chat_template_kwargs": {"enable_thinking": false}, "model": "m"})");
   ASSERT_TRUE(chat.ok()) << chat.status();
-  EXPECT_EQ(chat->messages.size(), 1u);
-  EXPECT_FALSE(chat->add_generation_prompt);
+  ASSERT_TRUE(chat->chat.has_value());
+  EXPECT_EQ(chat->chat->messages_size(), 1);
+  EXPECT_FALSE(chat->chat->add_generation_prompt());
+  EXPECT_EQ(chat->chat->tools_size(), 1) << "tools reach the template through /tokenize too";
+  EXPECT_EQ(chat->chat->chat_template_kwargs_json(), R"({"enable_thinking":false})");
+  EXPECT_EQ(chat->chat->options().model(), "m");
+  EXPECT_EQ(
+      ErrorParam(ParseTokenizeCall(R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{}]})").status()),
+      "tools[0].function");
   EXPECT_FALSE(ParseTokenizeCall(R"({})").ok());
   EXPECT_FALSE(ParseTokenizeCall(R"({"prompt": "x", "messages": []})").ok());
 

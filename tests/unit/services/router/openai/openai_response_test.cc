@@ -22,7 +22,7 @@ class OpenAiResponseTest : public ::testing::Test {
   void SetUp() override {
     const std::string path = dir_.Path("tiny.gguf");
     ASSERT_TRUE(tools::WriteTinyModel({.seed = 3, .context_length = 256}, path).ok());
-    absl::StatusOr<std::unique_ptr<RouterModel>> m = RouterModel::Load(path, "");
+    absl::StatusOr<std::unique_ptr<RouterModel>> m = RouterModel::Load(path);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
   }

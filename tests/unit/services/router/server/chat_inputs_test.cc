@@ -42,6 +42,30 @@ TEST(ChatInputsTest, MessagesAndToolsBecomeWhatHuggingFaceTemplatesRead) {
   EXPECT_TRUE(in->output.tool_names.contains("get_weather"));
 }
 
+// With the conversation as the client sent it, the template renders that,
+// fields and key order included, after the typed request was checked.
+TEST(ChatInputsTest, TheTemplateRendersTheConversationAsSentWhenThereIsOne) {
+  openai::SentConversation sent;
+  sent.messages = nlohmann::ordered_json::parse(R"([{"content": "weather?", "role": "user"}])");
+  sent.tools = nlohmann::ordered_json::parse(
+      R"([{"function": {"parameters": {"properties": {}, "type": "object"}, "name": "get_weather", "strict": false},
+           "type": "function"}])");
+  absl::StatusOr<ChatPromptInputs> in = ChatInputsFromRequest(WeatherChat(), &sent);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->template_inputs.messages.dump(), sent.messages.dump());
+  EXPECT_EQ(in->template_inputs.tools.dump(), sent.tools.dump());
+  // Without it, JSON built from the typed request (OpenAI's key order).
+  absl::StatusOr<ChatPromptInputs> built = ChatInputsFromRequest(WeatherChat());
+  ASSERT_TRUE(built.ok());
+  EXPECT_EQ(built->template_inputs.tools[0].dump(),
+            R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":)"
+            R"({"city":{"type":"string"}}}}})");
+  // A typed request that fails its checks fails, whatever was sent.
+  v1::ChatRequest bad = WeatherChat();
+  bad.mutable_messages(2)->clear_tool_call_id();
+  EXPECT_FALSE(ChatInputsFromRequest(bad, &sent).ok());
+}
+
 TEST(ChatInputsTest, ToolChoiceNoneShowsToolsButParsesNoCalls) {
   v1::ChatRequest r = WeatherChat();
   r.mutable_tool_choice()->set_mode(v1::ToolChoice::NONE);

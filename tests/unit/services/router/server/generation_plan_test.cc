@@ -19,7 +19,7 @@ class GenerationPlanTest : public ::testing::Test {
   void SetUp() override {
     const std::string path = dir_.Path("m.gguf");
     ASSERT_TRUE(tools::WriteTinyModel({.seed = 1, .context_length = 64}, path).ok());
-    model_ = *RouterModel::Load(path, "");
+    model_ = *RouterModel::Load(path);
   }
 
   static v1::GenerateTextRequest Ids(std::initializer_list<int32_t> ids) {
@@ -85,7 +85,7 @@ TEST_F(GenerationPlanTest, MalformedRequestsAreRefusedWithTheProblemNamed) {
   EXPECT_EQ(code, absl::StatusCode::kNotFound);
   EXPECT_NE(message.find("'m'"), std::string::npos) << message;
   // A served name (--served-model-name) is accepted, as is the id, and named when refusing.
-  const std::unique_ptr<RouterModel> served = *RouterModel::Load(dir_.Path("m.gguf"), "", "smollm2");
+  const std::unique_ptr<RouterModel> served = *RouterModel::Load(dir_.Path("m.gguf"), {.served_name = "smollm2"});
   EXPECT_TRUE(CheckModelName(*served, "smollm2").ok());
   EXPECT_TRUE(CheckModelName(*served, "m").ok());
   EXPECT_NE(CheckModelName(*served, "llama-70b").message().find("'smollm2'"), absl::string_view::npos);
@@ -190,7 +190,7 @@ TEST_F(GenerationPlanTest, ToolChoiceDecidesHowCallsAreEnforcedAndStreamed) {
   ASSERT_TRUE(tools::BuildTinyModel({.seed = 1, .context_length = 1024}, writer).ok());
   writer.SetString("tokenizer.chat_template", kHermesTemplate);
   ASSERT_TRUE(writer.WriteFile(dir_.Path("hermes.gguf")).ok());
-  absl::StatusOr<std::unique_ptr<RouterModel>> hermes = RouterModel::Load(dir_.Path("hermes.gguf"), "");
+  absl::StatusOr<std::unique_ptr<RouterModel>> hermes = RouterModel::Load(dir_.Path("hermes.gguf"));
   ASSERT_TRUE(hermes.ok()) << hermes.status();
   v1::ChatRequest chat;
   v1::ChatMessage* m = chat.add_messages();

@@ -66,7 +66,7 @@ class GenerationRunnerTest : public ::testing::Test {
   void SetUp() override {
     const std::string path = dir_.Path("m.gguf");
     ASSERT_TRUE(tools::WriteTinyModel({.seed = 1}, path).ok());
-    model_ = *RouterModel::Load(path, "");
+    model_ = *RouterModel::Load(path);
     for (const char* id : {"w0", "w1"}) {
       auto stub = std::make_shared<NiceMock<v1::MockWorkerStub>>();
       ON_CALL(*stub, GetInfo(_, _, _)).WillByDefault([this, id](auto*, const auto&, v1::WorkerInfo* info) {
