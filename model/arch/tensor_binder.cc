@@ -63,9 +63,4 @@ absl::StatusOr<WeightView> TensorBinder::Vector(const std::string& name, int64_t
   return WeightView{name, DType::kF32, 1, n, storage_.back().get()};
 }
 
-absl::StatusOr<WeightView> TensorBinder::OptionalVector(const std::string& name, int64_t n, float offset) {
-  if (!Has(name)) return WeightView{};
-  return Vector(name, n, offset);
-}
-
 }  // namespace kvfleet::model

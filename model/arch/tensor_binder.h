@@ -34,8 +34,6 @@ class TensorBinder {
   absl::StatusOr<WeightView> Matrix(const std::string& name, int64_t rows, int64_t cols);
   // A float vector of n values, converted to float32 when stored narrower.
   absl::StatusOr<WeightView> Vector(const std::string& name, int64_t n, float offset = 0.0f);
-  // Vector or Matrix of a tensor that may be absent: an absent view then.
-  absl::StatusOr<WeightView> OptionalVector(const std::string& name, int64_t n, float offset = 0.0f);
 
   bool Has(const std::string& name) const { return source_.FindTensor(name) != nullptr; }
   const ModelSource& source() const { return source_; }

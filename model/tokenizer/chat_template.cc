@@ -22,7 +22,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromTemplateSource(std::string_view j
     return absl::InvalidArgumentError("the model has no chat template (tokenizer.chat_template is empty)");
   }
   ASSIGN_OR_RETURN(jinja::Template t, jinja::Template::Parse(jinja_source, options.name));
-  ChatTemplate chat(std::move(t), std::move(options), std::string(jinja_source));
+  ChatTemplate chat(std::move(t), std::move(options));
   for (const std::string& marker : chat.options_.marker_texts) {
     if (!marker.empty()) chat.markers_by_first_byte_[static_cast<unsigned char>(marker[0])].push_back(marker);
   }

@@ -96,18 +96,14 @@ class ChatTemplate {
   absl::StatusOr<std::string> Apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
   const std::string& bos_token() const { return options_.bos_token; }
-  // Whether the source mentions a variable (a cheap check, e.g. whether
-  // the template reads `tools` or `enable_thinking` at all).
-  bool Mentions(std::string_view name) const { return source_.find(name) != std::string::npos; }
 
  private:
-  ChatTemplate(jinja::Template t, ChatTemplateOptions options, std::string source)
-      : template_(std::move(t)), options_(std::move(options)), source_(std::move(source)) {}
+  ChatTemplate(jinja::Template t, ChatTemplateOptions options)
+      : template_(std::move(t)), options_(std::move(options)) {}
   std::vector<ChatPiece> SplitMarkers(const jinja::Text& text) const;
 
   jinja::Template template_;
   ChatTemplateOptions options_;
-  std::string source_;
   // marker texts by first byte, longest first (leftmost-longest matching).
   std::vector<std::string> markers_by_first_byte_[256];
 };

@@ -319,14 +319,4 @@ ToolParseOutput ToolCallParser::Finish() {
   return out;
 }
 
-ToolParseOutput ParseToolCalls(ToolCallFormat format, const absl::flat_hash_set<std::string>& tool_names,
-                               std::string_view output) {
-  ToolCallParser p(format, tool_names);
-  ToolParseOutput out = p.Push(output);
-  ToolParseOutput rest = p.Finish();
-  out.content += rest.content;
-  for (ParsedToolCall& c : rest.calls) out.calls.push_back(std::move(c));
-  return out;
-}
-
 }  // namespace kvfleet::router::chat

@@ -83,10 +83,6 @@ class ToolCallParser {
   bool escaped_ = false;
 };
 
-// Parses a whole output at once (the non-streamed response).
-ToolParseOutput ParseToolCalls(ToolCallFormat format, const absl::flat_hash_set<std::string>& tool_names,
-                               std::string_view output);
-
 // The call JSON text as a call: nullopt when it is not a valid call.
 std::optional<ParsedToolCall> ReadToolCall(std::string_view json_text,
                                            const absl::flat_hash_set<std::string>& tool_names);

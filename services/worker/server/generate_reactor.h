@@ -54,8 +54,6 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   // Runs an action decided under mu_, after releasing it. `this` may be
   // deleted by the time a Finish returns.
   void Perform(Action action);
-  // Deletes this if both sides are done; call with mu_ released.
-  void DeleteIfDone(bool grpc_done, bool engine_done);
 
   WorkerService& service_;
   engine::Engine& engine_;
