@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one way kvfleet is built: by the images (Dockerfile.cpu, Dockerfile.cuda)
+# The one way kvfleet is built: by the images (Dockerfile, either backend)
 # and by the test command (scripts/test.sh), so what CI tests and what the
 # images ship come out of the same configure line.
 #

@@ -148,14 +148,14 @@ else
 fi
 
 revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
-# podman build of Dockerfile.VARIANT tagged TAG, with the arguments every
+# podman build of the Dockerfile for backend VARIANT tagged TAG, with the arguments every
 # build takes and any given after them. --format docker: the OCI format has
-# no SHELL, and the Dockerfiles' RUN lines rely on bash's pipefail.
+# no SHELL, and the Dockerfile's RUN lines rely on bash's pipefail.
 podman_build() {
   local variant="$1" tag="$2"
   shift 2
-  local args=(podman build --format docker -f "$repo/deploy/docker/Dockerfile.$variant" -t "$tag"
-              --build-arg "BASE_IMAGE=$base_image" --build-arg "KVFLEET_REVISION=$revision"
+  local args=(podman build --format docker -f "$repo/deploy/docker/Dockerfile" -t "$tag"
+              --build-arg "BACKEND=$variant" --build-arg "BASE_IMAGE=$base_image" --build-arg "KVFLEET_REVISION=$revision"
               --build-arg "BUILD_JOBS=$jobs" "$@" "$repo")
   log "${args[*]}"
   "${args[@]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Lints kvfleet's Dockerfiles and checks they build the way CI does:
+# Lints kvfleet's Dockerfile and checks it builds the way CI does:
 #   - hadolint, with deploy/docker/.hadolint.yaml (warnings fail, OCI labels required);
-#   - each Dockerfile builds through deploy/docker/build.sh, the script the test command uses;
+#   - it builds through deploy/docker/build.sh, the script the test command uses;
+#   - one Dockerfile serves both backends (BACKEND=cpu|cuda): no second copy;
 #   - build.sh parses (bash -n) and answers --help.
 #
 #   tests/deploy/docker/hadolint_test.sh [HADOLINT]   # default: hadolint on PATH
@@ -13,7 +14,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 docker_dir="$repo/deploy/docker"
 config="$docker_dir/.hadolint.yaml"
 build_script="$docker_dir/build.sh"
-dockerfiles=("$docker_dir/Dockerfile.cpu" "$docker_dir/Dockerfile.cuda")
+dockerfiles=("$docker_dir/Dockerfile")
 
 hadolint="${1:-$(command -v hadolint || true)}"
 if [[ -z $hadolint || ! -x $hadolint ]]; then
@@ -44,6 +45,13 @@ for f in "${dockerfiles[@]}"; do
     fail "$name does not RUN deploy/docker/build.sh (the images must build the way CI does)"
   fi
 done
+
+extra="$(find "$docker_dir" -maxdepth 1 -name 'Dockerfile*' ! -name Dockerfile -printf '%f ')"
+if [[ -z $extra ]]; then
+  pass "one Dockerfile for both backends"
+else
+  fail "deploy/docker holds more Dockerfiles than one ($extra): give the backend as BACKEND instead"
+fi
 
 if bash -n "$build_script"; then
   pass "bash -n deploy/docker/build.sh"
