@@ -13,6 +13,7 @@
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
+#include "tests/unit/engine/tiny_model_suite.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {
@@ -37,17 +38,9 @@ EngineRequest WithSharedPrefix(uint64_t id) {
   return r;
 }
 
-class EngineLoadStatsTest : public ::testing::Test {
+class EngineLoadStatsTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new kvfleet::testing::TempDir();
-    ASSERT_TRUE(tools::WriteTinyModel(testing::TestModelShape({.seed = 5}), dir_->Path("t.gguf")).ok());
-    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete dir_;
-  }
+  static void SetUpTestSuite() { LoadTinyModel({.seed = 5}); }
 
   std::unique_ptr<Engine> MakeEngine(SchedulerConfig config, StepObserver* observer = nullptr) {
     executor_ = testing::NewTinyExecutor(*model_, 256, kBlockSize, 2);
@@ -55,8 +48,6 @@ class EngineLoadStatsTest : public ::testing::Test {
                                     EngineOptions{.model_id = "tiny", .scheduler = config, .step_observer = observer});
   }
 
-  static inline kvfleet::testing::TempDir* dir_ = nullptr;
-  static inline model::Model* model_ = nullptr;
   std::unique_ptr<ModelExecutor> executor_;
   std::map<uint64_t, CollectingSink> sinks_;
 };

@@ -8,10 +8,9 @@
 #include <map>
 #include <random>
 
-#include "tests/testing/test_executor.h"
 #include "tests/testing/collecting_sink.h"
-#include "tests/testing/temp_dir.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "tests/testing/test_executor.h"
+#include "tests/unit/engine/tiny_model_suite.h"
 
 namespace kvfleet::engine {
 namespace {
@@ -20,18 +19,9 @@ using ::kvfleet::testing::CollectingSink;
 
 constexpr int32_t kBlockSize = 4;
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new kvfleet::testing::TempDir();
-    ASSERT_TRUE(
-        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 21}), dir_->Path("t.gguf")).ok());
-    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete dir_;
-  }
+  static void SetUpTestSuite() { LoadTinyModel({.dtype = DType::kQ8_0, .seed = 21}); }
 
   struct Run {
     std::map<uint64_t, std::vector<model::TokenId>> tokens;
@@ -77,13 +67,7 @@ class EngineTest : public ::testing::Test {
   static std::vector<model::TokenId> Alone(const EngineRequest& r) {
     return RunAll({r}, {.max_num_batched_tokens = 4096}).tokens.begin()->second;
   }
-
-  static kvfleet::testing::TempDir* dir_;
-  static model::Model* model_;
 };
-
-kvfleet::testing::TempDir* EngineTest::dir_ = nullptr;
-model::Model* EngineTest::model_ = nullptr;
 
 TEST_F(EngineTest, AloneEqualsBatchedAmongOthers) {
   for (bool seeded : {false, true}) {

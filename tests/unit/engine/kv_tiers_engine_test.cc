@@ -15,6 +15,7 @@
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
+#include "tests/unit/engine/tiny_model_suite.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {
@@ -26,18 +27,9 @@ constexpr int32_t kBlockSize = 4;
 constexpr int kConversations = 6;
 constexpr int kPrefixTokens = 40;  // ten full blocks
 
-class KvTiersEngineTest : public ::testing::Test {
+class KvTiersEngineTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new kvfleet::testing::TempDir();
-    ASSERT_TRUE(
-        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 23}), dir_->Path("t.gguf")).ok());
-    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete dir_;
-  }
+  static void SetUpTestSuite() { LoadTinyModel({.dtype = DType::kQ8_0, .seed = 23}); }
 
   struct Result {
     std::map<uint64_t, std::vector<model::TokenId>> tokens;
@@ -123,13 +115,7 @@ class KvTiersEngineTest : public ::testing::Test {
         new Result(RunAll(Both(), {}, {.max_num_batched_tokens = 64, .max_num_seqs = 1}, /*num_blocks=*/256));
     return *reference;
   }
-
-  static kvfleet::testing::TempDir* dir_;
-  static model::Model* model_;
 };
-
-kvfleet::testing::TempDir* KvTiersEngineTest::dir_ = nullptr;
-model::Model* KvTiersEngineTest::model_ = nullptr;
 
 // Room for `blocks` blocks of the tiny model (a disk file's header included).
 int64_t TierBytes(int64_t blocks) {

@@ -23,6 +23,7 @@
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
+#include "tests/unit/engine/tiny_model_suite.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {
@@ -120,19 +121,12 @@ struct SpecSetup {
   bool executor_moves_kv = true;
 };
 
-class SpeculativeEngineTest : public ::testing::Test {
+class SpeculativeEngineTest : public TinyModelSuite {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new kvfleet::testing::TempDir();
-    ASSERT_TRUE(
-        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 21}), dir_->Path("t.gguf")).ok());
-    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
+    LoadTinyModel({.dtype = DType::kQ8_0, .seed = 21});
     // Untrained heads repeat the target's own next guess: some are right.
     kvfleet::testing::WriteDraftHeads(*model_, dir_->Path("heads"), {.num_heads = 3, .scale = 0.02f});
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete dir_;
   }
 
   struct Run {
@@ -228,9 +222,6 @@ class SpeculativeEngineTest : public ::testing::Test {
     }
     return out;
   }
-
-  static inline kvfleet::testing::TempDir* dir_ = nullptr;
-  static inline model::Model* model_ = nullptr;
 };
 
 // Each request's whole text after plain decoding: what the tree proposer
