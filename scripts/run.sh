@@ -10,10 +10,9 @@ cd "$repo"
 
 bash scripts/setup.sh >&2
 bash scripts/fetch_model.sh >&2
-if [[ ! -f build/CMakeCache.txt ]]; then
-  cmake -S . -B build -G Ninja >&2
-fi
-cmake --build build -j2 >&2
+# The one build script, with the test command's configuration (so either
+# command after the other rebuilds nothing), the four binaries only.
+bash deploy/docker/build.sh --build-dir build --jobs 2 --native OFF --runtime-only >&2
 
 question="${1:-What is the capital of France?}"
 (($# > 0)) && shift
