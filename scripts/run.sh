@@ -12,7 +12,7 @@ bash scripts/setup.sh >&2
 bash scripts/fetch_model.sh >&2
 # The one build script, with the test command's configuration (so either
 # command after the other rebuilds nothing), the four binaries only.
-bash deploy/docker/build.sh --build-dir build --jobs 2 --native OFF --runtime-only >&2
+bash deploy/docker/build.sh --build-dir build --werror --jobs 2 --native OFF --runtime-only >&2
 
 question="${1:-What is the capital of France?}"
 (($# > 0)) && shift
