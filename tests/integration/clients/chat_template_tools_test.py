@@ -186,6 +186,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="kvfleet-chat-template-") as tmp:
         cluster = Cluster(args.cli, args.model, tmp)
         routers = []
+        failed = False
         try:
             model = openai.OpenAI(base_url=f"http://{cluster.http}/v1", api_key="none").models.list().data[0].id
             check_router("Qwen2.5-Coder (its own)", reference.own_template, cluster.http, model, reference)
@@ -198,13 +199,17 @@ def main():
                 check_router(name, corpus[corpus_name], http, model, reference)
         except (Failure, openai.APIError) as e:
             print(f"FAILED: {e}")
-            return 1
+            failed = True
         finally:
             for router in routers:
                 router.terminate()
                 router.wait(timeout=60)
-            cluster.up.kill()
-            cluster.stop()
+            code = cluster.stop()  # Ctrl-C: kvfleet up stops its services
+        if failed:
+            return 1
+        if code != 0:
+            print(f"FAILED: kvfleet up exited {code} after Ctrl-C")
+            return 1
     print("passed")
     return 0
 
