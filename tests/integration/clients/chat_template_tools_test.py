@@ -37,7 +37,7 @@ import time
 import httpx2 as httpx  # the HTTP library the openai package is built on
 import openai
 
-from kvfleet_up import Cluster, Failure, check, free_port
+from kvfleet_up import Failure, check, free_port, run_against_cluster
 
 REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "reference")
 sys.path.insert(0, REFERENCE)
@@ -183,36 +183,23 @@ def main():
         print(f"SKIP: llama.cpp's template corpus lacks {missing} (no network?)")
         return 77
     reference = Reference(args.model)
-    with tempfile.TemporaryDirectory(prefix="kvfleet-chat-template-") as tmp:
-        cluster = Cluster(args.cli, args.model, tmp)
-        routers = []
-        failed = False
-        try:
-            model = openai.OpenAI(base_url=f"http://{cluster.http}/v1", api_key="none").models.list().data[0].id
-            check_router("Qwen2.5-Coder (its own)", reference.own_template, cluster.http, model, reference)
-            for name, corpus_name in CORPUS.items():
-                path = os.path.join(tmp, f"{name}.jinja")
-                with open(path, "w", encoding="utf-8", newline="") as f:
-                    f.write(corpus[corpus_name])
-                router, http = start_router(args.router, args.model, path, cluster, tmp, name)
-                routers.append(router)
+
+    def checks(cluster):
+        model = openai.OpenAI(base_url=f"http://{cluster.http}/v1", api_key="none").models.list().data[0].id
+        check_router("Qwen2.5-Coder (its own)", reference.own_template, cluster.http, model, reference)
+        for name, corpus_name in CORPUS.items():
+            path = os.path.join(cluster.log_dir, f"{name}.jinja")
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(corpus[corpus_name])
+            router, http = start_router(args.router, args.model, path, cluster, cluster.log_dir, name)
+            try:
                 check_router(name, corpus[corpus_name], http, model, reference)
-        except (Failure, openai.APIError) as e:
-            print(f"FAILED: {e}")
-            failed = True
-        finally:
-            for router in routers:
+            finally:
                 router.terminate()
                 router.wait(timeout=60)
-            code = cluster.stop()  # Ctrl-C: kvfleet up stops its services
-        if failed:
-            return 1
-        if code != 0:
-            print(f"FAILED: kvfleet up exited {code} after Ctrl-C")
-            return 1
-    print("passed")
-    return 0
 
+    with tempfile.TemporaryDirectory(prefix="kvfleet-chat-template-") as tmp:
+        return run_against_cluster(args.cli, args.model, tmp, checks)
 
 if __name__ == "__main__":
     sys.exit(main())

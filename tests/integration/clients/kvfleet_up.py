@@ -68,22 +68,28 @@ class Cluster:
         raise Failure(f"kvfleet up never became ready (exit {self.up.wait()}); logs in {log_dir}")
 
     def stop(self):
-        """Ctrl-C; its exit code."""
+        """Ctrl-C; its exit code. One that does not stop within a minute is
+        killed (its services may then outlive it) and reported as -9."""
         import signal
         if self.up.poll() is None:
             self.up.send_signal(signal.SIGINT)
-        return self.up.wait(timeout=60)
+        try:
+            return self.up.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.up.kill()
+            self.up.wait()
+            return -9
 
 
 def run_against_cluster(cli, model, log_dir, checks):
-    """Starts a Cluster, runs checks(cluster), stops it with Ctrl-C: the
+    """Starts a Cluster, runs checks(cluster), stops it with Ctrl-C (also
+    when a check fails or raises, so no service outlives the test): the
     test's exit code (0 passed, 1 failed, naming why)."""
     cluster = Cluster(cli, model, log_dir)
     try:
         checks(cluster)
-    except Failure as e:
-        print(f"FAILED: {e}")
-        cluster.up.kill()
+    except Exception as e:  # noqa: BLE001 -- a check's failure or a client's error: report it, stop cleanly
+        print(f"FAILED: {type(e).__name__}: {e}" if not isinstance(e, Failure) else f"FAILED: {e}")
         cluster.stop()
         return 1
     code = cluster.stop()
