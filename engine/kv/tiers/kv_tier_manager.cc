@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/logging.h"
@@ -100,16 +101,43 @@ void KvTierManager::OnSnapshot(std::span<const CachedBlock> blocks) {
 
 void KvTierManager::AnnounceLowerBlocks() {
   if (next_ == nullptr) return;
+  struct Lower {
+    BlockHash hash;
+    std::optional<BlockHash> parent;
+    KvTier tier;
+  };
+  std::vector<Lower> blocks;
   if (host_ != nullptr) {
     for (const HostKvTier::Entry& e : host_->Entries()) {
-      if (e.published && !on_device_.contains(e.hash)) next_->OnBlockMoved(e.hash, e.parent, KvTier::kHost);
+      if (e.published && !on_device_.contains(e.hash)) blocks.push_back({e.hash, e.parent, KvTier::kHost});
     }
   }
   if (disk_ != nullptr) {
     for (const DiskKvTier::Entry& e : disk_->Entries()) {
       if (e.published && !on_device_.contains(e.hash) && (host_ == nullptr || !host_->Contains(e.hash))) {
-        next_->OnBlockMoved(e.hash, e.parent, KvTier::kDisk);
+        blocks.push_back({e.hash, e.parent, KvTier::kDisk});
       }
+    }
+  }
+  // Parents first: up each block's parents among `blocks` to one already
+  // announced (or outside them), then back down. O(blocks).
+  absl::flat_hash_map<BlockHash, size_t> index;
+  for (size_t i = 0; i < blocks.size(); ++i) index.emplace(blocks[i].hash, i);
+  std::vector<bool> announced(blocks.size(), false);
+  std::vector<size_t> path;
+  for (size_t start = 0; start < blocks.size(); ++start) {
+    path.clear();
+    for (size_t i = start; !announced[i];) {
+      announced[i] = true;  // marked on the way up, so a loop of false parents ends
+      path.push_back(i);
+      const std::optional<BlockHash>& parent = blocks[i].parent;
+      const auto p = parent.has_value() ? index.find(*parent) : index.end();
+      if (p == index.end()) break;
+      i = p->second;
+    }
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const Lower& b = blocks[*it];
+      next_->OnBlockMoved(b.hash, b.parent, b.tier);
     }
   }
 }

@@ -107,7 +107,10 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   std::vector<RequestId> Poll();
   bool loads_in_flight() const override { return !jobs_.empty(); }
   // Every block below the device and not on it, as OnBlockMoved calls to
-  // `next` (after a snapshot of the device's hashes).
+  // `next` (after a snapshot of the device's hashes), each block's parent
+  // before it wherever the parent is among them: the tiers hold a chain's
+  // tail longer than its head (it was evicted first), so in their own
+  // order children would come first and the index could not place them.
   void AnnounceLowerBlocks();
   KvTierStats stats() const;
   // Waits until the disk tier has written and read everything queued

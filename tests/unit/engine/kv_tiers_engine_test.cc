@@ -153,6 +153,41 @@ TEST_F(KvTiersEngineTest, HostTierServesEvictedPrefixesBitIdentically) {
   EXPECT_GT(moved_to_host, 0);
 }
 
+// After a snapshot the tiers announce what they hold below the device,
+// each block after its parent wherever the parent is among them: they hold
+// a chain's tail longer than its head, and a child announced first would
+// reach the cluster's index with no known place in its chain.
+TEST_F(KvTiersEngineTest, ASnapshotAnnouncesTheLowerTiersParentsFirst) {
+  kvfleet::testing::RecordingKvListener listener;
+  auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 2);
+  auto manager = KvTierManager::Create({.host_bytes = TierBytes(200)}, *executor, "tiny", &listener);
+  ASSERT_TRUE(manager.ok()) << manager.status();
+  EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 1}};
+  options.kv_tiers = manager->get();
+  Engine engine(*executor, options, &listener);
+  std::map<uint64_t, CollectingSink> sinks;
+  for (const EngineRequest& r : Openings()) ASSERT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
+  while (engine.HasWork()) ASSERT_TRUE(engine.Step().ok());
+  listener.ClearEvents();
+  engine.RequestKvSnapshot();
+  ASSERT_TRUE(engine.Step().ok());
+  absl::flat_hash_set<BlockHash> lower;
+  for (const kvfleet::testing::KvEvent& e : listener.events()) {
+    if (e.kind == kvfleet::testing::KvEvent::Kind::kMoved) lower.insert(e.hash);
+  }
+  absl::flat_hash_set<BlockHash> announced;
+  int parents_among_them = 0;
+  for (const kvfleet::testing::KvEvent& e : listener.events()) {
+    if (e.kind != kvfleet::testing::KvEvent::Kind::kMoved) continue;
+    if (e.parent.has_value() && lower.contains(*e.parent)) {
+      ++parents_among_them;
+      EXPECT_TRUE(announced.contains(*e.parent)) << e << " came before its parent";
+    }
+    announced.insert(e.hash);
+  }
+  EXPECT_GT(parents_among_them, kConversations) << "whole chains were evicted to the host tier";
+}
+
 TEST_F(KvTiersEngineTest, DiskTierServesEvictedPrefixesBitIdentically) {
   kvfleet::testing::TempDir disk;
   const Result result = RunAll(Both(), {.disk_dir = disk.Path("kv"), .disk_bytes = TierBytes(200)});
