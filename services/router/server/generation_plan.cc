@@ -121,7 +121,6 @@ absl::StatusOr<std::optional<v1::OutputConstraint>> ToolCallConstraint(const Rou
 absl::StatusOr<ChatPrompt> EncodeChatRequest(const RouterModel& model, const v1::ChatRequest& request,
                                              const limits::RequestLimits& limits,
                                              const openai::SentConversation* sent) {
-  RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
   if (request.messages_size() == 0) return absl::InvalidArgumentError("messages is empty: give at least one");
   RETURN_IF_ERROR(limits::CheckChatMessages(limits, request.messages_size()));
   int64_t content_bytes = 0;

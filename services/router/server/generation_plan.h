@@ -46,7 +46,8 @@ absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::Chat
 
 // A chat request's prompt: the messages' limits checked, the template
 // rendered (with the tools and kwargs) and tokenized. What PlanChat sends a
-// worker, and what /tokenize answers for the same messages.
+// worker, and what /tokenize answers for the same messages. The caller
+// checks the model name (CheckModelName).
 struct ChatPrompt {
   std::vector<int32_t> ids;
   chat::ChatOutputOptions output;  // reasoning_starts_inside set

@@ -121,6 +121,7 @@ PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& t
 
 absl::StatusOr<std::vector<int32_t>> PublicApi::TokenizeChat(const v1::ChatRequest& request,
                                                              const openai::SentConversation* sent) const {
+  RETURN_IF_ERROR(CheckModelName(model_, request.options().model()));
   ASSIGN_OR_RETURN(ChatPrompt prompt, EncodeChatRequest(model_, request, limits_, sent));
   return std::move(prompt.ids);
 }
