@@ -1,7 +1,8 @@
 // The proposers a worker loads, built from its configuration: the n-gram
 // and suffix proposers always (they cost nothing until used, but for the
 // suffix store's bounded memory), self-speculation when a
-// layer count is given, a draft model when a path is given. Owns them (and
+// layer count is given, a draft model when a path is given, draft heads
+// when their directory is given. Owns them (and
 // the draft model's weights and cache); the engine borrows pointers.
 //
 // A draft model loads in two steps so the worker's memory plan can size its

@@ -11,7 +11,7 @@
 //   - A store of earlier requests' outputs (SuffixStore): the longest suffix
 //     found there, and its most frequent continuations by count. Only the
 //     request's own tenant's outputs (DraftSlot::tenant): what one tenant
-//     wrote never shapes another's drafts, nor their latency.
+//     wrote is never drafted for another.
 //
 // A draft stops where the running product of probabilities falls below
 // min_token_prob, and is at most max_spec_factor × the match length long

@@ -11,7 +11,10 @@ namespace kvfleet::engine::spec {
 namespace {
 
 // A flat_hash_map slot is the key and value plus one control byte. A node
-// is an edge's child or a tenant's root, and takes a slot in that table.
+// is an edge's child (a slot in `edges_`) or a tenant's root (a larger
+// slot in `roots_`). There are no more roots than stored sequences, and
+// each sequence is charged kSequenceOverheadTokens nodes' worth of the
+// bound, far more than its root's slot: BytesPerNode is an edge child's.
 constexpr int64_t kEdgeSlot = static_cast<int64_t>(sizeof(std::pair<uint64_t, int32_t>)) + 1;
 constexpr int64_t kRootSlot = static_cast<int64_t>(sizeof(std::pair<BlockHash, int32_t>)) + 1;
 
@@ -26,7 +29,9 @@ int64_t SuffixStore::BytesPerNode() {
   // The tables double when 7/8 full, so they are at least 7/16 full. The
   // node vector doubles too (half of it may be spare). Stored tokens are
   // bounded by max_nodes as well, so each node also carries one token.
-  const int64_t slot = std::max(kEdgeSlot, kRootSlot);
+  // A root's slot, at the tables' lowest load, within its sequence's overhead.
+  static_assert(kRootSlot * 16 / 7 < kSequenceOverheadTokens * kEdgeSlot);
+  const int64_t slot = kEdgeSlot;
   // The free list may hold every node once, in a doubling vector too.
   return 2 * static_cast<int64_t>(sizeof(Node)) + 2 * static_cast<int64_t>(sizeof(int32_t)) + (slot * 16 + 6) / 7 +
          static_cast<int64_t>(sizeof(model::TokenId));

@@ -10,10 +10,11 @@
 // (the request's cache root, RootBlockHash of the model and its cache
 // salt, the same key that separates tenants' KV blocks), each key has its
 // own root, and a query walks only its own tenant's trie. Otherwise one
-// tenant's outputs would shape another's drafts, and with them its
-// acceptance rate and latency: a timing channel between tenants. The
-// bound below is shared; a root counts as a node, and goes with its
-// tenant's last sequence.
+// tenant's text would be drafted for another, and the other's acceptance
+// rate, and with it its latency, would tell it what the first wrote. The
+// bound below is shared (one tenant's volume can push out another's older
+// outputs, which changes how much is kept, never whose text is proposed);
+// a root counts as a node, and goes with its tenant's last sequence.
 //
 // Memory is bounded: the store never holds more than max_nodes nodes nor
 // max_nodes tokens of sequence (each sequence counting 16 more for its
@@ -67,7 +68,8 @@ class SuffixStore {
     int32_t length = 0;  // tokens of the context's suffix matched (the node's depth)
   };
 
-  // CHECK-fails unless max_depth >= 1 and max_nodes >= max_depth.
+  // CHECK-fails unless max_depth >= 1 and max_nodes > max_depth (a root
+  // and one substring).
   explicit SuffixStore(Options options);
 
   // Remembers `sequence` (its first max_nodes tokens) for `tenant`,

@@ -53,7 +53,7 @@ const char kUsageTail[] =
                                layers do (default: they give back the blocks their window has passed; tokens
                                are the same either way)
   --speculation PROPOSER       default speculative decoding for requests that do not choose: ngram (prompt
-                               lookup; default), suffix (the request's text and earlier outputs), self, draft,
+                               lookup; default), suffix (the request's text and its tenant's earlier outputs), self, draft,
                                heads, auto (per request and step, the loaded proposer that pays best) or off.
                                Output is unchanged either way.
   --spec-max-draft-tokens N    most tokens drafted per request and step (default 8, at most 32)
@@ -81,7 +81,7 @@ const char kUsageTail[] =
                                cachemanager (default 0: none)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
 
-On start it checks the flags, the device and the model file first (any refusal ends it before it binds), then
+On start it checks the flags, the device and the model file first (a refusal there ends it before it binds), then
 prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound, and
 "kvfleet-worker ready" once the model is loaded and health is SERVING. Readiness is off while
 loading, draining or stalled; liveness while loading or stalled (it stays on while draining).

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <random>
+#include <string>
 
 namespace kvfleet::engine::spec {
 namespace {
@@ -177,7 +178,8 @@ TEST(SuffixStoreTest, AllocatedBytesStayWithinTheBoundPerNode) {
     for (int i = 0; i < 3 * max_nodes / 100; ++i) {
       Tokens t(64);
       for (auto& x : t) x = static_cast<model::TokenId>(rng() % 32000);
-      store.Add(kTenant, t);
+      // Many tenants: their roots must fit the bound too.
+      store.Add(RootBlockHash("model", std::to_string(i % 97)), t);
       // A small fixed part (empty containers, the deque's chunks) on top.
       ASSERT_LE(store.AllocatedBytes(), max_nodes * SuffixStore::BytesPerNode() + (64 << 10))
           << "after " << i << " texts, " << store.num_nodes() << " nodes";
