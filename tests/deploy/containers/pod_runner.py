@@ -31,21 +31,41 @@ def podman(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
     return result
 
 
+OWNER_LABEL = "kvfleet.test-owner-pid"
+
+
+def _owner_alive(network: str) -> bool:
+    """Whether the process that made `network` (its owner label) still runs here."""
+    pid = podman("network", "inspect", "--format", f'{{{{index .Labels "{OWNER_LABEL}"}}}}', network,
+                 check=False).stdout.strip()
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
 def create_network(name_prefix: str, subnet_prefix: str) -> str:
     """A new network named `name_prefix` and a random suffix, on
-    `subnet_prefix`.0/24. Networks with the same prefix are what an
-    interrupted run of the same test left behind (its `finally` never ran):
-    they would hold the subnet and `network create` would refuse it, so
-    they go first, with their pods and containers."""
+    `subnet_prefix`.0/24, labelled with this process's pid. Networks with
+    the same prefix whose maker is gone are what an interrupted run of the
+    same test left behind (its `finally` never ran): they would hold the
+    subnet and `network create` would refuse it, so they go first, with
+    their pods and containers. One whose maker still runs is left alone:
+    that run's create then fails on the subnet, as it should."""
     for stale in podman("network", "ls", "--format", "{{.Name}}").stdout.split():
-        if not stale.startswith(name_prefix):
+        if not stale.startswith(name_prefix) or _owner_alive(stale):
             continue
         for pod in podman("pod", "ps", "-q", "--filter", f"network={stale}", check=False).stdout.split():
             podman("pod", "rm", "--force", pod, check=False)
         podman("network", "rm", "--force", stale)
         print(f"removed the network {stale}, left behind by an interrupted run")
     name = name_prefix + uuid.uuid4().hex[:6]
-    podman("network", "create", "--subnet", f"{subnet_prefix}.0/24", name)
+    podman("network", "create", "--label", f"{OWNER_LABEL}={os.getpid()}", "--subnet", f"{subnet_prefix}.0/24", name)
     return name
 
 
