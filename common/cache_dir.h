@@ -1,5 +1,6 @@
-// Where kvfleet keeps what it can recompute (a model's fingerprint): the
-// same folder the scripts fetch dependencies and models into.
+// Where kvfleet keeps what it can recompute (a model's fingerprint); by
+// default the folder the scripts also fetch dependencies and models under
+// (they have overrides of their own).
 //
 //   std::string dir = DefaultCacheDir();  // "/root/.cache/kvfleet"
 #pragma once

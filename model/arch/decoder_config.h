@@ -3,7 +3,7 @@
 // "num_hidden_layers" family. An architecture's ReadConfig starts from one
 // of these and adds what is its own (model/arch/README.md).
 //
-//   ASSIGN_OR_RETURN(ModelConfig c, ReadGgufDecoderConfig(source, "qwen2"));
+//   ASSIGN_OR_RETURN(ModelConfig c, ReadGgufDecoderConfig(source, "qwen2", RopePairing::kHalves));
 #pragma once
 
 #include <string_view>

@@ -6,7 +6,7 @@
 // into the file's mapping), the vocabulary (tokens, merges, specials, chat
 // template) and the generation defaults. Two formats produce one:
 //   GGUF (model/gguf/gguf_source.h)                 one .gguf file
-//   Hugging Face (model/hf/hf_checkpoint.h)         a checkpoint directory: config.json,
+//   Hugging Face (model/hf/hf_source.h)             a checkpoint directory: config.json,
 //                                                    *.safetensors (sharded with an index),
 //                                                    tokenizer.json, tokenizer_config.json,
 //                                                    generation_config.json

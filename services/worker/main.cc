@@ -3,7 +3,9 @@
 // flags, the device, the model file) is checked before anything is bound
 // or announced; then the server is bound (health NOT_SERVING) before the
 // weights are prepared, so an orchestrator sees a live but not-ready
-// process; "ready" follows every step; SIGTERM drains before exit.
+// process. What needs the weights prepared (the executor, the memory plan,
+// a draft model, draft heads, the KV tiers) can still fail after
+// "listening"; "ready" follows every step. SIGTERM drains before exit.
 #include <cstdio>
 #include <memory>
 #include <string>

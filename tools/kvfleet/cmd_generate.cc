@@ -40,7 +40,7 @@ Without --local the prompt goes to the router's Generate (--router, default
 at a string (repeat it for several; the string itself is not printed);
 --cache-salt keeps this caller's cached prefixes apart from others';
 --speculation picks the worker's speculative proposer for this request
-(ngram, self, draft; off to opt out; the text is the same either way);
+(ngram, suffix, self, draft, heads, auto; off to opt out; the text is the same either way);
 --timeout bounds the whole call. To chat through the router use `kvfleet chat`.
 
 --local runs the model in this process instead: --chat sends TEXT as a user

@@ -23,7 +23,7 @@
 // Thread-safety: none; callers serialize.
 //
 //   KvMap map({.liveness_deadline = 3s});
-//   map.Register(worker, now);
+//   RETURN_IF_ERROR(map.Register(worker, now).status());  // ALREADY_EXISTS: a twin
 //   ASSIGN_OR_RETURN(ApplyResult r, map.Apply(batch, now));
 //   std::vector<WorkerOverlapInfo> o = map.FindOverlaps("SmolLM2", hashes);
 #pragma once

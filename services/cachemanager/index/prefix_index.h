@@ -51,7 +51,7 @@ namespace kvfleet::cachemanager {
 
 // Where a Store's first hash hangs in its chain (the rest follow in chain
 // order): the first block of a chain, the child of a known block, or
-// unknown (a snapshot's blocks, or a caller that does not say). With the
+// unknown (an older worker's snapshot, or a caller that does not say). With the
 // parents known, FindOverlaps can skip along a prompt instead of looking up
 // every hash (README.md, "Skipping along a chain").
 struct ChainParent {

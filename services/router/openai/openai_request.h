@@ -6,9 +6,9 @@
 // What is accepted is the table in docs/api.md ("OpenAI-compatible HTTP").
 // Unknown fields are ignored, as other servers do (clients send `n: 1`,
 // `tool_choice: null`, `metadata`); a known field this server does not
-// implement is refused only when it asks for something (`n` > 1, tools,
-// a JSON response format, a logit bias), naming the field. Defaults are
-// OpenAI's (temperature 1), not the gRPC API's (greedy).
+// implement is refused only when it asks for something (`n` > 1,
+// `best_of`, `echo`, `suffix`, the deprecated `functions`), naming the
+// field. Defaults are OpenAI's (temperature 1), not the gRPC API's (greedy).
 //
 // Errors are INVALID_ARGUMENT with a message for the client and the
 // offending field as the status's `param` payload (ErrorParam), which the

@@ -1,7 +1,8 @@
 // A ChatRequest turned into what the chat template renders (ChatInputs:
 // OpenAI-shaped messages and tools as JSON, template kwargs) and into the
 // parsing its output needs (tool names, whether calls are parsed). Checks
-// what a template cannot: roles, tool messages that answer no call, tools
+// what a template cannot: roles, tool messages without the id of the call
+// they answer, tools
 // without a name or with parameters that are not a JSON object, a
 // tool_choice naming an absent function, kwargs that are not an object or
 // that would replace the conversation. Each error names the field.

@@ -23,7 +23,7 @@
 // the publisher's threads; one mutex inside.
 //
 //   KvEventBuffer buffer;
-//   buffer.Connect();
+//   buffer.Connect(Clock::now());
 //   if (buffer.RequestSnapshot()) engine.RequestKvSnapshot();
 //   while (buffer.Wait(flush_interval)) {
 //     if (std::optional<OutgoingBatch> b = buffer.NextBatch(now, heartbeat)) send(*b);

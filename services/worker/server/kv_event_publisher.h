@@ -6,7 +6,8 @@
 // Protocol (proto/kvfleet/v1/cachemanager.proto): Register, open the event
 // stream, ask the engine for a snapshot and send it first (sequence 1), then
 // batches of events every `flush_interval` with consecutive sequence
-// numbers, and a load report at least every heartbeat interval. When the
+// numbers, and a load report at least every half heartbeat interval while
+// streaming (kv_event_buffer.h says when). When the
 // cachemanager asks for a snapshot (it saw a gap), events are dropped until
 // the engine's next snapshot, which supersedes them. When the stream breaks,
 // events are dropped (the next connection starts with a snapshot) and the

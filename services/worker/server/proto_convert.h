@@ -4,7 +4,7 @@
 // the CLI and the worker reject the same requests with the same messages.
 //
 //   ASSIGN_OR_RETURN(engine::EngineRequest r, ToEngineRequest(proto, RequestId(7), context_length));
-//   FillResponse(output, &response);
+//   AppendOutput(output, &response);
 #pragma once
 
 #include <cstdint>
