@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromSource(std::unique_ptr<ModelSo
   ASSIGN_OR_RETURN(m->config_, ReadModelConfig(s));
   if (options.weights) {
     TensorBinder binder(s, m->storage_);
-    ASSIGN_OR_RETURN(m->weights_, arch->bind_weights(binder, m->config_));
+    ASSIGN_OR_RETURN(m->weights_, BindWeights(*arch, binder, m->config_));
   }
   if (options.vocabulary) {
     if (!s.vocabulary().ok()) return s.vocabulary().status();

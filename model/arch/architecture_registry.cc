@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/arch/all_architectures.h"
+#include "model/arch/decoder_binding.h"
 
 namespace kvfleet::model {
 namespace {
@@ -15,7 +16,6 @@ constexpr Architecture EntryOf() {
           .gguf_names = A::kGgufNames,
           .hf_names = A::kHfNames,
           .read_config = &A::ReadConfig,
-          .bind_weights = &A::BindWeights,
           .layer_tensors = A::kLayerTensors,
           .gguf_permutes_qk = A::kGgufPermutesQk,
           .hf_norm_offset = A::kHfNormOffset};
@@ -72,6 +72,16 @@ absl::StatusOr<ModelConfig> ReadModelConfig(const ModelSource& source) {
   c.architecture = std::string(arch->name);
   RETURN_IF_ERROR(c.Validate(source.path()));
   return c;
+}
+
+absl::StatusOr<DecoderWeights> BindWeights(const Architecture& arch, TensorBinder& b, const ModelConfig& c) {
+  const float offset = b.source().format() == ModelFormat::kHuggingFace ? arch.hf_norm_offset : 0.0f;
+  ASSIGN_OR_RETURN(DecoderWeights w, BindModelTensors(b, c, offset));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    ASSIGN_OR_RETURN(LayerWeights l, BindLayer(b, c, i, arch.layer_tensors, offset));
+    w.layers.push_back(std::move(l));
+  }
+  return w;
 }
 
 }  // namespace kvfleet::model

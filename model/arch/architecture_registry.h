@@ -3,6 +3,7 @@
 //
 //   ASSIGN_OR_RETURN(const Architecture* arch, FindArchitecture(source));
 //   ASSIGN_OR_RETURN(ModelConfig config, arch->read_config(source));
+//   ASSIGN_OR_RETURN(DecoderWeights weights, BindWeights(*arch, binder, config));
 #pragma once
 
 #include <span>
@@ -13,7 +14,7 @@
 #include "model/arch/decoder_weights.h"
 #include "model/arch/model_config.h"
 #include "model/arch/tensor_binder.h"
-#include "model/arch/tensor_names.h"
+#include "model/arch/tensor_spec.h"
 #include "model/source/model_source.h"
 
 namespace kvfleet::model {
@@ -23,9 +24,9 @@ struct Architecture {
   std::span<const std::string_view> gguf_names;
   std::span<const std::string_view> hf_names;
   absl::StatusOr<ModelConfig> (*read_config)(const ModelSource&);
-  absl::StatusOr<DecoderWeights> (*bind_weights)(TensorBinder&, const ModelConfig&);
-  // Its layer tensors' names in both formats (after "blk.N." / "model.layers.N.").
-  std::span<const TensorName> layer_tensors;
+  // Its layer tensors (after "blk.N." / "model.layers.N."): names in both
+  // formats, kinds, shape rules and roles; the Llama core first.
+  std::span<const TensorSpec> layer_tensors;
   // What differs between its formats' weights: GGUF's Wq and Wk rows permuted
   // for adjacent-pair RoPE; a constant checkpoints leave out of every norm weight.
   bool gguf_permutes_qk = false;
@@ -41,6 +42,10 @@ const Architecture* FindArchitectureByName(std::string_view name);
 
 // The config the source's architecture reads from it, validated.
 absl::StatusOr<ModelConfig> ReadModelConfig(const ModelSource& source);
+
+// Every tensor of `arch` bound by its specs (decoder_binding.h), the
+// format's norm offset added to its norms.
+absl::StatusOr<DecoderWeights> BindWeights(const Architecture& arch, TensorBinder& binder, const ModelConfig& config);
 
 // "llama (GGUF llama; Hugging Face LlamaForCausalLM, MistralForCausalLM), qwen2 (...)"
 std::string SupportedArchitectures();

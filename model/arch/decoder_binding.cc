@@ -1,5 +1,6 @@
 #include "model/arch/decoder_binding.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace kvfleet::model {
@@ -18,20 +19,39 @@ absl::StatusOr<DecoderWeights> BindModelTensors(TensorBinder& b, const ModelConf
   return w;
 }
 
-absl::StatusOr<LayerWeights> BindLlamaFamilyLayer(TensorBinder& b, const ModelConfig& c, int64_t i,
-                                                  const LayerCoreNames& n) {
+absl::StatusOr<LayerWeights> BindLayer(TensorBinder& b, const ModelConfig& c, int64_t layer,
+                                       std::span<const TensorSpec> specs, float norm_offset) {
   const ModelFormat f = b.source().format();
-  const int64_t q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
   LayerWeights l;
-  ASSIGN_OR_RETURN(l.attn_norm, b.Vector(LayerTensor(f, i, names::kAttnNorm), c.hidden_size, n.norm_offset));
-  ASSIGN_OR_RETURN(l.attn_q, b.Matrix(LayerTensor(f, i, names::kAttnQ), q_dim, c.hidden_size));
-  ASSIGN_OR_RETURN(l.attn_k, b.Matrix(LayerTensor(f, i, names::kAttnK), kv_dim, c.hidden_size));
-  ASSIGN_OR_RETURN(l.attn_v, b.Matrix(LayerTensor(f, i, names::kAttnV), kv_dim, c.hidden_size));
-  ASSIGN_OR_RETURN(l.attn_output, b.Matrix(LayerTensor(f, i, names::kAttnOutput), c.hidden_size, q_dim));
-  ASSIGN_OR_RETURN(l.ffn_norm, b.Vector(LayerTensor(f, i, n.ffn_norm), c.hidden_size, n.norm_offset));
-  ASSIGN_OR_RETURN(l.ffn_gate, b.Matrix(LayerTensor(f, i, names::kFfnGate), c.ffn_size, c.hidden_size));
-  ASSIGN_OR_RETURN(l.ffn_up, b.Matrix(LayerTensor(f, i, names::kFfnUp), c.ffn_size, c.hidden_size));
-  ASSIGN_OR_RETURN(l.ffn_down, b.Matrix(LayerTensor(f, i, names::kFfnDown), c.hidden_size, c.ffn_size));
+  for (const TensorSpec& spec : specs) {
+    const std::string name = LayerTensor(f, layer, spec);
+    const int64_t rows = DimSize(spec.rows, c);
+    if (spec.kind != TensorKind::kMatrix) {
+      const float offset = spec.kind == TensorKind::kNorm ? norm_offset : 0.0f;
+      ASSIGN_OR_RETURN(l.*spec.parts[0].role, b.Vector(name, rows, offset));
+      continue;
+    }
+    ASSIGN_OR_RETURN(WeightView whole, b.Matrix(name, rows, DimSize(spec.cols, c)));
+    if (!spec.fused()) {
+      l.*spec.parts[0].role = std::move(whole);
+      continue;
+    }
+    // A fused matrix: each part a run of its rows, in order (rows are
+    // contiguous, whatever the weight type).
+    int64_t first = 0;
+    for (const TensorPart& part : spec.parts) {
+      if (part.role == nullptr) break;
+      const int64_t n = DimSize(part.rows, c);
+      WeightView v = whole;
+      v.rows = n;
+      v.data = static_cast<const uint8_t*>(whole.data) + first * RowBytes(whole.dtype, whole.cols);
+      l.*part.role = std::move(v);
+      first += n;
+    }
+    if (first != rows) {
+      return absl::InternalError(absl::StrCat(name, ": its parts take ", first, " of its ", rows, " rows"));
+    }
+  }
   return l;
 }
 

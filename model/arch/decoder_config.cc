@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model/arch/tensor_names.h"
+#include "model/arch/tensor_spec.h"
 
 namespace kvfleet::model {
 namespace {

@@ -43,7 +43,7 @@ void Exercise(const model::GgufSource& source) {
   if (!config.ok()) return;
   model::WeightStorage storage;
   model::TensorBinder binder(source, storage);
-  if (!(*model::FindArchitecture(source))->bind_weights(binder, *config).ok()) return;
+  if (!model::BindWeights(**model::FindArchitecture(source), binder, *config).ok()) return;
   std::vector<float> row;
   for (const model::TensorInfo& t : file.tensors()) {
     if (t.shape.empty() || t.shape[0] <= 0 || t.shape[0] > (1 << 20)) continue;

@@ -77,19 +77,23 @@ absl::StatusOr<Json> ConfigJson(const model::Model& m, const model::Architecture
   return j;
 }
 
-// The checkpoint's name of a GGUF tensor; nullopt for one checkpoints do not
-// carry (rope_freqs.weight: config.json's rope_scaling says it).
-std::optional<std::string> HfName(const model::Architecture& arch, const std::string& gguf) {
-  for (const model::TensorName& n : model::names::kModelTensors) {
-    if (gguf == n.gguf) return std::string(n.hf);
+// A GGUF tensor's checkpoint name and spec; nullopt for one the
+// architecture does not list.
+struct HfTensor {
+  std::string name;
+  const model::TensorSpec* spec;
+};
+std::optional<HfTensor> HfTensorOf(const model::Architecture& arch, const std::string& gguf) {
+  for (const model::TensorSpec& n : model::names::kModelTensors) {
+    if (gguf == n.gguf) return HfTensor{std::string(n.hf), &n};
   }
   const size_t dot = gguf.find('.', 4);
   int64_t layer = -1;
   if (absl::StartsWith(gguf, "blk.") && dot != std::string::npos &&
       absl::SimpleAtoi(absl::string_view(gguf).substr(4, dot - 4), &layer)) {
     const std::string suffix = gguf.substr(dot + 1);
-    for (const model::TensorName& n : arch.layer_tensors) {
-      if (suffix == n.gguf) return absl::StrCat("model.layers.", layer, ".", std::string(n.hf));
+    for (const model::TensorSpec& n : arch.layer_tensors) {
+      if (suffix == n.gguf) return HfTensor{absl::StrCat("model.layers.", layer, ".", std::string(n.hf)), &n};
     }
   }
   return std::nullopt;
@@ -164,9 +168,10 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
   std::vector<model::SafetensorsEntry> entries;
   int64_t total = 0;
   for (const model::TensorInfo& t : gguf->file().tensors()) {
-    const std::optional<std::string> name = HfName(*arch, t.name);
-    if (!name.has_value()) {
-      if (t.name == "rope_freqs.weight") continue;
+    const std::optional<HfTensor> hf = HfTensorOf(*arch, t.name);
+    if (!hf.has_value()) {
+      // Checkpoints carry no frequency factors: config.json's rope_scaling says them.
+      if (t.name == model::names::kRopeFreqs.gguf) continue;
       return absl::InvalidArgumentError(absl::StrCat(gguf_path, ": tensor '", t.name, "' has no checkpoint name for ",
                                                      c.architecture));
     }
@@ -178,11 +183,12 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
     if (arch->gguf_permutes_qk && (absl::EndsWith(t.name, "attn_q.weight") || absl::EndsWith(t.name, "attn_k.weight"))) {
       values = UnpermuteRows(values, rows, cols, absl::EndsWith(t.name, "attn_q.weight") ? c.num_heads : c.num_kv_heads);
     }
-    if (arch->hf_norm_offset != 0.0f && absl::StrContains(t.name, "norm")) {
+    if (arch->hf_norm_offset != 0.0f && hf->spec->kind == model::TensorKind::kNorm) {
       for (float& x : values) x -= arch->hf_norm_offset;
     }
     std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());
-    entries.push_back({.name = *name, .dtype = options.dtype, .shape = std::move(shape), .data = Encode(values, options.dtype)});
+    entries.push_back(
+        {.name = hf->name, .dtype = options.dtype, .shape = std::move(shape), .data = Encode(values, options.dtype)});
     total += static_cast<int64_t>(entries.back().data.size());
   }
   if (options.shards == 1) return WriteFile(dir / "model.safetensors", model::SerializeSafetensors(entries));

@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/float16.h"
 #include "common/status_macros.h"
-#include "model/arch/decoder_binding.h"
 #include "model/arch/decoder_config.h"
 
 namespace kvfleet::model {
@@ -86,21 +85,6 @@ absl::StatusOr<ModelConfig> FromHf(const ModelSource& s) {
 
 absl::StatusOr<ModelConfig> Gemma3::ReadConfig(const ModelSource& s) {
   return s.format() == ModelFormat::kGguf ? FromGguf(s) : FromHf(s);
-}
-
-absl::StatusOr<DecoderWeights> Gemma3::BindWeights(TensorBinder& b, const ModelConfig& c) {
-  const ModelFormat f = b.source().format();
-  const float offset = f == ModelFormat::kHuggingFace ? kHfNormOffset : 0.0f;
-  ASSIGN_OR_RETURN(DecoderWeights w, BindModelTensors(b, c, offset));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    ASSIGN_OR_RETURN(LayerWeights l, BindLlamaFamilyLayer(b, c, i, {.ffn_norm = kFfnNorm, .norm_offset = offset}));
-    ASSIGN_OR_RETURN(l.attn_q_norm, b.Vector(LayerTensor(f, i, names::kAttnQNorm), c.head_dim, offset));
-    ASSIGN_OR_RETURN(l.attn_k_norm, b.Vector(LayerTensor(f, i, names::kAttnKNorm), c.head_dim, offset));
-    ASSIGN_OR_RETURN(l.post_attn_norm, b.Vector(LayerTensor(f, i, kPostAttnNorm), c.hidden_size, offset));
-    ASSIGN_OR_RETURN(l.post_ffn_norm, b.Vector(LayerTensor(f, i, kPostFfnNorm), c.hidden_size, offset));
-    w.layers.push_back(std::move(l));
-  }
-  return w;
 }
 
 }  // namespace kvfleet::model

@@ -24,7 +24,7 @@
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
 #include "model/arch/tensor_binder.h"
-#include "model/arch/tensor_names.h"
+#include "model/arch/tensor_spec.h"
 
 namespace kvfleet::model {
 
@@ -32,23 +32,36 @@ struct Gemma3 {
   static constexpr std::string_view kName = "gemma3";
   static constexpr std::array<std::string_view, 1> kGgufNames = {"gemma3"};
   static constexpr std::array<std::string_view, 1> kHfNames = {"Gemma3ForCausalLM"};
-  // Its own norms' names in both formats (the attention and feed-forward
-  // input norms, then the two post-norms).
-  static constexpr TensorName kPostAttnNorm{"post_attention_norm.weight", "post_attention_layernorm.weight"};
-  static constexpr TensorName kFfnNorm{"ffn_norm.weight", "pre_feedforward_layernorm.weight"};
-  static constexpr TensorName kPostFfnNorm{"post_ffw_norm.weight", "post_feedforward_layernorm.weight"};
-  static constexpr TensorName kLayerTensorList[] = {
-      names::kAttnNorm, names::kAttnQ,      names::kAttnK,   names::kAttnV,         names::kAttnQNorm,
-      names::kAttnKNorm, names::kAttnOutput, kPostAttnNorm,  kFfnNorm,              names::kFfnGate,
-      names::kFfnUp,    names::kFfnDown,     kPostFfnNorm};
-  static constexpr std::span<const TensorName> kLayerTensors = kLayerTensorList;
+  // Its own norms: the feed-forward input norm (another checkpoint name),
+  // and the two post-norms.
+  static constexpr TensorSpec kFfnNorm{"ffn_norm.weight", "pre_feedforward_layernorm.weight",
+                                       TensorKind::kNorm, Dim::kHidden,
+                                       Dim::kOne,         {{{&LayerWeights::ffn_norm, Dim::kHidden}}}};
+  static constexpr TensorSpec kPostAttnNorm{"post_attention_norm.weight",
+                                            "post_attention_layernorm.weight",
+                                            TensorKind::kNorm,
+                                            Dim::kHidden,
+                                            Dim::kOne,
+                                            {{{&LayerWeights::post_attn_norm, Dim::kHidden}}}};
+  static constexpr TensorSpec kPostFfnNorm{"post_ffw_norm.weight",
+                                           "post_feedforward_layernorm.weight",
+                                           TensorKind::kNorm,
+                                           Dim::kHidden,
+                                           Dim::kOne,
+                                           {{{&LayerWeights::post_ffn_norm, Dim::kHidden}}}};
+  // The Llama core (with its own feed-forward norm), then the head norms
+  // and the post-norms.
+  static constexpr TensorSpec kLayerTensorList[] = {
+      names::kAttnNorm,  names::kAttnQ,   names::kAttnK, names::kAttnV,   names::kAttnOutput,
+      kFfnNorm,          names::kFfnGate, names::kFfnUp, names::kFfnDown, names::kAttnQNorm,
+      names::kAttnKNorm, kPostAttnNorm,   kPostFfnNorm};
+  static constexpr std::span<const TensorSpec> kLayerTensors = kLayerTensorList;
   static constexpr bool kGgufPermutesQk = false;
   // Checkpoints store a norm weight w that multiplies by 1 + w; llama.cpp's
   // converter stored 1 + w in the GGUF.
   static constexpr float kHfNormOffset = 1.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
-  static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);
 
   template <OpSet Ops>
   static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model/arch/decoder_binding.h"
 #include "model/arch/decoder_config.h"
 
 namespace kvfleet::model {
@@ -22,15 +21,6 @@ absl::StatusOr<ModelConfig> Llama::ReadConfig(const ModelSource& s) {
     if (bias) return s.config().Invalid("attention_bias true is not a Llama kvfleet runs (biases: use qwen2)");
   }
   return c;
-}
-
-absl::StatusOr<DecoderWeights> Llama::BindWeights(TensorBinder& b, const ModelConfig& c) {
-  ASSIGN_OR_RETURN(DecoderWeights w, BindModelTensors(b, c));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    ASSIGN_OR_RETURN(LayerWeights l, BindLlamaFamilyLayer(b, c, i, {}));
-    w.layers.push_back(std::move(l));
-  }
-  return w;
 }
 
 }  // namespace kvfleet::model

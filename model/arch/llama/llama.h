@@ -19,7 +19,7 @@
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
 #include "model/arch/tensor_binder.h"
-#include "model/arch/tensor_names.h"
+#include "model/arch/tensor_spec.h"
 
 namespace kvfleet::model {
 
@@ -27,14 +27,13 @@ struct Llama {
   static constexpr std::string_view kName = "llama";
   static constexpr std::array<std::string_view, 1> kGgufNames = {"llama"};
   static constexpr std::array<std::string_view, 2> kHfNames = {"LlamaForCausalLM", "MistralForCausalLM"};
-  // Every layer tensor it binds, in both formats (the exporter maps names by these).
-  static constexpr std::span<const TensorName> kLayerTensors = names::kLlamaLayer;
+  // Every layer tensor it binds (the Llama core).
+  static constexpr std::span<const TensorSpec> kLayerTensors = names::kLlamaLayer;
   // GGUF files hold Wq and Wk rows permuted for adjacent-pair RoPE.
   static constexpr bool kGgufPermutesQk = true;
   static constexpr float kHfNormOffset = 0.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
-  static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);
 
   template <OpSet Ops>
   static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,

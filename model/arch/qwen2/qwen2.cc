@@ -1,7 +1,6 @@
 #include "model/arch/qwen2/qwen2.h"
 
 #include "common/status_macros.h"
-#include "model/arch/decoder_binding.h"
 #include "model/arch/decoder_config.h"
 
 namespace kvfleet::model {
@@ -16,20 +15,6 @@ absl::StatusOr<ModelConfig> Qwen2::ReadConfig(const ModelSource& s) {
         "attention, as every released Qwen2 and Qwen2.5 checkpoint is configured");
   }
   return c;
-}
-
-absl::StatusOr<DecoderWeights> Qwen2::BindWeights(TensorBinder& b, const ModelConfig& c) {
-  const ModelFormat f = b.source().format();
-  const int64_t q_dim = c.num_heads * c.head_dim, kv_dim = c.num_kv_heads * c.head_dim;
-  ASSIGN_OR_RETURN(DecoderWeights w, BindModelTensors(b, c));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    ASSIGN_OR_RETURN(LayerWeights l, BindLlamaFamilyLayer(b, c, i, {}));
-    ASSIGN_OR_RETURN(l.attn_q_bias, b.Vector(LayerTensor(f, i, names::kAttnQBias), q_dim));
-    ASSIGN_OR_RETURN(l.attn_k_bias, b.Vector(LayerTensor(f, i, names::kAttnKBias), kv_dim));
-    ASSIGN_OR_RETURN(l.attn_v_bias, b.Vector(LayerTensor(f, i, names::kAttnVBias), kv_dim));
-    w.layers.push_back(std::move(l));
-  }
-  return w;
 }
 
 }  // namespace kvfleet::model

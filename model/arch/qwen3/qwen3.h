@@ -13,7 +13,7 @@
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
 #include "model/arch/tensor_binder.h"
-#include "model/arch/tensor_names.h"
+#include "model/arch/tensor_spec.h"
 
 namespace kvfleet::model {
 
@@ -21,15 +21,15 @@ struct Qwen3 {
   static constexpr std::string_view kName = "qwen3";
   static constexpr std::array<std::string_view, 1> kGgufNames = {"qwen3"};
   static constexpr std::array<std::string_view, 1> kHfNames = {"Qwen3ForCausalLM"};
-  static constexpr TensorName kLayerTensorList[] = {
-      names::kAttnNorm, names::kAttnQ,    names::kAttnK, names::kAttnV,  names::kAttnQNorm, names::kAttnKNorm,
-      names::kAttnOutput, names::kFfnNorm, names::kFfnGate, names::kFfnUp, names::kFfnDown};
-  static constexpr std::span<const TensorName> kLayerTensors = kLayerTensorList;
+  // The Llama core, then the query and key head norms.
+  static constexpr TensorSpec kLayerTensorList[] = {
+      names::kAttnNorm, names::kAttnQ, names::kAttnK,   names::kAttnV,     names::kAttnOutput, names::kFfnNorm,
+      names::kFfnGate,  names::kFfnUp, names::kFfnDown, names::kAttnQNorm, names::kAttnKNorm};
+  static constexpr std::span<const TensorSpec> kLayerTensors = kLayerTensorList;
   static constexpr bool kGgufPermutesQk = false;
   static constexpr float kHfNormOffset = 0.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
-  static absl::StatusOr<DecoderWeights> BindWeights(TensorBinder& binder, const ModelConfig& config);
 
   template <OpSet Ops>
   static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,
