@@ -17,7 +17,10 @@ constexpr Architecture EntryOf() {
           .hf_names = A::kHfNames,
           .read_config = &A::ReadConfig,
           .layer_tensors = A::kLayerTensors,
-          .gguf_permutes_qk = A::kGgufPermutesQk,
+          .write_config = &A::WriteConfig,
+          .default_config = &A::DefaultConfig,
+          .hf_model_type = A::kHfModelType,
+          .gguf_rope_pairing = A::kGgufRopePairing,
           .hf_norm_offset = A::kHfNormOffset};
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "model/arch/decoder_config.h"
 #include "model/arch/decoder_weights.h"
 #include "model/arch/model_config.h"
 #include "model/arch/tensor_binder.h"
@@ -27,9 +28,15 @@ struct Architecture {
   // Its layer tensors (after "blk.N." / "model.layers.N."): names in both
   // formats, kinds, shape rules and roles; the Llama core first.
   std::span<const TensorSpec> layer_tensors;
-  // What differs between its formats' weights: GGUF's Wq and Wk rows permuted
-  // for adjacent-pair RoPE; a constant checkpoints leave out of every norm weight.
-  bool gguf_permutes_qk = false;
+  // ReadConfig's inverse in either format's keys, and its config at a
+  // shape with its own defaults.
+  void (*write_config)(const ModelConfig&, ModelFormat, ConfigWriter&);
+  absl::StatusOr<ModelConfig> (*default_config)(const DecoderShape&);
+  std::string_view hf_model_type;  // config.json's model_type
+  // What differs between its formats' weights: GGUF's RoPE pairing (Wq and
+  // Wk rows permuted for adjacent pairs); a constant checkpoints leave out
+  // of every norm weight.
+  RopePairing gguf_rope_pairing = RopePairing::kHalves;
   float hf_norm_offset = 0.0f;
 };
 

@@ -1,5 +1,6 @@
 #include "model/arch/decoder_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -27,8 +28,63 @@ absl::StatusOr<std::vector<float>> ReadFrequencyFactors(const ModelSource& s, co
 
 }  // namespace
 
-absl::StatusOr<ModelConfig> ReadGgufDecoderConfig(const ModelSource& s, std::string_view prefix,
-                                                  RopePairing pairing) {
+ModelConfig DecoderConfigOf(const DecoderShape& s, RopePairing pairing) {
+  ModelConfig c;
+  c.vocab_size = s.vocab_size;
+  c.context_length = s.context_length;
+  c.hidden_size = s.hidden_size;
+  c.ffn_size = s.ffn_size;
+  c.num_layers = s.num_layers;
+  c.num_heads = s.num_heads;
+  c.num_kv_heads = s.num_kv_heads;
+  c.head_dim = s.num_heads > 0 ? s.hidden_size / s.num_heads : 0;
+  c.rms_norm_eps = 1e-5;
+  c.attention_scale = c.head_dim > 0 ? 1.0f / std::sqrt(static_cast<float>(c.head_dim)) : 0.0f;
+  c.tied_embeddings = s.tied_embeddings;
+  c.ropes = {RopeConfig{.theta = s.rope_theta, .dim = c.head_dim, .pairing = pairing}};
+  FullAttentionLayers(c);
+  return c;
+}
+
+void WriteGgufDecoderConfig(const ModelConfig& c, std::string_view prefix, ConfigWriter& w) {
+  const std::string a = std::string(prefix) + ".";
+  w.Int(a + "context_length", c.context_length);
+  w.Int(a + "embedding_length", c.hidden_size);
+  w.Int(a + "feed_forward_length", c.ffn_size);
+  w.Int(a + "block_count", c.num_layers);
+  w.Int(a + "attention.head_count", c.num_heads);
+  w.Int(a + "attention.head_count_kv", c.num_kv_heads);
+  w.Int(a + "attention.key_length", c.head_dim);
+  w.Int(a + "rope.dimension_count", c.ropes[0].dim);
+  w.Float(a + "rope.freq_base", c.ropes[0].theta);
+  w.Float(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  w.Int(a + "vocab_size", c.vocab_size);
+  if (c.ropes[0].position_scale != 1.0) {
+    w.String(a + "rope.scaling.type", "linear");
+    w.Float(a + "rope.scaling.factor", 1.0 / c.ropes[0].position_scale);
+  }
+}
+
+void WriteHfDecoderConfig(const ModelConfig& c, ConfigWriter& w) {
+  w.Int("hidden_size", c.hidden_size);
+  w.Int("intermediate_size", c.ffn_size);
+  w.Int("num_hidden_layers", c.num_layers);
+  w.Int("num_attention_heads", c.num_heads);
+  w.Int("num_key_value_heads", c.num_kv_heads);
+  w.Int("head_dim", c.head_dim);
+  w.Int("max_position_embeddings", c.context_length);
+  w.Float("rms_norm_eps", c.rms_norm_eps);
+  w.Float("rope_theta", c.ropes[0].theta);
+  w.Int("vocab_size", c.vocab_size);
+  w.Bool("tie_word_embeddings", c.tied_embeddings);
+  if (c.ropes[0].position_scale != 1.0) {
+    w.String("rope_scaling.rope_type", "linear");
+    w.Float("rope_scaling.factor", 1.0 / c.ropes[0].position_scale);
+  }
+}
+
+absl::StatusOr<ModelConfig> ReadGgufDecoderConfig(const ModelSource& s, std::string_view prefix, RopePairing pairing,
+                                                  int64_t tensors_per_layer) {
   const ConfigReader& r = s.config();
   const std::string a = std::string(prefix) + ".";
   ModelConfig c;
@@ -41,9 +97,8 @@ absl::StatusOr<ModelConfig> ReadGgufDecoderConfig(const ModelSource& s, std::str
   // Checked against the file before anything is sized by it: a forged
   // block_count must not make the loader reserve gigabytes (found by
   // tests/fuzz/gguf_fuzz.cc; its input is in the corpus).
-  constexpr int64_t kTensorsPerLayer = 9;  // 2 norms, 4 attention and 3 feed-forward matrices
-  if (c.num_layers > static_cast<int64_t>(s.tensors().size()) / kTensorsPerLayer) {
-    return r.Invalid(absl::StrCat("block_count ", c.num_layers, " needs at least ", kTensorsPerLayer,
+  if (c.num_layers > static_cast<int64_t>(s.tensors().size()) / std::max<int64_t>(tensors_per_layer, 1)) {
+    return r.Invalid(absl::StrCat("block_count ", c.num_layers, " needs at least ", tensors_per_layer,
                                   " tensors per layer, but the file has ", s.tensors().size(), " tensors"));
   }
   ASSIGN_OR_RETURN(c.num_heads, r.PositiveInt(a + "attention.head_count"));

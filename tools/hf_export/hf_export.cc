@@ -18,6 +18,7 @@
 #include "kernels/cpu/quantize.h"
 #include "model/arch/architecture_registry.h"
 #include "model/gguf/gguf_source.h"
+#include "model/hf/json_config_writer.h"
 #include "model/hf/safetensors_file.h"
 #include "model/model.h"
 #include "tools/hf_export/tokenizer_json.h"
@@ -30,46 +31,22 @@ using Json = nlohmann::ordered_json;
 
 const char* TorchDtype(DType t) { return t == DType::kBF16 ? "bfloat16" : t == DType::kF16 ? "float16" : "float32"; }
 
-const char* ModelType(const std::string& arch) { return arch == "gemma3" ? "gemma3_text" : arch.c_str(); }
-
-// config.json from the typed config: the keys every decoder shares, then
-// the architecture's own (the inverse of its ReadConfig for checkpoints).
+// config.json: the model's identity, then the keys its architecture writes
+// (the inverse of its ReadConfig for checkpoints), then what the caller
+// states that a GGUF does not.
 absl::StatusOr<Json> ConfigJson(const model::Model& m, const model::Architecture& arch, DType dtype,
                                 const nlohmann::json& extras) {
   const model::ModelConfig& c = m.config();
   const model::Vocabulary& v = m.vocabulary();
   Json j{{"architectures", Json::array({std::string(arch.hf_names[0])})},
-         {"model_type", ModelType(c.architecture)},
-         {"hidden_size", c.hidden_size},
-         {"intermediate_size", c.ffn_size},
-         {"num_hidden_layers", c.num_layers},
-         {"num_attention_heads", c.num_heads},
-         {"num_key_value_heads", c.num_kv_heads},
-         {"head_dim", c.head_dim},
-         {"max_position_embeddings", c.context_length},
-         {"rms_norm_eps", c.rms_norm_eps},
-         {"rope_theta", c.ropes[0].theta},
-         {"vocab_size", c.vocab_size},
-         {"tie_word_embeddings", c.tied_embeddings},
+         {"model_type", std::string(arch.hf_model_type)},
          {"torch_dtype", TorchDtype(dtype)}};
   if (v.bos.has_value()) j["bos_token_id"] = *v.bos;
   if (v.eos.has_value()) j["eos_token_id"] = *v.eos;
-  const model::RopeConfig& rope = c.ropes[0];
-  if (rope.position_scale != 1.0) j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0 / rope.position_scale}};
-  if (c.architecture == "gemma3") {
-    j["sliding_window"] = c.max_window();
-    j["rope_local_base_freq"] = c.ropes[1].theta;
-    j["query_pre_attn_scalar"] = std::lround(1.0 / (double{c.attention_scale} * c.attention_scale));
-    j["hidden_activation"] = "gelu_pytorch_tanh";
-    Json types = Json::array();
-    for (const model::LayerAttention& l : c.layers) types.push_back(l.window > 0 ? "sliding_attention" : "full_attention");
-    j["layer_types"] = types;
-  } else if (c.max_window() > 0) {
-    j["sliding_window"] = c.max_window();  // Mistral: every layer
-  }
-  if (c.architecture == "qwen2" || c.architecture == "qwen3") j["use_sliding_window"] = false;
+  model::JsonConfigWriter writer(j);
+  arch.write_config(c, model::ModelFormat::kHuggingFace, writer);
   for (const auto& [key, value] : extras.items()) j[key] = value;
-  if (!rope.freq_factors.empty() && !j.contains("rope_scaling")) {
+  if (!c.ropes[0].freq_factors.empty() && !j.contains("rope_scaling")) {
     return absl::InvalidArgumentError(
         "the GGUF carries Llama 3 RoPE frequency factors (rope_freqs.weight); a checkpoint states the rope_scaling "
         "they came from: pass it in config_extras");
@@ -180,7 +157,8 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
     for (int64_t r = 0; r < rows; ++r) {
       kernels::DequantizeRow(t.dtype, t.data + r * RowBytes(t.dtype, cols), values.data() + r * cols, cols);
     }
-    if (arch->gguf_permutes_qk && (absl::EndsWith(t.name, "attn_q.weight") || absl::EndsWith(t.name, "attn_k.weight"))) {
+    if (arch->gguf_rope_pairing == model::RopePairing::kAdjacent &&
+        (absl::EndsWith(t.name, "attn_q.weight") || absl::EndsWith(t.name, "attn_k.weight"))) {
       values = UnpermuteRows(values, rows, cols, absl::EndsWith(t.name, "attn_q.weight") ? c.num_heads : c.num_kv_heads);
     }
     if (arch->hf_norm_offset != 0.0f && hf->spec->kind == model::TensorKind::kNorm) {

@@ -3,50 +3,63 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "common/flags/flags.h"
-#include "tools/kvfleet/commands.h"
+#include "common/status_macros.h"
+#include "model/arch/architecture_registry.h"
 #include "tools/hf_export/hf_export.h"
+#include "tools/kvfleet/commands.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"(usage: kvfleet tiny-model --out PATH [--arch llama|qwen2|qwen3|gemma3] [--dtype TYPE] [--seed N]
+
+std::string DTypeNames() {
+  std::string known;
+  for (DType t : kAllDTypes) known += (known.empty() ? "" : ", ") + std::string(DTypeName(t));
+  return known;
+}
+
+std::string Usage() {
+  return absl::StrCat(R"(usage: kvfleet tiny-model --out PATH [--arch NAME] [--dtype TYPE] [--seed N]
                           [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--ffn N]
                           [--context N] [--vocab N] [--tied] [--window N] [--llama3-rope]
                           [--hf-out DIR [--hf-dtype f32|bf16|f16]]
+       kvfleet tiny-model --list-architectures
 
 Writes a random-weight GGUF of the architecture (default llama) with a small
-byte-level BPE vocabulary and a ChatML chat template. The same options and
-seed always give the same file. --vocab N pads the vocabulary with unused
-tokens to N (a real model's shape: 49152 for SmolLM2, 128256 for Llama 3).
---window sets gemma3's sliding window (default 8); --llama3-rope gives a
-llama Llama 3's scaled RoPE. --hf-out also writes the same model as a
-Hugging Face checkpoint (kvfleet export-hf; default f32, one file).
-TYPE: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
-(a K-quant needs
---hidden and --ffn multiples of 256).
-)";
+byte-level BPE vocabulary and a ChatML chat template: its config at this
+shape with the architecture's own defaults, its tensors from its specs. The
+same options and seed always give the same file. --vocab N pads the
+vocabulary with unused tokens to N (a real model's shape: 49152 for SmolLM2,
+128256 for Llama 3). --window sets the window of an architecture's windowed
+layers (gemma3's local ones; default 8); --llama3-rope gives a llama Llama
+3's scaled RoPE. --hf-out also writes the same model as a Hugging Face
+checkpoint (kvfleet export-hf; default f32, one file).
+--list-architectures prints the architectures, one a line.
+NAME: )",
+                      TinyArchitectureNames(), "\nTYPE: ", DTypeNames(),
+                      "\n(a K-quant needs --hidden and --ffn multiples of 256).\n");
+}
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
   for (DType t : kAllDTypes) {
     if (name == DTypeName(t)) return t;
   }
-  std::string known;
-  for (DType t : kAllDTypes) known += (known.empty() ? "" : ", ") + std::string(DTypeName(t));
-  return absl::InvalidArgumentError(absl::StrCat("--dtype '", name, "' is not one of ", known));
+  return absl::InvalidArgumentError(absl::StrCat("--dtype '", name, "' is not one of ", DTypeNames()));
 }
 }  // namespace
 
 absl::Status RunTinyModel(const Args& args) {
-  if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(
-      Flags flags,
-      Flags::Parse(args,
-                   {"out", "arch", "dtype", "seed", "layers", "hidden", "heads", "kv-heads", "ffn", "context", "vocab",
-                    "window", "hf-out", "hf-dtype"},
-                   {"tied", "llama3-rope"}));
+  if (WantsHelp(args)) return PrintHelp(Usage().c_str());
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             {"out", "arch", "dtype", "seed", "layers", "hidden", "heads", "kv-heads",
+                                              "ffn", "context", "vocab", "window", "hf-out", "hf-dtype"},
+                                             {"tied", "llama3-rope", "list-architectures"}));
+  if (flags.GetSwitch("list-architectures")) {
+    for (const model::Architecture& a : model::Architectures()) std::printf("%s\n", std::string(a.name).c_str());
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(std::string out, flags.GetString("out"));
   TinyModelOptions o;
   o.architecture = flags.GetString("arch", "llama");

@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/cpu/quantize.h"
-#include "model/arch/decoder_config.h"
+#include "model/arch/architecture_registry.h"
+#include "model/gguf/gguf_config_writer.h"
 #include "tools/tiny_model/tiny_vocabulary.h"
 
 namespace kvfleet::tools {
@@ -70,13 +71,27 @@ TinyModelOptions ShapedForType(TinyModelOptions o) {
   return o;
 }
 
+model::DecoderShape TinyModelOptions::Shape() const {
+  return {.vocab_size = vocab_size,
+          .context_length = context_length,
+          .hidden_size = hidden_size,
+          .ffn_size = ffn_size,
+          .num_layers = num_layers,
+          .num_heads = num_heads,
+          .num_kv_heads = num_kv_heads,
+          .rope_theta = rope_theta,
+          .sliding_window = sliding_window,
+          .tied_embeddings = tied_embeddings,
+          .llama3_rope = llama3_rope};
+}
+
 absl::Status TinyModelOptions::Validate() const {
   auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("tiny model: ", what)); };
-  if (architecture != "llama" && architecture != "qwen2" && architecture != "qwen3" && architecture != "gemma3") {
-    return bad(absl::StrCat("architecture '", architecture, "' (llama, qwen2, qwen3, gemma3)"));
+  const model::Architecture* arch = model::FindArchitectureByName(architecture);
+  if (arch == nullptr) {
+    return bad(absl::StrCat("architecture '", architecture, "' (", TinyArchitectureNames(), ")"));
   }
   if (sliding_window < 1) return bad("sliding_window must be >= 1");
-  if (llama3_rope && architecture != "llama") return bad("llama3_rope is for the llama architecture");
   if (num_layers < 1) return bad("num_layers must be >= 1");
   if (hidden_size < 32 || hidden_size % 32 != 0) return bad("hidden_size must be a positive multiple of 32");
   if (ffn_size < 32 || ffn_size % 32 != 0) return bad("ffn_size must be a positive multiple of 32");
@@ -92,7 +107,15 @@ absl::Status TinyModelOptions::Validate() const {
   if (vocab_size != 0 && vocab_size < TinyVocabSize()) {
     return bad(absl::StrCat("vocab_size must be 0 or at least the tiny vocabulary's ", TinyVocabSize(), " tokens"));
   }
+  if (absl::Status s = arch->default_config(Shape()).status(); !s.ok()) return bad(s.message());
   return absl::OkStatus();
+}
+
+std::string TinyArchitectureNames() {
+  std::string out;
+  for (const model::Architecture& a : model::Architectures())
+    absl::StrAppend(&out, out.empty() ? "" : ", ", std::string(a.name));
+  return out;
 }
 
 absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
@@ -102,63 +125,46 @@ absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
     vocab.tokens.push_back(absl::StrCat("<|unused_", i, "|>"));
     vocab.token_types.push_back(5);  // unused
   }
-  const int64_t n_vocab = static_cast<int64_t>(vocab.tokens.size());
-  const int64_t head_dim = o.hidden_size / o.num_heads;
-  const std::string& arch = o.architecture;
-  const std::string k = arch + ".";
-  const bool gemma = arch == "gemma3";
-  w.SetString("general.architecture", arch);
-  w.SetString("general.name", absl::StrCat("kvfleet tiny ", arch == "llama" ? "" : arch + " ", DTypeName(o.dtype),
-                                           " seed ", o.seed));
-  w.SetUint32(k + "context_length", static_cast<uint32_t>(o.context_length));
-  w.SetUint32(k + "embedding_length", static_cast<uint32_t>(o.hidden_size));
-  w.SetUint32(k + "feed_forward_length", static_cast<uint32_t>(o.ffn_size));
-  w.SetUint32(k + "block_count", static_cast<uint32_t>(o.num_layers));
-  w.SetUint32(k + "attention.head_count", static_cast<uint32_t>(o.num_heads));
-  w.SetUint32(k + "attention.head_count_kv", static_cast<uint32_t>(o.num_kv_heads));
-  w.SetUint32(k + "rope.dimension_count", static_cast<uint32_t>(head_dim));
-  // Gemma's global layers rotate with their own base, beside the local 10,000.
-  w.SetFloat32(k + "rope.freq_base", gemma ? 1e6f : o.rope_theta);
-  w.SetFloat32(k + "attention.layer_norm_rms_epsilon", gemma ? 1e-6f : 1e-5f);
-  w.SetUint32(k + "vocab_size", static_cast<uint32_t>(n_vocab));
-  if (arch == "qwen3" || gemma) w.SetUint32(k + "attention.key_length", static_cast<uint32_t>(head_dim));
-  if (gemma) w.SetUint32(k + "attention.sliding_window", static_cast<uint32_t>(o.sliding_window));
+  const model::Architecture& arch = *model::FindArchitectureByName(o.architecture);
+  model::DecoderShape shape = o.Shape();
+  shape.vocab_size = static_cast<int64_t>(vocab.tokens.size());
+  ASSIGN_OR_RETURN(const model::ModelConfig c, arch.default_config(shape));
+  w.SetString("general.architecture", o.architecture);
+  w.SetString("general.name", absl::StrCat("kvfleet tiny ", o.architecture == "llama" ? "" : o.architecture + " ",
+                                           DTypeName(o.dtype), " seed ", o.seed));
+  model::GgufConfigWriter config(w);
+  arch.write_config(c, model::ModelFormat::kGguf, config);
   AddTinyVocabulary(vocab, w);
 
+  // Every tensor from the architecture's specs, drawn in their order:
+  // the embeddings, each layer's, the output norm and head.
   Random rng(o.seed);
-  AddMatrix(w, rng, "token_embd.weight", n_vocab, o.hidden_size, o.dtype);
-  for (int64_t l = 0; l < o.num_layers; ++l) {
-    const std::string p = absl::StrCat("blk.", l, ".");
-    AddNorm(w, rng, p + "attn_norm.weight", o.hidden_size);
-    AddMatrix(w, rng, p + "attn_q.weight", o.num_heads * head_dim, o.hidden_size, o.dtype);
-    AddMatrix(w, rng, p + "attn_k.weight", o.num_kv_heads * head_dim, o.hidden_size, o.dtype);
-    AddMatrix(w, rng, p + "attn_v.weight", o.num_kv_heads * head_dim, o.hidden_size, o.dtype);
-    AddMatrix(w, rng, p + "attn_output.weight", o.hidden_size, o.num_heads * head_dim, o.dtype);
-    AddNorm(w, rng, p + "ffn_norm.weight", o.hidden_size);
-    AddMatrix(w, rng, p + "ffn_gate.weight", o.ffn_size, o.hidden_size, o.dtype);
-    AddMatrix(w, rng, p + "ffn_up.weight", o.ffn_size, o.hidden_size, o.dtype);
-    AddMatrix(w, rng, p + "ffn_down.weight", o.hidden_size, o.ffn_size, o.dtype);
-    // What the other architectures add (after Llama's draws, which stay as they were).
-    if (arch == "qwen2") {
-      AddBias(w, rng, p + "attn_q.bias", o.num_heads * head_dim);
-      AddBias(w, rng, p + "attn_k.bias", o.num_kv_heads * head_dim);
-      AddBias(w, rng, p + "attn_v.bias", o.num_kv_heads * head_dim);
+  const auto add = [&](const model::TensorSpec& spec, const std::string& name) {
+    const int64_t rows = model::DimSize(spec.rows, c);
+    switch (spec.kind) {
+      case model::TensorKind::kMatrix:
+        AddMatrix(w, rng, name, rows, model::DimSize(spec.cols, c), o.dtype);
+        break;
+      case model::TensorKind::kNorm:
+        AddNorm(w, rng, name, rows);
+        break;
+      case model::TensorKind::kBias:
+        AddBias(w, rng, name, rows);
+        break;
     }
-    if (arch == "qwen3" || gemma) {
-      AddNorm(w, rng, p + "attn_q_norm.weight", head_dim);
-      AddNorm(w, rng, p + "attn_k_norm.weight", head_dim);
-    }
-    if (gemma) {
-      AddNorm(w, rng, p + "post_attention_norm.weight", o.hidden_size);
-      AddNorm(w, rng, p + "post_ffw_norm.weight", o.hidden_size);
+  };
+  add(model::names::kTokenEmbd, std::string(model::names::kTokenEmbd.gguf));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    for (const model::TensorSpec& spec : arch.layer_tensors) {
+      add(spec, model::LayerTensor(model::ModelFormat::kGguf, l, spec));
     }
   }
-  AddNorm(w, rng, "output_norm.weight", o.hidden_size);
-  if (!o.tied_embeddings) AddMatrix(w, rng, "output.weight", n_vocab, o.hidden_size, o.dtype);
-  if (o.llama3_rope) {
-    const std::vector<float> factors =
-        model::Llama3FrequencyFactors(o.rope_theta, head_dim, 8.0, 1.0, 4.0, static_cast<double>(o.context_length) / 4);
-    w.AddTensor("rope_freqs.weight", {head_dim / 2}, DType::kF32, Encode(DType::kF32, factors));
+  add(model::names::kOutputNorm, std::string(model::names::kOutputNorm.gguf));
+  if (!c.tied_embeddings) add(model::names::kOutput, std::string(model::names::kOutput.gguf));
+  // GGUF carries Llama 3's RoPE frequency factors as a tensor.
+  if (const std::vector<float>& factors = c.ropes[0].freq_factors; !factors.empty()) {
+    w.AddTensor(std::string(model::names::kRopeFreqs.gguf), {static_cast<int64_t>(factors.size())}, DType::kF32,
+                Encode(DType::kF32, factors));
   }
   return absl::OkStatus();
 }

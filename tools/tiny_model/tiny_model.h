@@ -1,5 +1,5 @@
 // Builds small random-weight GGUF files of every architecture kvfleet runs
-// (llama, qwen2, qwen3, gemma3), of any shape and tensor type, with a small
+// (the registry's, model/arch/), of any shape and tensor type, with a small
 // but valid byte-level BPE vocabulary and a ChatML chat template. Unit tests
 // and reference tests use them where the real models would be too slow or
 // too fixed; kvfleet export-hf turns one into a checkpoint of the same model.
@@ -13,14 +13,15 @@
 
 #include "absl/status/status.h"
 #include "common/dtype.h"
+#include "model/arch/decoder_config.h"
 #include "model/gguf/gguf_writer.h"
 
 namespace kvfleet::tools {
 
 struct TinyModelOptions {
-  // llama; qwen2 (adds Q/K/V biases); qwen3 (per-head Q/K norms, RoPE on
-  // halves); gemma3 (also post-norms, tanh-GELU, a sliding window on layers
-  // i % 6 != 5, global RoPE base 1e6 beside the local 10,000).
+  // Any architecture of the registry (TinyArchitectureNames()): its config
+  // at this shape with its own defaults (Architecture::default_config), its
+  // tensors from its specs.
   std::string architecture = "llama";
   DType dtype = DType::kF32;  // of every matrix, embeddings included
   uint64_t seed = 1;
@@ -36,13 +37,17 @@ struct TinyModelOptions {
   // unused tokens, for the shape of a real model's embeddings and head
   // (SmolLM2's 49,152; Llama 3's 128,256).
   int64_t vocab_size = 0;
-  int64_t sliding_window = 8;   // gemma3's local layers
+  int64_t sliding_window = 8;  // an architecture's windowed layers (gemma3's local ones)
   // llama: Llama 3's scaled RoPE (factor 8, low 1, high 4, original context / 4),
   // written as llama.cpp writes it, a rope_freqs.weight tensor.
   bool llama3_rope = false;
 
   absl::Status Validate() const;
+  model::DecoderShape Shape() const;
 };
+
+// The architectures a tiny model can be: "llama, qwen2, ...".
+std::string TinyArchitectureNames();
 
 // `o` widened so every matrix's rows are whole blocks of o.dtype: a K-quant
 // needs rows of 256 (hidden 256, feed-forward 512, heads × head_dim 256).

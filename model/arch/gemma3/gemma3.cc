@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kLocalRopeBase = 10000.0;  // llama.cpp's rule for GGUF files, which do not state it
 constexpr int64_t kSlidingWindowPattern = 6;
+constexpr char kGgufWindowKey[] = "gemma3.attention.sliding_window";
 
 // Layers `global` says are global attend to everything with ropes[0];
 // the others attend over `window` with ropes[1].
@@ -28,8 +29,9 @@ RopeConfig LocalRope(const RopeConfig& global, double base) {
 
 absl::StatusOr<ModelConfig> FromGguf(const ModelSource& s) {
   const ConfigReader& r = s.config();
-  ASSIGN_OR_RETURN(ModelConfig c, ReadGgufDecoderConfig(s, "gemma3", RopePairing::kHalves));
-  ASSIGN_OR_RETURN(int64_t window, r.PositiveInt("gemma3.attention.sliding_window"));
+  ASSIGN_OR_RETURN(ModelConfig c, ReadGgufDecoderConfig(s, Gemma3::kName, Gemma3::kGgufRopePairing,
+                                                        static_cast<int64_t>(Gemma3::kLayerTensors.size())));
+  ASSIGN_OR_RETURN(int64_t window, r.PositiveInt(kGgufWindowKey));
   // llama.cpp: the 27B (62 layers) scales scores by 1/√(hidden / heads), the others by 1/√head_dim.
   const int64_t scale_dim = c.num_layers == 62 ? c.hidden_size / c.num_heads : c.head_dim;
   c.attention_scale = 1.0f / std::sqrt(static_cast<float>(scale_dim));
@@ -85,6 +87,36 @@ absl::StatusOr<ModelConfig> FromHf(const ModelSource& s) {
 
 absl::StatusOr<ModelConfig> Gemma3::ReadConfig(const ModelSource& s) {
   return s.format() == ModelFormat::kGguf ? FromGguf(s) : FromHf(s);
+}
+
+void Gemma3::WriteConfig(const ModelConfig& c, ModelFormat f, ConfigWriter& w) {
+  if (f == ModelFormat::kGguf) {
+    WriteGgufDecoderConfig(c, kName, w);
+    w.Int(kGgufWindowKey, c.max_window());
+    return;
+  }
+  WriteHfDecoderConfig(c, w);
+  w.Int("sliding_window", c.max_window());
+  w.Float("rope_local_base_freq", c.ropes[1].theta);
+  w.Int("query_pre_attn_scalar", std::lround(1.0 / (double{c.attention_scale} * c.attention_scale)));
+  w.String("hidden_activation", "gelu_pytorch_tanh");
+  std::vector<std::string> types;
+  for (const LayerAttention& l : c.layers) types.push_back(l.window > 0 ? "sliding_attention" : "full_attention");
+  w.StringList("layer_types", types);
+}
+
+absl::StatusOr<ModelConfig> Gemma3::DefaultConfig(const DecoderShape& shape) {
+  if (shape.llama3_rope) return absl::InvalidArgumentError("Llama 3's scaled RoPE is for the llama architecture");
+  if (shape.sliding_window < 1) return absl::InvalidArgumentError("gemma3 needs a sliding window of at least 1");
+  DecoderShape global = shape;
+  global.rope_theta = 1e6;  // the global layers' base, beside the local 10,000
+  ModelConfig c = DecoderConfigOf(global, kGgufRopePairing);
+  c.rms_norm_eps = 1e-6;
+  c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  c.ropes.push_back(LocalRope(c.ropes[0], kLocalRopeBase));
+  SlidingLayers(c, shape.sliding_window,
+                [](int64_t i) { return i % kSlidingWindowPattern == kSlidingWindowPattern - 1; });
+  return c;
 }
 
 }  // namespace kvfleet::model

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
+#include "model/arch/decoder_config.h"
 #include "model/arch/tensor_binder.h"
 #include "model/arch/tensor_spec.h"
 
@@ -56,12 +57,17 @@ struct Gemma3 {
       kFfnNorm,          names::kFfnGate, names::kFfnUp, names::kFfnDown, names::kAttnQNorm,
       names::kAttnKNorm, kPostAttnNorm,   kPostFfnNorm};
   static constexpr std::span<const TensorSpec> kLayerTensors = kLayerTensorList;
-  static constexpr bool kGgufPermutesQk = false;
+  static constexpr std::string_view kHfModelType = "gemma3_text";
+  static constexpr RopePairing kGgufRopePairing = RopePairing::kHalves;
   // Checkpoints store a norm weight w that multiplies by 1 + w; llama.cpp's
   // converter stored 1 + w in the GGUF.
   static constexpr float kHfNormOffset = 1.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
+  // ReadConfig's inverse in either format's keys.
+  static void WriteConfig(const ModelConfig& config, ModelFormat format, ConfigWriter& writer);
+  // Its config at `shape`, with its own defaults (the tiny models').
+  static absl::StatusOr<ModelConfig> DefaultConfig(const DecoderShape& shape);
 
   template <OpSet Ops>
   static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
+#include "model/arch/decoder_config.h"
 #include "model/arch/tensor_binder.h"
 #include "model/arch/tensor_spec.h"
 
@@ -29,11 +30,16 @@ struct Llama {
   static constexpr std::array<std::string_view, 2> kHfNames = {"LlamaForCausalLM", "MistralForCausalLM"};
   // Every layer tensor it binds (the Llama core).
   static constexpr std::span<const TensorSpec> kLayerTensors = names::kLlamaLayer;
+  static constexpr std::string_view kHfModelType = "llama";
   // GGUF files hold Wq and Wk rows permuted for adjacent-pair RoPE.
-  static constexpr bool kGgufPermutesQk = true;
+  static constexpr RopePairing kGgufRopePairing = RopePairing::kAdjacent;
   static constexpr float kHfNormOffset = 0.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
+  // ReadConfig's inverse in either format's keys.
+  static void WriteConfig(const ModelConfig& config, ModelFormat format, ConfigWriter& writer);
+  // Its config at `shape`, with its own defaults (the tiny models').
+  static absl::StatusOr<ModelConfig> DefaultConfig(const DecoderShape& shape);
 
   template <OpSet Ops>
   static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,

@@ -6,13 +6,26 @@
 namespace kvfleet::model {
 
 absl::StatusOr<ModelConfig> Qwen3::ReadConfig(const ModelSource& s) {
-  if (s.format() == ModelFormat::kGguf) return ReadGgufDecoderConfig(s, "qwen3", RopePairing::kHalves);
+  if (s.format() == ModelFormat::kGguf) {
+    return ReadGgufDecoderConfig(s, kName, kGgufRopePairing, static_cast<int64_t>(kLayerTensors.size()));
+  }
   ASSIGN_OR_RETURN(ModelConfig c, ReadHfDecoderConfig(s, /*tied_by_default=*/false));
   ASSIGN_OR_RETURN(bool sliding, s.config().BoolOr("use_sliding_window", false));
   ASSIGN_OR_RETURN(bool bias, s.config().BoolOr("attention_bias", false));
   if (sliding) return s.config().Invalid("use_sliding_window true is not supported for Qwen3");
   if (bias) return s.config().Invalid("attention_bias true is not supported for Qwen3 (no released model has it)");
   return c;
+}
+
+void Qwen3::WriteConfig(const ModelConfig& c, ModelFormat f, ConfigWriter& w) {
+  if (f == ModelFormat::kGguf) return WriteGgufDecoderConfig(c, kName, w);
+  WriteHfDecoderConfig(c, w);
+  w.Bool("use_sliding_window", false);
+}
+
+absl::StatusOr<ModelConfig> Qwen3::DefaultConfig(const DecoderShape& shape) {
+  if (shape.llama3_rope) return absl::InvalidArgumentError("Llama 3's scaled RoPE is for the llama architecture");
+  return DecoderConfigOf(shape, kGgufRopePairing);
 }
 
 }  // namespace kvfleet::model

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "model/arch/activations.h"
 #include "model/arch/decoder_blocks.h"
+#include "model/arch/decoder_config.h"
 #include "model/arch/tensor_binder.h"
 #include "model/arch/tensor_spec.h"
 
@@ -26,10 +27,15 @@ struct Qwen3 {
       names::kAttnNorm, names::kAttnQ, names::kAttnK,   names::kAttnV,     names::kAttnOutput, names::kFfnNorm,
       names::kFfnGate,  names::kFfnUp, names::kFfnDown, names::kAttnQNorm, names::kAttnKNorm};
   static constexpr std::span<const TensorSpec> kLayerTensors = kLayerTensorList;
-  static constexpr bool kGgufPermutesQk = false;
+  static constexpr std::string_view kHfModelType = "qwen3";
+  static constexpr RopePairing kGgufRopePairing = RopePairing::kHalves;
   static constexpr float kHfNormOffset = 0.0f;
 
   static absl::StatusOr<ModelConfig> ReadConfig(const ModelSource& source);
+  // ReadConfig's inverse in either format's keys.
+  static void WriteConfig(const ModelConfig& config, ModelFormat format, ConfigWriter& writer);
+  // Its config at `shape`, with its own defaults (the tiny models').
+  static absl::StatusOr<ModelConfig> DefaultConfig(const DecoderShape& shape);
 
   template <OpSet Ops>
   static void Forward(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,
