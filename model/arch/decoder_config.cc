@@ -28,8 +28,9 @@ absl::StatusOr<std::vector<float>> ReadFrequencyFactors(const ModelSource& s, co
 
 }  // namespace
 
-ModelConfig DecoderConfigOf(const DecoderShape& s, RopePairing pairing) {
+ModelConfig DecoderConfigOf(std::string_view architecture, const DecoderShape& s, RopePairing pairing) {
   ModelConfig c;
+  c.architecture = std::string(architecture);
   c.vocab_size = s.vocab_size;
   c.context_length = s.context_length;
   c.hidden_size = s.hidden_size;

@@ -41,7 +41,7 @@ struct DecoderShape {
 // What every decoder has at `shape`: head_dim = hidden / heads, scores ×
 // 1/√head_dim, RMSNorm ε 1e-5, one RoPE of `shape.rope_theta` over the
 // whole head paired as `pairing`, every layer full attention.
-ModelConfig DecoderConfigOf(const DecoderShape& shape, RopePairing pairing);
+ModelConfig DecoderConfigOf(std::string_view architecture, const DecoderShape& shape, RopePairing pairing);
 
 // From "<prefix>.context_length", ".embedding_length", ".feed_forward_length",
 // ".block_count", ".attention.head_count[_kv]", ".attention.key_length",

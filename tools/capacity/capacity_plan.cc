@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/kv_sizing.h"
+#include "model/arch/architecture_registry.h"
 
 namespace kvfleet::tools {
 
@@ -27,12 +28,15 @@ int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, in
 }
 
 int64_t EstimateParameters(const model::ModelConfig& c) {
-  const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
-  const int64_t attention = c.hidden_size * (q + 2 * kv) + q * c.hidden_size;
-  const int64_t feed_forward = 3 * c.hidden_size * c.ffn_size;  // gate, up, down
-  const int64_t per_layer = attention + feed_forward + 2 * c.hidden_size;
-  const int64_t embeddings = c.vocab_size * c.hidden_size;
-  return embeddings * (c.tied_embeddings ? 1 : 2) + c.num_layers * per_layer + c.hidden_size;
+  const model::Architecture* arch = model::FindArchitectureByName(c.architecture);
+  const auto elements = [&](const model::TensorSpec& t) { return DimSize(t.rows, c) * DimSize(t.cols, c); };
+  int64_t per_layer = 0;
+  for (const model::TensorSpec& t : arch != nullptr ? arch->layer_tensors : model::Architectures()[0].layer_tensors) {
+    per_layer += elements(t);
+  }
+  int64_t whole = elements(model::names::kTokenEmbd) + elements(model::names::kOutputNorm);
+  if (!c.tied_embeddings) whole += elements(model::names::kOutput);
+  return whole + c.num_layers * per_layer;
 }
 
 absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {

@@ -95,9 +95,10 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& input);
 int64_t WindowAwareKvBytes(const model::ModelConfig& config, int64_t context, int64_t block_size,
                            int64_t bytes_per_value, int64_t row_scale_bytes = 0);
 
-// Parameters implied by a config (embeddings, attention and feed-forward
-// matrices, norms, an untied output head): the weight estimate for a bare
-// config.json. Biases and per-head norms are left out (under 0.1%).
+// Parameters implied by a config: every tensor its architecture's specs
+// declare (model/arch/tensor_spec.h) at its sizes, an untied output head
+// included; the weight estimate for a bare config.json. A config of no
+// registered architecture is counted as the first's (Llama).
 int64_t EstimateParameters(const model::ModelConfig& config);
 
 }  // namespace kvfleet::tools

@@ -110,7 +110,7 @@ absl::StatusOr<ModelConfig> Gemma3::DefaultConfig(const DecoderShape& shape) {
   if (shape.sliding_window < 1) return absl::InvalidArgumentError("gemma3 needs a sliding window of at least 1");
   DecoderShape global = shape;
   global.rope_theta = 1e6;  // the global layers' base, beside the local 10,000
-  ModelConfig c = DecoderConfigOf(global, kGgufRopePairing);
+  ModelConfig c = DecoderConfigOf(kName, global, kGgufRopePairing);
   c.rms_norm_eps = 1e-6;
   c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
   c.ropes.push_back(LocalRope(c.ropes[0], kLocalRopeBase));

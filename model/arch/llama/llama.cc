@@ -32,7 +32,7 @@ void Llama::WriteConfig(const ModelConfig& c, ModelFormat f, ConfigWriter& w) {
 }
 
 absl::StatusOr<ModelConfig> Llama::DefaultConfig(const DecoderShape& shape) {
-  ModelConfig c = DecoderConfigOf(shape, kGgufRopePairing);
+  ModelConfig c = DecoderConfigOf(kName, shape, kGgufRopePairing);
   if (shape.llama3_rope) {
     // Llama 3.1's rope_scaling (factor 8, low 1, high 4) over a quarter of the context.
     c.ropes[0].freq_factors = Llama3FrequencyFactors(shape.rope_theta, c.head_dim, 8.0, 1.0, 4.0,

@@ -27,7 +27,7 @@ void Qwen2::WriteConfig(const ModelConfig& c, ModelFormat f, ConfigWriter& w) {
 
 absl::StatusOr<ModelConfig> Qwen2::DefaultConfig(const DecoderShape& shape) {
   if (shape.llama3_rope) return absl::InvalidArgumentError("Llama 3's scaled RoPE is for the llama architecture");
-  return DecoderConfigOf(shape, kGgufRopePairing);
+  return DecoderConfigOf(kName, shape, kGgufRopePairing);
 }
 
 }  // namespace kvfleet::model

@@ -25,7 +25,7 @@ void Qwen3::WriteConfig(const ModelConfig& c, ModelFormat f, ConfigWriter& w) {
 
 absl::StatusOr<ModelConfig> Qwen3::DefaultConfig(const DecoderShape& shape) {
   if (shape.llama3_rope) return absl::InvalidArgumentError("Llama 3's scaled RoPE is for the llama architecture");
-  return DecoderConfigOf(shape, kGgufRopePairing);
+  return DecoderConfigOf(kName, shape, kGgufRopePairing);
 }
 
 }  // namespace kvfleet::model

@@ -1,12 +1,11 @@
-// Exactness on a tiny model of every architecture, on this binary's backend
-// (the CPU, and the CUDA kernels on the host emulation): Qwen2 with its
-// biases, Qwen3 with its head norms, Llama with Llama 3's scaled RoPE, and
-// Gemma 3 with a sliding window of 8 (six layers, one global) — so prompts
-// run past the window, prefill chunks of 1, 3 and 7 end on both sides of
-// its edge, and prefix-cache hits of 20 tokens reach past it. Alone =
-// batched = chunked = cached = preempted = speculative (n-gram, self,
-// draft), greedy and seeded; Gemma's window pages freed
-// (model/arch/kv_page_groups.h) or kept.
+// Exactness on a tiny model of every architecture of the registry
+// (tests/testing/tiny_architectures.h), on this binary's backend (the CPU,
+// and the CUDA kernels on the host emulation). Windowed layers get a window
+// of 8 (Gemma 3: six layers, one global), so prompts run past the window,
+// prefill chunks of 1, 3 and 7 end on both sides of its edge, and
+// prefix-cache hits of 20 tokens reach past it. Alone = batched = chunked =
+// cached = preempted = speculative (n-gram, self, draft), greedy and seeded;
+// window pages freed (model/arch/kv_page_groups.h) or kept.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -21,6 +20,7 @@
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
+#include "tests/testing/tiny_architectures.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {
@@ -28,21 +28,7 @@ namespace {
 
 constexpr int32_t kBlockSize = 4;
 
-struct Architecture {
-  std::string name;
-  tools::TinyModelOptions options;
-};
-
-void PrintTo(const Architecture& a, std::ostream* os) { *os << a.name; }
-
-const Architecture kArchitectures[] = {
-    {"qwen2", {.architecture = "qwen2", .dtype = DType::kQ8_0, .seed = 31, .num_layers = 2}},
-    {"qwen3", {.architecture = "qwen3", .dtype = DType::kQ8_0, .seed = 32, .num_layers = 2}},
-    {"gemma3", {.architecture = "gemma3", .dtype = DType::kQ8_0, .seed = 33, .num_layers = 6, .sliding_window = 8}},
-    {"llama3", {.architecture = "llama", .dtype = DType::kQ8_0, .seed = 34, .num_layers = 2, .llama3_rope = true}},
-};
-
-class ArchitectureEngineTest : public ::testing::TestWithParam<Architecture> {
+class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArchitecture> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir_.Path("t.gguf")).ok());
@@ -143,12 +129,13 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
   }
 }
 
-// Gemma 3's windowed layers give back the pages their window has passed.
+// Windowed layers (Gemma 3's local ones) give back the pages their window
+// has passed.
 // Two 60-token conversations in a cache whose memory holds 27 blocks of
 // every layer (1.5 of them) preempt each other when every page is kept,
 // and run side by side when window pages are freed: same tokens either way.
 TEST_P(ArchitectureEngineTest, FreedWindowPagesHoldMoreConversationsWithTheSameTokens) {
-  if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
+  if (model_->config().windowed_layers() == 0) GTEST_SKIP() << GetParam().name << " has no sliding window";
   std::mt19937 rng(23);
   std::vector<EngineRequest> requests;
   for (uint64_t id = 1; id <= 2; ++id) {
@@ -248,7 +235,7 @@ TieredRun RunTiered(const model::Model& model, const std::vector<EngineRequest>&
 // window's go down and come back as prefix hits: each follow-up's 40-token
 // prefix, with the tokens of a run with neither tier nor eviction.
 TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderLowerTiersKeepEveryToken) {
-  if (GetParam().name != "gemma3") GTEST_SKIP() << GetParam().name << " has no sliding window";
+  if (model_->config().windowed_layers() == 0) GTEST_SKIP() << GetParam().name << " has no sliding window";
   const std::vector<EngineRequest> requests = FollowUps();
   const std::map<uint64_t, std::vector<model::TokenId>> reference =
       RunAll(requests, {.max_num_batched_tokens = 16, .max_num_seqs = 1}, 256, "off", nullptr, false);
@@ -294,7 +281,8 @@ TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderLowerTiersKeepEveryToken) {
   EXPECT_EQ(restarted.prefix_hit_tokens, 5 * 40);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest, ::testing::ValuesIn(kArchitectures),
+INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest,
+                         ::testing::ValuesIn(testing::TinyArchitectures({.dtype = DType::kQ8_0, .seed = 31})),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -6,6 +6,11 @@
 
 #include <cmath>
 
+#include "model/arch/tensor_spec.h"
+#include "model/model.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_architectures.h"
+
 namespace kvfleet::tools {
 namespace {
 
@@ -97,6 +102,27 @@ TEST(CapacityPlanTest, AnEightBitCacheCountsItsScalesAndHoldsAboutTwiceTheTokens
 TEST(CapacityPlanTest, ParameterEstimateOfASeventyBConfigIsSeventyB) {
   const double params = static_cast<double>(EstimateParameters(Llama70B()));
   EXPECT_NEAR(params / 70.55e9, 1.0, 0.005);  // Llama 3 70B: 70.55 billion
+}
+
+// Counted from the specs, the estimate is every element of a model of each
+// architecture, tied and untied (Llama 3's rope_freqs.weight is a table of
+// constants, not a parameter).
+TEST(CapacityPlanTest, ParameterEstimateIsEveryTensorOfEachArchitecture) {
+  testing::TempDir dir;
+  for (const testing::TinyArchitecture& a : testing::TinyArchitectures({.seed = 1})) {
+    for (bool tied : {false, true}) {
+      TinyModelOptions o = a.options;
+      o.tied_embeddings = tied;
+      ASSERT_TRUE(WriteTinyModel(o, dir.Path("t.gguf")).ok());
+      auto m = model::Model::Load(dir.Path("t.gguf"));
+      ASSERT_TRUE(m.ok()) << m.status();
+      int64_t elements = 0;
+      for (const model::TensorView& t : (*m)->source().tensors()) {
+        if (t.name != model::names::kRopeFreqs.gguf) elements += t.num_elements;
+      }
+      EXPECT_EQ(EstimateParameters((*m)->config()), elements) << a.name << (tied ? " tied" : "");
+    }
+  }
 }
 
 TEST(CapacityPlanTest, DeviceMemoryLessWeightsAndOverheadIsTheBudget) {

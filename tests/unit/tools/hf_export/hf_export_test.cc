@@ -1,20 +1,24 @@
-// The same model through both formats: a tiny GGUF of each architecture,
-// exported as a float32 checkpoint, gives the same logits and the same
-// tokens. Qwen2, Qwen3 and Gemma 3 lay their weights out alike in both
-// formats, so the bits are identical; a Llama checkpoint's Wq/Wk rows are
-// not permuted as GGUF's are, so its attention sums in another order
-// (within 1e-5 of the largest logit). A bfloat16 checkpoint rounds the
-// weights: close, not equal.
+// The same model through both formats: a tiny GGUF of each architecture
+// of the registry, exported as a float32 checkpoint, gives the same logits
+// and the same tokens. Where GGUF keeps a checkpoint's RoPE pairing
+// (Architecture::gguf_rope_pairing is kHalves) the weights are laid out
+// alike, so the bits are identical; Llama's GGUF permutes Wq/Wk rows for
+// adjacent pairs, so its attention sums in another order (within 1e-5 of
+// the largest logit). A bfloat16 checkpoint rounds the weights: close, not
+// equal.
 #include "tools/hf_export/hf_export.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "engine/executor/cpu/cpu_executor.h"
+#include "model/arch/architecture_registry.h"
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_architectures.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::tools {
@@ -33,16 +37,13 @@ std::vector<float> Logits(const model::Model& m, const std::vector<model::TokenI
   return std::vector<float>(out->logits, out->logits + out->num_rows * out->vocab_size);
 }
 
-struct Case {
-  TinyModelOptions options;
-  bool bit_identical;
-};
-
-class HfExportTest : public ::testing::TestWithParam<Case> {};
+// Each architecture with its own output head and with the embeddings tied.
+class HfExportTest : public ::testing::TestWithParam<std::tuple<testing::TinyArchitecture, bool>> {};
 
 TEST_P(HfExportTest, TheCheckpointIsTheSameModel) {
   testing::TempDir dir;
-  const TinyModelOptions& o = GetParam().options;
+  TinyModelOptions o = std::get<0>(GetParam()).options;
+  o.tied_embeddings = std::get<1>(GetParam());
   ASSERT_TRUE(WriteTinyModel(o, dir.Path("t.gguf")).ok());
   const nlohmann::json extras = nlohmann::json::parse(TinyHfConfigExtras(o));
   ASSERT_TRUE(ExportHfCheckpoint(dir.Path("t.gguf"), dir.Path("f32"), {.dtype = DType::kF32, .shards = 2,
@@ -79,7 +80,7 @@ TEST_P(HfExportTest, TheCheckpointIsTheSameModel) {
     diff = std::max(diff, std::abs(a[i] - b[i]));
     diff_bf16 = std::max(diff_bf16, std::abs(a[i] - c[i]));
   }
-  if (GetParam().bit_identical) {
+  if (model::FindArchitectureByName(o.architecture)->gguf_rope_pairing == model::RopePairing::kHalves) {
     EXPECT_EQ(a, b) << "float32 checkpoint of " << o.architecture;
   } else {
     EXPECT_LE(diff, 1e-5f * largest) << o.architecture;
@@ -88,13 +89,12 @@ TEST_P(HfExportTest, TheCheckpointIsTheSameModel) {
   EXPECT_LE(diff_bf16, 0.05f * largest) << o.architecture;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Architectures, HfExportTest,
-    ::testing::Values(Case{{.architecture = "llama", .seed = 3, .llama3_rope = true}, false},
-                      Case{{.architecture = "qwen2", .seed = 4}, true},
-                      Case{{.architecture = "qwen3", .seed = 5}, true},
-                      Case{{.architecture = "gemma3", .seed = 6, .num_layers = 6, .tied_embeddings = true}, true}),
-    [](const auto& info) { return info.param.options.architecture; });
+INSTANTIATE_TEST_SUITE_P(Architectures, HfExportTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::TinyArchitectures({.seed = 3})),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_tied" : "");
+                         });
 
 TEST(HfExportOptionsTest, BadOptionsAreRefused) {
   EXPECT_FALSE((HfExportOptions{.dtype = DType::kQ4_0}).Validate().ok());
