@@ -208,34 +208,7 @@ void FusedMatMulTyped(const MatMulParams& p, int64_t row_begin, int64_t row_end)
 }
 
 void FusedMatMul(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
-  switch (p.w_type) {
-    case DType::kF32:
-      return FusedMatMulTyped<DType::kF32>(p, row_begin, row_end);
-    case DType::kF16:
-      return FusedMatMulTyped<DType::kF16>(p, row_begin, row_end);
-    case DType::kBF16:
-      return FusedMatMulTyped<DType::kBF16>(p, row_begin, row_end);
-    case DType::kQ8_0:
-      return FusedMatMulTyped<DType::kQ8_0>(p, row_begin, row_end);
-    case DType::kQ4_0:
-      return FusedMatMulTyped<DType::kQ4_0>(p, row_begin, row_end);
-    case DType::kQ4_1:
-      return FusedMatMulTyped<DType::kQ4_1>(p, row_begin, row_end);
-    case DType::kQ5_0:
-      return FusedMatMulTyped<DType::kQ5_0>(p, row_begin, row_end);
-    case DType::kQ5_1:
-      return FusedMatMulTyped<DType::kQ5_1>(p, row_begin, row_end);
-    case DType::kQ2_K:
-      return FusedMatMulTyped<DType::kQ2_K>(p, row_begin, row_end);
-    case DType::kQ3_K:
-      return FusedMatMulTyped<DType::kQ3_K>(p, row_begin, row_end);
-    case DType::kQ4_K:
-      return FusedMatMulTyped<DType::kQ4_K>(p, row_begin, row_end);
-    case DType::kQ5_K:
-      return FusedMatMulTyped<DType::kQ5_K>(p, row_begin, row_end);
-    case DType::kQ6_K:
-      return FusedMatMulTyped<DType::kQ6_K>(p, row_begin, row_end);
-  }
+  DispatchDType(p.w_type, [&](auto t) { FusedMatMulTyped<decltype(t)::value>(p, row_begin, row_end); });
 }
 
 std::vector<float>& RowScratch() {

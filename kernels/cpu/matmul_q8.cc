@@ -7,16 +7,8 @@
 #include "common/check.h"
 #include "common/float16.h"
 #include "kernels/cpu/matmul_q8_kernel.h"
-#include "kernels/cpu/quant_blocks.h"
 
 namespace kvfleet::kernels {
-
-// The legacy formats' panel blocks are exactly the bytes of 8 row blocks.
-static_assert(PanelLayout(DType::kQ8_0).block_bytes == kQ8PanelRows * sizeof(BlockQ8_0));
-static_assert(PanelLayout(DType::kQ4_0).block_bytes == kQ8PanelRows * sizeof(BlockQ4_0));
-static_assert(PanelLayout(DType::kQ4_1).block_bytes == kQ8PanelRows * sizeof(BlockQ4_1));
-static_assert(PanelLayout(DType::kQ5_0).block_bytes == kQ8PanelRows * sizeof(BlockQ5_0));
-static_assert(PanelLayout(DType::kQ5_1).block_bytes == kQ8PanelRows * sizeof(BlockQ5_1));
 
 // matmul_q8_vnni.cc, compiled for AVX-512 VNNI.
 void Q8PanelRowsVnni(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
@@ -70,7 +62,7 @@ ScalarBlock ScalarWeights(DType w_type, const uint8_t* row, int64_t b) {
   const Q8PanelLayout l = PanelLayout(w_type);
   const Q8SourceBlock src = UnpackQ8SourceBlock(w_type, row, b);
   ScalarBlock s;
-  for (int i = 0; i < 32; ++i) s.w[i] = w_type == DType::kQ8_0 ? static_cast<int8_t>(src.u[i]) : src.u[i];
+  for (int i = 0; i < 32; ++i) s.w[i] = l.signed_values ? static_cast<int8_t>(src.u[i]) : src.u[i];
   s.zero = l.zero;
   s.halves = l.halves;
   s.has_min = l.has_min;
@@ -79,7 +71,7 @@ ScalarBlock ScalarWeights(DType w_type, const uint8_t* row, int64_t b) {
     if (!l.super) {
       s.scale[h] = d;
       s.min[h] = dmin;  // Q4_1, Q5_1: m
-    } else if (w_type == DType::kQ3_K || w_type == DType::kQ6_K) {
+    } else if (l.scales == Q8Scales::kSigned8) {
       s.scale[h] = d * static_cast<float>(static_cast<int8_t>(src.scale[h]));
     } else {
       s.scale[h] = d * static_cast<float>(src.scale[h]);

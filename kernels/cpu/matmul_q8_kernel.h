@@ -28,8 +28,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "common/dtype.h"  // the enum only: no function from it is called here
-#include "kernels/cpu/q8_panels.h"  // PanelLayout, read only at compile time here
+#include "common/dtype.h"                     // the enum and its dispatch: no function from it is called here
+#include "kernels/cpu/formats/all_formats.h"  // kQ8Panels, read only at compile time here
+#include "kernels/cpu/q8_panels.h"
 #include "kernels/cpu/quantize_activations.h"
 
 namespace kvfleet::kernels {
@@ -70,7 +71,7 @@ inline __attribute__((always_inline)) void ForEachRegister(F&& f) {
 // value of element 4Q + i of row r.
 template <DType T, int Q>
 inline __attribute__((always_inline)) __m256i UnsignedValues(const uint8_t* pb) {
-  constexpr Q8PanelLayout kL = PanelLayout(T);
+  constexpr Q8PanelLayout kL = kQ8Panels<T>;
   __m256i u;
   if constexpr (kL.low_bits == 4) {
     const __m256i v = Load256(pb + 32 * (Q / 2));
@@ -95,7 +96,7 @@ inline __attribute__((always_inline)) void DotRegisters(const uint8_t* pb, const
                                                         int64_t b, __m256i* dot) {
   ForEachRegister<B, E>([&](auto q) {
     constexpr int kQ = decltype(q)::value;
-    if constexpr (T == DType::kQ8_0) {
+    if constexpr (kQ8Panels<T>.signed_values) {
       const __m256i w = Load256(pb + 32 * kQ);
       const __m256i u = _mm256_sign_epi8(w, w);
 #pragma GCC unroll 8
@@ -116,7 +117,7 @@ inline __attribute__((always_inline)) void DotRegisters(const uint8_t* pb, const
 template <class Dot, DType T, int TOK>
 inline void PanelTokens(const uint8_t* panel, int64_t blocks, const BlockQ8A* x, int64_t x_stride, float* y,
                         int64_t y_stride, int rows) {
-  constexpr Q8PanelLayout kL = PanelLayout(T);
+  constexpr Q8PanelLayout kL = kQ8Panels<T>;
   constexpr int64_t kSuperBytes = kL.header_bytes + 8 * kL.block_bytes;
   const __m256 negate = _mm256_set1_ps(-0.0f);
   __m256 acc[TOK], offset[TOK];
@@ -150,12 +151,12 @@ inline void PanelTokens(const uint8_t* panel, int64_t blocks, const BlockQ8A* x,
       if constexpr (!kL.super) {
         ws = HalfsToFloat(scales);
         if constexpr (kL.has_min) mw = HalfsToFloat(scales + 16);
-      } else if constexpr (T == DType::kQ2_K) {
+      } else if constexpr (kL.scales == Q8Scales::kPacked4) {
         const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8 * kH));
         const __m256i wide = _mm256_cvtepu8_epi32(packed);
         ws = _mm256_mul_ps(d_super, _mm256_cvtepi32_ps(_mm256_and_si256(wide, _mm256_set1_epi32(0x0F))));
         mw = _mm256_xor_ps(_mm256_mul_ps(dmin_super, _mm256_cvtepi32_ps(_mm256_srli_epi32(wide, 4))), negate);
-      } else if constexpr (kL.halves == 2) {  // Q3_K, Q6_K: signed scales
+      } else if constexpr (kL.scales == Q8Scales::kSigned8) {  // Q3_K, Q6_K
         ws = _mm256_mul_ps(d_super, BytesToFloat(scales + 8 * kH, true));
       } else {  // Q4_K, Q5_K
         ws = _mm256_mul_ps(d_super, BytesToFloat(scales, false));
@@ -197,7 +198,7 @@ template <class Dot, DType T>
 void Q8PanelRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
                  int64_t panel_begin, int64_t panel_end) {
   constexpr int kTok = Dot::kTokens;
-  constexpr Q8PanelLayout kL = PanelLayout(T);
+  constexpr Q8PanelLayout kL = kQ8Panels<T>;
   const int64_t blocks = k / 32;
   const int64_t panel_bytes = kL.super ? (blocks / 8) * (kL.header_bytes + 8 * kL.block_bytes) : blocks * kL.block_bytes;
   for (int64_t p = panel_begin; p < panel_end; ++p) {
@@ -229,22 +230,10 @@ void Q8PanelRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int
 template <class Dot>
 void Q8PanelRowsFor(DType w_type, const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
                     int64_t panel_begin, int64_t panel_end) {
-  switch (w_type) {
-#define KVFLEET_Q8_PANEL_CASE(T) \
-  case DType::T: return Q8PanelRows<Dot, DType::T>(w, n, k, xq, m, y, panel_begin, panel_end);
-    KVFLEET_Q8_PANEL_CASE(kQ8_0)
-    KVFLEET_Q8_PANEL_CASE(kQ4_0)
-    KVFLEET_Q8_PANEL_CASE(kQ4_1)
-    KVFLEET_Q8_PANEL_CASE(kQ5_0)
-    KVFLEET_Q8_PANEL_CASE(kQ5_1)
-    KVFLEET_Q8_PANEL_CASE(kQ2_K)
-    KVFLEET_Q8_PANEL_CASE(kQ3_K)
-    KVFLEET_Q8_PANEL_CASE(kQ4_K)
-    KVFLEET_Q8_PANEL_CASE(kQ5_K)
-    KVFLEET_Q8_PANEL_CASE(kQ6_K)
-#undef KVFLEET_Q8_PANEL_CASE
-    default: return;
-  }
+  DispatchDType(w_type, [&](auto t) {
+    constexpr DType T = decltype(t)::value;
+    if constexpr (kHasQ8Panels<T>) Q8PanelRows<Dot, T>(w, n, k, xq, m, y, panel_begin, panel_end);
+  });
 }
 
 }  // namespace

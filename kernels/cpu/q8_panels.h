@@ -36,39 +36,15 @@
 #include <cstdint>
 
 #include "common/dtype.h"
+#include "kernels/cpu/formats/format_common.h"
 
 namespace kvfleet::kernels {
 
 inline constexpr int64_t kQ8PanelRows = 8;
 
-// The shape of a format's panel blocks; a constant per type (the kernels
-// read it at compile time).
-struct Q8PanelLayout {
-  int low_bits = 0;          // 8, 4 or 2 (0: the type has no panels)
-  int high_bits = 0;         // 0, 1 or 2
-  int halves = 1;            // 2: a scale (and min) per 16 values
-  int zero = 0;              // subtracted from u: Q4_0 8, Q5_0 16, Q3_K 4, Q6_K 32
-  bool has_min = false;      // Q4_1, Q5_1: + m; Q2_K, Q4_K, Q5_K: − dmin · min
-  bool super = false;        // K-quant: a header per 8 blocks
-  int64_t block_bytes = 0;   // one panel block: 8 rows × 32 values
-  int64_t header_bytes = 0;  // before each 8 panel blocks (K-quants)
-};
-
-constexpr Q8PanelLayout PanelLayout(DType t) {
-  switch (t) {
-    case DType::kQ8_0: return {8, 0, 1, 0, false, false, 272, 0};
-    case DType::kQ4_0: return {4, 0, 1, 8, false, false, 144, 0};
-    case DType::kQ4_1: return {4, 0, 1, 0, true, false, 160, 0};
-    case DType::kQ5_0: return {4, 1, 1, 16, false, false, 176, 0};
-    case DType::kQ5_1: return {4, 1, 1, 0, true, false, 192, 0};
-    case DType::kQ2_K: return {2, 0, 2, 0, true, true, 80, 32};
-    case DType::kQ3_K: return {2, 1, 2, 4, false, true, 112, 16};
-    case DType::kQ4_K: return {4, 0, 1, 0, true, true, 144, 32};
-    case DType::kQ5_K: return {4, 1, 1, 0, true, true, 176, 32};
-    case DType::kQ6_K: return {4, 2, 2, 32, false, true, 208, 16};
-    default: return {};
-  }
-}
+// A format's panel layout (CpuFormat<T>::kPanels, kernels/cpu/formats/);
+// low_bits 0 for a type with none (F32, F16, BF16).
+Q8PanelLayout PanelLayout(DType t);
 
 struct Q8PanelWeights {
   DType type = DType::kQ4_1;  // a type with a PanelLayout
@@ -84,16 +60,7 @@ int64_t Q8PanelBytes(DType type, int64_t n, int64_t k);
 void PackQ8Panels(DType type, const void* rows, int64_t n, int64_t k, uint8_t* out);
 
 // Block b (32 values) of a row in GGUF's layout, unpacked: what the panels
-// hold of it. d and dmin are f16 bits (a K-quant's: its super-block's);
-// scale and min the sub-block fields of each 16-value half (the same for
-// both when the format has one per 32 values).
-struct Q8SourceBlock {
-  uint8_t u[32];      // unsigned values; Q8_0: the bits of its signed bytes
-  uint16_t d = 0;
-  uint16_t dmin = 0;  // Q4_1, Q5_1: m
-  uint8_t scale[2] = {0, 0};  // Q3_K, Q6_K: a signed byte (Q3_K's less its 32); Q2_K: the 4-bit scale
-  uint8_t min[2] = {0, 0};    // Q2_K, Q4_K, Q5_K
-};
+// hold of it (CpuFormat<T>::Unpack).
 Q8SourceBlock UnpackQ8SourceBlock(DType type, const uint8_t* row, int64_t b);
 
 }  // namespace kvfleet::kernels

@@ -33,21 +33,7 @@ void Launch(const void* table, int64_t cols, const int32_t* ids, int64_t count, 
 void LaunchEmbedRows(DType type, const void* table, int64_t cols, const int32_t* ids, int64_t count, float* out,
                      ::kvfleet::cuda::Stream stream) {
   if (count == 0) return;
-  switch (type) {
-    case DType::kF32: return Launch<DType::kF32>(table, cols, ids, count, out, stream);
-    case DType::kF16: return Launch<DType::kF16>(table, cols, ids, count, out, stream);
-    case DType::kBF16: return Launch<DType::kBF16>(table, cols, ids, count, out, stream);
-    case DType::kQ8_0: return Launch<DType::kQ8_0>(table, cols, ids, count, out, stream);
-    case DType::kQ4_0: return Launch<DType::kQ4_0>(table, cols, ids, count, out, stream);
-    case DType::kQ4_1: return Launch<DType::kQ4_1>(table, cols, ids, count, out, stream);
-    case DType::kQ5_0: return Launch<DType::kQ5_0>(table, cols, ids, count, out, stream);
-    case DType::kQ5_1: return Launch<DType::kQ5_1>(table, cols, ids, count, out, stream);
-    case DType::kQ2_K: return Launch<DType::kQ2_K>(table, cols, ids, count, out, stream);
-    case DType::kQ3_K: return Launch<DType::kQ3_K>(table, cols, ids, count, out, stream);
-    case DType::kQ4_K: return Launch<DType::kQ4_K>(table, cols, ids, count, out, stream);
-    case DType::kQ5_K: return Launch<DType::kQ5_K>(table, cols, ids, count, out, stream);
-    case DType::kQ6_K: return Launch<DType::kQ6_K>(table, cols, ids, count, out, stream);
-  }
+  DispatchDType(type, [&](auto t) { Launch<decltype(t)::value>(table, cols, ids, count, out, stream); });
 }
 
 }  // namespace KVFLEET_CUDA_BUILD

@@ -71,21 +71,7 @@ void LaunchTyped(const MatMulParams& p, ::kvfleet::cuda::Stream stream) {
 
 void LaunchMatMul(const MatMulParams& p, ::kvfleet::cuda::Stream stream) {
   if (p.m == 0 || p.n == 0) return;
-  switch (p.w_type) {
-    case DType::kF32: return LaunchTyped<DType::kF32>(p, stream);
-    case DType::kF16: return LaunchTyped<DType::kF16>(p, stream);
-    case DType::kBF16: return LaunchTyped<DType::kBF16>(p, stream);
-    case DType::kQ8_0: return LaunchTyped<DType::kQ8_0>(p, stream);
-    case DType::kQ4_0: return LaunchTyped<DType::kQ4_0>(p, stream);
-    case DType::kQ4_1: return LaunchTyped<DType::kQ4_1>(p, stream);
-    case DType::kQ5_0: return LaunchTyped<DType::kQ5_0>(p, stream);
-    case DType::kQ5_1: return LaunchTyped<DType::kQ5_1>(p, stream);
-    case DType::kQ2_K: return LaunchTyped<DType::kQ2_K>(p, stream);
-    case DType::kQ3_K: return LaunchTyped<DType::kQ3_K>(p, stream);
-    case DType::kQ4_K: return LaunchTyped<DType::kQ4_K>(p, stream);
-    case DType::kQ5_K: return LaunchTyped<DType::kQ5_K>(p, stream);
-    case DType::kQ6_K: return LaunchTyped<DType::kQ6_K>(p, stream);
-  }
+  DispatchDType(p.w_type, [&](auto t) { LaunchTyped<decltype(t)::value>(p, stream); });
 }
 
 }  // namespace KVFLEET_CUDA_BUILD

@@ -81,21 +81,7 @@ absl::StatusOr<GgufScalar> ReadScalar(Cursor& c, GgufType type, const std::strin
 bool IsKnownType(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::kFloat64); }
 
 absl::StatusOr<DType> DTypeFromCode(uint32_t code) {
-  switch (static_cast<GgmlTypeCode>(code)) {
-    case GgmlTypeCode::kF32: return DType::kF32;
-    case GgmlTypeCode::kF16: return DType::kF16;
-    case GgmlTypeCode::kBF16: return DType::kBF16;
-    case GgmlTypeCode::kQ8_0: return DType::kQ8_0;
-    case GgmlTypeCode::kQ4_0: return DType::kQ4_0;
-    case GgmlTypeCode::kQ4_1: return DType::kQ4_1;
-    case GgmlTypeCode::kQ5_0: return DType::kQ5_0;
-    case GgmlTypeCode::kQ5_1: return DType::kQ5_1;
-    case GgmlTypeCode::kQ2_K: return DType::kQ2_K;
-    case GgmlTypeCode::kQ3_K: return DType::kQ3_K;
-    case GgmlTypeCode::kQ5_K: return DType::kQ5_K;
-    case GgmlTypeCode::kQ4_K: return DType::kQ4_K;
-    case GgmlTypeCode::kQ6_K: return DType::kQ6_K;
-  }
+  if (const std::optional<DType> t = DTypeOfGgmlType(code)) return *t;
   std::string supported;
   for (DType t : kAllDTypes) supported += (supported.empty() ? "" : ", ") + std::string(DTypeName(t));
   return absl::UnimplementedError(absl::StrCat("type ", GgmlTypeName(code), " is not supported (supported: ",

@@ -33,12 +33,6 @@ enum class GgufType : uint32_t {
   kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 
-// ggml tensor type codes as stored in GGUF, for the types kvfleet supports.
-enum class GgmlTypeCode : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
-};
-
 // ggml's name of a tensor type code ("Q5_K", "IQ4_XS", ...), for messages;
 // "type <code>" for one ggml does not define.
 std::string GgmlTypeName(uint32_t code);

@@ -58,25 +58,6 @@ void PutScalar(std::vector<uint8_t>& out, GgufType type, const GgufScalar& v) {
   CHECK(false) << "GGUF value type " << static_cast<uint32_t>(type) << " is not a scalar type";
 }
 
-uint32_t GgmlCode(DType t) {
-  switch (t) {
-    case DType::kF32: return static_cast<uint32_t>(GgmlTypeCode::kF32);
-    case DType::kF16: return static_cast<uint32_t>(GgmlTypeCode::kF16);
-    case DType::kBF16: return static_cast<uint32_t>(GgmlTypeCode::kBF16);
-    case DType::kQ8_0: return static_cast<uint32_t>(GgmlTypeCode::kQ8_0);
-    case DType::kQ4_0: return static_cast<uint32_t>(GgmlTypeCode::kQ4_0);
-    case DType::kQ4_1: return static_cast<uint32_t>(GgmlTypeCode::kQ4_1);
-    case DType::kQ5_0: return static_cast<uint32_t>(GgmlTypeCode::kQ5_0);
-    case DType::kQ5_1: return static_cast<uint32_t>(GgmlTypeCode::kQ5_1);
-    case DType::kQ2_K: return static_cast<uint32_t>(GgmlTypeCode::kQ2_K);
-    case DType::kQ3_K: return static_cast<uint32_t>(GgmlTypeCode::kQ3_K);
-    case DType::kQ5_K: return static_cast<uint32_t>(GgmlTypeCode::kQ5_K);
-    case DType::kQ4_K: return static_cast<uint32_t>(GgmlTypeCode::kQ4_K);
-    case DType::kQ6_K: return static_cast<uint32_t>(GgmlTypeCode::kQ6_K);
-  }
-  return 0;
-}
-
 }  // namespace
 
 void GgufWriter::SetString(const std::string& key, const std::string& value) {
@@ -176,7 +157,7 @@ void GgufWriter::Emit(Sink&& sink) const {
     PutString(header, t.name);
     Put<uint32_t>(header, static_cast<uint32_t>(t.shape.size()));
     for (int64_t d : t.shape) Put<uint64_t>(header, static_cast<uint64_t>(d));
-    Put<uint32_t>(header, GgmlCode(t.dtype));
+    Put<uint32_t>(header, Traits(t.dtype).ggml_type);
     Put<uint64_t>(header, offset);
     offsets.push_back(offset);
     offset += (t.bytes().size() + kAlignment - 1) / kAlignment * kAlignment;

@@ -65,7 +65,17 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--random-blocks", action="store_true")
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--kvfleet", help="with --random-blocks: fail on a quantized type kvfleet reads that "
+                                      "SCALE_OFFSETS lacks (its list: `kvfleet tiny-model --list-types`)")
     args = ap.parse_args()
+    if args.random_blocks and args.kvfleet:
+        listed = subprocess.run([args.kvfleet, "tiny-model", "--list-types"], capture_output=True, text=True,
+                                check=True).stdout.split()
+        quantized = {t for t in listed if GGML_QUANT_SIZES[GGMLQuantizationType[t]][0] > 1}
+        missing = sorted(quantized - set(SCALE_OFFSETS))
+        if missing:
+            print(f"FAIL: kvfleet reads {', '.join(missing)}, which SCALE_OFFSETS here does not cover")
+            return 1
     if args.random_blocks:
         with tempfile.TemporaryDirectory() as tmp:
             args.model = os.path.join(tmp, "random_blocks.gguf")

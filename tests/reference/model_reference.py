@@ -17,9 +17,11 @@ Two kinds of model:
                         `sentencepiece` for SentencePiece), 1..200 tokens;
                         --few takes 5 of them, --long N adds a prompt of N
                         tokens (past Gemma 3's 512-token window).
-  --tiny-dtype DTYPE    a random-weight tiny Llama written by `kvfleet
-                        tiny-model` with tensors of DTYPE (every type kvfleet
-                        reads); a handful of seeded random prompts.
+  --tiny-dtype DTYPE    a random-weight tiny model written by `kvfleet
+                        tiny-model` with tensors of DTYPE, or of every type
+                        kvfleet reads (all, the list kvfleet gives); of one
+                        architecture or all (--tiny-arch); a handful of
+                        seeded random prompts.
 
 Tolerance on logits:  |kvfleet - reference| <= ATOL + RTOL * max|reference|
 with RTOL = 2e-3 and ATOL = 1e-5 (a floor only), per prompt: the bound scales
@@ -81,7 +83,6 @@ import llama_numpy  # noqa: E402  (the reference sits next to this script)
 
 ATOL = 1e-5
 RTOL = 2e-3
-TINY_DTYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
 
 # Original text (written for this test), long enough for a 200-token prompt.
 _PASSAGE = (
@@ -314,18 +315,27 @@ def run(kv: Kvfleet, ref: llama_numpy.LlamaReference, prompts, gen: int, workdir
 TINY_VARIANTS = {"llama": [("llama3", ["--llama3-rope"])]}
 
 
-def tiny_cases(kvfleet: str, arch: str, llama3_rope: bool):
-    """[(label, architecture, extra tiny-model flags)] for --tiny-arch (a name or "all")."""
-    if arch != "all":
-        return [(arch, arch, ["--llama3-rope"] if llama3_rope else [])]
-    out = subprocess.run([kvfleet, "tiny-model", "--list-architectures"], capture_output=True, text=True, timeout=60)
+def registry(kvfleet: str, what: str) -> list[str]:
+    """kvfleet's own list: `kvfleet tiny-model --list-architectures` or `--list-types`."""
+    out = subprocess.run([kvfleet, "tiny-model", f"--list-{what}"], capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
-        raise Failure(f"kvfleet tiny-model --list-architectures failed: {out.stderr.strip()}")
-    cases = []
-    for name in out.stdout.split():
-        cases.append((name, name, []))
-        cases += [(label, name, flags) for label, flags in TINY_VARIANTS.get(name, [])]
-    return cases
+        raise Failure(f"kvfleet tiny-model --list-{what} failed: {out.stderr.strip()}")
+    return out.stdout.split()
+
+
+def tiny_cases(kvfleet: str, arch: str, dtype: str, llama3_rope: bool):
+    """[(label, architecture, extra tiny-model flags, tensor type)] for --tiny-arch and
+    --tiny-dtype (each a name or "all")."""
+    dtypes = registry(kvfleet, "types") if dtype == "all" else [dtype]
+    if arch != "all":
+        archs = [(arch, arch, ["--llama3-rope"] if llama3_rope else [])]
+    else:
+        archs = []
+        for name in registry(kvfleet, "architectures"):
+            archs.append((name, name, []))
+            archs += [(label, name, flags) for label, flags in TINY_VARIANTS.get(name, [])]
+    return [(label if len(dtypes) == 1 else f"{label} {t}", name, flags, t)
+            for label, name, flags in archs for t in dtypes]
 
 
 def check(args, workdir, tiny=None) -> int:
@@ -340,20 +350,18 @@ def check(args, workdir, tiny=None) -> int:
                 return 77  # ctest's SKIP_RETURN_CODE, as the other reference tests
             model = args.model
         else:
-            label, arch, extra = tiny
-            model = os.path.join(workdir, f"tiny_{label}_{args.tiny_dtype}.gguf")
-            extra = list(extra)
-            if args.tiny_dtype.endswith("_K"):  # rows of 256
-                extra += ["--hidden", "256", "--heads", "4", "--kv-heads", "2", "--ffn", "512"]
+            label, arch, extra, dtype = tiny
+            model = os.path.join(workdir, f"tiny_{label.replace(' ', '_')}.gguf")
+            # kvfleet tiny-model widens the rows for a type with wider blocks (the K-quants').
             Kvfleet(args.kvfleet, model, args.threads).tiny_model(
-                model, args.tiny_dtype, args.seed, arch, args.tiny_layers, extra)
+                model, dtype, args.seed, arch, args.tiny_layers, extra)
         ref = llama_numpy.LlamaReference(model, np.float32)
         kv = Kvfleet(args.kvfleet, model, args.threads)
         if args.model:
             prompts = real_prompts(ref, args.few, args.long)
         else:
             types = sorted(set(ref.tensor_types.values()))
-            print(f"tiny model {tiny[0]} {args.tiny_dtype}: tensor types {types}")
+            print(f"tiny model {tiny[0]}: tensor types {types}")
             prompts = random_prompts(ref.w["token_embd.weight"].shape[0], ref.hp.n_ctx,
                                      args.gen_tokens, args.prompts, args.seed)
     except (Failure, ValueError) as e:
@@ -382,8 +390,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kvfleet", required=True, help="path to the kvfleet binary")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="GGUF model to compare on")
-    src.add_argument("--tiny-dtype", choices=TINY_DTYPES,
-                     help="generate a tiny random model of this tensor type with kvfleet tiny-model")
+    src.add_argument("--tiny-dtype",
+                     help="generate a tiny random model of this tensor type with kvfleet tiny-model, "
+                          "or all: every type kvfleet reads (`kvfleet tiny-model --list-types`)")
     ap.add_argument("--seed", type=int, default=7, help="tiny-model seed and prompt seed")
     ap.add_argument("--tiny-arch", default="llama",
                     help="the tiny model's architecture, or all: every one kvfleet registers, and their variants")
@@ -408,7 +417,7 @@ def main(argv=None) -> int:
         if args.model:
             return check(args, workdir)
         try:
-            cases = tiny_cases(args.kvfleet, args.tiny_arch, args.tiny_llama3_rope)
+            cases = tiny_cases(args.kvfleet, args.tiny_arch, args.tiny_dtype, args.tiny_llama3_rope)
         except Failure as e:
             print(f"FAIL: {e}", file=sys.stderr)
             return 1

@@ -32,27 +32,6 @@ struct DraftPlan {
   std::optional<DType> weight_type;
 };
 
-// llama.cpp's general.file_type codes (enum llama_ftype) for a file whose
-// matrices are all of one type.
-int64_t FileTypeCode(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ4_1: return 3;
-    case DType::kQ5_0: return 8;
-    case DType::kQ5_1: return 9;
-    case DType::kQ2_K: return 10;
-    case DType::kQ3_K: return 11;  // "mostly Q3_K_S"
-    case DType::kQ5_K: return 16;  // "mostly Q5_K_S"
-    case DType::kQ4_K: return 14;  // "mostly Q4_K_S": llama.cpp's name for an all-Q4_K file
-    case DType::kQ6_K: return 18;
-    case DType::kQ8_0: return 7;
-    case DType::kBF16: return 32;
-  }
-  return 0;
-}
-
 // The index i of a tensor named "blk.{i}.*"; nullopt outside the blocks.
 std::optional<int64_t> BlockIndex(const std::string& name) {
   constexpr absl::string_view kPrefix = "blk.";
@@ -97,7 +76,7 @@ void CopyMetadata(const DraftPlan& plan, model::GgufWriter& w) {
       w.SetString(key, DraftName(plan));
       named = true;
     } else if (key == "general.file_type" && plan.weight_type && IsInteger(value)) {
-      w.SetValue(key, WithInt(value, FileTypeCode(*plan.weight_type)));
+      w.SetValue(key, WithInt(value, Traits(*plan.weight_type).llama_ftype));
     } else if (key == "general.alignment") {
       // GgufWriter aligns tensor data to 32; any other value would misplace it.
       if (plan.target.alignment() == 32) w.SetValue(key, value);

@@ -25,7 +25,7 @@ std::string Usage() {
                           [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--ffn N]
                           [--context N] [--vocab N] [--tied] [--window N] [--llama3-rope]
                           [--hf-out DIR [--hf-dtype f32|bf16|f16]]
-       kvfleet tiny-model --list-architectures
+       kvfleet tiny-model --list-architectures | --list-types
 
 Writes a random-weight GGUF of the architecture (default llama) with a small
 byte-level BPE vocabulary and a ChatML chat template: its config at this
@@ -36,16 +36,16 @@ vocabulary with unused tokens to N (a real model's shape: 49152 for SmolLM2,
 layers (gemma3's local ones; default 8); --llama3-rope gives a llama Llama
 3's scaled RoPE. --hf-out also writes the same model as a Hugging Face
 checkpoint (kvfleet export-hf; default f32, one file).
---list-architectures prints the architectures, one a line.
+--list-architectures and --list-types print the architectures and the
+tensor types, one a line.
 NAME: )",
                       TinyArchitectureNames(), "\nTYPE: ", DTypeNames(),
-                      "\n(a K-quant needs --hidden and --ffn multiples of 256).\n");
+                      "\n(a K-quant needs --hidden and --ffn multiples of 256: without --hidden, --ffn\n"
+                      "and --heads the shape is widened to them).\n");
 }
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
-  for (DType t : kAllDTypes) {
-    if (name == DTypeName(t)) return t;
-  }
+  if (const std::optional<DType> t = DTypeNamed(name)) return *t;
   return absl::InvalidArgumentError(absl::StrCat("--dtype '", name, "' is not one of ", DTypeNames()));
 }
 }  // namespace
@@ -55,7 +55,11 @@ absl::Status RunTinyModel(const Args& args) {
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
                                              {"out", "arch", "dtype", "seed", "layers", "hidden", "heads", "kv-heads",
                                               "ffn", "context", "vocab", "window", "hf-out", "hf-dtype"},
-                                             {"tied", "llama3-rope", "list-architectures"}));
+                                             {"tied", "llama3-rope", "list-architectures", "list-types"}));
+  if (flags.GetSwitch("list-types")) {
+    for (DType t : kAllDTypes) std::printf("%s\n", DTypeName(t));
+    return absl::OkStatus();
+  }
   if (flags.GetSwitch("list-architectures")) {
     for (const model::Architecture& a : model::Architectures()) std::printf("%s\n", std::string(a.name).c_str());
     return absl::OkStatus();
@@ -76,6 +80,8 @@ absl::Status RunTinyModel(const Args& args) {
   o.tied_embeddings = flags.GetSwitch("tied");
   ASSIGN_OR_RETURN(o.sliding_window, flags.GetInt("window", o.sliding_window));
   o.llama3_rope = flags.GetSwitch("llama3-rope");
+  // A type whose blocks are wider than the default rows widens them.
+  if (!flags.Has("hidden") && !flags.Has("ffn") && !flags.Has("heads")) o = ShapedForType(o);
   RETURN_IF_ERROR(WriteTinyModel(o, out));
   if (flags.Has("hf-out")) {
     const std::string hf_dtype = flags.GetString("hf-dtype", "f32");

@@ -124,7 +124,7 @@ TEST_P(MatMulQ8Test, UnpackedBlocksAreTheFormatsValuesBitForBit) {
       for (int e = 0; e < 32; ++e) {
         const int h = e / 16;
         float v;
-        if (t == DType::kQ8_0) {
+        if (l.signed_values) {
           v = static_cast<float>(static_cast<int8_t>(s.u[e])) * d;
         } else if (!l.super) {
           v = l.has_min ? std::fma(static_cast<float>(s.u[e]), d, dmin) : static_cast<float>(s.u[e] - l.zero) * d;
@@ -224,9 +224,21 @@ TEST_P(MatMulQ8Test, StaysWithinTheActivationQuantizationBoundOfTheFloatPath) {
   EXPECT_LT(relative, 0.02);
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, MatMulQ8Test,
-                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
+// Every type of the table with panels.
+std::vector<DType> PanelTypes() {
+  std::vector<DType> types;
+  for (DType t : kAllDTypes) {
+    if (PanelLayout(t).low_bits != 0) types.push_back(t);
+  }
+  return types;
+}
+
+// The 8-bit path takes every quantized type; plain floats stay on the float path.
+TEST(MatMulQ8FormatsTest, EveryQuantizedTypeHasPanels) {
+  for (DType t : kAllDTypes) EXPECT_EQ(Q8ActivationsApply(t), !IsFloat(t)) << DTypeName(t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, MatMulQ8Test, ::testing::ValuesIn(PanelTypes()),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/float16.h"
-#include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/formats/all_formats.h"
 #include "tests/testing/random_data.h"
 
 namespace kvfleet::kernels {
@@ -50,12 +50,25 @@ float Tolerance(DType t, float block_range) {
   return 0;
 }
 
-// The gguf package's numpy dequantization of one K-quant, Q5_0 or Q5_1 block,
+// The gguf package's numpy dequantization of one block of a quantized type,
 // restated as scalar loops in its float order: each scale product rounded
-// to float before it multiplies q, a min subtracted after.
+// to float before it multiplies q, a min subtracted after. Empty for a type
+// with no definition here (a test fails for it).
 std::vector<float> ScalarDequant(DType t, const uint8_t* p) {
   std::vector<float> y;
-  if (t == DType::kQ5_0) {
+  if (t == DType::kQ8_0) {
+    const auto& b = *reinterpret_cast<const BlockQ8_0*>(p);
+    for (int j = 0; j < 32; ++j) y.push_back(static_cast<float>(b.qs[j]) * HalfToFloat(b.d));
+  } else if (t == DType::kQ4_0 || t == DType::kQ4_1) {
+    const uint8_t* qs =
+        t == DType::kQ4_0 ? reinterpret_cast<const BlockQ4_0*>(p)->qs : reinterpret_cast<const BlockQ4_1*>(p)->qs;
+    const float d = HalfToFloat(reinterpret_cast<const uint16_t*>(p)[0]);
+    for (int e = 0; e < 32; ++e) {
+      const int q = e < 16 ? qs[e] & 15 : qs[e - 16] >> 4;
+      y.push_back(t == DType::kQ4_0 ? static_cast<float>(q - 8) * d
+                                    : static_cast<float>(q) * d + HalfToFloat(reinterpret_cast<const uint16_t*>(p)[1]));
+    }
+  } else if (t == DType::kQ5_0) {
     const auto& b = *reinterpret_cast<const BlockQ5_0*>(p);
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
@@ -128,32 +141,51 @@ std::vector<float> ScalarDequant(DType t, const uint8_t* p) {
   return y;
 }
 
-// Random bytes with finite scales, as real files have: every bit pattern of
-// the quantized values, every scale and min.
-TEST(QuantizeTest, KQuantsAndQ5DequantizeAsTheirDefinitionBitForBit) {
+// Where a block of each quantized type keeps its f16 scales (and mins).
+std::vector<int> HalfFieldOffsets(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      return {};
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+      return {0};
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      return {0, 2};
+    case DType::kQ2_K:
+      return {80, 82};
+    case DType::kQ3_K:
+      return {108};
+    case DType::kQ6_K:
+      return {208};
+  }
+  return {};
+}
+
+// Every quantized type of the table, from random bytes with finite scales,
+// as real files have: every bit pattern of the quantized values, every
+// scale and min.
+TEST(QuantizeTest, EveryQuantizedTypeDequantizesAsItsDefinitionBitForBit) {
   std::mt19937 rng(11);
-  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : kAllDTypes) {
+    if (IsFloat(t)) continue;
     const int64_t blocks = 64, elems = Traits(t).block_elems, bytes = Traits(t).block_bytes;
     std::vector<uint8_t> q(blocks * bytes);
     for (uint8_t& b : q) b = static_cast<uint8_t>(rng());
     for (int64_t i = 0; i < blocks; ++i) {
       // Finite f16 scales in [2^-14, 2^4): sign, then an exponent below the top.
-      uint8_t* block = q.data() + i * bytes;
-      const auto finite = [&](int offset) {
+      for (int offset : HalfFieldOffsets(t)) {
         const uint16_t h = static_cast<uint16_t>((rng() & 0x83ff) | ((1 + rng() % 18) << 10));
-        std::memcpy(block + offset, &h, 2);
-      };
-      if (t == DType::kQ5_0 || t == DType::kQ3_K) finite(t == DType::kQ5_0 ? 0 : 108);
-      if (t == DType::kQ5_1 || t == DType::kQ4_K || t == DType::kQ5_K) {
-        finite(0);
-        finite(2);
+        std::memcpy(q.data() + i * bytes + offset, &h, 2);
       }
-      if (t == DType::kQ2_K) {
-        finite(80);
-        finite(82);
-      }
-      if (t == DType::kQ6_K) finite(208);
     }
+    ASSERT_EQ(ScalarDequant(t, q.data()).size(), static_cast<size_t>(elems))
+        << DTypeName(t) << " has no definition here";
     std::vector<float> y(blocks * elems);
     DequantizeRow(t, q.data(), y.data(), blocks * elems);
     for (int64_t i = 0; i < blocks; ++i) {
