@@ -1,6 +1,8 @@
 #include "model/hf/json_config_reader.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -53,9 +55,14 @@ absl::StatusOr<const nlohmann::json*> JsonConfigReader::Get(std::string_view key
 
 absl::StatusOr<int64_t> JsonConfigReader::Int(std::string_view key) const {
   ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "integer"));
-  if (v->is_number_integer()) return v->get<int64_t>();
-  if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>()))) {
-    return static_cast<int64_t>(v->get<double>());
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return v->get<int64_t>();
+  } else if (v->is_number_integer()) {
+    return v->get<int64_t>();
+  } else if (v->is_number_float()) {
+    // Only a whole number that an int64 holds: casting anything else is undefined.
+    const double d = v->get<double>();
+    if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 0x1p62) return static_cast<int64_t>(d);
   }
   return Invalid(absl::StrCat("'", std::string(key), "' = ", v->dump(), " is not an integer"));
 }
