@@ -11,6 +11,7 @@
 #include "common/kv_sizing.h"
 #include "engine/executor/model_executor.h"
 #include "kernels/common/paged_kv.h"
+#include "kernels/common/rope_tables.h"
 #include "model/arch/activations.h"
 #include "model/model.h"
 
@@ -71,6 +72,21 @@ inline int64_t KvBytesPerCachedToken(const model::ModelConfig& c, const Executor
 inline std::string KvNumericsSuffix(kernels::KvCacheDtype dtype) {
   return dtype == kernels::KvCacheDtype::kF16 ? std::string()
                                                : "+kv-" + std::string(kernels::KvCacheDtypeName(dtype));
+}
+
+// How a backend rotates by one of the model's RoPE configurations: its
+// angles' parameters, the frequency factors chosen once for the context the
+// executor serves (RopeConfig::FactorsFor; `r` outlives the result).
+inline kernels::RopeParams RopeParamsOf(const model::ModelConfig& c, const model::RopeConfig& r) {
+  const std::vector<float>& factors = r.FactorsFor(c.context_length);
+  return {
+      .mode = r.pairing == model::RopePairing::kAdjacent ? kernels::RopeMode::kAdjacent : kernels::RopeMode::kHalves,
+      .head_dim = c.head_dim,
+      .rot_dim = r.dim,
+      .theta_base = static_cast<float>(r.theta),
+      .position_scale = static_cast<float>(r.position_scale),
+      .freq_factors = factors.empty() ? nullptr : factors.data(),
+      .magnitude = r.magnitude};
 }
 
 // The model's shape, the options' geometry and limits (logits rows

@@ -12,8 +12,8 @@ void RopeCosSin(const RopeParams& p, const int32_t* positions, int64_t tokens, f
       double inv_freq = std::pow(static_cast<double>(p.theta_base), -2.0 * static_cast<double>(i) / p.rot_dim);
       if (p.freq_factors != nullptr) inv_freq /= p.freq_factors[i];
       const double angle = pos * inv_freq;
-      cos[t * half + i] = static_cast<float>(std::cos(angle));
-      sin[t * half + i] = static_cast<float>(std::sin(angle));
+      cos[t * half + i] = static_cast<float>(std::cos(angle) * p.magnitude);
+      sin[t * half + i] = static_cast<float>(std::sin(angle) * p.magnitude);
     }
   }
 }

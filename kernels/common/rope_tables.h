@@ -27,10 +27,11 @@ struct RopeParams {
   float theta_base = 10000.0f;
   float position_scale = 1.0f;          // linear RoPE scaling: 1 / factor
   const float* freq_factors = nullptr;  // optional [rot_dim / 2]: frequencies are divided by these
+  double magnitude = 1.0;               // cos and sin × this (LongRoPE's, YaRN's attention factor)
 };
 
-// Angles are computed in double so they do not depend on accumulated
-// rounding, then stored as float.
+// Angles, and their cosine and sine times the magnitude, are computed in
+// double so they do not depend on accumulated rounding, then stored as float.
 void RopeCosSin(const RopeParams& p, const int32_t* positions, int64_t tokens, float* cos, float* sin);
 
 }  // namespace kvfleet::kernels

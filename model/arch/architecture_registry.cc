@@ -11,6 +11,15 @@ namespace kvfleet::model {
 namespace {
 
 template <class A>
+constexpr std::span<const TensorSpec> ConfigTensorsOf() {
+  if constexpr (requires { A::kConfigTensors; }) {
+    return A::kConfigTensors;
+  } else {
+    return names::kDecoderConfigTensors;
+  }
+}
+
+template <class A>
 constexpr Architecture EntryOf() {
   return {.name = A::kName,
           .gguf_names = A::kGgufNames,
@@ -21,7 +30,8 @@ constexpr Architecture EntryOf() {
           .default_config = &A::DefaultConfig,
           .hf_model_type = A::kHfModelType,
           .gguf_rope_pairing = A::kGgufRopePairing,
-          .hf_norm_offset = A::kHfNormOffset};
+          .hf_norm_offset = A::kHfNormOffset,
+          .config_tensors = ConfigTensorsOf<A>()};
 }
 
 template <class... A>

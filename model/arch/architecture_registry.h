@@ -38,6 +38,10 @@ struct Architecture {
   // of every norm weight.
   RopePairing gguf_rope_pairing = RopePairing::kHalves;
   float hf_norm_offset = 0.0f;
+  // GGUF tensors that hold config rather than weights (Llama 3's
+  // rope_freqs, Phi-3's LongRoPE factors): kConfigTensors where the
+  // architecture declares it, else names::kDecoderConfigTensors.
+  std::span<const TensorSpec> config_tensors;
 };
 
 std::span<const Architecture> Architectures();

@@ -15,18 +15,16 @@ namespace {
 // Every layer attends to all earlier keys and rotates with ropes[0].
 void FullAttentionLayers(ModelConfig& c) { c.layers.assign(static_cast<size_t>(c.num_layers), LayerAttention{}); }
 
-// The frequency factors of a rope_freqs.weight tensor (float32 [dim / 2]).
+}  // namespace
+
 absl::StatusOr<std::vector<float>> ReadFrequencyFactors(const ModelSource& s, const TensorView& t, int64_t dim) {
   if (t.dtype != DType::kF32 || t.shape.size() != 1 || t.shape[0] != dim / 2) {
-    return absl::InvalidArgumentError(absl::StrCat(s.path(), ": tensor 'rope_freqs.weight' must be F32 [", dim / 2,
-                                                   "]"));
+    return absl::InvalidArgumentError(absl::StrCat(s.path(), ": tensor '", t.name, "' must be F32 [", dim / 2, "]"));
   }
   std::vector<float> f(static_cast<size_t>(dim / 2));
   std::memcpy(f.data(), t.data, f.size() * sizeof(float));
   return f;
 }
-
-}  // namespace
 
 ModelConfig DecoderConfigOf(std::string_view architecture, const DecoderShape& s, RopePairing pairing) {
   ModelConfig c;
@@ -63,6 +61,11 @@ void WriteGgufDecoderConfig(const ModelConfig& c, std::string_view prefix, Confi
   if (c.ropes[0].position_scale != 1.0) {
     w.String(a + "rope.scaling.type", "linear");
     w.Float(a + "rope.scaling.factor", 1.0 / c.ropes[0].position_scale);
+  }
+  // Llama 3's frequency factors, as llama.cpp's converter writes them (a
+  // LongRoPE pair is its architecture's to write).
+  if (const RopeConfig& r = c.ropes[0]; !r.freq_factors.empty() && r.long_freq_factors.empty()) {
+    w.FloatTensor(names::kRopeFreqs.gguf, r.freq_factors);
   }
 }
 
@@ -169,7 +172,8 @@ std::vector<float> Llama3FrequencyFactors(double theta, int64_t dim, double fact
   return out;
 }
 
-absl::StatusOr<ModelConfig> ReadHfDecoderConfig(const ModelSource& s, bool tied_by_default) {
+absl::StatusOr<ModelConfig> ReadHfDecoderConfig(const ModelSource& s, bool tied_by_default,
+                                                bool rope_scaling_is_callers) {
   const ConfigReader& r = s.config();
   ModelConfig c;
   c.name = s.name();
@@ -194,7 +198,7 @@ absl::StatusOr<ModelConfig> ReadHfDecoderConfig(const ModelSource& s, bool tied_
 
   RopeConfig rope{.dim = c.head_dim, .pairing = RopePairing::kHalves};
   ASSIGN_OR_RETURN(rope.theta, r.FloatOr("rope_theta", 10000.0));
-  if (r.Has("rope_scaling")) {
+  if (r.Has("rope_scaling") && !rope_scaling_is_callers) {
     // transformers writes the kind as "rope_type" (older files: "type").
     std::string type = "default";
     if (r.Has("rope_scaling.rope_type")) {

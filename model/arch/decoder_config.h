@@ -54,20 +54,27 @@ ModelConfig DecoderConfigOf(std::string_view architecture, const DecoderShape& s
 // architecture's) is refused before anything is sized by it.
 absl::StatusOr<ModelConfig> ReadGgufDecoderConfig(const ModelSource& source, std::string_view prefix,
                                                   RopePairing pairing, int64_t tensors_per_layer);
-// The keys ReadGgufDecoderConfig reads, "<prefix>." first. (Llama 3's
-// frequency factors are a tensor, rope_freqs.weight: the writer of the file
-// adds it.)
+// The keys ReadGgufDecoderConfig reads, "<prefix>." first, and Llama 3's
+// frequency factors as the tensor rope_freqs.weight.
 void WriteGgufDecoderConfig(const ModelConfig& c, std::string_view prefix, ConfigWriter& w);
 
 // From config.json: hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, num_key_value_heads, head_dim, max_position_embeddings,
 // rms_norm_eps, rope_theta, rope_scaling (linear or llama3), vocab_size,
 // tie_word_embeddings (`tied_by_default` when absent). RoPE pairs halves,
-// as every Hugging Face checkpoint does; full attention; 1/√head_dim.
-absl::StatusOr<ModelConfig> ReadHfDecoderConfig(const ModelSource& source, bool tied_by_default);
+// as every Hugging Face checkpoint does; full attention; 1/√head_dim. An
+// architecture with a scaling of its own (Phi-3's LongRoPE) reads
+// rope_scaling itself (`rope_scaling_is_callers`).
+absl::StatusOr<ModelConfig> ReadHfDecoderConfig(const ModelSource& source, bool tied_by_default,
+                                                bool rope_scaling_is_callers = false);
 // The keys ReadHfDecoderConfig reads (Llama 3's rope_scaling is not derived
 // back from its factors: a caller that has it states it).
 void WriteHfDecoderConfig(const ModelConfig& c, ConfigWriter& w);
+
+// The divisors of a GGUF frequency-factor tensor (rope_freqs.weight,
+// Phi-3's rope_factors_long.weight): float32 [dim / 2], or an error naming it.
+absl::StatusOr<std::vector<float>> ReadFrequencyFactors(const ModelSource& source, const TensorView& tensor,
+                                                        int64_t dim);
 
 // Llama 3's RoPE frequency divisors (rope_scaling type "llama3"), as
 // llama.cpp's converter writes them into rope_freqs.weight.

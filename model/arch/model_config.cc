@@ -1,6 +1,7 @@
 #include "model/arch/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
@@ -49,8 +50,17 @@ absl::Status ModelConfig::Validate(const std::string& origin) const {
     }
     if (!(r.theta > 1.0)) return bad(absl::StrCat("RoPE base ", r.theta, " must be greater than 1"));
     if (!(r.position_scale > 0.0)) return bad("the RoPE position scale must be positive");
-    if (!r.freq_factors.empty() && static_cast<int64_t>(r.freq_factors.size()) != r.dim / 2) {
-      return bad(absl::StrCat("RoPE frequency factors: ", r.freq_factors.size(), " for ", r.dim / 2, " pairs"));
+    for (const std::vector<float>* f : {&r.freq_factors, &r.long_freq_factors}) {
+      if (!f->empty() && static_cast<int64_t>(f->size()) != r.dim / 2) {
+        return bad(absl::StrCat("RoPE frequency factors: ", f->size(), " for ", r.dim / 2, " pairs"));
+      }
+      for (float x : *f) {
+        if (!(x > 0.0f) || !std::isfinite(x)) return bad(absl::StrCat("RoPE frequency factor ", x, " is not positive"));
+      }
+    }
+    if (!r.long_freq_factors.empty() && r.freq_factors.empty()) return bad("long RoPE factors without short ones");
+    if (!(r.magnitude > 0.0) || !std::isfinite(r.magnitude)) {
+      return bad(absl::StrCat("RoPE magnitude ", r.magnitude, " must be positive"));
     }
   }
   if (static_cast<int64_t>(layers.size()) != num_layers) {

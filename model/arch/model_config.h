@@ -32,6 +32,19 @@ struct RopeConfig {
   RopePairing pairing = RopePairing::kAdjacent;
   double position_scale = 1.0;     // linear scaling: positions × 1 / factor
   std::vector<float> freq_factors; // empty, or [dim / 2] divisors of each pair's frequency (Llama 3)
+  // LongRoPE (Phi-3): a second set of divisors for a context longer than
+  // the one the model was trained at. Which set rotates is chosen once, by
+  // the context an executor serves (FactorsFor), never per step: a choice
+  // by sequence length would rotate the same token differently alone and
+  // batched.
+  std::vector<float> long_freq_factors;  // empty, or [dim / 2]
+  int64_t long_factors_above = 0;        // the trained context: long factors serve a longer one
+  double magnitude = 1.0;                // cos and sin × this (LongRoPE's and YaRN's attention factor)
+
+  // The divisors that rotate when `context` tokens are served.
+  const std::vector<float>& FactorsFor(int64_t context) const {
+    return !long_freq_factors.empty() && context > long_factors_above ? long_freq_factors : freq_factors;
+  }
 };
 
 struct LayerAttention {

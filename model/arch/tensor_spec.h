@@ -79,6 +79,10 @@ inline constexpr TensorSpec kOutputNorm{"output_norm.weight", "model.norm.weight
 inline constexpr TensorSpec kOutput{"output.weight", "lm_head.weight", TensorKind::kMatrix, Dim::kVocab, Dim::kHidden};
 // GGUF only: Llama 3's RoPE frequency factors (decoder_config.h reads them).
 inline constexpr TensorSpec kRopeFreqs{"rope_freqs.weight", ""};
+// The tensors of a GGUF that are config, not weights (a checkpoint states
+// them in config.json): a decoder's, unless its architecture lists its own
+// (Architecture::config_tensors).
+inline constexpr TensorSpec kDecoderConfigTensors[] = {kRopeFreqs};
 inline constexpr TensorSpec kModelTensors[] = {kTokenEmbd, kOutputNorm, kOutput};
 
 // Per layer, after "blk.N." or "model.layers.N.".
@@ -137,6 +141,19 @@ inline constexpr TensorSpec kFfnDown{"ffn_down.weight",   "mlp.down_proj.weight"
 // architecture lists the core first and its own tensors after: the tiny
 // models draw their random weights in list order, so adding a tensor at
 // the end leaves the others' weights as they were.
+// The norms after attention and after the feed-forward block (Gemma 3, OLMo-2).
+inline constexpr TensorSpec kPostAttnNorm{"post_attention_norm.weight",
+                                          "post_attention_layernorm.weight",
+                                          TensorKind::kNorm,
+                                          Dim::kHidden,
+                                          Dim::kOne,
+                                          {{{&LayerWeights::post_attn_norm, Dim::kHidden}}}};
+inline constexpr TensorSpec kPostFfnNorm{"post_ffw_norm.weight",
+                                         "post_feedforward_layernorm.weight",
+                                         TensorKind::kNorm,
+                                         Dim::kHidden,
+                                         Dim::kOne,
+                                         {{{&LayerWeights::post_ffn_norm, Dim::kHidden}}}};
 inline constexpr TensorSpec kLlamaLayer[] = {kAttnNorm, kAttnQ,   kAttnK, kAttnV,  kAttnOutput,
                                              kFfnNorm,  kFfnGate, kFfnUp, kFfnDown};
 }  // namespace names

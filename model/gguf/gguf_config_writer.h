@@ -6,6 +6,7 @@
 //   arch.write_config(config, ModelFormat::kGguf, w);
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ class GgufConfigWriter final : public ConfigWriter {
   }
   void StringList(std::string_view key, std::span<const std::string> values) override {
     writer_.SetStringArray(std::string(key), std::vector<std::string>(values.begin(), values.end()));
+  }
+  void FloatList(std::string_view key, std::span<const float> values) override {
+    writer_.SetFloat32Array(std::string(key), std::vector<float>(values.begin(), values.end()));
+  }
+  void FloatTensor(std::string_view name, std::span<const float> values) override {
+    std::vector<uint8_t> bytes(values.size_bytes());
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    writer_.AddTensor(std::string(name), {static_cast<int64_t>(values.size())}, DType::kF32, std::move(bytes));
   }
 
  private:

@@ -30,6 +30,9 @@ class GgufConfigReader : public ConfigReader {
   absl::StatusOr<std::vector<int64_t>> IntList(std::string_view key) const override {
     return file_.GetIntArray(std::string(key));
   }
+  absl::StatusOr<std::vector<float>> FloatList(std::string_view key) const override {
+    return file_.GetFloatArray(std::string(key));
+  }
 
  private:
   const GgufFile& file_;

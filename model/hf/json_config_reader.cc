@@ -111,4 +111,18 @@ absl::StatusOr<std::vector<int64_t>> JsonConfigReader::IntList(std::string_view 
   return Invalid(absl::StrCat("'", std::string(key), "' is not a list of integers"));
 }
 
+absl::StatusOr<std::vector<float>> JsonConfigReader::FloatList(std::string_view key) const {
+  ASSIGN_OR_RETURN(const nlohmann::json* v, Get(key, "list"));
+  std::vector<float> out;
+  if (v->is_array()) {
+    for (const auto& e : *v) {
+      // A number a float cannot hold would be undefined to convert.
+      if (!e.is_number() || !(std::fabs(e.get<double>()) <= std::numeric_limits<float>::max())) break;
+      out.push_back(e.get<float>());
+    }
+    if (out.size() == v->size()) return out;
+  }
+  return Invalid(absl::StrCat("'", std::string(key), "' is not a list of numbers"));
+}
+
 }  // namespace kvfleet::model

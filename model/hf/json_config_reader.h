@@ -38,6 +38,7 @@ class JsonConfigReader : public ConfigReader {
   absl::StatusOr<bool> Bool(std::string_view key) const override;
   absl::StatusOr<std::vector<std::string>> StringList(std::string_view key) const override;
   absl::StatusOr<std::vector<int64_t>> IntList(std::string_view key) const override;
+  absl::StatusOr<std::vector<float>> FloatList(std::string_view key) const override;
 
  private:
   // The value at a dotted key, or null when absent.

@@ -24,6 +24,10 @@ class JsonConfigWriter final : public ConfigWriter {
   void StringList(std::string_view key, std::span<const std::string> values) override {
     Slot(key) = nlohmann::ordered_json(std::vector<std::string>(values.begin(), values.end()));
   }
+  void FloatList(std::string_view key, std::span<const float> values) override {
+    Slot(key) = nlohmann::ordered_json(std::vector<float>(values.begin(), values.end()));
+  }
+  void FloatTensor(std::string_view, std::span<const float>) override {}
 
  private:
   // The value at a dotted key, its objects made on the way.

@@ -37,6 +37,7 @@ class ConfigReader {
   virtual absl::StatusOr<bool> Bool(std::string_view key) const = 0;
   virtual absl::StatusOr<std::vector<std::string>> StringList(std::string_view key) const = 0;
   virtual absl::StatusOr<std::vector<int64_t>> IntList(std::string_view key) const = 0;
+  virtual absl::StatusOr<std::vector<float>> FloatList(std::string_view key) const = 0;  // integers too
 
   // An integer in [1, max]: InvalidArgument naming the file, key and value otherwise.
   absl::StatusOr<int64_t> PositiveInt(std::string_view key, int64_t max = int64_t{1} << 31) const;

@@ -24,6 +24,12 @@ class ConfigWriter {
   virtual void Bool(std::string_view key, bool value) = 0;
   virtual void String(std::string_view key, std::string_view value) = 0;
   virtual void StringList(std::string_view key, std::span<const std::string> values) = 0;
+  virtual void FloatList(std::string_view key, std::span<const float> values) = 0;
+  // A vector a format keeps as a float32 tensor beside the weights (GGUF's
+  // rope_freqs.weight, rope_factors_long.weight). config.json keeps none:
+  // a checkpoint states what the vector came from in its own keys, so its
+  // writer drops it.
+  virtual void FloatTensor(std::string_view name, std::span<const float> values) = 0;
 };
 
 }  // namespace kvfleet::model

@@ -1,5 +1,6 @@
 #include "tools/hf_export/hf_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -148,7 +149,9 @@ absl::Status ExportHfCheckpoint(const std::string& gguf_path, const std::string&
     const std::optional<HfTensor> hf = HfTensorOf(*arch, t.name);
     if (!hf.has_value()) {
       // Checkpoints carry no frequency factors: config.json's rope_scaling says them.
-      if (t.name == model::names::kRopeFreqs.gguf) continue;
+      if (std::ranges::any_of(arch->config_tensors, [&](const model::TensorSpec& s) { return t.name == s.gguf; })) {
+        continue;
+      }
       return absl::InvalidArgumentError(absl::StrCat(gguf_path, ": tensor '", t.name, "' has no checkpoint name for ",
                                                      c.architecture));
     }

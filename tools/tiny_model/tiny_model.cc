@@ -161,11 +161,6 @@ absl::Status BuildTinyModel(const TinyModelOptions& o, model::GgufWriter& w) {
   }
   add(model::names::kOutputNorm, std::string(model::names::kOutputNorm.gguf));
   if (!c.tied_embeddings) add(model::names::kOutput, std::string(model::names::kOutput.gguf));
-  // GGUF carries Llama 3's RoPE frequency factors as a tensor.
-  if (const std::vector<float>& factors = c.ropes[0].freq_factors; !factors.empty()) {
-    w.AddTensor(std::string(model::names::kRopeFreqs.gguf), {static_cast<int64_t>(factors.size())}, DType::kF32,
-                Encode(DType::kF32, factors));
-  }
   return absl::OkStatus();
 }
 

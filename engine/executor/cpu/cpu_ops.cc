@@ -11,15 +11,7 @@ namespace kvfleet::engine {
 
 CpuOps::Config CpuOps::Config::For(const model::ModelConfig& c) {
   Config config{.rms_norm_eps = static_cast<float>(c.rms_norm_eps)};
-  for (const model::RopeConfig& r : c.ropes) {
-    config.ropes.push_back(
-        {.mode = r.pairing == model::RopePairing::kAdjacent ? kernels::RopeMode::kAdjacent : kernels::RopeMode::kHalves,
-         .head_dim = c.head_dim,
-         .rot_dim = r.dim,
-         .theta_base = static_cast<float>(r.theta),
-         .position_scale = static_cast<float>(r.position_scale),
-         .freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data()});
-  }
+  for (const model::RopeConfig& r : c.ropes) config.ropes.push_back(RopeParamsOf(c, r));
   return config;
 }
 

@@ -127,12 +127,7 @@ absl::Status CudaExecutor::UploadRopeTables() {
     offsets.push_back(tables.size());
     tables.resize(tables.size() + static_cast<size_t>(2 * positions * half));
     float* cos = tables.data() + offsets.back();
-    const kernels::RopeParams params = {.head_dim = config_.head_dim,
-                                        .rot_dim = r.dim,
-                                        .theta_base = static_cast<float>(r.theta),
-                                        .position_scale = static_cast<float>(r.position_scale),
-                                        .freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data()};
-    kernels::RopeCosSin(params, all.data(), positions, cos, cos + positions * half);
+    kernels::RopeCosSin(RopeParamsOf(config_, r), all.data(), positions, cos, cos + positions * half);
   }
   ASSIGN_OR_RETURN(rope_tables_, cu::DeviceBuffer::Allocate(tables.size() * sizeof(float)));
   RETURN_IF_ERROR(cu::CopyToDevice(rope_tables_.get(), tables.data(), tables.size() * sizeof(float), stream_));

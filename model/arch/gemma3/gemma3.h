@@ -33,29 +33,16 @@ struct Gemma3 {
   static constexpr std::string_view kName = "gemma3";
   static constexpr std::array<std::string_view, 1> kGgufNames = {"gemma3"};
   static constexpr std::array<std::string_view, 1> kHfNames = {"Gemma3ForCausalLM"};
-  // Its own norms: the feed-forward input norm (another checkpoint name),
-  // and the two post-norms.
+  // Its own feed-forward input norm (another checkpoint name).
   static constexpr TensorSpec kFfnNorm{"ffn_norm.weight", "pre_feedforward_layernorm.weight",
                                        TensorKind::kNorm, Dim::kHidden,
                                        Dim::kOne,         {{{&LayerWeights::ffn_norm, Dim::kHidden}}}};
-  static constexpr TensorSpec kPostAttnNorm{"post_attention_norm.weight",
-                                            "post_attention_layernorm.weight",
-                                            TensorKind::kNorm,
-                                            Dim::kHidden,
-                                            Dim::kOne,
-                                            {{{&LayerWeights::post_attn_norm, Dim::kHidden}}}};
-  static constexpr TensorSpec kPostFfnNorm{"post_ffw_norm.weight",
-                                           "post_feedforward_layernorm.weight",
-                                           TensorKind::kNorm,
-                                           Dim::kHidden,
-                                           Dim::kOne,
-                                           {{{&LayerWeights::post_ffn_norm, Dim::kHidden}}}};
   // The Llama core (with its own feed-forward norm), then the head norms
   // and the post-norms.
   static constexpr TensorSpec kLayerTensorList[] = {
-      names::kAttnNorm,  names::kAttnQ,   names::kAttnK, names::kAttnV,   names::kAttnOutput,
-      kFfnNorm,          names::kFfnGate, names::kFfnUp, names::kFfnDown, names::kAttnQNorm,
-      names::kAttnKNorm, kPostAttnNorm,   kPostFfnNorm};
+      names::kAttnNorm,  names::kAttnQ,        names::kAttnK,      names::kAttnV,   names::kAttnOutput,
+      kFfnNorm,          names::kFfnGate,      names::kFfnUp,      names::kFfnDown, names::kAttnQNorm,
+      names::kAttnKNorm, names::kPostAttnNorm, names::kPostFfnNorm};
   static constexpr std::span<const TensorSpec> kLayerTensors = kLayerTensorList;
   static constexpr std::string_view kHfModelType = "gemma3_text";
   static constexpr RopePairing kGgufRopePairing = RopePairing::kHalves;

@@ -122,20 +122,31 @@ TEST_P(OpHarnessTest, RmsNormMatchesTheReferenceRowByRow) {
 
 inline const bool kCoversRope = Covers({model::Op::kRope});
 TEST_P(OpHarnessTest, RopeRotatesEachTokenByItsOwnPosition) {
-  const std::vector<float> factors = testing::RandomFloats(16, 4, 0.5f);
+  const std::vector<float> factors = testing::RandomFloats(24, 4, 0.5f);  // for up to 48 rotated values
   std::vector<float> positive_factors;
   for (float f : factors) positive_factors.push_back(1.0f + std::abs(f));
   struct Case {
     kernels::RopeParams p;
     int64_t heads;
   };
-  for (const Case& c : {Case{{.mode = kernels::RopeMode::kAdjacent, .head_dim = 64, .rot_dim = 64,
-                               .theta_base = 100000.0f},
-                              9},
-                         Case{{.mode = kernels::RopeMode::kHalves, .head_dim = 64, .rot_dim = 32, .theta_base = 10000.0f,
-                               .position_scale = 0.25f, .freq_factors = positive_factors.data()},
-                              4},
-                         Case{{.mode = kernels::RopeMode::kAdjacent, .head_dim = 16, .rot_dim = 16}, 2}}) {
+  for (const Case& c :
+       {Case{{.mode = kernels::RopeMode::kAdjacent, .head_dim = 64, .rot_dim = 64, .theta_base = 100000.0f}, 9},
+        Case{{.mode = kernels::RopeMode::kHalves,
+        .head_dim = 64,
+        .rot_dim = 32,
+        .theta_base = 10000.0f,
+        .position_scale = 0.25f,
+        .freq_factors = positive_factors.data()},
+             4},
+        Case{{.mode = kernels::RopeMode::kAdjacent, .head_dim = 16, .rot_dim = 16}, 2},
+        // LongRoPE's shape (Phi-3): partial rotation, per-pair factors, a magnitude.
+        Case{{.mode = kernels::RopeMode::kHalves,
+        .head_dim = 64,
+        .rot_dim = 48,
+        .theta_base = 10000.0f,
+        .freq_factors = positive_factors.data(),
+        .magnitude = 1.19},
+             3}}) {
     const std::vector<int32_t> positions = {0, 1, 17, 4095, 8191, 300, 17};
     const int64_t width = c.heads * c.p.head_dim;
     const std::vector<float> x = testing::RandomFloats(static_cast<int64_t>(positions.size()) * width, 8, 2.0f);

@@ -79,8 +79,9 @@ std::vector<double> RefRope(const kernels::RopeParams& p, const std::vector<floa
         const int64_t a = p.mode == kernels::RopeMode::kAdjacent ? 2 * i : i;
         const int64_t b = p.mode == kernels::RopeMode::kAdjacent ? 2 * i + 1 : i + half;
         const double x0 = v[a], x1 = v[b];
-        v[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
-        v[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
+        const double c = std::cos(angle) * p.magnitude, s = std::sin(angle) * p.magnitude;
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
       }
     }
   }
