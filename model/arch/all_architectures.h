@@ -6,6 +6,8 @@
 
 #include "model/arch/gemma3/gemma3.h"
 #include "model/arch/llama/llama.h"
+#include "model/arch/olmo2/olmo2.h"
+#include "model/arch/phi3/phi3.h"
 #include "model/arch/qwen2/qwen2.h"
 #include "model/arch/qwen3/qwen3.h"
 
@@ -14,6 +16,6 @@ namespace kvfleet::model {
 template <class... A>
 struct ArchitectureList {};
 
-using AllArchitectures = ArchitectureList<Llama, Qwen2, Qwen3, Gemma3>;
+using AllArchitectures = ArchitectureList<Llama, Qwen2, Qwen3, Gemma3, Phi3, Olmo2>;
 
 }  // namespace kvfleet::model

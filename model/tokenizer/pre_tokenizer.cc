@@ -39,7 +39,7 @@ constexpr std::string_view kEachDigitPattern = R"(\p{N})";
 
 }  // namespace
 
-std::string_view PreTokenizer::SupportedNames() { return "smollm, llama-bpe, qwen2, default, gpt2"; }
+std::string_view PreTokenizer::SupportedNames() { return "smollm, llama-bpe, qwen2, dbrx, default, gpt2"; }
 
 absl::StatusOr<std::vector<std::string>> PreTokenizer::NamedPatterns(std::string_view name, bool* ignore_merges) {
   *ignore_merges = false;
@@ -49,6 +49,8 @@ absl::StatusOr<std::vector<std::string>> PreTokenizer::NamedPatterns(std::string
     return std::vector<std::string>{std::string(kLlama3Pattern)};
   }
   if (name == "qwen2") return std::vector<std::string>{std::string(kQwen2Pattern)};
+  // cl100k's pattern, Llama 3's, with every merge applied (OLMo 2, DBRX).
+  if (name == "dbrx") return std::vector<std::string>{std::string(kLlama3Pattern)};
   if (name == "default" || name == "gpt2") return std::vector<std::string>{std::string(kGpt2Pattern)};
   return absl::UnimplementedError(
       absl::StrCat("byte-level BPE pre-tokenizer '", std::string(name),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent numpy reference of decoder forward passes (Llama, Qwen2, Qwen3, Gemma 3), read from a GGUF file.
+"""Independent numpy reference of decoder forward passes (Llama, Qwen2, Qwen3, Gemma 3, Phi-3, OLMo 2), read from a GGUF file.
 
 This is an oracle for kvfleet's model executor. It shares no code with
 kvfleet: the file is parsed by the `gguf` PyPI package (GGUFReader) and every
@@ -33,12 +33,23 @@ The other architectures, from their published definitions:
             h = rmsnorm(x) * ffn_norm
             x = x + rmsnorm(W_down (gelu_tanh(W_gate h) * W_up h)) * post_ffw_norm
           (llama.cpp's rules for what the GGUF does not state; its converter
-          already added the 1 of Gemma's 1 + w to every norm weight).
+          already added the 1 of Gemma's 1 + w to every norm weight);
+  phi3    the Llama layer from fused weights: attn_qkv holds the rows of
+          Wq, Wk, Wv in that order, ffn_up the rows of Wgate then Wup; every
+          layer sees the sliding_window when it is shorter than the context;
+          LongRoPE (Hugging Face's Phi3 rotary): when the context is longer
+          than rope.scaling.original_context_length each pair's frequency is
+          divided by rope_factors_long, otherwise by rope_factors_short, and
+          cos and sin are multiplied by rope.scaling.attn_factor;
+  olmo2   no norm before attention or the feed-forward block: q = rmsnorm(x
+          Wq^T) * attn_q_norm over the whole projection (all heads together),
+          k likewise, before RoPE; x = x + rmsnorm(a Wo^T) * post_attention_norm;
+          x = x + rmsnorm(W_down (silu(W_gate x) * W_up x)) * post_ffw_norm.
 
 RoPE follows the GGUF / llama.cpp convention. For arch `llama` it is the
 "normal" mode: adjacent pairs (x[2i], x[2i+1]) rotate by pos * base^(-2i/rot_dim)
 (the HF->GGUF converter permuted the q/k weights so that this matches HF's
-rotate_half). For `qwen2`, `qwen3` and `gemma3` it is the "neox" mode: pairs
+rotate_half). For every other architecture it is the "neox" mode: pairs
 (x[i], x[i + rot_dim/2]).
 Only the first rope.dimension_count dims of each head rotate; a linear
 rope scaling factor divides the position; a rope_freqs.weight tensor (Llama
@@ -112,12 +123,15 @@ class Hparams:
     rope_bases: list  # per layer
     embed_scale: float = 1.0
     gelu: bool = False  # gelu_tanh instead of silu in the feed-forward
+    rope_factors: str = "rope_freqs.weight"  # the tensor dividing each pair's frequency, if present
+    rope_magnitude: float = 1.0  # cos and sin are multiplied by this (LongRoPE)
 
     @staticmethod
     def from_reader(reader: GGUFReader) -> "Hparams":
         arch = field(reader, "general.architecture")
-        if arch not in ("llama", "qwen2", "qwen3", "gemma3"):
-            raise ValueError(f"unsupported architecture {arch!r} (llama, qwen2, qwen3, gemma3)")
+        supported = ("llama", "qwen2", "qwen3", "gemma3", "phi3", "olmo2")
+        if arch not in supported:
+            raise ValueError(f"unsupported architecture {arch!r} ({', '.join(supported)})")
 
         def req(key):
             v = field(reader, f"{arch}.{key}")
@@ -143,6 +157,19 @@ class Hparams:
             for i in range(n_layer):
                 if i % 6 != 5:
                     windows[i], bases[i] = window, 10000.0
+        n_ctx = int(req("context_length"))
+        rope_factors, rope_magnitude = "rope_freqs.weight", 1.0
+        if arch == "phi3":
+            window = int(field(reader, "phi3.attention.sliding_window", 0))
+            if 0 < window < n_ctx:
+                windows = [window] * n_layer
+            original = field(reader, "phi3.rope.scaling.original_context_length")
+            if original is not None:
+                rope_factors = ("rope_factors_long.weight" if n_ctx > int(original)
+                                else "rope_factors_short.weight")
+                scale = n_ctx / int(original)
+                default = np.sqrt(1 + np.log(scale) / np.log(int(original))) if scale > 1 else 1.0
+                rope_magnitude = float(field(reader, "phi3.rope.scaling.attn_factor", default))
         return Hparams(
             arch=arch,
             n_layer=n_layer,
@@ -156,12 +183,14 @@ class Hparams:
             rope_dim=int(field(reader, f"{arch}.rope.dimension_count", head_dim)),
             rope_neox=(arch != "llama"),
             rope_scale=rope_scale if rope_scale > 0 else 1.0,
-            n_ctx=int(req("context_length")),
+            n_ctx=n_ctx,
             n_vocab=n_vocab,
             windows=windows,
             rope_bases=bases,
             embed_scale=float(np.sqrt(np.float32(n_embd))) if arch == "gemma3" else 1.0,
             gelu=(arch == "gemma3"),
+            rope_factors=rope_factors,
+            rope_magnitude=rope_magnitude,
         )
 
 
@@ -193,6 +222,7 @@ class LlamaReference:
             shape = tuple(int(d) for d in reversed(t.shape))
             self.w[t.name] = np.ascontiguousarray(arr.reshape(shape), dtype=wdtype)
         hp = self.hp
+        self._split_fused()
         if hp.n_vocab == 0:
             hp.n_vocab = self.w["token_embd.weight"].shape[0]
         self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
@@ -201,10 +231,28 @@ class LlamaReference:
         self.inv_freqs = {}
         for base in set(hp.rope_bases):
             inv_freq = base ** (-2.0 * i / hp.rope_dim)
-            # Llama 3.1-style files carry per-pair frequency divisors.
-            if "rope_freqs.weight" in self.w:
-                inv_freq = inv_freq / self.w["rope_freqs.weight"].astype(np.float64)
+            # Llama 3.1-style files carry per-pair frequency divisors (Phi-3's
+            # LongRoPE two sets, one chosen by the context).
+            if hp.rope_factors in self.w:
+                inv_freq = inv_freq / self.w[hp.rope_factors].astype(np.float64)
             self.inv_freqs[base] = inv_freq
+
+    def _split_fused(self):
+        """Cuts fused matrices (Phi-3) into the separate ones the forward reads."""
+        hp = self.hp
+        for l in range(hp.n_layer):
+            p = f"blk.{l}."
+            qkv = self.w.pop(p + "attn_qkv.weight", None)
+            if qkv is not None:
+                nq, nkv = hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
+                assert qkv.shape[0] == nq + 2 * nkv, qkv.shape
+                self.w[p + "attn_q.weight"] = qkv[:nq]
+                self.w[p + "attn_k.weight"] = qkv[nq:nq + nkv]
+                self.w[p + "attn_v.weight"] = qkv[nq + nkv:]
+            if p + "ffn_gate.weight" not in self.w and self.w[p + "ffn_up.weight"].shape[0] == 2 * hp.n_ff:
+                gate_up = self.w.pop(p + "ffn_up.weight")
+                self.w[p + "ffn_gate.weight"] = gate_up[:hp.n_ff]
+                self.w[p + "ffn_up.weight"] = gate_up[hp.n_ff:]
 
     # --- building blocks -------------------------------------------------
     def _rmsnorm(self, x, weight):
@@ -222,8 +270,8 @@ class LlamaReference:
         hp = self.hp
         pos = positions.astype(np.float64) / hp.rope_scale
         theta = pos[:, None] * self.inv_freqs[base][None, :]  # [T, rope_dim/2]
-        cos = np.cos(theta)[:, None, :]
-        sin = np.sin(theta)[:, None, :]
+        cos = np.cos(theta)[:, None, :] * hp.rope_magnitude
+        sin = np.sin(theta)[:, None, :] * hp.rope_magnitude
         out = x.astype(np.float64)  # copy
         r = out[..., : hp.rope_dim]
         if hp.rope_neox:
@@ -289,11 +337,17 @@ class LlamaReference:
             x = x * cdt.type(hp.embed_scale)
         for l in range(hp.n_layer):
             p = f"blk.{l}."
-            h = self._rmsnorm(x, self.w[p + "attn_norm.weight"])
-            q = self._linear(h, p + "attn_q").reshape(T, hp.n_head, hp.head_dim)
-            k = self._linear(h, p + "attn_k").reshape(T, hp.n_head_kv, hp.head_dim)
+            h = self._rmsnorm(x, self.w[p + "attn_norm.weight"]) if p + "attn_norm.weight" in self.w else x
+            q = self._linear(h, p + "attn_q")
+            k = self._linear(h, p + "attn_k")
             v = self._linear(h, p + "attn_v").reshape(T, hp.n_head_kv, hp.head_dim)
-            if p + "attn_q_norm.weight" in self.w:  # qwen3, gemma3: each head normalised
+            whole = self.w.get(p + "attn_q_norm.weight", np.zeros(0)).size == q.shape[1]
+            if whole:  # olmo2: the whole projection normalised, all heads together
+                q = self._rmsnorm(q, self.w[p + "attn_q_norm.weight"])
+                k = self._rmsnorm(k, self.w[p + "attn_k_norm.weight"])
+            q = q.reshape(T, hp.n_head, hp.head_dim)
+            k = k.reshape(T, hp.n_head_kv, hp.head_dim)
+            if p + "attn_q_norm.weight" in self.w and not whole:  # qwen3, gemma3: each head normalised
                 q = self._rmsnorm(q, self.w[p + "attn_q_norm.weight"])
                 k = self._rmsnorm(k, self.w[p + "attn_k_norm.weight"])
             q = self._rope(q, positions, hp.rope_bases[l])
@@ -303,10 +357,10 @@ class LlamaReference:
             cache.v[l] = np.concatenate([cache.v[l], v])
             a = self._attention(q, cache.k[l], cache.v[l], start, hp.windows[l])
             o = self._linear(a.reshape(T, hp.n_head * hp.head_dim), p + "attn_output")
-            if p + "post_attention_norm.weight" in self.w:  # gemma3
+            if p + "post_attention_norm.weight" in self.w:  # gemma3, olmo2
                 o = self._rmsnorm(o, self.w[p + "post_attention_norm.weight"])
             x = x + o
-            h = self._rmsnorm(x, self.w[p + "ffn_norm.weight"])
+            h = self._rmsnorm(x, self.w[p + "ffn_norm.weight"]) if p + "ffn_norm.weight" in self.w else x
             g = self._linear(h, p + "ffn_gate")
             u = self._linear(h, p + "ffn_up")
             if hp.gelu:
@@ -315,7 +369,7 @@ class LlamaReference:
             else:
                 act = g / (1.0 + np.exp(-g.astype(np.float64))).astype(cdt)
             f = self._linear(act * u, p + "ffn_down")
-            if p + "post_ffw_norm.weight" in self.w:  # gemma3
+            if p + "post_ffw_norm.weight" in self.w:  # gemma3, olmo2
                 f = self._rmsnorm(f, self.w[p + "post_ffw_norm.weight"])
             x = x + f
         if not all_logits:

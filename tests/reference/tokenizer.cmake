@@ -18,6 +18,11 @@ add_test(NAME reference.tokenizer.llama_bpe
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
           --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL}
           --pre llama-bpe --count 1500 --seed 2)
+# The same regex with every merge applied ("dbrx": OLMo 2's tokenizer).
+add_test(NAME reference.tokenizer.dbrx
+  COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
+          --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL}
+          --pre dbrx --count 500 --seed 3)
 # Qwen2.5's split regex ("qwen2") over its own 151,936-token vocabulary.
 add_test(NAME reference.tokenizer.qwen2
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_reference.py
@@ -40,7 +45,7 @@ add_test(NAME reference.tokenizer.sentencepiece_unk
 add_test(NAME reference.tokenizer.chat_template
   COMMAND ${KVFLEET_PYTHON} ${_tok_ref}/tokenizer_chat_reference.py
           --dump $<TARGET_FILE:tokenize_dump> --model ${KVFLEET_DEFAULT_MODEL} --seed 4)
-set_tests_properties(reference.tokenizer.smollm2 reference.tokenizer.llama_bpe reference.tokenizer.qwen2
+set_tests_properties(reference.tokenizer.smollm2 reference.tokenizer.llama_bpe reference.tokenizer.dbrx reference.tokenizer.qwen2
   reference.tokenizer.gemma3
   reference.tokenizer.sentencepiece reference.tokenizer.sentencepiece_unk reference.tokenizer.chat_template
   PROPERTIES LABELS reference TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -9,6 +9,8 @@ added as special tokens. Nothing of kvfleet's pre-tokenization is reused.
   --pre smollm     Sequence[Digits(individual_digits), ByteLevel(use_regex)]  (SmolLM2's tokenizer.json)
   --pre llama-bpe  Sequence[Split(Llama 3 regex, isolated), ByteLevel(use_regex=False)], ignore_merges
                    (Llama 3's tokenizer.json), over the same vocabulary
+  --pre dbrx       the Llama 3 split with every merge applied (OLMo 2's tokenizer.json), over the
+                   same vocabulary
   --pre qwen2      Sequence[Split(Qwen2 regex, isolated), ByteLevel(use_regex=False)] (Qwen2.5's
                    tokenizer.json, less its NFC normalizer, which llama.cpp does not apply either)
 
@@ -51,10 +53,10 @@ def build_oracle(meta, pre):
             pre_tokenizers.Digits(individual_digits=True),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
         ])
-    elif pre in ("llama-bpe", "qwen2"):
+    elif pre in ("llama-bpe", "qwen2", "dbrx"):
         model = models.BPE(vocab, merges, ignore_merges=(pre == "llama-bpe"))
         pre_tok = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(LLAMA3_PATTERN if pre == "llama-bpe" else QWEN2_PATTERN),
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN if pre == "qwen2" else LLAMA3_PATTERN),
                                  behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ])
@@ -152,7 +154,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", required=True, help="path of the tokenize_dump binary")
     ap.add_argument("--model", required=True, help="GGUF file with a gpt2 (byte-level BPE) vocabulary")
-    ap.add_argument("--pre", default="smollm", choices=["smollm", "llama-bpe", "qwen2"])
+    ap.add_argument("--pre", default="smollm", choices=["smollm", "llama-bpe", "qwen2", "dbrx"])
     ap.add_argument("--count", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()

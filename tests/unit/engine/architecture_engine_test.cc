@@ -16,6 +16,7 @@
 #include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
+#include "model/arch/kv_page_groups.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
@@ -135,7 +136,9 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
 // every layer (1.5 of them) preempt each other when every page is kept,
 // and run side by side when window pages are freed: same tokens either way.
 TEST_P(ArchitectureEngineTest, FreedWindowPagesHoldMoreConversationsWithTheSameTokens) {
-  if (model_->config().windowed_layers() == 0) GTEST_SKIP() << GetParam().name << " has no sliding window";
+  if (!model::KvPageGroupsFor(model_->config(), true).frees_window_blocks()) {
+    GTEST_SKIP() << GetParam().name << " frees no window pages (no windowed layers beside global ones)";
+  }
   std::mt19937 rng(23);
   std::vector<EngineRequest> requests;
   for (uint64_t id = 1; id <= 2; ++id) {
@@ -235,7 +238,9 @@ TieredRun RunTiered(const model::Model& model, const std::vector<EngineRequest>&
 // window's go down and come back as prefix hits: each follow-up's 40-token
 // prefix, with the tokens of a run with neither tier nor eviction.
 TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderLowerTiersKeepEveryToken) {
-  if (model_->config().windowed_layers() == 0) GTEST_SKIP() << GetParam().name << " has no sliding window";
+  if (!model::KvPageGroupsFor(model_->config(), true).frees_window_blocks()) {
+    GTEST_SKIP() << GetParam().name << " frees no window pages (no windowed layers beside global ones)";
+  }
   const std::vector<EngineRequest> requests = FollowUps();
   const std::map<uint64_t, std::vector<model::TokenId>> reference =
       RunAll(requests, {.max_num_batched_tokens = 16, .max_num_seqs = 1}, 256, "off", nullptr, false);

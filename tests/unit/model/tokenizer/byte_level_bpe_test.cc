@@ -174,7 +174,7 @@ TEST(ByteLevelBpeTest, UnsupportedVocabulariesAreRefused) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tok = CreateTokenizer(pre);
   EXPECT_EQ(tok.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(tok.status().message()), HasSubstr("deepseek-coder"));
-  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("smollm, llama-bpe, qwen2, default, gpt2"));
+  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("smollm, llama-bpe, qwen2, dbrx, default, gpt2"));
 
   Vocabulary model = ByteLevelVocabulary(kMerges);
   model.model = "wordpiece";
