@@ -40,11 +40,11 @@
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/pending_prefill.h"
-#include "engine/request.h"
+#include "engine/request/request.h"
+#include "engine/request/speculation_options.h"
 #include "engine/sampler/mask_prefetcher.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/spec/proposer.h"
-#include "engine/spec/speculation_options.h"
 #include "engine/speculator.h"
 #include "engine/step_observer.h"
 

@@ -29,7 +29,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_event_listener.h"
-#include "engine/request.h"
+#include "engine/request/request.h"
 
 namespace kvfleet::engine {
 

@@ -37,7 +37,7 @@
 
 #include "engine/kv/block_pool.h"
 #include "engine/kv/lower_kv_tiers.h"
-#include "engine/request.h"
+#include "engine/request/request.h"
 
 namespace kvfleet::engine {
 

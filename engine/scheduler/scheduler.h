@@ -39,7 +39,7 @@
 #include "absl/status/status.h"
 #include "engine/executor/executor_options.h"
 #include "engine/kv/kv_cache_manager.h"
-#include "engine/request.h"
+#include "engine/request/request.h"
 
 namespace kvfleet::engine {
 

@@ -15,7 +15,7 @@
 #include <array>
 #include <cstdint>
 
-#include "engine/spec/acceptance_estimate.h"
+#include "engine/request/acceptance_estimate.h"
 
 namespace kvfleet::engine::spec {
 

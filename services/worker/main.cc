@@ -15,15 +15,16 @@
 #include "common/flags/flags.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "engine/engine.h"
+#include "engine/executor/executor_factory.h"
+#include "engine/executor/memory_plan.h"
+#include "engine/executor_kv_tiers.h"
 #include "model/model.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/transport/grpc_server.h"
 #include "services/transport/metrics_exposer.h"
 #include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
-#include "engine/engine.h"
-#include "engine/executor/executor_factory.h"
-#include "engine/executor/memory_plan.h"
 #include "services/worker/server/health_watchdog.h"
 #include "services/worker/server/kv_event_publisher.h"
 #include "services/worker/server/worker_metrics.h"
@@ -185,7 +186,7 @@ absl::Status Run(const WorkerOptions& o) {
   // The tiers sit between the engine's pool and the publisher.
   std::unique_ptr<engine::KvTierManager> tiers;
   if (o.kv_tiers.enabled()) {
-    ASSIGN_OR_RETURN(tiers, engine::KvTierManager::Create(o.kv_tiers, *m.executor, o.model_id, publisher.get()));
+    ASSIGN_OR_RETURN(tiers, engine::CreateKvTiers(o.kv_tiers, *m.executor, o.model_id, publisher.get()));
     const engine::KvTierStats t = tiers->stats();
     if (publisher) publisher->SetLowerTierCapacity(t.host.capacity_blocks, t.disk.capacity_blocks);
     KVFLEET_LOG_INFO("KV tiers below the device: host {} blocks, disk {} blocks ({} adopted)", t.host.capacity_blocks,

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/request.h"
+#include "engine/request/request.h"
 
 namespace kvfleet::testing {
 

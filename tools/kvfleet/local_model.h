@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/model.h"
 #include "engine/executor/model_executor.h"
-#include "engine/request.h"
+#include "engine/request/request.h"
+#include "model/model.h"
 
 namespace kvfleet::tools {
 

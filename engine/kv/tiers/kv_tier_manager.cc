@@ -1,6 +1,7 @@
 #include "engine/kv/tiers/kv_tier_manager.h"
 
 #include <chrono>
+#include <new>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -29,47 +30,54 @@ absl::Status KvTierOptions::Validate() const {
 }
 
 absl::StatusOr<std::unique_ptr<KvTierManager>> KvTierManager::Create(const KvTierOptions& options,
-                                                                     ModelExecutor& executor, std::string_view model_id,
-                                                                     KvEventListener* next) {
+                                                                     std::unique_ptr<KvBlockCopier> copier,
+                                                                     const KvBlockFormat& info,
+                                                                     const HostMemoryAllocator& allocate_host,
+                                                                     std::string_view model_id, KvEventListener* next) {
   RETURN_IF_ERROR(options.Validate());
-  const ExecutorInfo& info = executor.info();
-  if (info.kv_block_bytes <= 0) return absl::InvalidArgumentError("this executor cannot copy KV blocks to lower tiers");
-  std::unique_ptr<KvTierManager> m(new KvTierManager(executor, next));
+  if (info.block_bytes <= 0 || copier == nullptr) {
+    return absl::InvalidArgumentError("this executor cannot copy KV blocks to lower tiers");
+  }
+  std::unique_ptr<KvTierManager> m(new KvTierManager(std::move(copier), next));
   if (options.host_bytes > 0) {
-    const int64_t blocks = options.host_bytes / info.kv_block_bytes;
+    const int64_t blocks = options.host_bytes / info.block_bytes;
     if (blocks < 2) {
-      return absl::InvalidArgumentError(absl::StrCat("the host KV tier needs room for two blocks of ",
-                                                     info.kv_block_bytes, " bytes; ", options.host_bytes,
-                                                     " bytes were given"));
+      return absl::InvalidArgumentError(absl::StrCat("the host KV tier needs room for two blocks of ", info.block_bytes,
+                                                     " bytes; ", options.host_bytes, " bytes were given"));
     }
-    std::shared_ptr<uint8_t> storage = executor.AllocateHostMemory(static_cast<size_t>(blocks * info.kv_block_bytes));
+    std::shared_ptr<uint8_t> storage =
+        allocate_host
+            ? allocate_host(static_cast<size_t>(blocks * info.block_bytes))
+            : std::shared_ptr<uint8_t>(new (std::nothrow) uint8_t[static_cast<size_t>(blocks * info.block_bytes)],
+                                       std::default_delete<uint8_t[]>());
     if (storage == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("no host memory for a KV tier of ", options.host_bytes, " bytes; lower --kv-host-memory"));
     }
-    m->host_ = std::make_unique<HostKvTier>(blocks, info.kv_block_bytes, std::move(storage));
+    m->host_ = std::make_unique<HostKvTier>(blocks, info.block_bytes, std::move(storage));
     m->counters_.host.capacity_blocks = blocks;
-    m->counters_.host.block_bytes = info.kv_block_bytes;
+    m->counters_.host.block_bytes = info.block_bytes;
   }
   if (!options.disk_dir.empty()) {
     // Everything that decides a block's bytes: a file that differs in any
     // of it was written by another model, kernel or geometry.
     const std::string identity = absl::StrCat(std::string(model_id), "|", info.numerics,
-                                              "|block_size=", info.block_size, "|block_bytes=", info.kv_block_bytes);
+                                              "|block_size=", info.block_size, "|block_bytes=", info.block_bytes);
     ASSIGN_OR_RETURN(m->disk_, DiskKvTier::Open({.dir = options.disk_dir,
                                                  .identity = identity,
-                                                 .block_bytes = info.kv_block_bytes,
+                                                 .block_bytes = info.block_bytes,
                                                  .capacity_bytes = options.disk_bytes}));
     m->counters_.disk.capacity_blocks = m->disk_->capacity_blocks();
     m->counters_.disk.block_bytes = m->disk_->file_bytes();
     m->counters_.disk.startup_seconds_per_block = m->disk_->startup_read_seconds();
-    if (m->host_ == nullptr) m->staging_.resize(static_cast<size_t>(info.kv_block_bytes));
+    if (m->host_ == nullptr) m->staging_.resize(static_cast<size_t>(info.block_bytes));
   }
   m->UpdateStats();
   return m;
 }
 
-KvTierManager::KvTierManager(ModelExecutor& executor, KvEventListener* next) : executor_(executor), next_(next) {}
+KvTierManager::KvTierManager(std::unique_ptr<KvBlockCopier> copier, KvEventListener* next)
+    : copier_(std::move(copier)), next_(next) {}
 
 void KvTierManager::Attach(BlockPool& pool) {
   pool_ = &pool;
@@ -160,7 +168,7 @@ void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash, bool publi
     if (!host_->Touch(hash).empty()) return;  // loaded from here earlier: the copy is still good
     HostKvTier::Insertion ins = host_->Insert(hash, parent, published);
     if (ins.evicted) SpillFromHost(*ins.evicted, ins.slot);
-    if (const absl::Status s = executor_.CopyKvBlockOut(block, ins.slot); !s.ok()) {
+    if (const absl::Status s = copier_->CopyKvBlockOut(block, ins.slot); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block to host memory: {}", s.ToString());
       host_->Erase(hash);
       return;
@@ -169,7 +177,7 @@ void KvTierManager::BeforeEvict(BlockId block, const BlockHash& hash, bool publi
     return;
   }
   if (disk_ != nullptr && !disk_->Contains(hash) && disk_->writable()) {
-    if (const absl::Status s = executor_.CopyKvBlockOut(block, staging_); !s.ok()) {
+    if (const absl::Status s = copier_->CopyKvBlockOut(block, staging_); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block to disk: {}", s.ToString());
       return;
     }
@@ -208,7 +216,7 @@ std::optional<BlockId> KvTierManager::LoadFromHost(const BlockHash& hash) {
   if (bytes.empty()) return std::nullopt;
   const std::optional<BlockId> block = pool_->Allocate();
   if (!block) return std::nullopt;
-  if (const absl::Status s = executor_.CopyKvBlockIn(*block, bytes); !s.ok()) {
+  if (const absl::Status s = copier_->CopyKvBlockIn(*block, bytes); !s.ok()) {
     KVFLEET_LOG_ERROR("KV block from host memory: {}", s.ToString());
     pool_->Release(*block);
     return std::nullopt;
@@ -283,7 +291,7 @@ void KvTierManager::FinishRead(DiskKvTier::ReadResult& r, Job& job) {
     const DiskKvTier::Entry& entry = job.entries[filled];
     const BlockId block = job.blocks[filled];
     if (pool_->IsCached(entry.hash)) continue;  // computed again meanwhile
-    if (const absl::Status s = executor_.CopyKvBlockIn(block, r.blocks[filled]); !s.ok()) {
+    if (const absl::Status s = copier_->CopyKvBlockIn(block, r.blocks[filled]); !s.ok()) {
       KVFLEET_LOG_ERROR("KV block from disk: {}", s.ToString());
       break;
     }

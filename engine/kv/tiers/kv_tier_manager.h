@@ -16,7 +16,7 @@
 //   disk-only blocks is read by the disk tier's I/O thread while the engine
 //   keeps stepping, then copied into device blocks at the start of a step
 //   (Poll) and committed, so the waiting request hits them on the device.
-// - Identity: a copy is the executor's bytes, so a reloaded block is
+// - Identity: a copy is the device's bytes (KvBlockCopier), so a reloaded block is
 //   bit-identical to the computed one; the disk's files carry the model id,
 //   numerics identity (kernels and KV dtype) and geometry, and a checksum.
 // - Events: it sits between the pool's listeners and the KV event
@@ -26,7 +26,7 @@
 //
 // Thread-safety: the engine thread, except stats() (any thread).
 //
-//   ASSIGN_OR_RETURN(auto tiers, KvTierManager::Create(options, executor, model_id, &publisher));
+//   ASSIGN_OR_RETURN(auto tiers, CreateKvTiers(options, executor, model_id, &publisher));
 //   PendingPrefill pending(block_size, tiers.get());
 //   BlockPool pool(n, &pending);
 //   tiers->Attach(pool);                 // the eviction hook
@@ -46,12 +46,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/executor/model_executor.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_event_listener.h"
 #include "engine/kv/lower_kv_tiers.h"
 #include "engine/kv/tiers/disk_kv_tier.h"
 #include "engine/kv/tiers/host_kv_tier.h"
+#include "engine/kv/tiers/kv_block_copier.h"
 
 namespace kvfleet::engine {
 
@@ -89,12 +89,15 @@ struct KvTierStats {
 
 class KvTierManager final : public KvEventListener, public BlockEvictionHook, public LowerKvTiers {
  public:
-  // The executor must support CopyKvBlockOut/In (kv_block_bytes > 0) and
-  // outlive this; `next` (may be null) receives the events. `identity`
-  // names everything that decides a block's bytes besides the executor's
-  // numerics (the model id). INVALID_ARGUMENT for a tier that cannot be made
-  // (a host tier under two blocks, an unusable directory).
-  static absl::StatusOr<std::unique_ptr<KvTierManager>> Create(const KvTierOptions& options, ModelExecutor& executor,
+  // `copier` moves blocks of `format` (block_bytes > 0); `allocate_host`
+  // gives the host tier its memory; `next` (may be null) receives the
+  // events. `model_id` and the format name everything that decides a
+  // block's bytes. INVALID_ARGUMENT for a tier that cannot be made (a host
+  // tier under two blocks, an unusable directory).
+  static absl::StatusOr<std::unique_ptr<KvTierManager>> Create(const KvTierOptions& options,
+                                                               std::unique_ptr<KvBlockCopier> copier,
+                                                               const KvBlockFormat& format,
+                                                               const HostMemoryAllocator& allocate_host,
                                                                std::string_view model_id, KvEventListener* next);
 
   // The pool whose evictions come down here (its listener chain must lead
@@ -143,7 +146,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
     std::vector<BlockId> blocks;             // allocated at the start, one per entry
   };
 
-  KvTierManager(ModelExecutor& executor, KvEventListener* next);
+  KvTierManager(std::unique_ptr<KvBlockCopier> copier, KvEventListener* next);
   // A block leaving the host tier (its bytes readable in `bytes` until
   // return): to disk if there is one, else gone.
   void SpillFromHost(const HostKvTier::Entry& entry, std::span<const uint8_t> bytes);
@@ -158,7 +161,7 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   void FinishRead(DiskKvTier::ReadResult& r, Job& job);
   void UpdateStats();
 
-  ModelExecutor& executor_;
+  const std::unique_ptr<KvBlockCopier> copier_;
   KvEventListener* const next_;
   BlockPool* pool_ = nullptr;
   std::unique_ptr<HostKvTier> host_;

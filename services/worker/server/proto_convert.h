@@ -13,7 +13,7 @@
 #include "common/ids.h"
 #include "common/worker_load.h"
 #include "engine/engine_stats.h"
-#include "engine/request.h"
+#include "engine/request/request.h"
 #include "kvfleet/v1/cachemanager.pb.h"
 #include "kvfleet/v1/worker.pb.h"
 #include "services/limits/request_limits.h"

@@ -15,6 +15,12 @@
 //   exposer.RegisterCollectable(metrics.registry());
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -23,18 +29,12 @@
 #include <utility>
 #include <vector>
 
-#include <prometheus/collectable.h>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
 #include "engine/engine_stats.h"
-#include "engine/finish_reason.h"
-#include "engine/request.h"
+#include "engine/request/finish_reason.h"
+#include "engine/request/request.h"
 #include "engine/step_observer.h"
-#include "services/worker/server/health_watchdog.h"
 #include "services/worker/grammar/grammar_compiler.h"
+#include "services/worker/server/health_watchdog.h"
 
 namespace kvfleet::worker {
 

@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "engine/executor/executor_options.h"
 #include "engine/kv/tiers/kv_tier_manager.h"
+#include "engine/request/speculation_options.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/spec/proposer_set.h"
-#include "engine/spec/speculation_options.h"
 #include "services/limits/request_limits.h"
 #include "services/transport/transport_options.h"
 

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "engine/kv/tiers/kv_tier_manager.h"
+#include "engine/executor_kv_tiers.h"
 #include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/self_speculative_proposer.h"
@@ -206,7 +206,7 @@ TieredRun RunTiered(const model::Model& model, const std::vector<EngineRequest>&
                                                .limits = testing::kRoomyLimits});
   EXPECT_GT(executor->info().kv_groups.num_groups(), 1);
   kvfleet::testing::RecordingKvListener listener;
-  auto tiers = KvTierManager::Create(tier_options, *executor, "tiny", &listener);
+  auto tiers = CreateKvTiers(tier_options, *executor, "tiny", &listener);
   EXPECT_TRUE(tiers.ok()) << tiers.status();
   if (!tiers.ok()) return run;
   EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 16, .max_num_seqs = 1}};

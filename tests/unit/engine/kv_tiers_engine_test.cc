@@ -10,7 +10,7 @@
 #include <map>
 
 #include "engine/engine.h"
-#include "engine/kv/tiers/kv_tier_manager.h"
+#include "engine/executor_kv_tiers.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
@@ -74,7 +74,7 @@ class KvTiersEngineTest : public TinyModelSuite {
     std::unique_ptr<KvTierManager> manager;
     EngineOptions options{.model_id = model_id, .scheduler = config};
     if (tiers.enabled()) {
-      auto made = KvTierManager::Create(tiers, *executor, model_id, listener);
+      auto made = CreateKvTiers(tiers, *executor, model_id, listener);
       EXPECT_TRUE(made.ok()) << made.status();
       if (!made.ok()) return {};
       manager = std::move(*made);
@@ -160,7 +160,7 @@ TEST_F(KvTiersEngineTest, HostTierServesEvictedPrefixesBitIdentically) {
 TEST_F(KvTiersEngineTest, ASnapshotAnnouncesTheLowerTiersParentsFirst) {
   kvfleet::testing::RecordingKvListener listener;
   auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 2);
-  auto manager = KvTierManager::Create({.host_bytes = TierBytes(200)}, *executor, "tiny", &listener);
+  auto manager = CreateKvTiers({.host_bytes = TierBytes(200)}, *executor, "tiny", &listener);
   ASSERT_TRUE(manager.ok()) << manager.status();
   EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 1}};
   options.kv_tiers = manager->get();
@@ -277,10 +277,10 @@ TEST_F(KvTiersEngineTest, DamagedForeignAndOtherTenantsFilesAreNeverHits) {
 
 TEST_F(KvTiersEngineTest, BadTierOptionsAreRefusedByName) {
   auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 1);
-  auto small = KvTierManager::Create({.host_bytes = 10}, *executor, "tiny", nullptr);
+  auto small = CreateKvTiers({.host_bytes = 10}, *executor, "tiny", nullptr);
   EXPECT_TRUE(absl::IsInvalidArgument(small.status())) << small.status();
   EXPECT_NE(small.status().message().find("two blocks"), std::string::npos) << small.status();
-  auto sizeless = KvTierManager::Create({.disk_dir = "/tmp/x"}, *executor, "tiny", nullptr);
+  auto sizeless = CreateKvTiers({.disk_dir = "/tmp/x"}, *executor, "tiny", nullptr);
   EXPECT_NE(sizeless.status().message().find("needs a size"), std::string::npos) << sizeless.status();
 }
 

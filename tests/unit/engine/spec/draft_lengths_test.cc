@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/spec/acceptance_estimate.h"
+#include "engine/request/acceptance_estimate.h"
 #include "engine/spec/step_cost_model.h"
 
 namespace kvfleet::engine::spec {

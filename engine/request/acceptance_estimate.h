@@ -30,9 +30,7 @@ class AcceptanceEstimate {
     failures_ = decay_ * failures_ + (accepted < drafted ? 1.0 : 0.0);
   }
 
-  double rate() const {
-    return (successes_ + prior_weight_ * prior_rate_) / (successes_ + failures_ + prior_weight_);
-  }
+  double rate() const { return (successes_ + prior_weight_ * prior_rate_) / (successes_ + failures_ + prior_weight_); }
 
   // The expected number of tokens kept from a draft of k.
   double ExpectedAccepted(int32_t k) const {

@@ -15,14 +15,14 @@
 #include "absl/status/status.h"
 #include "common/block_hash.h"
 #include "common/ids.h"
-#include "model/token_id.h"
-#include "engine/finish_reason.h"
+#include "engine/request/acceptance_estimate.h"
+#include "engine/request/finish_reason.h"
+#include "engine/request/speculation_options.h"
 #include "engine/sampler/logprobs.h"
 #include "engine/sampler/sampler.h"
 #include "engine/sampler/sampling_params.h"
 #include "engine/sampler/token_constraint.h"
-#include "engine/spec/acceptance_estimate.h"
-#include "engine/spec/speculation_options.h"
+#include "model/token_id.h"
 
 namespace kvfleet::engine {
 
@@ -128,7 +128,7 @@ struct Request {
   std::vector<BlockHash> prompt_block_hashes;
   // Its partial last prompt block counts in PendingPrefill (until its first token).
   bool pending_tail_counted = false;
-  int32_t cached_prompt_tokens = -1;    // set at first admission
+  int32_t cached_prompt_tokens = -1;  // set at first admission
   std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
   int32_t num_preemptions = 0;

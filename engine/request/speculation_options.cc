@@ -1,4 +1,4 @@
-#include "engine/spec/speculation_options.h"
+#include "engine/request/speculation_options.h"
 
 #include <algorithm>
 
@@ -31,9 +31,8 @@ absl::Status SpeculationOptions::Validate(const std::vector<std::string>& availa
 
 absl::Status SpeculationParams::Validate(const std::vector<std::string>& available) const {
   if (max_draft_tokens < 0 || max_draft_tokens > kMaxDraftTokensLimit) {
-    return absl::InvalidArgumentError(absl::StrCat("speculation.max_draft_tokens must be in [0, ",
-                                                   kMaxDraftTokensLimit, "] (0: the worker's), got ",
-                                                   max_draft_tokens));
+    return absl::InvalidArgumentError(absl::StrCat("speculation.max_draft_tokens must be in [0, ", kMaxDraftTokensLimit,
+                                                   "] (0: the worker's), got ", max_draft_tokens));
   }
   if (proposer.empty()) return absl::OkStatus();
   return CheckProposer(proposer, available, "speculation.proposer");
