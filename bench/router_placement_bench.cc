@@ -25,7 +25,7 @@
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
 #include "kvfleet/v1/inference.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tools/cluster/local_cluster.h"
 
 namespace kvfleet::bench::router_placement {

@@ -2,7 +2,7 @@
 // worker fills it from its engine, the cachemanager keeps the latest and
 // serves it with each FindOverlaps answer, the router places by it and the
 // simulator drives the router's policy with it. Its wire form is the proto
-// LoadReport; services/transport/load_report_convert.h holds the one
+// LoadReport; services/transport/wire/load_report_convert.h holds the one
 // conversion pair.
 //
 //   WorkerLoad load{.running = 3, .blocks_total = 1000, .blocks_free = 700};

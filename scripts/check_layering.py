@@ -38,7 +38,7 @@ cannot make a wrong include pass):
 Then the transport rules: no
 gRPC or generated proto header in common/, model/, kernels/, engine/ or the
 services' index, placement and frontend folders; client channels only from
-services/transport/grpc_channel.cc, servers only from grpc_server.cc.
+services/transport/grpc/grpc_channel.cc, servers only from grpc_server.cc.
 
   check_layering.py --manifest build/layering_manifest.txt [--self-test]
 Exit 0 when clean; 1 with one line per violation. --self-test also plants
@@ -357,9 +357,9 @@ def transport_problems(root):
                     text = f.read()
                 if any(rel.startswith(fd + os.sep) for fd in free) and grpc.search(text):
                     out.append(f"{rel}: gRPC or a generated proto header in transport-free code")
-                if channel.search(text) and rel != "services/transport/grpc_channel.cc":
+                if channel.search(text) and rel != "services/transport/grpc/grpc_channel.cc":
                     out.append(f"{rel}: builds a client channel (use CreateClientChannel, services/transport/)")
-                if server.search(text) and rel != "services/transport/grpc_server.cc" and not rel.startswith("tests/"):
+                if server.search(text) and rel != "services/transport/grpc/grpc_server.cc" and not rel.startswith("tests/"):
                     out.append(f"{rel}: builds a server (use StartGrpcServer, services/transport/)")
     return out
 

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flags/flags.h"
 #include "common/logging.h"
-#include "services/transport/grpc_server.h"
+#include "services/transport/grpc/grpc_server.h"
 #include "services/transport/termination_signals.h"
 #include "services/transport/transport_options.h"
 

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/flags/flags.h"
-#include "services/transport/tls_files.h"
+#include "services/transport/tls/tls_files.h"
 
 namespace kvfleet::transport {
 

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tools/cluster/service_process.h"
 
 namespace kvfleet::testing {

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/flags/flags.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 
 namespace kvfleet::tools {
 

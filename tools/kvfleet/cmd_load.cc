@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tools/kvfleet/client_tls.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/router_client.h"

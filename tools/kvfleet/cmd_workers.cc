@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tools/kvfleet/client_tls.h"
 #include "tools/kvfleet/commands.h"
 

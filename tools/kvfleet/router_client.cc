@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "model/token_id.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 
 namespace kvfleet::tools {
 namespace {

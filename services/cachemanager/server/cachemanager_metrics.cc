@@ -1,6 +1,6 @@
 #include "services/cachemanager/server/cachemanager_metrics.h"
 
-#include "services/transport/scrape_families.h"
+#include "services/transport/metrics/scrape_families.h"
 
 namespace kvfleet::cachemanager {
 

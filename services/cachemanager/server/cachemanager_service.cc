@@ -6,7 +6,7 @@
 #include "services/cachemanager/server/proto_convert.h"
 #include "services/cachemanager/server/publish_reactor.h"
 #include "services/cachemanager/server/watch_reactor.h"
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 
 namespace kvfleet::cachemanager {
 

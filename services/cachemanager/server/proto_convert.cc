@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "services/transport/kv_tier_convert.h"
-#include "services/transport/load_report_convert.h"
+#include "services/transport/wire/kv_tier_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 
 namespace kvfleet::cachemanager {
 

@@ -10,7 +10,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "kvfleet/v1/cachemanager.pb.h"
 #include "services/cachemanager/index/kv_map.h"
-#include "services/transport/load_report_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 
 namespace kvfleet::cachemanager {
 
@@ -19,7 +19,7 @@ absl::StatusOr<std::vector<BlockHash>> ParseHashes(const google::protobuf::Repea
 absl::StatusOr<WorkerDescriptor> ToDescriptor(const v1::RegisterRequest& request);
 absl::StatusOr<KvEventBatch> ToKvEventBatch(const v1::EventBatch& batch);
 
-// The load report's pair is shared (services/transport/load_report_convert.h).
+// The load report's pair is shared (services/transport/wire/load_report_convert.h).
 using transport::FromProto;
 using transport::ToProto;
 v1::WorkerEntry ToProto(const WorkerView& worker, Clock::time_point now);

@@ -3,7 +3,7 @@
 #include "common/logging.h"
 #include "services/cachemanager/server/cachemanager_service.h"
 #include "services/cachemanager/server/proto_convert.h"
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 
 namespace kvfleet::cachemanager {
 

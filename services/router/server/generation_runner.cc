@@ -10,7 +10,7 @@
 #include "common/block_hash.h"
 #include "common/logging.h"
 #include "services/router/frontend/text_stream.h"
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 
 namespace kvfleet::router {
 

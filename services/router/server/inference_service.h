@@ -26,7 +26,7 @@
 #include "kvfleet/v1/inference.grpc.pb.h"
 #include "services/router/server/public_api.h"
 #include "services/router/server/router_metrics.h"
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 
 namespace kvfleet::router {
 

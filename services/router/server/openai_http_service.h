@@ -30,7 +30,7 @@
 #include "services/router/server/public_api.h"
 #include "services/router/server/router_metrics.h"
 #include "services/router/server/worker_pool.h"
-#include "services/transport/http_server.h"
+#include "services/transport/http/http_server.h"
 
 namespace kvfleet::router {
 

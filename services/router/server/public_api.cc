@@ -8,7 +8,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/incremental_detokenizer.h"
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 
 namespace kvfleet::router {
 namespace {

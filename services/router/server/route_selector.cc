@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "services/transport/load_report_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 
 namespace kvfleet::router {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "services/transport/registry_metrics.h"
-#include "services/transport/scrape_families.h"
+#include "services/transport/metrics/registry_metrics.h"
+#include "services/transport/metrics/scrape_families.h"
 
 namespace kvfleet::router {
 using transport::AddCounter;

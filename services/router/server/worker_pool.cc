@@ -1,7 +1,7 @@
 #include "services/router/server/worker_pool.h"
 
 #include "common/logging.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 
 namespace kvfleet::router {
 

@@ -34,7 +34,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 
 namespace kvfleet::router {
 

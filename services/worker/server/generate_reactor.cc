@@ -1,7 +1,7 @@
 #include "services/worker/server/generate_reactor.h"
 
 #include "absl/strings/str_cat.h"
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 #include "services/worker/server/proto_convert.h"
 #include "services/worker/server/worker_service.h"
 

@@ -3,9 +3,9 @@
 #include <random>
 
 #include "common/logging.h"
-#include "services/transport/grpc_channel.h"
-#include "services/transport/kv_tier_convert.h"
-#include "services/transport/load_report_convert.h"
+#include "services/transport/grpc/grpc_channel.h"
+#include "services/transport/wire/kv_tier_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 #include "services/worker/server/proto_convert.h"
 
 namespace kvfleet::worker {

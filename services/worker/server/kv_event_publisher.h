@@ -41,7 +41,7 @@
 #include "engine/engine.h"
 #include "engine/kv/kv_event_listener.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "services/worker/server/admitted_tickets.h"
 #include "services/worker/server/kv_event_buffer.h"
 

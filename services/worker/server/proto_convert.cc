@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "services/transport/load_report_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 
 namespace kvfleet::worker {
 namespace {

@@ -1,7 +1,7 @@
 #include "services/worker/server/worker_metrics.h"
 
-#include "services/transport/registry_metrics.h"
-#include "services/transport/scrape_families.h"
+#include "services/transport/metrics/registry_metrics.h"
+#include "services/transport/metrics/scrape_families.h"
 
 namespace kvfleet::worker {
 using transport::AddCounter;

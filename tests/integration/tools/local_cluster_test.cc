@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "kvfleet/v1/inference.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tests/integration/services/worker/worker_harness.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/http_get.h"

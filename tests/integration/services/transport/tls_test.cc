@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tests/testing/service_process.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/cluster/local_pki.h"

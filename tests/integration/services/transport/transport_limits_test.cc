@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tests/testing/service_process.h"
 #include "tests/testing/temp_dir.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "services/transport/grpc_channel.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "tools/load/report_format.h"
 
 namespace kvfleet::load {

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "services/transport/load_report_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 
 namespace kvfleet::worker {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/transport/internal_token.h"
+#include "services/transport/grpc/internal_token.h"
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>

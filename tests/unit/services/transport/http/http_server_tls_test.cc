@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "services/transport/http_server.h"
-#include "services/transport/tls_peer_names.h"
+#include "services/transport/http/http_server.h"
+#include "services/transport/tls/tls_peer_names.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/cluster/local_pki.h"
 
@@ -105,8 +105,8 @@ class HttpServerTlsTest : public ::testing::Test {
 
 TEST_F(HttpServerTlsTest, ServesClientsThatTrustItsCaAndPicksUpARotatedCertificate) {
   const CertificateFiles first = Issue("server", "first");
-  auto server = Start({.tls = {.cert = first.cert, .key = first.key},
-                       .tls_reload_interval = std::chrono::milliseconds(50)});
+  auto server =
+      Start({.tls = {.cert = first.cert, .key = first.key}, .tls_reload_interval = std::chrono::milliseconds(50)});
   ASSERT_NE(server, nullptr);
   Outcome trusted = Get(server->port(), ca_->files().cert);
   EXPECT_TRUE(trusted.handshake);

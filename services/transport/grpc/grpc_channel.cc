@@ -1,10 +1,10 @@
-#include "services/transport/grpc_channel.h"
-
-#include "services/transport/internal_token.h"
+#include "services/transport/grpc/grpc_channel.h"
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
+
+#include "services/transport/grpc/internal_token.h"
 
 namespace kvfleet::transport {
 namespace {
@@ -38,7 +38,7 @@ std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& address, c
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<InternalTokenInterceptorFactory>(options.internal_token));
   return grpc::experimental::CreateCustomChannelWithInterceptors(address, Credentials(options.tls), args,
-                                                                std::move(interceptors));
+                                                                 std::move(interceptors));
 }
 
 }  // namespace kvfleet::transport

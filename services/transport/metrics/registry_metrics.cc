@@ -1,4 +1,4 @@
-#include "services/transport/registry_metrics.h"
+#include "services/transport/metrics/registry_metrics.h"
 
 namespace kvfleet::transport {
 
@@ -43,9 +43,9 @@ const Histogram::BucketBoundaries& OverheadBuckets() {
 }
 
 const Histogram::BucketBoundaries& MaskBuckets() {
-  static const Histogram::BucketBoundaries b = {0.000025, 0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0004,
-                                                0.0005,   0.00075, 0.001,  0.0015,  0.002,  0.003,  0.005,
-                                                0.0075,   0.01,    0.02,   0.05};
+  static const Histogram::BucketBoundaries b = {0.000025, 0.00005, 0.0001,  0.00015, 0.0002, 0.0003,
+                                                0.0004,   0.0005,  0.00075, 0.001,   0.0015, 0.002,
+                                                0.003,    0.005,   0.0075,  0.01,    0.02,   0.05};
   return b;
 }
 

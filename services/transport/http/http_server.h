@@ -41,16 +41,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/transport/tls_files.h"
+#include "services/transport/tls/tls_files.h"
 
 namespace kvfleet::transport {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // the target up to '?', e.g. "/v1/models"
-  std::string query;   // after '?', undecoded; empty if none
+  std::string method;   // "GET", "POST", ...
+  std::string path;     // the target up to '?', e.g. "/v1/models"
+  std::string query;    // after '?', undecoded; empty if none
   HttpHeaders headers;  // as received; names compared case-insensitively by Header()
   std::string body;
   std::string peer;  // "127.0.0.1:53422", for logs

@@ -1,6 +1,6 @@
 // The HTTP server over real loopback sockets, with a client that writes
 // raw HTTP/1.1 so the framing itself is what is checked.
-#include "services/transport/http_server.h"
+#include "services/transport/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -160,8 +160,8 @@ std::string Post(std::string_view path, std::string_view body, std::string_view 
 TEST(HttpServerTest, AnswersWholeResponsesOnOneKeptAliveConnection) {
   auto server = StartOrDie({}, [](const HttpRequest& r, HttpResponder& out) {
     const std::string* custom = r.Header("x-custom");
-    out.Respond(200, "text/plain", absl::StrCat(r.method, " ", r.path, " ?", r.query, " ", r.body, " ",
-                                                custom ? *custom : "-"),
+    out.Respond(200, "text/plain",
+                absl::StrCat(r.method, " ", r.path, " ?", r.query, " ", r.body, " ", custom ? *custom : "-"),
                 {{"X-Answer", "42"}});
   });
   RawClient client(server->port());

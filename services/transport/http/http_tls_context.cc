@@ -1,8 +1,8 @@
-#include "services/transport/http_tls_context.h"
+#include "services/transport/http/http_tls_context.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "services/transport/tls_peer_names.h"
+#include "services/transport/tls/tls_peer_names.h"
 
 namespace kvfleet::transport {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/transport/peer_authorizer.h"
+#include "services/transport/grpc/peer_authorizer.h"
 
 #include <grpc/grpc_security_constants.h>
 

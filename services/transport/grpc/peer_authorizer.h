@@ -8,11 +8,11 @@
 // Thread-safety: immutable after construction; gRPC calls it concurrently.
 #pragma once
 
+#include <grpcpp/security/auth_metadata_processor.h>
+
 #include <set>
 #include <string>
 #include <vector>
-
-#include <grpcpp/security/auth_metadata_processor.h>
 
 namespace kvfleet::transport {
 

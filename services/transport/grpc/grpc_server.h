@@ -18,17 +18,17 @@
 //   s.SetReady(true);
 #pragma once
 
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/grpcpp.h>
-
 #include "absl/status/statusor.h"
-#include "services/transport/tls_files.h"
+#include "services/transport/tls/tls_files.h"
 
 namespace kvfleet::transport {
 
@@ -36,7 +36,7 @@ namespace kvfleet::transport {
 inline constexpr char kLivenessServiceName[] = "liveness";
 
 struct GrpcServerOptions {
-  std::string address = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  std::string address = "127.0.0.1:0";   // host:port; port 0 picks a free one
   std::vector<grpc::Service*> services;  // must outlive the server
   // Larger messages and metadata get RESOURCE_EXHAUSTED from gRPC itself;
   // calls beyond max_concurrent_streams on one connection wait.
@@ -68,7 +68,7 @@ struct RunningServer {
   int port = 0;
   std::unique_ptr<grpc::CallbackGenericService> health_unknown_methods;  // outlives health_server
   std::unique_ptr<grpc::Server> health_server;                           // null without a health port
-  std::string health_address;                   // empty without a health port
+  std::string health_address;                                            // empty without a health port
 
   // Readiness: "" and every named service, on both ports.
   void SetReady(bool ready) const;

@@ -6,9 +6,9 @@
 //   return ToGrpcStatus(engine.Submit(...));
 #pragma once
 
-#include <string>
-
 #include <grpcpp/grpcpp.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 

@@ -6,10 +6,10 @@
 //   auto stub = v1::CacheManager::NewStub(CreateClientChannel("10.0.0.5:50050"));
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "services/transport/transport_options.h"
 
@@ -25,7 +25,7 @@ struct ClientChannelOptions {
   // name the address's host (or server_name); with tls.cert and tls.key this
   // client presents them (mutual TLS). client_ca is not used here.
   TlsFiles tls;
-  std::string server_name;  // checked against the server's certificate instead of the address's host
+  std::string server_name;     // checked against the server's certificate instead of the address's host
   std::string internal_token;  // sent on every call when set (internal_token.h)
 };
 

@@ -1,4 +1,4 @@
-#include "services/transport/scrape_families.h"
+#include "services/transport/metrics/scrape_families.h"
 
 #include <iterator>
 

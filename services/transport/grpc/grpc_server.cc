@@ -1,4 +1,4 @@
-#include "services/transport/grpc_server.h"
+#include "services/transport/grpc/grpc_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/async_generic_service.h>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "services/transport/internal_token.h"
-#include "services/transport/peer_authorizer.h"
+#include "services/transport/grpc/internal_token.h"
+#include "services/transport/grpc/peer_authorizer.h"
 
 namespace kvfleet::transport {
 namespace {
@@ -49,7 +49,7 @@ std::shared_ptr<grpc::ServerCredentials> Credentials(const TlsFiles& tls, const 
   }
   if (!tls.serves_tls()) return grpc::InsecureServerCredentials();
   auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(tls.key, tls.cert, tls.client_ca,
-                                                                                     kTlsRefreshSeconds);
+                                                                                    kTlsRefreshSeconds);
   grpc::experimental::TlsServerCredentialsOptions options(files);
   options.watch_identity_key_cert_pairs();
   if (tls.client_ca.empty()) {

@@ -1,4 +1,4 @@
-#include "services/transport/grpc_status.h"
+#include "services/transport/grpc/grpc_status.h"
 
 #include "absl/strings/ascii.h"
 
@@ -10,8 +10,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-std::string StatusCodeLabel(absl::StatusCode code) {
-  return absl::AsciiStrToLower(absl::StatusCodeToString(code));
-}
+std::string StatusCodeLabel(absl::StatusCode code) { return absl::AsciiStrToLower(absl::StatusCodeToString(code)); }
 
 }  // namespace kvfleet::transport

@@ -1,4 +1,4 @@
-#include "services/transport/tls_files.h"
+#include "services/transport/tls/tls_files.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -53,8 +53,9 @@ absl::Status CheckTlsFiles(const TlsFiles& files) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both or neither");
   }
   if (!files.client_ca.empty() && files.cert.empty()) {
-    return absl::InvalidArgumentError("--tls-client-ca requires clients to present certificates over TLS: give "
-                                      "--tls-cert and --tls-key too");
+    return absl::InvalidArgumentError(
+        "--tls-client-ca requires clients to present certificates over TLS: give "
+        "--tls-cert and --tls-key too");
   }
   std::vector<Certificate> chain;
   if (!files.cert.empty()) {
@@ -66,8 +67,9 @@ absl::Status CheckTlsFiles(const TlsFiles& files) {
     if (key == nullptr) return Bad("--tls-key", files.key, "holds no unencrypted PEM private key");
     if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
       ERR_clear_error();
-      return absl::InvalidArgumentError(absl::StrCat("--tls-key ", files.key, " does not match the certificate in --tls-cert ",
-                                                     files.cert, " (was one of them replaced without the other?)"));
+      return absl::InvalidArgumentError(absl::StrCat("--tls-key ", files.key,
+                                                     " does not match the certificate in --tls-cert ", files.cert,
+                                                     " (was one of them replaced without the other?)"));
     }
     if (X509_cmp_current_time(X509_get0_notAfter(chain.front().get())) < 0) {
       return Bad("--tls-cert", files.cert, "has expired; renew it");

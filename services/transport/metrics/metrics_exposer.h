@@ -5,10 +5,10 @@
 //   exposer->RegisterCollectable(registry);   // exposer->port() is the bound port
 #pragma once
 
+#include <prometheus/exposer.h>
+
 #include <memory>
 #include <string>
-
-#include <prometheus/exposer.h>
 
 #include "absl/status/statusor.h"
 

@@ -1,4 +1,4 @@
-#include "services/transport/tls_peer_names.h"
+#include "services/transport/tls/tls_peer_names.h"
 
 #include <arpa/inet.h>
 #include <openssl/x509v3.h>

@@ -13,6 +13,7 @@
 
 #include <openssl/ssl.h>
 
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -20,10 +21,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/ssl/context.hpp>
-
 #include "absl/status/statusor.h"
-#include "services/transport/tls_files.h"
+#include "services/transport/tls/tls_files.h"
 
 namespace kvfleet::transport {
 

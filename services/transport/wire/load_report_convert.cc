@@ -1,4 +1,4 @@
-#include "services/transport/load_report_convert.h"
+#include "services/transport/wire/load_report_convert.h"
 
 #include <algorithm>
 

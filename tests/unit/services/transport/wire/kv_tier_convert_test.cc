@@ -1,4 +1,4 @@
-#include "services/transport/kv_tier_convert.h"
+#include "services/transport/wire/kv_tier_convert.h"
 
 #include <gtest/gtest.h>
 

@@ -8,20 +8,18 @@
 // MarkGone and Next on the connection's strand.
 #pragma once
 
-#include <utility>  // before Asio: GCC 12 with Boost 1.74's coroutine headers
-
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>  // before Asio: GCC 12 with Boost 1.74's coroutine headers
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
-#include "services/transport/http_server.h"
+#include "services/transport/http/http_server.h"
 
 namespace kvfleet::transport::http_internal {
 
@@ -155,6 +153,5 @@ class Exchange final : public HttpResponder, public std::enable_shared_from_this
   std::string queued_;
   std::function<void()> on_gone_;
 };
-
 
 }  // namespace kvfleet::transport::http_internal

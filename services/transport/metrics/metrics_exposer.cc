@@ -1,4 +1,4 @@
-#include "services/transport/metrics_exposer.h"
+#include "services/transport/metrics/metrics_exposer.h"
 
 #include <exception>
 

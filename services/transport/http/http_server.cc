@@ -1,22 +1,12 @@
 // Boost.Beast lives in this one translation unit (it is slow to compile).
 // GCC 12 with Boost 1.74's coroutine headers needs <utility> first.
-#include <utility>
-
-#include "services/transport/http_server.h"
-#include "services/transport/http_exchange.h"
-#include "services/transport/http_tls_context.h"
+#include "services/transport/http/http_server.h"
 
 #include <openssl/ssl.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
-#include <filesystem>
-#include <mutex>
-#include <optional>
-#include <thread>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -27,12 +17,20 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "services/transport/http/http_exchange.h"
+#include "services/transport/http/http_tls_context.h"
 
 namespace kvfleet::transport {
 namespace {
@@ -153,7 +151,9 @@ class BeastHttpServer final : public HttpServer {
     // server's open connections while this one lives.
     template <class... Args>
     explicit Connection(std::atomic<int>& open, std::shared_ptr<ssl::context> tls, Args&&... args)
-        : open_count(open), tls_context(std::move(tls)), stream(std::forward<Args>(args)...),
+        : open_count(open),
+          tls_context(std::move(tls)),
+          stream(std::forward<Args>(args)...),
           watch_end(stream.get_executor()) {
       ++open_count;
     }
@@ -287,7 +287,8 @@ class BeastHttpServer final : public HttpServer {
     size_t dropped = 0;
     Lowest(c.stream).expires_after(std::chrono::seconds(2));
     while (!ec && dropped < (64u << 20)) {
-      dropped += co_await Lowest(c.stream).async_read_some(net::buffer(sink), net::redirect_error(net::use_awaitable, ec));
+      dropped +=
+          co_await Lowest(c.stream).async_read_some(net::buffer(sink), net::redirect_error(net::use_awaitable, ec));
     }
     c.broken = true;  // nothing more to say on it
   }
@@ -311,18 +312,17 @@ class BeastHttpServer final : public HttpServer {
     }
     Lowest(c->stream).expires_never();
     if (ec == http::error::header_limit) {
-      co_await SendError(*c, 431,
-                         absl::StrCat("the request line and headers exceed ", options_.max_header_bytes, " bytes"),
-                         false);
+      co_await SendError(
+          *c, 431, absl::StrCat("the request line and headers exceed ", options_.max_header_bytes, " bytes"), false);
       co_return false;
     }
     if (ec == http::error::body_limit) {
-      co_await SendError(*c, 413, absl::StrCat("the request body exceeds ", options_.max_body_bytes, " bytes"),
-                         false);
+      co_await SendError(*c, 413, absl::StrCat("the request body exceeds ", options_.max_body_bytes, " bytes"), false);
       co_return false;
     }
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
-        ec == net::error::operation_aborted || ec == net::error::connection_reset || ec == ssl::error::stream_truncated) {
+        ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+        ec == ssl::error::stream_truncated) {
       c->broken = ec != http::error::end_of_stream && ec != net::error::eof;
       co_return false;
     }
@@ -380,7 +380,7 @@ class BeastHttpServer final : public HttpServer {
       co_await SendError(*c, 500, "the server gave no answer to this request", false);
       co_return false;
     }
-    co_return sent == Sent::kAnswered && keep_alive && version >= 11 && !c->broken;
+    co_return sent == Sent::kAnswered&& keep_alive&& version >= 11 && !c->broken;
   }
 
   // While the handler runs: the client closing its side (or sending the next
@@ -504,8 +504,8 @@ class BeastHttpServer final : public HttpServer {
   // frame the context destroys last may still update them.
   std::mutex mu_;
   std::condition_variable idle_;
-  int active_requests_ = 0;  // guarded by mu_
-  int sending_ = 0;          // guarded by mu_
+  int active_requests_ = 0;                       // guarded by mu_
+  int sending_ = 0;                               // guarded by mu_
   std::vector<std::weak_ptr<Exchange>> running_;  // guarded by mu_
   std::atomic<bool> stopped_{false};
   std::atomic<int> connections_{0};
