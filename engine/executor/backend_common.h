@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "kernels/common/paged_kv.h"
 #include "kernels/common/rope_tables.h"
 #include "model/arch/activations.h"
+#include "model/draft_heads.h"
 #include "model/model.h"
 
 namespace kvfleet::engine {
@@ -87,6 +89,20 @@ inline kernels::RopeParams RopeParamsOf(const model::ModelConfig& c, const model
       .position_scale = static_cast<float>(r.position_scale),
       .freq_factors = factors.empty() ? nullptr : factors.data(),
       .magnitude = r.magnitude};
+}
+
+// RunDraftHeads' arguments against the loaded heads (null: none loaded).
+inline absl::Status CheckDraftHeadsCall(const model::DraftHeads* heads, std::span<const float> hidden, int64_t rows,
+                                        int32_t num_heads) {
+  if (heads == nullptr) return absl::FailedPreconditionError("RunDraftHeads before LoadDraftHeads");
+  if (num_heads < 1 || num_heads > heads->num_heads()) {
+    return absl::InvalidArgumentError(absl::StrCat("draft heads: ", num_heads, " heads asked of ", heads->num_heads()));
+  }
+  if (rows < 1 || static_cast<int64_t>(hidden.size()) != rows * heads->hidden_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("draft heads: ", hidden.size(), " hidden values for ", rows, " rows of ", heads->hidden_size()));
+  }
+  return absl::OkStatus();
 }
 
 // The model's shape, the options' geometry and limits (logits rows

@@ -34,6 +34,10 @@ namespace kvfleet::model {
 class Model;
 }  // namespace kvfleet::model
 
+namespace kvfleet::model {
+class DraftHeads;
+}  // namespace kvfleet::model
+
 namespace kvfleet::engine {
 
 // Bytes an executor holds on its device, by purpose (the memory plan's rows).
@@ -129,6 +133,17 @@ class ModelExecutor {
   // (copies to and from it are DMA), plain on the CPU. Null when there is
   // not that much.
   virtual std::shared_ptr<uint8_t> AllocateHostMemory(size_t bytes);
+
+  // Draft heads (model/arch/draft_heads_forward.h) run where this
+  // executor's kernels run. LoadDraftHeads once (a GPU copies the weights to
+  // the device; the executor keeps `heads` alive). RunDraftHeads between
+  // steps, on `rows` hidden states a Forward returned (ForwardOutput::hidden
+  // rows, on the host): the first `num_heads` heads' logits [num_heads,
+  // rows, draft vocabulary], in a host buffer the executor owns until the
+  // next call. UNIMPLEMENTED on executors without them.
+  virtual absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads);
+  virtual absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                               int32_t num_heads);
 };
 
 // CreateExecutor's signature (executor_factory.h), for libraries that make

@@ -73,13 +73,15 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
     set.proposers_.push_back(std::move(proposer));
   }
   if (!config.draft_heads_path.empty()) {
-    ASSIGN_OR_RETURN(DraftHeads heads, DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path,
-                                                        model::CachedModelFingerprint(
-                                                            target_model.model, target_model.fingerprint_cache_dir)));
-    KVFLEET_LOG_INFO("draft heads {}: {} heads over a draft vocabulary of {} tokens", config.draft_heads_path,
-                     heads.num_heads(), heads.vocab_size());
-    set.proposers_.push_back(
-        std::make_unique<HeadsProposer>(std::move(heads), target.info().weight_bytes, config.heads_top_k));
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<const model::DraftHeads> heads,
+        model::DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path,
+                                model::CachedModelFingerprint(target_model.model, target_model.fingerprint_cache_dir)));
+    KVFLEET_LOG_INFO("draft heads {}: {} heads over a draft vocabulary of {} tokens, on the target's executor",
+                     config.draft_heads_path, heads->num_heads(), heads->vocab_size());
+    ASSIGN_OR_RETURN(std::unique_ptr<HeadsProposer> proposer,
+                     HeadsProposer::Create(std::move(heads), target, config.heads_top_k));
+    set.proposers_.push_back(std::move(proposer));
   }
   return set;
 }

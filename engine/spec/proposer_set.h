@@ -35,7 +35,7 @@ struct ProposerConfig {
   SuffixProposerOptions suffix;
   int32_t self_layers = 0;        // > 0: load "self" with the target's first self_layers layers
   std::string draft_model_path;   // non-empty: load "draft" from this GGUF
-  std::string draft_heads_path;   // non-empty: load "heads" from this directory (engine/spec/draft_heads.h)
+  std::string draft_heads_path;   // non-empty: load "heads" from this directory (model/draft_heads.h)
   int32_t heads_top_k = 1;        // > 1: the heads draft a tree of each head's top k (heads_proposer.h)
   int num_threads = 0;            // the draft model's CPU threads (0: all)
   // The draft model's activations on the CPU: the target's, so the two

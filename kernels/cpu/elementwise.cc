@@ -26,6 +26,13 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t count) {
   }
 }
 
+void Silu(const float* x, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = x[i];
+    out[i] = v / (1.0f + std::exp(-v));
+  }
+}
+
 void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   constexpr float kCubic = 0.044715f;

@@ -18,6 +18,9 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_
 // out[i] = silu(gate[i]) · up[i], silu(v) = v / (1 + e^−v). out may alias gate.
 void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
 
+// out[i] = silu(x[i]) (the draft heads' residual blocks). out may alias x.
+void Silu(const float* x, float* out, int64_t count);
+
 // out[i] = gelu_tanh(gate[i]) · up[i], gelu_tanh(v) = v/2 · (1 + tanh(√(2/π) · (v + 0.044715 v³)))
 // (Gemma's activation). out may alias gate.
 void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);

@@ -40,6 +40,13 @@ __global__ void SwiGluKernel(const float* gate, const float* up, float* out, int
   out[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up[i]);
 }
 
+__global__ void SiluKernel(const float* x, float* out, int64_t count) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kElementThreads + threadIdx.x;
+  if (i >= count) return;
+  const float v = x[i];
+  out[i] = __fdiv_rn(v, __fadd_rn(1.0f, expf(-v)));
+}
+
 __global__ void GeluTanhMulKernel(const float* gate, const float* up, float* out, int64_t count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kElementThreads + threadIdx.x;
   if (i >= count) return;
@@ -84,6 +91,12 @@ void LaunchSwiGlu(const float* gate, const float* up, float* out, int64_t count,
   if (count == 0) return;
   auto* kernel = &SwiGluKernel;
   KVFLEET_LAUNCH(kernel, dim3(BlocksFor(count)), dim3(kElementThreads), 0, stream, gate, up, out, count);
+}
+
+void LaunchSilu(const float* x, float* out, int64_t count, ::kvfleet::cuda::Stream stream) {
+  if (count == 0) return;
+  auto* kernel = &SiluKernel;
+  KVFLEET_LAUNCH(kernel, dim3(BlocksFor(count)), dim3(kElementThreads), 0, stream, x, out, count);
 }
 
 void LaunchGeluTanhMul(const float* gate, const float* up, float* out, int64_t count, ::kvfleet::cuda::Stream stream) {

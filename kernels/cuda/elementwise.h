@@ -23,6 +23,9 @@ void LaunchRmsNorm(const float* x, const float* weight, float* y, int64_t rows, 
 // out[i] = silu(gate[i]) · up[i]; out may alias gate.
 void LaunchSwiGlu(const float* gate, const float* up, float* out, int64_t count, ::kvfleet::cuda::Stream stream);
 // out[i] = gelu_tanh(gate[i]) · up[i] (kernels/cpu/elementwise.h); out may alias gate.
+// out[i] = silu(x[i]); out may alias x.
+void LaunchSilu(const float* x, float* out, int64_t count, ::kvfleet::cuda::Stream stream);
+
 void LaunchGeluTanhMul(const float* gate, const float* up, float* out, int64_t count, ::kvfleet::cuda::Stream stream);
 // x[i] *= s.
 void LaunchScale(float* x, int64_t count, float s, ::kvfleet::cuda::Stream stream);

@@ -48,6 +48,7 @@ concept OpSet = requires(Ops& ops, const WeightView& w, const float* in, float* 
   ops.Attention(call, in, out, n);        // out[tokens, heads, head_dim]; (call, q, out, tokens)
   ops.SwiGlu(in, in, out, n);             // out = silu(gate) · up; (gate, up, out, count)
   ops.GeluTanhMul(in, in, out, n);        // out = gelu_tanh(gate) · up; (gate, up, out, count)
+  ops.Silu(in, out, n);                   // out = silu(x), out may alias x; (x, out, count)
   ops.Add(out, in, n);                    // y += x; (y, x, count)
   ops.Logits(in, in, w, out, out, n);     // logits of the rows that want them; (x, norm, head, scratch, logits, rows)
 };
@@ -63,13 +64,14 @@ enum class Op {
   kAttention,
   kSwiGlu,
   kGeluTanhMul,
+  kSilu,
   kAdd,
   kLogits,
 };
 
-inline constexpr std::array kAllOps = {Op::kEmbed,   Op::kRmsNorm,   Op::kMatMul, Op::kAddBias,
-                                       Op::kScale,   Op::kRope,      Op::kWriteKv, Op::kAttention,
-                                       Op::kSwiGlu,  Op::kGeluTanhMul, Op::kAdd,  Op::kLogits};
+inline constexpr std::array kAllOps = {Op::kEmbed, Op::kRmsNorm, Op::kMatMul,    Op::kAddBias, Op::kScale,
+                                       Op::kRope,  Op::kWriteKv, Op::kAttention, Op::kSwiGlu,  Op::kGeluTanhMul,
+                                       Op::kSilu,  Op::kAdd,     Op::kLogits};
 
 constexpr std::string_view OpName(Op op) {
   switch (op) {
@@ -83,6 +85,8 @@ constexpr std::string_view OpName(Op op) {
     case Op::kAttention: return "Attention";
     case Op::kSwiGlu: return "SwiGlu";
     case Op::kGeluTanhMul: return "GeluTanhMul";
+    case Op::kSilu:
+      return "Silu";
     case Op::kAdd: return "Add";
     case Op::kLogits: return "Logits";
   }

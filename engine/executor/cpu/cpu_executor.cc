@@ -9,9 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/host_memory.h"
 #include "common/status_macros.h"
+#include "engine/executor/backend_common.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_q8.h"
 #include "kernels/cpu/paged_attention.h"
+#include "model/arch/draft_heads_forward.h"
 
 namespace kvfleet::engine {
 
@@ -62,6 +64,14 @@ CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& optio
   }
   max_k_ = max_k;
   pool_.RunOnEachThread([this] { ReserveThreadScratch(); });
+}
+
+void CpuExecutor::ReserveCallingThreadScratch() const {
+  thread_local const CpuExecutor* reserved_for = nullptr;
+  if (reserved_for != this) {
+    ReserveThreadScratch();
+    reserved_for = this;
+  }
 }
 
 void CpuExecutor::ReserveThreadScratch() const {
@@ -115,16 +125,32 @@ absl::Status CpuExecutor::AllocateKvCache(int64_t num_blocks) {
   return absl::OkStatus();
 }
 
+absl::Status CpuExecutor::LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) {
+  if (heads == nullptr || heads->hidden_size() != config_.hidden_size) {
+    return absl::InvalidArgumentError("draft heads of another hidden size than the model's");
+  }
+  draft_heads_ = std::move(heads);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::span<const float>> CpuExecutor::RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                                  int32_t num_heads) {
+  RETURN_IF_ERROR(CheckDraftHeadsCall(draft_heads_.get(), hidden, rows, num_heads));
+  const model::DraftHeadWeights& w = draft_heads_->weights();
+  heads_states_.resize(static_cast<size_t>(num_heads * rows * w.hidden_size()));
+  heads_logits_.resize(static_cast<size_t>(num_heads * rows * w.vocab_size()));
+  ReserveCallingThreadScratch();
+  CpuOps ops(pool_, ops_config_, {}, rope_scratch_);
+  model::DraftHeadsForward(ops, w, num_heads, rows, hidden.data(), heads_states_.data(), heads_logits_.data());
+  return std::span<const float>(heads_logits_);
+}
+
 absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
   // The calling thread runs kernel chunks too, and it need not be the one
   // that created the executor (a worker's engine thread is not): its
   // scratch is sized on its first step, not grown by later ones.
-  thread_local const CpuExecutor* reserved_for = nullptr;
-  if (reserved_for != this) {
-    ReserveThreadScratch();
-    reserved_for = this;
-  }
+  ReserveCallingThreadScratch();
   const int64_t pages = KvPagesAllocated(info_, info_.num_blocks);
   RETURN_IF_ERROR(
       batch.Validate(info_.vocab_size, info_.context_length, pages, info_.num_layers, info_.kv_groups.num_groups()));

@@ -45,6 +45,9 @@ class CpuExecutor : public ModelExecutor {
   absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
   absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
   absl::Status MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) override;
+  absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) override;
+  absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                       int32_t num_heads) override;
 
  private:
   CpuExecutor(const model::Model& model, const ExecutorOptions& options);
@@ -67,12 +70,19 @@ class CpuExecutor : public ModelExecutor {
   // Sizes the calling thread's kernel scratch (every pool thread at start;
   // a thread that calls Forward on its first step).
   void ReserveThreadScratch() const;
+  // ReserveThreadScratch on the calling thread, once per thread (Forward's
+  // and RunDraftHeads' caller need not be the creator: a worker's engine
+  // thread is not).
+  void ReserveCallingThreadScratch() const;
   model::Activations activations_;
   float* rope_scratch_ = nullptr;  // CpuOps::Config::RopeScratchFloats(max_batch_tokens)
   CpuOps::Config ops_config_;
   // Per layer, float16 [num_blocks, kv_heads, block_size, head_dim].
   std::vector<std::unique_ptr<uint8_t[]>> k_cache_, v_cache_;
   std::vector<uint8_t*> k_layers_, v_layers_;
+  // Draft heads: their weights read in place, their states and logits.
+  std::shared_ptr<const model::DraftHeads> draft_heads_;
+  std::vector<float> heads_states_, heads_logits_;
 };
 
 }  // namespace kvfleet::engine

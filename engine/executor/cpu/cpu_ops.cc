@@ -84,6 +84,8 @@ void CpuOps::SwiGlu(const float* gate, const float* up, float* out, int64_t coun
   kernels::SwiGlu(gate, up, out, count);
 }
 
+void CpuOps::Silu(const float* x, float* out, int64_t count) { kernels::Silu(x, out, count); }
+
 void CpuOps::GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
   kernels::GeluTanhMul(gate, up, out, count);
 }

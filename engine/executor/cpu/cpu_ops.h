@@ -69,6 +69,7 @@ class CpuOps {
   void WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens);
   void Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens);
   void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
+  void Silu(const float* x, float* out, int64_t count);
   void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);
   void Add(float* y, const float* x, int64_t count);
   // logits[i] = head · RmsNorm(x[logits_tokens[i]]) · norm_weight; `gathered` is [rows, hidden] scratch.

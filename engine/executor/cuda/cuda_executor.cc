@@ -1,5 +1,6 @@
 #include "engine/executor/cuda/cuda_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -8,6 +9,7 @@
 #include "common/status_macros.h"
 #include "kernels/common/rope_tables.h"
 #include "kernels/cuda/paged_attention.h"
+#include "model/arch/draft_heads_forward.h"
 
 namespace kvfleet::engine {
 inline namespace KVFLEET_CUDA_BUILD {
@@ -294,6 +296,70 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
                        .logits = logits_host_.as<float>(),
                        .hidden_size = config_.hidden_size,
                        .hidden = batch.want_hidden ? hidden_host_.as<float>() : nullptr};
+}
+
+absl::Status CudaExecutor::LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) {
+  if (heads == nullptr || heads->hidden_size() != config_.hidden_size) {
+    return absl::InvalidArgumentError("draft heads of another hidden size than the model's");
+  }
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  // One allocation for every head's matrix and bias and the draft rows of
+  // the output head, as the model's weights are placed.
+  model::DraftHeadWeights placed = heads->weights();
+  std::vector<model::WeightView*> views;
+  for (model::DraftHeadWeights::Head& h : placed.heads) {
+    views.push_back(&h.weight);
+    views.push_back(&h.bias);
+  }
+  views.push_back(&placed.vocab_head);
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const model::WeightView* w : views) {
+    offsets.push_back(total);
+    total = AlignUp(total + static_cast<size_t>(w->bytes()));
+  }
+  ASSIGN_OR_RETURN(heads_weights_, cu::DeviceBuffer::Allocate(total));
+  for (size_t i = 0; i < views.size(); ++i) {
+    uint8_t* at = heads_weights_.as<uint8_t>() + offsets[i];
+    RETURN_IF_ERROR(cu::CopyToDevice(at, views[i]->data, static_cast<size_t>(views[i]->bytes()), stream_));
+    views[i]->data = at;
+  }
+  device_heads_ = std::move(placed);
+  draft_heads_ = std::move(heads);
+  // Room for a step's worth of requests; a larger call grows it.
+  RETURN_IF_ERROR(ReserveDraftHeadRows(std::max<int64_t>(1, info_.limits.max_batch_chunks)));
+  return cu::Synchronize(stream_);
+}
+
+absl::Status CudaExecutor::ReserveDraftHeadRows(int64_t rows) {
+  if (rows <= heads_rows_) return absl::OkStatus();
+  const int64_t h = device_heads_.hidden_size(), v = device_heads_.vocab_size(), k = draft_heads_->num_heads();
+  const size_t floats = static_cast<size_t>(rows * h + k * rows * h + k * rows * v);
+  ASSIGN_OR_RETURN(heads_scratch_, cu::DeviceBuffer::Allocate(floats * sizeof(float)));
+  ASSIGN_OR_RETURN(heads_logits_host_,
+                   cu::PinnedHostBuffer::Allocate(static_cast<size_t>(k * rows * v) * sizeof(float)));
+  heads_rows_ = rows;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::span<const float>> CudaExecutor::RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                                   int32_t num_heads) {
+  RETURN_IF_ERROR(CheckDraftHeadsCall(draft_heads_.get(), hidden, rows, num_heads));
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  RETURN_IF_ERROR(ReserveDraftHeadRows(rows));
+  const int64_t h = device_heads_.hidden_size(), v = device_heads_.vocab_size();
+  float* d_hidden = heads_scratch_.as<float>();
+  float* d_states = d_hidden + heads_rows_ * h;
+  float* d_logits = d_states + draft_heads_->num_heads() * heads_rows_ * h;
+  RETURN_IF_ERROR(cu::CopyToDevice(d_hidden, hidden.data(), hidden.size() * sizeof(float), stream_));
+  CudaOps ops(stream_, ops_config_, {}, attention_);
+  model::DraftHeadsForward(ops, device_heads_, num_heads, rows, d_hidden, d_states, d_logits);
+  RETURN_IF_ERROR(ops.status());
+  const size_t logits = static_cast<size_t>(num_heads * rows * v);
+  RETURN_IF_ERROR(cu::CopyToHost(heads_logits_host_.get(), d_logits, logits * sizeof(float), stream_));
+  RETURN_IF_ERROR(cu::CheckLaunches("the draft heads' kernels"));
+  RETURN_IF_ERROR(cu::Synchronize(stream_));
+  return std::span<const float>(heads_logits_host_.as<float>(), logits);
 }
 
 // A block is one contiguous piece of each layer's K and V: 2 × layers

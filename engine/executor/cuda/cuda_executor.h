@@ -25,9 +25,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/cuda/device_buffer.h"
 #include "engine/executor/cuda/cuda_ops.h"
 #include "engine/executor/model_executor.h"
+#include "kernels/cuda/device_buffer.h"
+#include "model/arch/draft_heads_forward.h"
 #include "model/arch/forward.h"
 #include "model/model.h"
 
@@ -56,6 +57,9 @@ class CudaExecutor : public ModelExecutor {
   absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
   absl::Status MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) override;
   std::shared_ptr<uint8_t> AllocateHostMemory(size_t bytes) override;
+  absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) override;
+  absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                       int32_t num_heads) override;
 
  private:
   // Where each batch array sits in the staging buffer (and its device twin).
@@ -91,6 +95,15 @@ class CudaExecutor : public ModelExecutor {
   CudaAttentionWorkspace attention_;
   ::kvfleet::cuda::PinnedHostBuffer logits_host_;
   ::kvfleet::cuda::PinnedHostBuffer hidden_host_;  // the output head's input rows, for draft heads
+  // Draft heads: their weights on the device (one allocation), and room
+  // for `heads_rows_` hidden rows, every head's states and logits.
+  std::shared_ptr<const model::DraftHeads> draft_heads_;
+  ::kvfleet::cuda::DeviceBuffer heads_weights_;
+  model::DraftHeadWeights device_heads_;
+  int64_t heads_rows_ = 0;
+  ::kvfleet::cuda::DeviceBuffer heads_scratch_;  // hidden [rows, H], states [K, rows, H], logits [K, rows, V]
+  ::kvfleet::cuda::PinnedHostBuffer heads_logits_host_;
+  absl::Status ReserveDraftHeadRows(int64_t rows);
   int64_t scratch_bytes_ = 0;
   std::vector<::kvfleet::cuda::DeviceBuffer> k_cache_, v_cache_;
   std::vector<uint8_t*> k_layers_, v_layers_;

@@ -115,6 +115,8 @@ void CudaOps::SwiGlu(const float* gate, const float* up, float* out, int64_t cou
   kc::LaunchSwiGlu(gate, up, out, count, stream_);
 }
 
+void CudaOps::Silu(const float* x, float* out, int64_t count) { kc::LaunchSilu(x, out, count, stream_); }
+
 void CudaOps::GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
   kc::LaunchGeluTanhMul(gate, up, out, count, stream_);
 }

@@ -90,6 +90,7 @@ class CudaOps {
   void WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens);
   void Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens);
   void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
+  void Silu(const float* x, float* out, int64_t count);
   void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);
   void Add(float* y, const float* x, int64_t count);
   void Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered,

@@ -106,6 +106,13 @@ class NoKvMoveExecutor final : public ModelExecutor {
   absl::StatusOr<DeviceFreeMemory> FreeMemory() const override { return inner_->FreeMemory(); }
   absl::Status AllocateKvCache(int64_t num_blocks) override { return inner_->AllocateKvCache(num_blocks); }
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override { return inner_->Forward(batch); }
+  absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) override {
+    return inner_->LoadDraftHeads(std::move(heads));
+  }
+  absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                       int32_t num_heads) override {
+    return inner_->RunDraftHeads(hidden, rows, num_heads);
+  }
 
  private:
   std::unique_ptr<ModelExecutor> inner_;
@@ -161,14 +168,14 @@ class SpeculativeEngineTest : public TinyModelSuite {
     spec::NgramProposer ngram({.min_n = 1, .max_n = 3});
     spec::SelfSpeculativeProposer self(*executor, 1);
     spec::SuffixProposer suffix({});
-    spec::HeadsProposer heads(
-        *spec::DraftHeads::Load(dir_->Path("heads"), *model_, "t.gguf", model::ModelFingerprint(*model_)),
-        executor->info().weight_bytes, setup.heads_top_k);
+    std::unique_ptr<spec::HeadsProposer> heads = *spec::HeadsProposer::Create(
+        *model::DraftHeads::Load(dir_->Path("heads"), *model_, "t.gguf", model::ModelFingerprint(*model_)), *executor,
+        setup.heads_top_k);
     RandomProposer random;
     TreeProposer tree(setup.answers);
     kvfleet::testing::RecordingKvListener listener;
     EngineOptions options{.model_id = "tiny", .scheduler = config};
-    options.proposers = {&ngram, &suffix, &self, draft.get(), &heads, &random, &tree};
+    options.proposers = {&ngram, &suffix, &self, draft.get(), heads.get(), &random, &tree};
     options.speculation = {
         .proposer = setup.proposer, .max_draft_tokens = setup.max_draft_tokens, .adaptive = setup.adaptive};
     EXPECT_TRUE(options.Validate().ok()) << options.Validate();

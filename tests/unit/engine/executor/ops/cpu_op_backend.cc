@@ -57,6 +57,11 @@ class CpuOpBackend : public OpBackend {
     Ops().SwiGlu(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()));
     return out;
   }
+  std::vector<float> Silu(const std::vector<float>& x) override {
+    std::vector<float> out = x;
+    Ops().Silu(out.data(), out.data(), static_cast<int64_t>(out.size()));
+    return out;
+  }
   std::vector<float> GeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up) override {
     std::vector<float> out(gate.size());
     Ops().GeluTanhMul(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()));

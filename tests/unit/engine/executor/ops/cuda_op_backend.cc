@@ -79,6 +79,11 @@ class CudaOpBackend : public OpBackend {
     Ops().GeluTanhMul(g.as<float>(), u.as<float>(), out.as<float>(), static_cast<int64_t>(gate.size()));
     return Down<float>(out, gate.size());
   }
+  std::vector<float> Silu(const std::vector<float>& x) override {
+    cu::DeviceBuffer d_x = Up(x);
+    Ops().Silu(d_x.as<float>(), d_x.as<float>(), static_cast<int64_t>(x.size()));
+    return Down<float>(d_x, x.size());
+  }
   std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) override {
     const cu::DeviceBuffer g = Up(gate), u = Up(up);
     cu::DeviceBuffer out = Poisoned<float>(gate.size());

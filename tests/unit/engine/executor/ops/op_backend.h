@@ -57,6 +57,8 @@ class OpBackend {
   virtual std::vector<float> Scale(const std::vector<float>& x, float s) = 0;
   virtual std::vector<float> SwiGlu(const std::vector<float>& gate, const std::vector<float>& up) = 0;
   virtual std::vector<float> GeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up) = 0;
+  // silu(x), computed in place (as the draft heads use it).
+  virtual std::vector<float> Silu(const std::vector<float>& x) = 0;
   virtual std::vector<float> Add(const std::vector<float>& y, const std::vector<float>& x) = 0;
   // WriteKv then Attention, over one layer's cache.
   virtual std::vector<float> Attention(AttentionCase& c) = 0;

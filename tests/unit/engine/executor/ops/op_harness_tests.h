@@ -160,8 +160,8 @@ TEST_P(OpHarnessTest, RopeRotatesEachTokenByItsOwnPosition) {
   }
 }
 
-inline const bool kCoversElementwise =
-    Covers({model::Op::kSwiGlu, model::Op::kGeluTanhMul, model::Op::kAdd, model::Op::kAddBias, model::Op::kScale});
+inline const bool kCoversElementwise = Covers({model::Op::kSwiGlu, model::Op::kGeluTanhMul, model::Op::kSilu,
+                                               model::Op::kAdd, model::Op::kAddBias, model::Op::kScale});
 TEST_P(OpHarnessTest, GatedActivationsBiasesScalesAndResidualAddAreElementwise) {
   const std::vector<float> gate = testing::RandomFloats(3 * 1536, 1, 8.0f), up = testing::RandomFloats(3 * 1536, 2);
   const std::vector<float> act = backend_->SwiGlu(gate, up);
@@ -170,6 +170,10 @@ TEST_P(OpHarnessTest, GatedActivationsBiasesScalesAndResidualAddAreElementwise) 
   const std::vector<float> gelu = backend_->GeluTanhMul(gate, up);
   EXPECT_LT(Nmse(gelu, RefGeluTanhMul(gate, up)), kGeluTolerance);
   EXPECT_EQ(backend_->GeluTanhMul(Slice(gate, 1, 1, 1536), Slice(up, 1, 1, 1536)), Slice(gelu, 1, 1, 1536));
+  // SiLU alone, in place (the draft heads' residual blocks).
+  const std::vector<float> silu = backend_->Silu(gate);
+  EXPECT_LT(Nmse(silu, RefSilu(gate)), kSwiGluTolerance);
+  EXPECT_EQ(backend_->Silu(Slice(gate, 2, 1, 1536)), Slice(silu, 2, 1, 1536));
   const std::vector<float> sum = backend_->Add(gate, up);
   EXPECT_LT(Nmse(sum, RefAdd(gate, up)), kAddTolerance);
   EXPECT_EQ(backend_->Add(Slice(gate, 2, 1, 1536), Slice(up, 2, 1, 1536)), Slice(sum, 2, 1, 1536));

@@ -88,6 +88,12 @@ std::vector<double> RefRope(const kernels::RopeParams& p, const std::vector<floa
   return y;
 }
 
+std::vector<double> RefSilu(const std::vector<float>& x) {
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+  return out;
+}
+
 std::vector<double> RefSwiGlu(const std::vector<float>& gate, const std::vector<float>& up) {
   std::vector<double> out(gate.size());
   for (size_t i = 0; i < gate.size(); ++i) {

@@ -17,6 +17,7 @@ std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<fl
 std::vector<double> RefRope(const kernels::RopeParams& p, const std::vector<float>& x,
                             const std::vector<int32_t>& positions, int64_t heads);
 std::vector<double> RefSwiGlu(const std::vector<float>& gate, const std::vector<float>& up);
+std::vector<double> RefSilu(const std::vector<float>& x);
 std::vector<double> RefGeluTanhMul(const std::vector<float>& gate, const std::vector<float>& up);
 std::vector<double> RefAddBias(const std::vector<float>& y, const std::vector<float>& bias, int64_t rows);
 std::vector<double> RefScale(const std::vector<float>& x, float s);
