@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "common/float16.h"
 #include "common/status_macros.h"
 #include "model/hf/json_config_reader.h"
 #include "model/hf/safetensors_file.h"
@@ -28,23 +27,6 @@ absl::StatusOr<const TensorView*> FindTensor(const SafetensorsFile& file, const 
     return &t;
   }
   return absl::InvalidArgumentError(absl::StrCat("draft heads ", dir, ": tensor ", name, " is missing"));
-}
-
-float ValueAt(const TensorView& t, int64_t i) {
-  uint16_t half;
-  switch (t.dtype) {
-    case DType::kF16:
-      std::memcpy(&half, t.data + 2 * i, 2);
-      return HalfToFloat(half);
-    case DType::kBF16:
-      std::memcpy(&half, t.data + 2 * i, 2);
-      return Bf16ToFloat(half);
-    default: {
-      float f;
-      std::memcpy(&f, t.data + 4 * i, 4);
-      return f;
-    }
-  }
 }
 
 }  // namespace
@@ -108,7 +90,7 @@ absl::StatusOr<std::unique_ptr<const DraftHeads>> DraftHeads::Load(const std::st
     matrices.emplace_back(w->dtype, heads->storage_.size() - 1);
     std::vector<uint8_t> bias(static_cast<size_t>(hidden) * sizeof(float));
     for (int64_t j = 0; j < hidden; ++j) {
-      const float v = ValueAt(*b, j);
+      const float v = FloatElement(*b, j);
       std::memcpy(bias.data() + j * sizeof(float), &v, sizeof(float));
     }
     heads->storage_.push_back(std::move(bias));

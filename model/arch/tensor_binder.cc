@@ -1,11 +1,8 @@
 #include "model/arch/tensor_binder.h"
 
-#include <cstring>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/float16.h"
 #include "common/status_macros.h"
 
 namespace kvfleet::model {
@@ -48,17 +45,7 @@ absl::StatusOr<WeightView> TensorBinder::Vector(const std::string& name, int64_t
                                                    "; norm weights and biases must be F32, F16 or BF16"));
   }
   auto copy = std::make_unique<float[]>(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    float v;
-    if (t->dtype == DType::kF32) {
-      std::memcpy(&v, t->data + 4 * i, sizeof(v));
-    } else {
-      uint16_t bits;
-      std::memcpy(&bits, t->data + 2 * i, sizeof(bits));
-      v = t->dtype == DType::kF16 ? HalfToFloat(bits) : Bf16ToFloat(bits);
-    }
-    copy[i] = v + offset;
-  }
+  for (int64_t i = 0; i < n; ++i) copy[i] = FloatElement(*t, i) + offset;
   storage_.push_back(std::move(copy));
   return WeightView{name, DType::kF32, 1, n, storage_.back().get()};
 }

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/float16.h"
 
 namespace kvfleet::model {
 
@@ -25,5 +27,18 @@ struct TensorView {
   int64_t num_elements = 0;
   int64_t num_bytes = 0;
 };
+
+// Element i of a float32, float16 or bfloat16 tensor (vector weights are
+// widened to float32 through this).
+inline float FloatElement(const TensorView& t, int64_t i) {
+  if (t.dtype == DType::kF32) {
+    float f;
+    std::memcpy(&f, t.data + 4 * i, sizeof(f));
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, t.data + 2 * i, sizeof(bits));
+  return t.dtype == DType::kF16 ? HalfToFloat(bits) : Bf16ToFloat(bits);
+}
 
 }  // namespace kvfleet::model
