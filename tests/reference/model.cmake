@@ -78,3 +78,11 @@ add_test(NAME reference.checkpoint
           --qwen ${KVFLEET_QWEN_MODEL} --gemma ${KVFLEET_GEMMA_MODEL} --gen-tokens 16)
 set_tests_properties(reference.checkpoint PROPERTIES
   LABELS reference COST 40 TIMEOUT 900 SKIP_RETURN_CODE 77)
+
+# Teacher-forced evaluation (kvfleet eval) against the float64 numpy
+# reference: SmolLM2 on 1,024 tokens of docs/design.md in windows of 256;
+# perplexity and the KL divergence of the f32 mode (tools/eval/).
+add_test(NAME reference.eval.smollm2
+  COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/eval_reference.py
+          --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_DEFAULT_MODEL})
+set_tests_properties(reference.eval.smollm2 PROPERTIES LABELS reference TIMEOUT 300)

@@ -20,6 +20,7 @@ absl::Status RunGenerate(const Args& args);
 absl::Status RunModelInfo(const Args& args);
 absl::Status RunCapacity(const Args& args);
 absl::Status RunLogits(const Args& args);
+absl::Status RunEval(const Args& args);
 absl::Status RunTinyModel(const Args& args);
 absl::Status RunMakeDraft(const Args& args);
 absl::Status RunDumpHidden(const Args& args);

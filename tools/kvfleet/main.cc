@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"capacity", "plan memory: weights, KV per token and conversation, blocks and conversations that fit",
      kvfleet::tools::RunCapacity},
     {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
+    {"eval", "teacher-forced perplexity of a text, and KL divergence from a saved reference", kvfleet::tools::RunEval},
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
     {"make-draft", "write a speculative-decoding draft: a model's first N layers, optionally requantized",
      kvfleet::tools::RunMakeDraft},
