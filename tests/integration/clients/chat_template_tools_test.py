@@ -102,9 +102,9 @@ class Reference:
         self.eos = meta["tokens"][meta["eos_token_id"]] if "eos_token_id" in meta else ""
         self.own_template = meta["chat_template"]
 
-    def ids(self, template, messages, tools):
+    def ids(self, template, messages, tools, kwargs=None):
         context = {"messages": as_template_sees(messages), "tools": tools, "documents": None,
-                   "add_generation_prompt": True, "bos_token": self.bos, "eos_token": self.eos}
+                   "add_generation_prompt": True, "bos_token": self.bos, "eos_token": self.eos, **(kwargs or {})}
         ok, text = render(template, context, now=int(time.time()))
         check(ok, f"jinja2 could not render the reference: {text}")
         return self.oracle.encode(text, add_special_tokens=False).ids
@@ -130,14 +130,24 @@ def check_router(name, template, http, model, reference):
                           f"{reference.oracle.decode(got[max(0, at - 8):at + 8])!r}, reference "
                           f"{reference.oracle.decode(want[max(0, at - 8):at + 8])!r}")
         print(f"  {name}, {what}: {len(want)} tokens, identical")
-    # chat_template_kwargs reach the template through /tokenize too: a
-    # variable the template does not read changes nothing, one it rejects
-    # (a reserved name) is refused with the field named.
+    # chat_template_kwargs reach the template in the chat and in /tokenize
+    # alike: Llama 3.1's template prints `date_string` (the others ignore
+    # it), and a reserved name is refused with the field named.
     messages, tools = CONVERSATIONS["one tool"]
-    same = httpx.post(f"http://{http}/tokenize", json={"model": model, "messages": messages, "tools": tools,
-                                                       "chat_template_kwargs": {"unused_flag": True}}, timeout=30)
-    check(same.is_success and same.json()["tokens"] == reference.ids(template, messages, tools),
-          f"{name}: chat_template_kwargs changed an unrelated prompt: {same.text[:200]}")
+    kwargs = {"date_string": "05 Dec 2026"}
+    want = reference.ids(template, messages, tools, kwargs)
+    if name == "llama-3.1":
+        check(want != reference.ids(template, messages, tools),
+              f"{name}: the reference ignores date_string, so this check would not bite")
+    with_kwargs = httpx.post(f"http://{http}/tokenize", json={"model": model, "messages": messages, "tools": tools,
+                                                              "chat_template_kwargs": kwargs}, timeout=30)
+    check(with_kwargs.is_success and with_kwargs.json()["tokens"] == want,
+          f"{name}: /tokenize with chat_template_kwargs differs from Hugging Face's pipeline: {with_kwargs.text[:200]}")
+    answer = client.chat.completions.create(model=model, messages=messages, tools=tools, max_tokens=1, temperature=0,
+                                            extra_body={"chat_template_kwargs": kwargs})
+    check(answer.usage.prompt_tokens == len(want),
+          f"{name}: with chat_template_kwargs the chat reports {answer.usage.prompt_tokens} prompt tokens; "
+          f"Hugging Face's pipeline gives {len(want)}")
     refused = httpx.post(f"http://{http}/tokenize", json={"model": model, "messages": messages, "tools": tools,
                                                           "chat_template_kwargs": {"tools": []}}, timeout=30)
     check(refused.status_code == 400 and "tools" in refused.text,
