@@ -70,6 +70,7 @@ ENGINE_LAYERS = {
     "engine/kv/tiers": ["engine/kv", "engine/request", "engine/sampler"],
     "engine/scheduler": ["engine/kv", "engine/request", "engine/sampler", "engine/executor"],
     "engine/spec": ["engine/kv", "engine/request", "engine/sampler", "engine/executor"],
+    "engine/calibration": ["engine/executor"],
 }
 # Folders whose several targets are one backend each.
 MULTI_TARGET_FOLDERS = {"engine/executor"}

@@ -36,6 +36,10 @@ absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model
 #endif
 }
 
+std::string CpuNumerics(CpuActivations activations, kernels::KvCacheDtype kv) {
+  return CpuNumericsFor(activations, kv);
+}
+
 absl::StatusOr<Device> ResolveDevice(std::string_view spec) {
   if (spec != "auto") {
     ASSIGN_OR_RETURN(Device device, ParseDevice(spec));

@@ -21,6 +21,11 @@ namespace kvfleet::engine {
 absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model& model,
                                                               const ExecutorOptions& options);
 
+// The numerics identity (ExecutorInfo::numerics) the CPU backend of this
+// build reports for a mode, without creating an executor: what a
+// calibration record's entry must match to be used.
+std::string CpuNumerics(CpuActivations activations, kernels::KvCacheDtype kv);
+
 // "auto": GPU 0 when the CUDA backend is built and a GPU is usable, else the
 // CPU, logging which and why. Anything else as ParseDevice, and a GPU named
 // must be there: FAILED_PRECONDITION saying why not and what to use.

@@ -38,6 +38,10 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Mo
   return ex;
 }
 
+std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv) {
+  return std::string(activations == CpuActivations::kQ8 ? kCpuQ8Numerics : kCpuNumerics) + KvNumericsSuffix(kv);
+}
+
 CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& options)
     : model_(model),
       config_(model.config()),
@@ -46,8 +50,7 @@ CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& optio
       info_(ExecutorInfoFor(model, options)),
       pool_(options.num_threads),
       ops_config_(CpuOps::Config::For(model.config())) {
-  const bool q8 = options.cpu_activations == CpuActivations::kQ8;
-  info_.numerics = std::string(q8 ? kCpuQ8Numerics : kCpuNumerics) + KvNumericsSuffix(options.kv_cache_dtype);
+  info_.numerics = CpuNumericsFor(options.cpu_activations, options.kv_cache_dtype);
 
   const int64_t T = info_.limits.max_batch_tokens;
   const model::ActivationSizes sizes = model::ActivationSizes::For(config_, T, info_.limits.max_logits_rows);
@@ -57,7 +60,7 @@ CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& optio
   rope_scratch_ = scratch_.get() + sizes.total();
   // The kernels' per-thread scratch too, on every thread, once.
   const int64_t max_k = std::max({config_.hidden_size, config_.ffn_size, config_.num_heads * config_.head_dim});
-  if (q8) {
+  if (options.cpu_activations == CpuActivations::kQ8) {
     q8_scratch_blocks_ = std::max<int64_t>(T, info_.limits.logits_rows()) * (max_k / 32);
     q8_scratch_.reset(new kernels::BlockQ8A[static_cast<size_t>(q8_scratch_blocks_)]);
     ops_config_.q8_scratch = q8_scratch_.get();

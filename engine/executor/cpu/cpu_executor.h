@@ -31,6 +31,9 @@ inline constexpr char kCpuNumerics[] = "cpu/1";
 // Version 2: the panel kernels (one int32 dot per block, one float chain).
 inline constexpr char kCpuQ8Numerics[] = "cpu-q8/3";
 
+// The identity an executor of these modes reports, KV format included.
+std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv);
+
 class CpuExecutor : public ModelExecutor {
  public:
   // options.device must be the CPU.

@@ -1,0 +1,142 @@
+#include "engine/calibration/calibration_record.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/write_file.h"
+#include "model/hf/json_config_reader.h"
+#include "nlohmann/json.hpp"
+
+namespace kvfleet::engine {
+namespace {
+
+using nlohmann::json;
+
+std::string ActivationsName(CpuActivations a) { return a == CpuActivations::kQ8 ? "q8" : "f32"; }
+
+json ModeToJson(const ModeFigures& m) {
+  return json{{"cpu_activations", ActivationsName(m.cpu_activations)},
+              {"kv_cache_dtype", std::string(kernels::KvCacheDtypeName(m.kv_cache_dtype))},
+              {"numerics", m.numerics},
+              {"perplexity", m.perplexity},
+              {"mean_kl", m.mean_kl},
+              {"median_kl", m.median_kl},
+              {"p99_kl", m.p99_kl},
+              {"max_kl", m.max_kl},
+              {"same_top1", m.same_top1},
+              {"tokens_per_second", m.tokens_per_second},
+              {"passes", m.passes}};
+}
+
+// Every figure a non-negative finite number; the modes by their flag names.
+absl::StatusOr<ModeFigures> ModeFromJson(const model::JsonConfigReader& r, const std::string& at) {
+  ModeFigures m;
+  auto field = [&](const char* name) { return absl::StrCat(at, ".", name); };
+  auto named = [&](const char* name, const absl::Status& s) {
+    return absl::InvalidArgumentError(absl::StrCat(r.origin(), ": ", field(name), ": ", s.message()));
+  };
+  ASSIGN_OR_RETURN(std::string activations, r.String(field("cpu_activations")));
+  absl::StatusOr<CpuActivations> a = ParseCpuActivations(activations);
+  if (!a.ok()) return named("cpu_activations", a.status());
+  m.cpu_activations = *a;
+  ASSIGN_OR_RETURN(std::string kv, r.String(field("kv_cache_dtype")));
+  absl::StatusOr<kernels::KvCacheDtype> dtype = ParseKvCacheDtype(kv);
+  if (!dtype.ok()) return named("kv_cache_dtype", dtype.status());
+  m.kv_cache_dtype = *dtype;
+  ASSIGN_OR_RETURN(m.numerics, r.String(field("numerics")));
+  for (auto [name, out] : {std::pair{"perplexity", &m.perplexity},
+                           {"mean_kl", &m.mean_kl},
+                           {"median_kl", &m.median_kl},
+                           {"p99_kl", &m.p99_kl},
+                           {"max_kl", &m.max_kl},
+                           {"same_top1", &m.same_top1},
+                           {"tokens_per_second", &m.tokens_per_second}}) {
+    ASSIGN_OR_RETURN(*out, r.Float(field(name)));
+    if (!(*out >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(r.origin(), ": ", field(name), " must be a non-negative number, got ", *out));
+    }
+  }
+  ASSIGN_OR_RETURN(m.passes, r.Bool(field("passes")));
+  return m;
+}
+
+absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) {
+  const std::string& path = r.origin();
+  ASSIGN_OR_RETURN(std::string format, r.String("format"));
+  if (format != kCalibrationFormat) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": format is '", format, "', expected '", kCalibrationFormat,
+                                                   "' (remake it with kvfleet eval --calibrate)"));
+  }
+  CalibrationRecord rec;
+  ASSIGN_OR_RETURN(rec.model_fingerprint, r.String("model_fingerprint"));
+  ASSIGN_OR_RETURN(rec.backend, r.String("backend"));
+  ASSIGN_OR_RETURN(rec.text.name, r.String("text.name"));
+  ASSIGN_OR_RETURN(rec.text.sha256, r.String("text.sha256"));
+  ASSIGN_OR_RETURN(rec.text.positions, r.Int("text.positions"));
+  ASSIGN_OR_RETURN(rec.text.context, r.Int("text.context"));
+  ASSIGN_OR_RETURN(rec.reference, r.String("reference"));
+  ASSIGN_OR_RETURN(rec.gate.activations_mean_kl, r.Float("gate.activations_mean_kl"));
+  ASSIGN_OR_RETURN(rec.gate.kv_mean_kl, r.Float("gate.kv_mean_kl"));
+  ASSIGN_OR_RETURN(rec.gate.source, r.String("gate.source"));
+  if (!(rec.gate.activations_mean_kl >= 0) || !(rec.gate.kv_mean_kl >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the gate's mean KL divergences must be non-negative"));
+  }
+  const nlohmann::json* modes = r.json().contains("modes") ? &r.json()["modes"] : nullptr;
+  if (modes == nullptr || !modes->is_array() || modes->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": 'modes' must be a non-empty list"));
+  }
+  for (size_t i = 0; i < modes->size(); ++i) {
+    // Each entry through the same typed reader, named as a reader finds it.
+    const std::string at = absl::StrCat("modes[", i, "]");
+    const model::JsonConfigReader entry(path, json{{at, (*modes)[i]}});
+    ASSIGN_OR_RETURN(ModeFigures m, ModeFromJson(entry, at));
+    rec.modes.push_back(std::move(m));
+  }
+  if (r.Has("command")) {
+    ASSIGN_OR_RETURN(rec.command, r.String("command"));
+  }
+  return rec;
+}
+
+}  // namespace
+
+std::string CalibrationPathFor(const std::string& model_path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(model_path, ec)) {
+    return (std::filesystem::path(model_path) / "kvfleet-calibration.json").string();
+  }
+  return model_path + ".calibration.json";
+}
+
+absl::StatusOr<CalibrationRecord> ReadCalibrationRecord(const std::string& path) {
+  ASSIGN_OR_RETURN(nlohmann::json doc, model::ReadJsonFile(path));
+  absl::StatusOr<CalibrationRecord> rec = ParseRecord(model::JsonConfigReader(path, std::move(doc)));
+  // A field the file lacks is a bad record, not a missing one.
+  if (absl::IsNotFound(rec.status())) return absl::InvalidArgumentError(rec.status().message());
+  return rec;
+}
+
+absl::Status WriteCalibrationRecord(const std::string& path, const CalibrationRecord& rec) {
+  json modes = json::array();
+  for (const ModeFigures& m : rec.modes) modes.push_back(ModeToJson(m));
+  json doc{{"format", kCalibrationFormat},
+           {"model_fingerprint", rec.model_fingerprint},
+           {"backend", rec.backend},
+           {"text",
+            {{"name", rec.text.name},
+             {"sha256", rec.text.sha256},
+             {"positions", rec.text.positions},
+             {"context", rec.text.context}}},
+           {"reference", rec.reference},
+           {"gate",
+            {{"activations_mean_kl", rec.gate.activations_mean_kl},
+             {"kv_mean_kl", rec.gate.kv_mean_kl},
+             {"source", rec.gate.source}}},
+           {"modes", std::move(modes)},
+           {"command", rec.command}};
+  return WriteFile(path, doc.dump(2) + "\n");
+}
+
+}  // namespace kvfleet::engine

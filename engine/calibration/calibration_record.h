@@ -1,0 +1,82 @@
+// A model's calibration record (`kvfleet eval --calibrate`): how far each
+// CPU mode's token distributions fall from a float64 reference over a
+// pinned text, and the gate they were judged by. The worker reads it to
+// choose its default mode (mode_choice.h).
+//
+// A JSON file, "<model file>.calibration.json" beside the model (or
+// "kvfleet-calibration.json" inside a checkpoint directory):
+//   {"format": "kvfleet-calibration-v1",
+//    "model_fingerprint": hex,           the weights it was measured on
+//    "backend": "cpu",
+//    "text": {"name", "sha256", "positions", "context"},
+//    "reference": "how the float64 distributions were made",
+//    "gate": {"activations_mean_kl", "kv_mean_kl", "source"},
+//    "modes": [{"cpu_activations", "kv_cache_dtype", "numerics",
+//               "perplexity", "mean_kl", "median_kl", "p99_kl", "max_kl",
+//               "same_top1", "tokens_per_second", "passes"}, ...],
+//    "command": "the command that made it"}
+//
+//   ASSIGN_OR_RETURN(CalibrationRecord r, ReadCalibrationRecord(CalibrationPathFor(model_path)));
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/executor/executor_options.h"
+
+namespace kvfleet::engine {
+
+inline constexpr char kCalibrationFormat[] = "kvfleet-calibration-v1";
+
+// The bar a mode must clear: llama.cpp's own mean KL divergence against the
+// same float64 reference on the same model and text, for its default CPU
+// path (8-bit activations) and for its q8_0 KV cache.
+struct CalibrationGate {
+  double activations_mean_kl = 0;  // bar for modes with a float16 KV cache
+  double kv_mean_kl = 0;           // bar for modes with an 8-bit KV cache
+  std::string source;              // what measured the bar, for a reader
+};
+
+// One mode's figures against the reference.
+struct ModeFigures {
+  CpuActivations cpu_activations = CpuActivations::kF32;
+  kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
+  std::string numerics;  // the executor's numerics identity when measured
+  double perplexity = 0;
+  double mean_kl = 0;
+  double median_kl = 0;
+  double p99_kl = 0;
+  double max_kl = 0;
+  double same_top1 = 0;  // share of positions, in [0, 1]
+  double tokens_per_second = 0;
+  bool passes = false;  // PassesGate when written
+};
+
+struct CalibrationText {
+  std::string name;
+  std::string sha256;
+  int64_t positions = 0;  // scored positions
+  int64_t context = 0;    // the evaluation's window
+};
+
+struct CalibrationRecord {
+  std::string model_fingerprint;
+  std::string backend = "cpu";
+  CalibrationText text;
+  std::string reference;
+  CalibrationGate gate;
+  std::vector<ModeFigures> modes;
+  std::string command;
+};
+
+// Where a model's record sits by default: "<path>.calibration.json" for a
+// file, "<path>/kvfleet-calibration.json" for a checkpoint directory.
+std::string CalibrationPathFor(const std::string& model_path);
+
+// NOT_FOUND when the file does not exist; INVALID_ARGUMENT naming the file
+// and the field when it is not a record of this format.
+absl::StatusOr<CalibrationRecord> ReadCalibrationRecord(const std::string& path);
+absl::Status WriteCalibrationRecord(const std::string& path, const CalibrationRecord& record);
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,102 @@
+#include "engine/calibration/mode_choice.h"
+
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kvfleet::engine {
+namespace {
+
+std::string ModeName(CpuActivations a, kernels::KvCacheDtype kv) {
+  return absl::StrCat(a == CpuActivations::kQ8 ? "q8" : "f32", " activations, ",
+                      std::string(kernels::KvCacheDtypeName(kv)), " KV");
+}
+
+// Smaller is faster (the header's order).
+std::tuple<int, int, double> SpeedRank(const ModeFigures& m) {
+  return {m.cpu_activations == CpuActivations::kQ8 ? 0 : 1, m.kv_cache_dtype == kernels::KvCacheDtype::kF16 ? 1 : 0,
+          m.mean_kl};
+}
+
+ChosenMode Exact(const ModeSetting& s, std::string reason) {
+  return {.activations = s.activations.value_or(CpuActivations::kF32),
+          .kv = s.kv.value_or(kernels::KvCacheDtype::kF16),
+          .reason = std::move(reason)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<CpuActivations>> ParseCpuActivationsSetting(std::string_view text) {
+  if (text == "auto") return std::optional<CpuActivations>();
+  auto a = ParseCpuActivations(text);
+  if (!a.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cpu-activations must be auto, f32 or q8, not '", std::string(text), "'"));
+  }
+  return std::optional<CpuActivations>(*a);
+}
+
+absl::StatusOr<std::optional<kernels::KvCacheDtype>> ParseKvCacheDtypeSetting(std::string_view text) {
+  if (text == "auto") return std::optional<kernels::KvCacheDtype>();
+  auto kv = ParseKvCacheDtype(text);
+  if (!kv.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-cache-dtype must be auto, f16, int8 or fp8_e4m3, not '", std::string(text), "'"));
+  }
+  return std::optional<kernels::KvCacheDtype>(*kv);
+}
+
+bool PassesGate(const ModeFigures& mode, const CalibrationGate& gate) {
+  const bool exact = mode.cpu_activations == CpuActivations::kF32 && mode.kv_cache_dtype == kernels::KvCacheDtype::kF16;
+  if (exact) return true;
+  return mode.mean_kl <=
+         (mode.kv_cache_dtype == kernels::KvCacheDtype::kF16 ? gate.activations_mean_kl : gate.kv_mean_kl);
+}
+
+ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<CalibrationRecord>& record,
+                      const std::string& record_path, const CalibrationMatch& match) {
+  if (setting.activations && setting.kv) return Exact(setting, "both modes given by flags");
+  if (!record.ok()) {
+    if (absl::IsNotFound(record.status())) {
+      return Exact(setting, absl::StrCat("exact: no calibration record at ", record_path));
+    }
+    return Exact(setting, absl::StrCat("exact: the calibration record is not usable: ", record.status().message()));
+  }
+  const CalibrationRecord& r = *record;
+  if (r.model_fingerprint != match.model_fingerprint) {
+    return Exact(setting, absl::StrCat("exact: ", record_path, " was measured on other weights (fingerprint ",
+                                       r.model_fingerprint.substr(0, 12), ", this model's ",
+                                       match.model_fingerprint.substr(0, 12), ")"));
+  }
+  if (r.backend != match.backend) {
+    return Exact(setting, absl::StrCat("exact: ", record_path, " was measured on the ", r.backend,
+                                       " backend; this worker runs on ", match.backend));
+  }
+  const ModeFigures* best = nullptr;
+  int stale = 0;
+  for (const ModeFigures& m : r.modes) {
+    if (setting.activations && m.cpu_activations != *setting.activations) continue;
+    if (setting.kv && m.kv_cache_dtype != *setting.kv) continue;
+    if (!PassesGate(m, r.gate)) continue;
+    if (m.numerics != match.numerics_of(m.cpu_activations, m.kv_cache_dtype)) {
+      ++stale;  // measured with kernels this build no longer has
+      continue;
+    }
+    if (best == nullptr || SpeedRank(m) < SpeedRank(*best)) best = &m;
+  }
+  if (best == nullptr) {
+    return Exact(setting, absl::StrCat("exact: ", record_path, " has no passing mode for this build",
+                                       stale > 0 ? absl::StrCat(" (", stale, " measured with other kernels)") : ""));
+  }
+  return {.activations = best->cpu_activations,
+          .kv = best->kv_cache_dtype,
+          .reason = absl::StrFormat(
+              "%s from %s: mean KL %.3g against float64, gate %.3g (%s)",
+              ModeName(best->cpu_activations, best->kv_cache_dtype), record_path, best->mean_kl,
+              best->kv_cache_dtype == kernels::KvCacheDtype::kF16 ? r.gate.activations_mean_kl : r.gate.kv_mean_kl,
+              r.gate.source),
+          .from_record = true};
+}
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,65 @@
+// Which CPU mode a worker runs when its flags say "auto": the fastest mode
+// that its model's calibration record (calibration_record.h) says passes
+// the gate, or the exact mode (float32 activations, float16 KV) when there
+// is no usable record. A mode given by a flag is kept; the other axis is
+// chosen among the passing modes that share it.
+//
+// The gate: a mode passes when its mean KL divergence against float64 is
+// no larger than llama.cpp's on the same model and text: its default path's
+// for modes with a float16 KV cache, its q8_0 KV cache's for 8-bit KV.
+//
+// "Fastest" is an order fixed by design, not a timing in the record (timings
+// are noisy; the order is not): 8-bit activations before float32 (1.4-2x
+// the decode rate on the CPU), then an 8-bit KV format before float16
+// (twice the tokens per GiB, so larger batches), then the lower mean KL.
+//
+//   ChosenMode m = ChooseMode({.activations = std::nullopt, .kv = std::nullopt}, record, ctx);
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/calibration/calibration_record.h"
+#include "engine/executor/executor_options.h"
+
+namespace kvfleet::engine {
+
+// A flag's value: a mode, or nullopt for "auto".
+struct ModeSetting {
+  std::optional<CpuActivations> activations;
+  std::optional<kernels::KvCacheDtype> kv;
+};
+
+// "auto" or a mode (ParseCpuActivations, ParseKvCacheDtype).
+absl::StatusOr<std::optional<CpuActivations>> ParseCpuActivationsSetting(std::string_view text);
+absl::StatusOr<std::optional<kernels::KvCacheDtype>> ParseKvCacheDtypeSetting(std::string_view text);
+
+bool PassesGate(const ModeFigures& mode, const CalibrationGate& gate);
+
+// What a record must match to be used: the model's weights and this
+// build's numerics identity for a mode (empty when the backend has none
+// for it, e.g. 8-bit activations on a GPU).
+struct CalibrationMatch {
+  std::string model_fingerprint;
+  std::string backend;  // "cpu" or "cuda"
+  std::function<std::string(CpuActivations, kernels::KvCacheDtype)> numerics_of;
+};
+
+struct ChosenMode {
+  CpuActivations activations = CpuActivations::kF32;
+  kernels::KvCacheDtype kv = kernels::KvCacheDtype::kF16;
+  // One line for the log: what chose it and why ("flag", "calibration
+  // record: ...", "exact: no record ...").
+  std::string reason;
+  bool from_record = false;
+};
+
+// `record` is the read's result (NOT_FOUND: no record). A record that
+// names other weights, another backend or other numerics is not used, and
+// `reason` says which. Never fails: the exact mode is always allowed.
+ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<CalibrationRecord>& record,
+                      const std::string& record_path, const CalibrationMatch& match);
+
+}  // namespace kvfleet::engine

@@ -1,0 +1,107 @@
+// The record's file: written and read back whole, refused with the file and
+// field named when it is not one, found beside a model file or inside a
+// checkpoint directory.
+#include "engine/calibration/calibration_record.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "common/write_file.h"
+#include "tests/testing/temp_dir.h"
+
+namespace kvfleet::engine {
+namespace {
+
+CalibrationRecord TwoModes() {
+  CalibrationRecord r;
+  r.model_fingerprint = "ab12";
+  r.text = {.name = "design.md", .sha256 = "ff", .positions = 1016, .context = 256};
+  r.reference = "float64 numpy";
+  r.gate = {.activations_mean_kl = 0.00355, .kv_mean_kl = 0.005, .source = "llama.cpp"};
+  r.modes.push_back({.numerics = "cpu/1", .perplexity = 25.17, .passes = true});
+  r.modes.push_back({.cpu_activations = CpuActivations::kQ8,
+                     .kv_cache_dtype = kernels::KvCacheDtype::kInt8,
+                     .numerics = "cpu-q8/3+kv-int8",
+                     .perplexity = 25.3,
+                     .mean_kl = 0.004,
+                     .median_kl = 0.001,
+                     .p99_kl = 0.02,
+                     .max_kl = 0.3,
+                     .same_top1 = 0.97,
+                     .tokens_per_second = 800,
+                     .passes = true});
+  r.command = "kvfleet eval --calibrate";
+  return r;
+}
+
+TEST(CalibrationRecordTest, ReadsBackWhatItWrote) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("m.gguf.calibration.json");
+  ASSERT_TRUE(WriteCalibrationRecord(path, TwoModes()).ok());
+  absl::StatusOr<CalibrationRecord> r = ReadCalibrationRecord(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model_fingerprint, "ab12");
+  EXPECT_EQ(r->text.positions, 1016);
+  EXPECT_EQ(r->text.context, 256);
+  EXPECT_DOUBLE_EQ(r->gate.activations_mean_kl, 0.00355);
+  EXPECT_EQ(r->gate.source, "llama.cpp");
+  ASSERT_EQ(r->modes.size(), 2u);
+  const ModeFigures& q8 = r->modes[1];
+  EXPECT_EQ(q8.cpu_activations, CpuActivations::kQ8);
+  EXPECT_EQ(q8.kv_cache_dtype, kernels::KvCacheDtype::kInt8);
+  EXPECT_EQ(q8.numerics, "cpu-q8/3+kv-int8");
+  EXPECT_DOUBLE_EQ(q8.mean_kl, 0.004);
+  EXPECT_DOUBLE_EQ(q8.p99_kl, 0.02);
+  EXPECT_DOUBLE_EQ(q8.same_top1, 0.97);
+  EXPECT_TRUE(q8.passes);
+  EXPECT_EQ(r->command, "kvfleet eval --calibrate");
+}
+
+TEST(CalibrationRecordTest, AMissingFileIsNotFound) {
+  testing::TempDir dir;
+  EXPECT_EQ(ReadCalibrationRecord(dir.Path("none.json")).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CalibrationRecordTest, RefusalsNameTheFileAndTheField) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("r.json");
+  struct Case {
+    std::string from, to, expect;
+  };
+  const Case cases[] = {
+      {"kvfleet-calibration-v1", "kvfleet-calibration-v0", "format is 'kvfleet-calibration-v0'"},
+      {"\"mean_kl\": 0.004", "\"mean_kl\": -1.0", "modes[1].mean_kl must be a non-negative number"},
+      {"\"kv_cache_dtype\": \"int8\"", "\"kv_cache_dtype\": \"int4\"", "--kv-cache-dtype must be"},
+      {"\"numerics\": \"cpu/1\",", "", "modes[0].numerics"},
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(WriteCalibrationRecord(path, TwoModes()).ok());
+    std::string text;
+    {
+      std::ifstream in(path);
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from << " in " << text;
+    text.replace(at, c.from.size(), c.to);
+    ASSERT_TRUE(WriteFile(path, text).ok());
+    const absl::Status s = ReadCalibrationRecord(path).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.expect;
+    EXPECT_NE(s.message().find(c.expect), std::string::npos) << s;
+    EXPECT_NE(s.message().find(path), std::string::npos) << s;
+  }
+}
+
+TEST(CalibrationRecordTest, SitsBesideAFileAndInsideADirectory) {
+  testing::TempDir dir;
+  EXPECT_EQ(CalibrationPathFor(dir.Path("m.gguf")), dir.Path("m.gguf") + ".calibration.json");
+  std::filesystem::create_directory(dir.Path("ckpt"));
+  EXPECT_EQ(CalibrationPathFor(dir.Path("ckpt")), dir.Path("ckpt") + "/kvfleet-calibration.json");
+}
+
+}  // namespace
+}  // namespace kvfleet::engine
