@@ -1,10 +1,8 @@
 #include "model/model_fingerprint.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,38 +11,15 @@
 #include <system_error>
 #include <vector>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/check.h"
 #include "common/logging.h"
+#include "common/sha256.h"
 #include "common/write_file.h"
 
 namespace kvfleet::model {
 namespace {
 
 constexpr char kRecordFormat[] = "kvfleet-fingerprint-v1";
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    CHECK(ctx_ != nullptr && EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) == 1) << "SHA-256 failed";
-  }
-  void Update(const void* data, size_t size) {
-    CHECK(EVP_DigestUpdate(ctx_.get(), data, size) == 1) << "SHA-256 failed";
-  }
-  std::string HexDigest() {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-    unsigned int size = 0;
-    CHECK(EVP_DigestFinal_ex(ctx_.get(), md.data(), &size) == 1) << "SHA-256 failed";
-    return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(md.data()), size));
-  }
-
- private:
-  struct ContextDeleter {
-    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-  };
-  std::unique_ptr<EVP_MD_CTX, ContextDeleter> ctx_;
-};
 
 // One line per weight file: its absolute path, size and modification time
 // (nanoseconds). Empty when a file cannot be looked at: nothing is cached.

@@ -28,6 +28,7 @@
 #include "services/worker/server/health_watchdog.h"
 #include "services/worker/server/kv_event_publisher.h"
 #include "services/worker/server/worker_metrics.h"
+#include "services/worker/server/worker_mode.h"
 #include "services/worker/server/worker_options.h"
 #include "services/worker/server/worker_service.h"
 
@@ -42,6 +43,7 @@ struct CheckedStart {
   std::unique_ptr<model::Model> model;  // read and bound: every tensor checked
   engine::Device device;                // present and usable
   engine::SchedulerConfig scheduler;    // the device's defaults with the flags given
+  engine::ChosenMode mode;              // the flags', or the calibration record's, or exact
 };
 
 absl::StatusOr<CheckedStart> CheckStart(const WorkerOptions& o) {
@@ -49,6 +51,8 @@ absl::StatusOr<CheckedStart> CheckStart(const WorkerOptions& o) {
   ASSIGN_OR_RETURN(c.device, engine::ResolveDevice(o.device));
   ASSIGN_OR_RETURN(c.scheduler, ResolveScheduler(o, c.device.kind));
   ASSIGN_OR_RETURN(c.model, model::Model::Load(o.model_path));
+  c.mode = ResolveWorkerMode(o, *c.model, c.device.kind);
+  KVFLEET_LOG_INFO("numerics mode: {}", c.mode.reason);
   return c;
 }
 
@@ -56,6 +60,7 @@ absl::StatusOr<CheckedStart> CheckStart(const WorkerOptions& o) {
 struct LoadedModel {
   std::unique_ptr<model::Model> model;
   engine::SchedulerConfig scheduler;  // the device's defaults with the flags given
+  engine::ChosenMode mode;
   std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
@@ -73,29 +78,30 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
   ASSIGN_OR_RETURN(m.grammar, GrammarCompiler::Create(*tok, static_cast<int32_t>(m.model->config().vocab_size),
                                                           [&metrics](double s) { metrics.RecordGrammarMask(s); }));
-  if (o.kv_cache_dtype != kernels::KvCacheDtype::kF16) {
-    // Offered for capacity, not accepted as a production format: on the
-    // project's test models it changes the greedy answer to 4-14 of 24
-    // prompts that float16 answers like the float64 reference.
+  m.mode = checked.mode;
+  if (m.mode.kv != kernels::KvCacheDtype::kF16 && !m.mode.from_record) {
+    // Offered for capacity; only a calibration record says whether it is
+    // as accurate as llama.cpp's q8_0 cache on this model.
     KVFLEET_LOG_WARN(
-        "--kv-cache-dtype {} holds about twice the tokens but is below the project's accuracy bar: greedy "
-        "answers differ from float16's on some prompts (docs/operations.md, \"KV cache formats\"); use f16 where "
-        "answers must match",
-        kernels::KvCacheDtypeName(o.kv_cache_dtype));
+        "--kv-cache-dtype {} holds about twice the tokens, but no calibration record for this model shows it "
+        "passing the accuracy gate (docs/operations.md, \"Choosing a mode\"); run kvfleet eval --calibrate, or use "
+        "f16 where answers must match",
+        kernels::KvCacheDtypeName(m.mode.kv));
   }
-  ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(
-                                   *m.model, {.device = device,
-                                              .block_size = o.block_size,
-                                              .num_threads = o.threads,
-                                              .cpu_activations = o.cpu_activations,
-                                              .kv_cache_dtype = o.kv_cache_dtype,
-                                              .free_window_blocks = o.free_window_blocks,
-                                              .limits = engine::EngineOptions::ExecutorLimitsFor(
-                                                  m.scheduler, o.speculation.max_draft_tokens)}));
+  ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(*m.model, {.device = device,
+                                                                 .block_size = o.block_size,
+                                                                 .num_threads = o.threads,
+                                                                 .cpu_activations = m.mode.activations,
+                                                                 .kv_cache_dtype = m.mode.kv,
+                                                                 .free_window_blocks = o.free_window_blocks,
+                                                                 .limits = engine::EngineOptions::ExecutorLimitsFor(
+                                                                     m.scheduler, o.speculation.max_draft_tokens)}));
+  engine::spec::ProposerConfig proposers_config = o.proposers;
+  proposers_config.cpu_activations = m.mode.activations;  // a draft model computes as its target does
   ASSIGN_OR_RETURN(
       std::unique_ptr<engine::spec::DraftModel> draft,
       engine::spec::ProposerSet::LoadDraftModel(
-          o.proposers, m.executor->info(),
+          proposers_config, m.executor->info(),
           {.model = *m.model, .path = o.model_path, .fingerprint_cache_dir = o.cache_dir}, engine::CreateExecutor));
   ASSIGN_OR_RETURN(engine::MemoryPlan plan,
                    engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
@@ -106,10 +112,10 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   RETURN_IF_ERROR(m.executor->AllocateKvCache(plan.num_blocks));
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(plan.num_blocks));
   metrics.SetMemoryPlan(plan.Components());
-  metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics);
+  metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics, ModeSource(m.mode, o.mode));
   ASSIGN_OR_RETURN(
       engine::spec::ProposerSet proposers,
-      engine::spec::ProposerSet::Build(o.proposers, *m.executor,
+      engine::spec::ProposerSet::Build(proposers_config, *m.executor,
                                        {.model = *m.model, .path = o.model_path, .fingerprint_cache_dir = o.cache_dir},
                                        std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
@@ -131,6 +137,10 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   info.set_max_waiting_requests(o.max_waiting_requests);
   info.set_device(e.device.ToString());
   info.set_numerics(e.numerics);
+  info.set_cpu_activations(m.mode.activations == engine::CpuActivations::kQ8 ? "q8" : "f32");
+  info.set_kv_cache_dtype(std::string(kernels::KvCacheDtypeName(m.mode.kv)));
+  info.set_mode_source(ModeSource(m.mode, o.mode));
+  info.set_mode_reason(m.mode.reason);
   return info;
 }
 

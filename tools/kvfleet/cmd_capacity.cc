@@ -7,8 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
+#include "common/cache_dir.h"
 #include "common/status_macros.h"
+#include "engine/calibration/calibration_record.h"
+#include "engine/calibration/mode_choice.h"
+#include "engine/executor/executor_factory.h"
 #include "model/model.h"
+#include "model/model_fingerprint.h"
 #include "tools/capacity/capacity_plan.h"
 #include "tools/kvfleet/commands.h"
 
@@ -17,7 +22,8 @@ namespace {
 
 constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N]
                         [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
-                        [--kv-dtype f16|bf16|fp8|int8|f32] [--block-size N] [--context N] [--concurrency N]
+                        [--kv-dtype auto|f16|bf16|fp8|int8|f32] [--calibration PATH]
+                        [--block-size N] [--context N] [--concurrency N]
                         [--weight-dtype f32|bf16|f16|fp8|q8_0|q6_k|q5_0|q4_k|q4_0]
                         [--kv-host-memory SIZE] [--kv-disk-size SIZE]
 
@@ -39,6 +45,10 @@ activations, which the worker measures at start); or --kv-cache-memory,
 which means what the worker's flag does and gives the worker's block count.
 With --kv-host-memory and --kv-disk-size (the worker's flags), it also
 counts the conversations those tiers keep for reuse below the device.
+--kv-dtype auto (the default) counts the KV format a CPU worker would run
+with its default flags: the one the model's calibration record (beside the
+model, or --calibration) chooses, else f16 (docs/operations.md, "Choosing
+a mode"). A GPU worker runs f16 unless told otherwise.
 
   kvfleet capacity --model models/qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf --device-memory 24GiB --context 8000
   kvfleet capacity --model config.json --device-memory 141GB --context 8000 --concurrency 16
@@ -64,7 +74,7 @@ absl::StatusOr<int64_t> KvBytesPerValue(const std::string& dtype) {
   if (d == "fp8" || d == "fp8_e4m3" || d == "int8") return 1;
   if (d == "f32") return 4;
   return absl::InvalidArgumentError(
-      absl::StrCat("--kv-dtype ", dtype, " is not one of f16, bf16, fp8 (fp8_e4m3), int8, f32"));
+      absl::StrCat("--kv-dtype ", dtype, " is not one of auto, f16, bf16, fp8 (fp8_e4m3), int8, f32"));
 }
 
 // Decimal and binary, as device makers and tools each write them.
@@ -94,7 +104,7 @@ absl::Status RunCapacity(const Args& args) {
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
                                              {"model", "device-memory", "devices", "memory-utilization", "overhead",
                                               "kv-cache-memory", "kv-dtype", "block-size", "kv-host-memory",
-                                              "kv-disk-size", "context", "concurrency", "weight-dtype"},
+                                              "kv-disk-size", "context", "concurrency", "weight-dtype", "calibration"},
                                              {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(auto model, model::Model::Load(path, {.weights = false, .vocabulary = false}));
@@ -111,7 +121,21 @@ absl::Status RunCapacity(const Args& args) {
     }
     for (const model::TensorView& t : model->source().tensors()) in.weight_bytes += t.num_bytes;
   }
-  const std::string kv_dtype = flags.GetString("kv-dtype", "f16");
+  std::string kv_dtype = flags.GetString("kv-dtype", "auto");
+  std::string kv_choice;  // why, when "auto" chose it
+  if (kv_dtype == "auto") {
+    const std::string record_path = flags.GetString("calibration", engine::CalibrationPathFor(path));
+    const absl::StatusOr<engine::CalibrationRecord> record = engine::ReadCalibrationRecord(record_path);
+    engine::CalibrationMatch match{.backend = "cpu", .numerics_of = engine::CpuNumerics};
+    if (record.ok() && !bare_config) {
+      // The fingerprint hashes the weights: load them (mapped) only now.
+      ASSIGN_OR_RETURN(auto weighed, model::Model::Load(path, {.vocabulary = false}));
+      match.model_fingerprint = model::CachedModelFingerprint(*weighed, DefaultCacheDir());
+    }
+    const engine::ChosenMode mode = engine::ChooseMode({}, record, record_path, match);
+    kv_dtype = std::string(kernels::KvCacheDtypeName(mode.kv));
+    kv_choice = mode.reason;
+  }
   ASSIGN_OR_RETURN(in.kv_bytes_per_value, KvBytesPerValue(kv_dtype));
   // kvfleet's int8 cache keeps a binary16 scale per token and KV head (kernels/common/kv_format.h).
   in.kv_row_scale_bytes = absl::AsciiStrToLower(kv_dtype) == "int8" ? 2 : 0;
@@ -151,6 +175,7 @@ absl::Status RunCapacity(const Args& args) {
                                           ? absl::StrCat(" + a ", in.kv_row_scale_bytes, "-byte scale")
                                           : "",
                                       kv_dtype));
+  if (!kv_choice.empty()) Row("", absl::StrCat("KV format chosen by --kv-dtype auto: ", kv_choice));
   Row("KV per conversation", absl::StrFormat("%s for %s tokens (%s blocks of %d)", Bytes(plan.kv_bytes_per_conversation),
                                              Count(plan.context), Count(plan.blocks_per_conversation), in.block_size));
   if (plan.has_windows) {

@@ -7,10 +7,16 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/cache_dir.h"
 #include "common/flags/flags.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
+#include "engine/calibration/calibration_record.h"
+#include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
+#include "model/model_fingerprint.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tools/eval/distribution_stats.h"
 #include "tools/eval/eval_windows.h"
@@ -24,6 +30,8 @@ constexpr char kUsage[] =
     R"(usage: kvfleet eval --model PATH (--text FILE | --tokens FILE) [--ctx 512] [--max-windows N]
                     [--save-reference FILE] [--reference FILE]
                     [--threads N] [--device auto] [--cpu-activations f32|q8] [--kv-cache-dtype f16|...]
+       kvfleet eval --model PATH (--text FILE | --tokens FILE) --reference FILE --calibrate OUT
+                    --activations-gate KL --kv-gate KL [--gate-source TEXT] [--reference-source TEXT]
 
 Teacher-forced evaluation, in process, of the model in the mode given.
 The text (tokenized without special tokens) or the token ids (a file of
@@ -36,6 +44,17 @@ mode's distributions at every scored position (float16 log-probabilities);
 prints the KL divergence from it (mean, median, p99, max), the share of
 positions with the same top token and the RMS change in the probability
 of the text's next token.
+
+--calibrate runs every CPU mode (float32 and 8-bit activations, each KV
+format) against --reference, which should be float64 distributions, and
+writes the model's calibration record to OUT (put it beside the model as
+PATH.calibration.json for workers to find). A mode passes when its mean KL
+divergence is at most --activations-gate (modes with a float16 KV cache)
+or --kv-gate (8-bit KV): llama.cpp's own divergences from the same
+reference, for its default path and its q8_0 KV cache
+(bench/eval_vs_llamacpp.py measures both). Workers with
+--cpu-activations auto and --kv-cache-dtype auto (their defaults) run the
+fastest passing mode.
 )";
 
 absl::StatusOr<std::vector<model::TokenId>> ReadTokens(const Flags& flags, const model::Model& m) {
@@ -64,14 +83,181 @@ absl::StatusOr<std::vector<model::TokenId>> ReadTokens(const Flags& flags, const
   return tok->Encode(text.str(), {.parse_special = false});
 }
 
+// What every mode of one evaluation shares.
+struct EvalInput {
+  const model::Model& model;
+  std::vector<model::TokenId> tokens;
+  std::vector<EvalWindow> windows;
+  int64_t ctx = 0;
+  engine::Device device;
+  int threads = 0;
+  std::string reference_path;  // empty: no divergence measured
+};
+
+struct ModeResult {
+  std::string numerics;
+  PerplexityStats ppl;
+  std::optional<DivergenceSummary> divergence;
+  double tokens_per_second = 0;
+};
+
+// One mode over every window. A sequence of a window is prefilled in
+// chunks that each return every position's logits (chunked = whole, bit
+// for bit).
+absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations activations,
+                                    kernels::KvCacheDtype kv_dtype, ReferenceWriter* save) {
+  const model::Model& m = in.model;
+  const int64_t block_size = 16;
+  const int32_t chunk = static_cast<int32_t>(std::min<int64_t>(in.ctx, 128));
+  ASSIGN_OR_RETURN(std::unique_ptr<engine::ModelExecutor> executor,
+                   engine::CreateExecutor(
+                       m, {.device = in.device,
+                           .num_blocks = (in.ctx + block_size - 1) / block_size,
+                           .block_size = block_size,
+                           .num_threads = in.threads,
+                           .cpu_activations = activations,
+                           .kv_cache_dtype = kv_dtype,
+                           .free_window_blocks = false,
+                           .limits = {.max_batch_tokens = chunk, .max_batch_chunks = 1, .max_logits_rows = chunk}}));
+  std::vector<BlockId> table;
+  for (int64_t b = 0; b < executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));
+
+  const int64_t vocab = m.config().vocab_size;
+  std::optional<ReferenceReader> reference;
+  if (!in.reference_path.empty()) {
+    ASSIGN_OR_RETURN(reference, ReferenceReader::Open(in.reference_path, vocab));
+    int64_t scored = 0;
+    for (const EvalWindow& w : in.windows) scored += w.scored();
+    if (reference->positions() != scored) {
+      return absl::InvalidArgumentError(absl::StrCat("--reference ", in.reference_path, " holds ",
+                                                     reference->positions(), " positions; this text and --ctx score ",
+                                                     scored));
+    }
+  }
+  const bool use_bos = m.vocabulary().add_bos && m.vocabulary().bos.has_value();
+  const model::TokenId bos = use_bos ? *m.vocabulary().bos : 0;
+  ModeResult result{.numerics = executor->info().numerics};
+  DivergenceStats divergence;
+  std::vector<double> ref_row;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t wi = 0; wi < in.windows.size(); ++wi) {
+    const EvalWindow& w = in.windows[wi];
+    std::vector<model::TokenId> ids(in.tokens.begin() + w.start, in.tokens.begin() + w.start + w.length);
+    if (use_bos) ids[0] = bos;
+    for (int64_t at = 0; at < w.length; at += chunk) {
+      const int64_t n = std::min<int64_t>(chunk, w.length - at);
+      engine::ForwardBatchBuilder batch = engine::BatchBuilderFor(executor->info());
+      batch.AddChunk(std::span<const model::TokenId>(ids).subspan(static_cast<size_t>(at), static_cast<size_t>(n)),
+                     static_cast<int32_t>(at), table, engine::LogitsWanted::kAll);
+      ASSIGN_OR_RETURN(engine::ForwardOutput out, executor->Forward(batch.Finish()));
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t pos = at + r;
+        if (pos < w.first_scored || pos + 1 >= w.length) continue;
+        const model::TokenId next = ids[static_cast<size_t>(pos + 1)];
+        const std::vector<double> lp =
+            LogSoftmax(std::span<const float>(out.logits + r * out.vocab_size, static_cast<size_t>(vocab)));
+        result.ppl.Add(-lp[static_cast<size_t>(next)]);
+        if (save != nullptr) RETURN_IF_ERROR(save->Add(next, lp));
+        if (reference) {
+          ASSIGN_OR_RETURN(model::TokenId ref_next, reference->Next(ref_row));
+          if (ref_next != next) {
+            return absl::InvalidArgumentError("--reference was made on another text or --ctx (its tokens differ)");
+          }
+          divergence.Add(ref_row, lp, next);
+        }
+      }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.tokens_per_second = static_cast<double>((wi + 1) * in.ctx) / seconds;
+    std::fprintf(stderr, "\r%s [%zu/%zu windows] %.1f tokens/s, perplexity %.4f", result.numerics.c_str(), wi + 1,
+                 in.windows.size(), result.tokens_per_second, result.ppl.perplexity());
+  }
+  std::fprintf(stderr, "\n");
+  if (reference) result.divergence = divergence.Summary();
+  return result;
+}
+
+void PrintResult(const std::string& model_path, const EvalInput& in, const ModeResult& r) {
+  std::printf("model %s, %s: %zu windows of %lld tokens, %lld positions scored, %.1f tokens/s\n", model_path.c_str(),
+              r.numerics.c_str(), in.windows.size(), static_cast<long long>(in.ctx),
+              static_cast<long long>(r.ppl.count()), r.tokens_per_second);
+  std::printf("perplexity %.6f +/- %.6f\n", r.ppl.perplexity(), r.ppl.perplexity_stderr());
+  if (r.divergence) {
+    const DivergenceSummary& d = *r.divergence;
+    std::printf("KL divergence from the reference: mean %.6g, median %.6g, p99 %.6g, max %.6g\n", d.mean_kl,
+                d.median_kl, d.p99_kl, d.max_kl);
+    std::printf("same top token %.4f%%, RMS delta p %.6g\n", 100.0 * d.same_top1, d.rms_delta_p);
+  }
+}
+
+// Every CPU mode against the reference, judged by the gate, into a record.
+absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in) {
+  if (in.reference_path.empty()) {
+    return absl::InvalidArgumentError("--calibrate needs --reference (float64 distributions of the same text)");
+  }
+  if (in.device.kind != engine::DeviceKind::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat("--calibrate measures the CPU backend's modes; this run is on ",
+                                                   in.device.ToString(), " (give --device cpu)"));
+  }
+  if (!flags.Has("activations-gate") || !flags.Has("kv-gate")) {
+    return absl::InvalidArgumentError(
+        "--calibrate needs --activations-gate and --kv-gate: llama.cpp's mean KL divergence from the same reference "
+        "for its default path and for its q8_0 KV cache (bench/eval_vs_llamacpp.py prints both)");
+  }
+  ASSIGN_OR_RETURN(std::string out, flags.GetString("calibrate"));
+  engine::CalibrationRecord rec;
+  ASSIGN_OR_RETURN(rec.gate.activations_mean_kl, flags.GetDouble("activations-gate", 0));
+  ASSIGN_OR_RETURN(rec.gate.kv_mean_kl, flags.GetDouble("kv-gate", 0));
+  if (!(rec.gate.activations_mean_kl >= 0) || !(rec.gate.kv_mean_kl >= 0)) {
+    return absl::InvalidArgumentError("--activations-gate and --kv-gate must be non-negative");
+  }
+  rec.gate.source = flags.GetString("gate-source", "given on the command line");
+  rec.reference = flags.GetString("reference-source", absl::StrCat("the reference file ", in.reference_path));
+  rec.model_fingerprint = model::CachedModelFingerprint(in.model, DefaultCacheDir());
+  rec.backend = "cpu";
+  rec.text.name = flags.GetString("text", flags.GetString("tokens", ""));
+  rec.text.sha256 = Sha256Hex(
+      std::string_view(reinterpret_cast<const char*>(in.tokens.data()), in.tokens.size() * sizeof(model::TokenId)));
+  rec.text.context = in.ctx;
+  rec.command = absl::StrCat("kvfleet eval ", absl::StrJoin(args, " "));
+  for (engine::CpuActivations a : {engine::CpuActivations::kF32, engine::CpuActivations::kQ8}) {
+    for (kernels::KvCacheDtype kv :
+         {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kFp8E4M3}) {
+      ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, a, kv, nullptr));
+      rec.text.positions = r.ppl.count();
+      engine::ModeFigures f{.cpu_activations = a,
+                            .kv_cache_dtype = kv,
+                            .numerics = r.numerics,
+                            .perplexity = r.ppl.perplexity(),
+                            .mean_kl = r.divergence->mean_kl,
+                            .median_kl = r.divergence->median_kl,
+                            .p99_kl = r.divergence->p99_kl,
+                            .max_kl = r.divergence->max_kl,
+                            .same_top1 = r.divergence->same_top1,
+                            .tokens_per_second = r.tokens_per_second};
+      f.passes = engine::PassesGate(f, rec.gate);
+      std::printf("%-22s perplexity %.4f, mean KL %.4g, p99 %.4g, same top %.2f%%: %s\n", r.numerics.c_str(),
+                  f.perplexity, f.mean_kl, f.p99_kl, 100 * f.same_top1, f.passes ? "passes" : "fails");
+      rec.modes.push_back(f);
+    }
+  }
+  RETURN_IF_ERROR(engine::WriteCalibrationRecord(out, rec));
+  const engine::ChosenMode chosen = engine::ChooseMode(
+      {}, rec, out, {.model_fingerprint = rec.model_fingerprint, .backend = "cpu", .numerics_of = engine::CpuNumerics});
+  std::printf("wrote %s; a worker's default: %s\n", out.c_str(), chosen.reason.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunEval(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
-                                             {"model", "text", "tokens", "ctx", "max-windows", "save-reference",
-                                              "reference", "threads", "device", "cpu-activations", "kv-cache-dtype"},
-                                             {}));
+  ASSIGN_OR_RETURN(Flags flags,
+                   Flags::Parse(args,
+                                {"model", "text", "tokens", "ctx", "max-windows", "save-reference", "reference",
+                                 "threads", "device", "cpu-activations", "kv-cache-dtype", "calibrate",
+                                 "activations-gate", "kv-gate", "gate-source", "reference-source"},
+                                {}));
   if (flags.Has("text") == flags.Has("tokens")) return absl::InvalidArgumentError("give one of --text and --tokens");
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
@@ -86,98 +272,32 @@ absl::Status RunEval(const Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("--ctx ", ctx, " must be in [4, ", m->config().context_length, "] (the model's context)"));
   }
-  ASSIGN_OR_RETURN(std::vector<model::TokenId> tokens, ReadTokens(flags, *m));
-  std::vector<EvalWindow> windows = EvalWindows(static_cast<int64_t>(tokens.size()), ctx);
-  if (windows.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the text is ", tokens.size(), " tokens; a window of --ctx ", ctx, " needs at least that many"));
+  EvalInput in{.model = *m, .ctx = ctx, .device = device, .threads = static_cast<int>(threads)};
+  ASSIGN_OR_RETURN(in.tokens, ReadTokens(flags, *m));
+  in.windows = EvalWindows(static_cast<int64_t>(in.tokens.size()), ctx);
+  if (in.windows.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("the text is ", in.tokens.size(), " tokens; a window of --ctx ", ctx,
+                                                   " needs at least that many"));
   }
-  if (max_windows > 0 && static_cast<int64_t>(windows.size()) > max_windows) windows.resize(max_windows);
-
-  // One sequence of a window, prefilled in chunks that each return every
-  // position's logits (chunked = whole, bit for bit).
-  const int64_t block_size = 16;
-  const int32_t chunk = static_cast<int32_t>(std::min<int64_t>(ctx, 128));
-  ASSIGN_OR_RETURN(std::unique_ptr<engine::ModelExecutor> executor,
-                   engine::CreateExecutor(
-                       *m, {.device = device,
-                            .num_blocks = (ctx + block_size - 1) / block_size,
-                            .block_size = block_size,
-                            .num_threads = static_cast<int>(threads),
-                            .cpu_activations = activations,
-                            .kv_cache_dtype = kv_dtype,
-                            .free_window_blocks = false,
-                            .limits = {.max_batch_tokens = chunk, .max_batch_chunks = 1, .max_logits_rows = chunk}}));
-  std::vector<BlockId> table;
-  for (int64_t b = 0; b < executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));
-
-  const int64_t vocab = m->config().vocab_size;
+  if (max_windows > 0 && static_cast<int64_t>(in.windows.size()) > max_windows) in.windows.resize(max_windows);
+  if (flags.Has("reference")) {
+    ASSIGN_OR_RETURN(in.reference_path, flags.GetString("reference"));
+  }
+  if (flags.Has("calibrate")) {
+    if (flags.Has("save-reference") || flags.Has("cpu-activations") || flags.Has("kv-cache-dtype")) {
+      return absl::InvalidArgumentError(
+          "--calibrate runs every mode itself: drop --save-reference, --cpu-activations and --kv-cache-dtype");
+    }
+    return Calibrate(flags, args, in);
+  }
   std::optional<ReferenceWriter> save;
   if (flags.Has("save-reference")) {
     ASSIGN_OR_RETURN(std::string out, flags.GetString("save-reference"));
-    ASSIGN_OR_RETURN(save, ReferenceWriter::Create(out, vocab));
+    ASSIGN_OR_RETURN(save, ReferenceWriter::Create(out, m->config().vocab_size));
   }
-  std::optional<ReferenceReader> reference;
-  if (flags.Has("reference")) {
-    ASSIGN_OR_RETURN(std::string in, flags.GetString("reference"));
-    ASSIGN_OR_RETURN(reference, ReferenceReader::Open(in, vocab));
-    int64_t scored = 0;
-    for (const EvalWindow& w : windows) scored += w.scored();
-    if (reference->positions() != scored) {
-      return absl::InvalidArgumentError(absl::StrCat("--reference ", in, " holds ", reference->positions(),
-                                                     " positions; this text and --ctx score ", scored));
-    }
-  }
-  const bool use_bos = m->vocabulary().add_bos && m->vocabulary().bos.has_value();
-  const model::TokenId bos = use_bos ? *m->vocabulary().bos : 0;
-  PerplexityStats ppl;
-  DivergenceStats divergence;
-  std::vector<double> ref_row;
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t wi = 0; wi < windows.size(); ++wi) {
-    const EvalWindow& w = windows[wi];
-    std::vector<model::TokenId> ids(tokens.begin() + w.start, tokens.begin() + w.start + w.length);
-    if (use_bos) ids[0] = bos;
-    for (int64_t at = 0; at < w.length; at += chunk) {
-      const int64_t n = std::min<int64_t>(chunk, w.length - at);
-      engine::ForwardBatchBuilder batch = engine::BatchBuilderFor(executor->info());
-      batch.AddChunk(std::span<const model::TokenId>(ids).subspan(static_cast<size_t>(at), static_cast<size_t>(n)),
-                     static_cast<int32_t>(at), table, engine::LogitsWanted::kAll);
-      ASSIGN_OR_RETURN(engine::ForwardOutput out, executor->Forward(batch.Finish()));
-      for (int64_t r = 0; r < n; ++r) {
-        const int64_t pos = at + r;
-        if (pos < w.first_scored || pos + 1 >= w.length) continue;
-        const model::TokenId next = ids[static_cast<size_t>(pos + 1)];
-        const std::vector<double> lp =
-            LogSoftmax(std::span<const float>(out.logits + r * out.vocab_size, static_cast<size_t>(vocab)));
-        ppl.Add(-lp[static_cast<size_t>(next)]);
-        if (save) RETURN_IF_ERROR(save->Add(next, lp));
-        if (reference) {
-          ASSIGN_OR_RETURN(model::TokenId ref_next, reference->Next(ref_row));
-          if (ref_next != next) {
-            return absl::InvalidArgumentError("--reference was made on another text or --ctx (its tokens differ)");
-          }
-          divergence.Add(ref_row, lp, next);
-        }
-      }
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\r[%zu/%zu windows] %.1f tokens/s, perplexity %.4f", wi + 1, windows.size(),
-                 static_cast<double>((wi + 1) * ctx) / seconds, ppl.perplexity());
-  }
-  std::fprintf(stderr, "\n");
+  ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, activations, kv_dtype, save ? &*save : nullptr));
   if (save) RETURN_IF_ERROR(save->Finish());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("model %s, %s: %zu windows of %lld tokens, %lld positions scored, %.1f tokens/s\n", path.c_str(),
-              executor->info().numerics.c_str(), windows.size(), static_cast<long long>(ctx),
-              static_cast<long long>(ppl.count()), static_cast<double>(windows.size() * ctx) / seconds);
-  std::printf("perplexity %.6f +/- %.6f\n", ppl.perplexity(), ppl.perplexity_stderr());
-  if (reference) {
-    const DivergenceSummary d = divergence.Summary();
-    std::printf("KL divergence from the reference: mean %.6g, median %.6g, p99 %.6g, max %.6g\n", d.mean_kl,
-                d.median_kl, d.p99_kl, d.max_kl);
-    std::printf("same top token %.4f%%, RMS delta p %.6g\n", 100.0 * d.same_top1, d.rms_delta_p);
-  }
+  PrintResult(path, in, r);
   return absl::OkStatus();
 }
 

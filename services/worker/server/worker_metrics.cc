@@ -55,7 +55,9 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                        .Register(r);
   device_info_ = &prometheus::BuildGauge()
                       .Name("kvfleet_worker_device_info")
-                      .Help("1, labelled with the device the model runs on and its numerics identity")
+                      .Help(
+                          "1, labelled with the device the model runs on, its numerics identity and how its mode was "
+                          "chosen (calibration, flags or exact)")
                       .Register(r);
 }
 
@@ -66,8 +68,8 @@ void WorkerMetrics::SetMemoryPlan(const std::vector<std::pair<std::string, int64
   }
 }
 
-void WorkerMetrics::SetDevice(const std::string& device, const std::string& numerics) {
-  device_info_->Add({{"device", device}, {"numerics", numerics}}).Set(1.0);
+void WorkerMetrics::SetDevice(const std::string& device, const std::string& numerics, const std::string& mode_source) {
+  device_info_->Add({{"device", device}, {"numerics", numerics}, {"mode_source", mode_source}}).Set(1.0);
 }
 
 void WorkerMetrics::RecordRejected(const std::string& code) { rejected_->Add({{"code", code}}).Increment(); }

@@ -59,7 +59,8 @@ class WorkerMetrics : public engine::StepObserver {
   // Once, when the model has loaded: the memory plan's components (bytes
   // each) and the device with its numerics identity.
   void SetMemoryPlan(const std::vector<std::pair<std::string, int64_t>>& components);
-  void SetDevice(const std::string& device, const std::string& numerics);
+  // mode_source: "calibration", "flags" or "exact" (worker_mode.h).
+  void SetDevice(const std::string& device, const std::string& numerics, const std::string& mode_source);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -26,14 +26,19 @@ const char kUsageTail[] =
                                free once weights and scratch are loaded (CPU: MemAvailable and the cgroup limit);
                                default 1GiB
   --block-size N               tokens per KV block (default 16)
-  --cpu-activations f32|q8     CPU backend: activations for quantized weights as float32 (default) or 8-bit
-                               per 32-value block with integer dot products (faster; other tokens, so its own
-                               numerics identity, cpu-q8/3)
-  --kv-cache-dtype f16|int8|fp8_e4m3
-                               the KV cache's element format (default f16). int8 (a scale per token and head)
-                               and fp8_e4m3 hold about twice the tokens in the same memory, but change tokens
-                               (numerics identity +kv-int8, +kv-fp8_e4m3) and are below the accuracy bar on the
-                               project's test models (docs/operations.md, "KV cache formats")
+  --cpu-activations auto|f32|q8
+                               CPU backend: activations for quantized weights as float32 or 8-bit per 32-value
+                               block with integer dot products (faster; other tokens, numerics cpu-q8/3)
+  --kv-cache-dtype auto|f16|int8|fp8_e4m3
+                               the KV cache's element format. int8 (a scale per token and head) and fp8_e4m3
+                               hold about twice the tokens in the same memory, but change tokens (numerics
+                               +kv-int8, +kv-fp8_e4m3)
+                               auto (both flags' default): the fastest mode that the model's calibration
+                               record says is no less accurate than llama.cpp's own on that model (KL
+                               divergence from float64), else the exact one (f32, f16); the log says which
+                               and why (docs/operations.md, "Choosing a mode")
+  --calibration PATH           the calibration record (kvfleet eval --calibrate); default: beside the model,
+                               MODEL.calibration.json (or kvfleet-calibration.json in a checkpoint directory)
   --kv-host-memory SIZE        a host-memory tier below the device KV cache (bytes: 8GiB; default 0: none).
                                Blocks the device evicts go there and come back on a prefix hit instead of
                                being recomputed; page-locked on a GPU. Counts against the pod's memory limit.
@@ -111,6 +116,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "threads",
                                                                 "cpu-activations",
                                                                 "kv-cache-dtype",
+                                                                "calibration",
                                                                 "kv-host-memory",
                                                                 "kv-disk-dir",
                                                                 "kv-disk-size",
@@ -147,8 +153,9 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   if (o.device != "auto") RETURN_IF_ERROR(engine::ParseDevice(o.device).status());
   o.kv_cache_memory = f.GetString("kv-cache-memory", o.kv_cache_memory);
   ASSIGN_OR_RETURN(o.block_size, f.GetInt("block-size", o.block_size));
-  ASSIGN_OR_RETURN(o.cpu_activations, engine::ParseCpuActivations(f.GetString("cpu-activations", "f32")));
-  ASSIGN_OR_RETURN(o.kv_cache_dtype, engine::ParseKvCacheDtype(f.GetString("kv-cache-dtype", "f16")));
+  ASSIGN_OR_RETURN(o.mode.activations, engine::ParseCpuActivationsSetting(f.GetString("cpu-activations", "auto")));
+  ASSIGN_OR_RETURN(o.mode.kv, engine::ParseKvCacheDtypeSetting(f.GetString("kv-cache-dtype", "auto")));
+  o.calibration_path = f.GetString("calibration", "");
   if (f.Has("kv-host-memory")) {
     ASSIGN_OR_RETURN(o.kv_tiers.host_bytes, ParseByteSize(f.GetString("kv-host-memory", "")));
   }
@@ -212,7 +219,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   }
   o.proposers.heads_top_k = static_cast<int32_t>(heads_top_k);
   o.proposers.num_threads = o.threads;
-  o.proposers.cpu_activations = o.cpu_activations;
+  // proposers.cpu_activations follows the mode chosen at start (worker_mode.h).
   // The default must be one of the proposers these flags load.
   if (absl::Status s = o.speculation.Validate(o.proposers.names()); !s.ok()) {
     return absl::InvalidArgumentError(

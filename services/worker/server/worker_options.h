@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_options.h"
 #include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/request/speculation_options.h"
@@ -34,8 +35,10 @@ struct WorkerOptions {
   std::string kv_cache_memory = "1GiB";
   int64_t block_size = 16;
   int threads = 0;               // 0: one per hardware thread
-  engine::CpuActivations cpu_activations = engine::CpuActivations::kF32;
-  kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
+  // --cpu-activations and --kv-cache-dtype: a mode each, or auto (nullopt,
+  // the default): chosen at start from the calibration record (worker_mode.h).
+  engine::ModeSetting mode;
+  std::string calibration_path;    // empty: beside the model (engine::CalibrationPathFor)
   engine::KvTierOptions kv_tiers;  // host-memory and disk tiers below the device cache
   // Unset: the device's default (SchedulerConfig::DefaultsFor).
   std::optional<int32_t> max_num_seqs;

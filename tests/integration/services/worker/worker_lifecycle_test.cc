@@ -153,7 +153,9 @@ TEST(WorkerLifecycleTest, AutoTakesTheCpuHereAndReportsItsNumerics) {
   EXPECT_EQ(info.numerics(), "cpu/1");
   auto scrape = harness.ScrapeMetrics();
   ASSERT_TRUE(scrape.ok()) << scrape.status();
-  EXPECT_EQ(scrape->Value("kvfleet_worker_device_info", {{"device", "cpu"}, {"numerics", "cpu/1"}}), 1.0);
+  EXPECT_EQ(
+      scrape->Value("kvfleet_worker_device_info", {{"device", "cpu"}, {"numerics", "cpu/1"}, {"mode_source", "exact"}}),
+      1.0);
   EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"part", "kv_cache"}}), 0.0);
   EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"part", "scratch"}}), 0.0);
 }

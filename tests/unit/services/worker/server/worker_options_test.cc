@@ -39,5 +39,23 @@ TEST(WorkerOptionsTest, WindowBlocksAreFreedUnlessKept) {
   EXPECT_FALSE(kept->free_window_blocks);
 }
 
+TEST(WorkerOptionsTest, ModesDefaultToAutoAndTakeTheCalibrationRecordsPath) {
+  const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_FALSE(defaults->mode.activations.has_value());
+  EXPECT_FALSE(defaults->mode.kv.has_value());
+  EXPECT_EQ(defaults->calibration_path, "");
+  const absl::StatusOr<WorkerOptions> given =
+      ParseWorkerOptions(Args({"--cpu-activations", "q8", "--kv-cache-dtype", "int8", "--calibration", "r.json"}));
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->mode.activations, engine::CpuActivations::kQ8);
+  EXPECT_EQ(given->mode.kv, kernels::KvCacheDtype::kInt8);
+  EXPECT_EQ(given->calibration_path, "r.json");
+  const absl::StatusOr<WorkerOptions> bad = ParseWorkerOptions(Args({"--cpu-activations", "q4"}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--cpu-activations must be auto, f32 or q8"), std::string::npos)
+      << bad.status();
+}
+
 }  // namespace
 }  // namespace kvfleet::worker
