@@ -41,8 +41,8 @@ absl::StatusOr<std::optional<kernels::KvCacheDtype>> ParseKvCacheDtypeSetting(st
   if (text == "auto") return std::optional<kernels::KvCacheDtype>();
   auto kv = ParseKvCacheDtype(text);
   if (!kv.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--kv-cache-dtype must be auto, f16, int8 or fp8_e4m3, not '", std::string(text), "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kv-cache-dtype must be auto, f16, int8, int8_rotated or fp8_e4m3, not '", std::string(text), "'"));
   }
   return std::optional<kernels::KvCacheDtype>(*kv);
 }

@@ -19,8 +19,9 @@ absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text) {
   if (text == "f16" || text == "auto") return kernels::KvCacheDtype::kF16;
   if (text == "int8") return kernels::KvCacheDtype::kInt8;
   if (text == "fp8_e4m3" || text == "fp8") return kernels::KvCacheDtype::kFp8E4M3;
+  if (text == "int8_rotated") return kernels::KvCacheDtype::kInt8Rotated;
   return absl::InvalidArgumentError(
-      absl::StrCat("--kv-cache-dtype must be f16, int8 or fp8_e4m3, not '", std::string(text), "'"));
+      absl::StrCat("--kv-cache-dtype must be f16, int8, int8_rotated or fp8_e4m3, not '", std::string(text), "'"));
 }
 
 absl::StatusOr<Device> ParseDevice(std::string_view view) {

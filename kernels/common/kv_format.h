@@ -10,6 +10,14 @@
 //   kFp8E4M3  OCP FP8 E4M3 (the format Hopper reads natively), 1 byte, no
 //             scale: 3 mantissa bits, finite range ±448; larger values
 //             saturate to ±448, rounding is to nearest even.
+//   kInt8Rotated  kInt8 rows, with each key row rotated first by the
+//             unnormalised Walsh–Hadamard transform H of its head
+//             (HadamardBlocks): a key's few large channels (a K bias, say)
+//             spread over the whole row, so one row scale leaves the other
+//             channels more levels. Attention rotates each query row the
+//             same way and multiplies the scores by 1/n: H·Hᵀ = n·I, so
+//             (Hq)·(Hk)/n = q·k, and 1/n is a power of two (exact). Value
+//             rows are stored as kInt8.
 //
 // The codecs here are constexpr (callable from device code under nvcc's
 // --expt-relaxed-constexpr); the binary16 scale conversion is each
@@ -22,13 +30,15 @@
 
 namespace kvfleet::kernels {
 
-enum class KvCacheDtype : uint8_t { kF16 = 0, kInt8 = 1, kFp8E4M3 = 2 };
+enum class KvCacheDtype : uint8_t { kF16 = 0, kInt8 = 1, kFp8E4M3 = 2, kInt8Rotated = 3 };
 
-// "f16", "int8", "fp8_e4m3": the flag values and the numerics suffixes.
+// "f16", "int8", "fp8_e4m3", "int8_rotated": the flag values and the numerics suffixes.
 constexpr std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
   switch (dtype) {
     case KvCacheDtype::kInt8:
       return "int8";
+    case KvCacheDtype::kInt8Rotated:
+      return "int8_rotated";
     case KvCacheDtype::kFp8E4M3:
       return "fp8_e4m3";
     case KvCacheDtype::kF16:
@@ -39,8 +49,39 @@ constexpr std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
 
 // Bytes one element takes (a kInt8 row's scale not included).
 constexpr int64_t KvElementBytes(KvCacheDtype dtype) { return dtype == KvCacheDtype::kF16 ? 2 : 1; }
-// Bytes of per-row scale: one binary16 per (token, KV head) for kInt8.
-constexpr int64_t KvRowScaleBytes(KvCacheDtype dtype) { return dtype == KvCacheDtype::kInt8 ? 2 : 0; }
+// The codec a row is stored with: a kInt8Rotated row is a kInt8 row.
+constexpr KvCacheDtype KvRowCodec(KvCacheDtype dtype) {
+  return dtype == KvCacheDtype::kInt8Rotated ? KvCacheDtype::kInt8 : dtype;
+}
+// Bytes of per-row scale: one binary16 per (token, KV head) for int8 rows.
+constexpr int64_t KvRowScaleBytes(KvCacheDtype dtype) { return KvRowCodec(dtype) == KvCacheDtype::kInt8 ? 2 : 0; }
+
+// Whether key rows (and so queries) are rotated before the codec.
+constexpr bool KvRotatesKeys(KvCacheDtype dtype) { return dtype == KvCacheDtype::kInt8Rotated; }
+
+// The rotation's block: the largest power of two dividing head_dim (the
+// whole row for the usual 64, 128 and 256).
+constexpr int64_t KvRotationBlock(int64_t head_dim) { return head_dim & -head_dim; }
+
+// The unnormalised Walsh–Hadamard transform of each n-value block of
+// x[0, d), in place (n a power of two dividing d): butterflies of stride
+// 1, 2, 4, ... in index order, each (a + b, a − b). Only additions, in one
+// fixed order, so the rotated row is the same bits on every backend, and
+// applying it twice gives n·x exactly for values whose sums stay exact.
+template <typename T>
+constexpr void HadamardBlocks(T* x, int64_t d, int64_t n) {
+  for (int64_t base = 0; base < d; base += n) {
+    for (int64_t h = 1; h < n; h *= 2) {
+      for (int64_t i = base; i < base + n; i += 2 * h) {
+        for (int64_t j = i; j < i + h; ++j) {
+          const T a = x[j], b = x[j + h];
+          x[j] = a + b;
+          x[j + h] = a - b;
+        }
+      }
+    }
+  }
+}
 
 constexpr int32_t kInt8KvMax = 127;
 

@@ -30,6 +30,7 @@ struct ThreadScratch {
   std::vector<float> scores;  // [rows, tile context]
   std::vector<float> acc;     // [rows, head_dim] weighted V sums, then [rows] softmax sums
   std::vector<float> kv;      // one cache block of K or V, as float32
+  std::vector<float> q;       // [rows, head_dim] the tile's queries, rotated (kInt8Rotated)
 };
 
 ThreadScratch& Scratch() {
@@ -65,7 +66,8 @@ void LoadBlock(const KvCacheLayout& L, const uint8_t* cache, int64_t block, int6
       for (int64_t i = 0; i < count * d; i += 8) _mm256_storeu_ps(kv + i, LoadHalf8(h + i));
       return;
     }
-    case KvCacheDtype::kInt8: {
+    case KvCacheDtype::kInt8:
+    case KvCacheDtype::kInt8Rotated: {  // int8 rows (a key's rotated: the query is too)
       const uint16_t* scales = reinterpret_cast<const uint16_t*>(cache + L.ScaleOffset(block, kv_head, 0));
       for (int64_t j = 0; j < count; ++j) {
         const __m256 scale = _mm256_set1_ps(HalfToFloat(scales[j]));
@@ -184,6 +186,17 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   GrowTo(s.kv, bs * d);
   float* scores = s.scores.data();
   float* kv = s.kv.data();
+  // Rotated keys: each query row rotated alike, the scores scaled by 1/n.
+  const bool rotated = KvRotatesKeys(L.dtype);
+  const float scale = rotated ? p.scale / static_cast<float>(KvRotationBlock(d)) : p.scale;
+  if (rotated) {
+    GrowTo(s.q, rows * d);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy(p.q + row_offset(r), p.q + row_offset(r) + d, s.q.data() + r * d);
+      HadamardBlocks(s.q.data() + r * d, d, KvRotationBlock(d));
+    }
+  }
+  auto query = [&](int64_t r) { return rotated ? s.q.data() + r * d : p.q + row_offset(r); };
 
   // Each row's keys of the block [b0, b0 + in_block): [j0, j1).
   auto visible = [&](int64_t r, int64_t b0, int64_t in_block, int64_t* j0) {
@@ -196,7 +209,7 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
     for (int64_t r = 0; r < rows; ++r) {
       int64_t j0;
       const int64_t count = visible(r, b0, in_block, &j0);
-      if (count > 0) ScoreBlock(p.q + row_offset(r), kv + (j0 - b0) * d, count, d, p.scale, scores + r * context + j0);
+      if (count > 0) ScoreBlock(query(r), kv + (j0 - b0) * d, count, d, scale, scores + r * context + j0);
     }
   }
   float* acc = s.acc.data();
@@ -251,7 +264,8 @@ void StoreRow(const KvCacheLayout& L, const float* x, int64_t block, int64_t kv_
       for (int64_t i = 0; i < d; ++i) h[i] = FloatToHalf(x[i]);
       return;
     }
-    case KvCacheDtype::kInt8: {
+    case KvCacheDtype::kInt8:
+    case KvCacheDtype::kInt8Rotated: {  // a key row arrives rotated (WriteKv)
       float max_abs = 0.0f;
       for (int64_t i = 0; i < d; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
       const uint16_t scale_bits = FloatToHalf(max_abs / static_cast<float>(kInt8KvMax));
@@ -271,11 +285,20 @@ void StoreRow(const KvCacheLayout& L, const float* x, int64_t block, int64_t kv_
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
              int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache) {
   const int64_t d = layout.head_dim;
+  const bool rotate = KvRotatesKeys(layout.dtype);
+  thread_local std::vector<float> rotated;
+  if (rotate) GrowTo(rotated, d);
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t slot = where.kv_slots[t];
     for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
       const int64_t row = (t * layout.num_kv_heads + h) * d;
-      StoreRow(layout, k + row, slot / layout.block_size, h, slot % layout.block_size, k_cache);
+      const float* key = k + row;
+      if (rotate) {
+        std::copy(key, key + d, rotated.begin());
+        HadamardBlocks(rotated.data(), d, KvRotationBlock(d));
+        key = rotated.data();
+      }
+      StoreRow(layout, key, slot / layout.block_size, h, slot % layout.block_size, k_cache);
       StoreRow(layout, v + row, slot / layout.block_size, h, slot % layout.block_size, v_cache);
     }
   }
@@ -369,6 +392,7 @@ void ReservePagedAttentionScratch(int64_t max_context, int64_t heads_per_kv_head
   s.scores.reserve(static_cast<size_t>(std::max(kScoreBudget, heads_per_kv_head * max_context)));
   s.acc.reserve(static_cast<size_t>(kMaxTileTokens * heads_per_kv_head * (head_dim + 1)));
   s.kv.reserve(static_cast<size_t>(block_size * head_dim));
+  s.q.reserve(static_cast<size_t>(kMaxTileTokens * heads_per_kv_head * head_dim));
 }
 
 }  // namespace kvfleet::kernels

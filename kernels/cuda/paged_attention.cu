@@ -7,6 +7,8 @@ inline namespace KVFLEET_CUDA_BUILD {
 namespace {
 
 constexpr int kThreads = 128;
+// The longest head a rotated key row is (paged attention's head dims go to 256).
+constexpr int kMaxRotatedHeadDim = 256;
 
 // Eight float16 values at p (16-byte aligned) as floats.
 __device__ __forceinline__ void LoadHalf8(const uint16_t* p, float* out) {
@@ -39,7 +41,8 @@ __device__ __forceinline__ void LoadRow8(const KvCacheLayout& L, const uint8_t* 
     case KvCacheDtype::kF16:
       LoadHalf8(reinterpret_cast<const uint16_t*>(cache + at.row) + c * 8, out);
       return;
-    case KvCacheDtype::kInt8: {
+    case KvCacheDtype::kInt8:
+    case KvCacheDtype::kInt8Rotated: {  // int8 rows (a key's rotated: the query is too)
       const uint2 v = *reinterpret_cast<const uint2*>(cache + at.row + c * 8);
       const float scale = ::kvfleet::cuda::HalfBitsToFloat(*reinterpret_cast<const uint16_t*>(cache + at.scale));
       const uint32_t words[2] = {v.x, v.y};
@@ -95,6 +98,14 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
     q_s[r][d] = p.q[(t * p.num_heads + h) * D + d];
   }
   __syncthreads();
+  // Rotated keys (kv_format.h): each query row rotated alike, the scores
+  // scaled by 1/n (exact: a power of two).
+  const bool rotated = KvRotatesKeys(p.layout.dtype);
+  const float score_scale = rotated ? __fdiv_rn(p.scale, static_cast<float>(KvRotationBlock(D))) : p.scale;
+  if (rotated) {
+    if (tid < rows) HadamardBlocks(q_s[tid], D, KvRotationBlock(D));
+    __syncthreads();
+  }
 
   // Scores: thread `tid` takes keys key_begin + tid, + 128, ...; each key's
   // row is read once and dotted with every query row, element by element.
@@ -125,7 +136,7 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
     for (int r = 0; r < kMaxTileRows; ++r) {
       if (r < rows) {
         scores[r][j - key_begin] =
-            j <= row_position[r] && j >= row_first[r] ? __fmul_rn(dot[r], p.scale) : -INFINITY;
+            j <= row_position[r] && j >= row_first[r] ? __fmul_rn(dot[r], score_scale) : -INFINITY;
       }
     }
   }
@@ -222,9 +233,18 @@ void LaunchForDim(const PagedAttentionParams& p, const AttentionPlan& plan, ::kv
 
 // Eight values of one row into the cache, in the layout's dtype. A kInt8
 // row's scale comes from the whole row's max |x|, which every thread of the
-// row computes alike (max is exact in any order); chunk 0 stores it.
-__device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* row, int64_t c, int64_t block,
-                                          int64_t kv_head, int64_t slot, uint8_t* cache) {
+// row computes alike (max is exact in any order); chunk 0 stores it. A key
+// row of kInt8Rotated is rotated first, by every thread of the row alike
+// (the transform is one fixed order of additions: kv_format.h).
+__device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* source, bool rotate, int64_t c,
+                                          int64_t block, int64_t kv_head, int64_t slot, uint8_t* cache) {
+  float rotated[kMaxRotatedHeadDim];
+  const float* row = source;
+  if (rotate) {
+    for (int64_t i = 0; i < L.head_dim; ++i) rotated[i] = source[i];
+    HadamardBlocks(rotated, L.head_dim, KvRotationBlock(L.head_dim));
+    row = rotated;
+  }
   const float* x = row + c * 8;
   uint8_t* dst = cache + L.RowOffset(block, kv_head, slot) + c * 8 * KvElementBytes(L.dtype);
   switch (L.dtype) {
@@ -238,7 +258,8 @@ __device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* r
       *reinterpret_cast<uint4*>(dst) = uint4{w[0], w[1], w[2], w[3]};
       return;
     }
-    case KvCacheDtype::kInt8: {
+    case KvCacheDtype::kInt8:
+    case KvCacheDtype::kInt8Rotated: {
       float max_abs = 0.0f;
       for (int64_t i = 0; i < L.head_dim; ++i) max_abs = fmaxf(max_abs, fabsf(row[i]));
       const uint16_t scale_bits = ::kvfleet::cuda::FloatToHalfBits(__fdiv_rn(max_abs, static_cast<float>(kInt8KvMax)));
@@ -271,8 +292,9 @@ __global__ void WriteKvKernel(KvCacheLayout layout, TokenPlacement where, const 
   const int64_t h = rest / (layout.head_dim / 8), c = rest % (layout.head_dim / 8);
   const int64_t slot = where.kv_slots[t];
   const int64_t src = (t * layout.num_kv_heads + h) * layout.head_dim;
-  StoreRow8(layout, k + src, c, slot / layout.block_size, h, slot % layout.block_size, k_cache);
-  StoreRow8(layout, v + src, c, slot / layout.block_size, h, slot % layout.block_size, v_cache);
+  StoreRow8(layout, k + src, KvRotatesKeys(layout.dtype), c, slot / layout.block_size, h, slot % layout.block_size,
+            k_cache);
+  StoreRow8(layout, v + src, false, c, slot / layout.block_size, h, slot % layout.block_size, v_cache);
 }
 
 // One thread per (KV head, 4-byte word of a row, or the row's scale), over

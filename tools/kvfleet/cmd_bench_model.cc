@@ -17,7 +17,7 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
-       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|fp8_e4m3] [--ceilings]
+       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3] [--ceilings]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
 prints one JSON line with the median tokens/s of each phase. --ceilings also

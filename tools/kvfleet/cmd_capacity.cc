@@ -71,10 +71,10 @@ absl::StatusOr<double> BitsPerWeight(const std::string& dtype) {
 absl::StatusOr<int64_t> KvBytesPerValue(const std::string& dtype) {
   const std::string d = absl::AsciiStrToLower(dtype);
   if (d == "f16" || d == "bf16") return 2;
-  if (d == "fp8" || d == "fp8_e4m3" || d == "int8") return 1;
+  if (d == "fp8" || d == "fp8_e4m3" || d == "int8" || d == "int8_rotated") return 1;
   if (d == "f32") return 4;
   return absl::InvalidArgumentError(
-      absl::StrCat("--kv-dtype ", dtype, " is not one of auto, f16, bf16, fp8 (fp8_e4m3), int8, f32"));
+      absl::StrCat("--kv-dtype ", dtype, " is not one of auto, f16, bf16, fp8 (fp8_e4m3), int8, int8_rotated, f32"));
 }
 
 // Decimal and binary, as device makers and tools each write them.
@@ -138,7 +138,8 @@ absl::Status RunCapacity(const Args& args) {
   }
   ASSIGN_OR_RETURN(in.kv_bytes_per_value, KvBytesPerValue(kv_dtype));
   // kvfleet's int8 cache keeps a binary16 scale per token and KV head (kernels/common/kv_format.h).
-  in.kv_row_scale_bytes = absl::AsciiStrToLower(kv_dtype) == "int8" ? 2 : 0;
+  const std::string lower_kv = absl::AsciiStrToLower(kv_dtype);
+  in.kv_row_scale_bytes = lower_kv == "int8" || lower_kv == "int8_rotated" ? 2 : 0;
   ASSIGN_OR_RETURN(in.block_size, flags.GetInt("block-size", in.block_size));
   ASSIGN_OR_RETURN(in.devices, flags.GetInt("devices", in.devices));
   ASSIGN_OR_RETURN(in.memory_utilization, flags.GetDouble("memory-utilization", in.memory_utilization));

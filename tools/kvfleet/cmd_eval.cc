@@ -221,8 +221,8 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
   rec.text.context = in.ctx;
   rec.command = absl::StrCat("kvfleet eval ", absl::StrJoin(args, " "));
   for (engine::CpuActivations a : {engine::CpuActivations::kF32, engine::CpuActivations::kQ8}) {
-    for (kernels::KvCacheDtype kv :
-         {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kFp8E4M3}) {
+    for (kernels::KvCacheDtype kv : {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8,
+                                     kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kFp8E4M3}) {
       ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, a, kv, nullptr));
       rec.text.positions = r.ppl.count();
       engine::ModeFigures f{.cpu_activations = a,

@@ -28,7 +28,7 @@ constexpr char kUsage[] =
                         [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [--cpu-activations f32|q8]
-                        [--kv-cache-dtype f16|int8|fp8_e4m3]
+                        [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3]
                        [sampling flags]
 
 sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]

@@ -56,8 +56,9 @@ kills what is still running.
   --workers N             workers (default 2)
   --threads T             CPU threads per worker (default: usable CPUs / N, at least 1)
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
-  --kv-cache-dtype D      every worker's KV element format: f16 (default), int8 or fp8_e4m3 (about twice the
-                          tokens; see kvfleet-worker --help for their accuracy)
+  --kv-cache-dtype D      every worker's KV element format: auto (default: the model's calibration record's
+                          choice, else f16), f16, int8, int8_rotated or fp8_e4m3 (about twice the tokens;
+                          kvfleet-worker --help says how auto chooses)
   --kv-host-memory SIZE   every worker's host-memory KV tier below its device cache (default: none)
   --kv-disk-dir DIR       a disk KV tier per worker in DIR/worker-<i>, of --kv-disk-size SIZE each; a
                           restarted cluster finds and serves what its workers left there

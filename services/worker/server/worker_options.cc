@@ -29,10 +29,11 @@ const char kUsageTail[] =
   --cpu-activations auto|f32|q8
                                CPU backend: activations for quantized weights as float32 or 8-bit per 32-value
                                block with integer dot products (faster; other tokens, numerics cpu-q8/3)
-  --kv-cache-dtype auto|f16|int8|fp8_e4m3
-                               the KV cache's element format. int8 (a scale per token and head) and fp8_e4m3
-                               hold about twice the tokens in the same memory, but change tokens (numerics
-                               +kv-int8, +kv-fp8_e4m3)
+  --kv-cache-dtype auto|f16|int8|int8_rotated|fp8_e4m3
+                               the KV cache's element format. int8 (a scale per token and head), int8_rotated
+                               (keys rotated by a Hadamard transform first, which spreads outlier channels)
+                               and fp8_e4m3 hold about twice the tokens in the same memory, but change tokens
+                               (numerics +kv-int8, +kv-int8_rotated, +kv-fp8_e4m3)
                                auto (both flags' default): the fastest mode that the model's calibration
                                record says is no less accurate than llama.cpp's own on that model (KL
                                divergence from float64), else the exact one (f32, f16); the log says which

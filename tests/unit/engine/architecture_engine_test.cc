@@ -41,11 +41,13 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
   std::map<uint64_t, std::vector<model::TokenId>> RunAll(const std::vector<EngineRequest>& requests,
                                                          SchedulerConfig config, int64_t num_blocks = 256,
                                                          const std::string& proposer = "off",
-                                                         EngineStats* stats = nullptr, bool free_window_blocks = true) {
+                                                         EngineStats* stats = nullptr, bool free_window_blocks = true,
+                                                         kernels::KvCacheDtype kv = kernels::KvCacheDtype::kF16) {
     auto executor =
         testing::NewExecutor(*model_, {.num_blocks = testing::PagesForBlocks(*model_, num_blocks, free_window_blocks),
                                        .block_size = kBlockSize,
                                        .num_threads = 2,
+                                       .kv_cache_dtype = kv,
                                        .free_window_blocks = free_window_blocks,
                                        .limits = testing::kRoomyLimits});
     // The draft model is the target itself (its own pool keeps one table a
@@ -53,6 +55,7 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
     auto draft_executor = testing::NewExecutor(*model_, {.num_blocks = 512,
                                                          .block_size = kBlockSize,
                                                          .num_threads = 2,
+                                                         .kv_cache_dtype = kv,
                                                          .free_window_blocks = false,
                                                          .limits = testing::kRoomyLimits});
     auto draft = *spec::DraftModelProposer::Create(nullptr, std::move(draft_executor), executor->info());
@@ -128,6 +131,33 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
     for (const SpeculationStats& p : spec.speculation) drafted += p.drafted_tokens;
     EXPECT_GT(drafted, 0) << proposer;
   }
+}
+
+// Rotated 8-bit keys (kv_format.h) keep every exactness rule within their
+// format, on every architecture and backend: the query's rotation and the
+// key's are per row, so no schedule changes a token.
+TEST_P(ArchitectureEngineTest, RotatedInt8KvAgreesAloneBatchedChunkedCachedAndPreempted) {
+  const kernels::KvCacheDtype kv = kernels::KvCacheDtype::kInt8Rotated;
+  const std::vector<EngineRequest> requests = Requests();
+  std::map<uint64_t, std::vector<model::TokenId>> alone;
+  for (const EngineRequest& r : requests) {
+    alone[r.id.value()] = RunAll({r}, {.max_num_batched_tokens = 4096}, 256, "off", nullptr, true, kv)[r.id.value()];
+  }
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 64, .max_num_seqs = 32}, 256, "off", nullptr, true, kv), alone)
+      << "batched";
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 3}, 256, "off", nullptr, true, kv), alone) << "chunks of 3";
+  EngineStats cached;
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 4096, .max_num_seqs = 1}, 256, "off", &cached, true, kv), alone)
+      << "one at a time: the shared prefix cached";
+  EXPECT_GE(cached.prefix_hit_tokens, 2 * 20);
+  EngineStats tight;
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 128, .growth_reserve_blocks = 0}, 16, "off", &tight, true, kv),
+            alone)
+      << "preempted";
+  EXPECT_GT(tight.preemptions, 0);
+  EngineStats spec;
+  EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 64, .max_num_seqs = 32}, 256, "ngram", &spec, true, kv), alone)
+      << "speculative";
 }
 
 // Windowed layers (Gemma 3's local ones) give back the pages their window

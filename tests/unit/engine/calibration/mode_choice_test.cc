@@ -108,7 +108,8 @@ TEST(ModeChoiceTest, AutoIsAFlagValue) {
   EXPECT_NE(ParseCpuActivationsSetting("q4").status().message().find("auto, f32 or q8"), std::string::npos);
   EXPECT_FALSE(ParseKvCacheDtypeSetting("auto")->has_value());
   EXPECT_EQ(**ParseKvCacheDtypeSetting("int8"), KvCacheDtype::kInt8);
-  EXPECT_NE(ParseKvCacheDtypeSetting("int4").status().message().find("auto, f16, int8 or fp8_e4m3"), std::string::npos);
+  EXPECT_NE(ParseKvCacheDtypeSetting("int4").status().message().find("auto, f16, int8, int8_rotated or fp8_e4m3"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -173,7 +173,7 @@ TEST(ExecutorOptionsTest, KvCacheDtypesParseAndBadOnesAreNamed) {
   for (const char* bad : {"int4", "fp8_e5m2", "", "F16"}) {
     const auto d = ParseKvCacheDtype(bad);
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(d.status().message().find("f16, int8 or fp8_e4m3"), std::string::npos) << d.status();
+    EXPECT_NE(d.status().message().find("f16, int8, int8_rotated or fp8_e4m3"), std::string::npos) << d.status();
   }
 }
 

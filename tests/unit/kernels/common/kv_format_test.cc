@@ -81,5 +81,44 @@ TEST(KvFormatTest, EightBitFormatsTakeAboutHalfTheBytes) {
   }
 }
 
+// The rotation of kInt8Rotated's keys against the Walsh–Hadamard matrix
+// written out (H[i][j] = (-1)^popcount(i & j)), on integers, where every sum
+// is exact: per block, twice gives n·x, and (Hq)·(Hk) = n·(q·k).
+TEST(KvFormatTest, HadamardBlocksIsTheWalshHadamardTransformPerBlock) {
+  EXPECT_EQ(KvRotationBlock(64), 64);
+  EXPECT_EQ(KvRotationBlock(128), 128);
+  EXPECT_EQ(KvRotationBlock(96), 32);
+  EXPECT_EQ(KvRotationBlock(80), 16);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> value(-50, 50);
+  for (int64_t d : {16, 64, 96, 256}) {
+    const int64_t n = KvRotationBlock(d);
+    std::vector<double> x(d), q(d);
+    for (auto& e : x) e = value(rng);
+    for (auto& e : q) e = value(rng);
+    std::vector<double> hx = x, hq = q;
+    HadamardBlocks(hx.data(), d, n);
+    HadamardBlocks(hq.data(), d, n);
+    for (int64_t i = 0; i < d; ++i) {
+      const int64_t base = i / n * n;
+      double want = 0;
+      for (int64_t j = 0; j < n; ++j) want += (__builtin_popcountll((i - base) & j) % 2 ? -1 : 1) * x[base + j];
+      ASSERT_EQ(hx[i], want) << "d " << d << " element " << i;
+    }
+    double dot = 0, rotated_dot = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      dot += x[i] * q[i];
+      rotated_dot += hx[i] * hq[i];
+    }
+    EXPECT_EQ(rotated_dot, static_cast<double>(n) * dot) << d;
+    std::vector<double> twice = hx;
+    HadamardBlocks(twice.data(), d, n);
+    for (int64_t i = 0; i < d; ++i) ASSERT_EQ(twice[i], static_cast<double>(n) * x[i]) << i;
+  }
+  EXPECT_EQ(KvCacheDtypeName(KvCacheDtype::kInt8Rotated), "int8_rotated");
+  EXPECT_EQ(KvRowScaleBytes(KvCacheDtype::kInt8Rotated), 2);
+  EXPECT_EQ(KvElementBytes(KvCacheDtype::kInt8Rotated), 1);
+}
+
 }  // namespace
 }  // namespace kvfleet::kernels

@@ -22,7 +22,8 @@ using ::kvfleet::testing::RandomFloats;
 constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 16, kBlock = 4, kBlocks = 32;
 
 struct Cache {
-  KvCacheLayout layout{kBlocks, kKvHeads, kBlock, kDim};
+  explicit Cache(KvCacheDtype dtype = KvCacheDtype::kF16) : layout{kBlocks, kKvHeads, kBlock, kDim, dtype} {}
+  KvCacheLayout layout;
   std::vector<uint8_t> k = std::vector<uint8_t>(layout.BytesPerLayer());
   std::vector<uint8_t> v = std::vector<uint8_t>(layout.BytesPerLayer());
 };
@@ -348,6 +349,52 @@ TEST(PagedAttentionTest, EightBitRowsDecodeAsTheirFormatDefines) {
       }
     }
   }
+}
+
+// Keys with one large channel, as a K bias gives them: a row scale sized
+// for it leaves the other channels few int8 levels. Rotated keys spread it
+// over the row, so attention lands much closer to float16's; the query is
+// rotated alike, so without the outlier both stay close.
+TEST(PagedAttentionTest, RotatedKeysSpreadAnOutlierChannel) {
+  const int64_t len = 24;
+  auto k = RandomFloats(len * kKvHeads * kDim, 11, 1.0f);
+  const auto v = RandomFloats(len * kKvHeads * kDim, 12, 1.0f);
+  const auto q = RandomFloats(len * kHeads * kDim, 13, 1.0f);
+  for (int64_t r = 0; r < len * kKvHeads; ++r) k[r * kDim + 3] += 40.0f;
+  const std::vector<int32_t> table = {3, 8, 1, 6, 2, 9};
+  auto error = [&](KvCacheDtype dtype) {
+    Cache exact, coded(dtype);
+    const auto want = Attend(exact, table, k, v, q, len, len);
+    const auto got = Attend(coded, table, k, v, q, len, len);
+    double sq = 0, ref = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      sq += (got[i] - want[i]) * (got[i] - want[i]);
+      ref += want[i] * want[i];
+    }
+    return std::sqrt(sq / ref);
+  };
+  const double plain = error(KvCacheDtype::kInt8), rotated = error(KvCacheDtype::kInt8Rotated);
+  EXPECT_LT(rotated, plain / 2) << "int8 " << plain << ", int8_rotated " << rotated;
+  EXPECT_LT(rotated, 0.02);
+}
+
+// The rotated layout is whole-row int8 on the wire: a row's bytes and scale
+// are where kInt8 puts them, and the key rows hold H·k, not k.
+TEST(PagedAttentionTest, RotatedKeyRowsHoldTheTransformedRow) {
+  const int64_t len = 1;
+  const auto k = RandomFloats(kKvHeads * kDim, 21, 1.0f), v = RandomFloats(kKvHeads * kDim, 22, 1.0f);
+  const auto q = RandomFloats(kHeads * kDim, 23, 1.0f);
+  Cache plain(KvCacheDtype::kInt8), rotated(KvCacheDtype::kInt8Rotated);
+  Attend(plain, {0}, k, v, q, len, len);
+  Attend(rotated, {0}, k, v, q, len, len);
+  EXPECT_EQ(plain.v, rotated.v) << "value rows are plain int8";
+  std::vector<float> hk(k.begin(), k.begin() + kDim);
+  HadamardBlocks(hk.data(), kDim, KvRotationBlock(kDim));
+  uint16_t scale_bits;
+  std::memcpy(&scale_bits, rotated.k.data() + rotated.layout.ScaleOffset(0, 0, 0), 2);
+  const float scale = HalfToFloat(scale_bits);
+  const int8_t* row = reinterpret_cast<const int8_t*>(rotated.k.data() + rotated.layout.RowOffset(0, 0, 0));
+  for (int64_t i = 0; i < kDim; ++i) EXPECT_EQ(row[i], QuantizeInt8(hk[i], scale)) << i;
 }
 
 }  // namespace

@@ -382,11 +382,13 @@ TEST_P(OpHarnessTest, WindowedAttentionIsTheSameWholeChunkedDecodedAndBatched) {
   }
 }
 
-// An 8-bit KV cache (int8 rows with a scale, FP8 E4M3): the write is the
-// codec's bit for bit on every backend, attention reads those values, and
-// a position's result is the same however it is computed, as with float16.
+// An 8-bit KV cache (int8 rows with a scale, the same with rotated keys,
+// FP8 E4M3): the write is the codec's bit for bit on every backend,
+// attention reads those values, and a position's result is the same
+// however it is computed, as with float16.
 TEST_P(OpHarnessTest, EightBitKvIsTheSameWholeChunkedDecodedAndBatched) {
-  for (kernels::KvCacheDtype dtype : {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kFp8E4M3}) {
+  for (kernels::KvCacheDtype dtype :
+       {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kFp8E4M3}) {
     for (const AttentionShape shape : {AttentionShape{4, 2, 16, 4, dtype}, AttentionShape{9, 3, 64, 16, dtype},
                                        AttentionShape{8, 2, 128, 3, dtype}}) {
       SCOPED_TRACE(::testing::Message() << kernels::KvCacheDtypeName(dtype) << ", " << shape.heads << "/"

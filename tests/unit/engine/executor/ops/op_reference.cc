@@ -138,15 +138,21 @@ namespace {
 
 // One row into the cache as kv_format.h defines it, written out here
 // independently of either backend.
-void RefStoreRow(const kernels::KvCacheLayout& L, const float* x, int64_t block, int64_t h, int64_t slot,
-                 std::vector<uint8_t>& cache) {
+// A key row of kInt8Rotated is rotated first (`rotate`), with the format's
+// own transform: its float32 additions in their fixed order are part of the
+// format, as the FP8 codec is.
+void RefStoreRow(const kernels::KvCacheLayout& L, const float* source, bool rotate, int64_t block, int64_t h,
+                 int64_t slot, std::vector<uint8_t>& cache) {
+  std::vector<float> rotated(source, source + L.head_dim);
+  if (rotate) kernels::HadamardBlocks(rotated.data(), L.head_dim, kernels::KvRotationBlock(L.head_dim));
+  const float* x = rotated.data();
   uint8_t* row = cache.data() + L.RowOffset(block, h, slot);
   if (L.dtype == kernels::KvCacheDtype::kF16) {
     for (int64_t i = 0; i < L.head_dim; ++i) {
       const uint16_t bits = ::kvfleet::FloatToHalf(x[i]);
       std::memcpy(row + 2 * i, &bits, 2);
     }
-  } else if (L.dtype == kernels::KvCacheDtype::kInt8) {
+  } else if (L.dtype == kernels::KvCacheDtype::kInt8 || L.dtype == kernels::KvCacheDtype::kInt8Rotated) {
     float max_abs = 0.0f;
     for (int64_t i = 0; i < L.head_dim; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
     const uint16_t scale_bits = ::kvfleet::FloatToHalf(max_abs / 127.0f);
@@ -172,7 +178,8 @@ double RefKvValue(const kernels::KvCacheLayout& L, const std::vector<uint8_t>& c
       std::memcpy(&bits, row + 2 * i, 2);
       return ::kvfleet::HalfToFloat(bits);
     }
-    case kernels::KvCacheDtype::kInt8: {
+    case kernels::KvCacheDtype::kInt8:
+    case kernels::KvCacheDtype::kInt8Rotated: {
       uint16_t scale;
       std::memcpy(&scale, cache.data() + L.ScaleOffset(block, h, slot), 2);
       return static_cast<double>(static_cast<int8_t>(row[i])) * ::kvfleet::HalfToFloat(scale);
@@ -191,8 +198,9 @@ void RefWriteKv(const AttentionCase& c, std::vector<uint8_t>& k_cache, std::vect
     const int64_t slot = c.batch->kv_slots[t];
     for (int64_t h = 0; h < L.num_kv_heads; ++h) {
       const int64_t src = (t * L.num_kv_heads + h) * L.head_dim;
-      RefStoreRow(L, c.k.data() + src, slot / L.block_size, h, slot % L.block_size, k_cache);
-      RefStoreRow(L, c.v.data() + src, slot / L.block_size, h, slot % L.block_size, v_cache);
+      RefStoreRow(L, c.k.data() + src, kernels::KvRotatesKeys(L.dtype), slot / L.block_size, h, slot % L.block_size,
+                  k_cache);
+      RefStoreRow(L, c.v.data() + src, false, slot / L.block_size, h, slot % L.block_size, v_cache);
     }
   }
 }
@@ -211,15 +219,19 @@ std::vector<double> RefAttention(const AttentionCase& c) {
     const int64_t first = c.window > 0 ? std::max<int64_t>(0, context - c.window) : 0;
     for (int64_t h = 0; h < c.num_heads; ++h) {
       const int64_t g = h / group;
-      const float* q = c.q.data() + (t * c.num_heads + h) * d;
+      // Stored keys rotated: the query rotated in float64, the scores over n.
+      std::vector<double> q(c.q.data() + (t * c.num_heads + h) * d, c.q.data() + (t * c.num_heads + h + 1) * d);
+      const bool rotated = kernels::KvRotatesKeys(L.dtype);
+      if (rotated) kernels::HadamardBlocks(q.data(), d, kernels::KvRotationBlock(d));
+      const double scale = rotated ? c.scale / static_cast<double>(kernels::KvRotationBlock(d)) : c.scale;
       std::vector<double> s(static_cast<size_t>(context), -std::numeric_limits<double>::infinity());
       double mx = -std::numeric_limits<double>::infinity(), sum = 0;
       for (int64_t j = first; j < context; ++j) {
         double dot = 0;
         for (int64_t i = 0; i < d; ++i) {
-          dot += static_cast<double>(q[i]) * RefKvValue(L, kc, table[j / L.block_size], g, j % L.block_size, i);
+          dot += q[i] * RefKvValue(L, kc, table[j / L.block_size], g, j % L.block_size, i);
         }
-        s[j] = dot * c.scale;
+        s[j] = dot * scale;
         mx = std::max(mx, s[j]);
       }
       for (double& x : s) sum += (x = std::exp(x - mx));
