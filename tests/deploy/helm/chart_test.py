@@ -1066,6 +1066,21 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
         f.check(arg_after(args, "--device") == w["device"], vs, who, "--device from worker.device")
         f.check(arg_after(args, "--kv-cache-dtype") == w["kvCacheDtype"], vs, who,
                 "--kv-cache-dtype from worker.kvCacheDtype")
+        f.check(arg_after(args, "--cpu-activations") == w["cpuActivations"], vs, who,
+                "--cpu-activations from worker.cpuActivations")
+        record = values["model"]["calibration"]
+        volumes_now = {v["name"]: v for v in obj["spec"]["template"]["spec"].get("volumes") or []}
+        mounts_now = {m["name"]: m["mountPath"] for m in container.get("volumeMounts") or []}
+        if record:
+            cm_name = volumes_now.get("calibration", {}).get("configMap", {}).get("name")
+            cms = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == cm_name]
+            f.check(len(cms) == 1 and cms[0]["data"].get("record.json") == record, vs, who,
+                    "model.calibration rendered whole into the ConfigMap its calibration volume names", str(cm_name))
+            f.check(arg_after(args, "--calibration") == f"{mounts_now.get('calibration')}/record.json", vs, who,
+                    "--calibration names the mounted record", str(arg_after(args, "--calibration")))
+        else:
+            f.check("--calibration" not in args and "calibration" not in volumes_now, vs, who,
+                    "no --calibration and no calibration volume without model.calibration (the worker looks beside the model)")
         f.check(("--keep-window-blocks" in args) == bool(w["keepWindowBlocks"]), vs, who,
                 "--keep-window-blocks exactly when worker.keepWindowBlocks")
         tiers = w["kvTiers"]
@@ -1234,6 +1249,9 @@ def check_lint(f: Failures, vs: str, chart_dir: str, values: dict) -> None:
 
 REFUSALS = [
     # (what, values, where the refusal comes from, text the message must contain)
+    ("a calibration that is not a record's JSON", {"model": {"calibration": "models/x.calibration.json"}}, "template",
+     "model.calibration must be a calibration record's JSON text"),
+    ("an unknown activation mode", {"worker": {"cpuActivations": "q4"}}, "schema", "/worker/cpuActivations"),
     ("negative router replicas", {"router": {"replicas": -1}}, "schema", "/router/replicas"),
     ("negative worker replicas", {"worker": {"replicas": -3}}, "schema", "/worker/replicas"),
     ("a negative tenant quota", {"router": {"tenantQuotas": {"maxStreams": -1}}}, "schema", "/router/tenantQuotas/maxStreams"),
