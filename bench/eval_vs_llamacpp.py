@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
-"""kvfleet's modes and llama.cpp's default path against float64, on one text.
+"""kvfleet's modes and llama.cpp against float64, and the calibration record.
 
 The same tokens (Hugging Face `tokenizers` built from the GGUF), the same
 windows (llama.cpp's perplexity rule: windows of --ctx, BOS first when the
-model adds one, the second half scored):
+model adds one, the second half scored), over one or more texts (default:
+the pinned prose and code of scripts/fetch_eval_texts.sh, --tokens of each,
+cut to whole windows so that no window spans two texts):
 
   - float64: the numpy reference (tests/reference/llama_numpy.py), written
     in kvfleet's reference format;
-  - llama.cpp: llama-cpp-python's logits for every position (its default
-    CPU path: 8-bit activations for quantized weights, f16 KV), scored here;
+  - llama.cpp: llama-cpp-python's logits for every position, scored here,
+    for its default CPU path (8-bit activations for quantized weights, f16
+    KV) and with a q8_0 KV cache (flash attention on, as llama.cpp requires
+    for a quantized V cache);
   - kvfleet: `kvfleet eval --reference` in each mode.
 
-Prints perplexity and KL divergence from float64 for each. Not run in CI:
-llama-cpp-python is a benchmark dependency (scripts/setup.sh
---with-benchmarks builds it without AMX, which crashes on VMs that report
-it). llama.cpp runs in a child process, so a crash there names itself.
+Prints perplexity and KL divergence from float64 for each. With
+--calibrate OUT it then runs `kvfleet eval --calibrate` with llama.cpp's two
+mean KL divergences as the gate, writing the model's calibration record
+(docs/operations.md, "Choosing a mode"). Not run in CI: llama-cpp-python
+is a benchmark dependency (scripts/setup.sh --with-benchmarks builds it
+without AMX, which crashes on VMs that report it). llama.cpp runs in a
+child process, so a crash there names itself.
 
-  .venv/bin/python bench/eval_vs_llamacpp.py --model models/SmolLM2-135M-Instruct.Q4_1.gguf
+  scripts/fetch_eval_texts.sh
+  .venv/bin/python bench/eval_vs_llamacpp.py --model models/SmolLM2-135M-Instruct.Q4_1.gguf \
+      --calibrate models/SmolLM2-135M-Instruct.Q4_1.gguf.calibration.json
 """
 
 import argparse
@@ -30,22 +39,34 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import llama_numpy  # noqa: E402
 
 # Run under llama-cpp-python's interpreter: every window's logits, saved as .npy.
 LLAMA_SNIPPET = r"""
 import json, sys
 import numpy as np
+import llama_cpp
 from llama_cpp import Llama
 args = json.loads(sys.argv[1])
+extra = {"type_k": llama_cpp.GGML_TYPE_Q8_0, "type_v": llama_cpp.GGML_TYPE_Q8_0, "flash_attn": True} \
+    if args["kv"] == "q8_0" else {}
 llm = Llama(model_path=args["model"], n_ctx=args["ctx"], logits_all=True, n_threads=args["threads"],
-            n_batch=args["ctx"], verbose=False)
+            n_batch=args["ctx"], verbose=False, **extra)
 for i, window in enumerate(args["windows"]):
     llm.reset()
     llm.eval(window)
-    np.save(f"{args['out']}/llama_{i}.npy", np.array(llm.scores[: len(window)], dtype=np.float32))
+    np.save(f"{args['out']}/llama_{args['kv']}_{i}.npy", np.array(llm.scores[: len(window)], dtype=np.float32))
+print(llama_cpp.__version__)
 """
+
+LLAMA_PATHS = [("llama.cpp default", "f16"), ("llama.cpp q8_0 KV", "q8_0")]
+KVFLEET_MODES = [("kvfleet f32", []), ("kvfleet q8 activations", ["--cpu-activations", "q8"]),
+                 ("kvfleet int8 KV", ["--kv-cache-dtype", "int8"]),
+                 ("kvfleet int8_rotated KV", ["--kv-cache-dtype", "int8_rotated"]),
+                 ("kvfleet fp8_e4m3 KV", ["--kv-cache-dtype", "fp8_e4m3"]),
+                 ("kvfleet q8 + int8 KV", ["--cpu-activations", "q8", "--kv-cache-dtype", "int8"])]
 
 
 def log_softmax(x):
@@ -59,19 +80,30 @@ def main():
     ap.add_argument("--kvfleet", default="build/tools/kvfleet/kvfleet")
     ap.add_argument("--model", required=True)
     ap.add_argument("--llama-python", default=sys.executable, help="an interpreter with llama_cpp")
-    ap.add_argument("--text", default="docs/design.md")
-    ap.add_argument("--tokens", type=int, default=1024)
-    ap.add_argument("--ctx", type=int, default=256)
+    ap.add_argument("--text", action="append", help="repeatable (default: models/eval/prose.txt and code.py)")
+    ap.add_argument("--tokens", type=int, default=2048, help="of each text, cut to whole windows")
+    ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--calibrate", metavar="OUT", help="write the model's calibration record here")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep the float64 reference and llama.cpp's figures in DIR, and reuse them when a later run "
+                         "asks for the same model, texts and windows (only kvfleet's modes run again)")
     args = ap.parse_args()
+    texts = args.text or [os.path.join(ROOT, "models", "eval", "prose.txt"), os.path.join(ROOT, "models", "eval", "code.py")]
 
-    ref = llama_numpy.LlamaReference(args.model, np.float64)
-    tok = llama_numpy.build_tokenizer(ref.reader)
-    with open(args.text, encoding="utf-8") as f:
-        ids = tok.encode(f.read(), add_special_tokens=False).ids[: args.tokens]
-    bos = llama_numpy.field(ref.reader, "tokenizer.ggml.bos_token_id")
-    add_bos = llama_numpy.field(ref.reader, "tokenizer.ggml.add_bos_token", False) and bos is not None
-    ctx, vocab = args.ctx, ref.hp.n_vocab
+    # The tokenizer and shapes only; the float64 weights load when the reference runs.
+    reader = llama_numpy.GGUFReader(args.model)
+    tok = llama_numpy.build_tokenizer(reader)
+    hp = llama_numpy.Hparams.from_reader(reader)
+    ctx = args.ctx
+    vocab = hp.n_vocab or len(llama_numpy.field(reader, "tokenizer.ggml.tokens"))
+    ids = []
+    for path in texts:
+        with open(path, encoding="utf-8") as f:
+            text_ids = tok.encode(f.read(), add_special_tokens=False).ids[: args.tokens]
+        ids += text_ids[: len(text_ids) // ctx * ctx]
+    bos = llama_numpy.field(reader, "tokenizer.ggml.bos_token_id")
+    add_bos = llama_numpy.field(reader, "tokenizer.ggml.add_bos_token", False) and bos is not None
     windows = []
     for start in range(0, len(ids) - ctx + 1, ctx):
         w = [int(t) for t in ids[start:start + ctx]]
@@ -79,51 +111,106 @@ def main():
             w[0] = int(bos)
         windows.append(w)
     rows = []
+    gates = {}
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([args.llama_python, "-c", LLAMA_SNIPPET,
-                        json.dumps({"model": args.model, "ctx": ctx, "threads": args.threads, "windows": windows,
-                                    "out": tmp})], check=True)
-        ref_path = os.path.join(tmp, "float64.ref")
-        nll64, nll_llama, kl_llama, top_llama = [], [], [], []
-        with open(ref_path, "wb") as f:
-            f.write(b"KVFEVAL1" + struct.pack("<Iqq", 1, vocab, 0))
-            positions = 0
-            for i, w in enumerate(windows):
-                lp64 = log_softmax(ref.forward(w, ref.new_cache(), all_logits=True, dtype=np.float64))
-                lpl = log_softmax(np.load(os.path.join(tmp, f"llama_{i}.npy"))[:, :vocab])
-                for pos in range(ctx // 2, ctx - 1):
-                    nxt = w[pos + 1]
-                    nll64.append(-lp64[pos, nxt])
-                    nll_llama.append(-lpl[pos, nxt])
-                    p = np.exp(lp64[pos])
-                    kl_llama.append(float((p * (lp64[pos] - lpl[pos])).sum()))
-                    top_llama.append(int(np.argmax(lp64[pos]) == np.argmax(lpl[pos])))
-                    f.write(struct.pack("<i", nxt))
-                    f.write(lp64[pos].astype(np.float16).tobytes())
-                    positions += 1
-            f.seek(8 + 4 + 8)
-            f.write(struct.pack("<q", positions))
-        rows.append(("float64 (numpy)", float(np.exp(np.mean(nll64))), 0.0, 0.0, 100.0))
-        kl = np.array(kl_llama)
-        rows.append(("llama.cpp default", float(np.exp(np.mean(nll_llama))), float(kl.mean()),
-                     float(np.quantile(kl, 0.99)), 100.0 * float(np.mean(top_llama))))
+        work = args.keep or tmp
+        os.makedirs(work, exist_ok=True)
+        key = {"model": os.path.abspath(args.model), "model_bytes": os.path.getsize(args.model),
+               "texts": [os.path.abspath(t) for t in texts], "tokens": args.tokens, "ctx": ctx, "ids": len(ids),
+               "ids_hash": hash(tuple(ids)) & 0xFFFFFFFF}
+        kept_path = os.path.join(work, "kept.json")
+        kept = None
+        if args.keep and os.path.exists(kept_path):
+            with open(kept_path) as f:
+                kept = json.load(f)
+            if kept.get("key") != key:
+                kept = None
+        ref_path = os.path.join(work, "float64.ref")
+        if kept:
+            print(f"reusing the float64 reference and llama.cpp's figures in {work}", file=sys.stderr)
+            rows, gates, llama_version, positions = kept["rows"], kept["gates"], kept["llama_version"], kept["positions"]
+        else:
+            llama_version = ""
+            for _, kv in LLAMA_PATHS:
+                out = subprocess.run([args.llama_python, "-c", LLAMA_SNIPPET,
+                                      json.dumps({"model": args.model, "ctx": ctx, "threads": args.threads,
+                                                  "windows": windows, "out": tmp, "kv": kv})],
+                                     check=True, capture_output=True, text=True)
+                llama_version = out.stdout.strip().splitlines()[-1]
+            ref = llama_numpy.LlamaReference(args.model, np.float64)
+            nll64 = []
+            llama = {kv: {"nll": [], "kl": [], "top": []} for _, kv in LLAMA_PATHS}
+            with open(ref_path, "wb") as f:
+                f.write(b"KVFEVAL1" + struct.pack("<Iqq", 1, vocab, 0))
+                positions = 0
+                for i, w in enumerate(windows):
+                    lp64 = log_softmax(ref.forward(w, ref.new_cache(), all_logits=True, dtype=np.float64))
+                    for pos in range(ctx // 2, ctx - 1):
+                        nll64.append(-lp64[pos, w[pos + 1]])
+                        f.write(struct.pack("<i", w[pos + 1]))
+                        f.write(lp64[pos].astype(np.float16).tobytes())
+                        positions += 1
+                    for _, kv in LLAMA_PATHS:
+                        path = os.path.join(tmp, f"llama_{kv}_{i}.npy")
+                        lpl = log_softmax(np.load(path)[:, :vocab])
+                        os.remove(path)
+                        for pos in range(ctx // 2, ctx - 1):
+                            p = np.exp(lp64[pos])
+                            llama[kv]["nll"].append(-lpl[pos, w[pos + 1]])
+                            llama[kv]["kl"].append(float((p * (lp64[pos] - lpl[pos])).sum()))
+                            llama[kv]["top"].append(int(np.argmax(lp64[pos]) == np.argmax(lpl[pos])))
+                    print(f"float64 and llama.cpp: window {i + 1}/{len(windows)}", file=sys.stderr)
+                f.seek(8 + 4 + 8)
+                f.write(struct.pack("<q", positions))
+            rows.append(("float64 (numpy)", float(np.exp(np.mean(nll64))), 0.0, 0.0, 100.0))
+            for name, kv in LLAMA_PATHS:
+                kl = np.array(llama[kv]["kl"])
+                gates[kv] = float(kl.mean())
+                rows.append((name, float(np.exp(np.mean(llama[kv]["nll"]))), float(kl.mean()),
+                             float(np.quantile(kl, 0.99)), 100.0 * float(np.mean(llama[kv]["top"]))))
+            with open(kept_path, "w") as f:
+                json.dump({"key": key, "rows": rows, "gates": gates, "llama_version": llama_version,
+                           "positions": positions}, f)
         ids_path = os.path.join(tmp, "ids.txt")
         with open(ids_path, "w") as f:
             f.write(",".join(str(i) for i in ids))
-        for name, flags in [("kvfleet f32", []), ("kvfleet q8 activations", ["--cpu-activations", "q8"]),
-                            ("kvfleet int8 KV", ["--kv-cache-dtype", "int8"])]:
-            out = subprocess.run([args.kvfleet, "eval", "--model", args.model, "--tokens", ids_path, "--ctx", str(ctx),
-                                  "--threads", str(args.threads), "--reference", ref_path] + flags,
-                                 capture_output=True, text=True, check=True).stdout
+        common = [args.kvfleet, "eval", "--model", args.model, "--tokens", ids_path, "--ctx", str(ctx),
+                  "--threads", str(args.threads), "--reference", ref_path]
+        for name, flags in KVFLEET_MODES:
+            out = subprocess.run(common + flags, capture_output=True, text=True, check=True).stdout
             m = re.search(r"mean ([\d.e+-]+), median [\d.e+-]+, p99 ([\d.e+-]+)", out)
+            speed = float(re.search(r"([\d.]+) tokens/s", out).group(1))
             rows.append((name, float(re.search(r"perplexity ([\d.]+)", out).group(1)), float(m.group(1)),
-                         float(m.group(2)), float(re.search(r"same top token ([\d.]+)%", out).group(1))))
-    print(f"{os.path.basename(args.model)}, {os.path.basename(args.text)}, {len(windows)} windows of {ctx}; "
-          "KL divergence from float64")
-    print("| path | perplexity | mean KL | p99 KL | same top-1 |")
-    print("|---|---|---|---|---|")
-    for name, ppl, kl, p99, top in rows:
-        print(f"| {name} | {ppl:.4f} | {kl:.3g} | {p99:.3g} | {top:.2f}% |")
+                         float(m.group(2)), float(re.search(r"same top token ([\d.]+)%", out).group(1)), speed))
+        text_name = " + ".join(f"{os.path.basename(t)} ({args.tokens} tokens)" for t in texts)
+        print(f"{os.path.basename(args.model)}, {text_name}, {len(windows)} windows of {ctx}, "
+              f"{positions} positions; KL divergence from float64; llama.cpp {llama_version}")
+        print("| path | perplexity | mean KL | p99 KL | same top-1 | eval tokens/s |")
+        print("|---|---|---|---|---|---|")
+        for row in rows:
+            name, ppl, kl, p99, top = row[:5]
+            speed = f"{row[5]:.0f}" if len(row) > 5 else ""
+            print(f"| {name} | {ppl:.4f} | {kl:.3g} | {p99:.3g} | {top:.2f}% | {speed} |")
+        if args.calibrate:
+            out = subprocess.run(
+                common + ["--calibrate", args.calibrate, "--activations-gate", repr(gates["f16"]),
+                          "--kv-gate", repr(gates["q8_0"]),
+                          "--gate-source", f"llama.cpp {llama_version} (llama-cpp-python) on the same GGUF, text and "
+                                           f"windows: its default CPU path, and with a q8_0 KV cache",
+                          "--reference-source", "float64 numpy forward (tests/reference/llama_numpy.py), "
+                                                "distributions stored as float16"],
+                capture_output=True, text=True)
+            print(out.stdout)
+            if out.returncode != 0:
+                sys.exit(f"kvfleet eval --calibrate failed: {out.stderr}")
+            # The record names the texts and this command, not the temporary token file.
+            with open(args.calibrate) as f:
+                record = json.load(f)
+            record["text"]["name"] = text_name
+            record["command"] = "bench/eval_vs_llamacpp.py " + " ".join(sys.argv[1:])
+            with open(args.calibrate, "w") as f:
+                json.dump(record, f, indent=2)
+                f.write("\n")
     return 0
 
 

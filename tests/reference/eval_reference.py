@@ -14,10 +14,16 @@ tokens in f32 and reads that file back:
     1e-4, and its top token must equal float64's at 98% of positions or more
     (a near-tie can go either way: the reference is float16 on disk).
 
-The 8-bit activation mode is measured against the same file and printed.
+Then `kvfleet eval --calibrate` runs every CPU mode against the same file
+and writes a calibration record: it must list each mode once with its
+numerics identity, the exact mode must pass with the f32 run's figures,
+and each mode's verdict must follow the gate given (here the gate
+llama.cpp measured for SmolLM2 on the pinned texts; the texts differ, so
+the verdicts here prove the rule, not the model's record).
 """
 
 import argparse
+import json
 import os
 import re
 import struct
@@ -49,6 +55,35 @@ def run_eval(kvfleet, model, ids_path, ctx, extra):
     kl = re.search(r"mean ([\d.e+-]+),", out.stdout)
     top = re.search(r"same top token ([\d.]+)%", out.stdout)
     return ppl, float(kl.group(1)) if kl else None, float(top.group(1)) if top else None
+
+
+def check_record(record, gate, f32_kl):
+    """The record's modes, their identities and verdicts against the gate."""
+    problems = []
+    modes = {(m["cpu_activations"], m["kv_cache_dtype"]): m for m in record["modes"]}
+    want = {(a, kv) for a in ("f32", "q8") for kv in ("f16", "int8", "int8_rotated", "fp8_e4m3")}
+    if set(modes) != want or len(record["modes"]) != len(want):
+        problems.append(f"modes {sorted(modes)} are not every activation mode with every KV format once")
+    for (a, kv), m in modes.items():
+        numerics = ("cpu-q8/3" if a == "q8" else "cpu/1") + ("" if kv == "f16" else f"+kv-{kv}")
+        if m["numerics"] != numerics:
+            problems.append(f"{a}+{kv}: numerics {m['numerics']}, expected {numerics}")
+        exact = a == "f32" and kv == "f16"
+        bar = gate["activations"] if kv == "f16" else gate["kv"]
+        if m["passes"] != (exact or m["mean_kl"] <= bar):
+            problems.append(f"{a}+{kv}: mean KL {m['mean_kl']:.4g} against a bar of {bar}, but passes={m['passes']}")
+    exact = modes.get(("f32", "f16"))
+    if exact is None or abs(exact["mean_kl"] - f32_kl) > 1e-3 * max(f32_kl, 1e-9) + 1e-9:
+        problems.append(f"the exact mode's mean KL {exact and exact['mean_kl']} is not the f32 run's {f32_kl}")
+    if record["gate"]["activations_mean_kl"] != gate["activations"] or record["gate"]["kv_mean_kl"] != gate["kv"]:
+        problems.append(f"the record's gate {record['gate']} is not the one given")
+    if len(record["model_fingerprint"]) != 64:
+        problems.append(f"model_fingerprint {record['model_fingerprint']!r} is not a SHA-256")
+    for p in problems:
+        print(f"calibration record: {p}")
+    print(f"calibration record: {len(record['modes'])} modes, "
+          f"{sum(m['passes'] for m in record['modes'])} pass: {'PASS' if not problems else 'FAIL'}")
+    return not problems
 
 
 def main():
@@ -94,8 +129,19 @@ def main():
         ppl_np = float(np.exp(np.mean(nll)))
         print(f"numpy float64: perplexity {ppl_np:.6f} over {positions} positions")
         ppl, kl, top = run_eval(args.kvfleet, args.model, ids_path, ctx, ["--reference", ref_path])
-        run_eval(args.kvfleet, args.model, ids_path, ctx, ["--reference", ref_path, "--cpu-activations", "q8"])
-    ok = abs(ppl - ppl_np) / ppl_np < 1e-3 and kl is not None and kl < 1e-4 and top >= 98.0
+        record_path = os.path.join(tmp, "record.json")
+        gate = {"activations": 0.00296, "kv": 0.00328}
+        out = subprocess.run([args.kvfleet, "eval", "--model", args.model, "--tokens", ids_path, "--ctx", str(ctx),
+                              "--threads", "2", "--reference", ref_path, "--calibrate", record_path,
+                              "--activations-gate", str(gate["activations"]), "--kv-gate", str(gate["kv"])],
+                             capture_output=True, text=True)
+        print(out.stdout.strip())
+        if out.returncode != 0:
+            sys.exit(f"FAIL: kvfleet eval --calibrate: {out.stderr}")
+        with open(record_path) as f:
+            record = json.load(f)
+    calibration_ok = check_record(record, gate, kl)
+    ok = abs(ppl - ppl_np) / ppl_np < 1e-3 and kl is not None and kl < 1e-4 and top >= 98.0 and calibration_ok
     print(f"f32 against float64: perplexity {ppl:.6f} vs {ppl_np:.6f}, mean KL {kl:.3g}, same top {top:.2f}%: "
           f"{'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

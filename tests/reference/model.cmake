@@ -81,7 +81,8 @@ set_tests_properties(reference.checkpoint PROPERTIES
 
 # Teacher-forced evaluation (kvfleet eval) against the float64 numpy
 # reference: SmolLM2 on 1,024 tokens of docs/design.md in windows of 256;
-# perplexity and the KL divergence of the f32 mode (tools/eval/).
+# perplexity and the KL divergence of the f32 mode (tools/eval/), and the
+# calibration record of every mode (kvfleet eval --calibrate).
 add_test(NAME reference.eval.smollm2
   COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/eval_reference.py
           --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_DEFAULT_MODEL})
