@@ -42,6 +42,7 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import llama_numpy  # noqa: E402
+from activation_accuracy import encoder_for  # noqa: E402  (bench/, the script's own folder)
 
 # Run under llama-cpp-python's interpreter: every window's logits, saved as .npy.
 LLAMA_SNIPPET = r"""
@@ -85,6 +86,8 @@ def main():
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--calibrate", metavar="OUT", help="write the model's calibration record here")
+    ap.add_argument("--tokenize-dump", default=os.path.join(ROOT, "build", "tests", "reference", "tokenize_dump"),
+                    help="kvfleet's tokenizer, for vocabularies the numpy reference cannot build (SentencePiece)")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the float64 reference and llama.cpp's figures in DIR, and reuse them when a later run "
                          "asks for the same model, texts and windows (only kvfleet's modes run again)")
@@ -93,14 +96,14 @@ def main():
 
     # The tokenizer and shapes only; the float64 weights load when the reference runs.
     reader = llama_numpy.GGUFReader(args.model)
-    tok = llama_numpy.build_tokenizer(reader)
+    encode = encoder_for(reader, args.model, args.tokenize_dump)
     hp = llama_numpy.Hparams.from_reader(reader)
     ctx = args.ctx
     vocab = hp.n_vocab or len(llama_numpy.field(reader, "tokenizer.ggml.tokens"))
     ids = []
     for path in texts:
         with open(path, encoding="utf-8") as f:
-            text_ids = tok.encode(f.read(), add_special_tokens=False).ids[: args.tokens]
+            text_ids = encode(f.read())[: args.tokens]
         ids += text_ids[: len(text_ids) // ctx * ctx]
     bos = llama_numpy.field(reader, "tokenizer.ggml.bos_token_id")
     add_bos = llama_numpy.field(reader, "tokenizer.ggml.add_bos_token", False) and bos is not None
