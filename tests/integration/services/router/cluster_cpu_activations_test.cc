@@ -63,10 +63,13 @@ TEST(ClusterCpuActivationsTest, AnEightBitWorkerServesExactlyAndSaysWhatItRuns) 
   EXPECT_EQ(batch[0].text, alone.text);
   EXPECT_GT(batch[0].usage.cached_prompt_tokens(), 0);
 
+  // The exact mode pinned: the model's calibration record may make 8-bit
+  // activations its default.
   RouterCluster f32;
   ASSERT_TRUE(f32.Start({.workers = 1,
                          .model_path = kDefaultModelPath,
-                         .worker_args = {"--kv-cache-memory", "128MiB", "--threads", "2"}})
+                         .worker_args = {"--cpu-activations", "f32", "--kv-cache-dtype", "f16", "--kv-cache-memory",
+                                         "128MiB", "--threads", "2"}})
                   .ok());
   EXPECT_EQ(WorkerNumerics(f32), "cpu/1");
   const TextStreamResult reference = f32.Chat(rainbow);
