@@ -51,7 +51,7 @@ absl::StatusOr<CheckedStart> CheckStart(const WorkerOptions& o) {
   ASSIGN_OR_RETURN(c.device, engine::ResolveDevice(o.device));
   ASSIGN_OR_RETURN(c.scheduler, ResolveScheduler(o, c.device.kind));
   ASSIGN_OR_RETURN(c.model, model::Model::Load(o.model_path));
-  c.mode = ResolveWorkerMode(o, *c.model, c.device.kind);
+  ASSIGN_OR_RETURN(c.mode, ResolveWorkerMode(o, *c.model, c.device.kind));
   KVFLEET_LOG_INFO("numerics mode: {}", c.mode.reason);
   return c;
 }

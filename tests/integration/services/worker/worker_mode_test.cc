@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "model/model_fingerprint.h"
 #include "tests/integration/services/worker/worker_harness.h"
+#include "tests/testing/service_process.h"
 #include "tests/testing/temp_dir.h"
 
 namespace kvfleet::testing {
@@ -140,6 +141,24 @@ TEST_F(WorkerModeTest, ABrokenRecordIsNamedAndTheExactModeRuns) {
   WorkerHarness harness;
   const Started s = StartAndAsk(harness, model_, {}, "cpu/1", "exact");
   EXPECT_NE(s.log.find("the calibration record is not usable"), std::string::npos) << s.log;
+}
+
+TEST_F(WorkerModeTest, ARecordNamedByTheFlagMustExistAndBeOne) {
+  for (const bool exists : {false, true}) {
+    const std::string record = dir_.Path(exists ? "broken.json" : "missing.json");
+    if (exists) std::ofstream(record) << "not json";
+    auto worker = WorkerProcess::Start({.binary = ServiceBinary("kvfleet-worker", KVFLEET_WORKER_BINARY),
+                                        .model_path = model_,
+                                        .extra_args = {"--calibration", record},
+                                        .stderr_path = dir_.Path("refused.log"),
+                                        .ready_timeout = absl::Seconds(30)});
+    ASSERT_FALSE(worker.ok()) << record;
+    std::ifstream in(dir_.Path("refused.log"));
+    const std::string log(std::istreambuf_iterator<char>(in), {});
+    EXPECT_NE(log.find("--calibration " + record), std::string::npos) << log;
+    // Refused before it binds: it never announced a port.
+    EXPECT_EQ(worker.status().message().find("listening grpc="), std::string::npos) << worker.status();
+  }
 }
 
 }  // namespace
