@@ -119,6 +119,7 @@ def main():
         work = args.keep or tmp
         os.makedirs(work, exist_ok=True)
         key = {"model": os.path.abspath(args.model), "model_bytes": os.path.getsize(args.model),
+               "model_mtime_ns": os.stat(args.model).st_mtime_ns,
                "texts": [os.path.abspath(t) for t in texts], "tokens": args.tokens, "ctx": ctx, "ids": len(ids),
                "ids_hash": hash(tuple(ids)) & 0xFFFFFFFF}
         kept_path = os.path.join(work, "kept.json")

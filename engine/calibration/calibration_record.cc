@@ -1,5 +1,6 @@
 #include "engine/calibration/calibration_record.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -13,10 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string ActivationsName(CpuActivations a) { return a == CpuActivations::kQ8 ? "q8" : "f32"; }
-
 json ModeToJson(const ModeFigures& m) {
-  return json{{"cpu_activations", ActivationsName(m.cpu_activations)},
+  return json{{"cpu_activations", std::string(CpuActivationsName(m.cpu_activations))},
               {"kv_cache_dtype", std::string(kernels::KvCacheDtypeName(m.kv_cache_dtype))},
               {"numerics", m.numerics},
               {"perplexity", m.perplexity},
@@ -43,6 +42,11 @@ absl::StatusOr<ModeFigures> ModeFromJson(const model::JsonConfigReader& r, const
   ASSIGN_OR_RETURN(std::string kv, r.String(field("kv_cache_dtype")));
   absl::StatusOr<kernels::KvCacheDtype> dtype = ParseKvCacheDtype(kv);
   if (!dtype.ok()) return named("kv_cache_dtype", dtype.status());
+  if (kernels::KvCacheDtypeName(*dtype) != kv) {  // one spelling per mode, as the writer writes it
+    return named("kv_cache_dtype",
+                 absl::InvalidArgumentError(
+                     absl::StrCat("write '", std::string(kernels::KvCacheDtypeName(*dtype)), "', not '", kv, "'")));
+  }
   m.kv_cache_dtype = *dtype;
   ASSIGN_OR_RETURN(m.numerics, r.String(field("numerics")));
   for (auto [name, out] : {std::pair{"perplexity", &m.perplexity},
@@ -53,10 +57,14 @@ absl::StatusOr<ModeFigures> ModeFromJson(const model::JsonConfigReader& r, const
                            {"same_top1", &m.same_top1},
                            {"tokens_per_second", &m.tokens_per_second}}) {
     ASSIGN_OR_RETURN(*out, r.Float(field(name)));
-    if (!(*out >= 0)) {
+    if (!(*out >= 0) || !std::isfinite(*out)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(r.origin(), ": ", field(name), " must be a non-negative number, got ", *out));
+          absl::StrCat(r.origin(), ": ", field(name), " must be a finite non-negative number, got ", *out));
     }
+  }
+  if (m.same_top1 > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(r.origin(), ": ", field("same_top1"), " is a share in [0, 1], got ", m.same_top1));
   }
   ASSIGN_OR_RETURN(m.passes, r.Bool(field("passes")));
   return m;
@@ -80,8 +88,18 @@ absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) 
   ASSIGN_OR_RETURN(rec.gate.activations_mean_kl, r.Float("gate.activations_mean_kl"));
   ASSIGN_OR_RETURN(rec.gate.kv_mean_kl, r.Float("gate.kv_mean_kl"));
   ASSIGN_OR_RETURN(rec.gate.source, r.String("gate.source"));
-  if (!(rec.gate.activations_mean_kl >= 0) || !(rec.gate.kv_mean_kl >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the gate's mean KL divergences must be non-negative"));
+  for (double bar : {rec.gate.activations_mean_kl, rec.gate.kv_mean_kl}) {
+    if (!(bar >= 0) || !std::isfinite(bar)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": the gate's mean KL divergences must be finite non-negative numbers, got ", bar));
+    }
+  }
+  if (rec.model_fingerprint.size() != 64 ||
+      rec.model_fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(path,
+                                                   ": model_fingerprint must be 64 lowercase hex digits (the "
+                                                   "model's SHA-256 fingerprint), got '",
+                                                   rec.model_fingerprint, "'"));
   }
   const nlohmann::json* modes = r.json().contains("modes") ? &r.json()["modes"] : nullptr;
   if (modes == nullptr || !modes->is_array() || modes->empty()) {
@@ -92,6 +110,10 @@ absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) 
     const std::string at = absl::StrCat("modes[", i, "]");
     const model::JsonConfigReader entry(path, json{{at, (*modes)[i]}});
     ASSIGN_OR_RETURN(ModeFigures m, ModeFromJson(entry, at));
+    if (m.passes != PassesGate(m, rec.gate)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", at, ".passes is ", m.passes ? "true" : "false",
+                                                     ", but its mean KL ", m.mean_kl, " and the gate give the other"));
+    }
     rec.modes.push_back(std::move(m));
   }
   if (r.Has("command")) {
@@ -101,6 +123,13 @@ absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) 
 }
 
 }  // namespace
+
+bool PassesGate(const ModeFigures& mode, const CalibrationGate& gate) {
+  const bool exact = mode.cpu_activations == CpuActivations::kF32 && mode.kv_cache_dtype == kernels::KvCacheDtype::kF16;
+  if (exact) return true;
+  return mode.mean_kl <=
+         (mode.kv_cache_dtype == kernels::KvCacheDtype::kF16 ? gate.activations_mean_kl : gate.kv_mean_kl);
+}
 
 std::string CalibrationPathFor(const std::string& model_path) {
   std::error_code ec;

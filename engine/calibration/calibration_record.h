@@ -55,7 +55,7 @@ struct ModeFigures {
 
 struct CalibrationText {
   std::string name;
-  std::string sha256;
+  std::string sha256;     // of the token ids (int32, little-endian), not the file
   int64_t positions = 0;  // scored positions
   int64_t context = 0;    // the evaluation's window
 };
@@ -70,12 +70,19 @@ struct CalibrationRecord {
   std::string command;
 };
 
+// The gate: the exact mode (f32 activations, f16 KV) always passes; another
+// passes when its mean KL is at most the gate's bar for its KV format.
+bool PassesGate(const ModeFigures& mode, const CalibrationGate& gate);
+
 // Where a model's record sits by default: "<path>.calibration.json" for a
 // file, "<path>/kvfleet-calibration.json" for a checkpoint directory.
 std::string CalibrationPathFor(const std::string& model_path);
 
 // NOT_FOUND when the file does not exist; INVALID_ARGUMENT naming the file
-// and the field when it is not a record of this format.
+// and the field when it is not a record of this format: a figure that is
+// not a finite non-negative number (a share above 1), a mode not spelled
+// as its flag value, a fingerprint that is not 64 hex digits, or a verdict
+// that the gate and the figures do not give.
 absl::StatusOr<CalibrationRecord> ReadCalibrationRecord(const std::string& path);
 absl::Status WriteCalibrationRecord(const std::string& path, const CalibrationRecord& record);
 

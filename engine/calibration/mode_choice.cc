@@ -1,6 +1,7 @@
 #include "engine/calibration/mode_choice.h"
 
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,10 +20,22 @@ std::tuple<int, int, double> SpeedRank(const ModeFigures& m) {
           m.mean_kl};
 }
 
-ChosenMode Exact(const ModeSetting& s, std::string reason) {
-  return {.activations = s.activations.value_or(CpuActivations::kF32),
-          .kv = s.kv.value_or(kernels::KvCacheDtype::kF16),
-          .reason = std::move(reason)};
+// The flags' axes, the exact mode's on the others.
+ChosenMode Exact(const ModeSetting& s, const std::string& why) {
+  ChosenMode m{.activations = s.activations.value_or(CpuActivations::kF32),
+               .kv = s.kv.value_or(kernels::KvCacheDtype::kF16)};
+  std::vector<std::string> flagged;
+  if (s.activations) flagged.push_back(absl::StrCat(std::string(CpuActivationsName(*s.activations)), " activations"));
+  if (s.kv) flagged.push_back(absl::StrCat(std::string(kernels::KvCacheDtypeName(*s.kv)), " KV"));
+  if (flagged.empty()) {
+    m.reason = absl::StrCat("exact: ", why);
+  } else if (flagged.size() == 2) {
+    m.reason = absl::StrCat(ModeName(m.activations, m.kv), " by flags");
+  } else {
+    m.reason = absl::StrCat(flagged[0], " by flag; exact otherwise: ", why);
+  }
+  m.source = flagged.empty() ? "exact" : "flags";
+  return m;
 }
 
 }  // namespace
@@ -47,31 +60,23 @@ absl::StatusOr<std::optional<kernels::KvCacheDtype>> ParseKvCacheDtypeSetting(st
   return std::optional<kernels::KvCacheDtype>(*kv);
 }
 
-bool PassesGate(const ModeFigures& mode, const CalibrationGate& gate) {
-  const bool exact = mode.cpu_activations == CpuActivations::kF32 && mode.kv_cache_dtype == kernels::KvCacheDtype::kF16;
-  if (exact) return true;
-  return mode.mean_kl <=
-         (mode.kv_cache_dtype == kernels::KvCacheDtype::kF16 ? gate.activations_mean_kl : gate.kv_mean_kl);
-}
-
 ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<CalibrationRecord>& record,
                       const std::string& record_path, const CalibrationMatch& match) {
-  if (setting.activations && setting.kv) return Exact(setting, "both modes given by flags");
+  if (setting.activations && setting.kv) return Exact(setting, "");
   if (!record.ok()) {
-    if (absl::IsNotFound(record.status())) {
-      return Exact(setting, absl::StrCat("exact: no calibration record at ", record_path));
-    }
-    return Exact(setting, absl::StrCat("exact: the calibration record is not usable: ", record.status().message()));
+    if (absl::IsNotFound(record.status()))
+      return Exact(setting, absl::StrCat("no calibration record at ", record_path));
+    return Exact(setting, absl::StrCat("the calibration record is not usable: ", record.status().message()));
   }
   const CalibrationRecord& r = *record;
+  if (r.backend != match.backend) {
+    return Exact(setting, absl::StrCat(record_path, " was measured on the ", r.backend,
+                                       " backend; this worker runs on ", match.backend));
+  }
   if (r.model_fingerprint != match.model_fingerprint) {
-    return Exact(setting, absl::StrCat("exact: ", record_path, " was measured on other weights (fingerprint ",
+    return Exact(setting, absl::StrCat(record_path, " was measured on other weights (fingerprint ",
                                        r.model_fingerprint.substr(0, 12), ", this model's ",
                                        match.model_fingerprint.substr(0, 12), ")"));
-  }
-  if (r.backend != match.backend) {
-    return Exact(setting, absl::StrCat("exact: ", record_path, " was measured on the ", r.backend,
-                                       " backend; this worker runs on ", match.backend));
   }
   const ModeFigures* best = nullptr;
   int stale = 0;
@@ -86,7 +91,7 @@ ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<Calibrati
     if (best == nullptr || SpeedRank(m) < SpeedRank(*best)) best = &m;
   }
   if (best == nullptr) {
-    return Exact(setting, absl::StrCat("exact: ", record_path, " has no passing mode for this build",
+    return Exact(setting, absl::StrCat(record_path, " has no passing mode for this build",
                                        stale > 0 ? absl::StrCat(" (", stale, " measured with other kernels)") : ""));
   }
   return {.activations = best->cpu_activations,
@@ -96,7 +101,20 @@ ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<Calibrati
               ModeName(best->cpu_activations, best->kv_cache_dtype), record_path, best->mean_kl,
               best->kv_cache_dtype == kernels::KvCacheDtype::kF16 ? r.gate.activations_mean_kl : r.gate.kv_mean_kl,
               r.gate.source),
-          .from_record = true};
+          .from_record = true,
+          .source = "calibration"};
+}
+
+absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& q) {
+  if (q.setting.activations && q.setting.kv) return ChooseMode(q.setting, absl::NotFoundError(""), q.record_path, {});
+  const absl::StatusOr<CalibrationRecord> record = ReadCalibrationRecord(q.record_path);
+  if (q.record_required && !record.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--calibration ", q.record_path, ": ", record.status().message(),
+                                                   absl::IsNotFound(record.status()) ? " (no such file)" : ""));
+  }
+  CalibrationMatch match{.backend = q.backend, .numerics_of = q.numerics_of};
+  if (record.ok() && record->backend == q.backend && q.fingerprint) match.model_fingerprint = q.fingerprint();
+  return ChooseMode(q.setting, record, q.record_path, match);
 }
 
 }  // namespace kvfleet::engine

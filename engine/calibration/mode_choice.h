@@ -36,8 +36,6 @@ struct ModeSetting {
 absl::StatusOr<std::optional<CpuActivations>> ParseCpuActivationsSetting(std::string_view text);
 absl::StatusOr<std::optional<kernels::KvCacheDtype>> ParseKvCacheDtypeSetting(std::string_view text);
 
-bool PassesGate(const ModeFigures& mode, const CalibrationGate& gate);
-
 // What a record must match to be used: the model's weights and this
 // build's numerics identity for a mode (empty when the backend has none
 // for it, e.g. 8-bit activations on a GPU).
@@ -50,10 +48,13 @@ struct CalibrationMatch {
 struct ChosenMode {
   CpuActivations activations = CpuActivations::kF32;
   kernels::KvCacheDtype kv = kernels::KvCacheDtype::kF16;
-  // One line for the log: what chose it and why ("flag", "calibration
-  // record: ...", "exact: no record ...").
+  // One line for the log: what chose it and why ("... from RECORD: mean
+  // KL ...", "int8 KV by flag; exact otherwise: no calibration record at ...").
   std::string reason;
   bool from_record = false;
+  // "calibration" (the record chose at least one axis), "flags" (a flag
+  // chose one or both, the rest exact) or "exact": for GetInfo and metrics.
+  std::string source = "exact";
 };
 
 // `record` is the read's result (NOT_FOUND: no record). A record that
@@ -61,5 +62,21 @@ struct ChosenMode {
 // `reason` says which. Never fails: the exact mode is always allowed.
 ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<CalibrationRecord>& record,
                       const std::string& record_path, const CalibrationMatch& match);
+
+// Reads the record and chooses: what a worker and `kvfleet capacity` share.
+struct ModeRequest {
+  ModeSetting setting;
+  std::string record_path;
+  // Named by a flag: a missing file, or one that is not a record, is an
+  // error naming it. Otherwise (the default path beside the model) it only
+  // leaves the exact mode, with the reason said.
+  bool record_required = false;
+  std::string backend;  // "cpu" or "cuda"
+  // The model's fingerprint, asked for only when a record of this backend
+  // is there (it hashes every weight unless cached).
+  std::function<std::string()> fingerprint;
+  std::function<std::string(CpuActivations, kernels::KvCacheDtype)> numerics_of;
+};
+absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& request);
 
 }  // namespace kvfleet::engine

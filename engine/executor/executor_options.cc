@@ -9,6 +9,8 @@ std::string Device::ToString() const {
   return kind == DeviceKind::kCpu ? std::string("cpu") : absl::StrCat("cuda:", index);
 }
 
+std::string_view CpuActivationsName(CpuActivations a) { return a == CpuActivations::kQ8 ? "q8" : "f32"; }
+
 absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text) {
   if (text == "f32") return CpuActivations::kF32;
   if (text == "q8") return CpuActivations::kQ8;
@@ -16,7 +18,7 @@ absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text) {
 }
 
 absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text) {
-  if (text == "f16" || text == "auto") return kernels::KvCacheDtype::kF16;
+  if (text == "f16") return kernels::KvCacheDtype::kF16;
   if (text == "int8") return kernels::KvCacheDtype::kInt8;
   if (text == "fp8_e4m3" || text == "fp8") return kernels::KvCacheDtype::kFp8E4M3;
   if (text == "int8_rotated") return kernels::KvCacheDtype::kInt8Rotated;

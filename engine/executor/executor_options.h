@@ -38,8 +38,9 @@ enum class CpuActivations { kF32, kQ8 };
 
 // "f32" or "q8"; INVALID_ARGUMENT naming both otherwise.
 absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text);
+std::string_view CpuActivationsName(CpuActivations activations);  // "f32" or "q8"
 
-// "f16" (or "auto"), "int8", "int8_rotated", "fp8_e4m3" (or "fp8"): the KV cache's element
+// "f16", "int8", "int8_rotated", "fp8_e4m3" (or "fp8"): the KV cache's element
 // format (kernels/common/kv_format.h); INVALID_ARGUMENT naming them otherwise.
 absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text);
 

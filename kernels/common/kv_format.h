@@ -49,12 +49,10 @@ constexpr std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
 
 // Bytes one element takes (a kInt8 row's scale not included).
 constexpr int64_t KvElementBytes(KvCacheDtype dtype) { return dtype == KvCacheDtype::kF16 ? 2 : 1; }
-// The codec a row is stored with: a kInt8Rotated row is a kInt8 row.
-constexpr KvCacheDtype KvRowCodec(KvCacheDtype dtype) {
-  return dtype == KvCacheDtype::kInt8Rotated ? KvCacheDtype::kInt8 : dtype;
-}
 // Bytes of per-row scale: one binary16 per (token, KV head) for int8 rows.
-constexpr int64_t KvRowScaleBytes(KvCacheDtype dtype) { return KvRowCodec(dtype) == KvCacheDtype::kInt8 ? 2 : 0; }
+constexpr int64_t KvRowScaleBytes(KvCacheDtype dtype) {
+  return dtype == KvCacheDtype::kInt8 || dtype == KvCacheDtype::kInt8Rotated ? 2 : 0;
+}
 
 // Whether key rows (and so queries) are rotated before the codec.
 constexpr bool KvRotatesKeys(KvCacheDtype dtype) { return dtype == KvCacheDtype::kInt8Rotated; }

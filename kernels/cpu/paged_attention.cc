@@ -286,17 +286,20 @@ void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const flo
              int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache) {
   const int64_t d = layout.head_dim;
   const bool rotate = KvRotatesKeys(layout.dtype);
-  thread_local std::vector<float> rotated;
-  if (rotate) GrowTo(rotated, d);
+  // A rotated key row, on the stack for the usual heads (no allocation in a
+  // warm step); a heap row only past 512.
+  float stack_row[512];
+  std::vector<float> heap_row(rotate && d > 512 ? static_cast<size_t>(d) : 0);
+  float* rotated = d > 512 ? heap_row.data() : stack_row;
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t slot = where.kv_slots[t];
     for (int64_t h = 0; h < layout.num_kv_heads; ++h) {
       const int64_t row = (t * layout.num_kv_heads + h) * d;
       const float* key = k + row;
       if (rotate) {
-        std::copy(key, key + d, rotated.begin());
-        HadamardBlocks(rotated.data(), d, KvRotationBlock(d));
-        key = rotated.data();
+        std::copy(key, key + d, rotated);
+        HadamardBlocks(rotated, d, KvRotationBlock(d));
+        key = rotated;
       }
       StoreRow(layout, key, slot / layout.block_size, h, slot % layout.block_size, k_cache);
       StoreRow(layout, v + row, slot / layout.block_size, h, slot % layout.block_size, v_cache);

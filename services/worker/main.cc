@@ -97,7 +97,9 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                                                                  .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                                      m.scheduler, o.speculation.max_draft_tokens)}));
   engine::spec::ProposerConfig proposers_config = o.proposers;
-  proposers_config.cpu_activations = m.mode.activations;  // a draft model computes as its target does
+  // A draft model takes the target's activation mode (its KV cache stays
+  // float16: drafts are proposals, and verification keeps tokens exact).
+  proposers_config.cpu_activations = m.mode.activations;
   ASSIGN_OR_RETURN(
       std::unique_ptr<engine::spec::DraftModel> draft,
       engine::spec::ProposerSet::LoadDraftModel(
@@ -112,7 +114,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   RETURN_IF_ERROR(m.executor->AllocateKvCache(plan.num_blocks));
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(plan.num_blocks));
   metrics.SetMemoryPlan(plan.Components());
-  metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics, ModeSource(m.mode, o.mode));
+  metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics, m.mode.source);
   ASSIGN_OR_RETURN(
       engine::spec::ProposerSet proposers,
       engine::spec::ProposerSet::Build(proposers_config, *m.executor,
@@ -137,9 +139,9 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   info.set_max_waiting_requests(o.max_waiting_requests);
   info.set_device(e.device.ToString());
   info.set_numerics(e.numerics);
-  info.set_cpu_activations(m.mode.activations == engine::CpuActivations::kQ8 ? "q8" : "f32");
+  info.set_cpu_activations(std::string(engine::CpuActivationsName(m.mode.activations)));
   info.set_kv_cache_dtype(std::string(kernels::KvCacheDtypeName(m.mode.kv)));
-  info.set_mode_source(ModeSource(m.mode, o.mode));
+  info.set_mode_source(m.mode.source);
   info.set_mode_reason(m.mode.reason);
   return info;
 }

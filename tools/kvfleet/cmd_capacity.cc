@@ -1,6 +1,7 @@
 // kvfleet capacity: what a model costs in memory and how many conversations
 // a device budget serves (the arithmetic is tools/capacity/).
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -22,7 +23,7 @@ namespace {
 
 constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N]
                         [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
-                        [--kv-dtype auto|f16|bf16|fp8|int8|f32] [--calibration PATH]
+                        [--kv-dtype auto|f16|bf16|fp8|int8|int8_rotated|f32] [--calibration PATH] [--device cpu|cuda]
                         [--block-size N] [--context N] [--concurrency N]
                         [--weight-dtype f32|bf16|f16|fp8|q8_0|q6_k|q5_0|q4_k|q4_0]
                         [--kv-host-memory SIZE] [--kv-disk-size SIZE]
@@ -45,10 +46,11 @@ activations, which the worker measures at start); or --kv-cache-memory,
 which means what the worker's flag does and gives the worker's block count.
 With --kv-host-memory and --kv-disk-size (the worker's flags), it also
 counts the conversations those tiers keep for reuse below the device.
---kv-dtype auto (the default) counts the KV format a CPU worker would run
-with its default flags: the one the model's calibration record (beside the
-model, or --calibration) chooses, else f16 (docs/operations.md, "Choosing
-a mode"). A GPU worker runs f16 unless told otherwise.
+--kv-dtype auto (the default) counts the KV format a worker on --device
+(cpu, the default, or cuda) would run with its default flags: the one the
+model's calibration record (beside the model, or --calibration) chooses
+for that backend, else f16 (docs/operations.md, "Choosing a mode"). The
+records kvfleet keeps are measured on the CPU, so a cuda worker runs f16.
 
   kvfleet capacity --model models/qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf --device-memory 24GiB --context 8000
   kvfleet capacity --model config.json --device-memory 141GB --context 8000 --concurrency 16
@@ -101,11 +103,12 @@ std::string Count(int64_t n) {
 
 absl::Status RunCapacity(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
-                                             {"model", "device-memory", "devices", "memory-utilization", "overhead",
-                                              "kv-cache-memory", "kv-dtype", "block-size", "kv-host-memory",
-                                              "kv-disk-size", "context", "concurrency", "weight-dtype", "calibration"},
-                                             {}));
+  ASSIGN_OR_RETURN(Flags flags,
+                   Flags::Parse(args,
+                                {"model", "device-memory", "devices", "memory-utilization", "overhead",
+                                 "kv-cache-memory", "kv-dtype", "block-size", "kv-host-memory", "kv-disk-size",
+                                 "context", "concurrency", "weight-dtype", "calibration", "device"},
+                                {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(auto model, model::Model::Load(path, {.weights = false, .vocabulary = false}));
   const model::ModelConfig& c = model->config();
@@ -124,22 +127,33 @@ absl::Status RunCapacity(const Args& args) {
   std::string kv_dtype = flags.GetString("kv-dtype", "auto");
   std::string kv_choice;  // why, when "auto" chose it
   if (kv_dtype == "auto") {
-    const std::string record_path = flags.GetString("calibration", engine::CalibrationPathFor(path));
-    const absl::StatusOr<engine::CalibrationRecord> record = engine::ReadCalibrationRecord(record_path);
-    engine::CalibrationMatch match{.backend = "cpu", .numerics_of = engine::CpuNumerics};
-    if (record.ok() && !bare_config) {
-      // The fingerprint hashes the weights: load them (mapped) only now.
-      ASSIGN_OR_RETURN(auto weighed, model::Model::Load(path, {.vocabulary = false}));
-      match.model_fingerprint = model::CachedModelFingerprint(*weighed, DefaultCacheDir());
+    const std::string backend = flags.GetString("device", "cpu");
+    if (backend != "cpu" && backend != "cuda") {
+      return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or cuda, not '", backend, "'"));
     }
-    const engine::ChosenMode mode = engine::ChooseMode({}, record, record_path, match);
+    std::unique_ptr<model::Model> weighed;
+    ASSIGN_OR_RETURN(
+        const engine::ChosenMode mode,
+        engine::ResolveMode({.record_path = flags.GetString("calibration", engine::CalibrationPathFor(path)),
+                             .record_required = flags.Has("calibration"),
+                             .backend = backend,
+                             .fingerprint = [&]() -> std::string {
+                               // The fingerprint hashes the weights: load them (mapped) only now.
+                               if (bare_config) return "";
+                               auto loaded = model::Model::Load(path, {.vocabulary = false});
+                               if (!loaded.ok()) return "";
+                               weighed = std::move(*loaded);
+                               return model::CachedModelFingerprint(*weighed, DefaultCacheDir());
+                             },
+                             .numerics_of = engine::CpuNumerics}));
     kv_dtype = std::string(kernels::KvCacheDtypeName(mode.kv));
     kv_choice = mode.reason;
   }
   ASSIGN_OR_RETURN(in.kv_bytes_per_value, KvBytesPerValue(kv_dtype));
-  // kvfleet's int8 cache keeps a binary16 scale per token and KV head (kernels/common/kv_format.h).
-  const std::string lower_kv = absl::AsciiStrToLower(kv_dtype);
-  in.kv_row_scale_bytes = lower_kv == "int8" || lower_kv == "int8_rotated" ? 2 : 0;
+  // kvfleet's int8 caches keep a binary16 scale per token and KV head (kernels/common/kv_format.h).
+  const absl::StatusOr<kernels::KvCacheDtype> kvfleet_dtype =
+      engine::ParseKvCacheDtype(absl::AsciiStrToLower(kv_dtype));
+  in.kv_row_scale_bytes = kvfleet_dtype.ok() ? kernels::KvRowScaleBytes(*kvfleet_dtype) : 0;
   ASSIGN_OR_RETURN(in.block_size, flags.GetInt("block-size", in.block_size));
   ASSIGN_OR_RETURN(in.devices, flags.GetInt("devices", in.devices));
   ASSIGN_OR_RETURN(in.memory_utilization, flags.GetDouble("memory-utilization", in.memory_utilization));

@@ -3,25 +3,30 @@
 #include <map>
 
 #include "absl/strings/str_format.h"
+#include "common/cache_dir.h"
+#include "common/flags/flags.h"
 #include "common/kv_sizing.h"
 #include "common/status_macros.h"
 #include "model/model.h"
-#include "common/flags/flags.h"
+#include "model/model_fingerprint.h"
 #include "tools/kvfleet/commands.h"
 
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"(usage: kvfleet model-info --model PATH
+constexpr char kUsage[] = R"(usage: kvfleet model-info --model PATH [--fingerprint]
 
 Prints the model's hyperparameters, tensor types and the KV cache cost per
-token: 2 × layers × kv_heads × head_dim × bytes per value.
+token: 2 × layers × kv_heads × head_dim × bytes per value. --fingerprint
+also prints the weights' SHA-256 fingerprint (what calibration records and
+draft heads name; reads every weight unless remembered in the cache
+directory).
 )";
 }  // namespace
 
 absl::Status RunModelInfo(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model"}, {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model"}, {"fingerprint"}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(auto model, model::Model::Load(path));
   const model::ModelConfig& hp = model->config();
@@ -71,6 +76,9 @@ absl::Status RunModelInfo(const Args& args) {
               static_cast<long long>(kv.num_kv_heads), static_cast<long long>(kv.head_dim));
   std::printf("kv cache, full ctx: %.1f MiB per sequence of %lld tokens at 16-bit\n",
               kv16 * hp.context_length / 1048576.0, static_cast<long long>(hp.context_length));
+  if (flags.GetSwitch("fingerprint")) {
+    std::printf("fingerprint:        %s\n", model::CachedModelFingerprint(*model, DefaultCacheDir()).c_str());
+  }
   return absl::OkStatus();
 }
 

@@ -34,7 +34,8 @@ using cluster::LocalClusterOptions;
 using transport::TerminationSignals;
 
 constexpr char kUsage[] =
-    R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE] [--kv-cache-dtype D]
+    R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE]
+                  [--cpu-activations A] [--kv-cache-dtype D] [--calibration PATH]
                   [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE] [--keep-window-blocks]
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
@@ -56,9 +57,12 @@ kills what is still running.
   --workers N             workers (default 2)
   --threads T             CPU threads per worker (default: usable CPUs / N, at least 1)
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
-  --kv-cache-dtype D      every worker's KV element format: auto (default: the model's calibration record's
-                          choice, else f16), f16, int8, int8_rotated or fp8_e4m3 (about twice the tokens;
-                          kvfleet-worker --help says how auto chooses)
+  --cpu-activations A     every CPU worker's activations: auto (default: the model's calibration record's
+                          choice, else f32), f32 or q8
+  --kv-cache-dtype D      every worker's KV element format: auto (default: the record's choice, else f16),
+                          f16, int8, int8_rotated or fp8_e4m3 (about twice the tokens)
+  --calibration PATH      the calibration record (default: beside the model); kvfleet-worker --help says how
+                          auto chooses
   --kv-host-memory SIZE   every worker's host-memory KV tier below its device cache (default: none)
   --kv-disk-dir DIR       a disk KV tier per worker in DIR/worker-<i>, of --kv-disk-size SIZE each; a
                           restarted cluster finds and serves what its workers left there
@@ -143,8 +147,9 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
-  for (const char* name : {"device", "kv-cache-dtype", "kv-host-memory", "kv-disk-size", "speculation",
-                           "spec-self-layers", "spec-draft-model", "spec-draft-heads", "spec-heads-top-k"}) {
+  for (const char* name :
+       {"device", "cpu-activations", "kv-cache-dtype", "calibration", "kv-host-memory", "kv-disk-size", "speculation",
+        "spec-self-layers", "spec-draft-model", "spec-draft-heads", "spec-heads-top-k"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -362,7 +367,9 @@ absl::Status RunUp(const Args& args) {
                                  "bin-dir",
                                  "ask",
                                  "device",
+                                 "cpu-activations",
                                  "kv-cache-dtype",
+                                 "calibration",
                                  "kv-host-memory",
                                  "kv-disk-dir",
                                  "kv-disk-size",

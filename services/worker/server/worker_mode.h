@@ -20,8 +20,4 @@ namespace kvfleet::worker {
 absl::StatusOr<engine::ChosenMode> ResolveWorkerMode(const WorkerOptions& options, const model::Model& model,
                                                      engine::DeviceKind device);
 
-// "calibration", "flags" or "exact": how the mode was chosen, for GetInfo
-// and the device metric.
-const char* ModeSource(const engine::ChosenMode& mode, const engine::ModeSetting& setting);
-
 }  // namespace kvfleet::worker

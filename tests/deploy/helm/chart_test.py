@@ -31,6 +31,7 @@ of every failure.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import collections
 import copy
 import json
@@ -557,7 +558,8 @@ def check_common_args(f: Failures, vs: str, objects: list[dict], values: dict) -
         f.check(env[:3] == ["POD_NAME", "POD_NAMESPACE", "POD_IP"], vs, who, "env starts with the downward API", str(env))
         wanted = [e["name"] for e in own.get("extraEnv") or []]
         f.check(not wanted or env[-len(wanted):] == wanted, vs, who, f"{component}.extraEnv comes last", str(env))
-        annotations = obj["spec"]["template"]["metadata"].get("annotations") or {}
+        annotations = dict(obj["spec"]["template"]["metadata"].get("annotations") or {})
+        annotations.pop("kvfleet.io/calibration-sha256", None)  # the worker's record (check_worker_sizing)
         f.check(annotations == (own.get("podAnnotations") or {}), vs, who, f"pod annotations are {component}.podAnnotations",
                 str(annotations))
 
@@ -1078,6 +1080,10 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
                     "model.calibration rendered whole into the ConfigMap its calibration volume names", str(cm_name))
             f.check(arg_after(args, "--calibration") == f"{mounts_now.get('calibration')}/record.json", vs, who,
                     "--calibration names the mounted record", str(arg_after(args, "--calibration")))
+            annotations = obj["spec"]["template"]["metadata"].get("annotations") or {}
+            f.check(annotations.get("kvfleet.io/calibration-sha256") == hashlib.sha256(record.encode()).hexdigest(),
+                    vs, who, "the pod template carries the record's sha256, so a changed record rolls the workers",
+                    str(annotations))
         else:
             f.check("--calibration" not in args and "calibration" not in volumes_now, vs, who,
                     "no --calibration and no calibration volume without model.calibration (the worker looks beside the model)")

@@ -6,7 +6,12 @@ everyone sizes by.
    directory) and KV budget, a real kvfleet-worker starts with that
    --kv-cache-memory and logs its memory plan; the planner, given the same
    budget, prints the same number of blocks.
-2. A bare config.json of the Llama 3 70B shape: 327,680 bytes a token at
+2. The KV format `--kv-dtype auto` counts is the one the worker runs: the
+   comparison above passes through each model's calibration record when
+   one sits beside it (both choose from it), and a record written here
+   with an 8-bit KV mode passing is followed by both, on the CPU; a cuda
+   plan stays f16, and a --calibration that does not exist is refused.
+3. A bare config.json of the Llama 3 70B shape: 327,680 bytes a token at
    16 bits, about 2.6 GB for an 8,000-token conversation, about 42 GB for
    sixteen, and the weights estimated at about 141 GB in bf16.
 
@@ -48,11 +53,11 @@ def planned_blocks(cli, model, budget):
     return int(m.group(1).replace(",", "")), text
 
 
-def worker_blocks(worker, model, budget, log_path):
+def worker_blocks(worker, model, budget, log_path, extra=()):
     """Starts a worker, reads the block count its memory plan logs, stops it."""
     with open(log_path, "w") as log:
         p = subprocess.Popen([worker, "--model", model, "--listen", "127.0.0.1:0", "--metrics-port", "0",
-                              "--kv-cache-memory", budget, "--threads", "1", "--device", "cpu"],
+                              "--kv-cache-memory", budget, "--threads", "1", "--device", "cpu", *extra],
                              stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.time() + 120
@@ -90,6 +95,45 @@ def seventy_b(cli, tmp):
     check("do not fit one device" in text, "141 GB of weights on a 141 GB device should not fit")
 
 
+def record_for(cli, model, path, tmp):
+    """A calibration record in which only f32 + int8_rotated passes, for `model`."""
+    fingerprint = subprocess.run([cli, "model-info", "--model", model, "--fingerprint"], capture_output=True,
+                                 text=True)
+    check(fingerprint.returncode == 0, f"kvfleet model-info --fingerprint: {fingerprint.stderr}")
+    fp = fingerprint.stdout.strip().split()[-1]
+    modes = []
+    for a, prefix in (("f32", "cpu/1"), ("q8", "cpu-q8/3")):
+        for kv in ("f16", "int8", "int8_rotated", "fp8_e4m3"):
+            kl = 0.0 if (a, kv) == ("f32", "f16") else (0.001 if (a, kv) == ("f32", "int8_rotated") else 0.5)
+            modes.append({"cpu_activations": a, "kv_cache_dtype": kv,
+                          "numerics": prefix + ("" if kv == "f16" else f"+kv-{kv}"), "perplexity": 10.0,
+                          "mean_kl": kl, "median_kl": kl, "p99_kl": kl, "max_kl": kl, "same_top1": 0.9,
+                          "tokens_per_second": 1.0, "passes": kl <= 0.002})
+    with open(path, "w") as f:
+        json.dump({"format": "kvfleet-calibration-v1", "model_fingerprint": fp, "backend": "cpu",
+                   "text": {"name": "test", "sha256": "0", "positions": 1, "context": 16}, "reference": "test",
+                   "gate": {"activations_mean_kl": 0.002, "kv_mean_kl": 0.002, "source": "test"},
+                   "modes": modes, "command": "capacity_test.py"}, f)
+
+
+def check_auto(cli, worker, model, tmp):
+    record = os.path.join(tmp, "record.json")
+    record_for(cli, model, record, tmp)
+    text = planner(cli, "--model", model, "--kv-cache-memory", "64MiB", "--calibration", record)
+    check("int8_rotated)" in text and "f32 activations, int8_rotated KV from" in text,
+          f"--kv-dtype auto did not count the record's int8_rotated:\n{text}")
+    planned = int(re.search(r"^KV (?:blocks|pages):\s+([\d,]+) per device", text, re.M).group(1).replace(",", ""))
+    started = worker_blocks(worker, model, "64MiB", os.path.join(tmp, "auto.log"), ["--calibration", record])
+    check(planned == started, f"with the record: the planner's {planned} blocks are not the worker's {started}")
+    print(f"{os.path.basename(model)} with a record choosing int8_rotated: planner {planned} blocks, worker {started}")
+    gpu = planner(cli, "--model", model, "--kv-cache-memory", "64MiB", "--calibration", record, "--device", "cuda")
+    check(", f16)" in gpu and "measured on the cpu backend" in gpu, f"a cuda plan should stay f16:\n{gpu}")
+    missing = subprocess.run([cli, "capacity", "--model", model, "--calibration", os.path.join(tmp, "none.json")],
+                             capture_output=True, text=True)
+    check(missing.returncode != 0 and "--calibration " in missing.stderr and "none.json" in missing.stderr,
+          f"a missing --calibration was not refused by name: {missing.returncode} {missing.stderr}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", required=True)
@@ -118,6 +162,7 @@ def main():
                     check(planned == started, f"the planner's {planned} blocks are not the worker's {started}")
                 if "less than keeping every block" in text:
                     print("  " + next(l.strip() for l in text.splitlines() if "less than keeping every block" in l))
+            check_auto(args.cli, args.worker, models[0], tmp)
             seventy_b(args.cli, tmp)
     except (Failure, subprocess.CalledProcessError) as e:
         print(f"FAILED: {e}")

@@ -166,9 +166,10 @@ affinity:
 Takes (dict "root" $ "component" NAME). */}}
 {{- define "kvfleet.podMetadata" -}}
 {{- $values := index .root.Values .component | default dict -}}
+{{- $annotations := merge (dict) (.annotations | default dict) ($values.podAnnotations | default dict) -}}
 labels:
   {{- include "kvfleet.podLabels" . | nindent 2 }}
-{{- with $values.podAnnotations }}
+{{- with $annotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}

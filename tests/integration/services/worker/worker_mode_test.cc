@@ -35,6 +35,7 @@ engine::CalibrationRecord RecordFor(const std::string& fingerprint) {
   r.modes = {Mode(CpuActivations::kF32, KvCacheDtype::kF16, 0), Mode(CpuActivations::kQ8, KvCacheDtype::kF16, 0.003),
              Mode(CpuActivations::kQ8, KvCacheDtype::kInt8, 0.0045),
              Mode(CpuActivations::kQ8, KvCacheDtype::kFp8E4M3, 0.02)};
+  for (engine::ModeFigures& m : r.modes) m.passes = engine::PassesGate(m, r.gate);
   return r;
 }
 
@@ -128,8 +129,19 @@ TEST_F(WorkerModeTest, FlagsWinAndOneFlagKeepsItsAxis) {
   }
 }
 
+TEST_F(WorkerModeTest, OneFlagWithoutARecordIsReportedAsTheFlags) {
+  WorkerHarness harness;
+  const Started s = StartAndAsk(harness, model_, {"--kv-cache-dtype", "int8"}, "cpu/1+kv-int8", "flags");
+  EXPECT_EQ(s.info.kv_cache_dtype(), "int8");
+  EXPECT_EQ(s.info.cpu_activations(), "f32");
+  EXPECT_EQ(s.info.mode_source(), "flags");
+  EXPECT_NE(s.info.mode_reason().find("int8 KV by flag; exact otherwise: no calibration record"), std::string::npos)
+      << s.info.mode_reason();
+  EXPECT_EQ(s.metric, 1.0);
+}
+
 TEST_F(WorkerModeTest, ARecordOfOtherWeightsIsNotUsed) {
-  ASSERT_TRUE(engine::WriteCalibrationRecord(engine::CalibrationPathFor(model_), RecordFor("0123456789abcdef")).ok());
+  ASSERT_TRUE(engine::WriteCalibrationRecord(engine::CalibrationPathFor(model_), RecordFor(std::string(64, '0'))).ok());
   WorkerHarness harness;
   const Started s = StartAndAsk(harness, model_, {}, "cpu/1", "exact");
   EXPECT_EQ(s.info.numerics(), "cpu/1");

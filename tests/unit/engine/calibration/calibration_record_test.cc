@@ -18,7 +18,7 @@ namespace {
 
 CalibrationRecord TwoModes() {
   CalibrationRecord r;
-  r.model_fingerprint = "ab12";
+  r.model_fingerprint = std::string(64, 'a');
   r.text = {.name = "design.md", .sha256 = "ff", .positions = 1016, .context = 256};
   r.reference = "float64 numpy";
   r.gate = {.activations_mean_kl = 0.00355, .kv_mean_kl = 0.005, .source = "llama.cpp"};
@@ -44,7 +44,7 @@ TEST(CalibrationRecordTest, ReadsBackWhatItWrote) {
   ASSERT_TRUE(WriteCalibrationRecord(path, TwoModes()).ok());
   absl::StatusOr<CalibrationRecord> r = ReadCalibrationRecord(path);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->model_fingerprint, "ab12");
+  EXPECT_EQ(r->model_fingerprint, std::string(64, 'a'));
   EXPECT_EQ(r->text.positions, 1016);
   EXPECT_EQ(r->text.context, 256);
   EXPECT_DOUBLE_EQ(r->gate.activations_mean_kl, 0.00355);
@@ -74,9 +74,14 @@ TEST(CalibrationRecordTest, RefusalsNameTheFileAndTheField) {
   };
   const Case cases[] = {
       {"kvfleet-calibration-v1", "kvfleet-calibration-v0", "format is 'kvfleet-calibration-v0'"},
-      {"\"mean_kl\": 0.004", "\"mean_kl\": -1.0", "modes[1].mean_kl must be a non-negative number"},
+      {"\"mean_kl\": 0.004", "\"mean_kl\": -1.0", "modes[1].mean_kl must be a finite non-negative number"},
       {"\"kv_cache_dtype\": \"int8\"", "\"kv_cache_dtype\": \"int4\"", "--kv-cache-dtype must be"},
       {"\"numerics\": \"cpu/1\",", "", "modes[0].numerics"},
+      {"\"kv_cache_dtype\": \"int8\"", "\"kv_cache_dtype\": \"auto\"", "modes[1].kv_cache_dtype"},
+      {"\"mean_kl\": 0.004", "\"mean_kl\": 0.006", "modes[1].passes is true, but its mean KL 0.006"},
+      {"\"same_top1\": 0.97", "\"same_top1\": 1.5", "modes[1].same_top1 is a share in [0, 1]"},
+      {"\"kv_mean_kl\": 0.005", "\"kv_mean_kl\": 1e400", ""},
+      {std::string(64, 'a'), "ab12", "model_fingerprint must be 64 lowercase hex digits"},
   };
   for (const Case& c : cases) {
     ASSERT_TRUE(WriteCalibrationRecord(path, TwoModes()).ok());
@@ -93,6 +98,9 @@ TEST(CalibrationRecordTest, RefusalsNameTheFileAndTheField) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.expect;
     EXPECT_NE(s.message().find(c.expect), std::string::npos) << s;
     EXPECT_NE(s.message().find(path), std::string::npos) << s;
+    if (c.expect.empty()) {
+      EXPECT_FALSE(s.ok()) << c.from;
+    }
   }
 }
 

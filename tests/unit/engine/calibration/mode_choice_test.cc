@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/executor/executor_factory.h"
+#include "tests/testing/temp_dir.h"
 
 namespace kvfleet::engine {
 namespace {
@@ -74,6 +75,50 @@ TEST(ModeChoiceTest, AFlagKeepsItsAxisAndTheOtherIsChosen) {
   EXPECT_EQ(both.activations, CpuActivations::kQ8);
   EXPECT_EQ(both.kv, KvCacheDtype::kFp8E4M3);
   EXPECT_FALSE(both.from_record);
+  EXPECT_EQ(both.source, "flags");
+  EXPECT_EQ(kv_pinned.source, "calibration");
+  // One flag and no record: that axis by flag, the other exact, and it says so.
+  const ChosenMode one = ChooseMode({.kv = KvCacheDtype::kInt8}, absl::NotFoundError(""), "m.json", kCpu);
+  EXPECT_EQ(one.activations, CpuActivations::kF32);
+  EXPECT_EQ(one.kv, KvCacheDtype::kInt8);
+  EXPECT_EQ(one.source, "flags");
+  EXPECT_NE(one.reason.find("int8 KV by flag; exact otherwise: no calibration record at m.json"), std::string::npos)
+      << one.reason;
+}
+
+TEST(ModeChoiceTest, ResolveReadsTheRecordAndHashesTheWeightsOnlyWhenItCouldBeUsed) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("r.json");
+  CalibrationRecord r = Record(0.003, 0.001, 0.004, 0.002, 0.006);
+  r.model_fingerprint = std::string(64, 'f');
+  for (ModeFigures& m : r.modes) m.passes = PassesGate(m, r.gate);
+  ASSERT_TRUE(WriteCalibrationRecord(path, r).ok());
+  int hashed = 0;
+  ModeRequest q{.record_path = path,
+                .backend = "cuda",
+                .fingerprint =
+                    [&] {
+                      ++hashed;
+                      return std::string(64, 'f');
+                    },
+                .numerics_of = CpuNumerics};
+  absl::StatusOr<ChosenMode> gpu = ResolveMode(q);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_EQ(gpu->source, "exact");
+  EXPECT_EQ(hashed, 0) << "a record of another backend needs no fingerprint";
+  q.backend = "cpu";
+  absl::StatusOr<ChosenMode> cpu = ResolveMode(q);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(cpu->source, "calibration");
+  EXPECT_EQ(cpu->kv, KvCacheDtype::kInt8);
+  EXPECT_EQ(hashed, 1);
+  // Named by a flag, a missing record is an error; by default, only exact.
+  q.record_path = dir.Path("none.json");
+  EXPECT_TRUE(ResolveMode(q).ok());
+  q.record_required = true;
+  const absl::Status missing = ResolveMode(q).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.message().find("--calibration " + dir.Path("none.json")), std::string::npos) << missing;
 }
 
 TEST(ModeChoiceTest, ARecordForOtherWeightsBackendOrKernelsIsNotUsed) {

@@ -166,7 +166,7 @@ TEST(ExecutorOptionsTest, DevicesParseAndBadOnesAreNamed) {
 
 TEST(ExecutorOptionsTest, KvCacheDtypesParseAndBadOnesAreNamed) {
   EXPECT_EQ(*ParseKvCacheDtype("f16"), kernels::KvCacheDtype::kF16);
-  EXPECT_EQ(*ParseKvCacheDtype("auto"), kernels::KvCacheDtype::kF16);
+  EXPECT_FALSE(ParseKvCacheDtype("auto").ok());  // a worker's "auto" is a setting (engine/calibration)
   EXPECT_EQ(*ParseKvCacheDtype("int8"), kernels::KvCacheDtype::kInt8);
   EXPECT_EQ(*ParseKvCacheDtype("fp8"), kernels::KvCacheDtype::kFp8E4M3);
   EXPECT_EQ(*ParseKvCacheDtype("fp8_e4m3"), kernels::KvCacheDtype::kFp8E4M3);
