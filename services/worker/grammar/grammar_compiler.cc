@@ -128,7 +128,9 @@ struct GrammarCompiler::Impl {
   absl::StatusOr<xgrammar::CompiledGrammar> Compile(const v1::OutputConstraint& c) {
     switch (c.kind_case()) {
       case v1::OutputConstraint::kJsonObject:
-        return compiler.CompileBuiltinJSONGrammar();
+        // OpenAI's JSON mode answers with an object: xgrammar's built-in
+        // JSON grammar would also take an array or a bare value ("[1]").
+        return compiler.CompileJSONSchema(R"({"type": "object"})", /*any_whitespace=*/true);
       case v1::OutputConstraint::kJsonSchema: {
         ASSIGN_OR_RETURN(Json schema, ParseSchema(c.json_schema(), "json_schema"));
         return compiler.CompileJSONSchema(schema.dump(), /*any_whitespace=*/false);

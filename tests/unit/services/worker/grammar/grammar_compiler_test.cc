@@ -104,6 +104,22 @@ TEST_F(GrammarCompilerTest, AChoiceAllowsItsTokensThenOnlyTheEnd) {
   EXPECT_TRUE(c->Accept(Stop()));
 }
 
+// JSON mode (response_format json_object) answers with an object, as
+// OpenAI's does: an array or a bare value is not a start.
+TEST_F(GrammarCompilerTest, JsonObjectModeStartsOnlyAnObject) {
+  v1::OutputConstraint object;
+  object.set_json_object(true);
+  std::shared_ptr<engine::TokenConstraint> c = Constraint(object);
+  ASSERT_NE(c, nullptr);
+  const std::vector<bool> first = Allowed(*c);
+  EXPECT_TRUE(first[static_cast<size_t>(Encode("{").front())]);
+  for (const char* not_an_object : {"[", "1", "\"", "true", "null"}) {
+    EXPECT_FALSE(first[static_cast<size_t>(Encode(not_an_object).front())]) << not_an_object;
+  }
+  for (model::TokenId t : Encode(R"({"a": [1, 2]})")) ASSERT_TRUE(c->Accept(t)) << tok_->TokenToPiece(t).value_or("?");
+  EXPECT_TRUE(Allowed(*c)[static_cast<size_t>(Stop())]);
+}
+
 TEST_F(GrammarCompilerTest, AForbiddenTokenIsRefusedByAccept) {
   std::shared_ptr<engine::TokenConstraint> c = Constraint(Regex("[0-9]+"));
   ASSERT_NE(c, nullptr);
