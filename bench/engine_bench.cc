@@ -38,7 +38,8 @@ On the default model (the executor of --device auto|cpu|cuda[:N], default auto):
                         --repeats 3 --threads 2 --seed 1]
 Every model subcommand takes --model PATH (default: the project's default model),
 --device (default auto: GPU 0 when one is usable, else the CPU) and
---cpu-activations f32|q8 (default f32).
+--cpu-activations f32|q8 (default f32) and --kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3
+(default f16).
 )";
 
 }  // namespace
@@ -59,13 +60,14 @@ int main(int argc, char** argv) {
       {"kv-waste", sim},
       {"concurrency", sim},
       {"continuous-vs-static",
-       {"model", "device", "cpu-activations", "threads", "requests", "prompt-min", "prompt-max", "output-min",
-        "output-max", "max-num-seqs", "repeats", "arrival-rate", "seed"}},
+       {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "requests", "prompt-min", "prompt-max",
+        "output-min", "output-max", "max-num-seqs", "repeats", "arrival-rate", "seed"}},
       {"shared-prefix",
-       {"model", "device", "cpu-activations", "threads", "requests", "prefix", "suffix", "output",
+       {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "requests", "prefix", "suffix", "output",
         "max-num-batched-tokens", "seed"}},
       {"aggregate-decode",
-       {"model", "device", "cpu-activations", "threads", "streams", "prompt-tokens", "gen-tokens", "repeats", "seed"}},
+       {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "streams", "prompt-tokens", "gen-tokens",
+        "repeats", "seed"}},
   };
   const auto known = accepted.find(command);
   if (known == accepted.end()) {

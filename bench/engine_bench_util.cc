@@ -53,13 +53,16 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags&
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
-  std::printf("# device: %s%s\n", device.ToString().c_str(),
-              activations == engine::CpuActivations::kQ8 ? ", 8-bit activations" : "");
+  ASSIGN_OR_RETURN(kernels::KvCacheDtype kv, engine::ParseKvCacheDtype(flags.GetString("kv-cache-dtype", "f16")));
+  std::printf("# device: %s%s, %s KV\n", device.ToString().c_str(),
+              activations == engine::CpuActivations::kQ8 ? ", 8-bit activations" : "",
+              std::string(kernels::KvCacheDtypeName(kv)).c_str());
   return engine::CreateExecutor(model, {.device = device,
                                         .num_blocks = num_blocks,
                                         .block_size = 16,
                                         .num_threads = num_threads,
                                         .cpu_activations = activations,
+                                        .kv_cache_dtype = kv,
                                         .limits = limits});
 }
 

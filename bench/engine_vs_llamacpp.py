@@ -46,7 +46,8 @@ def kvfleet_rates(binary, model, streams, threads, prompt_tokens, gen_tokens, re
     cmd = [binary, "aggregate-decode", "--model", model, "--streams", ",".join(map(str, streams)),
            "--threads", str(threads), "--prompt-tokens", str(prompt_tokens),
            "--gen-tokens", str(gen_tokens), "--repeats", str(repeats), "--seed", str(seed),
-           "--cpu-activations", activations]
+           "--cpu-activations", activations.partition("+")[0],
+           "--kv-cache-dtype", activations.partition("+")[2] or "f16"]
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
@@ -154,7 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--cpu-activations", default="f32,q8", help="comma-separated kvfleet modes")
+    ap.add_argument("--cpu-activations", default="f32,q8",
+                    help="comma-separated kvfleet modes: f32 or q8, optionally +KV format (q8+int8_rotated)")
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--target", type=float, default=1.5,
                     help="the aggregate-decode ratio to llama.cpp wanted at 16 streams (1.5: the CPU backend's "

@@ -81,11 +81,12 @@ class Cluster:
             return -9
 
 
-def run_against_cluster(cli, model, log_dir, checks):
-    """Starts a Cluster, runs checks(cluster), stops it with Ctrl-C (also
-    when a check fails or raises, so no service outlives the test): the
-    test's exit code (0 passed, 1 failed, naming why)."""
-    cluster = Cluster(cli, model, log_dir)
+def run_against_cluster(cli, model, log_dir, checks, extra=()):
+    """Starts a Cluster (`extra`: more `kvfleet up` flags), runs
+    checks(cluster), stops it with Ctrl-C (also when a check fails or
+    raises, so no service outlives the test): the test's exit code (0
+    passed, 1 failed, naming why)."""
+    cluster = Cluster(cli, model, log_dir, extra=extra)
     try:
         checks(cluster)
     except Exception as e:  # noqa: BLE001 -- a check's failure or a client's error: report it, stop cleanly

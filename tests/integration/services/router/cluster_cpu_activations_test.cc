@@ -42,7 +42,8 @@ TEST(ClusterCpuActivationsTest, AnEightBitWorkerServesExactlyAndSaysWhatItRuns) 
   RouterCluster q8;
   ASSERT_TRUE(q8.Start({.workers = 1,
                         .model_path = kDefaultModelPath,
-                        .worker_args = {"--cpu-activations", "q8", "--kv-cache-memory", "128MiB", "--threads", "2"}})
+                        .worker_args = {"--cpu-activations", "q8", "--kv-cache-dtype", "f16", "--kv-cache-memory",
+                                        "128MiB", "--threads", "2"}})
                   .ok());
   EXPECT_EQ(WorkerNumerics(q8), "cpu-q8/3");
   const TextStreamResult alone = q8.Chat(rainbow);
