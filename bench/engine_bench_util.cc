@@ -12,6 +12,7 @@
 #include "bench/engine_bench.h"
 #include "common/status_macros.h"
 #include "engine/executor/executor_factory.h"
+#include "model/arch/kv_page_groups.h"
 
 namespace kvfleet::bench {
 
@@ -57,8 +58,11 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags&
   std::printf("# device: %s%s, %s KV\n", device.ToString().c_str(),
               activations == engine::CpuActivations::kQ8 ? ", 8-bit activations" : "",
               std::string(kernels::KvCacheDtypeName(kv)).c_str());
+  // num_blocks counts blocks of every layer; a sliding-window model's
+  // cache is counted in pages of a few layers each (model/arch/kv_page_groups.h).
+  const int64_t pages = num_blocks * model::KvPageGroupsFor(model.config(), /*free_window_blocks=*/true).num_groups();
   return engine::CreateExecutor(model, {.device = device,
-                                        .num_blocks = num_blocks,
+                                        .num_blocks = pages,
                                         .block_size = 16,
                                         .num_threads = num_threads,
                                         .cpu_activations = activations,
