@@ -10,9 +10,12 @@ namespace kvfleet::engine {
 namespace {
 
 std::string ModeName(CpuActivations a, kernels::KvCacheDtype kv) {
-  return absl::StrCat(a == CpuActivations::kQ8 ? "q8" : "f32", " activations, ",
-                      std::string(kernels::KvCacheDtypeName(kv)), " KV");
+  return absl::StrCat(std::string(CpuActivationsName(a)), " activations, ", std::string(kernels::KvCacheDtypeName(kv)),
+                      " KV");
 }
+
+// Appended to a mode parser's refusal: the one list of values stays there.
+constexpr char kAutoNote[] = ", or auto (the calibration record's choice)";
 
 // Smaller is faster (the header's order).
 std::tuple<int, int, double> SpeedRank(const ModeFigures& m) {
@@ -43,20 +46,14 @@ ChosenMode Exact(const ModeSetting& s, const std::string& why) {
 absl::StatusOr<std::optional<CpuActivations>> ParseCpuActivationsSetting(std::string_view text) {
   if (text == "auto") return std::optional<CpuActivations>();
   auto a = ParseCpuActivations(text);
-  if (!a.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--cpu-activations must be auto, f32 or q8, not '", std::string(text), "'"));
-  }
+  if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat(a.status().message(), kAutoNote));
   return std::optional<CpuActivations>(*a);
 }
 
 absl::StatusOr<std::optional<kernels::KvCacheDtype>> ParseKvCacheDtypeSetting(std::string_view text) {
   if (text == "auto") return std::optional<kernels::KvCacheDtype>();
   auto kv = ParseKvCacheDtype(text);
-  if (!kv.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--kv-cache-dtype must be auto, f16, int8, int8_rotated or fp8_e4m3, not '", std::string(text), "'"));
-  }
+  if (!kv.ok()) return absl::InvalidArgumentError(absl::StrCat(kv.status().message(), kAutoNote));
   return std::optional<kernels::KvCacheDtype>(*kv);
 }
 

@@ -95,7 +95,8 @@ absl::Status RunBenchModel(const Args& args) {
       "\"kv_cache_dtype\": \"%s\", \"kv_bytes_per_token\": %lld, \"prefill_tokens_per_s\": %.2f, "
       "\"decode_tokens_per_s\": %.2f%s}\n",
       static_cast<long long>(threads), static_cast<long long>(prompt_tokens), static_cast<long long>(gen_tokens),
-      activations == engine::CpuActivations::kQ8 ? "q8" : "f32", std::string(kernels::KvCacheDtypeName(kv_dtype)).c_str(),
+      std::string(engine::CpuActivationsName(activations)).c_str(),
+      std::string(kernels::KvCacheDtypeName(kv_dtype)).c_str(),
       static_cast<long long>(m.executor->info().kv_bytes_per_token), Median(prefill), Median(decode), ceilings.c_str());
   return absl::OkStatus();
 }

@@ -150,10 +150,12 @@ TEST(ModeChoiceTest, ARecordForOtherWeightsBackendOrKernelsIsNotUsed) {
 TEST(ModeChoiceTest, AutoIsAFlagValue) {
   EXPECT_FALSE(ParseCpuActivationsSetting("auto")->has_value());
   EXPECT_EQ(**ParseCpuActivationsSetting("q8"), CpuActivations::kQ8);
-  EXPECT_NE(ParseCpuActivationsSetting("q4").status().message().find("auto, f32 or q8"), std::string::npos);
+  EXPECT_NE(ParseCpuActivationsSetting("q4").status().message().find("f32 or q8, not 'q4', or auto"),
+            std::string::npos);
   EXPECT_FALSE(ParseKvCacheDtypeSetting("auto")->has_value());
   EXPECT_EQ(**ParseKvCacheDtypeSetting("int8"), KvCacheDtype::kInt8);
-  EXPECT_NE(ParseKvCacheDtypeSetting("int4").status().message().find("auto, f16, int8, int8_rotated or fp8_e4m3"),
+  EXPECT_NE(ParseKvCacheDtypeSetting("int4").status().message().find(
+                "f16, int8, int8_rotated or fp8_e4m3, not 'int4', or auto"),
             std::string::npos);
 }
 
