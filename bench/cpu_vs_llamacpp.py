@@ -7,7 +7,10 @@ For each thread count it measures, for both engines:
            after that prompt (each step: one forward pass + argmax).
 Each number is the median of --repeats runs (after one warm-up run per engine
 and thread count). kvfleet runs once per --cpu-activations mode (float32 and
-8-bit activations by default). Per thread count, `kvfleet bench-model
+8-bit activations by default), each written ACT[+KV][@ISA]: f32 or q8,
+optionally a KV format (q8+int8_rotated; f16 otherwise) and the 8-bit
+kernels' instruction set (q8@avx2: the AVX2 kernels on a CPU that has
+AVX-512 VNNI, so both sets are measured on one machine). Per thread count, `kvfleet bench-model
 --ceilings` also measures the machine (read bandwidth, float32 FMA and int8
 dot throughput) and each figure is printed as a share of the rate those
 allow: decode against the lower of the bandwidth bound (every weight read
@@ -47,10 +50,18 @@ _TEXT = (
 )
 
 
-def bench_model(binary, model, threads, prompt_tokens, gen_tokens, activations, extra=()):
+def mode_flags(mode):
+    """bench-model's flags for a mode written ACT[+KV][@ISA]."""
+    rest, _, isa = mode.partition("@")
+    activations, _, kv = rest.partition("+")
+    flags = ["--cpu-activations", activations, "--kv-cache-dtype", kv or "f16"]
+    return flags + (["--q8-isa", isa] if isa else [])
+
+
+def bench_model(binary, model, threads, prompt_tokens, gen_tokens, mode, extra=()):
     cmd = [binary, "bench-model", "--model", model, "--threads", str(threads),
            "--prompt-tokens", str(prompt_tokens), "--gen-tokens", str(gen_tokens),
-           "--repeats", "1", "--cpu-activations", activations, *extra]
+           "--repeats", "1", *mode_flags(mode), *extra]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {p.returncode}: {p.stderr[-1000:]}")
@@ -61,9 +72,9 @@ def bench_model(binary, model, threads, prompt_tokens, gen_tokens, activations, 
     raise RuntimeError(f"`{' '.join(cmd)}` printed no JSON line: {p.stdout[-500:]}")
 
 
-def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens, activations):
+def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens, mode):
     # One run per call: the median is taken over separate processes.
-    r = bench_model(binary, model, threads, prompt_tokens, gen_tokens, activations)
+    r = bench_model(binary, model, threads, prompt_tokens, gen_tokens, mode)
     return float(r["prefill_tokens_per_s"]), float(r["decode_tokens_per_s"])
 
 
@@ -135,7 +146,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--cpu-activations", default="f32,q8", help="comma-separated kvfleet modes")
+    ap.add_argument("--cpu-activations", default="f32,q8",
+                    help="comma-separated kvfleet modes, each ACT[+KV][@ISA]: q8+int8_rotated, q8@avx2")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     modes = args.cpu_activations.split(",")
@@ -178,7 +190,7 @@ def main(argv=None) -> int:
                   f"{c['weight_bytes_per_token'] / 1e6:.1f} MB of weights per token: bounds "
                   f"{c['bandwidth_bound']:.0f} tok/s (bandwidth), {c['f32_compute_bound']:.0f} (float32 "
                   f"compute), {c['q8_compute_bound']:.0f} (int8 compute)")
-    print(f"{'threads':>7}  {'phase':<8} {'engine':<13} {'tok/s':>9} {'vs llama.cpp':>13} {'of ceiling':>11}")
+    print(f"{'threads':>7}  {'phase':<8} {'engine':<22} {'tok/s':>9} {'vs llama.cpp':>13} {'of ceiling':>11}")
     for row in results:
         c = row["ceilings"]
         for i, phase in enumerate(("prefill", "decode")):
@@ -188,11 +200,12 @@ def main(argv=None) -> int:
                 ratio = f"{a / base:.2f}x" if a and base else "n/a"
                 share = "n/a"
                 if a and c:
-                    q8 = name != "kvfleet f32"  # llama.cpp's CPU path quantizes activations to 8 bits too
+                    # llama.cpp's CPU path quantizes activations to 8 bits too.
+                    q8 = name == "llama.cpp" or mode_flags(name.split(" ", 1)[1])[1] == "q8"
                     compute = c["q8_compute_bound"] if q8 else c["f32_compute_bound"]
                     bound = min(c["bandwidth_bound"], compute) if phase == "decode" else compute
                     share = f"{a / bound:.0%}"
-                print(f"{row['threads']:>7}  {phase:<8} {name:<13} {fmt(a):>9} {ratio:>13} {share:>11}")
+                print(f"{row['threads']:>7}  {phase:<8} {name:<22} {fmt(a):>9} {ratio:>13} {share:>11}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": os.path.basename(args.model), "prompt_tokens": args.prompt_tokens,

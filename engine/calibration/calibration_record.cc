@@ -70,6 +70,49 @@ absl::StatusOr<ModeFigures> ModeFromJson(const model::JsonConfigReader& r, const
   return m;
 }
 
+json ScalesToJson(const KeyChannelScales& k, const std::string& rule) {
+  json layers = json::array();
+  const int64_t per_layer = k.num_kv_heads * k.head_dim;
+  for (int64_t l = 0; l < k.num_layers; ++l) {
+    std::string digits;
+    for (int64_t i = 0; i < per_layer; ++i) digits += "0123456789abcdef"[k.exponents[l * per_layer + i]];
+    layers.push_back(digits);
+  }
+  return json{{"rule", rule},
+              {"layers", k.num_layers},
+              {"kv_heads", k.num_kv_heads},
+              {"head_dim", k.head_dim},
+              {"exponents", std::move(layers)}};
+}
+
+absl::Status ScalesFromJson(const model::JsonConfigReader& r, CalibrationRecord& rec) {
+  const std::string& path = r.origin();
+  KeyChannelScales k;
+  ASSIGN_OR_RETURN(rec.key_scale_rule, r.String("key_channel_scales.rule"));
+  ASSIGN_OR_RETURN(k.num_layers, r.Int("key_channel_scales.layers"));
+  ASSIGN_OR_RETURN(k.num_kv_heads, r.Int("key_channel_scales.kv_heads"));
+  ASSIGN_OR_RETURN(k.head_dim, r.Int("key_channel_scales.head_dim"));
+  const json& scales = r.json().at("key_channel_scales");
+  const json layers = scales.contains("exponents") ? scales.at("exponents") : json();
+  if (k.num_layers < 1 || k.num_kv_heads < 1 || k.head_dim < 1 || !layers.is_array() ||
+      static_cast<int64_t>(layers.size()) != k.num_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": key_channel_scales.exponents must be one string per layer (", k.num_layers, " layers)"));
+  }
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const std::string digits = layers[l].is_string() ? layers[l].get<std::string>() : std::string();
+    if (static_cast<int64_t>(digits.size()) != k.num_kv_heads * k.head_dim ||
+        digits.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": key_channel_scales.exponents[", l, "] must be ",
+                                                     k.num_kv_heads * k.head_dim,
+                                                     " lowercase hex digits (one per KV head and channel)"));
+    }
+    for (char c : digits) k.exponents.push_back(static_cast<uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10));
+  }
+  rec.key_channel_scales = std::move(k);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) {
   const std::string& path = r.origin();
   ASSIGN_OR_RETURN(std::string format, r.String("format"));
@@ -115,6 +158,15 @@ absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) 
                                                      ", but its mean KL ", m.mean_kl, " and the gate give the other"));
     }
     rec.modes.push_back(std::move(m));
+  }
+  if (r.Has("key_channel_scales")) RETURN_IF_ERROR(ScalesFromJson(r, rec));
+  for (const ModeFigures& m : rec.modes) {
+    if (kernels::KvScalesKeyChannels(m.kv_cache_dtype) && !rec.key_channel_scales) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path,
+                       ": it lists an int8_rotated_scaled mode but no key_channel_scales (remake it with kvfleet eval "
+                       "--calibrate)"));
+    }
   }
   if (r.Has("command")) {
     ASSIGN_OR_RETURN(rec.command, r.String("command"));
@@ -165,6 +217,7 @@ absl::Status WriteCalibrationRecord(const std::string& path, const CalibrationRe
              {"source", rec.gate.source}}},
            {"modes", std::move(modes)},
            {"command", rec.command}};
+  if (rec.key_channel_scales) doc["key_channel_scales"] = ScalesToJson(*rec.key_channel_scales, rec.key_scale_rule);
   return WriteFile(path, doc.dump(2) + "\n");
 }
 

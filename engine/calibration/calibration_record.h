@@ -14,11 +14,15 @@
 //    "modes": [{"cpu_activations", "kv_cache_dtype", "numerics",
 //               "perplexity", "mean_kl", "median_kl", "p99_kl", "max_kl",
 //               "same_top1", "tokens_per_second", "passes"}, ...],
+//    "key_channel_scales": {"rule", "layers", "kv_heads", "head_dim",
+//               "exponents": ["0310...", ...]},  one string per layer, a hex
+//               digit per (KV head, channel): int8_rotated_scaled's scales
 //    "command": "the command that made it"}
 //
 //   ASSIGN_OR_RETURN(CalibrationRecord r, ReadCalibrationRecord(CalibrationPathFor(model_path)));
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +71,10 @@ struct CalibrationRecord {
   std::string reference;
   CalibrationGate gate;
   std::vector<ModeFigures> modes;
+  // What int8_rotated_scaled modes were measured with; required when the
+  // record has such a mode.
+  std::optional<KeyChannelScales> key_channel_scales;
+  std::string key_scale_rule;  // how they were derived, for a reader
   std::string command;
 };
 

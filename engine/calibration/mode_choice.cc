@@ -103,7 +103,10 @@ ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<Calibrati
 }
 
 absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& q) {
-  if (q.setting.activations && q.setting.kv) return ChooseMode(q.setting, absl::NotFoundError(""), q.record_path, {});
+  const bool needs_scales = q.setting.kv && kernels::KvScalesKeyChannels(*q.setting.kv);
+  if (q.setting.activations && q.setting.kv && !needs_scales) {
+    return ChooseMode(q.setting, absl::NotFoundError(""), q.record_path, {});
+  }
   const absl::StatusOr<CalibrationRecord> record = ReadCalibrationRecord(q.record_path);
   if (q.record_required && !record.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--calibration ", q.record_path, ": ", record.status().message(),
@@ -111,7 +114,26 @@ absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& q) {
   }
   CalibrationMatch match{.backend = q.backend, .numerics_of = q.numerics_of};
   if (record.ok() && record->backend == q.backend && q.fingerprint) match.model_fingerprint = q.fingerprint();
-  return ChooseMode(q.setting, record, q.record_path, match);
+  ChosenMode chosen = ChooseMode(q.setting, record, q.record_path, match);
+  if (!kernels::KvScalesKeyChannels(chosen.kv)) return chosen;
+  // Only a record of these weights and this backend can give the scales.
+  std::string why;
+  if (!record.ok()) {
+    why = absl::IsNotFound(record.status()) ? "there is none" : std::string(record.status().message());
+  } else if (record->backend != q.backend) {
+    why = absl::StrCat("it was measured on the ", record->backend, " backend");
+  } else if (record->model_fingerprint != match.model_fingerprint) {
+    why = "it was measured on other weights";
+  } else if (!record->key_channel_scales) {
+    why = "it has no key_channel_scales";
+  } else {
+    chosen.key_channel_scales = std::make_shared<const KeyChannelScales>(*record->key_channel_scales);
+    return chosen;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the int8_rotated_scaled KV cache takes its key channel scales from the model's calibration record, and ",
+      q.record_path, " cannot give them: ", why,
+      " (make one with kvfleet eval --calibrate, or choose another --kv-cache-dtype)"));
 }
 
 }  // namespace kvfleet::engine

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -55,6 +56,8 @@ struct ChosenMode {
   // "calibration" (the record chose at least one axis), "flags" (a flag
   // chose one or both, the rest exact) or "exact": for GetInfo and metrics.
   std::string source = "exact";
+  // The record's, when kv is int8_rotated_scaled (ResolveMode sets it).
+  std::shared_ptr<const KeyChannelScales> key_channel_scales;
 };
 
 // `record` is the read's result (NOT_FOUND: no record). A record that
@@ -64,6 +67,9 @@ ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<Calibrati
                       const std::string& record_path, const CalibrationMatch& match);
 
 // Reads the record and chooses: what a worker and `kvfleet capacity` share.
+// An int8_rotated_scaled KV cache, by flag or by the record, takes its key
+// channel scales from the record; without a usable one it is an error that
+// says how to make one.
 struct ModeRequest {
   ModeSetting setting;
   std::string record_path;

@@ -6,10 +6,14 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/kv_sizing.h"
+#include "common/status_macros.h"
 #include "engine/executor/model_executor.h"
 #include "kernels/common/paged_kv.h"
 #include "kernels/common/rope_tables.h"
@@ -36,10 +40,16 @@ struct KvCacheView {
   uint8_t* const* k = nullptr;  // [layers_per_page] → one slot's bytes in `layout`
   uint8_t* const* v = nullptr;
   const model::KvPageGroups* groups = nullptr;  // null: one group, slot = layer
+  // int8_rotated_scaled: [layers, num_kv_heads, head_dim] multipliers in
+  // the backend's memory (KeyChannelScales); null for the other formats.
+  const float* key_scales = nullptr;
 
   int32_t SlotOf(int32_t layer) const { return groups != nullptr ? groups->layer_slot[layer] : layer; }
   uint8_t* K(int32_t layer) const { return k[SlotOf(layer)]; }
   uint8_t* V(int32_t layer) const { return v[SlotOf(layer)]; }
+  const float* KeyScales(int32_t layer) const {
+    return key_scales != nullptr ? key_scales + layer * layout.num_kv_heads * layout.head_dim : nullptr;
+  }
   // Where a layer's tokens read and write: its page group's table and slots.
   kernels::TokenPlacement PlacementFor(const BatchArrays& a, int32_t layer) const {
     kernels::TokenPlacement p = a.placement;
@@ -74,6 +84,24 @@ inline int64_t KvBytesPerCachedToken(const model::ModelConfig& c, const Executor
 inline std::string KvNumericsSuffix(kernels::KvCacheDtype dtype) {
   return dtype == kernels::KvCacheDtype::kF16 ? std::string()
                                                : "+kv-" + std::string(kernels::KvCacheDtypeName(dtype));
+}
+
+// An executor's: the format's suffix, and for scaled keys the scales'
+// digest ("+kv-int8_rotated_scaled-1a2b3c4d"), so KV written under other
+// scales is foreign to it.
+inline std::string KvNumericsSuffix(const ExecutorOptions& options) {
+  std::string suffix = KvNumericsSuffix(options.kv_cache_dtype);
+  if (kernels::KvScalesKeyChannels(options.kv_cache_dtype)) suffix += "-" + options.key_channel_scales->Digest();
+  return suffix;
+}
+
+// The key channel scales as multipliers for the kernels, checked against
+// the model's shape; empty for a format without them.
+inline absl::StatusOr<std::vector<float>> KeyScaleMultipliers(const model::ModelConfig& c,
+                                                              const ExecutorOptions& options) {
+  if (!kernels::KvScalesKeyChannels(options.kv_cache_dtype)) return std::vector<float>();
+  RETURN_IF_ERROR(options.key_channel_scales->CheckShape(c.num_layers, c.num_kv_heads, c.head_dim));
+  return options.key_channel_scales->Multipliers();
 }
 
 // How a backend rotates by one of the model's RoPE configurations: its

@@ -22,8 +22,10 @@ absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text) {
   if (text == "int8") return kernels::KvCacheDtype::kInt8;
   if (text == "fp8_e4m3" || text == "fp8") return kernels::KvCacheDtype::kFp8E4M3;
   if (text == "int8_rotated") return kernels::KvCacheDtype::kInt8Rotated;
+  if (text == "int8_rotated_scaled") return kernels::KvCacheDtype::kInt8RotatedScaled;
   return absl::InvalidArgumentError(
-      absl::StrCat("--kv-cache-dtype must be f16, int8, int8_rotated or fp8_e4m3, not '", std::string(text), "'"));
+      absl::StrCat("--kv-cache-dtype must be f16, int8, int8_rotated, int8_rotated_scaled or fp8_e4m3, not '",
+                   std::string(text), "'"));
 }
 
 absl::StatusOr<Device> ParseDevice(std::string_view view) {
@@ -59,6 +61,11 @@ absl::Status ExecutorOptions::Validate() const {
   if (num_blocks < 0) return absl::InvalidArgumentError("num_blocks must be >= 0");
   if (block_size <= 0 || block_size > 1024) return absl::InvalidArgumentError("block_size must be in [1, 1024]");
   if (num_threads < 0) return absl::InvalidArgumentError("num_threads must be >= 0");
+  if (kernels::KvScalesKeyChannels(kv_cache_dtype) && key_channel_scales == nullptr) {
+    return absl::InvalidArgumentError(
+        "the int8_rotated_scaled KV cache needs the model's key channel scales, which its calibration record "
+        "holds (kvfleet eval --calibrate writes them; pass the record with --calibration)");
+  }
   return limits.Validate();
 }
 

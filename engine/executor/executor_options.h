@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/executor/key_channel_scales.h"
 #include "kernels/common/kv_format.h"
 
 namespace kvfleet::engine {
@@ -40,8 +42,9 @@ enum class CpuActivations { kF32, kQ8 };
 absl::StatusOr<CpuActivations> ParseCpuActivations(std::string_view text);
 std::string_view CpuActivationsName(CpuActivations activations);  // "f32" or "q8"
 
-// "f16", "int8", "int8_rotated", "fp8_e4m3" (or "fp8"): the KV cache's element
-// format (kernels/common/kv_format.h); INVALID_ARGUMENT naming them otherwise.
+// "f16", "int8", "int8_rotated", "int8_rotated_scaled", "fp8_e4m3" (or
+// "fp8"): the KV cache's element format (kernels/common/kv_format.h);
+// INVALID_ARGUMENT naming them otherwise.
 absl::StatusOr<kernels::KvCacheDtype> ParseKvCacheDtype(std::string_view text);
 
 struct ExecutorLimits {
@@ -61,6 +64,9 @@ struct ExecutorOptions {
   CpuActivations cpu_activations = CpuActivations::kF32;  // CPU backend only
   // 8-bit formats hold about twice the tokens; each is its own numerics.
   kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
+  // int8_rotated_scaled's per-channel key scales (from the model's
+  // calibration record); required by that format, unused by the others.
+  std::shared_ptr<const KeyChannelScales> key_channel_scales;
   // Sliding-window layers get their own pages, which the engine frees once
   // their window has passed (model/arch/kv_page_groups.h). Off: one page
   // holds every layer of a block, as for a model without windows.

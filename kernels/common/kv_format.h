@@ -18,6 +18,13 @@
 //             same way and multiplies the scores by 1/n: H·Hᵀ = n·I, so
 //             (Hq)·(Hk)/n = q·k, and 1/n is a power of two (exact). Value
 //             rows are stored as kInt8.
+//   kInt8RotatedScaled  kInt8Rotated, with each key channel first
+//             multiplied by 1/s and each query channel by s, where s is a
+//             power of two >= 1 per (layer, KV head, channel) measured on a
+//             calibration text (engine/calibration): channels whose keys
+//             run far above the rest (Qwen2.5's K bias) no longer set the
+//             row's scale alone. Powers of two keep both products exact, so
+//             (q·s)·(k/s) = q·k before the codec.
 //
 // The codecs here are constexpr (callable from device code under nvcc's
 // --expt-relaxed-constexpr); the binary16 scale conversion is each
@@ -30,15 +37,18 @@
 
 namespace kvfleet::kernels {
 
-enum class KvCacheDtype : uint8_t { kF16 = 0, kInt8 = 1, kFp8E4M3 = 2, kInt8Rotated = 3 };
+enum class KvCacheDtype : uint8_t { kF16 = 0, kInt8 = 1, kFp8E4M3 = 2, kInt8Rotated = 3, kInt8RotatedScaled = 4 };
 
-// "f16", "int8", "fp8_e4m3", "int8_rotated": the flag values and the numerics suffixes.
+// "f16", "int8", "fp8_e4m3", "int8_rotated", "int8_rotated_scaled": the
+// flag values and the numerics suffixes.
 constexpr std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
   switch (dtype) {
     case KvCacheDtype::kInt8:
       return "int8";
     case KvCacheDtype::kInt8Rotated:
       return "int8_rotated";
+    case KvCacheDtype::kInt8RotatedScaled:
+      return "int8_rotated_scaled";
     case KvCacheDtype::kFp8E4M3:
       return "fp8_e4m3";
     case KvCacheDtype::kF16:
@@ -51,11 +61,20 @@ constexpr std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
 constexpr int64_t KvElementBytes(KvCacheDtype dtype) { return dtype == KvCacheDtype::kF16 ? 2 : 1; }
 // Bytes of per-row scale: one binary16 per (token, KV head) for int8 rows.
 constexpr int64_t KvRowScaleBytes(KvCacheDtype dtype) {
-  return dtype == KvCacheDtype::kInt8 || dtype == KvCacheDtype::kInt8Rotated ? 2 : 0;
+  return dtype == KvCacheDtype::kInt8 || dtype == KvCacheDtype::kInt8Rotated ||
+                 dtype == KvCacheDtype::kInt8RotatedScaled
+             ? 2
+             : 0;
 }
 
 // Whether key rows (and so queries) are rotated before the codec.
-constexpr bool KvRotatesKeys(KvCacheDtype dtype) { return dtype == KvCacheDtype::kInt8Rotated; }
+constexpr bool KvRotatesKeys(KvCacheDtype dtype) {
+  return dtype == KvCacheDtype::kInt8Rotated || dtype == KvCacheDtype::kInt8RotatedScaled;
+}
+
+// Whether key (and query) channels are scaled by per-channel powers of two
+// before the rotation: the format needs a layer's scales to write or read.
+constexpr bool KvScalesKeyChannels(KvCacheDtype dtype) { return dtype == KvCacheDtype::kInt8RotatedScaled; }
 
 // The rotation's block: the largest power of two dividing head_dim (the
 // whole row for the usual 64, 128 and 256).

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/check.h"
 #include "common/float16.h"
 #include "kernels/cpu/simd.h"
 
@@ -30,7 +31,7 @@ struct ThreadScratch {
   std::vector<float> scores;  // [rows, tile context]
   std::vector<float> acc;     // [rows, head_dim] weighted V sums, then [rows] softmax sums
   std::vector<float> kv;      // one cache block of K or V, as float32
-  std::vector<float> q;       // [rows, head_dim] the tile's queries, rotated (kInt8Rotated)
+  std::vector<float> q;       // [rows, head_dim] the tile's queries, scaled and rotated as the keys are
 };
 
 ThreadScratch& Scratch() {
@@ -67,7 +68,8 @@ void LoadBlock(const KvCacheLayout& L, const uint8_t* cache, int64_t block, int6
       return;
     }
     case KvCacheDtype::kInt8:
-    case KvCacheDtype::kInt8Rotated: {  // int8 rows (a key's rotated: the query is too)
+    case KvCacheDtype::kInt8Rotated:
+    case KvCacheDtype::kInt8RotatedScaled: {  // int8 rows (a key's rotated: the query is too)
       const uint16_t* scales = reinterpret_cast<const uint16_t*>(cache + L.ScaleOffset(block, kv_head, 0));
       for (int64_t j = 0; j < count; ++j) {
         const __m256 scale = _mm256_set1_ps(HalfToFloat(scales[j]));
@@ -186,14 +188,20 @@ void AttendTile(const PagedAttentionParams& p, const Tile& tile, ThreadScratch& 
   GrowTo(s.kv, bs * d);
   float* scores = s.scores.data();
   float* kv = s.kv.data();
-  // Rotated keys: each query row rotated alike, the scores scaled by 1/n.
+  // Rotated keys: each query row rotated alike (after its channels are
+  // scaled as its KV head's keys were, inversely), the scores scaled by 1/n.
   const bool rotated = KvRotatesKeys(L.dtype);
   const float scale = rotated ? p.scale / static_cast<float>(KvRotationBlock(d)) : p.scale;
   if (rotated) {
     GrowTo(s.q, rows * d);
+    const float* channel_scales = KvScalesKeyChannels(L.dtype) ? p.key_scales + tile.kv_head * d : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
-      std::copy(p.q + row_offset(r), p.q + row_offset(r) + d, s.q.data() + r * d);
-      HadamardBlocks(s.q.data() + r * d, d, KvRotationBlock(d));
+      float* q = s.q.data() + r * d;
+      std::copy(p.q + row_offset(r), p.q + row_offset(r) + d, q);
+      if (channel_scales != nullptr) {
+        for (int64_t i = 0; i < d; ++i) q[i] *= channel_scales[i];
+      }
+      HadamardBlocks(q, d, KvRotationBlock(d));
     }
   }
   auto query = [&](int64_t r) { return rotated ? s.q.data() + r * d : p.q + row_offset(r); };
@@ -265,7 +273,8 @@ void StoreRow(const KvCacheLayout& L, const float* x, int64_t block, int64_t kv_
       return;
     }
     case KvCacheDtype::kInt8:
-    case KvCacheDtype::kInt8Rotated: {  // a key row arrives rotated (WriteKv)
+    case KvCacheDtype::kInt8Rotated:
+    case KvCacheDtype::kInt8RotatedScaled: {  // a key row arrives scaled and rotated (WriteKv)
       float max_abs = 0.0f;
       for (int64_t i = 0; i < d; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
       const uint16_t scale_bits = FloatToHalf(max_abs / static_cast<float>(kInt8KvMax));
@@ -283,9 +292,11 @@ void StoreRow(const KvCacheLayout& L, const float* x, int64_t block, int64_t kv_
 }  // namespace
 
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-             int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache) {
+             int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache, const float* key_scales) {
   const int64_t d = layout.head_dim;
   const bool rotate = KvRotatesKeys(layout.dtype);
+  const bool scale_channels = KvScalesKeyChannels(layout.dtype);
+  CHECK(!scale_channels || key_scales != nullptr) << "int8_rotated_scaled needs key scales";
   // A rotated key row, on the stack for the usual heads (no allocation in a
   // warm step); a heap row only past 512.
   float stack_row[512];
@@ -298,6 +309,9 @@ void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const flo
       const float* key = k + row;
       if (rotate) {
         std::copy(key, key + d, rotated);
+        if (scale_channels) {  // exact: each scale is a power of two
+          for (int64_t i = 0; i < d; ++i) rotated[i] /= key_scales[h * d + i];
+        }
         HadamardBlocks(rotated, d, KvRotationBlock(d));
         key = rotated;
       }
@@ -353,6 +367,7 @@ TileShape ChooseTiles(const PagedAttentionParams& p, int64_t group, int threads)
 
 void PagedAttention(const PagedAttentionParams& p, ThreadPool& pool) {
   if (p.num_tokens == 0) return;
+  CHECK(!KvScalesKeyChannels(p.layout.dtype) || p.key_scales != nullptr) << "int8_rotated_scaled needs key scales";
   const int64_t group = p.num_heads / p.layout.num_kv_heads;
   // Everything the workers need behind one pointer: a lambda capturing more
   // would make ParallelFor's std::function allocate.

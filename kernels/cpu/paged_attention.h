@@ -27,8 +27,10 @@ namespace kvfleet::kernels {
 
 // Converts k and v ([num_tokens, num_kv_heads, head_dim], float32) to the
 // layout's dtype and stores them at each token's slot (where.kv_slots).
+// key_scales: the layer's [num_kv_heads, head_dim] powers of two when the
+// dtype scales key channels (KvScalesKeyChannels), else unused.
 void WriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-             int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache);
+             int64_t num_tokens, uint8_t* k_cache, uint8_t* v_cache, const float* key_scales = nullptr);
 
 // Copies K or V rows (scales included) of every KV head from slot from[i]
 // to slot to[i] (page * block_size + slot), one move after another.
@@ -46,6 +48,10 @@ struct PagedAttentionParams {
   const uint8_t* k_cache = nullptr;  // bytes in the layout
   const uint8_t* v_cache = nullptr;
   float* out = nullptr;              // [num_tokens, num_heads, head_dim]
+  // The layer's [num_kv_heads, head_dim] key channel scales (powers of two)
+  // when the dtype has them (KvScalesKeyChannels); each query channel is
+  // multiplied by its KV head's.
+  const float* key_scales = nullptr;
 };
 
 // Token t attends to positions 0..positions[t] of its own sequence (the

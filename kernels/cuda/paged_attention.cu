@@ -42,7 +42,8 @@ __device__ __forceinline__ void LoadRow8(const KvCacheLayout& L, const uint8_t* 
       LoadHalf8(reinterpret_cast<const uint16_t*>(cache + at.row) + c * 8, out);
       return;
     case KvCacheDtype::kInt8:
-    case KvCacheDtype::kInt8Rotated: {  // int8 rows (a key's rotated: the query is too)
+    case KvCacheDtype::kInt8Rotated:
+    case KvCacheDtype::kInt8RotatedScaled: {  // int8 rows (a key's rotated: the query is too)
       const uint2 v = *reinterpret_cast<const uint2*>(cache + at.row + c * 8);
       const float scale = ::kvfleet::cuda::HalfBitsToFloat(*reinterpret_cast<const uint16_t*>(cache + at.scale));
       const uint32_t words[2] = {v.x, v.y};
@@ -98,12 +99,18 @@ __global__ void __launch_bounds__(kThreads) PartitionKernel(PagedAttentionParams
     q_s[r][d] = p.q[(t * p.num_heads + h) * D + d];
   }
   __syncthreads();
-  // Rotated keys (kv_format.h): each query row rotated alike, the scores
+  // Rotated keys (kv_format.h): each query row scaled by its KV head's
+  // key channel scales (int8_rotated_scaled) and rotated alike, the scores
   // scaled by 1/n (exact: a power of two).
   const bool rotated = KvRotatesKeys(p.layout.dtype);
   const float score_scale = rotated ? __fdiv_rn(p.scale, static_cast<float>(KvRotationBlock(D))) : p.scale;
   if (rotated) {
-    if (tid < rows) HadamardBlocks(q_s[tid], D, KvRotationBlock(D));
+    if (tid < rows) {
+      if (KvScalesKeyChannels(p.layout.dtype)) {
+        for (int d = 0; d < D; ++d) q_s[tid][d] = __fmul_rn(q_s[tid][d], p.key_scales[kv_head * D + d]);
+      }
+      HadamardBlocks(q_s[tid], D, KvRotationBlock(D));
+    }
     __syncthreads();
   }
 
@@ -235,13 +242,18 @@ void LaunchForDim(const PagedAttentionParams& p, const AttentionPlan& plan, ::kv
 // row's scale comes from the whole row's max |x|, which every thread of the
 // row computes alike (max is exact in any order); chunk 0 stores it. A key
 // row of kInt8Rotated is rotated first, by every thread of the row alike
-// (the transform is one fixed order of additions: kv_format.h).
-__device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* source, bool rotate, int64_t c,
-                                          int64_t block, int64_t kv_head, int64_t slot, uint8_t* cache) {
+// (the transform is one fixed order of additions: kv_format.h), after its
+// channels are divided by `channel_scales` (int8_rotated_scaled; exact:
+// powers of two).
+__device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* source, bool rotate,
+                                          const float* channel_scales, int64_t c, int64_t block, int64_t kv_head,
+                                          int64_t slot, uint8_t* cache) {
   float rotated[kMaxRotatedHeadDim];
   const float* row = source;
   if (rotate) {
-    for (int64_t i = 0; i < L.head_dim; ++i) rotated[i] = source[i];
+    for (int64_t i = 0; i < L.head_dim; ++i) {
+      rotated[i] = channel_scales != nullptr ? __fdiv_rn(source[i], channel_scales[i]) : source[i];
+    }
     HadamardBlocks(rotated, L.head_dim, KvRotationBlock(L.head_dim));
     row = rotated;
   }
@@ -259,7 +271,8 @@ __device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* s
       return;
     }
     case KvCacheDtype::kInt8:
-    case KvCacheDtype::kInt8Rotated: {
+    case KvCacheDtype::kInt8Rotated:
+    case KvCacheDtype::kInt8RotatedScaled: {
       float max_abs = 0.0f;
       for (int64_t i = 0; i < L.head_dim; ++i) max_abs = fmaxf(max_abs, fabsf(row[i]));
       const uint16_t scale_bits = ::kvfleet::cuda::FloatToHalfBits(__fdiv_rn(max_abs, static_cast<float>(kInt8KvMax)));
@@ -284,7 +297,8 @@ __device__ __forceinline__ void StoreRow8(const KvCacheLayout& L, const float* s
 }
 
 __global__ void WriteKvKernel(KvCacheLayout layout, TokenPlacement where, const float* k, const float* v,
-                              int64_t chunks_per_token, uint8_t* k_cache, uint8_t* v_cache, int64_t total) {
+                              int64_t chunks_per_token, uint8_t* k_cache, uint8_t* v_cache, const float* key_scales,
+                              int64_t total) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= total) return;
   // idx = (token, kv_head, chunk of 8 dims)
@@ -292,9 +306,10 @@ __global__ void WriteKvKernel(KvCacheLayout layout, TokenPlacement where, const 
   const int64_t h = rest / (layout.head_dim / 8), c = rest % (layout.head_dim / 8);
   const int64_t slot = where.kv_slots[t];
   const int64_t src = (t * layout.num_kv_heads + h) * layout.head_dim;
-  StoreRow8(layout, k + src, KvRotatesKeys(layout.dtype), c, slot / layout.block_size, h, slot % layout.block_size,
-            k_cache);
-  StoreRow8(layout, v + src, false, c, slot / layout.block_size, h, slot % layout.block_size, v_cache);
+  const float* channel_scales = KvScalesKeyChannels(layout.dtype) ? key_scales + h * layout.head_dim : nullptr;
+  StoreRow8(layout, k + src, KvRotatesKeys(layout.dtype), channel_scales, c, slot / layout.block_size, h,
+            slot % layout.block_size, k_cache);
+  StoreRow8(layout, v + src, false, nullptr, c, slot / layout.block_size, h, slot % layout.block_size, v_cache);
 }
 
 // One thread per (KV head, 4-byte word of a row, or the row's scale), over
@@ -342,13 +357,14 @@ bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_
 }
 
 void LaunchWriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-                   int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, ::kvfleet::cuda::Stream stream) {
+                   int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, const float* key_scales,
+                   ::kvfleet::cuda::Stream stream) {
   const int64_t chunks_per_token = layout.num_kv_heads * (layout.head_dim / 8);
   const int64_t total = tokens * chunks_per_token;
   if (total == 0) return;
   auto* kernel = &WriteKvKernel;
   KVFLEET_LAUNCH(kernel, dim3(static_cast<unsigned>((total + 127) / 128)), dim3(128), 0, stream, layout, where, k, v,
-                 chunks_per_token, k_cache, v_cache, total);
+                 chunks_per_token, k_cache, v_cache, key_scales, total);
 }
 
 void LaunchPagedAttention(const PagedAttentionParams& p, const AttentionPlan& plan, ::kvfleet::cuda::Stream stream) {

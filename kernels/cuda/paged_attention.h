@@ -51,9 +51,12 @@ inline namespace KVFLEET_CUDA_BUILD {
 bool PagedAttentionSupports(int64_t head_dim, int64_t num_heads, int64_t num_kv_heads, std::string* why);
 
 // Converts k and v ([tokens, kv_heads, head_dim], float32) to the layout's
-// dtype and stores them at each token's slot (where.kv_slots).
+// dtype and stores them at each token's slot (where.kv_slots). key_scales:
+// the layer's [kv_heads, head_dim] powers of two (device memory) when the
+// dtype scales key channels, else unused.
 void LaunchWriteKv(const KvCacheLayout& layout, const TokenPlacement& where, const float* k, const float* v,
-                   int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, ::kvfleet::cuda::Stream stream);
+                   int64_t tokens, uint8_t* k_cache, uint8_t* v_cache, const float* key_scales,
+                   ::kvfleet::cuda::Stream stream);
 
 // Copies K or V rows (scales included) of every KV head of one cache
 // array: moves[2i] → moves[2i + 1] (device memory; page * block_size +
@@ -78,6 +81,10 @@ struct PagedAttentionParams {
   const int64_t* partial_offsets = nullptr;
   float* partial_o = nullptr;
   float* partial_ml = nullptr;
+  // The layer's [num_kv_heads, head_dim] key channel scales (device
+  // memory) when the dtype has them: each query channel is multiplied by
+  // its KV head's.
+  const float* key_scales = nullptr;
 };
 
 // Runs every group of `plan` (host memory; its arrays already copied to

@@ -93,6 +93,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                                                                  .num_threads = o.threads,
                                                                  .cpu_activations = m.mode.activations,
                                                                  .kv_cache_dtype = m.mode.kv,
+                                                                 .key_channel_scales = m.mode.key_channel_scales,
                                                                  .free_window_blocks = o.free_window_blocks,
                                                                  .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                                      m.scheduler, o.speculation.max_draft_tokens)}));

@@ -57,11 +57,14 @@ def run_eval(kvfleet, model, ids_path, ctx, extra):
     return ppl, float(kl.group(1)) if kl else None, float(top.group(1)) if top else None
 
 
-def check_record(record, gate, f32_kl):
-    """The record's modes, their identities and verdicts against the gate."""
+def check_record(record, gate, f32_kl, shape):
+    """The record's modes, their identities and verdicts against the gate,
+    and the key channel scales of a model of `shape` (layers, KV heads,
+    head_dim)."""
     problems = []
     modes = {(m["cpu_activations"], m["kv_cache_dtype"]): m for m in record["modes"]}
-    want = {(a, kv) for a in ("f32", "q8") for kv in ("f16", "int8", "int8_rotated", "fp8_e4m3")}
+    kvs = ("f16", "int8", "int8_rotated", "int8_rotated_scaled", "fp8_e4m3")
+    want = {(a, kv) for a in ("f32", "q8") for kv in kvs}
     if set(modes) != want or len(record["modes"]) != len(want):
         problems.append(f"modes {sorted(modes)} are not every activation mode with every KV format once")
     for (a, kv), m in modes.items():
@@ -77,6 +80,13 @@ def check_record(record, gate, f32_kl):
         problems.append(f"the exact mode's mean KL {exact and exact['mean_kl']} is not the f32 run's {f32_kl}")
     if record["gate"]["activations_mean_kl"] != gate["activations"] or record["gate"]["kv_mean_kl"] != gate["kv"]:
         problems.append(f"the record's gate {record['gate']} is not the one given")
+    scales = record.get("key_channel_scales", {})
+    layers, kv_heads, head_dim = shape
+    digits = scales.get("exponents", [])
+    if (scales.get("layers"), scales.get("kv_heads"), scales.get("head_dim")) != shape or len(digits) != layers or \
+            any(len(d) != kv_heads * head_dim for d in digits):
+        problems.append(f"key_channel_scales {str(scales)[:200]} do not fit {layers} layers x {kv_heads} KV heads "
+                        f"x {head_dim}")
     if len(record["model_fingerprint"]) != 64:
         problems.append(f"model_fingerprint {record['model_fingerprint']!r} is not a SHA-256")
     for p in problems:
@@ -140,7 +150,7 @@ def main():
             sys.exit(f"FAIL: kvfleet eval --calibrate: {out.stderr}")
         with open(record_path) as f:
             record = json.load(f)
-    calibration_ok = check_record(record, gate, kl)
+    calibration_ok = check_record(record, gate, kl, (ref.hp.n_layer, ref.hp.n_head_kv, ref.hp.head_dim))
     ok = abs(ppl - ppl_np) / ppl_np < 1e-3 and kl is not None and kl < 1e-4 and top >= 98.0 and calibration_ok
     print(f"f32 against float64: perplexity {ppl:.6f} vs {ppl_np:.6f}, mean KL {kl:.3g}, same top {top:.2f}%: "
           f"{'PASS' if ok else 'FAIL'}")

@@ -39,6 +39,11 @@ int64_t PagesForBlocks(const model::Model& model, int64_t blocks, bool free_wind
 std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::Model& model, int64_t num_blocks,
                                                        int64_t block_size, int threads = 2);
 
+// int8_rotated_scaled's key channel scales for tests: a fixed spread of
+// exponents 0-3 over every (layer, KV head, channel) of the model; null for
+// another format.
+std::shared_ptr<const engine::KeyChannelScales> TestKeyScales(const model::Model& model, kernels::KvCacheDtype kv);
+
 // The shape the exactness suites run on: `base` (a tiny model) on the CPU
 // and the emulation; SmolLM2-135M's layers, heads, widths and 49,152-token
 // vocabulary on a GPU, keeping base's type, seed and context length.

@@ -19,6 +19,17 @@ std::unique_ptr<engine::ModelExecutor> NewTinyExecutor(const model::Model& model
                              .limits = kRoomyLimits});
 }
 
+std::shared_ptr<const engine::KeyChannelScales> TestKeyScales(const model::Model& model, kernels::KvCacheDtype kv) {
+  if (!kernels::KvScalesKeyChannels(kv)) return nullptr;
+  const model::ModelConfig& c = model.config();
+  auto s = std::make_shared<engine::KeyChannelScales>(
+      engine::KeyChannelScales{.num_layers = c.num_layers, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim});
+  for (int64_t i = 0; i < c.num_layers * c.num_kv_heads * c.head_dim; ++i) {
+    s->exponents.push_back(static_cast<uint8_t>((i * 5 + i / c.head_dim) % 4));
+  }
+  return s;
+}
+
 tools::TinyModelOptions SmolLm2Shape(tools::TinyModelOptions base) {
   base.num_layers = 30;
   base.hidden_size = 576;

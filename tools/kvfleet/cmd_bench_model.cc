@@ -4,12 +4,12 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
-#include "kernels/cpu/machine_ceilings.h"
-
-#include "common/status_macros.h"
 #include "common/flags/flags.h"
-#include "tools/kvfleet/commands.h"
+#include "common/status_macros.h"
 #include "engine/executor/executor_factory.h"
+#include "kernels/cpu/machine_ceilings.h"
+#include "kernels/cpu/matmul_q8.h"
+#include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {
@@ -17,15 +17,29 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
-       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3] [--ceilings]
+       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3]
+       [--q8-isa avx2|avx512-vnni] [--ceilings]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and
 prints one JSON line with the median tokens/s of each phase. --ceilings also
 measures the machine in the same run (read bandwidth, float32 FMA and int8
 dot throughput, on --threads threads) and adds the decode rates they allow
 (the weights read once per token; two flops or one int8 multiply-add per
-weight) and the measured decode as a share of the lower one.
+weight) and the measured decode as a share of the lower one. --q8-isa runs
+8-bit activations (and the int8 ceiling) on that instruction set instead of
+the best this CPU has, to measure the other set's kernels on one machine.
 )";
+
+// "" keeps the best set this CPU has.
+absl::Status ForceQ8DotIsaFlag(const std::string& name) {
+  if (name.empty()) return absl::OkStatus();
+  for (kernels::Q8DotIsa isa : {kernels::Q8DotIsa::kAvx2, kernels::Q8DotIsa::kAvx512Vnni}) {
+    if (name != kernels::Q8DotIsaName(isa)) continue;
+    if (kernels::ForceQ8DotIsa(isa)) return absl::OkStatus();
+    return absl::FailedPreconditionError("--q8-isa " + name + ": this CPU cannot run it");
+  }
+  return absl::InvalidArgumentError("--q8-isa takes avx2 or avx512-vnni, not \"" + name + "\"");
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -35,8 +49,9 @@ double Median(std::vector<double> v) {
 
 absl::Status RunBenchModel(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats",
-                                                        "cpu-activations", "kv-cache-dtype"},
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             {"model", "device", "threads", "prompt-tokens", "gen-tokens", "repeats",
+                                              "cpu-activations", "kv-cache-dtype", "q8-isa"},
                                              {"ceilings"}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
@@ -50,6 +65,7 @@ absl::Status RunBenchModel(const Args& args) {
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(kernels::KvCacheDtype kv_dtype, engine::ParseKvCacheDtype(flags.GetString("kv-cache-dtype", "f16")));
+  RETURN_IF_ERROR(ForceQ8DotIsaFlag(flags.GetString("q8-isa", "")));
   ASSIGN_OR_RETURN(LocalModel m, LoadLocalModel(path, device, static_cast<int>(threads), prompt_tokens + gen_tokens,
                                                 activations, kv_dtype));
 

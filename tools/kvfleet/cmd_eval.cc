@@ -14,6 +14,7 @@
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "engine/calibration/calibration_record.h"
+#include "engine/calibration/key_channel_maxima.h"
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
 #include "model/model_fingerprint.h"
@@ -30,6 +31,7 @@ constexpr char kUsage[] =
     R"(usage: kvfleet eval --model PATH (--text FILE | --tokens FILE) [--ctx 512] [--max-windows N]
                     [--save-reference FILE] [--reference FILE]
                     [--threads N] [--device auto] [--cpu-activations f32|q8] [--kv-cache-dtype f16|...]
+                    [--calibration RECORD]
        kvfleet eval --model PATH (--text FILE | --tokens FILE) --reference FILE --calibrate OUT
                     --activations-gate KL --kv-gate KL [--gate-source TEXT] [--reference-source TEXT]
 
@@ -43,7 +45,9 @@ mode's distributions at every scored position (float16 log-probabilities);
 --reference reads such a file, made on the same text and windows, and
 prints the KL divergence from it (mean, median, p99, max), the share of
 positions with the same top token and the RMS change in the probability
-of the text's next token.
+of the text's next token. --kv-cache-dtype int8_rotated_scaled takes its
+key channel scales from the model's calibration record (--calibration, or
+the one beside the model).
 
 --calibrate runs every CPU mode (float32 and 8-bit activations, each KV
 format) against --reference, which should be float64 distributions, and
@@ -52,7 +56,10 @@ PATH.calibration.json for workers to find). A mode passes when its mean KL
 divergence is at most --activations-gate (modes with a float16 KV cache)
 or --kv-gate (8-bit KV): llama.cpp's own divergences from the same
 reference, for its default path and its q8_0 KV cache
-(bench/eval_vs_llamacpp.py measures both). Workers with
+(bench/eval_vs_llamacpp.py measures both). The exact mode runs first and
+measures, from its float16 cache, the key channel scales that
+int8_rotated_scaled uses (engine/calibration/key_channel_maxima.h); the
+record keeps them. Workers with
 --cpu-activations auto and --kv-cache-dtype auto (their defaults) run the
 fastest passing mode.
 )";
@@ -101,11 +108,27 @@ struct ModeResult {
   double tokens_per_second = 0;
 };
 
+// Reads the keys of a window back from a float16 cache into `maxima`.
+absl::Status AddWindowKeys(engine::ModelExecutor& executor, const model::ModelConfig& c, int64_t block_size,
+                           int64_t length, engine::KeyChannelMaxima& maxima) {
+  const kernels::KvCacheLayout one{
+      .num_blocks = 1, .num_kv_heads = c.num_kv_heads, .block_size = block_size, .head_dim = c.head_dim};
+  std::vector<uint8_t> page(static_cast<size_t>(executor.info().kv_block_bytes));
+  for (int64_t b = 0; b * block_size < length; ++b) {
+    RETURN_IF_ERROR(executor.CopyKvBlockOut(BlockId(static_cast<int32_t>(b)), page));
+    maxima.AddBlock(page, one, std::min(block_size, length - b * block_size));
+  }
+  return absl::OkStatus();
+}
+
 // One mode over every window. A sequence of a window is prefilled in
 // chunks that each return every position's logits (chunked = whole, bit
-// for bit).
+// for bit). `maxima` (float16 KV only) collects the keys' channel maxima;
+// `scales` are int8_rotated_scaled's.
 absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations activations,
-                                    kernels::KvCacheDtype kv_dtype, ReferenceWriter* save) {
+                                    kernels::KvCacheDtype kv_dtype, ReferenceWriter* save,
+                                    engine::KeyChannelMaxima* maxima = nullptr,
+                                    std::shared_ptr<const engine::KeyChannelScales> scales = nullptr) {
   const model::Model& m = in.model;
   const int64_t block_size = 16;
   const int32_t chunk = static_cast<int32_t>(std::min<int64_t>(in.ctx, 128));
@@ -117,6 +140,7 @@ absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations 
                            .num_threads = in.threads,
                            .cpu_activations = activations,
                            .kv_cache_dtype = kv_dtype,
+                           .key_channel_scales = std::move(scales),
                            .free_window_blocks = false,
                            .limits = {.max_batch_tokens = chunk, .max_batch_chunks = 1, .max_logits_rows = chunk}}));
   std::vector<BlockId> table;
@@ -167,6 +191,7 @@ absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations 
         }
       }
     }
+    if (maxima != nullptr) RETURN_IF_ERROR(AddWindowKeys(*executor, m.config(), block_size, w.length, *maxima));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.tokens_per_second = static_cast<double>((wi + 1) * in.ctx) / seconds;
     std::fprintf(stderr, "\r%s [%zu/%zu windows] %.1f tokens/s, perplexity %.4f", result.numerics.c_str(), wi + 1,
@@ -220,14 +245,27 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
       std::string_view(reinterpret_cast<const char*>(in.tokens.data()), in.tokens.size() * sizeof(model::TokenId)));
   rec.text.context = in.ctx;
   rec.command = absl::StrCat("kvfleet eval ", absl::StrJoin(args, " "));
+  // The exact mode runs first and measures the keys that int8_rotated_scaled's
+  // scales come from; the modes after it use them.
+  const model::ModelConfig& c = in.model.config();
+  engine::KeyChannelMaxima maxima(c.num_layers, c.num_kv_heads, c.head_dim);
+  std::shared_ptr<const engine::KeyChannelScales> scales;
   for (engine::CpuActivations a : {engine::CpuActivations::kF32, engine::CpuActivations::kQ8}) {
-    for (kernels::KvCacheDtype kv : {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8,
-                                     kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kFp8E4M3}) {
-      ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, a, kv, nullptr));
+    for (kernels::KvCacheDtype kv :
+         {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated,
+          kernels::KvCacheDtype::kInt8RotatedScaled, kernels::KvCacheDtype::kFp8E4M3}) {
+      const bool exact = a == engine::CpuActivations::kF32 && kv == kernels::KvCacheDtype::kF16;
+      ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, a, kv, nullptr, exact ? &maxima : nullptr, scales));
+      if (exact) {
+        scales = std::make_shared<const engine::KeyChannelScales>(maxima.Scales());
+        rec.key_channel_scales = *scales;
+        rec.key_scale_rule = engine::kKeyScaleRule;
+      }
       rec.text.positions = r.ppl.count();
+      // The record's identity of the mode: its scales sit beside it.
       engine::ModeFigures f{.cpu_activations = a,
                             .kv_cache_dtype = kv,
-                            .numerics = r.numerics,
+                            .numerics = engine::CpuNumerics(a, kv),
                             .perplexity = r.ppl.perplexity(),
                             .mean_kl = r.divergence->mean_kl,
                             .median_kl = r.divergence->median_kl,
@@ -256,7 +294,7 @@ absl::Status RunEval(const Args& args) {
                    Flags::Parse(args,
                                 {"model", "text", "tokens", "ctx", "max-windows", "save-reference", "reference",
                                  "threads", "device", "cpu-activations", "kv-cache-dtype", "calibrate",
-                                 "activations-gate", "kv-gate", "gate-source", "reference-source"},
+                                 "activations-gate", "kv-gate", "gate-source", "reference-source", "calibration"},
                                 {}));
   if (flags.Has("text") == flags.Has("tokens")) return absl::InvalidArgumentError("give one of --text and --tokens");
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
@@ -290,12 +328,24 @@ absl::Status RunEval(const Args& args) {
     }
     return Calibrate(flags, args, in);
   }
+  std::shared_ptr<const engine::KeyChannelScales> scales;
+  if (kernels::KvScalesKeyChannels(kv_dtype)) {
+    ASSIGN_OR_RETURN(
+        engine::ChosenMode mode,
+        engine::ResolveMode({.setting = {.activations = activations, .kv = kv_dtype},
+                             .record_path = flags.GetString("calibration", engine::CalibrationPathFor(path)),
+                             .record_required = flags.Has("calibration"),
+                             .backend = device.kind == engine::DeviceKind::kCpu ? "cpu" : "cuda",
+                             .fingerprint = [&] { return model::CachedModelFingerprint(*m, DefaultCacheDir()); },
+                             .numerics_of = engine::CpuNumerics}));
+    scales = mode.key_channel_scales;
+  }
   std::optional<ReferenceWriter> save;
   if (flags.Has("save-reference")) {
     ASSIGN_OR_RETURN(std::string out, flags.GetString("save-reference"));
     ASSIGN_OR_RETURN(save, ReferenceWriter::Create(out, m->config().vocab_size));
   }
-  ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, activations, kv_dtype, save ? &*save : nullptr));
+  ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, activations, kv_dtype, save ? &*save : nullptr, nullptr, scales));
   if (save) RETURN_IF_ERROR(save->Finish());
   PrintResult(path, in, r);
   return absl::OkStatus();

@@ -145,10 +145,12 @@ absl::Status RunLocally(const Flags& flags) {
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(kernels::KvCacheDtype kv_dtype, engine::ParseKvCacheDtype(flags.GetString("kv-cache-dtype", "f16")));
+  ASSIGN_OR_RETURN(std::shared_ptr<const engine::KeyChannelScales> scales,
+                   KeyScalesBesideModel(*m.model, path, device, activations, kv_dtype));
   ASSIGN_OR_RETURN(m.executor,
                    CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
                                        static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
-                                       activations, kv_dtype));
+                                       activations, kv_dtype, std::move(scales)));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/cache_dir.h"
 #include "common/status_macros.h"
+#include "engine/calibration/mode_choice.h"
 #include "engine/engine.h"
 #include "engine/executor/executor_factory.h"
+#include "model/model_fingerprint.h"
 
 namespace kvfleet::tools {
 namespace {
@@ -51,24 +54,24 @@ engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(const model::Model& model,
-                                                                           const engine::Device& device, int threads,
-                                                                           int64_t max_sequence_tokens,
-                                                                           engine::CpuActivations activations,
-                                                                           kernels::KvCacheDtype kv_cache_dtype) {
+absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
+    const model::Model& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
+    engine::CpuActivations activations, kernels::KvCacheDtype kv_cache_dtype,
+    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales) {
   const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.config().context_length);
   const int64_t block_size = 16;
-  return engine::CreateExecutor(
-      model, {.device = device,
-              .num_blocks = (tokens + block_size - 1) / block_size,
-              .block_size = block_size,
-              .num_threads = threads,
-              .cpu_activations = activations,
-              .kv_cache_dtype = kv_cache_dtype,
-              // One sequence in blocks of every layer: callers (kvfleet
-              // logits) lay its block table out themselves.
-              .free_window_blocks = false,
-              .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
+  return engine::CreateExecutor(model,
+                                {.device = device,
+                                 .num_blocks = (tokens + block_size - 1) / block_size,
+                                 .block_size = block_size,
+                                 .num_threads = threads,
+                                 .cpu_activations = activations,
+                                 .kv_cache_dtype = kv_cache_dtype,
+                                 .key_channel_scales = std::move(key_channel_scales),
+                                 // One sequence in blocks of every layer: callers (kvfleet
+                                 // logits) lay its block table out themselves.
+                                 .free_window_blocks = false,
+                                 .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
 }
 
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
@@ -76,8 +79,25 @@ absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine:
                                           kernels::KvCacheDtype kv_cache_dtype) {
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
-  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations, kv_cache_dtype));
+  ASSIGN_OR_RETURN(std::shared_ptr<const engine::KeyChannelScales> scales,
+                   KeyScalesBesideModel(*m.model, path, device, activations, kv_cache_dtype));
+  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations,
+                                                   kv_cache_dtype, std::move(scales)));
   return m;
+}
+
+absl::StatusOr<std::shared_ptr<const engine::KeyChannelScales>> KeyScalesBesideModel(
+    const model::Model& model, const std::string& path, const engine::Device& device,
+    engine::CpuActivations activations, kernels::KvCacheDtype kv_cache_dtype) {
+  if (!kernels::KvScalesKeyChannels(kv_cache_dtype)) return nullptr;
+  ASSIGN_OR_RETURN(
+      engine::ChosenMode mode,
+      engine::ResolveMode({.setting = {.activations = activations, .kv = kv_cache_dtype},
+                           .record_path = engine::CalibrationPathFor(path),
+                           .backend = device.kind == engine::DeviceKind::kCpu ? "cpu" : "cuda",
+                           .fingerprint = [&] { return model::CachedModelFingerprint(model, DefaultCacheDir()); },
+                           .numerics_of = engine::CpuNumerics}));
+  return mode.key_channel_scales;
 }
 
 absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,

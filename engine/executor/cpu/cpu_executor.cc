@@ -24,7 +24,9 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Mo
     return absl::InvalidArgumentError(
         absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
   }
+  ASSIGN_OR_RETURN(std::vector<float> key_scales, KeyScaleMultipliers(model.config(), options));
   std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options));
+  ex->key_scales_ = std::move(key_scales);
   if (ex->forward_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("no forward pass for architecture '", model.config().architecture,
                                                    "' (load models through model::Model::Load)"));
@@ -42,6 +44,11 @@ std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv)
   return std::string(activations == CpuActivations::kQ8 ? kCpuQ8Numerics : kCpuNumerics) + KvNumericsSuffix(kv);
 }
 
+std::string CpuNumericsFor(const ExecutorOptions& options) {
+  return std::string(options.cpu_activations == CpuActivations::kQ8 ? kCpuQ8Numerics : kCpuNumerics) +
+         KvNumericsSuffix(options);
+}
+
 CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& options)
     : model_(model),
       config_(model.config()),
@@ -50,7 +57,7 @@ CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& optio
       info_(ExecutorInfoFor(model, options)),
       pool_(options.num_threads),
       ops_config_(CpuOps::Config::For(model.config())) {
-  info_.numerics = CpuNumericsFor(options.cpu_activations, options.kv_cache_dtype);
+  info_.numerics = CpuNumericsFor(options);
 
   const int64_t T = info_.limits.max_batch_tokens;
   const model::ActivationSizes sizes = model::ActivationSizes::For(config_, T, info_.limits.max_logits_rows);
@@ -161,7 +168,8 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   const KvCacheView kv{.layout = KvLayoutFor(config_, options_, pages),
                        .k = k_layers_.data(),
                        .v = v_layers_.data(),
-                       .groups = &info_.kv_groups};
+                       .groups = &info_.kv_groups,
+                       .key_scales = key_scales_.empty() ? nullptr : key_scales_.data()};
   CpuOps ops(pool_, ops_config_, {.arrays = HostArrays(batch), .kv = kv, .num_tokens = batch.num_tokens()},
              rope_scratch_);
   ops.Prepare();

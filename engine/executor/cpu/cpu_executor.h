@@ -31,8 +31,10 @@ inline constexpr char kCpuNumerics[] = "cpu/1";
 // Version 2: the panel kernels (one int32 dot per block, one float chain).
 inline constexpr char kCpuQ8Numerics[] = "cpu-q8/3";
 
-// The identity an executor of these modes reports, KV format included.
+// The identity an executor of these modes reports, KV format included (a
+// calibration record's); with options, the key scales' digest too.
 std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv);
+std::string CpuNumericsFor(const ExecutorOptions& options);
 
 class CpuExecutor : public ModelExecutor {
  public:
@@ -83,6 +85,7 @@ class CpuExecutor : public ModelExecutor {
   // Per layer, float16 [num_blocks, kv_heads, block_size, head_dim].
   std::vector<std::unique_ptr<uint8_t[]>> k_cache_, v_cache_;
   std::vector<uint8_t*> k_layers_, v_layers_;
+  std::vector<float> key_scales_;  // int8_rotated_scaled: KvCacheView::key_scales
   // Draft heads: their weights read in place, their states and logits.
   std::shared_ptr<const model::DraftHeads> draft_heads_;
   std::vector<float> heads_states_, heads_logits_;

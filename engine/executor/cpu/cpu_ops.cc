@@ -63,7 +63,7 @@ void CpuOps::Rope(float* x, int64_t tokens, int64_t heads, int32_t rope) {
 
 void CpuOps::WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens) {
   kernels::WriteKv(step_.kv.layout, step_.kv.PlacementFor(step_.arrays, layer), k, v, tokens, step_.kv.K(layer),
-                   step_.kv.V(layer));
+                   step_.kv.V(layer), step_.kv.KeyScales(layer));
 }
 
 void CpuOps::Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens) {
@@ -76,7 +76,8 @@ void CpuOps::Attention(const model::AttentionCall& call, const float* q, float* 
                            .q = q,
                            .k_cache = step_.kv.K(call.layer),
                            .v_cache = step_.kv.V(call.layer),
-                           .out = out},
+                           .out = out,
+                           .key_scales = step_.kv.KeyScales(call.layer)},
                           pool_);
 }
 

@@ -81,10 +81,11 @@ absl::Status CudaExecutor::Init() {
   ASSIGN_OR_RETURN(cu::DeviceProperties props, cu::GetDeviceProperties(options_.device.index));
   info_.numerics = cu::IsEmulated() ? absl::StrCat("cuda-emulated/", kCudaKernelVersion)
                                     : absl::StrCat("cuda-sm", props.major, props.minor, "/", kCudaKernelVersion);
-  info_.numerics += KvNumericsSuffix(options_.kv_cache_dtype);
+  info_.numerics += KvNumericsSuffix(options_);
   ASSIGN_OR_RETURN(stream_, cu::CreateStream());
   RETURN_IF_ERROR(UploadWeights());
   RETURN_IF_ERROR(UploadRopeTables());
+  RETURN_IF_ERROR(UploadKeyScales());
   RETURN_IF_ERROR(AllocateScratch());
   RETURN_IF_ERROR(cu::Synchronize(stream_));
   KVFLEET_LOG_INFO("CUDA executor on {} ({}, sm_{}{}, {} multiprocessors): weights {} MiB, scratch {} MiB",
@@ -113,6 +114,13 @@ absl::Status CudaExecutor::UploadWeights() {
   device_weights_.ForEach([&](model::WeightView& w) { w.data = weights_.as<uint8_t>() + placed.at(w.data).offset; });
   weight_bytes_ = static_cast<int64_t>(total);
   return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::UploadKeyScales() {
+  ASSIGN_OR_RETURN(const std::vector<float> scales, KeyScaleMultipliers(config_, options_));
+  if (scales.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(key_scales_, cu::DeviceBuffer::Allocate(scales.size() * sizeof(float)));
+  return cu::CopyToDevice(key_scales_.as<float>(), scales.data(), scales.size() * sizeof(float), stream_);
 }
 
 absl::Status CudaExecutor::UploadRopeTables() {
@@ -278,7 +286,8 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
   const KvCacheView kv{.layout = KvLayoutFor(config_, options_, pages),
                        .k = k_layers_.data(),
                        .v = v_layers_.data(),
-                       .groups = &info_.kv_groups};
+                       .groups = &info_.kv_groups,
+                       .key_scales = key_scales_.size() > 0 ? key_scales_.as<float>() : nullptr};
   CudaOps ops(stream_, ops_config_, {.batch = &batch, .arrays = arrays, .kv = kv}, attention_);
   ops.Prepare();
   forward_(ops, config_, device_weights_, StepOf(batch, config_), activations_);

@@ -72,6 +72,7 @@ class CudaExecutor : public ModelExecutor {
   absl::Status Init();
   absl::Status UploadWeights();
   absl::Status UploadRopeTables();
+  absl::Status UploadKeyScales();
   absl::Status AllocateScratch();
   BatchLayout LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows, int64_t groups) const;
   absl::StatusOr<BatchArrays> StageBatch(const ForwardBatch& batch);
@@ -85,6 +86,7 @@ class CudaExecutor : public ModelExecutor {
   ::kvfleet::cuda::DeviceBuffer weights_;
   model::DecoderWeights device_weights_;  // the model's views, pointing into weights_
   int64_t weight_bytes_ = 0;
+  ::kvfleet::cuda::DeviceBuffer key_scales_;   // int8_rotated_scaled: KvCacheView::key_scales
   ::kvfleet::cuda::DeviceBuffer rope_tables_;  // per RoPE configuration: cos [context, rot/2], then sin
   CudaOps::Config ops_config_;
   ::kvfleet::cuda::DeviceBuffer activation_buffer_;

@@ -91,7 +91,7 @@ void CudaOps::Rope(float* x, int64_t tokens, int64_t heads, int32_t rope) {
 
 void CudaOps::WriteKv(int32_t layer, const float* k, const float* v, int64_t tokens) {
   kc::LaunchWriteKv(step_.kv.layout, step_.kv.PlacementFor(step_.arrays, layer), k, v, tokens, step_.kv.K(layer),
-                    step_.kv.V(layer), stream_);
+                    step_.kv.V(layer), step_.kv.KeyScales(layer), stream_);
 }
 
 void CudaOps::Attention(const model::AttentionCall& call, const float* q, float* out, int64_t tokens) {
@@ -107,7 +107,8 @@ void CudaOps::Attention(const model::AttentionCall& call, const float* q, float*
                             .items = workspace_.items,
                             .partial_offsets = workspace_.partial_offsets,
                             .partial_o = workspace_.partial_o,
-                            .partial_ml = workspace_.partial_ml},
+                            .partial_ml = workspace_.partial_ml,
+                            .key_scales = step_.kv.KeyScales(call.layer)},
                            workspace_.plan, stream_);
 }
 

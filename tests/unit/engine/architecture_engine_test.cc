@@ -38,6 +38,9 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
     model_ = std::move(*m);
   }
 
+  // Alone, batched, chunked, cached, preempted and speculative agree in this KV format.
+  void ExpectRotatedKvAgrees(kernels::KvCacheDtype kv);
+
   std::map<uint64_t, std::vector<model::TokenId>> RunAll(const std::vector<EngineRequest>& requests,
                                                          SchedulerConfig config, int64_t num_blocks = 256,
                                                          const std::string& proposer = "off",
@@ -48,6 +51,7 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
                                        .block_size = kBlockSize,
                                        .num_threads = 2,
                                        .kv_cache_dtype = kv,
+                                       .key_channel_scales = testing::TestKeyScales(*model_, kv),
                                        .free_window_blocks = free_window_blocks,
                                        .limits = testing::kRoomyLimits});
     // The draft model is the target itself (its own pool keeps one table a
@@ -56,6 +60,7 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
                                                          .block_size = kBlockSize,
                                                          .num_threads = 2,
                                                          .kv_cache_dtype = kv,
+                                                         .key_channel_scales = testing::TestKeyScales(*model_, kv),
                                                          .free_window_blocks = false,
                                                          .limits = testing::kRoomyLimits});
     auto draft = *spec::DraftModelProposer::Create(nullptr, std::move(draft_executor), executor->info());
@@ -133,11 +138,19 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
   }
 }
 
-// Rotated 8-bit keys (kv_format.h) keep every exactness rule within their
-// format, on every architecture and backend: the query's rotation and the
-// key's are per row, so no schedule changes a token.
+// Rotated 8-bit keys (kv_format.h), plain and with per-channel scales, keep
+// every exactness rule within their format, on every architecture and
+// backend: the query's scaling and rotation and the key's are per row, so
+// no schedule changes a token.
 TEST_P(ArchitectureEngineTest, RotatedInt8KvAgreesAloneBatchedChunkedCachedAndPreempted) {
-  const kernels::KvCacheDtype kv = kernels::KvCacheDtype::kInt8Rotated;
+  for (const kernels::KvCacheDtype kv :
+       {kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kInt8RotatedScaled}) {
+    SCOPED_TRACE(kernels::KvCacheDtypeName(kv));
+    ExpectRotatedKvAgrees(kv);
+  }
+}
+
+void ArchitectureEngineTest::ExpectRotatedKvAgrees(kernels::KvCacheDtype kv) {
   const std::vector<EngineRequest> requests = Requests();
   std::map<uint64_t, std::vector<model::TokenId>> alone;
   for (const EngineRequest& r : requests) {

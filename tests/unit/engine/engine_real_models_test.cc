@@ -109,6 +109,7 @@ class RealModelEngineTest : public ::testing::TestWithParam<RealModel> {
                                        .num_threads = 2,
                                        .cpu_activations = activations,
                                        .kv_cache_dtype = kv,
+                                       .key_channel_scales = testing::TestKeyScales(*model_, kv),
                                        .free_window_blocks = free_window_blocks_,
                                        .limits = EngineOptions::ExecutorLimitsFor(config, 5)});
     // The draft model is the target file itself: a real second model with
@@ -211,15 +212,15 @@ TEST_P(RealModelEngineTest, EightBitActivationsAgreeAloneBatchedChunkedCachedPre
   ExpectEveryScheduleAgrees(requests_, CpuActivations::kQ8, /*speculative=*/true);
 }
 
-// An 8-bit KV cache (int8 rows with scales, plain or with rotated keys,
-// FP8 E4M3) keeps every
+// An 8-bit KV cache (int8 rows with scales, plain, with rotated keys or
+// with scaled and rotated keys, FP8 E4M3) keeps every
 // exactness rule within its format. On SmolLM2 only, for CI's time: the op
 // harness covers the kernels on every shape, and the real models' formats
 // are the same code.
 TEST_P(RealModelEngineTest, EightBitKvCachesAgreeAloneBatchedChunkedCachedPreemptedAndSpeculative) {
   if (GetParam().name != "smollm2") GTEST_SKIP() << "8-bit KV schedules run on smollm2 only (CI time)";
-  for (kernels::KvCacheDtype kv :
-       {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kFp8E4M3}) {
+  for (kernels::KvCacheDtype kv : {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated,
+                                   kernels::KvCacheDtype::kInt8RotatedScaled, kernels::KvCacheDtype::kFp8E4M3}) {
     SCOPED_TRACE(kernels::KvCacheDtypeName(kv));
     ExpectEveryScheduleAgrees(requests_, CpuActivations::kF32, /*speculative=*/true, kv);
   }

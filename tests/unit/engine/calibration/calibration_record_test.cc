@@ -104,6 +104,64 @@ TEST(CalibrationRecordTest, RefusalsNameTheFileAndTheField) {
   }
 }
 
+CalibrationRecord WithScaledKeys() {
+  CalibrationRecord r = TwoModes();
+  r.modes.push_back({.kv_cache_dtype = kernels::KvCacheDtype::kInt8RotatedScaled,
+                     .numerics = "cpu/1+kv-int8_rotated_scaled",
+                     .mean_kl = 0.001,
+                     .passes = true});
+  r.key_channel_scales =
+      KeyChannelScales{.num_layers = 2, .num_kv_heads = 1, .head_dim = 4, .exponents = {0, 15, 3, 0, 1, 0, 0, 10}};
+  r.key_scale_rule = "a test's";
+  return r;
+}
+
+// int8_rotated_scaled's scales travel in the record, a hex digit each.
+TEST(CalibrationRecordTest, KeyChannelScalesRoundTripAsHexDigitsPerLayer) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("r.json");
+  ASSERT_TRUE(WriteCalibrationRecord(path, WithScaledKeys()).ok());
+  std::ifstream in(path);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(text.find("\"0f30\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"100a\""), std::string::npos) << text;
+  absl::StatusOr<CalibrationRecord> r = ReadCalibrationRecord(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->key_channel_scales.has_value());
+  EXPECT_EQ(r->key_channel_scales->exponents, (std::vector<uint8_t>{0, 15, 3, 0, 1, 0, 0, 10}));
+  EXPECT_EQ(r->key_channel_scales->num_layers, 2);
+  EXPECT_EQ(r->key_scale_rule, "a test's");
+}
+
+TEST(CalibrationRecordTest, ScalesThatDoNotFitTheirShapeOrAreMissingAreRefused) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("r.json");
+  struct Case {
+    std::string from, to, expect;
+  };
+  const Case cases[] = {
+      {"\"0f30\"", "\"0f3\"", "key_channel_scales.exponents[0] must be 4 lowercase hex digits"},
+      {"\"0f30\"", "\"0g30\"", "key_channel_scales.exponents[0] must be 4"},
+      {"\"layers\": 2", "\"layers\": 3", "one string per layer (3 layers)"},
+      {"\"key_channel_scales\"", "\"other\"", "lists an int8_rotated_scaled mode but no key_channel_scales"},
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(WriteCalibrationRecord(path, WithScaledKeys()).ok());
+    std::string text;
+    {
+      std::ifstream in(path);
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from << " in " << text;
+    text.replace(at, c.from.size(), c.to);
+    ASSERT_TRUE(WriteFile(path, text).ok());
+    const absl::Status s = ReadCalibrationRecord(path).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.expect;
+    EXPECT_NE(s.message().find(c.expect), std::string::npos) << s;
+  }
+}
+
 TEST(CalibrationRecordTest, SitsBesideAFileAndInsideADirectory) {
   testing::TempDir dir;
   EXPECT_EQ(CalibrationPathFor(dir.Path("m.gguf")), dir.Path("m.gguf") + ".calibration.json");

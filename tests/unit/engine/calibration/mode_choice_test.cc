@@ -147,6 +147,47 @@ TEST(ModeChoiceTest, ARecordForOtherWeightsBackendOrKernelsIsNotUsed) {
   EXPECT_EQ(stale.kv, KvCacheDtype::kF16);
 }
 
+// int8_rotated_scaled, chosen by the record or named by a flag, carries the
+// record's scales; without a record of these weights that has them, it is
+// an error that says how to make one.
+TEST(ModeChoiceTest, ScaledKeysTakeTheRecordsScalesOrAreRefused) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("r.json");
+  CalibrationRecord r = Record(0.003, 0.001, 0.004, 0.002, 0.006);
+  r.model_fingerprint = std::string(64, 'f');
+  r.modes.push_back(Mode(CpuActivations::kQ8, KvCacheDtype::kInt8RotatedScaled, 0.0001));
+  r.key_channel_scales = KeyChannelScales{.num_layers = 1, .num_kv_heads = 1, .head_dim = 2, .exponents = {0, 4}};
+  for (ModeFigures& m : r.modes) m.passes = PassesGate(m, r.gate);
+  ASSERT_TRUE(WriteCalibrationRecord(path, r).ok());
+  ModeRequest q{.record_path = path,
+                .backend = "cpu",
+                .fingerprint = [] { return std::string(64, 'f'); },
+                .numerics_of = CpuNumerics};
+  absl::StatusOr<ChosenMode> chosen = ResolveMode(q);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->kv, KvCacheDtype::kInt8RotatedScaled);
+  ASSERT_NE(chosen->key_channel_scales, nullptr);
+  EXPECT_EQ(chosen->key_channel_scales->exponents, (std::vector<uint8_t>{0, 4}));
+  // Both axes by flag still read the record for the scales.
+  q.setting = {.activations = CpuActivations::kF32, .kv = KvCacheDtype::kInt8RotatedScaled};
+  chosen = ResolveMode(q);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->source, "flags");
+  ASSERT_NE(chosen->key_channel_scales, nullptr);
+  // Other weights, or no record: refused, saying what to do.
+  q.fingerprint = [] { return std::string(64, 'e'); };
+  absl::Status refused = ResolveMode(q).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("measured on other weights"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("kvfleet eval --calibrate"), std::string::npos) << refused;
+  q.record_path = dir.Path("none.json");
+  refused = ResolveMode(q).status();
+  EXPECT_NE(refused.message().find("there is none"), std::string::npos) << refused;
+  // A plain mode needs no record at all.
+  q.setting.kv = KvCacheDtype::kInt8Rotated;
+  EXPECT_TRUE(ResolveMode(q).ok());
+}
+
 TEST(ModeChoiceTest, AutoIsAFlagValue) {
   EXPECT_FALSE(ParseCpuActivationsSetting("auto")->has_value());
   EXPECT_EQ(**ParseCpuActivationsSetting("q8"), CpuActivations::kQ8);
@@ -155,7 +196,7 @@ TEST(ModeChoiceTest, AutoIsAFlagValue) {
   EXPECT_FALSE(ParseKvCacheDtypeSetting("auto")->has_value());
   EXPECT_EQ(**ParseKvCacheDtypeSetting("int8"), KvCacheDtype::kInt8);
   EXPECT_NE(ParseKvCacheDtypeSetting("int4").status().message().find(
-                "f16, int8, int8_rotated or fp8_e4m3, not 'int4', or auto"),
+                "f16, int8, int8_rotated, int8_rotated_scaled or fp8_e4m3, not 'int4', or auto"),
             std::string::npos);
 }
 

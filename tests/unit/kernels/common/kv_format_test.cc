@@ -118,6 +118,20 @@ TEST(KvFormatTest, HadamardBlocksIsTheWalshHadamardTransformPerBlock) {
   EXPECT_EQ(KvCacheDtypeName(KvCacheDtype::kInt8Rotated), "int8_rotated");
   EXPECT_EQ(KvRowScaleBytes(KvCacheDtype::kInt8Rotated), 2);
   EXPECT_EQ(KvElementBytes(KvCacheDtype::kInt8Rotated), 1);
+  EXPECT_FALSE(KvScalesKeyChannels(KvCacheDtype::kInt8Rotated));
+}
+
+// Scaled keys are rotated int8 rows whose layer has per-channel scales.
+TEST(KvFormatTest, ScaledKeysAreRotatedInt8RowsWithChannelScales) {
+  const KvCacheDtype d = KvCacheDtype::kInt8RotatedScaled;
+  EXPECT_EQ(KvCacheDtypeName(d), "int8_rotated_scaled");
+  EXPECT_EQ(KvRowScaleBytes(d), 2);
+  EXPECT_EQ(KvElementBytes(d), 1);
+  EXPECT_TRUE(KvRotatesKeys(d));
+  EXPECT_TRUE(KvScalesKeyChannels(d));
+  for (KvCacheDtype other : {KvCacheDtype::kF16, KvCacheDtype::kInt8, KvCacheDtype::kFp8E4M3}) {
+    EXPECT_FALSE(KvScalesKeyChannels(other));
+  }
 }
 
 }  // namespace

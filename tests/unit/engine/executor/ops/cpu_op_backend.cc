@@ -76,7 +76,11 @@ class CpuOpBackend : public OpBackend {
     const ForwardBatch& b = *c.batch;
     uint8_t* k_layers[] = {c.k_cache.data()};
     uint8_t* v_layers[] = {c.v_cache.data()};
-    CpuOps ops = Ops({}, {.arrays = HostArrays(b), .kv = {.layout = c.layout, .k = k_layers, .v = v_layers},
+    CpuOps ops = Ops({}, {.arrays = HostArrays(b),
+                          .kv = {.layout = c.layout,
+                                 .k = k_layers,
+                                 .v = v_layers,
+                                 .key_scales = c.key_scales.empty() ? nullptr : c.key_scales.data()},
                           .num_tokens = b.num_tokens()});
     ops.WriteKv(0, c.k.data(), c.v.data(), b.num_tokens());
     std::vector<float> out(c.q.size());

@@ -101,6 +101,7 @@ class CudaOpBackend : public OpBackend {
     const cu::DeviceBuffer positions = Up(b.positions), chunks = Up(b.token_chunk), table = Up(b.block_table),
                            slots = Up(b.kv_slots), q = Up(c.q), k = Up(c.k), v = Up(c.v);
     cu::DeviceBuffer k_cache = Up(c.k_cache), v_cache = Up(c.v_cache);
+    const cu::DeviceBuffer key_scales = c.key_scales.empty() ? cu::DeviceBuffer() : Up(c.key_scales);
     cu::DeviceBuffer out = Poisoned<float>(c.q.size());
     const kernels::TokenPlacement where{.positions = positions.as<int32_t>(),
                                         .token_chunk = chunks.as<int32_t>(),
@@ -126,7 +127,12 @@ class CudaOpBackend : public OpBackend {
     uint8_t* v_layers[] = {v_cache.as<uint8_t>()};
     config_ = {.group = heads / c.layout.num_kv_heads};
     CudaOps ops(stream_, config_,
-                {.batch = &b, .arrays = {.placement = where}, .kv = {.layout = c.layout, .k = k_layers, .v = v_layers}},
+                {.batch = &b,
+                 .arrays = {.placement = where},
+                 .kv = {.layout = c.layout,
+                        .k = k_layers,
+                        .v = v_layers,
+                        .key_scales = c.key_scales.empty() ? nullptr : key_scales.as<float>()}},
                 ws);
     ops.Prepare();
     Must(ops.status());

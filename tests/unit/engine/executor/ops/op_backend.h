@@ -41,6 +41,8 @@ struct AttentionCase {
   std::vector<float> v;
   // In: the cache before the batch (prefix K/V written by earlier steps); out: after.
   std::vector<uint8_t> k_cache, v_cache;  // bytes in `layout`
+  // int8_rotated_scaled: [kv_heads, head_dim] powers of two; empty otherwise.
+  std::vector<float> key_scales;
 };
 
 class OpBackend {

@@ -264,6 +264,10 @@ class AttentionRun {
                     .window = window};
     c.k_cache.assign(static_cast<size_t>(layout.BytesPerLayer()), 0);  // zeros in every dtype
     c.v_cache = c.k_cache;
+    if (kernels::KvScalesKeyChannels(s_.dtype)) {
+      // A spread of powers of two (1 to 16) over the channels of each head.
+      for (int64_t i = 0; i < s_.kv_heads * s_.head_dim; ++i) c.key_scales.push_back(std::ldexp(1.0f, (i * 7) % 5));
+    }
     // The decoy sequence lives in the last blocks and re-attends its first tokens.
     std::vector<BlockId> decoy_table;
     for (int64_t b = num_blocks - 8; b < num_blocks; ++b) decoy_table.emplace_back(static_cast<int32_t>(b));
@@ -383,17 +387,17 @@ TEST_P(OpHarnessTest, WindowedAttentionIsTheSameWholeChunkedDecodedAndBatched) {
 }
 
 // An 8-bit KV cache (int8 rows with a scale, the same with rotated keys,
-// FP8 E4M3): the write is the codec's bit for bit on every backend,
-// attention reads those values, and a position's result is the same
-// however it is computed, as with float16.
+// with scaled and rotated keys, FP8 E4M3): the write is the codec's bit for
+// bit on every backend, attention reads those values, and a position's
+// result is the same however it is computed, as with float16.
 TEST_P(OpHarnessTest, EightBitKvIsTheSameWholeChunkedDecodedAndBatched) {
-  for (kernels::KvCacheDtype dtype :
-       {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kFp8E4M3}) {
+  for (kernels::KvCacheDtype dtype : {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated,
+                                      kernels::KvCacheDtype::kInt8RotatedScaled, kernels::KvCacheDtype::kFp8E4M3}) {
     std::vector<AttentionShape> shapes = {AttentionShape{4, 2, 16, 4, dtype}, AttentionShape{9, 3, 64, 16, dtype},
                                           AttentionShape{8, 2, 128, 3, dtype}};
     // Rotated keys at the widest head a backend supports (the CUDA kernel's
     // per-thread row is that wide).
-    if (dtype == kernels::KvCacheDtype::kInt8Rotated) shapes.push_back(AttentionShape{4, 2, 256, 8, dtype});
+    if (kernels::KvRotatesKeys(dtype)) shapes.push_back(AttentionShape{4, 2, 256, 8, dtype});
     for (const AttentionShape shape : shapes) {
       SCOPED_TRACE(::testing::Message() << kernels::KvCacheDtypeName(dtype) << ", " << shape.heads << "/"
                                         << shape.kv_heads << " heads of " << shape.head_dim << ", blocks of "

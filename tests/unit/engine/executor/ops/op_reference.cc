@@ -141,9 +141,14 @@ namespace {
 // A key row of kInt8Rotated is rotated first (`rotate`), with the format's
 // own transform: its float32 additions in their fixed order are part of the
 // format, as the FP8 codec is.
-void RefStoreRow(const kernels::KvCacheLayout& L, const float* source, bool rotate, int64_t block, int64_t h,
-                 int64_t slot, std::vector<uint8_t>& cache) {
+// Its channels are divided by `channel_scales` first when given
+// (int8_rotated_scaled: powers of two, exact).
+void RefStoreRow(const kernels::KvCacheLayout& L, const float* source, bool rotate, const float* channel_scales,
+                 int64_t block, int64_t h, int64_t slot, std::vector<uint8_t>& cache) {
   std::vector<float> rotated(source, source + L.head_dim);
+  if (channel_scales != nullptr) {
+    for (int64_t i = 0; i < L.head_dim; ++i) rotated[i] /= channel_scales[i];
+  }
   if (rotate) kernels::HadamardBlocks(rotated.data(), L.head_dim, kernels::KvRotationBlock(L.head_dim));
   const float* x = rotated.data();
   uint8_t* row = cache.data() + L.RowOffset(block, h, slot);
@@ -152,7 +157,7 @@ void RefStoreRow(const kernels::KvCacheLayout& L, const float* source, bool rota
       const uint16_t bits = ::kvfleet::FloatToHalf(x[i]);
       std::memcpy(row + 2 * i, &bits, 2);
     }
-  } else if (L.dtype == kernels::KvCacheDtype::kInt8 || L.dtype == kernels::KvCacheDtype::kInt8Rotated) {
+  } else if (kernels::KvRowScaleBytes(L.dtype) > 0) {
     float max_abs = 0.0f;
     for (int64_t i = 0; i < L.head_dim; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
     const uint16_t scale_bits = ::kvfleet::FloatToHalf(max_abs / 127.0f);
@@ -179,7 +184,8 @@ double RefKvValue(const kernels::KvCacheLayout& L, const std::vector<uint8_t>& c
       return ::kvfleet::HalfToFloat(bits);
     }
     case kernels::KvCacheDtype::kInt8:
-    case kernels::KvCacheDtype::kInt8Rotated: {
+    case kernels::KvCacheDtype::kInt8Rotated:
+    case kernels::KvCacheDtype::kInt8RotatedScaled: {
       uint16_t scale;
       std::memcpy(&scale, cache.data() + L.ScaleOffset(block, h, slot), 2);
       return static_cast<double>(static_cast<int8_t>(row[i])) * ::kvfleet::HalfToFloat(scale);
@@ -198,9 +204,11 @@ void RefWriteKv(const AttentionCase& c, std::vector<uint8_t>& k_cache, std::vect
     const int64_t slot = c.batch->kv_slots[t];
     for (int64_t h = 0; h < L.num_kv_heads; ++h) {
       const int64_t src = (t * L.num_kv_heads + h) * L.head_dim;
-      RefStoreRow(L, c.k.data() + src, kernels::KvRotatesKeys(L.dtype), slot / L.block_size, h, slot % L.block_size,
-                  k_cache);
-      RefStoreRow(L, c.v.data() + src, false, slot / L.block_size, h, slot % L.block_size, v_cache);
+      const float* channel_scales =
+          kernels::KvScalesKeyChannels(L.dtype) ? c.key_scales.data() + h * L.head_dim : nullptr;
+      RefStoreRow(L, c.k.data() + src, kernels::KvRotatesKeys(L.dtype), channel_scales, slot / L.block_size, h,
+                  slot % L.block_size, k_cache);
+      RefStoreRow(L, c.v.data() + src, false, nullptr, slot / L.block_size, h, slot % L.block_size, v_cache);
     }
   }
 }
@@ -219,8 +227,12 @@ std::vector<double> RefAttention(const AttentionCase& c) {
     const int64_t first = c.window > 0 ? std::max<int64_t>(0, context - c.window) : 0;
     for (int64_t h = 0; h < c.num_heads; ++h) {
       const int64_t g = h / group;
-      // Stored keys rotated: the query rotated in float64, the scores over n.
+      // Stored keys rotated: the query rotated in float64 (its channels
+      // scaled as its KV head's keys were, inversely), the scores over n.
       std::vector<double> q(c.q.data() + (t * c.num_heads + h) * d, c.q.data() + (t * c.num_heads + h + 1) * d);
+      if (kernels::KvScalesKeyChannels(L.dtype)) {
+        for (int64_t i = 0; i < d; ++i) q[i] *= c.key_scales[g * d + i];
+      }
       const bool rotated = kernels::KvRotatesKeys(L.dtype);
       if (rotated) kernels::HadamardBlocks(q.data(), d, kernels::KvRotationBlock(d));
       const double scale = rotated ? c.scale / static_cast<double>(kernels::KvRotationBlock(d)) : c.scale;

@@ -1,0 +1,40 @@
+#include "engine/executor/key_channel_scales.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/sha256.h"
+
+namespace kvfleet::engine {
+
+absl::Status KeyChannelScales::CheckShape(int64_t layers, int64_t kv_heads, int64_t dim) const {
+  if (num_layers != layers || num_kv_heads != kv_heads || head_dim != dim) {
+    return absl::InvalidArgumentError(absl::StrCat("the key channel scales are for ", num_layers, " layers x ",
+                                                   num_kv_heads, " KV heads x ", head_dim, " channels; this model has ",
+                                                   layers, " x ", kv_heads, " x ", dim,
+                                                   " (recalibrate it: kvfleet eval --calibrate)"));
+  }
+  if (static_cast<int64_t>(exponents.size()) != layers * kv_heads * dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the key channel scales hold ", exponents.size(), " exponents, not ", layers * kv_heads * dim));
+  }
+  for (uint8_t e : exponents) {
+    if (e > kMaxKeyScaleExponent) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a key channel scale exponent of ", e, " is above ", kMaxKeyScaleExponent));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<float> KeyChannelScales::Multipliers() const {
+  std::vector<float> m(exponents.size());
+  for (size_t i = 0; i < exponents.size(); ++i) m[i] = std::ldexp(1.0f, exponents[i]);
+  return m;
+}
+
+std::string KeyChannelScales::Digest() const {
+  return Sha256Hex(std::string(exponents.begin(), exponents.end())).substr(0, 8);
+}
+
+}  // namespace kvfleet::engine
