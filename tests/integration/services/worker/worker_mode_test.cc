@@ -155,6 +155,47 @@ TEST_F(WorkerModeTest, ABrokenRecordIsNamedAndTheExactModeRuns) {
   EXPECT_NE(s.log.find("the calibration record is not usable"), std::string::npos) << s.log;
 }
 
+// int8_rotated_scaled runs on the record's key channel scales (their digest
+// in the numerics identity) and serves; a record without them refuses the
+// format at start, saying how to make one.
+TEST_F(WorkerModeTest, ScaledKeysRunOnTheRecordsScalesOrAreRefusedAtStart) {
+  auto m = model::Model::Load(model_);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const model::ModelConfig& c = (*m)->config();
+  engine::CalibrationRecord r = RecordFor(fingerprint_);
+  r.modes.push_back(Mode(CpuActivations::kQ8, KvCacheDtype::kInt8RotatedScaled, 0.001));
+  r.modes.back().passes = true;
+  engine::KeyChannelScales scales{.num_layers = c.num_layers, .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim};
+  for (int64_t i = 0; i < c.num_layers * c.num_kv_heads * c.head_dim; ++i) scales.exponents.push_back(i % 3);
+  r.key_channel_scales = scales;
+  ASSERT_TRUE(engine::WriteCalibrationRecord(engine::CalibrationPathFor(model_), r).ok());
+  const std::string numerics = "cpu-q8/3+kv-int8_rotated_scaled-" + scales.Digest();
+  {
+    WorkerHarness harness;
+    const Started s = StartAndAsk(harness, model_, {}, numerics, "calibration");
+    EXPECT_EQ(s.info.numerics(), numerics);
+    EXPECT_EQ(s.info.kv_cache_dtype(), "int8_rotated_scaled");
+    EXPECT_EQ(s.metric, 1.0);
+    const StreamResult out = harness.Generate(TinyRequest(1, 12, 8));
+    EXPECT_TRUE(out.status.ok()) << out.status.error_message();
+    EXPECT_EQ(out.tokens.size(), 8u);
+  }
+  r.modes.pop_back();
+  r.key_channel_scales.reset();
+  ASSERT_TRUE(engine::WriteCalibrationRecord(engine::CalibrationPathFor(model_), r).ok());
+  auto worker = WorkerProcess::Start({.binary = ServiceBinary("kvfleet-worker", KVFLEET_WORKER_BINARY),
+                                      .model_path = model_,
+                                      .extra_args = {"--kv-cache-dtype", "int8_rotated_scaled"},
+                                      .stderr_path = dir_.Path("refused.log"),
+                                      .ready_timeout = absl::Seconds(30)});
+  ASSERT_FALSE(worker.ok());
+  std::ifstream in(dir_.Path("refused.log"));
+  const std::string log(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(log.find("it has no key_channel_scales"), std::string::npos) << log;
+  EXPECT_NE(log.find("kvfleet eval --calibrate"), std::string::npos) << log;
+  EXPECT_EQ(worker.status().message().find("listening grpc="), std::string::npos) << worker.status();
+}
+
 TEST_F(WorkerModeTest, ARecordNamedByTheFlagMustExistAndBeOne) {
   for (const bool exists : {false, true}) {
     const std::string record = dir_.Path(exists ? "broken.json" : "missing.json");
