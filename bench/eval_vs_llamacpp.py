@@ -13,12 +13,12 @@ cut to whole windows so that no window spans two texts):
     for its default CPU path (8-bit activations for quantized weights, f16
     KV) and with a q8_0 KV cache (flash attention on, as llama.cpp requires
     for a quantized V cache);
-  - kvfleet: `kvfleet eval --reference` in each mode.
+  - kvfleet: `kvfleet eval --reference` in each mode; with --calibrate OUT,
+    `kvfleet eval --calibrate` instead, which runs every mode with
+    llama.cpp's two mean KL divergences as the gate and writes the model's
+    calibration record (docs/operations.md, "Choosing a mode").
 
-Prints perplexity and KL divergence from float64 for each. With
---calibrate OUT it then runs `kvfleet eval --calibrate` with llama.cpp's two
-mean KL divergences as the gate, writing the model's calibration record
-(docs/operations.md, "Choosing a mode"). Not run in CI: llama-cpp-python
+Prints perplexity and KL divergence from float64 for each. Not run in CI: llama-cpp-python
 is a benchmark dependency (scripts/setup.sh --with-benchmarks builds it
 without AMX, which crashes on VMs that report it). llama.cpp runs in a
 child process, so a crash there names itself.
@@ -180,13 +180,38 @@ def main():
             f.write(",".join(str(i) for i in ids))
         common = [args.kvfleet, "eval", "--model", args.model, "--tokens", ids_path, "--ctx", str(ctx),
                   "--threads", str(args.threads), "--reference", ref_path]
-        for name, flags in KVFLEET_MODES:
-            out = subprocess.run(common + flags, capture_output=True, text=True, check=True).stdout
-            m = re.search(r"mean ([\d.e+-]+), median [\d.e+-]+, p99 ([\d.e+-]+)", out)
-            speed = float(re.search(r"([\d.]+) tokens/s", out).group(1))
-            rows.append((name, float(re.search(r"perplexity ([\d.]+)", out).group(1)), float(m.group(1)),
-                         float(m.group(2)), float(re.search(r"same top token ([\d.]+)%", out).group(1)), speed))
         text_name = " + ".join(f"{os.path.basename(t)} ({args.tokens} tokens)" for t in texts)
+        if args.calibrate:
+            # --calibrate measures every mode itself: the table comes from its record.
+            out = subprocess.run(
+                common + ["--calibrate", args.calibrate, "--activations-gate", repr(gates["f16"]),
+                          "--kv-gate", repr(gates["q8_0"]),
+                          "--gate-source", f"llama.cpp {llama_version} (llama-cpp-python) on the same GGUF, text and "
+                                           f"windows: its default CPU path, and with a q8_0 KV cache",
+                          "--reference-source", "float64 numpy forward (tests/reference/llama_numpy.py), "
+                                                "distributions stored as float16"],
+                capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"kvfleet eval --calibrate failed: {out.stderr}")
+            calibration_summary = out.stdout
+            with open(args.calibrate) as f:
+                record = json.load(f)
+            for m in record["modes"]:
+                rows.append((f"kvfleet {m['cpu_activations']}, {m['kv_cache_dtype']} KV", m["perplexity"],
+                             m["mean_kl"], m["p99_kl"], 100.0 * m["same_top1"], m["tokens_per_second"]))
+            # The record names the texts and this command, not the temporary token file.
+            record["text"]["name"] = text_name
+            record["command"] = "bench/eval_vs_llamacpp.py " + " ".join(sys.argv[1:])
+            with open(args.calibrate, "w") as f:
+                json.dump(record, f, indent=2)
+                f.write("\n")
+        else:
+            for name, flags in KVFLEET_MODES:
+                out = subprocess.run(common + flags, capture_output=True, text=True, check=True).stdout
+                m = re.search(r"mean ([\d.e+-]+), median [\d.e+-]+, p99 ([\d.e+-]+)", out)
+                speed = float(re.search(r"([\d.]+) tokens/s", out).group(1))
+                rows.append((name, float(re.search(r"perplexity ([\d.]+)", out).group(1)), float(m.group(1)),
+                             float(m.group(2)), float(re.search(r"same top token ([\d.]+)%", out).group(1)), speed))
         print(f"{os.path.basename(args.model)}, {text_name}, {len(windows)} windows of {ctx}, "
               f"{positions} positions; KL divergence from float64; llama.cpp {llama_version}")
         print("| path | perplexity | mean KL | p99 KL | same top-1 | eval tokens/s |")
@@ -196,25 +221,7 @@ def main():
             speed = f"{row[5]:.0f}" if len(row) > 5 else ""
             print(f"| {name} | {ppl:.4f} | {kl:.3g} | {p99:.3g} | {top:.2f}% | {speed} |")
         if args.calibrate:
-            out = subprocess.run(
-                common + ["--calibrate", args.calibrate, "--activations-gate", repr(gates["f16"]),
-                          "--kv-gate", repr(gates["q8_0"]),
-                          "--gate-source", f"llama.cpp {llama_version} (llama-cpp-python) on the same GGUF, text and "
-                                           f"windows: its default CPU path, and with a q8_0 KV cache",
-                          "--reference-source", "float64 numpy forward (tests/reference/llama_numpy.py), "
-                                                "distributions stored as float16"],
-                capture_output=True, text=True)
-            print(out.stdout)
-            if out.returncode != 0:
-                sys.exit(f"kvfleet eval --calibrate failed: {out.stderr}")
-            # The record names the texts and this command, not the temporary token file.
-            with open(args.calibrate) as f:
-                record = json.load(f)
-            record["text"]["name"] = text_name
-            record["command"] = "bench/eval_vs_llamacpp.py " + " ".join(sys.argv[1:])
-            with open(args.calibrate, "w") as f:
-                json.dump(record, f, indent=2)
-                f.write("\n")
+            print(calibration_summary)
     return 0
 
 
