@@ -38,7 +38,7 @@ On the default model (the executor of --device auto|cpu|cuda[:N], default auto):
                         --repeats 3 --threads 2 --seed 1]
 Every model subcommand takes --model PATH (default: the project's default model),
 --device (default auto: GPU 0 when one is usable, else the CPU) and
---cpu-activations f32|q8 (default f32) and --kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3
+--cpu-activations f32|q8 (default f32) and --kv-cache-dtype f16|int8|int8_rotated|int8_rotated_scaled|fp8_e4m3
 (default f16).
 )";
 

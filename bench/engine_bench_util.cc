@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/engine_bench.h"
 #include "common/status_macros.h"
+#include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
 #include "model/arch/kv_page_groups.h"
 
@@ -61,12 +62,17 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags&
   // num_blocks counts blocks of every layer; a sliding-window model's
   // cache is counted in pages of a few layers each (model/arch/kv_page_groups.h).
   const int64_t pages = num_blocks * model::KvPageGroupsFor(model.config(), /*free_window_blocks=*/true).num_groups();
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const engine::KeyChannelScales> scales,
+      engine::KeyScalesForModes(model, engine::CalibrationPathFor(flags.GetString("model", DefaultModelPath())), false,
+                                device.kind, activations, kv));
   return engine::CreateExecutor(model, {.device = device,
                                         .num_blocks = pages,
                                         .block_size = 16,
                                         .num_threads = num_threads,
                                         .cpu_activations = activations,
                                         .kv_cache_dtype = kv,
+                                        .key_channel_scales = std::move(scales),
                                         .limits = limits});
 }
 

@@ -5,6 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cache_dir.h"
+#include "common/status_macros.h"
+#include "engine/executor/executor_factory.h"
+#include "model/model_fingerprint.h"
 
 namespace kvfleet::engine {
 namespace {
@@ -134,6 +138,22 @@ absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& q) {
       "the int8_rotated_scaled KV cache takes its key channel scales from the model's calibration record, and ",
       q.record_path, " cannot give them: ", why,
       " (make one with kvfleet eval --calibrate, or choose another --kv-cache-dtype)"));
+}
+
+absl::StatusOr<std::shared_ptr<const KeyChannelScales>> KeyScalesForModes(const model::Model& model,
+                                                                          const std::string& record_path,
+                                                                          bool record_required, DeviceKind device,
+                                                                          CpuActivations activations,
+                                                                          kernels::KvCacheDtype kv) {
+  if (!kernels::KvScalesKeyChannels(kv)) return nullptr;
+  ASSIGN_OR_RETURN(ChosenMode mode,
+                   ResolveMode({.setting = {.activations = activations, .kv = kv},
+                                .record_path = record_path,
+                                .record_required = record_required,
+                                .backend = device == DeviceKind::kCpu ? "cpu" : "cuda",
+                                .fingerprint = [&] { return model::CachedModelFingerprint(model, DefaultCacheDir()); },
+                                .numerics_of = CpuNumerics}));
+  return mode.key_channel_scales;
 }
 
 }  // namespace kvfleet::engine

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "engine/calibration/calibration_record.h"
 #include "engine/executor/executor_options.h"
+#include "model/model.h"
 
 namespace kvfleet::engine {
 
@@ -84,5 +85,14 @@ struct ModeRequest {
   std::function<std::string(CpuActivations, kernels::KvCacheDtype)> numerics_of;
 };
 absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& request);
+
+// For the in-process tools (eval, bench-model, generate, engine_bench):
+// int8_rotated_scaled's key channel scales from the record at record_path,
+// for these modes of `model`; null for the other KV formats.
+absl::StatusOr<std::shared_ptr<const KeyChannelScales>> KeyScalesForModes(const model::Model& model,
+                                                                          const std::string& record_path,
+                                                                          bool record_required, DeviceKind device,
+                                                                          CpuActivations activations,
+                                                                          kernels::KvCacheDtype kv);
 
 }  // namespace kvfleet::engine

@@ -17,7 +17,7 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet bench-model --model PATH [--device auto] [--threads N] [--prompt-tokens N] [--gen-tokens N]
-       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3]
+       [--repeats N] [--cpu-activations f32|q8] [--kv-cache-dtype f16|int8|int8_rotated|int8_rotated_scaled|fp8_e4m3]
        [--q8-isa avx2|avx512-vnni] [--ceilings]
 
 Runs a prompt of random tokens through prefill, then greedy decoding, and

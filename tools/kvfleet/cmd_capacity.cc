@@ -23,7 +23,7 @@ namespace {
 
 constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N]
                         [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
-                        [--kv-dtype auto|f16|bf16|fp8|int8|int8_rotated|f32] [--calibration PATH] [--device cpu|cuda]
+                        [--kv-dtype auto|f16|bf16|fp8|int8|int8_rotated|int8_rotated_scaled|f32] [--calibration PATH] [--device cpu|cuda]
                         [--block-size N] [--context N] [--concurrency N]
                         [--weight-dtype f32|bf16|f16|fp8|q8_0|q6_k|q5_0|q4_k|q4_0]
                         [--kv-host-memory SIZE] [--kv-disk-size SIZE]
@@ -70,13 +70,17 @@ absl::StatusOr<double> BitsPerWeight(const std::string& dtype) {
       absl::StrCat("--weight-dtype ", dtype, " is not one of f32, bf16, f16, fp8, q8_0, q6_k, q5_0, q4_k, q4_0"));
 }
 
+// A worker's formats (kv_format.h), and two that other engines use.
 absl::StatusOr<int64_t> KvBytesPerValue(const std::string& dtype) {
   const std::string d = absl::AsciiStrToLower(dtype);
-  if (d == "f16" || d == "bf16") return 2;
-  if (d == "fp8" || d == "fp8_e4m3" || d == "int8" || d == "int8_rotated") return 1;
+  if (absl::StatusOr<kernels::KvCacheDtype> kv = engine::ParseKvCacheDtype(d); kv.ok()) {
+    return kernels::KvElementBytes(*kv);
+  }
+  if (d == "bf16") return 2;
   if (d == "f32") return 4;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--kv-dtype ", dtype, " is not one of auto, f16, bf16, fp8 (fp8_e4m3), int8, int8_rotated, f32"));
+  return absl::InvalidArgumentError(absl::StrCat("--kv-dtype ", dtype,
+                                                 " is not one of auto, f16, bf16, fp8 (fp8_e4m3), int8, int8_rotated, "
+                                                 "int8_rotated_scaled, f32"));
 }
 
 // Decimal and binary, as device makers and tools each write them.

@@ -328,18 +328,9 @@ absl::Status RunEval(const Args& args) {
     }
     return Calibrate(flags, args, in);
   }
-  std::shared_ptr<const engine::KeyChannelScales> scales;
-  if (kernels::KvScalesKeyChannels(kv_dtype)) {
-    ASSIGN_OR_RETURN(
-        engine::ChosenMode mode,
-        engine::ResolveMode({.setting = {.activations = activations, .kv = kv_dtype},
-                             .record_path = flags.GetString("calibration", engine::CalibrationPathFor(path)),
-                             .record_required = flags.Has("calibration"),
-                             .backend = device.kind == engine::DeviceKind::kCpu ? "cpu" : "cuda",
-                             .fingerprint = [&] { return model::CachedModelFingerprint(*m, DefaultCacheDir()); },
-                             .numerics_of = engine::CpuNumerics}));
-    scales = mode.key_channel_scales;
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const engine::KeyChannelScales> scales,
+                   engine::KeyScalesForModes(*m, flags.GetString("calibration", engine::CalibrationPathFor(path)),
+                                             flags.Has("calibration"), device.kind, activations, kv_dtype));
   std::optional<ReferenceWriter> save;
   if (flags.Has("save-reference")) {
     ASSIGN_OR_RETURN(std::string out, flags.GetString("save-reference"));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
+#include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
 #include "engine/request/request.h"
 #include "model/tokenizer/chat_encoding.h"
@@ -145,8 +146,9 @@ absl::Status RunLocally(const Flags& flags) {
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
   ASSIGN_OR_RETURN(kernels::KvCacheDtype kv_dtype, engine::ParseKvCacheDtype(flags.GetString("kv-cache-dtype", "f16")));
-  ASSIGN_OR_RETURN(std::shared_ptr<const engine::KeyChannelScales> scales,
-                   KeyScalesBesideModel(*m.model, path, device, activations, kv_dtype));
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const engine::KeyChannelScales> scales,
+      engine::KeyScalesForModes(*m.model, engine::CalibrationPathFor(path), false, device.kind, activations, kv_dtype));
   ASSIGN_OR_RETURN(m.executor,
                    CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
                                        static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,

@@ -8,7 +8,6 @@
 #include "engine/calibration/mode_choice.h"
 #include "engine/engine.h"
 #include "engine/executor/executor_factory.h"
-#include "model/model_fingerprint.h"
 
 namespace kvfleet::tools {
 namespace {
@@ -80,24 +79,11 @@ absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine:
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
   ASSIGN_OR_RETURN(std::shared_ptr<const engine::KeyChannelScales> scales,
-                   KeyScalesBesideModel(*m.model, path, device, activations, kv_cache_dtype));
+                   engine::KeyScalesForModes(*m.model, engine::CalibrationPathFor(path), false, device.kind,
+                                             activations, kv_cache_dtype));
   ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations,
                                                    kv_cache_dtype, std::move(scales)));
   return m;
-}
-
-absl::StatusOr<std::shared_ptr<const engine::KeyChannelScales>> KeyScalesBesideModel(
-    const model::Model& model, const std::string& path, const engine::Device& device,
-    engine::CpuActivations activations, kernels::KvCacheDtype kv_cache_dtype) {
-  if (!kernels::KvScalesKeyChannels(kv_cache_dtype)) return nullptr;
-  ASSIGN_OR_RETURN(
-      engine::ChosenMode mode,
-      engine::ResolveMode({.setting = {.activations = activations, .kv = kv_cache_dtype},
-                           .record_path = engine::CalibrationPathFor(path),
-                           .backend = device.kind == engine::DeviceKind::kCpu ? "cpu" : "cuda",
-                           .fingerprint = [&] { return model::CachedModelFingerprint(model, DefaultCacheDir()); },
-                           .numerics_of = engine::CpuNumerics}));
-  return mode.key_channel_scales;
 }
 
 absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,

@@ -30,14 +30,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
     const model::Model& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
     engine::CpuActivations activations = engine::CpuActivations::kF32,
     kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16,
-    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales = nullptr);
-
-// int8_rotated_scaled's key channel scales from the calibration record
-// beside the model at `path` (an error saying how to make one when it has
-// none); null for the other formats.
-absl::StatusOr<std::shared_ptr<const engine::KeyChannelScales>> KeyScalesBesideModel(
-    const model::Model& model, const std::string& path, const engine::Device& device,
-    engine::CpuActivations activations, kernels::KvCacheDtype kv_cache_dtype);
+    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales = nullptr);  // KeyScalesForModes
 
 // Loads the model and creates its executor.
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,
