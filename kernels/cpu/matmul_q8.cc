@@ -20,8 +20,11 @@ struct Avx2Dot {
   // vpmaddubsw sums adjacent byte products into int16 (|sum| ≤ 2·128·127:
   // never saturates), vpmaddwd adjacent int16 pairs into int32: lane l holds
   // bytes 4l .. 4l+3, as vpdpbusd does.
-  static __m256i Accumulate(__m256i acc, __m256i u, __m256i s) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  static __m256i Accumulate(__m256i acc, __m256i u, __m256i s) { return Widen(acc, _mm256_maddubs_epi16(u, s)); }
+  // acc += int16 pair sums, adjacent pairs added into each int32 lane.
+  static constexpr bool kWidensThroughInt16 = true;
+  static __m256i Widen(__m256i acc, __m256i pairs) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
   // 16 vector registers: four tokens at a time.
   static constexpr int kTokens = 4;

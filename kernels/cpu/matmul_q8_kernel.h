@@ -90,10 +90,24 @@ inline __attribute__((always_inline)) __m256i UnsignedValues(const uint8_t* pb) 
   return u;
 }
 
-// dot[t] += Σ over u-registers [B, E) of the block: integer, exact.
+// How many u-registers' byte-pair sums (vpmaddubsw: u · s for two bytes,
+// |s| <= 128) one int16 lane can add up without overflow: the format's
+// largest unsigned value decides (4 bits: 8 registers, 5: 4, 6: 2).
+template <DType T>
+constexpr int Int16Registers() {
+  constexpr int kMaxU = (1 << (kQ8Panels<T>.low_bits + kQ8Panels<T>.high_bits)) - 1;
+  constexpr int kFit = 32767 / (2 * kMaxU * 128);
+  return kFit >= 8 ? 8 : kFit;
+}
+
+// dot[t] += Σ over u-registers [B, E) of the block: integer, exact. A
+// policy that widens byte products through int16 (AVX2) adds the int16
+// pair sums of Int16Registers() registers before one widening, instead of
+// widening each: the same exact integers with fewer instructions.
 template <class Dot, DType T, int TOK, int B, int E>
 inline __attribute__((always_inline)) void DotRegisters(const uint8_t* pb, const BlockQ8A* x, int64_t x_stride,
                                                         int64_t b, __m256i* dot) {
+  __m256i sum16[TOK];
   ForEachRegister<B, E>([&](auto q) {
     constexpr int kQ = decltype(q)::value;
     if constexpr (kQ8Panels<T>.signed_values) {
@@ -102,6 +116,17 @@ inline __attribute__((always_inline)) void DotRegisters(const uint8_t* pb, const
 #pragma GCC unroll 8
       for (int t = 0; t < TOK; ++t) {
         dot[t] = Dot::Accumulate(dot[t], u, _mm256_sign_epi8(BroadcastGroup(x[t * x_stride + b].qs + 4 * kQ), w));
+      }
+    } else if constexpr (Dot::kWidensThroughInt16 && Int16Registers<T>() > 1) {
+      constexpr int kGroup = Int16Registers<T>();
+      constexpr bool kFirst = (kQ - B) % kGroup == 0;
+      constexpr bool kLast = (kQ - B) % kGroup == kGroup - 1 || kQ == E - 1;
+      const __m256i u = UnsignedValues<T, kQ>(pb);
+#pragma GCC unroll 8
+      for (int t = 0; t < TOK; ++t) {
+        const __m256i pairs = _mm256_maddubs_epi16(u, BroadcastGroup(x[t * x_stride + b].qs + 4 * kQ));
+        sum16[t] = kFirst ? pairs : _mm256_add_epi16(sum16[t], pairs);
+        if constexpr (kLast) dot[t] = Dot::Widen(dot[t], sum16[t]);
       }
     } else {
       const __m256i u = UnsignedValues<T, kQ>(pb);

@@ -9,6 +9,8 @@ namespace {
 struct VnniDot {
   // vpdpbusd: lane l += Σ u[4l+i] · s[4l+i], i = 0..3, exactly.
   static __m256i Accumulate(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+  static constexpr bool kWidensThroughInt16 = false;  // one instruction to int32 already
+  static __m256i Widen(__m256i acc, __m256i) { return acc; }
   // 32 vector registers: eight tokens' accumulators, offsets and dots fit.
   static constexpr int kTokens = 8;
 };
