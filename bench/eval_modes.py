@@ -21,6 +21,9 @@ MODES = [
     ("f32", []),
     ("q8 activations", ["--cpu-activations", "q8"]),
     ("int8 KV", ["--kv-cache-dtype", "int8"]),
+    ("int8_rotated KV", ["--kv-cache-dtype", "int8_rotated"]),
+    # Its key channel scales come from the model's calibration record.
+    ("int8_rotated_scaled KV", ["--kv-cache-dtype", "int8_rotated_scaled"]),
     ("fp8_e4m3 KV", ["--kv-cache-dtype", "fp8_e4m3"]),
     ("q8 + int8 KV", ["--cpu-activations", "q8", "--kv-cache-dtype", "int8"]),
 ]
@@ -48,6 +51,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ref = os.path.join(tmp, "f32.ref")
         for name, flags in MODES:
+            if "int8_rotated_scaled" in flags and not os.path.exists(args.model + ".calibration.json"):
+                print(f"{name}: skipped, no calibration record beside the model to take its scales from",
+                      file=sys.stderr)
+                continue
             extra = ["--save-reference", ref] if name == "f32" else ["--reference", ref]
             out = run(base + flags + extra)
             head = re.search(r"(\d+) positions scored, ([\d.]+) tokens/s", out)
