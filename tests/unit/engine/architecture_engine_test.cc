@@ -39,7 +39,7 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
   }
 
   // Alone, batched, chunked, cached, preempted and speculative agree in this KV format.
-  void ExpectRotatedKvAgrees(kernels::KvCacheDtype kv);
+  void ExpectKvFormatAgrees(kernels::KvCacheDtype kv);
 
   std::map<uint64_t, std::vector<model::TokenId>> RunAll(const std::vector<EngineRequest>& requests,
                                                          SchedulerConfig config, int64_t num_blocks = 256,
@@ -138,19 +138,25 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
   }
 }
 
-// Rotated 8-bit keys (kv_format.h), plain and with per-channel scales, keep
-// every exactness rule within their format, on every architecture and
-// backend: the query's scaling and rotation and the key's are per row, so
-// no schedule changes a token.
-TEST_P(ArchitectureEngineTest, RotatedInt8KvAgreesAloneBatchedChunkedCachedAndPreempted) {
-  for (const kernels::KvCacheDtype kv :
-       {kernels::KvCacheDtype::kInt8Rotated, kernels::KvCacheDtype::kInt8RotatedScaled}) {
+// 8-bit KV caches keep every exactness rule within their format, on every
+// architecture: the query's scaling and rotation and the key's are per row,
+// so no schedule changes a token. Every format on the CPU; on the CUDA
+// backends (the emulation takes seconds a format) scaled keys, whose path
+// holds every step of the rotated format's (the op harness checks each
+// format's kernels on every backend).
+TEST_P(ArchitectureEngineTest, EightBitKvAgreesAloneBatchedChunkedCachedAndPreempted) {
+  std::vector<kernels::KvCacheDtype> formats = {kernels::KvCacheDtype::kInt8RotatedScaled};
+  if (testing::TestBackendName() == "cpu") {
+    formats.insert(formats.end(), {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated,
+                                   kernels::KvCacheDtype::kFp8E4M3});
+  }
+  for (const kernels::KvCacheDtype kv : formats) {
     SCOPED_TRACE(kernels::KvCacheDtypeName(kv));
-    ExpectRotatedKvAgrees(kv);
+    ExpectKvFormatAgrees(kv);
   }
 }
 
-void ArchitectureEngineTest::ExpectRotatedKvAgrees(kernels::KvCacheDtype kv) {
+void ArchitectureEngineTest::ExpectKvFormatAgrees(kernels::KvCacheDtype kv) {
   const std::vector<EngineRequest> requests = Requests();
   std::map<uint64_t, std::vector<model::TokenId>> alone;
   for (const EngineRequest& r : requests) {

@@ -170,10 +170,12 @@ TEST(ExecutorOptionsTest, KvCacheDtypesParseAndBadOnesAreNamed) {
   EXPECT_EQ(*ParseKvCacheDtype("int8"), kernels::KvCacheDtype::kInt8);
   EXPECT_EQ(*ParseKvCacheDtype("fp8"), kernels::KvCacheDtype::kFp8E4M3);
   EXPECT_EQ(*ParseKvCacheDtype("fp8_e4m3"), kernels::KvCacheDtype::kFp8E4M3);
+  EXPECT_EQ(*ParseKvCacheDtype("int8_rotated_scaled"), kernels::KvCacheDtype::kInt8RotatedScaled);
   for (const char* bad : {"int4", "fp8_e5m2", "", "F16"}) {
     const auto d = ParseKvCacheDtype(bad);
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(d.status().message().find("f16, int8, int8_rotated or fp8_e4m3"), std::string::npos) << d.status();
+    EXPECT_NE(d.status().message().find("f16, int8, int8_rotated, int8_rotated_scaled or fp8_e4m3"), std::string::npos)
+        << d.status();
   }
 }
 
