@@ -86,13 +86,12 @@ inline std::string KvNumericsSuffix(kernels::KvCacheDtype dtype) {
                                                : "+kv-" + std::string(kernels::KvCacheDtypeName(dtype));
 }
 
-// An executor's: the format's suffix, and for scaled keys the scales'
-// digest ("+kv-int8_rotated_scaled-1a2b3c4d"), so KV written under other
-// scales is foreign to it.
-inline std::string KvNumericsSuffix(const ExecutorOptions& options) {
-  std::string suffix = KvNumericsSuffix(options.kv_cache_dtype);
-  if (kernels::KvScalesKeyChannels(options.kv_cache_dtype)) suffix += "-" + options.key_channel_scales->Digest();
-  return suffix;
+// Appended after KvNumericsSuffix by an executor with scaled keys: the
+// scales' digest ("+kv-int8_rotated_scaled-1a2b3c4d"), so KV written under
+// other scales is foreign to it; empty for the other formats.
+inline std::string KeyScalesDigestSuffix(const ExecutorOptions& options) {
+  return kernels::KvScalesKeyChannels(options.kv_cache_dtype) ? "-" + options.key_channel_scales->Digest()
+                                                              : std::string();
 }
 
 // The key channel scales as multipliers for the kernels, checked against

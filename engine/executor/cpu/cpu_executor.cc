@@ -45,8 +45,7 @@ std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv)
 }
 
 std::string CpuNumericsFor(const ExecutorOptions& options) {
-  return std::string(options.cpu_activations == CpuActivations::kQ8 ? kCpuQ8Numerics : kCpuNumerics) +
-         KvNumericsSuffix(options);
+  return CpuNumericsFor(options.cpu_activations, options.kv_cache_dtype) + KeyScalesDigestSuffix(options);
 }
 
 CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& options)

@@ -81,7 +81,7 @@ absl::Status CudaExecutor::Init() {
   ASSIGN_OR_RETURN(cu::DeviceProperties props, cu::GetDeviceProperties(options_.device.index));
   info_.numerics = cu::IsEmulated() ? absl::StrCat("cuda-emulated/", kCudaKernelVersion)
                                     : absl::StrCat("cuda-sm", props.major, props.minor, "/", kCudaKernelVersion);
-  info_.numerics += KvNumericsSuffix(options_);
+  info_.numerics += KvNumericsSuffix(options_.kv_cache_dtype) + KeyScalesDigestSuffix(options_);
   ASSIGN_OR_RETURN(stream_, cu::CreateStream());
   RETURN_IF_ERROR(UploadWeights());
   RETURN_IF_ERROR(UploadRopeTables());
