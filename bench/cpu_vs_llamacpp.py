@@ -78,9 +78,10 @@ def kvfleet_once(binary, model, threads, prompt_tokens, gen_tokens, mode):
     return float(r["prefill_tokens_per_s"]), float(r["decode_tokens_per_s"])
 
 
-def ceilings(binary, model, threads):
-    """The machine's limits on `threads` threads, as tokens/s of this model."""
-    r = bench_model(binary, model, threads, 16, 2, "f32", ("--ceilings",))
+def ceilings(binary, model, threads, isa):
+    """The machine's limits on `threads` threads, as tokens/s of this model;
+    the int8 one on `isa` (None: the best this CPU has)."""
+    r = bench_model(binary, model, threads, 16, 2, f"f32@{isa}" if isa else "f32", ("--ceilings",))
     weights = float(r["weight_bytes_per_token"])
     # bench-model reports the decode bounds; the int8 one follows from the
     # float32 one: 2 flops per weight against one int8 multiply-add.
@@ -156,11 +157,15 @@ def main(argv=None) -> int:
         print(f"model {args.model} not found: run scripts/fetch_model.sh", file=sys.stderr)
         return 1
     threads = [int(t) for t in args.threads.split(",")]
+    # The int8 ceiling of the instruction set the modes force, when they all
+    # force the same one (q8@avx2 on an AVX-512 machine); else the best.
+    forced = {m.partition("@")[2] or None for m in modes}
+    isa = forced.pop() if len(forced) == 1 else None
     results = []
     for n in threads:
         row = {"threads": n}
         try:
-            row["ceilings"] = ceilings(args.kvfleet, args.model, n)
+            row["ceilings"] = ceilings(args.kvfleet, args.model, n, isa)
         except (OSError, RuntimeError) as e:
             print(f"ceilings, {n} threads: {e}", file=sys.stderr)
             row["ceilings"] = None

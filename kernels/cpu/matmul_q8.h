@@ -6,9 +6,10 @@
 // float (matmul.h). Threads split the panels (output features), never k.
 //
 // The instruction set is chosen at run time from CPUID: AVX-512 VNNI where
-// the CPU has it (vpdpbusd), else AVX2 (vpmaddubsw + vpmaddwd); both give
-// identical bits (matmul_q8_kernel.h says why), so a stream may resume on a
-// node with the other. Every result depends only on its token and its
+// the CPU has it (512-bit vpdpbusd over two panels at once), else AVX2
+// (vpmaddubsw + vpmaddwd over one); both give identical bits
+// (matmul_q8_kernel.h says why), so a stream may resume on a node with the
+// other. Every result depends only on its token and its
 // weight row: batch invariant, as MatMul.
 //
 //   MatMulQ8({DType::kQ4_1, n, k, panels}, x, m, y, pool);

@@ -4,8 +4,9 @@
 // can never be linked into the AVX2 path (an inline function shared by both
 // translation units could be, and would fault on a CPU without AVX-512).
 //
-// The weights are panels of 8 rows (q8_panels.h); a register's 8 lanes are
-// the panel's 8 output features. Arithmetic, the same in every policy (the
+// The weights are panels of 8 rows (q8_panels.h); a register's lanes are
+// output features: one panel's 8 (Lanes256, AVX2) or two panels' 16
+// (Lanes512, AVX-512), so one instruction serves 8 or 16 rows. Arithmetic, the same in every policy (the
 // reason both give identical bits), for each (token, weight row), block
 // after block and, in a format with a scale per 16 values, half after half:
 //   dot = Σ u[i] · x[i] over the block's (or half's) values, exact in int32,
@@ -41,21 +42,77 @@ namespace {  // NOLINT: one copy per instruction set, on purpose
 // (2 threads, SmolLM2-135M Q4_1).
 constexpr int64_t kPanelPrefetchBytes = 4096;
 
-// Four bytes of x (one group of a block), in every 32-bit lane.
-inline __m256i BroadcastGroup(const int8_t* qs) {
-  int32_t v;
-  std::memcpy(&v, qs, 4);
-  return _mm256_set1_epi32(v);
-}
+// One panel per register: 8 lanes of int32 or float32, lane r the panel's
+// row r. A policy's V (Dot::V) is this or Lanes512 (matmul_q8_vnni.cc: two
+// panels side by side); the kernels below are written once over V's ops.
+// `panel_stride` (bytes from a panel to the next) is unused with one panel.
+struct Lanes256 {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kPanels = 1;
 
-inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline __m256 HalfsToFloat(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m256 BytesToFloat(const uint8_t* p, bool is_signed) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  return _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
-}
+  // 32 bytes of the panel at p.
+  static I Load(const uint8_t* p, int64_t) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  // Four bytes of x (one group of a block), in every 32-bit lane.
+  static I Broadcast(const int8_t* qs) {
+    int32_t v;
+    std::memcpy(&v, qs, 4);
+    return _mm256_set1_epi32(v);
+  }
+  static I And(I a, I b) { return _mm256_and_si256(a, b); }
+  static I Or(I a, I b) { return _mm256_or_si256(a, b); }
+  template <int N>
+  static I ShiftRight16(I v) {
+    return _mm256_srli_epi16(v, N);
+  }
+  template <int N>
+  static I ShiftLeft16(I v) {
+    return _mm256_slli_epi16(v, N);
+  }
+  template <int N>
+  static I ShiftRight32(I v) {
+    return _mm256_srli_epi32(v, N);
+  }
+  static I SplatByte(char c) { return _mm256_set1_epi8(c); }
+  static I SplatInt(int32_t v) { return _mm256_set1_epi32(v); }
+  static I ZeroInt() { return _mm256_setzero_si256(); }
+  static I Add16(I a, I b) { return _mm256_add_epi16(a, b); }
+  static I Sub32(I a, I b) { return _mm256_sub_epi32(a, b); }
+  // |w| as unsigned bytes, and x with w's sign (zero where w is): the
+  // signed weights' (Q8_0) operands of an unsigned-by-signed dot.
+  static I Abs8(I w) { return _mm256_sign_epi8(w, w); }
+  static I SignOf(I x, I w) { return _mm256_sign_epi8(x, w); }
+  // 8 f16 of each panel at p, as float.
+  static F Halfs(const uint8_t* p, int64_t) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // 8 bytes of each panel at p, zero-extended to int32.
+  static I Bytes32(const uint8_t* p, int64_t) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  // 8 bytes of each panel at p, as float.
+  static F Bytes(const uint8_t* p, int64_t, bool is_signed) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+  }
+  static F ToFloat(I v) { return _mm256_cvtepi32_ps(v); }
+  static F SplatFloat(float v) { return _mm256_set1_ps(v); }
+  static F ZeroFloat() { return _mm256_setzero_ps(); }
+  static F Add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F Negate(F v) { return _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)); }
+  // Lanes [0, rows) to y.
+  static void Store(float* y, F v, int rows) {
+    if (rows == 8) {
+      _mm256_storeu_ps(y, v);
+      return;
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    std::memcpy(y, lanes, static_cast<size_t>(rows) * sizeof(float));
+  }
+};
 
 // Calls f(std::integral_constant<int, Q>) for Q in [B, E): the register
 // index stays a compile-time constant, so every shift is an immediate.
@@ -69,23 +126,24 @@ inline __attribute__((always_inline)) void ForEachRegister(F&& f) {
 
 // u-register Q of a panel block (q8_panels.h): byte 4r + i is the unsigned
 // value of element 4Q + i of row r.
-template <DType T, int Q>
-inline __attribute__((always_inline)) __m256i UnsignedValues(const uint8_t* pb) {
+template <class V, DType T, int Q>
+inline __attribute__((always_inline)) typename V::I UnsignedValues(const uint8_t* pb, int64_t stride) {
   constexpr Q8PanelLayout kL = kQ8Panels<T>;
-  __m256i u;
+  typename V::I u;
   if constexpr (kL.low_bits == 4) {
-    const __m256i v = Load256(pb + 32 * (Q / 2));
-    u = _mm256_and_si256(Q % 2 == 0 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+    const typename V::I v = V::Load(pb + 32 * (Q / 2), stride);
+    u = V::And(Q % 2 == 0 ? v : V::template ShiftRight16<4>(v), V::SplatByte(0x0F));
   } else {
-    u = _mm256_and_si256(_mm256_srli_epi16(Load256(pb + 32 * (Q / 4)), 2 * (Q % 4)), _mm256_set1_epi8(3));
+    u = V::And(V::template ShiftRight16<2 * (Q % 4)>(V::Load(pb + 32 * (Q / 4), stride)), V::SplatByte(3));
   }
   if constexpr (kL.high_bits == 1) {
-    const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(Load256(pb + 32 * kL.low_bits), Q), _mm256_set1_epi8(1));
-    u = _mm256_or_si256(u, _mm256_slli_epi16(bit, kL.low_bits));
+    const typename V::I bit =
+        V::And(V::template ShiftRight16<Q>(V::Load(pb + 32 * kL.low_bits, stride)), V::SplatByte(1));
+    u = V::Or(u, V::template ShiftLeft16<kL.low_bits>(bit));
   } else if constexpr (kL.high_bits == 2) {
-    const __m256i hv = Load256(pb + 32 * kL.low_bits + 32 * (Q / 4));
-    const __m256i bits = _mm256_and_si256(_mm256_srli_epi16(hv, 2 * (Q % 4)), _mm256_set1_epi8(3));
-    u = _mm256_or_si256(u, _mm256_slli_epi16(bits, kL.low_bits));
+    const typename V::I hv = V::Load(pb + 32 * kL.low_bits + 32 * (Q / 4), stride);
+    const typename V::I bits = V::And(V::template ShiftRight16<2 * (Q % 4)>(hv), V::SplatByte(3));
+    u = V::Or(u, V::template ShiftLeft16<kL.low_bits>(bits));
   }
   return u;
 }
@@ -105,145 +163,253 @@ constexpr int Int16Registers() {
 // pair sums of Int16Registers() registers before one widening, instead of
 // widening each: the same exact integers with fewer instructions.
 template <class Dot, DType T, int TOK, int B, int E>
-inline __attribute__((always_inline)) void DotRegisters(const uint8_t* pb, const BlockQ8A* x, int64_t x_stride,
-                                                        int64_t b, __m256i* dot) {
-  __m256i sum16[TOK];
+inline __attribute__((always_inline)) void DotRegisters(const uint8_t* pb, int64_t stride, const BlockQ8A* x,
+                                                        int64_t x_stride, int64_t b, typename Dot::V::I* dot) {
+  using V = typename Dot::V;
+  typename V::I sum16[TOK];
   ForEachRegister<B, E>([&](auto q) {
     constexpr int kQ = decltype(q)::value;
     if constexpr (kQ8Panels<T>.signed_values) {
-      const __m256i w = Load256(pb + 32 * kQ);
-      const __m256i u = _mm256_sign_epi8(w, w);
+      const typename V::I w = V::Load(pb + 32 * kQ, stride);
+      const typename V::I u = V::Abs8(w);
 #pragma GCC unroll 8
       for (int t = 0; t < TOK; ++t) {
-        dot[t] = Dot::Accumulate(dot[t], u, _mm256_sign_epi8(BroadcastGroup(x[t * x_stride + b].qs + 4 * kQ), w));
+        dot[t] = Dot::Accumulate(dot[t], u, V::SignOf(V::Broadcast(x[t * x_stride + b].qs + 4 * kQ), w));
       }
     } else if constexpr (Dot::kWidensThroughInt16 && Int16Registers<T>() > 1) {
       constexpr int kGroup = Int16Registers<T>();
       constexpr bool kFirst = (kQ - B) % kGroup == 0;
       constexpr bool kLast = (kQ - B) % kGroup == kGroup - 1 || kQ == E - 1;
-      const __m256i u = UnsignedValues<T, kQ>(pb);
+      const typename V::I u = UnsignedValues<V, T, kQ>(pb, stride);
 #pragma GCC unroll 8
       for (int t = 0; t < TOK; ++t) {
-        const __m256i pairs = _mm256_maddubs_epi16(u, BroadcastGroup(x[t * x_stride + b].qs + 4 * kQ));
-        sum16[t] = kFirst ? pairs : _mm256_add_epi16(sum16[t], pairs);
+        const typename V::I pairs = Dot::Pairs(u, V::Broadcast(x[t * x_stride + b].qs + 4 * kQ));
+        sum16[t] = kFirst ? pairs : V::Add16(sum16[t], pairs);
         if constexpr (kLast) dot[t] = Dot::Widen(dot[t], sum16[t]);
       }
     } else {
-      const __m256i u = UnsignedValues<T, kQ>(pb);
+      const typename V::I u = UnsignedValues<V, T, kQ>(pb, stride);
 #pragma GCC unroll 8
-      for (int t = 0; t < TOK; ++t) dot[t] = Dot::Accumulate(dot[t], u, BroadcastGroup(x[t * x_stride + b].qs + 4 * kQ));
+      for (int t = 0; t < TOK; ++t) dot[t] = Dot::Accumulate(dot[t], u, V::Broadcast(x[t * x_stride + b].qs + 4 * kQ));
     }
   });
 }
 
-// TOK tokens against one panel: y[t · y_stride + r] for the panel's rows r
-// below `rows` (8 but in the last panel). x[t · x_stride + b] is token t's
-// block b.
-template <class Dot, DType T, int TOK>
-inline void PanelTokens(const uint8_t* panel, int64_t blocks, const BlockQ8A* x, int64_t x_stride, float* y,
-                        int64_t y_stride, int rows) {
-  constexpr Q8PanelLayout kL = kQ8Panels<T>;
-  constexpr int64_t kSuperBytes = kL.header_bytes + 8 * kL.block_bytes;
-  const __m256 negate = _mm256_set1_ps(-0.0f);
-  __m256 acc[TOK], offset[TOK];
-#pragma GCC unroll 8
-  for (int t = 0; t < TOK; ++t) acc[t] = offset[t] = _mm256_setzero_ps();
-  __m256 d_super = _mm256_setzero_ps(), dmin_super = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+// Walks a panel (or V::kPanels panels, `stride` bytes apart) block by
+// block, b upward: where block b is, and its rows' float scales. A
+// K-quant's super-block header (d, dmin) is read once per 8 blocks.
+template <class V, DType T>
+struct PanelWalk {
+  using I = typename V::I;
+  using F = typename V::F;
+  static constexpr Q8PanelLayout kL = kQ8Panels<T>;
+
+  const uint8_t* panel;
+  int64_t stride;
+  F d_super = V::ZeroFloat(), dmin_super = V::ZeroFloat();
+
+  // Block b's bytes (prefetching ahead).
+  const uint8_t* Block(int64_t b) {
     const uint8_t* pb;
     if constexpr (kL.super) {
-      const uint8_t* header = panel + (b / 8) * kSuperBytes;
+      const uint8_t* header = panel + (b / 8) * (kL.header_bytes + 8 * kL.block_bytes);
       if (b % 8 == 0) {
-        d_super = HalfsToFloat(header);
-        if constexpr (kL.has_min) dmin_super = HalfsToFloat(header + 16);
+        d_super = V::Halfs(header, stride);
+        if constexpr (kL.has_min) dmin_super = V::Halfs(header + 16, stride);
       }
       pb = header + kL.header_bytes + (b % 8) * kL.block_bytes;
     } else {
       pb = panel + b * kL.block_bytes;
     }
-    _mm_prefetch(reinterpret_cast<const char*>(pb + kPanelPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(pb + kPanelPrefetchBytes + 64), _MM_HINT_T0);
-    if constexpr (kL.block_bytes > 128) _mm_prefetch(reinterpret_cast<const char*>(pb + kPanelPrefetchBytes + 128), _MM_HINT_T0);
-    const uint8_t* scales = pb + 32 * (kL.low_bits + kL.high_bits);
-    ForEachRegister<0, kL.halves>([&](auto half) {
-      constexpr int kH = decltype(half)::value;
-      constexpr int kPerHalf = 8 / kL.halves;
-      __m256i dot[TOK];
-#pragma GCC unroll 8
-      for (int t = 0; t < TOK; ++t) dot[t] = _mm256_setzero_si256();
-      DotRegisters<Dot, T, TOK, kH * kPerHalf, (kH + 1) * kPerHalf>(pb, x, x_stride, b, dot);
-      __m256 ws, mw = _mm256_setzero_ps();
-      if constexpr (!kL.super) {
-        ws = HalfsToFloat(scales);
-        if constexpr (kL.has_min) mw = HalfsToFloat(scales + 16);
-      } else if constexpr (kL.scales == Q8Scales::kPacked4) {
-        const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8 * kH));
-        const __m256i wide = _mm256_cvtepu8_epi32(packed);
-        ws = _mm256_mul_ps(d_super, _mm256_cvtepi32_ps(_mm256_and_si256(wide, _mm256_set1_epi32(0x0F))));
-        mw = _mm256_xor_ps(_mm256_mul_ps(dmin_super, _mm256_cvtepi32_ps(_mm256_srli_epi32(wide, 4))), negate);
-      } else if constexpr (kL.scales == Q8Scales::kSigned8) {  // Q3_K, Q6_K
-        ws = _mm256_mul_ps(d_super, BytesToFloat(scales + 8 * kH, true));
-      } else {  // Q4_K, Q5_K
-        ws = _mm256_mul_ps(d_super, BytesToFloat(scales, false));
-        mw = _mm256_xor_ps(_mm256_mul_ps(dmin_super, BytesToFloat(scales + 8, false)), negate);
-      }
-#pragma GCC unroll 8
-      for (int t = 0; t < TOK; ++t) {
-        const BlockQ8A& xb = x[t * x_stride + b];
-        __m256i d = dot[t];
-        if constexpr (kL.zero != 0) {
-          const int32_t sum = kL.halves == 2 ? xb.sum16[kH] : xb.sum;
-          d = _mm256_sub_epi32(d, _mm256_set1_epi32(kL.zero * sum));
-        }
-        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(ws, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(d), acc[t]);
-        if constexpr (kL.has_min) {
-          const float dsum = kL.halves == 2 ? xb.d * static_cast<float>(xb.sum16[kH]) : xb.dsum;
-          offset[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(dsum), offset[t]);
-        }
-      }
+    ForEachRegister<0, V::kPanels>([&](auto panel_index) {
+      const char* ahead =
+          reinterpret_cast<const char*>(pb + decltype(panel_index)::value * stride) + kPanelPrefetchBytes;
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      if constexpr (kL.block_bytes > 128) _mm_prefetch(ahead + 128, _MM_HINT_T0);
     });
+    return pb;
   }
-#pragma GCC unroll 8
-  for (int t = 0; t < TOK; ++t) {
-    const __m256 out = kL.has_min ? _mm256_add_ps(acc[t], offset[t]) : acc[t];
-    if (rows == 8) {
-      _mm256_storeu_ps(y + t * y_stride, out);
-    } else {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, out);
-      std::memcpy(y + t * y_stride, lanes, static_cast<size_t>(rows) * sizeof(float));
+
+  // s_w and m_w (zero without a min) of half H of the block at pb.
+  template <int H>
+  void Scales(const uint8_t* pb, F* ws, F* mw) const {
+    const uint8_t* scales = pb + 32 * (kL.low_bits + kL.high_bits);
+    *mw = V::ZeroFloat();
+    if constexpr (!kL.super) {
+      *ws = V::Halfs(scales, stride);
+      if constexpr (kL.has_min) *mw = V::Halfs(scales + 16, stride);
+    } else if constexpr (kL.scales == Q8Scales::kPacked4) {
+      const I wide = V::Bytes32(scales + 8 * H, stride);
+      *ws = V::Mul(d_super, V::ToFloat(V::And(wide, V::SplatInt(0x0F))));
+      *mw = V::Negate(V::Mul(dmin_super, V::ToFloat(V::template ShiftRight32<4>(wide))));
+    } else if constexpr (kL.scales == Q8Scales::kSigned8) {  // Q3_K, Q6_K
+      *ws = V::Mul(d_super, V::Bytes(scales + 8 * H, stride, true));
+    } else {  // Q4_K, Q5_K
+      *ws = V::Mul(d_super, V::Bytes(scales, stride, false));
+      *mw = V::Negate(V::Mul(dmin_super, V::Bytes(scales + 8, stride, false)));
     }
+  }
+};
+
+// One token's block (half H) into its sums: acc += (s_w · d_x) ·
+// float(dot − zero · Σx); offset += m_w · d_x Σx.
+template <class V, DType T, int H>
+inline __attribute__((always_inline)) void AddBlock(const BlockQ8A& xb, typename V::I dot, typename V::F ws,
+                                                    typename V::F mw, typename V::F& acc, typename V::F& offset) {
+  constexpr Q8PanelLayout kL = kQ8Panels<T>;
+  if constexpr (kL.zero != 0) {
+    const int32_t sum = kL.halves == 2 ? xb.sum16[H] : xb.sum;
+    dot = V::Sub32(dot, V::SplatInt(kL.zero * sum));
+  }
+  acc = V::Fma(V::Mul(ws, V::SplatFloat(xb.d)), V::ToFloat(dot), acc);
+  if constexpr (kL.has_min) {
+    const float dsum = kL.halves == 2 ? xb.d * static_cast<float>(xb.sum16[H]) : xb.dsum;
+    offset = V::Fma(mw, V::SplatFloat(dsum), offset);
   }
 }
 
+// TOK tokens against V::kPanels panels, the next `stride` bytes after
+// `panel` (0: the one panel in both halves): y[t · y_stride + r] for the
+// panels' rows r below `rows`. x[t · x_stride + b] is token t's block b.
+// Register by register, every token in turn: the tokens' sums stay in
+// registers (AVX-512's 32 hold eight tokens').
+template <class Dot, DType T, int TOK>
+inline void PanelTokens(const uint8_t* panel, int64_t stride, int64_t blocks, const BlockQ8A* x, int64_t x_stride,
+                        float* y, int64_t y_stride, int rows) {
+  using V = typename Dot::V;
+  using I = typename V::I;
+  using F = typename V::F;
+  constexpr Q8PanelLayout kL = kQ8Panels<T>;
+  F acc[TOK], offset[TOK];
+#pragma GCC unroll 8
+  for (int t = 0; t < TOK; ++t) acc[t] = offset[t] = V::ZeroFloat();
+  PanelWalk<V, T> walk{panel, stride};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* pb = walk.Block(b);
+    ForEachRegister<0, kL.halves>([&](auto half) {
+      constexpr int kH = decltype(half)::value;
+      constexpr int kPerHalf = 8 / kL.halves;
+      I dot[TOK];
+#pragma GCC unroll 8
+      for (int t = 0; t < TOK; ++t) dot[t] = V::ZeroInt();
+      DotRegisters<Dot, T, TOK, kH * kPerHalf, (kH + 1) * kPerHalf>(pb, stride, x, x_stride, b, dot);
+      F ws, mw;
+      walk.template Scales<kH>(pb, &ws, &mw);
+#pragma GCC unroll 8
+      for (int t = 0; t < TOK; ++t) AddBlock<V, T, kH>(x[t * x_stride + b], dot[t], ws, mw, acc[t], offset[t]);
+    });
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < TOK; ++t) V::Store(y + t * y_stride, kL.has_min ? V::Add(acc[t], offset[t]) : acc[t], rows);
+}
+
+// The same sums in the other order, for a policy with 16 registers (AVX2)
+// and unsigned values: per block, the 8 u-registers are formed once and
+// held while each of `tokens` (at most Dot::kHeldTokens) tokens in turn passes
+// over them; the tokens' sums wait in L1. Fewer instructions per token
+// than PanelTokens' order, which would spill them.
+template <class Dot, DType T, int B, int E>
+inline __attribute__((always_inline)) typename Dot::V::I HeldDot(const typename Dot::V::I* u, const int8_t* qs) {
+  using V = typename Dot::V;
+  typename V::I dot = V::ZeroInt(), sum16 = V::ZeroInt();
+  ForEachRegister<B, E>([&](auto q) {
+    constexpr int kQ = decltype(q)::value;
+    constexpr int kGroup = Int16Registers<T>();
+    const typename V::I pairs = Dot::Pairs(u[kQ], V::Broadcast(qs + 4 * kQ));
+    sum16 = (kQ - B) % kGroup == 0 ? pairs : V::Add16(sum16, pairs);
+    if constexpr ((kQ - B) % kGroup == kGroup - 1 || kQ == E - 1) dot = Dot::Widen(dot, sum16);
+  });
+  return dot;
+}
+
+template <class Dot, DType T>
+inline void PanelTokensHeld(const uint8_t* panel, int64_t stride, int64_t blocks, const BlockQ8A* x, int64_t x_stride,
+                            float* y, int64_t y_stride, int rows, int tokens) {
+  using V = typename Dot::V;
+  using I = typename V::I;
+  using F = typename V::F;
+  constexpr Q8PanelLayout kL = kQ8Panels<T>;
+  F acc[Dot::kHeldTokens], offset[Dot::kHeldTokens];
+  for (int t = 0; t < tokens; ++t) acc[t] = offset[t] = V::ZeroFloat();
+  PanelWalk<V, T> walk{panel, stride};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* pb = walk.Block(b);
+    I u[8];
+    ForEachRegister<0, 8>(
+        [&](auto q) { u[decltype(q)::value] = UnsignedValues<V, T, decltype(q)::value>(pb, stride); });
+    ForEachRegister<0, kL.halves>([&](auto half) {
+      constexpr int kH = decltype(half)::value;
+      constexpr int kPerHalf = 8 / kL.halves;
+      F ws, mw;
+      walk.template Scales<kH>(pb, &ws, &mw);
+      for (int t = 0; t < tokens; ++t) {
+        const BlockQ8A& xb = x[t * x_stride + b];
+        AddBlock<V, T, kH>(xb, HeldDot<Dot, T, kH * kPerHalf, (kH + 1) * kPerHalf>(u, xb.qs), ws, mw, acc[t],
+                           offset[t]);
+      }
+    });
+  }
+  for (int t = 0; t < tokens; ++t) V::Store(y + t * y_stride, kL.has_min ? V::Add(acc[t], offset[t]) : acc[t], rows);
+}
+
 // Panels [panel_begin, panel_end) of y = x · Wᵀ for the m quantized tokens
-// xq ([m][k / 32] blocks): each panel stays in L1 while every group of
-// Dot::kTokens tokens passes over it.
+// xq ([m][k / 32] blocks), V::kPanels at a time (an odd one left over runs
+// alone): the panels stay in L1 while every group of Dot::kTokens tokens
+// passes over them.
 template <class Dot, DType T>
 void Q8PanelRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
                  int64_t panel_begin, int64_t panel_end) {
   constexpr int kTok = Dot::kTokens;
+  constexpr int kPanels = Dot::V::kPanels;
   constexpr Q8PanelLayout kL = kQ8Panels<T>;
   const int64_t blocks = k / 32;
   const int64_t panel_bytes = kL.super ? (blocks / 8) * (kL.header_bytes + 8 * kL.block_bytes) : blocks * kL.block_bytes;
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
+  for (int64_t p = panel_begin; p < panel_end; p += kPanels) {
     const uint8_t* panel = w + p * panel_bytes;
-    const int rows = static_cast<int>(n - 8 * p < 8 ? n - 8 * p : 8);
+    const bool together = kPanels == 2 && p + 1 < panel_end;
+    const int64_t stride = together ? panel_bytes : 0;
+    const int64_t row_cap = together ? 16 : 8;
+    const int rows = static_cast<int>(n - 8 * p < row_cap ? n - 8 * p : row_cap);
+    if constexpr (Dot::kHeldTokens > 0 && !kL.signed_values) {
+      constexpr int64_t kHeld = Dot::kHeldTokens;
+      for (int64_t t0 = 0; t0 < m; t0 += kHeld) {
+        PanelTokensHeld<Dot, T>(panel, stride, blocks, xq + t0 * blocks, blocks, y + t0 * n + 8 * p, n, rows,
+                                static_cast<int>(m - t0 < kHeld ? m - t0 : kHeld));
+      }
+      continue;
+    }
     for (int64_t t0 = 0; t0 < m; t0 += kTok) {
       const BlockQ8A* x = xq + t0 * blocks;
       float* out = y + t0 * n + 8 * p;
       switch (m - t0 < kTok ? m - t0 : kTok) {
-        case 1: PanelTokens<Dot, T, 1>(panel, blocks, x, blocks, out, n, rows); break;
-        case 2: PanelTokens<Dot, T, 2>(panel, blocks, x, blocks, out, n, rows); break;
-        case 3: PanelTokens<Dot, T, 3>(panel, blocks, x, blocks, out, n, rows); break;
-        case 4: PanelTokens<Dot, T, 4>(panel, blocks, x, blocks, out, n, rows); break;
+        case 1:
+          PanelTokens<Dot, T, 1>(panel, stride, blocks, x, blocks, out, n, rows);
+          break;
+        case 2:
+          PanelTokens<Dot, T, 2>(panel, stride, blocks, x, blocks, out, n, rows);
+          break;
+        case 3:
+          PanelTokens<Dot, T, 3>(panel, stride, blocks, x, blocks, out, n, rows);
+          break;
+        case 4:
+          PanelTokens<Dot, T, 4>(panel, stride, blocks, x, blocks, out, n, rows);
+          break;
         default:
           if constexpr (kTok > 4) {
             switch (m - t0 < kTok ? m - t0 : kTok) {
-              case 5: PanelTokens<Dot, T, 5>(panel, blocks, x, blocks, out, n, rows); break;
-              case 6: PanelTokens<Dot, T, 6>(panel, blocks, x, blocks, out, n, rows); break;
-              case 7: PanelTokens<Dot, T, 7>(panel, blocks, x, blocks, out, n, rows); break;
-              default: PanelTokens<Dot, T, kTok>(panel, blocks, x, blocks, out, n, rows); break;
+              case 5:
+                PanelTokens<Dot, T, 5>(panel, stride, blocks, x, blocks, out, n, rows);
+                break;
+              case 6:
+                PanelTokens<Dot, T, 6>(panel, stride, blocks, x, blocks, out, n, rows);
+                break;
+              case 7:
+                PanelTokens<Dot, T, 7>(panel, stride, blocks, x, blocks, out, n, rows);
+                break;
+              default:
+                PanelTokens<Dot, T, kTok>(panel, stride, blocks, x, blocks, out, n, rows);
+                break;
             }
           }
           break;
