@@ -9,10 +9,6 @@
 namespace kvfleet {
 namespace {
 
-// Chunks per thread: enough that a late or descheduled thread's share is
-// picked up by the others, few enough that claiming stays cheap.
-constexpr int64_t kChunksPerThread = 4;
-
 template <typename Pred>
 bool SpinUntil(Pred pred, int iterations) {
   for (int i = 0; i < iterations; ++i) {
@@ -40,11 +36,14 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::RunChunks() {
   while (true) {
-    const int64_t c = next_chunk_.fetch_add(1);
-    if (c >= num_chunks_) return;
-    const int64_t begin = c * chunk_size_;
-    (*job_)(begin, std::min(job_n_, begin + chunk_size_));
-    done_chunks_.fetch_add(1);
+    int64_t first = next_grain_.load();
+    int64_t take;
+    do {
+      if (first >= num_grains_) return;
+      take = std::max<int64_t>(1, (num_grains_ - first) / (2 * num_threads_));
+    } while (!next_grain_.compare_exchange_weak(first, first + take));
+    (*job_)(first * grain_, std::min(job_n_, (first + take) * grain_));
+    done_grains_.fetch_add(take);
   }
 }
 
@@ -56,17 +55,16 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
     fn(0, n);
     return;
   }
-  const int64_t chunks = std::min<int64_t>(grains, num_threads_ * kChunksPerThread);
   {
     // Workers join a job under the mutex, so they never see it half set up,
     // and one about to sleep cannot miss the bump.
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
     job_n_ = n;
-    chunk_size_ = (grains + chunks - 1) / chunks * grain;
-    num_chunks_ = (n + chunk_size_ - 1) / chunk_size_;
-    done_chunks_.store(0);
-    next_chunk_.store(0);
+    grain_ = grain;
+    num_grains_ = grains;
+    done_grains_.store(0);
+    next_grain_.store(0);
     generation_.fetch_add(1);
   }
   work_cv_.notify_all();
@@ -74,11 +72,12 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   // Every chunk is claimed; wait for those still running and for every worker
   // that joined, before `fn` goes out of scope. No worker can join now: there
   // is nothing left to claim.
-  while (done_chunks_.load() < num_chunks_ || active_.load() > 0) _mm_pause();
+  while (done_grains_.load() < num_grains_ || active_.load() > 0) _mm_pause();
 }
 
 void ThreadPool::RunOnEachThread(const std::function<void()>& fn) {
-  // One chunk per thread, and no thread leaves its chunk before every chunk
+  // One grain per thread, so one-grain chunks (fewer than 2·threads are
+  // left from the start), and no thread leaves its chunk before every chunk
   // has started: so no thread can take two, and every thread takes one.
   std::atomic<int> started{0};
   ParallelFor(num_threads_, [&](int64_t, int64_t) {
@@ -101,7 +100,7 @@ void ThreadPool::WorkerLoop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       seen = generation_.load();
-      if (next_chunk_.load() < num_chunks_) {
+      if (next_grain_.load() < num_grains_) {
         active_.fetch_add(1);
         joined = true;
       }

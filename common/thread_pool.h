@@ -1,9 +1,12 @@
 // A fixed-size pool of worker threads for data-parallel loops.
 //
-// ParallelFor cuts [0, n) into small chunks (multiples of `grain`) that the
+// ParallelFor cuts [0, n) into chunks (multiples of `grain`) that the
 // calling thread and the workers claim from a shared counter until none are
 // left. Claiming, rather than a fixed split, keeps a loop from stalling when
 // the OS deschedules a worker on a busy machine: the others take its share.
+// Chunks shrink as the loop runs (each claims a 2·threads-th of what is
+// left): big ones first, cheap to claim, and small ones last, so that no
+// thread waits long for another's last chunk at the end of a loop.
 // Which thread computes an index never changes what it computes: kernels keep
 // a fixed reduction order per output row (docs/design.md, Exactness).
 //
@@ -61,10 +64,10 @@ class ThreadPool {
   // The current job: written under mu_, read by workers that joined it.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  int64_t chunk_size_ = 1;
-  int64_t num_chunks_ = 0;
-  std::atomic<int64_t> next_chunk_{0};
-  std::atomic<int64_t> done_chunks_{0};
+  int64_t grain_ = 1;
+  int64_t num_grains_ = 0;
+  std::atomic<int64_t> next_grain_{0};
+  std::atomic<int64_t> done_grains_{0};
   // Workers that joined the current job (under mu_); the caller waits for
   // zero before `fn` may go away.
   std::atomic<int> active_{0};

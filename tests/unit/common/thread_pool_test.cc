@@ -2,13 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
-#include <mutex>
-
-#include <set>
-
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 namespace kvfleet {
@@ -34,6 +32,31 @@ TEST(ThreadPoolTest, RangesStartOnGrainBoundaries) {
     if (b % 8 != 0) misaligned = true;
   }, 8);
   EXPECT_FALSE(misaligned);
+}
+
+TEST(ThreadPoolTest, ChunksShrinkToOneGrainAtTheEnd) {
+  // Big chunks first, one-grain chunks last: no thread waits long for
+  // another's last chunk. The cut depends only on what is left at each
+  // claim, so it is the same whichever thread claims.
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  pool.ParallelFor(
+      1000,
+      [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(mu);
+        ranges.emplace_back(b, e);
+      },
+      2);
+  std::sort(ranges.begin(), ranges.end());
+  ASSERT_FALSE(ranges.empty());
+  EXPECT_EQ(ranges.front(), std::make_pair(int64_t{0}, int64_t{250}));  // a quarter: 2 threads, 2 x 2 shares
+  EXPECT_EQ(ranges.back().second - ranges.back().first, 2);
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    EXPECT_EQ(ranges[i].first, ranges[i - 1].second);
+    EXPECT_LE(ranges[i].second - ranges[i].first, ranges[i - 1].second - ranges[i - 1].first);
+  }
+  EXPECT_LT(ranges.size(), 40u);  // still few claims
 }
 
 TEST(ThreadPoolTest, ManyShortLoopsInARowLoseNothing) {
