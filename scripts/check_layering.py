@@ -68,6 +68,7 @@ ENGINE_LAYERS = {
     "engine/request": ["engine/sampler"],
     "engine/kv": ["engine/request", "engine/sampler"],
     "engine/kv/tiers": ["engine/kv", "engine/request", "engine/sampler"],
+    "engine/kv/transfer": ["engine/kv/tiers", "engine/kv", "engine/request", "engine/sampler"],
     "engine/scheduler": ["engine/kv", "engine/request", "engine/sampler", "engine/executor"],
     "engine/spec": ["engine/kv", "engine/request", "engine/sampler", "engine/executor"],
     "engine/calibration": ["engine/executor"],

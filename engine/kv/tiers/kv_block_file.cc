@@ -18,17 +18,6 @@ constexpr size_t kFixedAfter = 16 + 1 + 16 + 8 + 4 + 4;
 constexpr uint8_t kHasParent = 1;
 constexpr uint8_t kUnpublished = 2;
 
-uint32_t Crc32(std::span<const uint8_t> bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes uInt lengths: feed a large payload in pieces.
-  constexpr size_t kPiece = size_t{1} << 30;
-  for (size_t at = 0; at < bytes.size(); at += kPiece) {
-    const size_t n = std::min(kPiece, bytes.size() - at);
-    crc = crc32(crc, bytes.data() + at, static_cast<uInt>(n));
-  }
-  return static_cast<uint32_t>(crc);
-}
-
 // Appends through a cursor into a buffer sized up front (GCC 12 warns
 // falsely about vector::insert of small arrays).
 struct Writer {
@@ -60,6 +49,17 @@ BlockHash GetHash(const uint8_t* p) {
 
 }  // namespace
 
+uint32_t KvBlockChecksum(std::span<const uint8_t> bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths: feed a large payload in pieces.
+  constexpr size_t kPiece = size_t{1} << 30;
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const size_t n = std::min(kPiece, bytes.size() - at);
+    crc = crc32(crc, bytes.data() + at, static_cast<uInt>(n));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
 size_t KvBlockHeaderBytes(std::string_view identity) { return kFixedBefore + identity.size() + kFixedAfter; }
 
 std::string KvBlockFileName(const BlockHash& hash) { return hash.ToHex() + std::string(kKvBlockFileExtension); }
@@ -78,8 +78,8 @@ std::vector<uint8_t> EncodeKvBlockFile(std::string_view identity, const BlockHas
   w.Int<uint8_t>(static_cast<uint8_t>((parent.has_value() ? kHasParent : 0) | (published ? 0 : kUnpublished)));
   w.Hash(parent.value_or(BlockHash{}));
   w.Int<uint64_t>(payload.size());
-  w.Int<uint32_t>(Crc32(payload));
-  w.Int<uint32_t>(Crc32(std::span<const uint8_t>(out.data(), header - 4)));
+  w.Int<uint32_t>(KvBlockChecksum(payload));
+  w.Int<uint32_t>(KvBlockChecksum(std::span<const uint8_t>(out.data(), header - 4)));
   w.Bytes(payload.data(), payload.size());
   return out;
 }
@@ -97,7 +97,7 @@ absl::StatusOr<KvBlockFileHeader> DecodeKvBlockHeader(std::string_view identity,
   if (bytes.size() < header) return absl::DataLossError("KV block file truncated inside its header");
   const uint8_t* p = bytes.data() + kFixedBefore + identity_bytes;
   const uint32_t header_crc = Get<uint32_t>(p + 16 + 1 + 16 + 8 + 4);
-  if (header_crc != Crc32(bytes.first(header - 4)))
+  if (header_crc != KvBlockChecksum(bytes.first(header - 4)))
     return absl::DataLossError("KV block file header checksum mismatch");
   const std::string_view written(reinterpret_cast<const char*>(bytes.data() + kFixedBefore), identity_bytes);
   if (written != identity) {
@@ -128,7 +128,7 @@ absl::StatusOr<std::span<const uint8_t>> DecodeKvBlockFile(std::string_view iden
   }
   const std::span<const uint8_t> payload = bytes.subspan(header);
   const uint32_t payload_crc = Get<uint32_t>(bytes.data() + header - 8);
-  if (payload_crc != Crc32(payload)) return absl::DataLossError("KV block file payload checksum mismatch");
+  if (payload_crc != KvBlockChecksum(payload)) return absl::DataLossError("KV block file payload checksum mismatch");
   return payload;
 }
 

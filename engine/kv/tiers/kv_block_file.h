@@ -63,6 +63,10 @@ absl::StatusOr<std::span<const uint8_t>> DecodeKvBlockFile(std::string_view iden
 // The size of a file's header for `identity`: what a scan reads.
 size_t KvBlockHeaderBytes(std::string_view identity);
 
+// CRC-32 (zlib's) of a block's bytes: the file's checksum, and a block's
+// on the wire between workers (engine/kv/transfer).
+uint32_t KvBlockChecksum(std::span<const uint8_t> bytes);
+
 // The file name of a block: its hash in hex, with the format's extension.
 std::string KvBlockFileName(const BlockHash& hash);
 inline constexpr std::string_view kKvBlockFileExtension = ".kvblock";
