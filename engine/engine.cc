@@ -155,6 +155,33 @@ void Engine::RequestKvSnapshot() {
   wake_.notify_one();
 }
 
+void Engine::ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.exports.emplace_back(std::move(hashes), std::move(done));
+  }
+  wake_.notify_one();
+}
+
+std::vector<KvBlockBytes> Engine::CopyOutForPeer(const std::vector<BlockHash>& hashes) {
+  const int64_t block_bytes = executor_.info().kv_block_bytes;
+  std::vector<KvBlockBytes> out;
+  if (block_bytes <= 0) return out;  // a cache that cannot be copied
+  for (const BlockHash& hash : hashes) {
+    KvBlockBytes b{.hash = hash, .bytes = std::vector<uint8_t>(static_cast<size_t>(block_bytes))};
+    if (const std::optional<BlockId> block = pool_.FindCached(hash)) {
+      if (!executor_.CopyKvBlockOut(*block, b.bytes).ok()) break;
+      b.parent = pool_.parent_of(*block);
+      b.published = pool_.published(*block);
+    } else if (options_.kv_tiers == nullptr ||
+               !options_.kv_tiers->CopyFromHost(hash, b.bytes, &b.parent, &b.published)) {
+      break;
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 bool Engine::HasWork() const {
   if (!requests_.empty()) return true;
   std::lock_guard<std::mutex> lock(mu_);
@@ -187,6 +214,7 @@ void Engine::DrainInbox() {
   } else if (inbox.snapshot && listener_ != nullptr) {
     listener_->OnSnapshot(pool_.CachedBlocks());
   }
+  for (auto& [hashes, done] : inbox.exports) done(CopyOutForPeer(hashes));
   if (options_.kv_tiers != nullptr) {
     for (RequestId id : options_.kv_tiers->Poll()) {
       if (auto it = requests_.find(id); it != requests_.end()) it->second->kv_loading = false;

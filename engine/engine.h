@@ -25,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -39,6 +40,7 @@
 #include "engine/kv/block_pool.h"
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/kv/tiers/kv_tier_manager.h"
+#include "engine/kv/transfer/kv_block_stream.h"
 #include "engine/pending_prefill.h"
 #include "engine/request/request.h"
 #include "engine/request/speculation_options.h"
@@ -105,6 +107,13 @@ class Engine {
   // Thread-safe. At the next step (even when idle) the engine thread calls
   // the KV event listener's OnSnapshot with every cached block.
   void RequestKvSnapshot();
+  // Thread-safe: a peer's pull (engine/kv/transfer). At the next step (even
+  // when idle) the engine thread copies out the blocks of `hashes`, in
+  // order, from the device or host memory (the executor's own bytes),
+  // stopping at the first it holds in neither, then calls `done` with them
+  // on the engine thread: `done` must only hand them to another thread.
+  using KvExportDone = std::function<void(std::vector<KvBlockBytes>)>;
+  void ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done);
 
   // One scheduling step on the calling thread. Errors are the executor's.
   absl::Status Step();
@@ -137,11 +146,14 @@ class Engine {
     std::vector<std::unique_ptr<Request>> submitted;
     std::vector<RequestId> cancelled;
     bool snapshot = false;
-    bool empty() const { return submitted.empty() && cancelled.empty() && !snapshot; }
+    std::vector<std::pair<std::vector<BlockHash>, KvExportDone>> exports;
+    bool empty() const { return submitted.empty() && cancelled.empty() && !snapshot && exports.empty(); }
   };
 
   absl::Status Validate(const EngineRequest& request) const;
   void DrainInbox();
+  // One peer pull's blocks, copied out (engine thread).
+  std::vector<KvBlockBytes> CopyOutForPeer(const std::vector<BlockHash>& hashes);
   // The step's chunks as the executor's flat batch (in batch_builder_).
   const ForwardBatch& BuildForwardBatch(const SchedulerOutput& scheduled);
   // Frees the request's blocks, sends its final output (with last_tokens,

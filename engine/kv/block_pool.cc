@@ -124,6 +124,16 @@ std::optional<BlockHash> BlockPool::hash_of(BlockId block) const {
   return hashes_[static_cast<size_t>(block.value())];
 }
 
+std::optional<BlockHash> BlockPool::parent_of(BlockId block) const {
+  CheckId(block);
+  return parents_[static_cast<size_t>(block.value())];
+}
+
+bool BlockPool::published(BlockId block) const {
+  CheckId(block);
+  return published_[static_cast<size_t>(block.value())];
+}
+
 std::vector<CachedBlock> BlockPool::CachedBlocks() const {
   std::vector<CachedBlock> out;
   out.reserve(cache_.size());

@@ -96,6 +96,10 @@ class BlockPool {
 
   int32_t ref_count(BlockId block) const;
   std::optional<BlockHash> hash_of(BlockId block) const;
+  // The parent it was committed with, and whether with events (meaningful
+  // while hash_of is set).
+  std::optional<BlockHash> parent_of(BlockId block) const;
+  bool published(BlockId block) const;
   // Every published block the pool holds (in use or cached) with the parent
   // it was committed with, in no particular order. O(cached).
   std::vector<CachedBlock> CachedBlocks() const;

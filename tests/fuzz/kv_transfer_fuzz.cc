@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const absl::Status added = assembler.Add(*chunk);
     fuzz::Check(!(failed && added.ok()), "a failed stream stays failed");
     failed = failed || !added.ok();
-    for (const engine::ReceivedKvBlock& b : assembler.TakeCompleted()) {
+    for (const engine::KvBlockBytes& b : assembler.TakeCompleted()) {
       fuzz::Check(completed < asked && b.hash == hashes[completed], "blocks complete in the order asked");
       fuzz::Check(b.bytes.size() == block_bytes, "a completed block has the block size");
       fuzz::Check(engine::KvBlockChecksum(b.bytes) == chunk->checksum, "a completed block matches its checksum");

@@ -1,5 +1,6 @@
 #include "engine/kv/tiers/kv_tier_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <new>
 
@@ -230,6 +231,17 @@ std::optional<BlockId> KvTierManager::LoadFromHost(const BlockHash& hash) {
 }
 
 bool KvTierManager::InHost(const BlockHash& hash) const { return host_ != nullptr && host_->Contains(hash); }
+
+bool KvTierManager::CopyFromHost(const BlockHash& hash, std::span<uint8_t> out, std::optional<BlockHash>* parent,
+                                 bool* published) {
+  if (host_ == nullptr || !host_->Contains(hash)) return false;
+  const std::span<const uint8_t> bytes = host_->Touch(hash);
+  CHECK(bytes.size() == out.size()) << "a host block of " << bytes.size() << " bytes for " << out.size();
+  std::copy(bytes.begin(), bytes.end(), out.begin());
+  *parent = host_->ParentOf(hash);
+  *published = host_->IsPublished(hash);
+  return true;
+}
 
 void KvTierManager::TouchHost(const BlockHash& hash) {
   if (host_ != nullptr) host_->Touch(hash);

@@ -135,6 +135,9 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   bool OnDiskOnly(const BlockHash& hash) const override;
   bool has_disk() const override { return disk_ != nullptr; }
   void StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) override;
+  // A host-memory block's bytes into `out` (block_bytes long) for a peer,
+  // without moving it up; false when host memory does not hold it.
+  bool CopyFromHost(const BlockHash& hash, std::span<uint8_t> out, std::optional<BlockHash>* parent, bool* published);
   // The device blocks the loads in flight fill (one reference each), for
   // the engine's audit.
   std::vector<BlockId> BlocksInFlight() const;

@@ -64,7 +64,7 @@ absl::Status KvBlockAssembler::Add(const KvBlockChunk& chunk) {
                                                  " bytes at byte ", have, " of ", block_bytes_)));
   }
   if (!current_) {
-    current_ = ReceivedKvBlock{.hash = chunk.hash, .parent = chunk.parent, .published = chunk.published};
+    current_ = KvBlockBytes{.hash = chunk.hash, .parent = chunk.parent, .published = chunk.published};
     current_->bytes.reserve(block_bytes_);
     current_checksum_ = chunk.checksum;
   } else if (chunk.checksum != current_checksum_ || chunk.parent != current_->parent ||
@@ -93,8 +93,8 @@ absl::Status KvBlockAssembler::Finish() const {
   return absl::OkStatus();
 }
 
-std::vector<ReceivedKvBlock> KvBlockAssembler::TakeCompleted() {
-  std::vector<ReceivedKvBlock> out;
+std::vector<KvBlockBytes> KvBlockAssembler::TakeCompleted() {
+  std::vector<KvBlockBytes> out;
   out.swap(completed_);
   return out;
 }

@@ -15,7 +15,7 @@
 //   KvBlockAssembler in(hashes, format.block_bytes);
 //   while (Receive(&c)) RETURN_IF_ERROR(in.Add(c));
 //   RETURN_IF_ERROR(in.Finish());
-//   for (ReceivedKvBlock& b : in.TakeCompleted()) ...
+//   for (KvBlockBytes& b : in.TakeCompleted()) ...
 //
 // Thread-safety: an assembler belongs to one stream's reader.
 #pragma once
@@ -45,7 +45,7 @@ struct KvBlockChunk {
 std::vector<KvBlockChunk> SplitKvBlock(const BlockHash& hash, const std::optional<BlockHash>& parent, bool published,
                                        std::span<const uint8_t> block, uint64_t max_chunk_bytes);
 
-struct ReceivedKvBlock {
+struct KvBlockBytes {
   BlockHash hash;
   std::optional<BlockHash> parent;
   bool published = true;
@@ -68,7 +68,7 @@ class KvBlockAssembler {
   absl::Status Finish() const;
 
   // The blocks completed since the last call, in order.
-  std::vector<ReceivedKvBlock> TakeCompleted();
+  std::vector<KvBlockBytes> TakeCompleted();
   int64_t blocks_completed() const { return next_; }
   int64_t blocks_asked() const { return static_cast<int64_t>(hashes_.size()); }
 
@@ -78,9 +78,9 @@ class KvBlockAssembler {
   std::vector<BlockHash> hashes_;
   uint64_t block_bytes_;
   int64_t next_ = 0;                        // index of the block being received
-  std::optional<ReceivedKvBlock> current_;  // its bytes so far
+  std::optional<KvBlockBytes> current_;     // its bytes so far
   uint32_t current_checksum_ = 0;
-  std::vector<ReceivedKvBlock> completed_;
+  std::vector<KvBlockBytes> completed_;
   absl::Status error_;
 };
 

@@ -275,6 +275,64 @@ TEST_F(KvTiersEngineTest, DamagedForeignAndOtherTenantsFilesAreNeverHits) {
   EXPECT_GT(hurt.tiers.disk.errors, 0);
 }
 
+// A peer's pull (ExportKvBlocks): a prompt's blocks copied out in order,
+// from the device or, once evicted, from host memory, up to the first block
+// held in neither; an engine that computed the same prompt gives the same
+// bytes either way, and each block names its parent.
+TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOrHost) {
+  const std::vector<BlockHash> prompt_blocks =
+      HashFullBlocks(RootBlockHash("tiny", ""), Turn(0, false).prompt, kBlockSize);
+  ASSERT_EQ(prompt_blocks.size(), 10u) << "43 tokens: 10 full blocks, the partial one never has a name";
+  std::vector<BlockHash> asked = prompt_blocks;
+  asked.push_back({.hi = 1, .lo = 1});  // held nowhere: the copy stops here
+  asked.push_back(prompt_blocks[0]);    // so this is not sent
+  struct Pull {
+    std::vector<KvBlockBytes> blocks;
+    int64_t host_blocks = 0;
+  };
+  const auto pull = [&](bool evict) {
+    auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 2);
+    auto manager = CreateKvTiers({.host_bytes = TierBytes(200)}, *executor, "tiny", nullptr);
+    EXPECT_TRUE(manager.ok()) << manager.status();
+    EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 1}};
+    options.kv_tiers = manager->get();
+    Engine engine(*executor, options);
+    std::map<uint64_t, CollectingSink> sinks;
+    // Later conversations push conversation 0's blocks off the 24-block device.
+    for (int c = 0; c < (evict ? kConversations : 1); ++c) {
+      const EngineRequest r = Turn(c, false);
+      EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
+    }
+    while (engine.HasWork()) EXPECT_TRUE(engine.Step().ok());
+    Pull out;
+    bool called = false;
+    engine.ExportKvBlocks(asked, [&](std::vector<KvBlockBytes> blocks) {
+      out.blocks = std::move(blocks);
+      called = true;
+    });
+    EXPECT_TRUE(engine.Step().ok()) << "an idle engine serves the pull at its next step";
+    EXPECT_TRUE(called);
+    out.host_blocks = (*manager)->stats().host.blocks;
+    EXPECT_EQ(out.blocks.empty() ? 0 : static_cast<int64_t>(out.blocks[0].bytes.size()),
+              executor->info().kv_block_bytes);
+    return out;
+  };
+  const Pull on_device = pull(false);
+  const Pull from_host = pull(true);
+  EXPECT_EQ(on_device.host_blocks, 0);
+  EXPECT_GE(from_host.host_blocks, static_cast<int64_t>(prompt_blocks.size())) << "conversation 0 went down";
+  ASSERT_EQ(on_device.blocks.size(), prompt_blocks.size());
+  ASSERT_EQ(from_host.blocks.size(), prompt_blocks.size());
+  for (size_t i = 0; i < prompt_blocks.size(); ++i) {
+    for (const Pull* p : {&on_device, &from_host}) {
+      EXPECT_EQ(p->blocks[i].hash, prompt_blocks[i]);
+      EXPECT_EQ(p->blocks[i].parent, i == 0 ? std::nullopt : std::optional<BlockHash>(prompt_blocks[i - 1]));
+      EXPECT_TRUE(p->blocks[i].published);
+    }
+    EXPECT_EQ(on_device.blocks[i].bytes, from_host.blocks[i].bytes) << "block " << i;
+  }
+}
+
 TEST_F(KvTiersEngineTest, BadTierOptionsAreRefusedByName) {
   auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 1);
   auto small = CreateKvTiers({.host_bytes = 10}, *executor, "tiny", nullptr);

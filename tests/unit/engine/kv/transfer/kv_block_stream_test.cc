@@ -43,7 +43,7 @@ TEST_F(KvBlockStreamTest, BlocksArriveAsTheSendersBytesWhateverTheChunkSize) {
       }
     }
     ASSERT_TRUE(in.Finish().ok());
-    const std::vector<ReceivedKvBlock> got = in.TakeCompleted();
+    const std::vector<KvBlockBytes> got = in.TakeCompleted();
     ASSERT_EQ(got.size(), 3u);
     for (int b = 0; b < 3; ++b) {
       EXPECT_EQ(got[b].hash, hashes_[b]);

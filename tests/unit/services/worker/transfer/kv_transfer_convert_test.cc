@@ -60,7 +60,7 @@ TEST(KvTransferConvertTest, BlocksCrossTheWireAsTheSendersBytes) {
     }
   }
   ASSERT_TRUE(in.Finish().ok());
-  const std::vector<engine::ReceivedKvBlock> got = in.TakeCompleted();
+  const std::vector<engine::KvBlockBytes> got = in.TakeCompleted();
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].bytes, blocks[0]);
   EXPECT_EQ(got[1].bytes, blocks[1]);
