@@ -41,6 +41,7 @@
 #include "engine/kv/kv_cache_manager.h"
 #include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/kv/transfer/kv_block_stream.h"
+#include "engine/kv/transfer/kv_peer_fetcher.h"
 #include "engine/pending_prefill.h"
 #include "engine/request/request.h"
 #include "engine/request/speculation_options.h"
@@ -70,6 +71,10 @@ struct EngineOptions {
   // listener as its next: the engine puts it between the pool and that
   // listener.
   KvTierManager* kv_tiers = nullptr;
+  // Copies a request's prefix from the peer its kv_peer names (may be
+  // null: never pulled; must outlive the engine, whose destructor waits for
+  // the pulls in flight).
+  KvPeerFetcher* kv_peer_fetcher = nullptr;
 
   absl::Status Validate() const;
   // The batch limits an executor must take for this engine: the scheduler's
@@ -147,13 +152,31 @@ class Engine {
     std::vector<RequestId> cancelled;
     bool snapshot = false;
     std::vector<std::pair<std::vector<BlockHash>, KvExportDone>> exports;
-    bool empty() const { return submitted.empty() && cancelled.empty() && !snapshot && exports.empty(); }
+    struct Pulled {
+      RequestId id;
+      int64_t asked = 0;
+      std::vector<KvBlockBytes> blocks;
+      absl::Status status;
+      std::chrono::steady_clock::time_point started;
+    };
+    std::vector<Pulled> pulled;
+    bool empty() const {
+      return submitted.empty() && cancelled.empty() && !snapshot && exports.empty() && pulled.empty();
+    }
   };
 
   absl::Status Validate(const EngineRequest& request) const;
   void DrainInbox();
   // One peer pull's blocks, copied out (engine thread).
   std::vector<KvBlockBytes> CopyOutForPeer(const std::vector<BlockHash>& hashes);
+  // A new request's pull from its kv_peer, when the peer holds leading
+  // blocks this worker lacks: the request waits (kv_loading) meanwhile.
+  void StartPeerPull(Request& req);
+  // A pull's blocks into free device blocks, committed under their hashes
+  // and left cached for the request's admission; then it may run.
+  void FinishPeerPull(Inbox::Pulled& pulled);
+  // Whether this worker holds a block in any tier.
+  bool HeldHere(const BlockHash& hash) const;
   // The step's chunks as the executor's flat batch (in batch_builder_).
   const ForwardBatch& BuildForwardBatch(const SchedulerOutput& scheduled);
   // Frees the request's blocks, sends its final output (with last_tokens,
@@ -204,6 +227,7 @@ class Engine {
   bool last_step_empty_ = false;  // nothing was scheduled (all waiting, some on disk loads)
   double prefill_tokens_per_second_ = 0.0;
   double mask_wait_seconds_ = 0.0;
+  KvPeerStats kv_peer_stats_;  // engine thread; published with the step's stats
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -220,6 +244,8 @@ class Engine {
   int64_t drained_pending_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point last_progress_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Peer pulls whose `done` has not come back: the destructor waits for it.
+  int32_t pulls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -20,6 +20,19 @@ struct SpeculationStats {
   double estimated_speedup = 0.0;
 };
 
+// KV copied from peer workers (engine/kv/transfer), counts since start.
+struct KvPeerStats {
+  int64_t pulls_done = 0;     // every block asked for arrived
+  int64_t pulls_partial = 0;  // the peer held fewer: the rest computed here
+  int64_t pulls_failed = 0;   // refused, cut off, damaged or late: computed here
+  int64_t blocks_pulled = 0;  // committed into this cache
+  int64_t bytes_pulled = 0;
+  double pull_seconds = 0.0;  // from asking to the blocks' arrival, summed
+  int64_t pulls_served = 0;   // ExportKvBlocks calls answered
+  int64_t blocks_served = 0;
+  int64_t bytes_served = 0;
+};
+
 struct EngineStats {
   int32_t running = 0;
   int32_t waiting = 0;  // inbox included
@@ -52,6 +65,7 @@ struct EngineStats {
   // masks (MaskPrefetcher): the mask time the forward pass did not hide.
   double mask_wait_seconds = 0.0;
   std::vector<SpeculationStats> speculation;  // one per loaded proposer
+  KvPeerStats kv_peer;
 };
 
 }  // namespace kvfleet::engine

@@ -30,6 +30,14 @@ namespace spec {
 class Proposer;
 }
 
+// A peer worker that holds a prompt's leading blocks (the router's hint):
+// the engine copies them from it before prefilling, as from its own disk,
+// and computes only the rest; a pull that fails just computes them.
+struct KvPeerSource {
+  std::string endpoint;  // the peer's transfer address
+  int32_t blocks = 0;    // how many of the prompt's leading full blocks it holds
+};
+
 struct EngineRequest {
   RequestId id;
   std::vector<model::TokenId> prompt;
@@ -49,6 +57,7 @@ struct EngineRequest {
   // Which tokens may come next (structured output, enforced tool calls);
   // null: any.
   std::shared_ptr<TokenConstraint> constraint;
+  std::optional<KvPeerSource> kv_peer;
 };
 
 struct Usage {

@@ -333,6 +333,135 @@ TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOr
   }
 }
 
+// Pulls from another engine, as the worker's KvTransfer client would:
+// ExportKvBlocks on the peer, then `fault` (if any) on what came back.
+class EngineFetcher final : public KvPeerFetcher {
+ public:
+  explicit EngineFetcher(Engine& peer) : peer_(peer) {}
+  std::function<void(std::vector<KvBlockBytes>&, absl::Status&)> fault;
+  std::vector<std::string> endpoints;
+  std::vector<size_t> asked;
+
+  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) override {
+    endpoints.push_back(endpoint);
+    asked.push_back(hashes.size());
+    std::vector<KvBlockBytes> got;
+    peer_.ExportKvBlocks(std::move(hashes), [&](std::vector<KvBlockBytes> b) { got = std::move(b); });
+    EXPECT_TRUE(peer_.Step().ok());
+    absl::Status status;
+    if (fault) fault(got, status);
+    done(std::move(got), status);
+  }
+
+ private:
+  Engine& peer_;
+};
+
+// A prompt of `tokens` tokens (conversation 0's opening, cut or grown).
+EngineRequest PeerPrompt(int tokens, uint64_t id, bool seeded) {
+  EngineRequest r{.id = RequestId(id)};
+  for (int i = 0; i < tokens; ++i) r.prompt.push_back(static_cast<model::TokenId>((i * 7 + 3) % 280));
+  r.stopping = {.max_tokens = 8, .ignore_eos = true};
+  r.sampling =
+      seeded ? SamplingParams{.temperature = 0.9f, .top_k = 40, .seed = 5} : SamplingParams{.temperature = 0.0f};
+  return r;
+}
+
+struct PeerRun {
+  std::vector<model::TokenId> tokens;
+  int32_t cached = 0;
+  KvPeerStats stats;
+  size_t asked = 0;
+};
+
+// `request` on a fresh engine B whose prefix A computed (A ran the same
+// prompt first); with `peer_blocks` > 0 B is told A holds that many.
+PeerRun RunWithPeer(const model::Model& model, const EngineRequest& request, int32_t peer_blocks,
+                    std::function<void(std::vector<KvBlockBytes>&, absl::Status&)> fault = nullptr) {
+  auto executor_a = testing::NewTinyExecutor(model, 64, kBlockSize, 2);
+  auto executor_b = testing::NewTinyExecutor(model, 64, kBlockSize, 2);
+  const EngineOptions plain{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 4}};
+  Engine a(*executor_a, plain);
+  CollectingSink sink_a;
+  EngineRequest first = request;
+  first.id = RequestId(999);
+  EXPECT_TRUE(a.Submit(first, &sink_a).ok());
+  while (a.HasWork()) EXPECT_TRUE(a.Step().ok());
+  EngineFetcher fetcher(a);
+  fetcher.fault = std::move(fault);
+  EngineOptions options = plain;
+  options.kv_peer_fetcher = &fetcher;
+  PeerRun out;
+  {
+    Engine b(*executor_b, options);
+    EngineRequest r = request;
+    if (peer_blocks > 0) r.kv_peer = KvPeerSource{.endpoint = "worker-a:7002", .blocks = peer_blocks};
+    CollectingSink sink;
+    EXPECT_TRUE(b.Submit(r, &sink).ok());
+    int steps = 0;
+    while (b.HasWork() && ++steps < 10000) {
+      EXPECT_TRUE(b.Step().ok());
+      EXPECT_TRUE(b.AuditBlocks().ok());
+    }
+    EXPECT_TRUE(sink.finished());
+    out.tokens = sink.tokens();
+    out.cached = sink.usage().cached_prompt_tokens;
+    out.stats = b.Stats().kv_peer;
+  }
+  EXPECT_TRUE(fetcher.endpoints.empty() || fetcher.endpoints[0] == "worker-a:7002");
+  out.asked = fetcher.asked.empty() ? 0 : fetcher.asked[0];
+  return out;
+}
+
+// Peer prefix fetch: B copies the prompt's blocks from A instead of
+// computing them, and its tokens are those of computing everything itself
+// (greedy and seeded), for a prompt whose last block is partial and one
+// that is an exact multiple of the block size (whose last block is pulled
+// but its last token still computed, for the logits).
+TEST_F(KvTiersEngineTest, APulledPrefixGivesTheTokensOfComputingItHere) {
+  for (const int tokens : {43, 40}) {
+    for (const bool seeded : {false, true}) {
+      const EngineRequest r = PeerPrompt(tokens, 1, seeded);
+      const PeerRun alone = RunWithPeer(*model_, r, 0);
+      EXPECT_EQ(alone.cached, 0);
+      const PeerRun pulled = RunWithPeer(*model_, r, tokens / kBlockSize);
+      EXPECT_EQ(pulled.tokens, alone.tokens) << tokens << " tokens, seeded " << seeded;
+      EXPECT_EQ(pulled.asked, static_cast<size_t>(tokens / kBlockSize)) << "the partial block is never asked for";
+      EXPECT_GE(pulled.cached, tokens - kBlockSize) << tokens << " tokens";
+      EXPECT_EQ(pulled.stats.pulls_done, 1);
+      EXPECT_EQ(pulled.stats.blocks_pulled, tokens / kBlockSize);
+      EXPECT_GT(pulled.stats.bytes_pulled, 0);
+    }
+  }
+}
+
+// A pull that fails never fails the request: refused, cut off after a few
+// blocks, or a peer that holds fewer, the rest is computed here and the
+// tokens are the same.
+TEST_F(KvTiersEngineTest, AFailedOrShortPullComputesTheRestWithTheSameTokens) {
+  const EngineRequest r = PeerPrompt(43, 1, /*seeded=*/true);
+  const PeerRun alone = RunWithPeer(*model_, r, 0);
+  const PeerRun refused = RunWithPeer(*model_, r, 10, [](std::vector<KvBlockBytes>& b, absl::Status& s) {
+    b.clear();
+    s = absl::FailedPreconditionError("KV dtype differs");
+  });
+  EXPECT_EQ(refused.tokens, alone.tokens);
+  EXPECT_EQ(refused.cached, 0);
+  EXPECT_EQ(refused.stats.pulls_failed, 1);
+  const PeerRun cut = RunWithPeer(*model_, r, 10, [](std::vector<KvBlockBytes>& b, absl::Status& s) {
+    b.resize(4);
+    s = absl::DataLossError("checksum mismatch");
+  });
+  EXPECT_EQ(cut.tokens, alone.tokens);
+  EXPECT_EQ(cut.cached, 4 * kBlockSize) << "the whole blocks before the damage are kept";
+  EXPECT_EQ(cut.stats.pulls_failed, 1);
+  EXPECT_EQ(cut.stats.blocks_pulled, 4);
+  const PeerRun fewer = RunWithPeer(*model_, r, 10, [](std::vector<KvBlockBytes>& b, absl::Status&) { b.resize(6); });
+  EXPECT_EQ(fewer.tokens, alone.tokens);
+  EXPECT_EQ(fewer.cached, 6 * kBlockSize);
+  EXPECT_EQ(fewer.stats.pulls_partial, 1);
+}
+
 TEST_F(KvTiersEngineTest, BadTierOptionsAreRefusedByName) {
   auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 1);
   auto small = CreateKvTiers({.host_bytes = 10}, *executor, "tiny", nullptr);

@@ -1,0 +1,30 @@
+// How the engine asks for a peer's blocks: the transport (the worker's
+// KvTransfer client) implements it, a test can implement it with another
+// engine's ExportKvBlocks. The engine never waits on it: it marks the
+// request as loading, keeps stepping everyone else, and takes the blocks
+// from its inbox when `done` delivers them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/block_hash.h"
+#include "engine/kv/transfer/kv_block_stream.h"
+
+namespace kvfleet::engine {
+
+class KvPeerFetcher {
+ public:
+  virtual ~KvPeerFetcher() = default;
+  // `blocks`: the whole blocks that arrived, in the asked order (fewer when
+  // the pull stopped early); `status`: why it stopped early (OK when the
+  // peer held no more), each failure's reason for the metrics.
+  using Done = std::function<void(std::vector<KvBlockBytes> blocks, absl::Status status)>;
+  // Pulls `hashes` from the peer at `endpoint`; returns at once and calls
+  // `done` exactly once, on any thread, within the fetcher's deadline.
+  virtual void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) = 0;
+};
+
+}  // namespace kvfleet::engine
