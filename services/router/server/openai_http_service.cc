@@ -8,6 +8,7 @@
 #include "services/router/openai/openai_response.h"
 #include "services/router/server/generation_plan.h"
 #include "services/router/server/http_call_context.h"
+#include "services/transport/grpc/grpc_status.h"
 
 namespace kvfleet::router {
 namespace {
@@ -26,10 +27,6 @@ int64_t UnixSeconds() {
 std::string NewId(const char* prefix) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return absl::StrCat(prefix, absl::Hex(rng(), absl::kZeroPad16), absl::Hex(rng() >> 32, absl::kZeroPad8));
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
 int Send(HttpResponder& out, int status, std::string body, HttpHeaders headers = {}) {
@@ -133,7 +130,7 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
   };
   PublicApi::Outcome outcome = chat ? api_.Chat(*context, tenant, call.chat, arrival, sink, &call.sent)
                                     : api_.Generate(*context, tenant, call.completion, arrival, sink);
-  absl::Status status = FromGrpc(outcome.status);
+  absl::Status status = transport::FromGrpcStatus(outcome.status);
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     status = absl::DeadlineExceededError(
         absl::StrCat("the request did not finish within the server's HTTP request timeout (",

@@ -15,6 +15,8 @@
 namespace kvfleet::transport {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
+// And back, for a client reading a peer's answer.
+absl::Status FromGrpcStatus(const grpc::Status& status);
 
 // "invalid_argument", "resource_exhausted", ...: a metric label.
 std::string StatusCodeLabel(absl::StatusCode code);

@@ -1,0 +1,65 @@
+// The engine's KvPeerFetcher over gRPC: pulls blocks from a peer's
+// KvTransfer port, checks the peer's identity against this worker's, and
+// reassembles and checks every block (KvBlockAssembler) before the engine
+// sees it. A pull runs on one of a few threads of its own, under a
+// deadline; any failure (peer gone, refused, damaged, late) delivers the
+// whole blocks that came and the reason, and the engine computes the rest.
+//
+// Thread-safety: Fetch from any thread. The destructor waits for the pulls
+// in flight (each bounded by the deadline) and fails those still queued.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "engine/kv/transfer/kv_peer_fetcher.h"
+#include "engine/kv/transfer/kv_transfer_identity.h"
+#include "services/transport/grpc/grpc_channel.h"
+
+namespace kvfleet::worker {
+
+struct KvPeerClientOptions {
+  engine::KvTransferIdentity identity;  // this worker's
+  transport::ClientChannelOptions channel;
+  std::chrono::milliseconds deadline{10000};  // a whole pull
+  uint64_t max_chunk_bytes = 1 << 20;
+  int32_t max_concurrent_pulls = 4;  // threads; more pulls wait their turn
+  int32_t max_queued_pulls = 64;     // beyond: refused at once (the engine computes)
+};
+
+class KvPeerClient final : public engine::KvPeerFetcher {
+ public:
+  explicit KvPeerClient(KvPeerClientOptions options);
+  ~KvPeerClient() override;
+
+  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) override;
+
+ private:
+  struct Pull {
+    std::string endpoint;
+    std::vector<BlockHash> hashes;
+    Done done;
+  };
+  void Work();
+  void Run(Pull& pull);
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint);
+
+  const KvPeerClientOptions options_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<Pull> queue_;
+  bool stop_ = false;
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kvfleet::worker

@@ -1,0 +1,84 @@
+#include "services/worker/transfer/kv_transfer_service.h"
+
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "services/transport/grpc/grpc_status.h"
+#include "services/worker/transfer/kv_transfer_convert.h"
+
+namespace kvfleet::worker {
+
+engine::KvTransferIdentity KvTransferIdentityOf(const engine::ExecutorInfo& info, const std::string& model_id,
+                                                const std::string& kv_dtype) {
+  return {.model_id = model_id,
+          .numerics = info.numerics,
+          .kv_dtype = kv_dtype,
+          .block_size = info.block_size,
+          .block_bytes = info.kv_block_bytes,
+          .page_groups = engine::DescribeKvPageGroups(info.kv_groups.layers_per_page, info.kv_groups.group_window)};
+}
+
+KvTransferService::KvTransferService(engine::Engine& engine, engine::KvTransferIdentity identity,
+                                     KvTransferServiceOptions options)
+    : engine_(engine), identity_(std::move(identity)), options_(std::move(options)) {}
+
+grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v1::PullBlocksRequest* request,
+                                           grpc::ServerWriter<v1::PullBlocksResponse>* writer) {
+  absl::StatusOr<std::vector<BlockHash>> hashes = HashesFromProto(*request, options_.max_blocks_per_pull);
+  if (!hashes.ok()) return transport::ToGrpcStatus(hashes.status());
+  if (absl::Status s = engine::CheckKvTransferCompatible(identity_, FromProto(request->identity())); !s.ok()) {
+    return transport::ToGrpcStatus(s);
+  }
+  if (in_flight_.fetch_add(1) >= options_.max_concurrent_pulls) {
+    in_flight_.fetch_sub(1);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("this worker serves ", options_.max_concurrent_pulls,
+                                     " KV pulls at once; compute the prefix instead"));
+  }
+  struct Release {
+    std::atomic<int32_t>& n;
+    ~Release() { n.fetch_sub(1); }
+  } release{in_flight_};
+
+  // The engine copies at its next step; the promise outlives a pull that
+  // gives up waiting.
+  auto copied = std::make_shared<std::promise<std::vector<engine::KvBlockBytes>>>();
+  std::future<std::vector<engine::KvBlockBytes>> ready = copied->get_future();
+  engine_.ExportKvBlocks(std::move(*hashes),
+                         [copied](std::vector<engine::KvBlockBytes> blocks) { copied->set_value(std::move(blocks)); });
+  if (ready.wait_for(options_.export_deadline) != std::future_status::ready) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the engine did not copy the blocks out in time");
+  }
+  const std::vector<engine::KvBlockBytes> blocks = ready.get();
+
+  v1::PullBlocksResponse message;
+  ToProto(identity_, message.mutable_identity());
+  if (!writer->Write(message)) return grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
+  const uint64_t max_chunk = request->max_chunk_bytes() == 0
+                                 ? options_.max_chunk_bytes
+                                 : std::min<uint64_t>(request->max_chunk_bytes(), options_.max_chunk_bytes);
+  for (const engine::KvBlockBytes& b : blocks) {
+    std::vector<engine::KvBlockChunk> chunks = engine::SplitKvBlock(b.hash, b.parent, b.published, b.bytes, max_chunk);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
+      message.Clear();
+      ToProto(chunks[i], message.mutable_chunk());
+      if (i == 0 && options_.fault == "corrupt-chunk") {
+        std::string& data = *message.mutable_chunk()->mutable_data();
+        data[data.size() / 2] = static_cast<char>(data[data.size() / 2] ^ 0x5a);
+      }
+      if (i == 0 && options_.fault == "truncate-block") {
+        std::string& data = *message.mutable_chunk()->mutable_data();
+        data.resize(data.size() / 2);
+        writer->Write(message);
+        return grpc::Status::OK;  // ends inside the block, as a cut connection looks
+      }
+      if (!writer->Write(message)) return grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace kvfleet::worker

@@ -1,0 +1,59 @@
+// The worker's KvTransfer service (proto/kvfleet/v1/kv_transfer.proto):
+// serves this worker's KV blocks to a peer that lacks a prompt's prefix.
+// Runs on its own port (transport::StartGrpcServer, with the worker's TLS or
+// internal token). A pull is checked (its hashes, the puller's identity
+// against this worker's), then the engine copies the blocks out at its next
+// step (Engine::ExportKvBlocks) and this thread streams them: this
+// worker's identity first, then each block's chunks.
+//
+// Limits: blocks per pull, chunk size, pulls at once (more are refused
+// with RESOURCE_EXHAUSTED: the puller computes instead), and a deadline on
+// the engine's copy.
+//
+// Thread-safety: gRPC's threads call PullBlocks concurrently.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/kv/transfer/kv_transfer_identity.h"
+#include "kvfleet/v1/kv_transfer.grpc.pb.h"
+
+namespace kvfleet::worker {
+
+struct KvTransferServiceOptions {
+  int64_t max_blocks_per_pull = 4096;
+  uint64_t max_chunk_bytes = 1 << 20;
+  int32_t max_concurrent_pulls = 4;
+  std::chrono::milliseconds export_deadline{10000};
+  // Fault injection for chaos tests: "corrupt-chunk" flips a byte of each
+  // block's first chunk after its checksum was taken; "truncate-block"
+  // ends the stream half way through the first block's first chunk. Empty
+  // in production.
+  std::string fault;
+};
+
+// A worker's identity for transfers, from its executor and KV format.
+engine::KvTransferIdentity KvTransferIdentityOf(const engine::ExecutorInfo& info, const std::string& model_id,
+                                                const std::string& kv_dtype);
+
+class KvTransferService final : public v1::KvTransfer::Service {
+ public:
+  KvTransferService(engine::Engine& engine, engine::KvTransferIdentity identity, KvTransferServiceOptions options);
+
+  grpc::Status PullBlocks(grpc::ServerContext* context, const v1::PullBlocksRequest* request,
+                          grpc::ServerWriter<v1::PullBlocksResponse>* writer) override;
+
+ private:
+  engine::Engine& engine_;
+  const engine::KvTransferIdentity identity_;
+  const KvTransferServiceOptions options_;
+  std::atomic<int32_t> in_flight_{0};
+};
+
+}  // namespace kvfleet::worker

@@ -1,0 +1,142 @@
+// Peer prefix fetch over real gRPC on loopback: worker B's engine pulls a
+// prompt's blocks from worker A's KvTransfer port (KvPeerClient against
+// KvTransferService) and its tokens equal those of computing everything
+// itself. Every fault falls back to computing, with the same tokens: a
+// peer whose port is gone, a chunk corrupted in flight, a stream cut
+// inside a block, and a peer of another KV format (refused, naming both).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "services/transport/grpc/grpc_server.h"
+#include "services/worker/transfer/kv_peer_client.h"
+#include "services/worker/transfer/kv_transfer_service.h"
+#include "tests/testing/collecting_sink.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_executor.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace kvfleet::worker {
+namespace {
+
+using ::kvfleet::testing::CollectingSink;
+
+constexpr int32_t kBlockSize = 4;
+const engine::EngineOptions kEngine{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 4}};
+
+class KvTransferGrpcTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new kvfleet::testing::TempDir();
+    ASSERT_TRUE(tools::WriteTinyModel(kvfleet::testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 31}),
+                                      dir_->Path("t.gguf"))
+                    .ok());
+    model_ = model::Model::Load(dir_->Path("t.gguf"))->release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete dir_;
+  }
+
+  static engine::EngineRequest Prompt(uint64_t id) {
+    engine::EngineRequest r{.id = RequestId(id)};
+    for (int i = 0; i < 43; ++i) r.prompt.push_back(static_cast<model::TokenId>((i * 11 + 5) % 280));
+    r.stopping = {.max_tokens = 8, .ignore_eos = true};
+    r.sampling = {.temperature = 0.9f, .top_k = 40, .seed = 3};
+    return r;
+  }
+
+  // Worker A: an engine on its own thread that has computed Prompt, and its
+  // transfer port.
+  struct PeerA {
+    std::unique_ptr<engine::ModelExecutor> executor;
+    std::unique_ptr<engine::Engine> engine;
+    std::unique_ptr<KvTransferService> service;
+    transport::RunningServer server;
+    ~PeerA() {
+      if (server.server) server.Shutdown(std::chrono::system_clock::now());
+      if (engine) engine->Stop();
+    }
+  };
+  static std::unique_ptr<PeerA> StartPeer(const std::string& fault = "") {
+    auto a = std::make_unique<PeerA>();
+    a->executor = kvfleet::testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
+    a->engine = std::make_unique<engine::Engine>(*a->executor, kEngine);
+    a->engine->Start();
+    CollectingSink sink;
+    EXPECT_TRUE(a->engine->Submit(Prompt(900), &sink).ok());
+    sink.WaitFinished();
+    a->service =
+        std::make_unique<KvTransferService>(*a->engine, KvTransferIdentityOf(a->executor->info(), "tiny", "f16"),
+                                            KvTransferServiceOptions{.max_chunk_bytes = 4096, .fault = fault});
+    auto server = transport::StartGrpcServer({.services = {a->service.get()}, .reflection = false});
+    EXPECT_TRUE(server.ok()) << server.status();
+    a->server = std::move(*server);
+    return a;
+  }
+
+  struct Result {
+    std::vector<model::TokenId> tokens;
+    int32_t cached = 0;
+    engine::KvPeerStats stats;
+  };
+  // Prompt on a fresh worker B, told that `peer` holds its 10 blocks.
+  static Result RunB(const std::string& peer, const std::string& kv_dtype = "f16") {
+    auto executor = kvfleet::testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
+    KvPeerClient client({.identity = KvTransferIdentityOf(executor->info(), "tiny", kv_dtype),
+                         .deadline = std::chrono::milliseconds(5000)});
+    engine::EngineOptions options = kEngine;
+    options.kv_peer_fetcher = &client;
+    Result out;
+    engine::Engine b(*executor, options);
+    b.Start();
+    engine::EngineRequest r = Prompt(1);
+    if (!peer.empty()) r.kv_peer = engine::KvPeerSource{.endpoint = peer, .blocks = 10};
+    CollectingSink sink;
+    EXPECT_TRUE(b.Submit(r, &sink).ok());
+    sink.WaitFinished();
+    b.Stop();
+    out.tokens = sink.tokens();
+    out.cached = sink.usage().cached_prompt_tokens;
+    out.stats = b.Stats().kv_peer;
+    return out;
+  }
+
+  static inline kvfleet::testing::TempDir* dir_ = nullptr;
+  static inline model::Model* model_ = nullptr;
+};
+
+TEST_F(KvTransferGrpcTest, APrefixPulledOverGrpcGivesTheTokensOfComputingItHere) {
+  const Result alone = RunB("");
+  std::unique_ptr<PeerA> a = StartPeer();
+  const Result pulled = RunB(a->server.address);
+  EXPECT_EQ(pulled.tokens, alone.tokens);
+  EXPECT_EQ(pulled.cached, 40);
+  EXPECT_EQ(pulled.stats.pulls_done, 1);
+  EXPECT_EQ(pulled.stats.blocks_pulled, 10);
+  EXPECT_EQ(a->engine->Stats().kv_peer.blocks_served, 10);
+}
+
+TEST_F(KvTransferGrpcTest, EveryFaultComputesThePrefixWithTheSameTokens) {
+  const Result alone = RunB("");
+  const auto expect_fallback = [&](const Result& r, const std::string& what) {
+    EXPECT_EQ(r.tokens, alone.tokens) << what;
+    EXPECT_EQ(r.cached, 0) << what;
+    EXPECT_EQ(r.stats.pulls_failed, 1) << what;
+    EXPECT_EQ(r.stats.blocks_pulled, 0) << what;
+  };
+  {
+    std::unique_ptr<PeerA> a = StartPeer();
+    const std::string gone = a->server.address;
+    a.reset();  // the peer's port closes
+    expect_fallback(RunB(gone), "peer gone");
+  }
+  expect_fallback(RunB(StartPeer("corrupt-chunk")->server.address), "a chunk corrupted in flight");
+  expect_fallback(RunB(StartPeer("truncate-block")->server.address), "a stream cut inside a block");
+  expect_fallback(RunB(StartPeer()->server.address, /*kv_dtype=*/"int8"), "another KV format");
+}
+
+}  // namespace
+}  // namespace kvfleet::worker
