@@ -44,12 +44,14 @@ inline GrpcServerOptions ServerOptionsFrom(const TransportOptions& t, std::vecto
 }
 
 // The line scripts and tests wait for once a service has bound its ports:
-//   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT][ http=HOST:PORT]
+//   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT][ http=HOST:PORT][ kvtransfer=HOST:PORT]
 inline void PrintListening(const char* name, const RunningServer& server, const std::string& metrics_host,
-                           int metrics_port, const std::string& http_address = "") {
+                           int metrics_port, const std::string& http_address = "",
+                           const std::string& kv_transfer_address = "") {
   std::string line = absl::StrCat(name, " listening grpc=", server.address, " metrics=", metrics_host, ":", metrics_port);
   if (!server.health_address.empty()) absl::StrAppend(&line, " health=", server.health_address);
   if (!http_address.empty()) absl::StrAppend(&line, " http=", http_address);
+  if (!kv_transfer_address.empty()) absl::StrAppend(&line, " kvtransfer=", kv_transfer_address);
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }

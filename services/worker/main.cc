@@ -8,6 +8,7 @@
 // "listening"; "ready" follows every step. SIGTERM drains before exit.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@
 #include "services/worker/server/worker_mode.h"
 #include "services/worker/server/worker_options.h"
 #include "services/worker/server/worker_service.h"
+#include "services/worker/transfer/kv_peer_client.h"
+#include "services/worker/transfer/kv_transfer_service.h"
 
 namespace kvfleet::worker {
 namespace {
@@ -179,7 +182,22 @@ absl::Status Run(const WorkerOptions& o) {
   WorkerService service(metrics, o.limits);
   ASSIGN_OR_RETURN(transport::RunningServer server,
                    transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Worker")));
-  transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port());
+  // The KV transfer port is bound now, so peers learn it at once; it
+  // answers UNAVAILABLE until the engine runs.
+  KvTransferService transfer({.max_concurrent_pulls = o.kv_transfer_max_pulls,
+                              .export_deadline = o.kv_transfer_deadline,
+                              .fault = o.fault_kv_transfer});
+  std::optional<transport::RunningServer> transfer_server;
+  if (!o.kv_transfer_listen.empty()) {
+    transport::GrpcServerOptions t = transport::ServerOptionsFrom(o.transport, {&transfer}, "kvfleet.v1.KvTransfer");
+    t.address = o.kv_transfer_listen;
+    t.health_port = -1;
+    ASSIGN_OR_RETURN(transfer_server, transport::StartGrpcServer(t));
+    transfer_server->SetLive(true);
+    transfer_server->SetReady(true);
+  }
+  transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port(), "",
+                            transfer_server ? transfer_server->address : "");
 
   ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, std::move(checked), metrics));
   const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
@@ -205,6 +223,12 @@ absl::Status Run(const WorkerOptions& o) {
     KVFLEET_LOG_INFO("KV tiers below the device: host {} blocks, disk {} blocks ({} adopted)", t.host.capacity_blocks,
                      t.disk.capacity_blocks, t.disk.blocks);
   }
+  const engine::KvTransferIdentity identity =
+      KvTransferIdentityOf(m.executor->info(), o.model_id, std::string(kernels::KvCacheDtypeName(m.mode.kv)));
+  KvPeerClient peers({.identity = identity,
+                      .channel = transport::PeerChannelOptions(o.transport),
+                      .deadline = o.kv_transfer_deadline,
+                      .max_concurrent_pulls = o.kv_transfer_max_pulls});
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,
                          .scheduler = m.scheduler,
@@ -214,7 +238,8 @@ absl::Status Run(const WorkerOptions& o) {
                          .step_observer = &metrics,
                          .proposers = m.proposers->pointers(),
                          .speculation = o.speculation,
-                         .kv_tiers = tiers.get()},
+                         .kv_tiers = tiers.get(),
+                         .kv_peer_fetcher = &peers},
                         publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
@@ -227,6 +252,7 @@ absl::Status Run(const WorkerOptions& o) {
   exposer->RegisterCollectable(grammar_stats);
   service.SetGrammarCompiler(m.grammar.get());
   engine.Start();
+  transfer.Serve(engine, identity);
   if (publisher) service.OnAdmission([p = publisher.get()] { p->NotifyLoadChanged(); });
   service.Attach(engine, MakeInfo(o, m));
   HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
@@ -252,6 +278,8 @@ absl::Status Run(const WorkerOptions& o) {
   KVFLEET_LOG_INFO("received signal {}", sig);
   Drain(o, service, watchdog, engine);
   server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  transfer.Stop();  // waits for the pulls it serves; later ones get UNAVAILABLE
+  if (transfer_server) transfer_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   exposer->RemoveCollectable(progress);  // it reads the watchdog and the engine
   watchdog.Stop();
   if (publisher) publisher->Stop();

@@ -28,9 +28,11 @@ absl::StatusOr<StartedService> StartServiceProcess(const std::string& name, cons
     return absl::Status(endpoints.status().code(),
                         absl::StrCat(name, " did not start: ", endpoints.status().message(), tail));
   }
-  return StartedService{
-      .process = std::move(child), .address = endpoints->grpc_address, .metrics_port = endpoints->metrics_port,
-                        .health_address = endpoints->health_address};
+  return StartedService{.process = std::move(child),
+                        .address = endpoints->grpc_address,
+                        .metrics_port = endpoints->metrics_port,
+                        .health_address = endpoints->health_address,
+                        .kv_transfer_address = endpoints->kv_transfer_address};
 }
 
 absl::StatusOr<bool> HealthServing(const std::string& address, const std::string& service) {

@@ -31,6 +31,7 @@ struct StartedService {
   std::string address;  // the gRPC address it bound
   int metrics_port = 0;
   std::string health_address;  // empty unless started with --health-port
+  std::string kv_transfer_address;  // a worker's; empty unless started with --kv-transfer-listen
 };
 
 // Fails (quoting its stdout lines and the tail of `stderr_path`) if the

@@ -18,9 +18,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(const Worker
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   ASSIGN_OR_RETURN(StartedService started, StartServiceProcess("kvfleet-worker", options.binary, args,
                                                                options.stderr_path, options.ready_timeout));
-  return std::unique_ptr<WorkerProcess>(
-      new WorkerProcess(std::move(started.process), std::move(started.address), started.metrics_port,
-                        std::move(started.health_address)));
+  return std::unique_ptr<WorkerProcess>(new WorkerProcess(std::move(started.process), std::move(started.address),
+                                                          started.metrics_port, std::move(started.health_address),
+                                                          std::move(started.kv_transfer_address)));
 }
 
 std::unique_ptr<kvfleet::v1::Worker::Stub> WorkerProcess::NewStub() const {

@@ -48,6 +48,8 @@ class WorkerProcess {
   int metrics_port() const { return metrics_port_; }
   // The plaintext health-only address; empty unless extra_args had --health-port.
   const std::string& health_address() const { return health_address_; }
+  // The KV transfer address; empty unless extra_args had --kv-transfer-listen.
+  const std::string& kv_transfer_address() const { return kv_transfer_address_; }
   ChildProcess& process() { return *process_; }
 
   // A stub on a new channel that shares no connection with earlier ones, so
@@ -56,16 +58,18 @@ class WorkerProcess {
 
  private:
   WorkerProcess(std::unique_ptr<ChildProcess> process, std::string address, int metrics_port,
-                std::string health_address)
+                std::string health_address, std::string kv_transfer_address)
       : process_(std::move(process)),
         address_(std::move(address)),
         metrics_port_(metrics_port),
-        health_address_(std::move(health_address)) {}
+        health_address_(std::move(health_address)),
+        kv_transfer_address_(std::move(kv_transfer_address)) {}
 
   std::unique_ptr<ChildProcess> process_;
   std::string address_;
   int metrics_port_;
   std::string health_address_;
+  std::string kv_transfer_address_;
 };
 
 }  // namespace kvfleet::testing

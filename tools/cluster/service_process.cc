@@ -21,6 +21,7 @@ absl::StatusOr<ServiceEndpoints> ParseListeningLine(const std::string& line) {
     if (absl::ConsumePrefix(&word, "metrics=")) endpoints.metrics_address = std::string(word);
     if (absl::ConsumePrefix(&word, "health=")) endpoints.health_address = std::string(word);
     if (absl::ConsumePrefix(&word, "http=")) endpoints.http_address = std::string(word);
+    if (absl::ConsumePrefix(&word, "kvtransfer=")) endpoints.kv_transfer_address = std::string(word);
   }
   const std::string& metrics = endpoints.metrics_address;
   const size_t colon = metrics.rfind(':');

@@ -1,6 +1,6 @@
 // The start-up protocol every kvfleet service follows on stdout, read from a
 // ChildProcess: once bound it prints
-//   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT][ http=HOST:PORT]
+//   <name> listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT][ http=HOST:PORT][ kvtransfer=HOST:PORT]
 // and once it serves
 //   <name> ready
 // AwaitServiceReady waits for both and returns the two addresses. Stateless
@@ -26,9 +26,11 @@ struct ServiceEndpoints {
   int metrics_port = 0;
   std::string health_address;  // empty unless started with --health-port
   std::string http_address;    // the router's OpenAI-compatible port; empty unless started with --http-listen
+  std::string kv_transfer_address;  // a worker's KV transfer port; empty unless started with --kv-transfer-listen
 };
 
-// Parses "<name> listening grpc=H:P metrics=H:Q[ health=H:R][ http=H:S]"; fails on a malformed line.
+// Parses "<name> listening grpc=H:P metrics=H:Q[ health=H:R][ http=H:S][ kvtransfer=H:T]"; fails on a
+// malformed line.
 absl::StatusOr<ServiceEndpoints> ParseListeningLine(const std::string& line);
 
 // Waits for `name`'s listening line, then its ready line, both before

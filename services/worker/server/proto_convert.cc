@@ -57,6 +57,14 @@ absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest&
   r.resumed_output.assign(request.resumed_output_token_ids().begin(), request.resumed_output_token_ids().end());
   r.speculation = {.proposer = request.speculation().proposer(),
                    .max_draft_tokens = request.speculation().max_draft_tokens()};
+  if (request.has_kv_peer()) {
+    const v1::KvPeerSource& peer = request.kv_peer();
+    if (peer.endpoint().empty() || peer.endpoint().size() > 256 || peer.blocks() < 0) {
+      return absl::InvalidArgumentError(
+          "kv_peer needs the peer's KV transfer address (host:port, at most 256 bytes) and a block count >= 0");
+    }
+    r.kv_peer = engine::KvPeerSource{.endpoint = peer.endpoint(), .blocks = peer.blocks()};
+  }
   return r;
 }
 

@@ -86,6 +86,13 @@ const char kUsageTail[] =
   --fault-drop-event-batch N   fault injection for tests: lose the Nth KV event batch on its way to the
                                cachemanager (default 0: none)
   --advertise-address H:P      where routers reach this worker (default: the address it bound)
+  --kv-transfer-listen H:P     serve this worker's KV blocks to peers there (its own port, with the worker's
+                               TLS or internal token; port 0 picks one); default: none. Pulls from a peer a
+                               router names happen either way
+  --kv-transfer-deadline SECONDS  a whole pull, and the engine's copy for one (default 10); a late pull computes
+  --kv-transfer-max-pulls N    pulls at once, served and made (default 4); more are refused and computed
+  --fault-kv-transfer F        fault injection for chaos tests: corrupt-chunk or truncate-block on every pull
+                               served (default: none)
 
 On start it checks the flags, the device and the model file first (a refusal there ends it before it binds), then
 prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound, and
@@ -105,45 +112,48 @@ std::string WorkerUsage() {
 }
 
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(
-      flags::Flags f,
-      flags::Flags::Parse(
-          args,
-          transport::WithTransportFlags(limits::WithLimitFlags({"model",
-                                                                "model-id",
-                                                                "device",
-                                                                "kv-cache-memory",
-                                                                "block-size",
-                                                                "threads",
-                                                                "cpu-activations",
-                                                                "kv-cache-dtype",
-                                                                "calibration",
-                                                                "kv-host-memory",
-                                                                "kv-disk-dir",
-                                                                "kv-disk-size",
-                                                                "max-num-seqs",
-                                                                "max-num-batched-tokens",
-                                                                "admission-bypass",
-                                                                "max-waiting-requests",
-                                                                "drain-timeout",
-                                                                "stall-timeout",
-                                                                "cachemanager",
-                                                                "worker-id",
-                                                                "advertise-address",
-                                                                "cache-dir",
-                                                                "speculation",
-                                                                "spec-max-draft-tokens",
-                                                                "spec-ngram-min",
-                                                                "spec-ngram-max",
-                                                                "spec-suffix-store",
-                                                                "spec-suffix-factor",
-                                                                "spec-suffix-min-prob",
-                                                                "spec-self-layers",
-                                                                "spec-draft-model",
-                                                                "spec-draft-heads",
-                                                                "spec-heads-top-k",
-                                                                "fault-drop-event-batch"})),
-          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
+  ASSIGN_OR_RETURN(flags::Flags f,
+                   flags::Flags::Parse(args,
+                                       transport::WithTransportFlags(limits::WithLimitFlags({"model",
+                                                                                             "model-id",
+                                                                                             "device",
+                                                                                             "kv-cache-memory",
+                                                                                             "block-size",
+                                                                                             "threads",
+                                                                                             "cpu-activations",
+                                                                                             "kv-cache-dtype",
+                                                                                             "calibration",
+                                                                                             "kv-host-memory",
+                                                                                             "kv-disk-dir",
+                                                                                             "kv-disk-size",
+                                                                                             "max-num-seqs",
+                                                                                             "max-num-batched-tokens",
+                                                                                             "admission-bypass",
+                                                                                             "max-waiting-requests",
+                                                                                             "drain-timeout",
+                                                                                             "stall-timeout",
+                                                                                             "cachemanager",
+                                                                                             "worker-id",
+                                                                                             "advertise-address",
+                                                                                             "cache-dir",
+                                                                                             "speculation",
+                                                                                             "spec-max-draft-tokens",
+                                                                                             "spec-ngram-min",
+                                                                                             "spec-ngram-max",
+                                                                                             "spec-suffix-store",
+                                                                                             "spec-suffix-factor",
+                                                                                             "spec-suffix-min-prob",
+                                                                                             "spec-self-layers",
+                                                                                             "spec-draft-model",
+                                                                                             "spec-draft-heads",
+                                                                                             "spec-heads-top-k",
+                                                                                             "fault-drop-event-batch",
+                                                                                             "kv-transfer-listen",
+                                                                                             "kv-transfer-deadline",
+                                                                                             "kv-transfer-max-pulls",
+                                                                                             "fault-kv-transfer"})),
+                                       transport::WithTransportSwitches(
+                                           {"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", model::DefaultModelId(o.model_path));
@@ -239,6 +249,20 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   o.worker_id = f.GetString("worker-id", "");
   o.advertise_address = f.GetString("advertise-address", "");
   o.cache_dir = f.GetString("cache-dir", DefaultCacheDir());
+  o.kv_transfer_listen = f.GetString("kv-transfer-listen", "");
+  ASSIGN_OR_RETURN(double transfer_deadline, f.GetDouble("kv-transfer-deadline", 10.0));
+  ASSIGN_OR_RETURN(int64_t transfer_pulls, f.GetInt("kv-transfer-max-pulls", o.kv_transfer_max_pulls));
+  if (transfer_deadline <= 0 || transfer_pulls < 1 || transfer_pulls > 1024) {
+    return absl::InvalidArgumentError(
+        "--kv-transfer-deadline must be > 0 seconds and --kv-transfer-max-pulls in [1, 1024]");
+  }
+  o.kv_transfer_deadline = Millis(transfer_deadline);
+  o.kv_transfer_max_pulls = static_cast<int32_t>(transfer_pulls);
+  o.fault_kv_transfer = f.GetString("fault-kv-transfer", "");
+  if (!o.fault_kv_transfer.empty() && o.fault_kv_transfer != "corrupt-chunk" &&
+      o.fault_kv_transfer != "truncate-block") {
+    return absl::InvalidArgumentError("--fault-kv-transfer takes corrupt-chunk or truncate-block");
+  }
   return o;
 }
 

@@ -59,6 +59,14 @@ struct WorkerOptions {
   std::string cache_dir;           // what it can recompute (the model's fingerprint); empty: nothing kept
   limits::RequestLimits limits;
   int64_t fault_drop_event_batch = 0;  // chaos tests only (KvEventPublisherOptions)
+  // KV blocks between workers (services/worker/transfer): where this worker
+  // serves its blocks (empty: it serves none; it still pulls from peers a
+  // router names), a pull's deadline, pulls at once each way, and a fault
+  // for chaos tests (KvTransferServiceOptions::fault).
+  std::string kv_transfer_listen;
+  std::chrono::milliseconds kv_transfer_deadline{10000};
+  int32_t kv_transfer_max_pulls = 4;
+  std::string fault_kv_transfer;
 };
 
 // --help: the worker's flags and the shared transport flags.

@@ -20,12 +20,31 @@ engine::KvTransferIdentity KvTransferIdentityOf(const engine::ExecutorInfo& info
           .page_groups = engine::DescribeKvPageGroups(info.kv_groups.layers_per_page, info.kv_groups.group_window)};
 }
 
+KvTransferService::KvTransferService(KvTransferServiceOptions options) : options_(std::move(options)) {}
+
 KvTransferService::KvTransferService(engine::Engine& engine, engine::KvTransferIdentity identity,
                                      KvTransferServiceOptions options)
-    : engine_(engine), identity_(std::move(identity)), options_(std::move(options)) {}
+    : KvTransferService(std::move(options)) {
+  Serve(engine, std::move(identity));
+}
+
+void KvTransferService::Serve(engine::Engine& engine, engine::KvTransferIdentity identity) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  engine_ = &engine;
+  identity_ = std::move(identity);
+}
+
+void KvTransferService::Stop() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  engine_ = nullptr;
+}
 
 grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v1::PullBlocksRequest* request,
                                            grpc::ServerWriter<v1::PullBlocksResponse>* writer) {
+  std::shared_lock<std::shared_mutex> serving(mu_);
+  if (engine_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker is not serving KV blocks (loading or stopping)");
+  }
   absl::StatusOr<std::vector<BlockHash>> hashes = HashesFromProto(*request, options_.max_blocks_per_pull);
   if (!hashes.ok()) return transport::ToGrpcStatus(hashes.status());
   if (absl::Status s = engine::CheckKvTransferCompatible(identity_, FromProto(request->identity())); !s.ok()) {
@@ -46,8 +65,8 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   // gives up waiting.
   auto copied = std::make_shared<std::promise<std::vector<engine::KvBlockBytes>>>();
   std::future<std::vector<engine::KvBlockBytes>> ready = copied->get_future();
-  engine_.ExportKvBlocks(std::move(*hashes),
-                         [copied](std::vector<engine::KvBlockBytes> blocks) { copied->set_value(std::move(blocks)); });
+  engine_->ExportKvBlocks(std::move(*hashes),
+                          [copied](std::vector<engine::KvBlockBytes> blocks) { copied->set_value(std::move(blocks)); });
   if (ready.wait_for(options_.export_deadline) != std::future_status::ready) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the engine did not copy the blocks out in time");
   }

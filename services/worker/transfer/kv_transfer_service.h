@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <shared_mutex>
 #include <string>
 
 #include "engine/engine.h"
@@ -44,15 +45,24 @@ engine::KvTransferIdentity KvTransferIdentityOf(const engine::ExecutorInfo& info
 
 class KvTransferService final : public v1::KvTransfer::Service {
  public:
+  // Bound before the model loads, so the worker's port is known at once:
+  // until Serve, a pull gets UNAVAILABLE.
+  explicit KvTransferService(KvTransferServiceOptions options);
   KvTransferService(engine::Engine& engine, engine::KvTransferIdentity identity, KvTransferServiceOptions options);
+
+  // Starts serving `engine`'s blocks under `identity`; Stop (before the
+  // engine goes) waits for pulls in flight and refuses later ones.
+  void Serve(engine::Engine& engine, engine::KvTransferIdentity identity);
+  void Stop();
 
   grpc::Status PullBlocks(grpc::ServerContext* context, const v1::PullBlocksRequest* request,
                           grpc::ServerWriter<v1::PullBlocksResponse>* writer) override;
 
  private:
-  engine::Engine& engine_;
-  const engine::KvTransferIdentity identity_;
   const KvTransferServiceOptions options_;
+  std::shared_mutex mu_;  // shared by each pull, exclusive to Serve and Stop
+  engine::Engine* engine_ = nullptr;
+  engine::KvTransferIdentity identity_;
   std::atomic<int32_t> in_flight_{0};
 };
 

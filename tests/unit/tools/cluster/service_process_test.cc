@@ -26,6 +26,13 @@ TEST(ParseListeningLineTest, ReadsTheHealthAddressWhenThereIsOne) {
   EXPECT_EQ(e->health_address, "0.0.0.0:8080");
 }
 
+TEST(ParseListeningLineTest, ReadsAWorkersKvTransferAddress) {
+  absl::StatusOr<ServiceEndpoints> e = ParseListeningLine(
+      "kvfleet-worker listening grpc=127.0.0.1:50051 metrics=127.0.0.1:9464 kvtransfer=127.0.0.1:7002");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->kv_transfer_address, "127.0.0.1:7002");
+}
+
 TEST(ParseListeningLineTest, RejectsMissingOrMalformedAddresses) {
   EXPECT_FALSE(ParseListeningLine("kvfleet-worker listening grpc=127.0.0.1:1").ok());
   EXPECT_FALSE(ParseListeningLine("kvfleet-worker listening metrics=127.0.0.1:2").ok());

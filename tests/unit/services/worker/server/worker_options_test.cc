@@ -39,6 +39,26 @@ TEST(WorkerOptionsTest, WindowBlocksAreFreedUnlessKept) {
   EXPECT_FALSE(kept->free_window_blocks);
 }
 
+TEST(WorkerOptionsTest, KvTransferIsOffByDefaultAndItsLimitsAreChecked) {
+  const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->kv_transfer_listen.empty());
+  EXPECT_EQ(defaults->kv_transfer_max_pulls, 4);
+  EXPECT_EQ(defaults->kv_transfer_deadline, std::chrono::milliseconds(10000));
+  const absl::StatusOr<WorkerOptions> on = ParseWorkerOptions(
+      Args({"--kv-transfer-listen", "0.0.0.0:7002", "--kv-transfer-deadline", "2.5", "--kv-transfer-max-pulls", "8"}));
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->kv_transfer_listen, "0.0.0.0:7002");
+  EXPECT_EQ(on->kv_transfer_deadline, std::chrono::milliseconds(2500));
+  EXPECT_EQ(on->kv_transfer_max_pulls, 8);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--kv-transfer-max-pulls", "0"}, {"--kv-transfer-deadline", "0"}, {"--fault-kv-transfer", "drop"}}) {
+    const absl::StatusOr<WorkerOptions> o = ParseWorkerOptions(Args(bad));
+    ASSERT_FALSE(o.ok()) << bad[0];
+    EXPECT_NE(o.status().message().find(bad[0]), std::string::npos) << o.status();
+  }
+}
+
 TEST(WorkerOptionsTest, ModesDefaultToAutoAndTakeTheCalibrationRecordsPath) {
   const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
   ASSERT_TRUE(defaults.ok()) << defaults.status();

@@ -1,0 +1,91 @@
+// Peer prefix fetch between real kvfleet-worker processes over gRPC: worker
+// B, told that worker A holds a prompt's leading blocks, copies them from
+// A's KV transfer port and computes only the rest; its tokens equal those
+// of worker C computing everything, greedy and seeded, on the tiny model
+// and on SmolLM2. A peer that corrupts what it sends, or that runs another
+// KV format, is refused and B computes, with the same tokens.
+#include <gtest/gtest.h>
+
+#include "tests/integration/services/worker/worker_harness.h"
+#include "tests/testing/default_model.h"
+
+namespace kvfleet::testing {
+namespace {
+
+constexpr int kPromptTokens = 100;  // 6 full blocks of 16 and a partial one
+constexpr int kFullBlocks = kPromptTokens / 16;
+
+v1::GenerateRequest Request(bool seeded) {
+  v1::GenerateRequest r = TinyRequest(/*seed=*/7, kPromptTokens, /*max_tokens=*/12);
+  if (seeded) {
+    r.mutable_sampling()->set_temperature(0.8f);
+    r.mutable_sampling()->set_seed(11);
+    r.set_cache_salt("seeded");  // other block hashes: pulled afresh, not hit from the greedy run's pull
+  }
+  return r;
+}
+
+v1::GenerateRequest FromPeer(v1::GenerateRequest r, const WorkerHarness& peer) {
+  r.mutable_kv_peer()->set_endpoint(const_cast<WorkerHarness&>(peer).worker().kv_transfer_address());
+  r.mutable_kv_peer()->set_blocks(kFullBlocks);
+  return r;
+}
+
+void ExpectPulledTokensEqualComputed(const std::string& model) {
+  WorkerHarness a, b, c;
+  ASSERT_TRUE(a.Start({"--kv-transfer-listen", "127.0.0.1:0"}, model).ok());
+  ASSERT_FALSE(a.worker().kv_transfer_address().empty()) << "the listening line names the transfer port";
+  ASSERT_TRUE(b.Start({}, model).ok());
+  ASSERT_TRUE(c.Start({}, model).ok());
+  for (const bool seeded : {false, true}) {
+    const v1::GenerateRequest r = Request(seeded);
+    const StreamResult computed = c.Generate(r);
+    ASSERT_TRUE(computed.status.ok()) << computed.status.error_message();
+    ASSERT_TRUE(a.Generate(r).status.ok());  // A now holds the prefix
+    const StreamResult pulled = b.Generate(FromPeer(r, a));
+    ASSERT_TRUE(pulled.status.ok()) << pulled.status.error_message();
+    EXPECT_EQ(pulled.tokens, computed.tokens) << model << ", seeded " << seeded;
+    EXPECT_EQ(computed.usage.cached_prompt_tokens(), 0);
+    EXPECT_EQ(pulled.usage.cached_prompt_tokens(), kFullBlocks * 16) << "the partial block is computed";
+  }
+}
+
+TEST(KvPeerFetchTest, APulledPrefixGivesTheTokensOfComputingItOnTheTinyModel) {
+  TempDir dir;
+  ASSERT_TRUE(WriteHarnessModel(dir.Path("tiny.gguf")).ok());
+  ExpectPulledTokensEqualComputed(dir.Path("tiny.gguf"));
+}
+
+TEST(KvPeerFetchTest, APulledPrefixGivesTheTokensOfComputingItOnSmolLm2) {
+  if (!DefaultModelFetched()) GTEST_SKIP() << kDefaultModelMissing;
+  ExpectPulledTokensEqualComputed(kDefaultModelPath);
+}
+
+TEST(KvPeerFetchTest, ACorruptOrForeignPeerIsRefusedAndThePrefixComputed) {
+  TempDir dir;
+  const std::string model = dir.Path("tiny.gguf");
+  ASSERT_TRUE(WriteHarnessModel(model).ok());
+  WorkerHarness corrupt, foreign, b, c;
+  ASSERT_TRUE(
+      corrupt.Start({"--kv-transfer-listen", "127.0.0.1:0", "--fault-kv-transfer", "corrupt-chunk"}, model).ok());
+  ASSERT_TRUE(foreign.Start({"--kv-transfer-listen", "127.0.0.1:0", "--kv-cache-dtype", "int8"}, model).ok());
+  ASSERT_TRUE(b.Start({}, model).ok());
+  ASSERT_TRUE(c.Start({}, model).ok());
+  const v1::GenerateRequest r = Request(/*seeded=*/true);
+  const StreamResult computed = c.Generate(r);
+  ASSERT_TRUE(computed.status.ok());
+  for (WorkerHarness* peer : {&corrupt, &foreign}) {
+    v1::GenerateRequest again = FromPeer(r, *peer);
+    again.set_cache_salt(peer == &corrupt ? "a" : "b");  // nothing of an earlier pull to hit
+    v1::GenerateRequest held = again;
+    held.clear_kv_peer();
+    ASSERT_TRUE(peer->Generate(held).status.ok());  // the peer holds this salt's blocks
+    const StreamResult pulled = b.Generate(again);
+    ASSERT_TRUE(pulled.status.ok()) << "a failed pull never fails the request: " << pulled.status.error_message();
+    EXPECT_EQ(pulled.usage.cached_prompt_tokens(), 0) << (peer == &corrupt ? "corrupt" : "foreign");
+    EXPECT_EQ(pulled.tokens, computed.tokens) << "a salt changes block names, never tokens";
+  }
+}
+
+}  // namespace
+}  // namespace kvfleet::testing
