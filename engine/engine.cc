@@ -4,6 +4,7 @@
 #include <optional>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/logging.h"
@@ -239,6 +240,9 @@ void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - pulled.started).count();
   if (!pulled.status.ok() || committed < static_cast<int64_t>(pulled.blocks.size())) {
     ++kv_peer_stats_.pulls_failed;
+    std::string reason = pulled.status.ok() ? "cache_full" : absl::StatusCodeToString(pulled.status.code());
+    absl::AsciiStrToLower(&reason);
+    ++kv_peer_stats_.failed_by_reason[reason];
   } else if (committed < pulled.asked) {
     ++kv_peer_stats_.pulls_partial;
   } else {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct KvPeerStats {
   int64_t pulls_done = 0;     // every block asked for arrived
   int64_t pulls_partial = 0;  // the peer held fewer: the rest computed here
   int64_t pulls_failed = 0;   // refused, cut off, damaged or late: computed here
+  // The failed ones by reason: the pull's status code ("unavailable",
+  // "data_loss", "failed_precondition", ...) or "cache_full".
+  std::map<std::string, int64_t> failed_by_reason;
   int64_t blocks_pulled = 0;  // committed into this cache
   int64_t bytes_pulled = 0;
   double pull_seconds = 0.0;  // from asking to the blocks' arrival, summed

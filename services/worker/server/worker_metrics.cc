@@ -130,6 +130,26 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   out.Counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
               static_cast<double>(s.preemptions));
   out.Counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
+  const engine::KvPeerStats& peer = s.kv_peer;
+  auto pulls = out.Family("kvfleet_worker_kv_peer_pulls_total",
+                          "Prefix pulls from peer workers by outcome: done, partial (the peer held fewer), or a "
+                          "fallback to computing by reason",
+                          prometheus::MetricType::Counter);
+  pulls.Add(static_cast<double>(peer.pulls_done), {{"outcome", "done"}})
+      .Add(static_cast<double>(peer.pulls_partial), {{"outcome", "partial"}});
+  for (const auto& [reason, n] : peer.failed_by_reason) pulls.Add(static_cast<double>(n), {{"outcome", reason}});
+  out.Family("kvfleet_worker_kv_peer_blocks_total", "KV blocks copied between workers, pulled here or served",
+             prometheus::MetricType::Counter)
+      .Add(static_cast<double>(peer.blocks_pulled), {{"direction", "pulled"}})
+      .Add(static_cast<double>(peer.blocks_served), {{"direction", "served"}});
+  out.Family("kvfleet_worker_kv_peer_bytes_total", "KV bytes copied between workers, pulled here or served",
+             prometheus::MetricType::Counter)
+      .Add(static_cast<double>(peer.bytes_pulled), {{"direction", "pulled"}})
+      .Add(static_cast<double>(peer.bytes_served), {{"direction", "served"}});
+  out.Counter("kvfleet_worker_kv_peer_pull_seconds_total", "Time from asking a peer to its blocks' arrival, summed",
+              peer.pull_seconds);
+  out.Counter("kvfleet_worker_kv_peer_pulls_served_total", "Pulls this worker answered for peers",
+              static_cast<double>(peer.pulls_served));
   out.Counter("kvfleet_worker_grammar_mask_wait_seconds_total",
               "Time steps waited after the forward pass for grammar masks (mask time not hidden by it)",
               s.mask_wait_seconds);

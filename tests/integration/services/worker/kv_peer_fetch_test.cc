@@ -48,6 +48,13 @@ void ExpectPulledTokensEqualComputed(const std::string& model) {
     EXPECT_EQ(computed.usage.cached_prompt_tokens(), 0);
     EXPECT_EQ(pulled.usage.cached_prompt_tokens(), kFullBlocks * 16) << "the partial block is computed";
   }
+  auto scrape = b.ScrapeMetrics();
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->Value("kvfleet_worker_kv_peer_pulls_total", {{"outcome", "done"}}), 2);
+  EXPECT_EQ(scrape->Value("kvfleet_worker_kv_peer_blocks_total", {{"direction", "pulled"}}), 2 * kFullBlocks);
+  auto served = a.ScrapeMetrics();
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->Value("kvfleet_worker_kv_peer_blocks_total", {{"direction", "served"}}), 2 * kFullBlocks);
 }
 
 TEST(KvPeerFetchTest, APulledPrefixGivesTheTokensOfComputingItOnTheTinyModel) {
@@ -85,6 +92,11 @@ TEST(KvPeerFetchTest, ACorruptOrForeignPeerIsRefusedAndThePrefixComputed) {
     EXPECT_EQ(pulled.usage.cached_prompt_tokens(), 0) << (peer == &corrupt ? "corrupt" : "foreign");
     EXPECT_EQ(pulled.tokens, computed.tokens) << "a salt changes block names, never tokens";
   }
+  auto scrape = b.ScrapeMetrics();
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->Value("kvfleet_worker_kv_peer_pulls_total", {{"outcome", "data_loss"}}), 1);
+  EXPECT_EQ(scrape->Value("kvfleet_worker_kv_peer_pulls_total", {{"outcome", "failed_precondition"}}), 1);
+  EXPECT_EQ(scrape->Value("kvfleet_worker_kv_peer_blocks_total", {{"direction", "pulled"}}), 0);
 }
 
 }  // namespace
