@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/flags/flags.h"
 #include "common/logging.h"
@@ -126,6 +127,17 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                                        std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
   return m;
+}
+
+// The transfer address as peers reach it: the bound one, or, bound to every
+// interface, the advertised host with the bound port.
+std::string KvTransferEndpoint(const WorkerOptions& o, const std::optional<transport::RunningServer>& server) {
+  if (!server.has_value()) return "";
+  const std::string_view host = std::string_view(server->address).substr(0, server->address.rfind(':'));
+  if ((host == "0.0.0.0" || host == "[::]") && !o.advertise_address.empty()) {
+    return absl::StrCat(o.advertise_address.substr(0, o.advertise_address.rfind(':')), ":", server->port);
+  }
+  return server->address;
 }
 
 v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
@@ -254,7 +266,9 @@ absl::Status Run(const WorkerOptions& o) {
   engine.Start();
   transfer.Serve(engine, identity);
   if (publisher) service.OnAdmission([p = publisher.get()] { p->NotifyLoadChanged(); });
-  service.Attach(engine, MakeInfo(o, m));
+  v1::WorkerInfo info = MakeInfo(o, m);
+  info.set_kv_transfer_endpoint(KvTransferEndpoint(o, transfer_server));
+  service.Attach(engine, std::move(info));
   HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
                           [&server](HealthVerdict health) {
                             server.SetLive(health.live);

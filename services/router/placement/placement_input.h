@@ -43,6 +43,9 @@ struct WorkerCandidate {
   // that the worker admitted: decisions up to it are in the figures above,
   // so the router stops counting them as in flight. 0: none or unknown.
   uint64_t admitted_ticket = 0;
+  // Where other workers can pull its KV blocks from (GetInfo); empty: it
+  // serves none.
+  std::string kv_transfer_endpoint;
 };
 
 struct PlacementRequest {

@@ -86,7 +86,8 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
                       .endpoint = w.endpoint,
                       .load = transport::FromProto(w.stats.load_report()),
                       .max_num_seqs = w.max_num_seqs,
-                      .admitted_ticket = AdmittedTicketOf(w.stats.load_report().admitted())};
+                      .admitted_ticket = AdmittedTicketOf(w.stats.load_report().admitted()),
+                      .kv_transfer_endpoint = w.kv_transfer_endpoint};
     c.load.draining = c.load.draining || w.draining;
     if (auto it = by_id.find(w.worker_id); it != by_id.end()) {
       const v1::WorkerOverlap& o = *it->second;

@@ -90,6 +90,7 @@ std::vector<PooledWorker> WorkerPool::Routable() const {
                    .block_size = e.info->block_size(),
                    .max_num_seqs = e.info->max_num_seqs(),
                    .numerics = e.info->numerics(),
+                   .kv_transfer_endpoint = e.info->kv_transfer_endpoint(),
                    .stats = e.stats,
                    .draining = e.draining || e.stats.draining()});
   }

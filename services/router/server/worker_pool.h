@@ -56,6 +56,7 @@ struct PooledWorker {
   int32_t block_size = 0;
   int32_t max_num_seqs = 0;
   std::string numerics;   // GetInfo's: a stream resumes only on a worker with the same
+  std::string kv_transfer_endpoint;  // GetInfo's: where peers pull its KV blocks; empty: nowhere
   v1::WorkerStats stats;  // the last probe's
   bool draining = false;
 };

@@ -35,6 +35,12 @@ void ExpectPulledTokensEqualComputed(const std::string& model) {
   WorkerHarness a, b, c;
   ASSERT_TRUE(a.Start({"--kv-transfer-listen", "127.0.0.1:0"}, model).ok());
   ASSERT_FALSE(a.worker().kv_transfer_address().empty()) << "the listening line names the transfer port";
+  {
+    grpc::ClientContext ctx;
+    v1::WorkerInfo info;
+    ASSERT_TRUE(a.Stub()->GetInfo(&ctx, v1::GetInfoRequest(), &info).ok());
+    EXPECT_EQ(info.kv_transfer_endpoint(), a.worker().kv_transfer_address()) << "GetInfo names it for routers";
+  }
   ASSERT_TRUE(b.Start({}, model).ok());
   ASSERT_TRUE(c.Start({}, model).ok());
   for (const bool seeded : {false, true}) {
