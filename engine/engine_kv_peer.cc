@@ -1,0 +1,120 @@
+// The engine's side of moving KV between workers (engine/kv/transfer/):
+// serving a peer's pull (ExportKvBlocks) and pulling a request's prefix
+// from the peer its kv_peer names, on the engine thread, between steps.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "engine/engine.h"
+
+namespace kvfleet::engine {
+
+void Engine::ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.exports.emplace_back(std::move(hashes), std::move(done));
+  }
+  wake_.notify_one();
+}
+
+bool Engine::HeldHere(const BlockHash& hash) const {
+  if (pool_.IsCached(hash)) return true;
+  return options_.kv_tiers != nullptr && (options_.kv_tiers->InHost(hash) || options_.kv_tiers->OnDiskOnly(hash));
+}
+
+void Engine::StartPeerPull(Request& req) {
+  const std::optional<KvPeerSource>& peer = req.params.kv_peer;
+  if (!peer.has_value() || options_.kv_peer_fetcher == nullptr || executor_.info().kv_block_bytes <= 0) return;
+  // A window group's pages carry derived names no peer is asked for yet:
+  // such a model computes its prefix.
+  if (kv_.num_groups() > 1) return;
+  const size_t held = std::min<size_t>(static_cast<size_t>(std::max(peer->blocks, 0)), req.prompt_block_hashes.size());
+  size_t local = 0;
+  while (local < held && HeldHere(req.prompt_block_hashes[local])) ++local;
+  if (local == held) return;
+  std::vector<BlockHash> wanted(req.prompt_block_hashes.begin() + static_cast<std::ptrdiff_t>(local),
+                                req.prompt_block_hashes.begin() + static_cast<std::ptrdiff_t>(held));
+  req.kv_loading = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++pulls_in_flight_;
+  }
+  const RequestId id = req.id();
+  const int64_t asked = static_cast<int64_t>(wanted.size());
+  const auto started = std::chrono::steady_clock::now();
+  options_.kv_peer_fetcher->Fetch(
+      peer->endpoint, std::move(wanted),
+      [this, id, asked, started](std::vector<KvBlockBytes> blocks, absl::Status status) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          inbox_.pulled.push_back(
+              {.id = id, .asked = asked, .blocks = std::move(blocks), .status = std::move(status), .started = started});
+          --pulls_in_flight_;
+        }
+        wake_.notify_all();
+      });
+}
+
+void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
+  const auto it = requests_.find(pulled.id);
+  int64_t committed = 0;
+  if (it != requests_.end()) {
+    const size_t block_bytes = static_cast<size_t>(executor_.info().kv_block_bytes);
+    for (const KvBlockBytes& b : pulled.blocks) {
+      if (!pool_.IsCached(b.hash)) {
+        if (b.bytes.size() != block_bytes) break;  // the transport checks this; never trust it twice
+        const std::optional<BlockId> block = pool_.Allocate();
+        if (!block.has_value()) break;  // the cache is full of running requests: compute the rest
+        if (!executor_.CopyKvBlockIn(*block, b.bytes).ok()) {
+          pool_.Release(*block);
+          break;
+        }
+        // Released at once: cached at the free list's tail, where this
+        // step's admission finds it.
+        pool_.Commit(*block, b.hash, b.parent, b.published);
+        pool_.Release(*block);
+        kv_peer_stats_.bytes_pulled += static_cast<int64_t>(block_bytes);
+      }
+      ++committed;
+    }
+    it->second->kv_loading = false;
+  }
+  kv_peer_stats_.blocks_pulled += committed;
+  kv_peer_stats_.pull_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - pulled.started).count();
+  if (!pulled.status.ok() || committed < static_cast<int64_t>(pulled.blocks.size())) {
+    ++kv_peer_stats_.pulls_failed;
+    std::string reason = pulled.status.ok() ? "cache_full" : absl::StatusCodeToString(pulled.status.code());
+    absl::AsciiStrToLower(&reason);
+    ++kv_peer_stats_.failed_by_reason[reason];
+  } else if (committed < pulled.asked) {
+    ++kv_peer_stats_.pulls_partial;
+  } else {
+    ++kv_peer_stats_.pulls_done;
+  }
+}
+
+std::vector<KvBlockBytes> Engine::CopyOutForPeer(const std::vector<BlockHash>& hashes) {
+  const int64_t block_bytes = executor_.info().kv_block_bytes;
+  std::vector<KvBlockBytes> out;
+  if (block_bytes <= 0) return out;  // a cache that cannot be copied
+  for (const BlockHash& hash : hashes) {
+    KvBlockBytes b{.hash = hash, .bytes = std::vector<uint8_t>(static_cast<size_t>(block_bytes))};
+    if (const std::optional<BlockId> block = pool_.FindCached(hash)) {
+      if (!executor_.CopyKvBlockOut(*block, b.bytes).ok()) break;
+      b.parent = pool_.parent_of(*block);
+      b.published = pool_.published(*block);
+    } else if (options_.kv_tiers == nullptr ||
+               !options_.kv_tiers->CopyFromHost(hash, b.bytes, &b.parent, &b.published)) {
+      break;
+    }
+    kv_peer_stats_.bytes_served += block_bytes;
+    out.push_back(std::move(b));
+  }
+  ++kv_peer_stats_.pulls_served;
+  kv_peer_stats_.blocks_served += static_cast<int64_t>(out.size());
+  return out;
+}
+
+}  // namespace kvfleet::engine
