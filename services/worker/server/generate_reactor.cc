@@ -13,7 +13,6 @@ using transport::ToGrpcStatus;
 GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine, grpc::CallbackServerContext* call,
                                  const v1::GenerateRequest& request, RequestId id)
     : service_(service), engine_(engine), call_(call), id_(id) {
-  service_.StreamStarted(id_);
   absl::StatusOr<engine::EngineRequest> converted = ToEngineRequest(request, id_, service_.context_length(), service_.limits());
   if (!converted.ok()) {
     Refuse(converted.status());

@@ -33,7 +33,8 @@ class WorkerService;
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse>, public engine::OutputSink {
  public:
   // Converts, validates and submits the request; a refusal finishes the
-  // call at once with a status naming the problem.
+  // call at once with a status naming the problem. The service has counted
+  // the stream already (`id`); the destructor ends it.
   GenerateReactor(WorkerService& service, engine::Engine& engine, grpc::CallbackServerContext* call,
                   const v1::GenerateRequest& request, RequestId id);
 

@@ -23,7 +23,13 @@ void WorkerService::Attach(engine::Engine& engine, v1::WorkerInfo info) {
   engine_.store(&engine);  // publishes info_ too
 }
 
-void WorkerService::BeginDrain() { draining_.store(true); }
+void WorkerService::BeginDrain() {
+  // Under the lock Generate counts streams under: once this returns, every
+  // stream that was let in is counted in active_streams(), so the drain
+  // waits for it rather than the shutdown cutting it off.
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_.store(true);
+}
 
 void WorkerService::CancelAll() {
   engine::Engine* engine = engine_.load();
@@ -42,11 +48,6 @@ int64_t WorkerService::active_streams() const {
   return static_cast<int64_t>(active_.size());
 }
 
-void WorkerService::StreamStarted(RequestId id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  active_.insert(id);
-}
-
 void WorkerService::StreamEnded(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
   active_.erase(id);
@@ -61,8 +62,15 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* WorkerService::Generate(grpc::Ca
                                                                         const v1::GenerateRequest* request) {
   engine::Engine* engine = engine_.load();
   if (engine == nullptr) return Unavailable("the worker is still loading its model; retry shortly or elsewhere");
-  if (draining_.load()) return Unavailable("the worker is draining for shutdown; send the request elsewhere");
   const RequestId id(next_id_.fetch_add(1));
+  bool let_in = false;
+  {
+    // The check and the count together (BeginDrain says why).
+    std::lock_guard<std::mutex> lock(mu_);
+    let_in = !draining_.load();
+    if (let_in) active_.insert(id);
+  }
+  if (!let_in) return Unavailable("the worker is draining for shutdown; send the request elsewhere");
   if (!request->request_id().empty()) {
     KVFLEET_LOG_DEBUG("request {} is engine request {}", request->request_id(), id.value());
   }

@@ -52,8 +52,7 @@ class WorkerService final : public v1::Worker::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
                                      v1::WorkerStats* response) override;
 
-  // For GenerateReactor.
-  void StreamStarted(RequestId id);
+  // For GenerateReactor: a stream counted by Generate ends.
   void StreamEnded(RequestId id);
   WorkerMetrics& metrics() { return metrics_; }
   int64_t context_length() const { return info_.max_context(); }
