@@ -99,6 +99,15 @@ def run(args, scratch: str) -> None:
         plays += [(workers, f"{prefix}-worker-{i}", 20 + i, []) for i in range(workers["spec"]["replicas"])]
         plays.append((find(objects, "Deployment", f"{prefix}-router"), f"{prefix}-router", 30,
                       service_aliases(f"{prefix}-router")))
+        # Holding the subnet means no other run of this test is live, so a
+        # pod that already has one of these names was left by an interrupted
+        # run; one killed inside `kube play` joined no network, so
+        # create_network's sweep cannot see it.
+        existing = set(podman("pod", "ps", "--format", "{{.Name}}").stdout.split())
+        for _, pod, _, _ in plays:
+            if pod in existing:
+                podman("pod", "rm", "--force", pod, check=False)
+                print(f"removed the pod {pod}, left behind by an interrupted run")
         ready = []
         for workload, pod, host, aliases in plays:
             ip = f"{SUBNET_PREFIX}.{host}"
