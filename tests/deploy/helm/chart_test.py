@@ -15,7 +15,9 @@ the chart's own promises (GPU requests = limits, /dev/shm, gRPC probes and
 their budgets, grace periods, rollout strategies, selectors matching the pods
 they are meant for, references resolving, worker identity from the downward
 API, security contexts, the TTFT threshold, the runbook URLs, metrics only
-on ClusterIP Services, the args every service shares, the TLS wiring: each
+on ClusterIP Services, the args every service shares, the workers' KV
+transfer port: its flags, container port, Service port and a NetworkPolicy
+rule admitting this release's workers alone, or none of them; the TLS wiring: each
 service mounts its own Secret and is given the flags of its hops, with
 paths inside that mount and exactly the peers it must admit, and nothing
 else changes, probes included; the auth wiring: the routers alone mount
@@ -77,6 +79,8 @@ TLS_FLAGS_OF = {
 AUTH_DIR = "/etc/kvfleet/auth"
 AUTH_TEST_TOKEN_DIR = "/etc/kvfleet/test-token"
 AUTH_FLAGS = {"--auth-tokens", "--token-file"}
+# worker.kvTransfer: the workers' KV transfer port and its flags.
+KV_TRANSFER_FLAGS = {"--kv-transfer-listen", "--kv-transfer-deadline", "--kv-transfer-max-pulls"}
 
 
 class Failures:
@@ -548,7 +552,8 @@ def check_common_args(f: Failures, vs: str, objects: list[dict], values: dict) -
         container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == component)
         who, args, own = f"{name_of(obj)} container {component}", container.get("args") or [], values[component]
         ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
-        want = ["grpc", "health", "metrics"] + (["http"] if component == "router" and values["router"]["http"]["enabled"] else [])
+        want = ["grpc", "health", "metrics"] + (["http"] if component == "router" and values["router"]["http"]["enabled"] else []) \
+            + (["kv-transfer"] if component == "worker" and values["worker"]["kvTransfer"]["enabled"] else [])
         f.check(sorted(ports) == sorted(want), vs, who, f"container ports {want}", str(ports))
         f.check(arg_after(args, "--metrics-port") == str(ports.get("metrics")), vs, who, "--metrics-port is the metrics container port")
         f.check(arg_after(args, "--log-level") == own["logLevel"], vs, who, f"--log-level from {component}.logLevel")
@@ -964,6 +969,75 @@ def check_http(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
             f.check((8000 in opened) == http["enabled"], vs, who, "ingress on 8000" if http["enabled"] else "8000 closed")
 
 
+def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """worker.kvTransfer: the worker's --kv-transfer-listen 0.0.0.0:<port> (it advertises its pod IP with
+    that port), --kv-transfer-deadline and --kv-transfer-max-pulls, each once and before worker.extraArgs;
+    the container port kv-transfer; the port in the workers' headless Service (h2c without TLS); and in
+    the workers' NetworkPolicy one rule opening it to this release's workers alone, which no other rule
+    opens. Off: none of them. No other container is given the flags."""
+    kv = values["worker"]["kvTransfer"]
+    on, port = bool(kv["enabled"]), int(kv["port"])
+    pods = pods_by_component(objects)
+    for obj in objects:
+        kind, who, component = obj["kind"], name_of(obj), component_of(obj)
+        if kind in WORKLOAD_KINDS:
+            for c in containers_of(obj["spec"]["template"], init=True):
+                cwho = f"{who} container {c['name']}"
+                args = (c.get("command") or []) + (c.get("args") or [])
+                ports = {p["name"]: p["containerPort"] for p in c.get("ports") or []}
+                if not (kind == "StatefulSet" and c["name"] == "worker" and on):
+                    f.check(not KV_TRANSFER_FLAGS & set(args), vs, cwho, "no --kv-transfer-* flag",
+                            str(sorted(KV_TRANSFER_FLAGS & set(args))))
+                    f.check("kv-transfer" not in ports and port not in ports.values(), vs, cwho,
+                            f"no kv-transfer container port (and nothing on {port})", str(ports))
+                    continue
+                f.check(all(args.count(flag) == 1 for flag in KV_TRANSFER_FLAGS), vs, cwho, "each --kv-transfer-* flag once",
+                        str([a for a in args if a in KV_TRANSFER_FLAGS]))
+                f.check(arg_after(args, "--kv-transfer-listen") == f"0.0.0.0:{port}", vs, cwho,
+                        f"--kv-transfer-listen 0.0.0.0:{port} (worker.kvTransfer.port)", str(arg_after(args, "--kv-transfer-listen")))
+                f.check(float(arg_after(args, "--kv-transfer-deadline") or "nan") == float(kv["deadlineSeconds"]), vs, cwho,
+                        "--kv-transfer-deadline from worker.kvTransfer.deadlineSeconds", str(arg_after(args, "--kv-transfer-deadline")))
+                f.check(arg_after(args, "--kv-transfer-max-pulls") == str(kv["maxPulls"]), vs, cwho,
+                        "--kv-transfer-max-pulls from worker.kvTransfer.maxPulls", str(arg_after(args, "--kv-transfer-max-pulls")))
+                advertise = arg_after(args, "--advertise-address") or ""
+                f.check(advertise.startswith("$(POD_IP):"), vs, cwho,
+                        "--advertise-address names the pod IP (the host the worker advertises for the transfer port)", advertise)
+                extra = len(values["worker"].get("extraArgs") or [])
+                f.check(all(args.index(flag) < len(args) - extra for flag in KV_TRANSFER_FLAGS if flag in args), vs, cwho,
+                        "--kv-transfer-* come before worker.extraArgs (which still come last)")
+                f.check(ports.get("kv-transfer") == port, vs, cwho, f"container port kv-transfer {port}", str(ports))
+                f.check(list(ports.values()).count(port) == 1, vs, cwho, f"no other container port on {port}", str(ports))
+        elif kind == "Service":
+            service_ports = {p["name"]: p for p in obj["spec"].get("ports") or []}
+            headless = component == "worker" and obj["spec"].get("clusterIP") == "None"
+            if headless and on:
+                entry = service_ports.get("kv-transfer") or {}
+                f.check(entry.get("port") == port and entry.get("targetPort") == "kv-transfer", vs, who,
+                        f"kv-transfer: {port} -> kv-transfer", str(entry))
+                f.check((entry.get("appProtocol") == "kubernetes.io/h2c") == (not values["tls"]["enabled"]), vs, who,
+                        "kv-transfer declares appProtocol kubernetes.io/h2c exactly while it is cleartext (no TLS)",
+                        str(entry.get("appProtocol")))
+            else:
+                f.check("kv-transfer" not in service_ports, vs, who, "no kv-transfer port", str(sorted(service_ports)))
+        elif kind == "NetworkPolicy":
+            rules = [r for r in obj["spec"].get("ingress") or [] if any(p.get("port") in (port, "kv-transfer") for p in r.get("ports") or [])]
+            if not (component == "worker" and on):
+                f.check(not rules, vs, who, f"nothing opens {port} (the KV transfer port is the workers' alone, and only when on)",
+                        str(rules))
+                continue
+            if not f.check(len(rules) == 1, vs, who, f"one rule opens the KV transfer port {port}", str(rules)):
+                continue
+            rule = rules[0]
+            f.check(rule.get("ports") == [{"port": port, "protocol": "TCP"}], vs, who, f"the rule opens TCP {port} alone",
+                    str(rule.get("ports")))
+            peers = rule.get("from")
+            chosen = {c for p in peers or [] for c, entries in pods.items() for _, labels in entries
+                      if selector_matches(p.get("podSelector"), labels)}
+            f.check(bool(peers) and all(set(p) == {"podSelector"} for p in peers) and chosen == {"worker"}, vs, who,
+                    f"{port} only from this release's worker pods (a podSelector, no namespace or IP peers)",
+                    f"{peers} selects {sorted(chosen)}")
+
+
 QUOTA_FLAGS = {"requestsPerSecond": "--tenant-requests-per-second", "requestBurst": "--tenant-request-burst",
                "tokensPerSecond": "--tenant-tokens-per-second", "tokenBurst": "--tenant-token-burst",
                "maxStreams": "--tenant-max-streams"}
@@ -1334,6 +1408,15 @@ REFUSALS = [
     ("heads speculation without heads", {"worker": {"speculation": "heads"}}, "render", "set model.draftHeadsDir"),
     ("a heads directory with a slash", {"model": {"draftHeadsDir": "a/b"}}, "schema", "/model/draftHeadsDir"),
     ("a heads top-k of 0", {"worker": {"specHeadsTopK": 0}}, "schema", "/worker/specHeadsTopK"),
+    ("the KV transfer port on the worker's gRPC port", {"worker": {"kvTransfer": {"port": 50051}}}, "schema",
+     "/worker/kvTransfer/port"),
+    ("the KV transfer port on the health port", {"worker": {"kvTransfer": {"port": 8080}}}, "schema", "/worker/kvTransfer/port"),
+    ("a privileged KV transfer port (the pods drop every capability)", {"worker": {"kvTransfer": {"port": 443}}}, "schema",
+     "/worker/kvTransfer/port"),
+    ("a KV transfer deadline of 0", {"worker": {"kvTransfer": {"deadlineSeconds": 0}}}, "schema",
+     "/worker/kvTransfer/deadlineSeconds"),
+    ("no KV transfer pulls at once", {"worker": {"kvTransfer": {"maxPulls": 0}}}, "schema", "/worker/kvTransfer/maxPulls"),
+    ("an unknown key under worker.kvTransfer", {"worker": {"kvTransfer": {"listen": "0.0.0.0:50052"}}}, "schema", "listen"),
     ("the target as its own draft file", {"model": {"draftFile": "SmolLM2-135M-Instruct.Q4_1.gguf"}}, "render",
      "other than model.file"),
     ("a draft file with a directory", {"model": {"draftFile": "drafts/d.gguf"}}, "schema", "/model/draftFile"),
@@ -1409,10 +1492,17 @@ INLINE_VALUE_SETS = {
         "networkPolicy": {"routerClients": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}]},
     },
     # KV tiers: host memory counted in the memory limit, a persistent disk volume per worker.
+    # KV transfer on a port of the user's, with a fractional deadline.
     "inline-kv-tiers": {
         "worker": {"kvTiers": {"hostMemory": "16GiB", "disk": {"enabled": True, "size": "50Gi", "persistent": True,
                                                                 "storageClassName": "fast-nvme"}},
+                   "kvTransfer": {"port": 7000, "deadlineSeconds": 2.5, "maxPulls": 8},
                    "resources": {"limits": {"memory": "64Gi"}}},
+    },
+    # KV transfer off: no flag, port or policy rule, with extra worker args still last.
+    "inline-kv-transfer-off": {
+        "worker": {"kvTransfer": {"enabled": False}, "extraArgs": ["--block-size", "32"]},
+        "metrics": {"serviceMonitor": {"enabled": True}},
     },
     # A draft model next to the target, copied out of a model image, as the workers' default.
     "inline-draft-model": {
@@ -1560,6 +1650,7 @@ def main() -> int:
         check_reflection(f, vs, objects, values)
         check_quotas(f, vs, objects, values)
         check_http(f, vs, objects, values)
+        check_kv_transfer(f, vs, objects, values)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)
         check_images(f, vs, objects, values)

@@ -279,6 +279,9 @@ LABELS = {
     "kvfleet_router_routing_decisions_total": [{"policy": "prefix_aware", "reason": r} for r in ("prefix_hit", "cold")],
     "kvfleet_router_workers": [{"state": s} for s in ("routable", "draining", "unreachable")],
     "kvfleet_cachemanager_indexed_blocks": [{"worker_id": "worker-0"}, {"worker_id": "worker-1"}],
+    "kvfleet_worker_kv_peer_pulls_total": [{"outcome": o} for o in ("done", "partial", "unavailable")],
+    "kvfleet_worker_kv_peer_bytes_total": [{"direction": d} for d in ("pulled", "served")],
+    "kvfleet_router_kv_pull_decisions_total": [{"decision": d} for d in ("pull", "recompute")],
 }
 GAUGES_ENDING_IN_TOTAL = {"kvfleet_worker_kv_blocks_total"}
 BUCKETS = ("0.001", "0.01", "0.1", "1", "10", "+Inf")

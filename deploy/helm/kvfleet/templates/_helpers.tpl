@@ -188,7 +188,8 @@ serviceAccountName: {{ include "kvfleet.serviceAccountName" (dict "root" .root "
 {{- end -}}
 
 {{/* A service container's ports: grpc, metrics and health, the names the
-Services' targetPorts and the monitors' endpoints refer to. Takes
+Services' targetPorts and the monitors' endpoints refer to; the router's
+http and the workers' kv-transfer when they are on. Takes
 (dict "root" $ "component" NAME). */}}
 {{- define "kvfleet.containerPorts" -}}
 ports:
@@ -204,6 +205,11 @@ ports:
 {{- if and (eq .component "router") .root.Values.router.http.enabled }}
   - name: http
     containerPort: {{ include "kvfleet.port.routerHttp" .root }}
+    protocol: TCP
+{{- end }}
+{{- if and (eq .component "worker") .root.Values.worker.kvTransfer.enabled }}
+  - name: kv-transfer
+    containerPort: {{ include "kvfleet.port.workerKvTransfer" .root }}
     protocol: TCP
 {{- end }}
 {{- end -}}
@@ -245,14 +251,15 @@ env:
 {{- end -}}
 
 {{/* A Service of a component: "name", selecting the component's pods, with
-"ports" (a list of "grpc" and/or "metrics") at the component's port numbers,
-each targeting the container port of the same name. "spec" holds the rest of
+"ports" (a list of "grpc", "metrics", "kv-transfer") at the component's port
+numbers (kvfleet.port.<component><Name>), each targeting the container port
+of the same name. "spec" holds the rest of
 the spec (type, clusterIP, ...), "annotations" the metadata's. A Service with
 a metrics port is labelled kvfleet.io/metrics: "true", which is what the
-ServiceMonitor selects. Without TLS, gRPC is cleartext HTTP/2: appProtocol
-kubernetes.io/h2c is what Gateway implementations need to speak gRPC to it;
-with tls.enabled the port speaks TLS, so it claims no h2c (a Gateway learns
-to originate TLS from a BackendTLSPolicy instead).
+ServiceMonitor selects. Without TLS, gRPC (grpc, kv-transfer) is cleartext
+HTTP/2: appProtocol kubernetes.io/h2c is what Gateway implementations need to
+speak gRPC to it; with tls.enabled the port speaks TLS, so it claims no h2c
+(a Gateway learns to originate TLS from a BackendTLSPolicy instead).
 Takes (dict "root" $ "component" NAME "name" NAME "ports" LIST ["spec" DICT]
 ["annotations" DICT]). */}}
 {{- define "kvfleet.service" -}}
@@ -279,10 +286,10 @@ spec:
   ports:
     {{- range $name := .ports }}
     - name: {{ $name }}
-      port: {{ include (printf "kvfleet.port.%s%s" $.component (title $name)) $.root }}
+      port: {{ include (printf "kvfleet.port.%s%s" $.component ($name | replace "-" " " | title | replace " " "")) $.root }}
       targetPort: {{ $name }}
       protocol: TCP
-      {{- if and (eq $name "grpc") (not $.root.Values.tls.enabled) }}
+      {{- if and (has $name (list "grpc" "kv-transfer")) (not $.root.Values.tls.enabled) }}
       appProtocol: kubernetes.io/h2c
       {{- end }}
     {{- end }}
@@ -339,6 +346,8 @@ livenessProbe:
 {{- define "kvfleet.port.workerMetrics" -}}9464{{- end -}}
 {{- define "kvfleet.port.cachemanagerGrpc" -}}50050{{- end -}}
 {{- define "kvfleet.port.cachemanagerMetrics" -}}9465{{- end -}}
+{{/* The workers' KV transfer port: worker.kvTransfer.port. */}}
+{{- define "kvfleet.port.workerKvTransfer" -}}{{ .Values.worker.kvTransfer.port | int }}{{- end -}}
 
 {{/* Where routers and workers reach the cachemanager. */}}
 {{- define "kvfleet.cachemanager.address" -}}
