@@ -43,6 +43,11 @@ struct WorkerLoad {
   // below it; 0: no such tier, or nothing loaded from it yet.
   double host_load_seconds_per_block = 0.0;
   double disk_load_seconds_per_block = 0.0;
+  // Measured time to pull one KV block from a peer worker (recent pulls,
+  // smoothed); 0 until its first pull. And what one block weighs on the
+  // wire, which prices a first pull at an assumed bandwidth.
+  double peer_pull_seconds_per_block = 0.0;
+  int64_t kv_block_bytes = 0;
   std::vector<AdmittedTicket> admitted;
 
   bool operator==(const WorkerLoad&) const = default;

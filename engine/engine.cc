@@ -509,6 +509,7 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.prefill_tokens_per_second = prefill_tokens_per_second_;
   s.mask_wait_seconds = mask_wait_seconds_;
   s.kv_peer = kv_peer_stats_;
+  s.kv_block_bytes = executor_.info().kv_block_bytes;
   if (options_.kv_tiers != nullptr) {
     const KvTierStats t = options_.kv_tiers->stats();
     const auto per_block = [](const KvTierCounters& c) {

@@ -3,6 +3,7 @@
 // from the peer its kv_peer names, on the engine thread, between steps.
 #include <algorithm>
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -26,15 +27,18 @@ bool Engine::HeldHere(const BlockHash& hash) const {
 void Engine::StartPeerPull(Request& req) {
   const std::optional<KvPeerSource>& peer = req.params.kv_peer;
   if (!peer.has_value() || options_.kv_peer_fetcher == nullptr || executor_.info().kv_block_bytes <= 0) return;
-  // A window group's pages carry derived names no peer is asked for yet:
-  // such a model computes its prefix.
-  if (kv_.num_groups() > 1) return;
-  const size_t held = std::min<size_t>(static_cast<size_t>(std::max(peer->blocks, 0)), req.prompt_block_hashes.size());
-  size_t local = 0;
-  while (local < held && HeldHere(req.prompt_block_hashes[local])) ++local;
-  if (local == held) return;
-  std::vector<BlockHash> wanted(req.prompt_block_hashes.begin() + static_cast<std::ptrdiff_t>(local),
-                                req.prompt_block_hashes.begin() + static_cast<std::ptrdiff_t>(held));
+  // The last prompt token is always computed (its logits), so a block that
+  // ends the prompt would arrive for nothing.
+  const int64_t reachable = std::max<int64_t>(req.num_tokens() - 1, 0) / kv_.block_size();
+  const size_t held = static_cast<size_t>(
+      std::min<int64_t>({std::max(peer->blocks, 0), static_cast<int64_t>(req.prompt_block_hashes.size()), reachable}));
+  // The hit's pages that no tier here holds: with page groups, the window
+  // pages its end reaches too (under their derived hashes).
+  std::vector<BlockHash> wanted;
+  for (const BlockHash& page : kv_.PagesOfHit(std::span(req.prompt_block_hashes).first(held))) {
+    if (!HeldHere(page)) wanted.push_back(page);
+  }
+  if (wanted.empty()) return;
   req.kv_loading = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -81,8 +85,16 @@ void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
     it->second->kv_loading = false;
   }
   kv_peer_stats_.blocks_pulled += committed;
-  kv_peer_stats_.pull_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - pulled.started).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pulled.started).count();
+  kv_peer_stats_.pull_seconds += seconds;
+  if (committed > 0) {
+    // Smoothed over about the last five pulls: the network and the peers'
+    // load drift, and one slow pull should not price the next ones alone.
+    const double per_block = seconds / static_cast<double>(committed);
+    double& smoothed = kv_peer_stats_.seconds_per_block;
+    smoothed = smoothed > 0.0 ? 0.8 * smoothed + 0.2 * per_block : per_block;
+  }
+  if (options_.step_observer != nullptr) options_.step_observer->OnPeerPull(seconds);
   if (!pulled.status.ok() || committed < static_cast<int64_t>(pulled.blocks.size())) {
     ++kv_peer_stats_.pulls_failed;
     std::string reason = pulled.status.ok() ? "cache_full" : absl::StatusCodeToString(pulled.status.code());

@@ -32,6 +32,9 @@ struct KvPeerStats {
   int64_t blocks_pulled = 0;  // committed into this cache
   int64_t bytes_pulled = 0;
   double pull_seconds = 0.0;  // from asking to the blocks' arrival, summed
+  // Seconds per block of the recent pulls that brought any (each pull's
+  // time over its blocks, smoothed): what the router prices a pull by.
+  double seconds_per_block = 0.0;
   int64_t pulls_served = 0;   // ExportKvBlocks calls answered
   int64_t blocks_served = 0;
   int64_t bytes_served = 0;
@@ -68,6 +71,7 @@ struct EngineStats {
   // Seconds steps waited after their forward pass for constrained requests'
   // masks (MaskPrefetcher): the mask time the forward pass did not hide.
   double mask_wait_seconds = 0.0;
+  int64_t kv_block_bytes = 0;                 // one block's bytes as a peer receives it
   std::vector<SpeculationStats> speculation;  // one per loaded proposer
   KvPeerStats kv_peer;
 };

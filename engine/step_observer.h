@@ -22,6 +22,9 @@ class StepObserver {
  public:
   virtual ~StepObserver() = default;
   virtual void OnStep(const StepReport& report) = 0;
+  // A prefix pull from a peer ended (engine/kv/transfer): its time from
+  // asking to the blocks' arrival, whatever its outcome.
+  virtual void OnPeerPull(double /*seconds*/) {}
 };
 
 }  // namespace kvfleet::engine

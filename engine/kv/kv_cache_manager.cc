@@ -27,6 +27,17 @@ BlockHash KvCacheManager::PageHash(const BlockHash& block_hash, int32_t group) {
                                 .lo = block_hash.lo ^ (g * 0xC2B2AE3D27D4EB4Full)};
 }
 
+std::vector<BlockHash> KvCacheManager::PagesOfHit(std::span<const BlockHash> hashes) const {
+  std::vector<BlockHash> pages(hashes.begin(), hashes.end());
+  const int32_t n = static_cast<int32_t>(hashes.size());
+  for (int32_t g = 1; g < num_groups(); ++g) {
+    for (int32_t b = FirstBlockInWindow(g, static_cast<int64_t>(n) * block_size_); b < n; ++b) {
+      pages.push_back(PageHash(hashes[static_cast<size_t>(b)], g));
+    }
+  }
+  return pages;
+}
+
 int32_t KvCacheManager::FirstBlockInWindow(int32_t group, int64_t next_position) const {
   const int64_t w = group_windows_[static_cast<size_t>(group)];
   if (w <= 0) return 0;

@@ -119,6 +119,10 @@ class KvCacheManager {
 
   // The hash a window group's page of a block is cached under.
   static BlockHash PageHash(const BlockHash& block_hash, int32_t group);
+  // Every page a prefix hit of hashes.size() blocks (their group-0 hashes)
+  // reads: those hashes, then each window group's pages of the blocks its
+  // window reaches from the hit's end. What a pull from a peer must bring.
+  std::vector<BlockHash> PagesOfHit(std::span<const BlockHash> hashes) const;
 
   const PrefixCacheCounters& counters() const { return counters_; }
 

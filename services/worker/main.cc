@@ -203,6 +203,7 @@ absl::Status Run(const WorkerOptions& o) {
   if (!o.kv_transfer_listen.empty()) {
     transport::GrpcServerOptions t = transport::ServerOptionsFrom(o.transport, {&transfer}, "kvfleet.v1.KvTransfer");
     t.address = o.kv_transfer_listen;
+    t.allowed_peers = o.kv_transfer_allowed_peers;
     t.health_port = -1;
     ASSIGN_OR_RETURN(transfer_server, transport::StartGrpcServer(t));
     transfer_server->SetLive(true);
@@ -237,10 +238,14 @@ absl::Status Run(const WorkerOptions& o) {
   }
   const engine::KvTransferIdentity identity =
       KvTransferIdentityOf(m.executor->info(), o.model_id, std::string(kernels::KvCacheDtypeName(m.mode.kv)));
+  transport::ClientChannelOptions peer_channel = transport::PeerChannelOptions(o.transport);
+  peer_channel.server_name = o.kv_transfer_tls_name;
   KvPeerClient peers({.identity = identity,
-                      .channel = transport::PeerChannelOptions(o.transport),
+                      .channel = peer_channel,
                       .deadline = o.kv_transfer_deadline,
-                      .max_concurrent_pulls = o.kv_transfer_max_pulls});
+                      .max_concurrent_pulls = o.kv_transfer_max_pulls,
+                      .max_bytes_in_flight = o.kv_transfer_max_bytes,
+                      .max_peer_bytes_in_flight = o.kv_transfer_max_peer_bytes});
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,
                          .scheduler = m.scheduler,

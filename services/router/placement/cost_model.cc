@@ -11,8 +11,21 @@ double LowerTierBlockCost(double load_seconds_per_block, const WorkerLoad& load,
   return std::min(1.0, load_seconds_per_block / prefill_seconds_per_block);
 }
 
+double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
+                         double fallback_prefill_rate) {
+  const double rate = load.prefill_tokens_per_second > 0.0 ? load.prefill_tokens_per_second : fallback_prefill_rate;
+  if (!(rate > 0.0)) return 1.0;
+  double pull_seconds = load.peer_pull_seconds_per_block;
+  if (!(pull_seconds > 0.0)) {
+    if (load.kv_block_bytes <= 0) return 1.0;
+    pull_seconds = static_cast<double>(load.kv_block_bytes) / options.peer_pull_assumed_bytes_per_second;
+  }
+  return pull_seconds / (static_cast<double>(block_size) / rate);
+}
+
 CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRequest& request,
-                              const WorkerCandidate& c, int32_t remembered_blocks, DecisionMemory::InFlight in_flight) {
+                              const WorkerCandidate& c, int32_t remembered_blocks, DecisionMemory::InFlight in_flight,
+                              const PeerSource* source) {
   const int32_t hashes = static_cast<int32_t>(request.block_hashes.size());
   const int64_t block_size = request.block_size;
   const int64_t prompt_tokens = request.prompt_tokens;
@@ -36,6 +49,20 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
     s.lower_tier_blocks = host * LowerTierBlockCost(c.load.host_load_seconds_per_block, c.load, block_size) +
                           disk * LowerTierBlockCost(c.load.disk_load_seconds_per_block, c.load, block_size);
     s.uncached_prefill_blocks += s.lower_tier_blocks;
+  }
+  if (source != nullptr && source->worker_id != c.worker_id) {
+    // The last prompt token is always computed, so no hit covers a block
+    // that ends the prompt: the worker does not pull it.
+    const int64_t reachable = std::max<int64_t>(prompt_tokens - 1, 0) / block_size;
+    const int32_t peer =
+        static_cast<int32_t>(std::min<int64_t>(std::clamp(source->blocks, 0, hashes), reachable)) - s.matched_blocks;
+    const double per_block =
+        peer > 0 ? PeerPullBlockCost(options, c.load, block_size, source->prefill_tokens_per_second) : 1.0;
+    if (per_block < 1.0) {
+      s.peer_blocks = peer;
+      s.pull_blocks = peer * per_block;
+      s.uncached_prefill_blocks += s.pull_blocks - peer;
+    }
   }
 
   s.used_blocks = std::max(c.load.blocks_used, 0) + in_flight.blocks;

@@ -13,12 +13,22 @@
 //   kv_penalty = kv_pressure_weight · max(0, decode_load_blocks - kv_pressure_threshold · blocks_total)
 //   cost = prefill_weight · uncached_prefill_blocks + decode_weight · decode_load_blocks + kv_penalty
 //
+// With a peer source (the worker with a transfer address that holds the
+// most leading blocks), a candidate holding fewer may pull the difference:
+//   peer     = min(source's blocks, (prompt_tokens - 1) / block_size) - matched
+//   pull(w)  = pull_seconds_per_block(w) / (block_size / prefill_tokens_per_second(w))
+//              (measured by w over its recent pulls; kv_block_bytes / assumed
+//              bandwidth before its first)
+// and, when pull(w) < 1, those blocks count pull(w) each in the uncached
+// prefill instead of 1 (they stay new blocks for the decode load).
+//
 // Thread-safety: a pure function.
 //
 //   CandidateScore s = ScoreCandidate(options, request, candidate, remembered, memory.InFlightLoad(id));
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "services/router/placement/decision.h"
 #include "services/router/placement/decision_memory.h"
@@ -32,11 +42,27 @@ namespace kvfleet::router {
 // 1 while either is unknown (0).
 double LowerTierBlockCost(double load_seconds_per_block, const WorkerLoad& load, int64_t block_size);
 
+// The worker a candidate may pull the prompt's leading blocks from.
+struct PeerSource {
+  std::string worker_id;
+  int32_t blocks = 0;                      // leading blocks of the prompt it holds, per the cachemanager
+  double prefill_tokens_per_second = 0.0;  // its measured rate (0: unknown)
+};
+
+// What pulling one block costs a worker, in blocks of its prefill; 1 (a
+// recompute) while its prefill rate (else `fallback_prefill_rate`, the
+// source's: a new worker has prefilled nothing yet), or both its pull time
+// and its block's bytes, are unknown. Not capped: above 1 a pull is slower
+// than computing.
+double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
+                         double fallback_prefill_rate = 0.0);
+
 // `request` must be valid (block_size >= 1, at most prompt_tokens / block_size
 // hashes); `remembered_blocks` is DecisionMemory::RememberedBlocks' answer
-// for the candidate. Fills every field but over_guard.
+// for the candidate; `source` may be null (no peer to pull from). Fills
+// every field but over_guard.
 CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRequest& request,
                               const WorkerCandidate& candidate, int32_t remembered_blocks,
-                              DecisionMemory::InFlight in_flight);
+                              DecisionMemory::InFlight in_flight, const PeerSource* source = nullptr);
 
 }  // namespace kvfleet::router

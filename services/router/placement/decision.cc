@@ -18,6 +18,8 @@ std::string_view ReasonName(Reason reason) {
       return "least_loaded";
     case Reason::kRoundRobin:
       return "round_robin";
+    case Reason::kPeerPull:
+      return "peer_pull";
   }
   return "unknown";
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +22,11 @@ enum class Reason {
   kSession,         // prefix_aware: the session's home worker (it held as much of the prompt as any)
   kLeastLoaded,     // least_loaded policy
   kRoundRobin,      // round_robin policy
+  kPeerPull,        // prefix_aware: the cheapest worker pulls part of the prompt's KV from a peer that holds more
 };
 
-// "prefix_hit", "recent_decision", "cold", "affinity_guard", "session", "least_loaded", "round_robin".
+// "prefix_hit", "recent_decision", "cold", "affinity_guard", "session", "least_loaded", "round_robin",
+// "peer_pull".
 std::string_view ReasonName(Reason reason);
 
 // One candidate as the cost model saw it (README.md, "Cost model").
@@ -35,6 +38,8 @@ struct CandidateScore {
   int32_t new_blocks = 0;         // KV blocks the request would add on this worker
   double uncached_prefill_blocks = 0.0;  // lower-tier hits included, at their load cost
   double lower_tier_blocks = 0.0;        // of those, what the matched blocks below the device cost
+  int32_t peer_blocks = 0;               // blocks it would pull from the peer source (0: none)
+  double pull_blocks = 0.0;              // of uncached_prefill_blocks, what pulling them costs
   double decode_load_blocks = 0.0;
   double kv_penalty = 0.0;
   double cost = 0.0;
@@ -43,6 +48,13 @@ struct CandidateScore {
   bool fits = true;         // its free blocks can hold the request's new blocks
   bool saturated = false;   // load >= max_num_seqs (when known): the request would queue
   bool over_guard = false;  // prefix_aware: the affinity guard rules it out
+};
+
+// Where the chosen worker pulls the prompt's leading blocks from.
+struct PeerPull {
+  std::string worker_id;  // the source
+  std::string endpoint;   // its KV transfer address
+  int32_t blocks = 0;     // leading blocks of the prompt it holds
 };
 
 struct Decision {
@@ -54,6 +66,11 @@ struct Decision {
   // False when no candidate could hold the request's new blocks: it was
   // placed anyway (the worker queues or preempts) rather than refused.
   bool fits = true;
+  // Set when the chosen worker pulls from a peer; pull_declined when a peer
+  // held more of the prompt than the chosen worker but the price said
+  // computing it is no slower.
+  std::optional<PeerPull> peer_pull;
+  bool pull_declined = false;
   std::vector<CandidateScore> scores;  // every candidate considered, by worker id
   // The decision's ticket: sent to the worker with the router's instance id
   // (its load reports then say which decisions they include), and for

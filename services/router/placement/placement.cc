@@ -104,6 +104,26 @@ uint64_t RendezvousWeight(std::string_view session_id, std::string_view worker_i
   return h;
 }
 
+// The eligible worker with a transfer address that holds the most of the
+// prompt's leading blocks per the cachemanager (remembered blocks may not be
+// computed yet, so they are never pulled); fewer on disk breaks a tie.
+std::optional<size_t> FindPeerSource(const std::vector<WorkerCandidate>& live, int32_t hashes) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const WorkerCandidate& c = live[i];
+    const int32_t held = std::clamp(c.matched_blocks, 0, hashes);
+    if (c.kv_transfer_endpoint.empty() || held == 0) continue;
+    if (!best.has_value()) {
+      best = i;
+      continue;
+    }
+    const WorkerCandidate& b = live[*best];
+    const int32_t best_held = std::clamp(b.matched_blocks, 0, hashes);
+    if (held > best_held || (held == best_held && c.disk_blocks < b.disk_blocks)) best = i;
+  }
+  return best;
+}
+
 uint64_t RandomInstance() {
   std::random_device rd;
   uint64_t id = 0;
@@ -216,10 +236,22 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   const size_t rotation = static_cast<size_t>(tie_rotation_++ % live.size());
   std::vector<int32_t> remembered(live.size(), 0);
   if (policy == Policy::kPrefixAware) remembered = memory_.RememberedBlocks(request.block_hashes, ids, now);
+  std::optional<size_t> source_index;
+  PeerSource source;
+  if (policy == Policy::kPrefixAware && options_.peer_pull) {
+    source_index = FindPeerSource(live, static_cast<int32_t>(request.block_hashes.size()));
+    if (source_index.has_value()) {
+      const WorkerCandidate& s = live[*source_index];
+      source = {.worker_id = s.worker_id,
+                .blocks = s.matched_blocks,
+                .prefill_tokens_per_second = s.load.prefill_tokens_per_second};
+    }
+  }
   std::vector<CandidateScore> scores;
   scores.reserve(live.size());
   for (size_t i = 0; i < live.size(); ++i) {
-    scores.push_back(ScoreCandidate(options_, request, live[i], remembered[i], memory_.InFlightLoad(ids[i])));
+    scores.push_back(ScoreCandidate(options_, request, live[i], remembered[i], memory_.InFlightLoad(ids[i]),
+                                    source_index.has_value() ? &source : nullptr));
   }
 
   size_t chosen = 0;
@@ -253,6 +285,17 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
           ? std::min(1.0, static_cast<double>(int64_t{s.matched_blocks} * request.block_size) / request.prompt_tokens)
           : 0.0;
   d.fits = s.fits;
+  if (s.peer_blocks > 0) {
+    d.peer_pull = PeerPull{.worker_id = source.worker_id,
+                           .endpoint = live[*source_index].kv_transfer_endpoint,
+                           .blocks = s.matched_blocks + s.peer_blocks};
+    if (reason == Reason::kCold || reason == Reason::kPrefixHit || reason == Reason::kRecentDecision) {
+      d.reason = Reason::kPeerPull;
+    }
+  } else if (policy == Policy::kPrefixAware && source_index.has_value() && source.worker_id != s.worker_id) {
+    const int64_t reachable = std::max<int64_t>(request.prompt_tokens - 1, 0) / request.block_size;
+    d.pull_declined = std::min<int64_t>(source.blocks, reachable) > s.matched_blocks;
+  }
   d.scores = std::move(scores);
   return d;
 }

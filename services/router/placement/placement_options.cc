@@ -79,6 +79,10 @@ absl::Status PlacementOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("affinity_guard_ratio must be a finite number >= 1, got ", affinity_guard_ratio));
   }
+  if (!std::isfinite(peer_pull_assumed_bytes_per_second) || peer_pull_assumed_bytes_per_second <= 0.0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "peer_pull_assumed_bytes_per_second must be a finite number > 0, got ", peer_pull_assumed_bytes_per_second));
+  }
   return absl::OkStatus();
 }
 

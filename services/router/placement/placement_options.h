@@ -73,6 +73,14 @@ struct PlacementOptions {
   int32_t affinity_guard_margin = 16;
   double affinity_guard_ratio = 2.0;
 
+  // Peer prefix fetch (prefix_aware only): a candidate that holds less of
+  // the prompt than another worker may pull the difference from it, priced
+  // at the candidate's measured pull time per block against its measured
+  // prefill time per block. Until it has pulled, a block's bytes over
+  // peer_pull_assumed_bytes_per_second stand in for the pull time.
+  bool peer_pull = true;
+  double peer_pull_assumed_bytes_per_second = 1e9;
+
   // This router's id in the tickets it sends workers; 0: a random one.
   uint64_t router_instance = 0;
 

@@ -196,6 +196,10 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
                                                        Stream& stream) {
   v1::GenerateRequest request = stream.plan.worker_request;
   *request.mutable_placement() = selector_.TicketOf(route);
+  if (route.decision.peer_pull.has_value()) {
+    request.mutable_kv_peer()->set_endpoint(route.decision.peer_pull->endpoint);
+    request.mutable_kv_peer()->set_blocks(route.decision.peer_pull->blocks);
+  }
   request.mutable_resumed_output_token_ids()->Assign(stream.generated.begin(), stream.generated.end());
   std::shared_ptr<grpc::ClientContext> call = context.WorkerCall();
   std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader = route.stub->Generate(call.get(), request);

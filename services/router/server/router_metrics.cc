@@ -28,6 +28,14 @@ RouterMetrics::RouterMetrics(int max_tenant_labels)
       AddHistogram(r, "kvfleet_router_prefix_match_ratio",
                    "Share of the prompt's full blocks the chosen worker held (or was recently sent) at decision time",
                    {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0});
+  auto& pull_decisions = prometheus::BuildCounter()
+                             .Name("kvfleet_router_kv_pull_decisions_total")
+                             .Help(
+                                 "Decisions where a peer held more of the prompt than the chosen worker: pull (the "
+                                 "worker was told to copy it) or recompute (priced no faster than computing)")
+                             .Register(r);
+  pulls_sent_ = &pull_decisions.Add({{"decision", "pull"}});
+  pulls_declined_ = &pull_decisions.Add({{"decision", "recompute"}});
   retries_ = AddCounter(r, "kvfleet_router_retries_total",
                         "Requests sent to another worker after one failed before their first token");
   resumptions_ = AddCounter(r, "kvfleet_router_resumptions_total",
@@ -98,6 +106,11 @@ void RouterMetrics::RecordDecision(Policy policy, const Decision& decision) {
   decisions_->Add({{"policy", std::string(PolicyName(policy))}, {"reason", std::string(ReasonName(decision.reason))}})
       .Increment();
   prefix_match_ratio_->Observe(decision.prefix_match_ratio);
+  if (decision.peer_pull.has_value()) {
+    pulls_sent_->Increment();
+  } else if (decision.pull_declined) {
+    pulls_declined_->Increment();
+  }
 }
 
 void RouterMetrics::RecordRetry() { retries_->Increment(); }

@@ -71,6 +71,8 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Counter>* http_requests_;
   prometheus::Family<prometheus::Counter>* decisions_;
+  prometheus::Counter* pulls_sent_;
+  prometheus::Counter* pulls_declined_;
   prometheus::Histogram* prefix_match_ratio_;
   prometheus::Counter* retries_;
   prometheus::Counter* resumptions_;

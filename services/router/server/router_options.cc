@@ -28,7 +28,8 @@ const char kUsageHead[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/in
                                no deadline of its own; default 600000)
 )";
 
-const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and their cached prefixes through the cachemanager
+const char kUsageTail[] =
+    R"(  --cachemanager HOST:PORT     find workers and their cached prefixes through the cachemanager
   --workers H:P,H:P            or: a static list of workers (no prefix index; placement by its own memory)
   --policy NAME                prefix_aware (default), least_loaded or round_robin
   --prefill-weight A           cost per uncached prompt block (default 1; services/router/placement/README.md)
@@ -43,6 +44,9 @@ const char kUsageTail[] = R"(  --cachemanager HOST:PORT     find workers and the
   --in-flight-window MS        the longest a decision counts as load its worker has not reported; it
                                stops as soon as a load report includes it (default 60000)
   --affinity-guard-margin N    requests of imbalance before a hot prefix spills to another worker (default 16)
+  --no-peer-pull               never ask a worker to pull a prompt's KV from a peer that holds more of it
+  --peer-pull-bandwidth B      bytes/s a worker's first pull is priced at, before it has measured its own
+                               (default 1e9)
   --max-attempts N             failures in a row before a request fails (default 3)
   --overlap-timeout MS         longest wait for the cachemanager per request before placing
                                least_loaded (default 100)
@@ -94,6 +98,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "decision-memory-max",
                                                                                 "in-flight-window",
                                                                                 "affinity-guard-margin",
+                                                                                "peer-pull-bandwidth",
                                                                                 "worker-tls-name",
                                                                                 "auth-tokens",
                                                                                 "tenant-requests-per-second",
@@ -106,7 +111,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "chat-template",
                                                                                 "http-listen",
                                                                                 "http-request-timeout"})),
-                          transport::WithTransportSwitches({})));
+                          transport::WithTransportSwitches({"no-peer-pull"})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
@@ -159,6 +164,9 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   p.decision_memory_max = std::chrono::milliseconds(memory_max_ms);
   p.in_flight_window = std::chrono::milliseconds(in_flight_ms);
   p.affinity_guard_margin = static_cast<int32_t>(margin);
+  p.peer_pull = !f.GetSwitch("no-peer-pull");
+  ASSIGN_OR_RETURN(p.peer_pull_assumed_bytes_per_second,
+                   f.GetDouble("peer-pull-bandwidth", p.peer_pull_assumed_bytes_per_second));
   RETURN_IF_ERROR(p.Validate());
   ASSIGN_OR_RETURN(int64_t attempts, f.GetInt("max-attempts", o.max_attempts));
   ASSIGN_OR_RETURN(int64_t overlap_ms, f.GetInt("overlap-timeout", o.overlap_timeout.count()));

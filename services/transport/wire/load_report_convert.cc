@@ -16,6 +16,8 @@ v1::LoadReport ToProto(const WorkerLoad& l) {
   out.set_prefill_tokens_per_second(l.prefill_tokens_per_second);
   out.set_host_load_seconds_per_block(l.host_load_seconds_per_block);
   out.set_disk_load_seconds_per_block(l.disk_load_seconds_per_block);
+  out.set_peer_pull_seconds_per_block(l.peer_pull_seconds_per_block);
+  out.set_kv_block_bytes(l.kv_block_bytes);
   for (const AdmittedTicket& t : l.admitted) {
     v1::PlacementTicket& a = *out.add_admitted();
     a.set_router(t.router);
@@ -34,7 +36,9 @@ WorkerLoad FromProto(const v1::LoadReport& l) {
                  .draining = l.draining(),
                  .prefill_tokens_per_second = l.prefill_tokens_per_second(),
                  .host_load_seconds_per_block = l.host_load_seconds_per_block(),
-                 .disk_load_seconds_per_block = l.disk_load_seconds_per_block()};
+                 .disk_load_seconds_per_block = l.disk_load_seconds_per_block(),
+                 .peer_pull_seconds_per_block = l.peer_pull_seconds_per_block(),
+                 .kv_block_bytes = l.kv_block_bytes()};
   const size_t n = std::min<size_t>(static_cast<size_t>(l.admitted_size()), WorkerLoad::kMaxAdmittedRouters);
   out.admitted.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -114,7 +114,9 @@ WorkerLoad LoadOf(const engine::EngineStats& s, bool draining, const std::vector
                  .draining = draining,
                  .prefill_tokens_per_second = s.prefill_tokens_per_second,
                  .host_load_seconds_per_block = s.host_load_seconds_per_block,
-                 .disk_load_seconds_per_block = s.disk_load_seconds_per_block};
+                 .disk_load_seconds_per_block = s.disk_load_seconds_per_block,
+                 .peer_pull_seconds_per_block = s.kv_peer.seconds_per_block,
+                 .kv_block_bytes = s.kv_block_bytes};
   for (const v1::PlacementTicket& t : admitted) out.admitted.push_back({.router = t.router(), .ticket = t.ticket()});
   return out;
 }

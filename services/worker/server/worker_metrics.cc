@@ -48,6 +48,9 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                                "Filling one constrained token's grammar mask (off the engine thread when it "
                                "overlaps the forward pass)",
                                MaskBuckets());
+  // TTFT's buckets: a pull stands in for part of a prefill.
+  peer_pull_ = AddHistogram(r, "kvfleet_worker_kv_peer_pull_seconds",
+                            "From asking a peer for a prompt's KV blocks to their arrival, any outcome", TtftBuckets());
   memory_bytes_ = &prometheus::BuildGauge()
                        .Name("kvfleet_worker_memory_bytes")
                        .Help("The memory plan at start: bytes on the device by component (weights, scratch, "
@@ -89,6 +92,8 @@ void WorkerMetrics::RecordFinished(engine::FinishReason reason, const engine::Us
 }
 
 void WorkerMetrics::RecordGrammarMask(double seconds) { grammar_mask_->Observe(seconds); }
+
+void WorkerMetrics::OnPeerPull(double seconds) { peer_pull_->Observe(seconds); }
 
 void WorkerMetrics::OnStep(const engine::StepReport& report) {
   step_seconds_->Observe(report.seconds);
@@ -146,8 +151,6 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
              prometheus::MetricType::Counter)
       .Add(static_cast<double>(peer.bytes_pulled), {{"direction", "pulled"}})
       .Add(static_cast<double>(peer.bytes_served), {{"direction", "served"}});
-  out.Counter("kvfleet_worker_kv_peer_pull_seconds_total", "Time from asking a peer to its blocks' arrival, summed",
-              peer.pull_seconds);
   out.Counter("kvfleet_worker_kv_peer_pulls_served_total", "Pulls this worker answered for peers",
               static_cast<double>(peer.pulls_served));
   out.Counter("kvfleet_worker_grammar_mask_wait_seconds_total",

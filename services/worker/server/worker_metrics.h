@@ -53,6 +53,7 @@ class WorkerMetrics : public engine::StepObserver {
                       double queue_seconds);
 
   void OnStep(const engine::StepReport& report) override;
+  void OnPeerPull(double seconds) override;
   // One constrained token's mask, filled (GrammarCompiler's MaskObserver).
   void RecordGrammarMask(double seconds);
 
@@ -76,6 +77,7 @@ class WorkerMetrics : public engine::StepObserver {
   prometheus::Histogram* step_seconds_;
   prometheus::Histogram* step_tokens_;
   prometheus::Histogram* grammar_mask_;
+  prometheus::Histogram* peer_pull_;
   prometheus::Family<prometheus::Gauge>* memory_bytes_;
   prometheus::Family<prometheus::Gauge>* device_info_;
 };

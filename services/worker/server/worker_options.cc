@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "common/cache_dir.h"
 #include "common/flags/flags.h"
@@ -91,8 +92,14 @@ const char kUsageTail[] =
                                router names happen either way
   --kv-transfer-deadline SECONDS  a whole pull, and the engine's copy for one (default 10); a late pull computes
   --kv-transfer-max-pulls N    pulls at once, served and made (default 4); more are refused and computed
-  --fault-kv-transfer F        fault injection for chaos tests: corrupt-chunk or truncate-block on every pull
-                               served (default: none)
+  --kv-transfer-allowed-peers NAMES  with TLS: client certificate names (comma-separated) the transfer
+                               port admits; --tls-allowed-peers does not apply to it (default: any the CA signed)
+  --kv-transfer-tls-name NAME  with TLS: the name peers' certificates carry (default: the address's host)
+  --kv-transfer-max-bytes SIZE  KV bytes this worker's pulls hold in flight at most (default 512MiB); a pull
+                               past it brings the leading blocks that fit, or none and computes them
+  --kv-transfer-max-peer-bytes SIZE  the same from any one peer (default 256MiB)
+  --fault-kv-transfer F        fault injection for chaos tests: corrupt-chunk, truncate-block, or stall (3 s
+                               before the first block) on every pull served (default: none)
 
 On start it checks the flags, the device and the model file first (a refusal there ends it before it binds), then
 prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound, and
@@ -112,48 +119,53 @@ std::string WorkerUsage() {
 }
 
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(flags::Flags f,
-                   flags::Flags::Parse(args,
-                                       transport::WithTransportFlags(limits::WithLimitFlags({"model",
-                                                                                             "model-id",
-                                                                                             "device",
-                                                                                             "kv-cache-memory",
-                                                                                             "block-size",
-                                                                                             "threads",
-                                                                                             "cpu-activations",
-                                                                                             "kv-cache-dtype",
-                                                                                             "calibration",
-                                                                                             "kv-host-memory",
-                                                                                             "kv-disk-dir",
-                                                                                             "kv-disk-size",
-                                                                                             "max-num-seqs",
-                                                                                             "max-num-batched-tokens",
-                                                                                             "admission-bypass",
-                                                                                             "max-waiting-requests",
-                                                                                             "drain-timeout",
-                                                                                             "stall-timeout",
-                                                                                             "cachemanager",
-                                                                                             "worker-id",
-                                                                                             "advertise-address",
-                                                                                             "cache-dir",
-                                                                                             "speculation",
-                                                                                             "spec-max-draft-tokens",
-                                                                                             "spec-ngram-min",
-                                                                                             "spec-ngram-max",
-                                                                                             "spec-suffix-store",
-                                                                                             "spec-suffix-factor",
-                                                                                             "spec-suffix-min-prob",
-                                                                                             "spec-self-layers",
-                                                                                             "spec-draft-model",
-                                                                                             "spec-draft-heads",
-                                                                                             "spec-heads-top-k",
-                                                                                             "fault-drop-event-batch",
-                                                                                             "kv-transfer-listen",
-                                                                                             "kv-transfer-deadline",
-                                                                                             "kv-transfer-max-pulls",
-                                                                                             "fault-kv-transfer"})),
-                                       transport::WithTransportSwitches(
-                                           {"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
+  ASSIGN_OR_RETURN(
+      flags::Flags f,
+      flags::Flags::Parse(
+          args,
+          transport::WithTransportFlags(limits::WithLimitFlags({"model",
+                                                                "model-id",
+                                                                "device",
+                                                                "kv-cache-memory",
+                                                                "block-size",
+                                                                "threads",
+                                                                "cpu-activations",
+                                                                "kv-cache-dtype",
+                                                                "calibration",
+                                                                "kv-host-memory",
+                                                                "kv-disk-dir",
+                                                                "kv-disk-size",
+                                                                "max-num-seqs",
+                                                                "max-num-batched-tokens",
+                                                                "admission-bypass",
+                                                                "max-waiting-requests",
+                                                                "drain-timeout",
+                                                                "stall-timeout",
+                                                                "cachemanager",
+                                                                "worker-id",
+                                                                "advertise-address",
+                                                                "cache-dir",
+                                                                "speculation",
+                                                                "spec-max-draft-tokens",
+                                                                "spec-ngram-min",
+                                                                "spec-ngram-max",
+                                                                "spec-suffix-store",
+                                                                "spec-suffix-factor",
+                                                                "spec-suffix-min-prob",
+                                                                "spec-self-layers",
+                                                                "spec-draft-model",
+                                                                "spec-draft-heads",
+                                                                "spec-heads-top-k",
+                                                                "fault-drop-event-batch",
+                                                                "kv-transfer-listen",
+                                                                "kv-transfer-deadline",
+                                                                "kv-transfer-max-pulls",
+                                                                "kv-transfer-max-bytes",
+                                                                "kv-transfer-allowed-peers",
+                                                                "kv-transfer-tls-name",
+                                                                "kv-transfer-max-peer-bytes",
+                                                                "fault-kv-transfer"})),
+          transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", model::DefaultModelId(o.model_path));
@@ -258,10 +270,23 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   }
   o.kv_transfer_deadline = Millis(transfer_deadline);
   o.kv_transfer_max_pulls = static_cast<int32_t>(transfer_pulls);
+  o.kv_transfer_allowed_peers =
+      absl::StrSplit(f.GetString("kv-transfer-allowed-peers", ""), ',', absl::SkipWhitespace());
+  o.kv_transfer_tls_name = f.GetString("kv-transfer-tls-name", "");
+  if (f.Has("kv-transfer-max-bytes")) {
+    ASSIGN_OR_RETURN(o.kv_transfer_max_bytes, ParseByteSize(f.GetString("kv-transfer-max-bytes", "")));
+  }
+  if (f.Has("kv-transfer-max-peer-bytes")) {
+    ASSIGN_OR_RETURN(o.kv_transfer_max_peer_bytes, ParseByteSize(f.GetString("kv-transfer-max-peer-bytes", "")));
+  }
+  if (o.kv_transfer_max_bytes < 1 || o.kv_transfer_max_peer_bytes < 1) {
+    return absl::InvalidArgumentError(
+        "--kv-transfer-max-bytes and --kv-transfer-max-peer-bytes must be at least 1 byte");
+  }
   o.fault_kv_transfer = f.GetString("fault-kv-transfer", "");
   if (!o.fault_kv_transfer.empty() && o.fault_kv_transfer != "corrupt-chunk" &&
-      o.fault_kv_transfer != "truncate-block") {
-    return absl::InvalidArgumentError("--fault-kv-transfer takes corrupt-chunk or truncate-block");
+      o.fault_kv_transfer != "truncate-block" && o.fault_kv_transfer != "stall") {
+    return absl::InvalidArgumentError("--fault-kv-transfer takes corrupt-chunk, truncate-block or stall");
   }
   return o;
 }

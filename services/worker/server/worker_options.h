@@ -66,6 +66,16 @@ struct WorkerOptions {
   std::string kv_transfer_listen;
   std::chrono::milliseconds kv_transfer_deadline{10000};
   int32_t kv_transfer_max_pulls = 4;
+  // With TLS: the client certificate names the transfer port admits (its
+  // peers', not the routers' that --tls-allowed-peers names; empty: any the
+  // CA signed), and the name the peers' certificates carry (empty: their
+  // address's host).
+  std::vector<std::string> kv_transfer_allowed_peers;
+  std::string kv_transfer_tls_name;
+  // Bytes of KV this worker's pulls may hold in flight, in all and from one
+  // peer (their blocks wait in host memory until the engine takes them).
+  int64_t kv_transfer_max_bytes = int64_t{512} << 20;
+  int64_t kv_transfer_max_peer_bytes = int64_t{256} << 20;
   std::string fault_kv_transfer;
 };
 

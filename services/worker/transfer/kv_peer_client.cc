@@ -19,21 +19,53 @@ KvPeerClient::~KvPeerClient() {
     left.swap(queue_);
   }
   ready_.notify_all();
-  for (Pull& p : left) p.done({}, absl::CancelledError("the worker is stopping"));
+  for (Pull& p : left) {
+    Release(p);
+    p.done({}, absl::CancelledError("the worker is stopping"));
+  }
   for (std::thread& t : threads_) t.join();
 }
 
+size_t KvPeerClient::ReserveLocked(const std::string& endpoint, size_t wanted) {
+  const int64_t block = std::max<int64_t>(options_.identity.block_bytes, 1);
+  const int64_t room = std::min(options_.max_bytes_in_flight - bytes_in_flight_,
+                                options_.max_peer_bytes_in_flight - peer_bytes_in_flight_[endpoint]);
+  const size_t fit = std::min<size_t>(wanted, static_cast<size_t>(std::max<int64_t>(room / block, 0)));
+  bytes_in_flight_ += static_cast<int64_t>(fit) * block;
+  peer_bytes_in_flight_[endpoint] += static_cast<int64_t>(fit) * block;
+  return fit;
+}
+
+void KvPeerClient::Release(const Pull& pull) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bytes_in_flight_ -= pull.bytes;
+  const auto it = peer_bytes_in_flight_.find(pull.endpoint);
+  if ((it->second -= pull.bytes) == 0) peer_bytes_in_flight_.erase(it);
+}
+
 void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) {
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stop_ && static_cast<int32_t>(queue_.size()) < options_.max_queued_pulls) {
-      queue_.push_back({endpoint, std::move(hashes), std::move(done)});
+    if (stop_ || static_cast<int32_t>(queue_.size()) >= options_.max_queued_pulls) {
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat(options_.max_queued_pulls, " KV pulls already wait; computing the prefix instead"));
+    } else if (const size_t fit = ReserveLocked(endpoint, hashes.size()); fit == 0) {
+      if (peer_bytes_in_flight_[endpoint] == 0) peer_bytes_in_flight_.erase(endpoint);
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat("KV pulls in flight hold ", bytes_in_flight_, " bytes (at most ", options_.max_bytes_in_flight,
+                       ", and ", options_.max_peer_bytes_in_flight,
+                       " from one peer: --kv-transfer-max-bytes, "
+                       "--kv-transfer-max-peer-bytes); computing the prefix instead"));
+    } else {
+      hashes.resize(fit);
+      const int64_t bytes = static_cast<int64_t>(fit) * std::max<int64_t>(options_.identity.block_bytes, 1);
+      queue_.push_back({endpoint, std::move(hashes), std::move(done), bytes});
       ready_.notify_one();
       return;
     }
   }
-  done({}, absl::ResourceExhaustedError(
-               absl::StrCat(options_.max_queued_pulls, " KV pulls already wait; computing the prefix instead")));
+  done({}, std::move(refused));
 }
 
 void KvPeerClient::Work() {
@@ -94,6 +126,8 @@ void KvPeerClient::Run(Pull& pull) {
   if (!failure.ok()) {
     failure = absl::Status(failure.code(), absl::StrCat("KV pull from ", pull.endpoint, ": ", failure.message()));
   }
+  // The blocks are the engine's from here: they stop counting in flight.
+  Release(pull);
   pull.done(std::move(blocks), failure);
 }
 

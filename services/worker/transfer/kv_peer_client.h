@@ -34,6 +34,11 @@ struct KvPeerClientOptions {
   uint64_t max_chunk_bytes = 1 << 20;
   int32_t max_concurrent_pulls = 4;  // threads; more pulls wait their turn
   int32_t max_queued_pulls = 64;     // beyond: refused at once (the engine computes)
+  // Bytes of blocks the pulls running and queued ask for, at most in all
+  // and from one peer: a pull past either brings the leading blocks that
+  // fit (none fit: refused, RESOURCE_EXHAUSTED).
+  int64_t max_bytes_in_flight = int64_t{512} << 20;
+  int64_t max_peer_bytes_in_flight = int64_t{256} << 20;
 };
 
 class KvPeerClient final : public engine::KvPeerFetcher {
@@ -48,7 +53,12 @@ class KvPeerClient final : public engine::KvPeerFetcher {
     std::string endpoint;
     std::vector<BlockHash> hashes;
     Done done;
+    int64_t bytes = 0;  // reserved against the limits until it ends
   };
+  // Of `wanted` blocks from `endpoint`, how many the byte limits let in
+  // now; reserves their bytes. Under mu_.
+  size_t ReserveLocked(const std::string& endpoint, size_t wanted);
+  void Release(const Pull& pull);
   void Work();
   void Run(Pull& pull);
   std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint);
@@ -59,6 +69,8 @@ class KvPeerClient final : public engine::KvPeerFetcher {
   std::deque<Pull> queue_;
   bool stop_ = false;
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+  int64_t bytes_in_flight_ = 0;
+  absl::flat_hash_map<std::string, int64_t> peer_bytes_in_flight_;
   std::vector<std::thread> threads_;
 };
 

@@ -1,7 +1,9 @@
 #include "services/worker/transfer/kv_transfer_service.h"
 
+#include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +77,10 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   v1::PullBlocksResponse message;
   ToProto(identity_, message.mutable_identity());
   if (!writer->Write(message)) return grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
+  if (options_.fault == "stall") {
+    // A peer that hangs mid-pull (or is killed in it: the chaos case).
+    for (int i = 0; i < 30 && !context->IsCancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   const uint64_t max_chunk = request->max_chunk_bytes() == 0
                                  ? options_.max_chunk_bytes
                                  : std::min<uint64_t>(request->max_chunk_bytes(), options_.max_chunk_bytes);

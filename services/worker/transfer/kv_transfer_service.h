@@ -34,8 +34,9 @@ struct KvTransferServiceOptions {
   std::chrono::milliseconds export_deadline{10000};
   // Fault injection for chaos tests: "corrupt-chunk" flips a byte of each
   // block's first chunk after its checksum was taken; "truncate-block"
-  // ends the stream half way through the first block's first chunk. Empty
-  // in production.
+  // ends the stream half way through the first block's first chunk;
+  // "stall" holds every stream 3 s after the identity (a hung peer, or one
+  // killed mid-pull). Empty in production.
   std::string fault;
 };
 

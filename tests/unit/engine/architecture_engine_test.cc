@@ -18,6 +18,7 @@
 #include "engine/spec/self_speculative_proposer.h"
 #include "model/arch/kv_page_groups.h"
 #include "tests/testing/collecting_sink.h"
+#include "tests/testing/engine_peer_fetcher.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
@@ -333,6 +334,55 @@ TEST_P(ArchitectureEngineTest, WindowPagesFreedUnderLowerTiersKeepEveryToken) {
   }
   EXPECT_GT(restarted.tiers.disk.hit_blocks, 0);
   EXPECT_EQ(restarted.prefix_hit_tokens, 5 * 40);
+}
+
+// A prefix pulled from a peer engine gives the tokens of computing it here,
+// in the float KV format and an 8-bit one. With page groups the pull brings
+// the window pages the hit's end reaches too (under their derived hashes),
+// or the hit would stop short of them.
+TEST_P(ArchitectureEngineTest, APulledPrefixGivesTheTokensOfComputingItHere) {
+  std::mt19937 rng(41);
+  EngineRequest r{.id = RequestId(1), .stopping = {.max_tokens = 10, .ignore_eos = true}};
+  for (int i = 0; i < 61; ++i) r.prompt.push_back(static_cast<model::TokenId>(rng() % 280));
+  r.sampling = SamplingParams{.temperature = 0.8f, .top_k = 40, .seed = 3};
+  for (const kernels::KvCacheDtype kv : {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8RotatedScaled}) {
+    SCOPED_TRACE(kernels::KvCacheDtypeName(kv));
+    auto executor = [&] {
+      return testing::NewExecutor(*model_, {.num_blocks = testing::PagesForBlocks(*model_, 64, true),
+                                            .block_size = kBlockSize,
+                                            .num_threads = 2,
+                                            .kv_cache_dtype = kv,
+                                            .key_channel_scales = testing::TestKeyScales(*model_, kv),
+                                            .limits = testing::kRoomyLimits});
+    };
+    const EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 16}};
+    auto run = [&](Engine& engine, const EngineRequest& request) {
+      testing::CollectingSink sink;
+      EXPECT_TRUE(engine.Submit(request, &sink).ok());
+      for (int steps = 0; engine.HasWork() && steps < 10000; ++steps) {
+        EXPECT_TRUE(engine.Step().ok());
+        EXPECT_TRUE(engine.AuditBlocks().ok());
+      }
+      EXPECT_TRUE(sink.finished());
+      return std::make_pair(sink.tokens(), sink.usage().cached_prompt_tokens);
+    };
+    auto executor_a = executor();
+    Engine a(*executor_a, options);
+    const auto computed = run(a, r);
+    EXPECT_EQ(computed.second, 0);
+    testing::EngineFetcher fetcher(a);
+    EngineOptions pulling = options;
+    pulling.kv_peer_fetcher = &fetcher;
+    auto executor_b = executor();
+    Engine b(*executor_b, pulling);
+    EngineRequest pulled = r;
+    pulled.kv_peer = KvPeerSource{.endpoint = "a:7002", .blocks = 61 / kBlockSize};
+    const auto got = run(b, pulled);
+    EXPECT_EQ(got.first, computed.first);
+    EXPECT_EQ(got.second, 60) << "every full block before the last token, window pages included";
+    EXPECT_EQ(b.Stats().kv_peer.pulls_done, 1);
+    EXPECT_GT(b.Stats().kv_peer.seconds_per_block, 0.0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest,

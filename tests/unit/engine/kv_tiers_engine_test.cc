@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/executor_kv_tiers.h"
 #include "tests/testing/collecting_sink.h"
+#include "tests/testing/engine_peer_fetcher.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
@@ -333,29 +334,7 @@ TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOr
   }
 }
 
-// Pulls from another engine, as the worker's KvTransfer client would:
-// ExportKvBlocks on the peer, then `fault` (if any) on what came back.
-class EngineFetcher final : public KvPeerFetcher {
- public:
-  explicit EngineFetcher(Engine& peer) : peer_(peer) {}
-  std::function<void(std::vector<KvBlockBytes>&, absl::Status&)> fault;
-  std::vector<std::string> endpoints;
-  std::vector<size_t> asked;
-
-  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) override {
-    endpoints.push_back(endpoint);
-    asked.push_back(hashes.size());
-    std::vector<KvBlockBytes> got;
-    peer_.ExportKvBlocks(std::move(hashes), [&](std::vector<KvBlockBytes> b) { got = std::move(b); });
-    EXPECT_TRUE(peer_.Step().ok());
-    absl::Status status;
-    if (fault) fault(got, status);
-    done(std::move(got), status);
-  }
-
- private:
-  Engine& peer_;
-};
+using testing::EngineFetcher;
 
 // A prompt of `tokens` tokens (conversation 0's opening, cut or grown).
 EngineRequest PeerPrompt(int tokens, uint64_t id, bool seeded) {
@@ -426,10 +405,12 @@ TEST_F(KvTiersEngineTest, APulledPrefixGivesTheTokensOfComputingItHere) {
       EXPECT_EQ(alone.cached, 0);
       const PeerRun pulled = RunWithPeer(*model_, r, tokens / kBlockSize);
       EXPECT_EQ(pulled.tokens, alone.tokens) << tokens << " tokens, seeded " << seeded;
-      EXPECT_EQ(pulled.asked, static_cast<size_t>(tokens / kBlockSize)) << "the partial block is never asked for";
-      EXPECT_GE(pulled.cached, tokens - kBlockSize) << tokens << " tokens";
+      // Neither a partial last block nor a full one that ends the prompt
+      // (its last token is computed for its logits, so no hit covers it).
+      EXPECT_EQ(pulled.asked, static_cast<size_t>((tokens - 1) / kBlockSize)) << tokens << " tokens";
+      EXPECT_EQ(pulled.cached, (tokens - 1) / kBlockSize * kBlockSize) << tokens << " tokens";
       EXPECT_EQ(pulled.stats.pulls_done, 1);
-      EXPECT_EQ(pulled.stats.blocks_pulled, tokens / kBlockSize);
+      EXPECT_EQ(pulled.stats.blocks_pulled, (tokens - 1) / kBlockSize);
       EXPECT_GT(pulled.stats.bytes_pulled, 0);
     }
   }

@@ -6,6 +6,7 @@
 // inside a block, and a peer of another KV format (refused, naming both).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -83,10 +84,13 @@ class KvTransferGrpcTest : public ::testing::Test {
     engine::KvPeerStats stats;
   };
   // Prompt on a fresh worker B, told that `peer` holds its 10 blocks.
-  static Result RunB(const std::string& peer, const std::string& kv_dtype = "f16") {
+  static Result RunB(const std::string& peer, const std::string& kv_dtype = "f16",
+                     const std::function<void(KvPeerClientOptions&)>& tune = nullptr) {
     auto executor = kvfleet::testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
-    KvPeerClient client({.identity = KvTransferIdentityOf(executor->info(), "tiny", kv_dtype),
-                         .deadline = std::chrono::milliseconds(5000)});
+    KvPeerClientOptions client_options{.identity = KvTransferIdentityOf(executor->info(), "tiny", kv_dtype),
+                                       .deadline = std::chrono::milliseconds(5000)};
+    if (tune) tune(client_options);
+    KvPeerClient client(client_options);
     engine::EngineOptions options = kEngine;
     options.kv_peer_fetcher = &client;
     Result out;
@@ -136,6 +140,28 @@ TEST_F(KvTransferGrpcTest, EveryFaultComputesThePrefixWithTheSameTokens) {
   expect_fallback(RunB(StartPeer("corrupt-chunk")->server.address), "a chunk corrupted in flight");
   expect_fallback(RunB(StartPeer("truncate-block")->server.address), "a stream cut inside a block");
   expect_fallback(RunB(StartPeer()->server.address, /*kv_dtype=*/"int8"), "another KV format");
+  expect_fallback(RunB(StartPeer("stall")->server.address, "f16",
+                       [](KvPeerClientOptions& o) { o.deadline = std::chrono::milliseconds(300); }),
+                  "a peer that hangs past the deadline");
+}
+
+// The bytes a worker's pulls hold in flight are bounded, in all and per
+// peer: a pull past a bound brings the leading blocks that fit, and one
+// where none fits is refused; either way the rest is computed.
+TEST_F(KvTransferGrpcTest, PullsStayWithinTheirBytesInFlight) {
+  const Result alone = RunB("");
+  std::unique_ptr<PeerA> a = StartPeer();
+  const int64_t block = a->executor->info().kv_block_bytes;
+  const Result four =
+      RunB(a->server.address, "f16", [&](KvPeerClientOptions& o) { o.max_bytes_in_flight = 4 * block + 1; });
+  EXPECT_EQ(four.tokens, alone.tokens);
+  EXPECT_EQ(four.cached, 4 * kBlockSize);
+  EXPECT_EQ(four.stats.pulls_partial, 1);
+  const Result none =
+      RunB(a->server.address, "f16", [&](KvPeerClientOptions& o) { o.max_peer_bytes_in_flight = block - 1; });
+  EXPECT_EQ(none.tokens, alone.tokens);
+  EXPECT_EQ(none.cached, 0);
+  EXPECT_EQ(none.stats.failed_by_reason.at("resource_exhausted"), 1);
 }
 
 }  // namespace
