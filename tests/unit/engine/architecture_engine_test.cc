@@ -18,11 +18,11 @@
 #include "engine/spec/self_speculative_proposer.h"
 #include "model/arch/kv_page_groups.h"
 #include "tests/testing/collecting_sink.h"
-#include "tests/testing/engine_peer_fetcher.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
 #include "tests/testing/tiny_architectures.h"
+#include "tests/unit/engine/engine_peer_fetcher.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {

@@ -12,10 +12,10 @@
 #include "engine/engine.h"
 #include "engine/executor_kv_tiers.h"
 #include "tests/testing/collecting_sink.h"
-#include "tests/testing/engine_peer_fetcher.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/test_executor.h"
+#include "tests/unit/engine/engine_peer_fetcher.h"
 #include "tests/unit/engine/tiny_model_suite.h"
 #include "tools/tiny_model/tiny_model.h"
 
