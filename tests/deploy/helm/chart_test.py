@@ -16,7 +16,8 @@ their budgets, grace periods, rollout strategies, selectors matching the pods
 they are meant for, references resolving, worker identity from the downward
 API, security contexts, the TTFT threshold, the runbook URLs, metrics only
 on ClusterIP Services, the args every service shares, the workers' KV
-transfer port: its flags, container port, Service port and a NetworkPolicy
+transfer port: its flags (with TLS also the worker name it admits and
+checks peers for), container port, Service port and a NetworkPolicy
 rule admitting this release's workers alone, or none of them; the TLS wiring: each
 service mounts its own Secret and is given the flags of its hops, with
 paths inside that mount and exactly the peers it must admit, and nothing
@@ -65,7 +66,10 @@ TTFT_ALERT = "KvfleetRouterTtftP99High"
 TLS_DIR = "/etc/kvfleet/tls"
 # The services' TLS flags that name a file, and the kubernetes.io/tls key each must be.
 TLS_FILE_FLAGS = {"--tls-cert": "tls.crt", "--tls-key": "tls.key", "--tls-ca": "ca.crt", "--tls-client-ca": "ca.crt"}
-TLS_FLAGS = set(TLS_FILE_FLAGS) | {"--tls-allowed-peers", "--worker-tls-name"}
+# With worker.kvTransfer on, workers authenticate each other on the transfer port: it admits
+# tls.worker.clientName alone, and a puller checks a peer for tls.worker.serverName.
+KV_TRANSFER_TLS_FLAGS = {"--kv-transfer-allowed-peers", "--kv-transfer-tls-name"}
+TLS_FLAGS = set(TLS_FILE_FLAGS) | {"--tls-allowed-peers", "--worker-tls-name"} | KV_TRANSFER_TLS_FLAGS
 # What each service is given with tls.enabled (docs/deploy.md, "TLS"): the router serves
 # its clients TLS without asking for certificates and checks workers and the cachemanager;
 # workers and the cachemanager require client certificates naming the peers that call them.
@@ -79,7 +83,8 @@ TLS_FLAGS_OF = {
 AUTH_DIR = "/etc/kvfleet/auth"
 AUTH_TEST_TOKEN_DIR = "/etc/kvfleet/test-token"
 AUTH_FLAGS = {"--auth-tokens", "--token-file"}
-# worker.kvTransfer: the workers' KV transfer port and its flags.
+# worker.kvTransfer: the workers' KV transfer port and its flags (KV_TRANSFER_TLS_FLAGS on top
+# with tls.enabled).
 KV_TRANSFER_FLAGS = {"--kv-transfer-listen", "--kv-transfer-deadline", "--kv-transfer-max-pulls"}
 
 
@@ -719,7 +724,10 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
     plain_values.setdefault("tls", {})["enabled"] = False
     plain = {(o["kind"], o["metadata"]["name"]): o for o in render(chart, plain_values)}
     admitted = {"worker": [names["router_client"]], "cachemanager": sorted([names["router_client"], names["worker_client"]])}
+    transfer = bool(values["worker"]["kvTransfer"]["enabled"])
     for component, flags in TLS_FLAGS_OF.items():
+        if component == "worker" and transfer:
+            flags = flags | KV_TRANSFER_TLS_FLAGS
         obj = next((o for o in objects if o["kind"] in ("Deployment", "StatefulSet") and component_of(o) == component), None)
         if not f.check(obj is not None, vs, component, "workload exists"):
             continue
@@ -752,6 +760,15 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
             peers = (arg_after(args, "--tls-allowed-peers") or "").split(",")
             f.check(sorted(peers) == admitted[component] and len(set(peers)) == len(peers), vs, who,
                     f"--tls-allowed-peers is exactly {admitted[component]}", str(peers))
+        if component == "worker" and transfer:
+            # The transfer port admits the workers' client name alone (never the routers'), and a
+            # puller checks the name the workers' certificate carries, not the pod IP it dials.
+            allowed = (arg_after(args, "--kv-transfer-allowed-peers") or "").split(",")
+            f.check(allowed == [names["worker_client"]], vs, who,
+                    f"--kv-transfer-allowed-peers is exactly [{names['worker_client']!r}] (tls.worker.clientName)", str(allowed))
+            f.check(arg_after(args, "--kv-transfer-tls-name") == names["worker_server"], vs, who,
+                    "--kv-transfer-tls-name is tls.worker.serverName (default <fullname>-worker)",
+                    str(arg_after(args, "--kv-transfer-tls-name")))
         twin = plain.get((obj["kind"], obj["metadata"]["name"]))
         if not f.check(twin is not None, vs, who, "renders without TLS too"):
             continue
@@ -974,9 +991,14 @@ def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -
     that port), --kv-transfer-deadline and --kv-transfer-max-pulls, each once and before worker.extraArgs;
     the container port kv-transfer; the port in the workers' headless Service (h2c without TLS); and in
     the workers' NetworkPolicy one rule opening it to this release's workers alone, which no other rule
-    opens. Off: none of them. No other container is given the flags."""
+    opens. With tls.enabled also --kv-transfer-allowed-peers and --kv-transfer-tls-name, each once and
+    before worker.extraArgs (their values are check_tls's); without TLS neither. Off: none of them. No
+    other container is given the flags."""
     kv = values["worker"]["kvTransfer"]
     on, port = bool(kv["enabled"]), int(kv["port"])
+    tls = bool(values["tls"]["enabled"])
+    every_flag = KV_TRANSFER_FLAGS | KV_TRANSFER_TLS_FLAGS
+    wanted = KV_TRANSFER_FLAGS | (KV_TRANSFER_TLS_FLAGS if tls else set())
     pods = pods_by_component(objects)
     for obj in objects:
         kind, who, component = obj["kind"], name_of(obj), component_of(obj)
@@ -986,13 +1008,16 @@ def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -
                 args = (c.get("command") or []) + (c.get("args") or [])
                 ports = {p["name"]: p["containerPort"] for p in c.get("ports") or []}
                 if not (kind == "StatefulSet" and c["name"] == "worker" and on):
-                    f.check(not KV_TRANSFER_FLAGS & set(args), vs, cwho, "no --kv-transfer-* flag",
-                            str(sorted(KV_TRANSFER_FLAGS & set(args))))
+                    f.check(not every_flag & set(args), vs, cwho, "no --kv-transfer-* flag",
+                            str(sorted(every_flag & set(args))))
                     f.check("kv-transfer" not in ports and port not in ports.values(), vs, cwho,
                             f"no kv-transfer container port (and nothing on {port})", str(ports))
                     continue
                 f.check(all(args.count(flag) == 1 for flag in KV_TRANSFER_FLAGS), vs, cwho, "each --kv-transfer-* flag once",
-                        str([a for a in args if a in KV_TRANSFER_FLAGS]))
+                        str([a for a in args if a in every_flag]))
+                f.check(all(args.count(flag) == (1 if tls else 0) for flag in KV_TRANSFER_TLS_FLAGS), vs, cwho,
+                        f"{sorted(KV_TRANSFER_TLS_FLAGS)} " + ("once each with tls.enabled" if tls else "absent without tls.enabled"),
+                        str([a for a in args if a in KV_TRANSFER_TLS_FLAGS]))
                 f.check(arg_after(args, "--kv-transfer-listen") == f"0.0.0.0:{port}", vs, cwho,
                         f"--kv-transfer-listen 0.0.0.0:{port} (worker.kvTransfer.port)", str(arg_after(args, "--kv-transfer-listen")))
                 f.check(float(arg_after(args, "--kv-transfer-deadline") or "nan") == float(kv["deadlineSeconds"]), vs, cwho,
@@ -1003,7 +1028,7 @@ def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -
                 f.check(advertise.startswith("$(POD_IP):"), vs, cwho,
                         "--advertise-address names the pod IP (the host the worker advertises for the transfer port)", advertise)
                 extra = len(values["worker"].get("extraArgs") or [])
-                f.check(all(args.index(flag) < len(args) - extra for flag in KV_TRANSFER_FLAGS if flag in args), vs, cwho,
+                f.check(all(args.index(flag) < len(args) - extra for flag in wanted if flag in args), vs, cwho,
                         "--kv-transfer-* come before worker.extraArgs (which still come last)")
                 f.check(ports.get("kv-transfer") == port, vs, cwho, f"container port kv-transfer {port}", str(ports))
                 f.check(list(ports.values()).count(port) == 1, vs, cwho, f"no other container port on {port}", str(ports))
@@ -1503,6 +1528,12 @@ INLINE_VALUE_SETS = {
     "inline-kv-transfer-off": {
         "worker": {"kvTransfer": {"enabled": False}, "extraArgs": ["--block-size", "32"]},
         "metrics": {"serviceMonitor": {"enabled": True}},
+    },
+    # KV transfer off with TLS on: the workers keep their main port's TLS flags, and neither
+    # --kv-transfer-allowed-peers nor --kv-transfer-tls-name renders.
+    "inline-kv-transfer-off-tls": {
+        "tls": {"enabled": True, "worker": {"clientName": "worker-client.llm.internal"}},
+        "worker": {"kvTransfer": {"enabled": False}, "extraArgs": ["--block-size", "32"]},
     },
     # A draft model next to the target, copied out of a model image, as the workers' default.
     "inline-draft-model": {

@@ -404,6 +404,11 @@ restart. The hops:
                               the router checks tls.worker.serverName (it dials pod IPs)
   router, worker -> cachemanager: mutual TLS; the cachemanager admits
                               tls.router.clientName and tls.worker.clientName
+  worker  -> worker (KV transfer port, worker.kvTransfer): mutual TLS; the
+                              transfer port admits tls.worker.clientName alone
+                              (--kv-transfer-allowed-peers), the puller checks
+                              tls.worker.serverName (--kv-transfer-tls-name);
+                              rendered in worker-statefulset.yaml
 Each service's own certificate is also its client certificate.
 */}}
 
@@ -433,7 +438,8 @@ tls.worker.serverName, else "<fullname>-worker". */}}
 paths inside kvfleet.tls.dir:
   every service:  --tls-cert tls.crt --tls-key tls.key (its server and client certificate)
   router, worker: --tls-ca ca.crt (the peers they call: workers, the cachemanager)
-  worker:         --tls-client-ca ca.crt --tls-allowed-peers <router>
+  worker:         --tls-client-ca ca.crt --tls-allowed-peers <router> (its main port;
+                  the KV transfer port's names are in worker-statefulset.yaml)
   cachemanager:   --tls-client-ca ca.crt --tls-allowed-peers <router>,<worker>
   router:         --worker-tls-name <tls.worker.serverName>
 Takes (dict "root" $ "component" NAME). */}}
