@@ -197,7 +197,7 @@ void Engine::DrainInbox() {
   } else if (inbox.snapshot && listener_ != nullptr) {
     listener_->OnSnapshot(pool_.CachedBlocks());
   }
-  for (auto& [hashes, done] : inbox.exports) done(CopyOutForPeer(hashes));
+  for (auto& [hashes, done] : inbox.exports) ServeExport(hashes, std::move(done));
   for (Inbox::Pulled& pulled : inbox.pulled) FinishPeerPull(pulled);
   if (options_.kv_tiers != nullptr) {
     for (RequestId id : options_.kv_tiers->Poll()) {
@@ -578,7 +578,11 @@ void Engine::Loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stop_ || !requests_.empty() || !inbox_.empty(); });
+      // A disk read for a peer's pull finishes at a step's Poll, requests or not.
+      wake_.wait(lock, [this] {
+        return stop_ || !requests_.empty() || !inbox_.empty() ||
+               (options_.kv_tiers != nullptr && options_.kv_tiers->loads_in_flight());
+      });
       if (stop_) return;
       // Waiting idle is not stalling: progress is measured from the wake.
       last_progress_ = std::chrono::steady_clock::now();

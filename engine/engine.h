@@ -168,7 +168,12 @@ class Engine {
   absl::Status Validate(const EngineRequest& request) const;
   void DrainInbox();
   // One peer pull's blocks, copied out (engine thread).
+  // A peer's pull: the leading blocks held on the device or in host memory
+  // copied now, then a run only the disk holds read in the background;
+  // `done` gets them all (at a later step when the disk is read).
+  void ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done);
   std::vector<KvBlockBytes> CopyOutForPeer(const std::vector<BlockHash>& hashes);
+  void CountServed(const std::vector<KvBlockBytes>& blocks);
   // A new request's pull from its kv_peer, when the peer holds leading
   // blocks this worker lacks: the request waits (kv_loading) meanwhile.
   void StartPeerPull(Request& req);

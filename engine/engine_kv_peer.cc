@@ -121,12 +121,44 @@ std::vector<KvBlockBytes> Engine::CopyOutForPeer(const std::vector<BlockHash>& h
                !options_.kv_tiers->CopyFromHost(hash, b.bytes, &b.parent, &b.published)) {
       break;
     }
-    kv_peer_stats_.bytes_served += block_bytes;
     out.push_back(std::move(b));
   }
-  ++kv_peer_stats_.pulls_served;
-  kv_peer_stats_.blocks_served += static_cast<int64_t>(out.size());
   return out;
+}
+
+void Engine::ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done) {
+  std::vector<KvBlockBytes> out = CopyOutForPeer(hashes);
+  KvTierManager* tiers = options_.kv_tiers;
+  std::vector<BlockHash> on_disk;
+  for (size_t i = out.size(); tiers != nullptr && i < hashes.size() && tiers->OnDiskOnly(hashes[i]); ++i) {
+    on_disk.push_back(hashes[i]);
+  }
+  if (on_disk.empty()) {
+    CountServed(out);
+    done(std::move(out));
+    return;
+  }
+  // Read by the disk tier's thread while the engine steps; handed over at
+  // the Poll that finds it done, on this thread.
+  tiers->ReadForPeer(std::move(on_disk),
+                     [this, out = std::move(out), done = std::move(done)](
+                         std::vector<DiskKvTier::Entry> entries, std::vector<std::vector<uint8_t>> blocks) mutable {
+                       const size_t block_bytes = static_cast<size_t>(executor_.info().kv_block_bytes);
+                       for (size_t i = 0; i < blocks.size() && blocks[i].size() == block_bytes; ++i) {
+                         out.push_back({.hash = entries[i].hash,
+                                        .parent = entries[i].parent,
+                                        .published = entries[i].published,
+                                        .bytes = std::move(blocks[i])});
+                       }
+                       CountServed(out);
+                       done(std::move(out));
+                     });
+}
+
+void Engine::CountServed(const std::vector<KvBlockBytes>& blocks) {
+  ++kv_peer_stats_.pulls_served;
+  kv_peer_stats_.blocks_served += static_cast<int64_t>(blocks.size());
+  for (const KvBlockBytes& b : blocks) kv_peer_stats_.bytes_served += static_cast<int64_t>(b.bytes.size());
 }
 
 }  // namespace kvfleet::engine

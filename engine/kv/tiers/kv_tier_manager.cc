@@ -270,6 +270,17 @@ void KvTierManager::StartDiskLoad(RequestId id, std::vector<BlockHash> hashes) {
   jobs_[job_id] = std::move(job);
 }
 
+void KvTierManager::ReadForPeer(std::vector<BlockHash> hashes, PeerRead done) {
+  CHECK(!hashes.empty());
+  Job job{.for_peer = std::move(done)};
+  for (const BlockHash& hash : hashes) {
+    job.entries.push_back({.hash = hash, .parent = disk_->ParentOf(hash), .published = disk_->IsPublished(hash)});
+  }
+  const uint64_t job_id = next_job_++;
+  disk_->Read(job_id, std::move(hashes));
+  jobs_[job_id] = std::move(job);
+}
+
 std::vector<BlockId> KvTierManager::BlocksInFlight() const {
   std::vector<BlockId> out;
   for (const auto& [id, job] : jobs_) out.insert(out.end(), job.blocks.begin(), job.blocks.end());
@@ -287,9 +298,17 @@ std::vector<RequestId> KvTierManager::Poll() {
     for (DiskKvTier::ReadResult& r : c.reads) {
       const auto it = jobs_.find(r.job);
       CHECK(it != jobs_.end()) << "a disk read finished for no load";
-      FinishRead(r, it->second);
-      done.push_back(it->second.request);
+      Job job = std::move(it->second);
       jobs_.erase(it);
+      if (job.for_peer) {
+        DropFailedRead(r, job);
+        std::vector<DiskKvTier::Entry> entries(job.entries.begin(),
+                                               job.entries.begin() + static_cast<std::ptrdiff_t>(r.blocks.size()));
+        job.for_peer(std::move(entries), std::move(r.blocks));
+        continue;
+      }
+      FinishRead(r, job);
+      done.push_back(job.request);
     }
   }
   UpdateStats();
@@ -316,6 +335,10 @@ void KvTierManager::FinishRead(DiskKvTier::ReadResult& r, Job& job) {
   for (auto it = job.blocks.rbegin(); it != job.blocks.rend(); ++it) pool_->Release(*it);
   ++counters_.disk.loads;
   counters_.disk.load_seconds += r.seconds + SecondsSince(start);
+  DropFailedRead(r, job);
+}
+
+void KvTierManager::DropFailedRead(const DiskKvTier::ReadResult& r, const Job& job) {
   if (r.error.ok() || r.blocks.size() >= r.hashes.size()) return;
   const DiskKvTier::Entry& failed = job.entries[r.blocks.size()];
   // A file gone (evicted meanwhile) is a plain miss; one that reads back

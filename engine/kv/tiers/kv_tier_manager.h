@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -138,6 +139,11 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   // A host-memory block's bytes into `out` (block_bytes long) for a peer,
   // without moving it up; false when host memory does not hold it.
   bool CopyFromHost(const BlockHash& hash, std::span<uint8_t> out, std::optional<BlockHash>* parent, bool* published);
+  // Reads blocks only the disk holds for a peer, in the background, without
+  // copying them up: at a later Poll, `done` gets the leading ones read
+  // whole (entries and bytes in order). Until then loads_in_flight() holds.
+  using PeerRead = std::function<void(std::vector<DiskKvTier::Entry>, std::vector<std::vector<uint8_t>>)>;
+  void ReadForPeer(std::vector<BlockHash> hashes, PeerRead done);
   // The device blocks the loads in flight fill (one reference each), for
   // the engine's audit.
   std::vector<BlockId> BlocksInFlight() const;
@@ -146,7 +152,8 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   struct Job {
     RequestId request;
     std::vector<DiskKvTier::Entry> entries;  // what it reads, in order (a window page is unpublished)
-    std::vector<BlockId> blocks;             // allocated at the start, one per entry
+    std::vector<BlockId> blocks;             // allocated at the start, one per entry (none for a peer)
+    PeerRead for_peer;                       // set: a peer's read, handed over instead of copied up
   };
 
   KvTierManager(std::unique_ptr<KvBlockCopier> copier, KvEventListener* next);
@@ -162,6 +169,9 @@ class KvTierManager final : public KvEventListener, public BlockEvictionHook, pu
   // list's tail, where the waiting request hits them at this step's
   // admission.
   void FinishRead(DiskKvTier::ReadResult& r, Job& job);
+  // After a read that stopped early: a file gone is a miss; one that read
+  // back wrong is deleted, counted and announced gone.
+  void DropFailedRead(const DiskKvTier::ReadResult& r, const Job& job);
   void UpdateStats();
 
   const std::unique_ptr<KvBlockCopier> copier_;

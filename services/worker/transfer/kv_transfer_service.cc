@@ -72,7 +72,12 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   if (ready.wait_for(options_.export_deadline) != std::future_status::ready) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the engine did not copy the blocks out in time");
   }
-  const std::vector<engine::KvBlockBytes> blocks = ready.get();
+  std::vector<engine::KvBlockBytes> blocks;
+  try {
+    blocks = ready.get();
+  } catch (const std::future_error&) {  // the engine stopped with the export queued
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker stopped before copying the blocks out");
+  }
 
   v1::PullBlocksResponse message;
   ToProto(identity_, message.mutable_identity());

@@ -280,7 +280,7 @@ TEST_F(KvTiersEngineTest, DamagedForeignAndOtherTenantsFilesAreNeverHits) {
 // from the device or, once evicted, from host memory, up to the first block
 // held in neither; an engine that computed the same prompt gives the same
 // bytes either way, and each block names its parent.
-TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOrHost) {
+TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceHostOrDisk) {
   const std::vector<BlockHash> prompt_blocks =
       HashFullBlocks(RootBlockHash("tiny", ""), Turn(0, false).prompt, kBlockSize);
   ASSERT_EQ(prompt_blocks.size(), 10u) << "43 tokens: 10 full blocks, the partial one never has a name";
@@ -290,10 +290,16 @@ TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOr
   struct Pull {
     std::vector<KvBlockBytes> blocks;
     int64_t host_blocks = 0;
+    int64_t disk_blocks = 0;
   };
-  const auto pull = [&](bool evict) {
+  kvfleet::testing::TempDir disk;
+  enum Where { kDevice, kHost, kDisk };
+  const auto pull = [&](Where where) {
+    const bool evict = where != kDevice;
     auto executor = testing::NewTinyExecutor(*model_, 24, kBlockSize, 2);
-    auto manager = CreateKvTiers({.host_bytes = TierBytes(200)}, *executor, "tiny", nullptr);
+    const KvTierOptions tiers = where == kDisk ? KvTierOptions{.disk_dir = disk.Path("tier"), .disk_bytes = 64 << 20}
+                                               : KvTierOptions{.host_bytes = TierBytes(200)};
+    auto manager = CreateKvTiers(tiers, *executor, "tiny", nullptr);
     EXPECT_TRUE(manager.ok()) << manager.status();
     EngineOptions options{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 1}};
     options.kv_tiers = manager->get();
@@ -305,6 +311,7 @@ TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOr
       EXPECT_TRUE(engine.Submit(r, &sinks[r.id.value()]).ok());
     }
     while (engine.HasWork()) EXPECT_TRUE(engine.Step().ok());
+    (*manager)->FlushDisk();
     Pull out;
     bool called = false;
     engine.ExportKvBlocks(asked, [&](std::vector<KvBlockBytes> blocks) {
@@ -312,25 +319,35 @@ TEST_F(KvTiersEngineTest, APeersPullCopiesOutThePromptsBlocksInOrderFromDeviceOr
       called = true;
     });
     EXPECT_TRUE(engine.Step().ok()) << "an idle engine serves the pull at its next step";
+    // From disk: read in the background, handed over at a later step.
+    for (int i = 0; i < 1000 && !called; ++i) {
+      (*manager)->FlushDisk();
+      EXPECT_TRUE(engine.Step().ok());
+    }
     EXPECT_TRUE(called);
     out.host_blocks = (*manager)->stats().host.blocks;
+    out.disk_blocks = (*manager)->stats().disk.blocks;
     EXPECT_EQ(out.blocks.empty() ? 0 : static_cast<int64_t>(out.blocks[0].bytes.size()),
               executor->info().kv_block_bytes);
     return out;
   };
-  const Pull on_device = pull(false);
-  const Pull from_host = pull(true);
+  const Pull on_device = pull(kDevice);
+  const Pull from_host = pull(kHost);
+  const Pull from_disk = pull(kDisk);
   EXPECT_EQ(on_device.host_blocks, 0);
   EXPECT_GE(from_host.host_blocks, static_cast<int64_t>(prompt_blocks.size())) << "conversation 0 went down";
+  EXPECT_GE(from_disk.disk_blocks, static_cast<int64_t>(prompt_blocks.size())) << "conversation 0 went down";
   ASSERT_EQ(on_device.blocks.size(), prompt_blocks.size());
   ASSERT_EQ(from_host.blocks.size(), prompt_blocks.size());
+  ASSERT_EQ(from_disk.blocks.size(), prompt_blocks.size());
   for (size_t i = 0; i < prompt_blocks.size(); ++i) {
-    for (const Pull* p : {&on_device, &from_host}) {
+    for (const Pull* p : {&on_device, &from_host, &from_disk}) {
       EXPECT_EQ(p->blocks[i].hash, prompt_blocks[i]);
       EXPECT_EQ(p->blocks[i].parent, i == 0 ? std::nullopt : std::optional<BlockHash>(prompt_blocks[i - 1]));
       EXPECT_TRUE(p->blocks[i].published);
     }
     EXPECT_EQ(on_device.blocks[i].bytes, from_host.blocks[i].bytes) << "block " << i;
+    EXPECT_EQ(on_device.blocks[i].bytes, from_disk.blocks[i].bytes) << "block " << i;
   }
 }
 
