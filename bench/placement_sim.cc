@@ -3,6 +3,7 @@
 //
 //   placement_sim --workload multi-tenant --workers 4,16,64 --load 0.3,0.7,0.9,1.1
 //   placement_sim --workload no-sharing --workers 16 --requests 10000 --json
+//   placement_sim --workload hot-prefix --policies prefix_aware --peer-pull off,on --network-gbps 10,100
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -48,7 +49,12 @@ model). Deterministic for a seed; every policy sees the same trace.
   --host-tier X            a host-memory KV tier per worker of X times its device KV (default 0: none)
   --disk-tier X            a disk KV tier per worker of X times its device KV (default 0: none)
   --host-gbps G --disk-gbps G  their load bandwidths, GB/s (default 25 and 3): a load's time delays its step
-  --kv-bytes-per-token N   what a token's KV weighs, for load times (default 131072: Llama-3-8B, float16)
+  --kv-bytes-per-token N   what a token's KV weighs, for tier loads and pulls (default 131072: Llama-3-8B, float16)
+  --peer-pull off,on       run each policy without and/or with peer KV pulls (default off)
+  --network-gbps G,G       each worker's link for pulls, Gb/s; one run per rate with pulls on (default 100)
+  --pull-latency-ms MS     added to every pull (default 1)
+  --pull-assumed-gbps G    what the router prices a first pull at (default: the link's rate; the router's own is 8)
+  --crossover              print only where a pull beats recomputing, per --network-gbps
   --admission-bypass N     admissions that may pass a waiting request that does not fit (default 16; 0: strict order)
   --json                   one JSON object on stdout (the table goes to stderr)
 )";
@@ -62,20 +68,82 @@ struct Flags {
   SimOptions sim;
   int64_t kv_tokens = 0;
   bool json = false;
+  // Each policy runs once per entry: pulls off, or on over a link of gbps.
+  struct PullSetting {
+    bool on = false;
+    double gbps = 0;
+  };
+  std::vector<PullSetting> pulls;
+  std::vector<double> network_gbps;
+  bool crossover = false;
 };
 
+absl::Status ReadPullFlags(const flags::Flags& f, Flags& o) {
+  ASSIGN_OR_RETURN(o.network_gbps, f.GetDoubleList("network-gbps", "100"));
+  ASSIGN_OR_RETURN(o.sim.pull_latency_ms, f.GetDouble("pull-latency-ms", o.sim.pull_latency_ms));
+  ASSIGN_OR_RETURN(o.sim.peer_pull_assumed_gbps, f.GetDouble("pull-assumed-gbps", 0));
+  for (double g : o.network_gbps) {
+    if (!(g > 0)) return absl::InvalidArgumentError(absl::StrCat("--network-gbps takes rates > 0, got ", g));
+  }
+  if (!(o.sim.pull_latency_ms >= 0) || !(o.sim.peer_pull_assumed_gbps >= 0)) {
+    return absl::InvalidArgumentError("--pull-latency-ms and --pull-assumed-gbps take numbers >= 0");
+  }
+  for (absl::string_view setting : absl::StrSplit(f.GetString("peer-pull", "off"), ',')) {
+    if (setting == "off") {
+      o.pulls.push_back({.on = false});
+    } else if (setting == "on") {
+      for (double g : o.network_gbps) o.pulls.push_back({.on = true, .gbps = g});
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--peer-pull takes on and off, got '", setting, "'"));
+    }
+  }
+  o.crossover = f.GetSwitch("crossover");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(flags::Flags f,
-                   flags::Flags::Parse(args,
-                                       {"workload", "workers", "load", "rate", "requests", "seed", "policies",
-                                        "step-model", "step-a", "step-b", "step-c", "kv-tokens", "max-num-seqs",
-                                        "host-tier", "disk-tier", "host-gbps", "disk-gbps", "kv-bytes-per-token",
-                                        "max-num-batched-tokens", "tenants", "context-tokens", "question-tokens",
-                                        "output-tokens", "turns", "think-seconds", "zipf", "router-ms",
-                                        "load-delay-ms", "event-flush-ms", "event-delay-ms", "prefill-weight",
-                                        "decode-weight", "affinity-guard-margin", "affinity-guard-ratio",
-                                        "kv-pressure-weight", "admission-bypass"},
-                                       {"json", "sessions-off", "help"}));
+  ASSIGN_OR_RETURN(flags::Flags f, flags::Flags::Parse(args,
+                                                       {"workload",
+                                                        "workers",
+                                                        "load",
+                                                        "rate",
+                                                        "requests",
+                                                        "seed",
+                                                        "policies",
+                                                        "step-model",
+                                                        "step-a",
+                                                        "step-b",
+                                                        "step-c",
+                                                        "kv-tokens",
+                                                        "max-num-seqs",
+                                                        "host-tier",
+                                                        "disk-tier",
+                                                        "host-gbps",
+                                                        "disk-gbps",
+                                                        "kv-bytes-per-token",
+                                                        "max-num-batched-tokens",
+                                                        "tenants",
+                                                        "context-tokens",
+                                                        "question-tokens",
+                                                        "output-tokens",
+                                                        "turns",
+                                                        "think-seconds",
+                                                        "zipf",
+                                                        "router-ms",
+                                                        "load-delay-ms",
+                                                        "event-flush-ms",
+                                                        "event-delay-ms",
+                                                        "prefill-weight",
+                                                        "decode-weight",
+                                                        "affinity-guard-margin",
+                                                        "affinity-guard-ratio",
+                                                        "kv-pressure-weight",
+                                                        "admission-bypass",
+                                                        "peer-pull",
+                                                        "network-gbps",
+                                                        "pull-latency-ms",
+                                                        "pull-assumed-gbps"},
+                                                       {"json", "sessions-off", "crossover", "help"}));
   if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
   Flags o;
   WorkloadOptions& w = o.workload;
@@ -145,6 +213,7 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   }
   o.sim.host_tier_tokens = static_cast<int64_t>(host_x * static_cast<double>(c.kv_tokens));
   o.sim.disk_tier_tokens = static_cast<int64_t>(disk_x * static_cast<double>(c.kv_tokens));
+  RETURN_IF_ERROR(ReadPullFlags(f, o));
   router::PlacementOptions& p = o.sim.placement;
   ASSIGN_OR_RETURN(p.prefill_weight, f.GetDouble("prefill-weight", p.prefill_weight));
   ASSIGN_OR_RETURN(p.decode_weight, f.GetDouble("decode-weight", p.decode_weight));
@@ -163,7 +232,38 @@ struct Run {
   OracleHitRatios oracle;
   double seconds;
   std::vector<SimResult> results;
+  std::vector<Flags::PullSetting> pulls;  // each result's
 };
+
+bool AnyPulls(const Flags& o) {
+  for (const Flags::PullSetting& p : o.pulls) {
+    if (p.on) return true;
+  }
+  return false;
+}
+
+// "prefix_aware" with pulls off, "prefix_aware, pulls 100G" with them on.
+std::string RunName(const SimResult& r, const Flags::PullSetting& pull) {
+  return pull.on ? absl::StrCat(r.policy, ", pulls ", pull.gbps, "G") : r.policy;
+}
+
+void PrintCrossover(const Flags& o, FILE* out) {
+  const ClusterShape& c = o.sim.cluster;
+  std::fprintf(out,
+               "\nPeer pull crossover (%s step model, peak prefill %.0f tokens/s; %lld bytes a token, %lld tokens a "
+               "block; %.2f ms a pull):\n%-10s %14s %17s %12s %11s %18s\n",
+               c.model.name.c_str(), c.PeakTokensPerSecond(), static_cast<long long>(o.sim.kv_bytes_per_token),
+               static_cast<long long>(c.block_size), o.sim.pull_latency_ms, "link", "pull ms/block", "prefill ms/block",
+               "pull/prefill", "min blocks", "min prompt tokens");
+  for (double gbps : o.network_gbps) {
+    const PullCrossover x = PullCrossoverFor(c, o.sim.kv_bytes_per_token, gbps, o.sim.pull_latency_ms / 1000);
+    const std::string blocks = x.min_blocks < 0 ? "never" : absl::StrCat(x.min_blocks);
+    const std::string tokens = x.min_prompt_tokens < 0 ? "never" : absl::StrCat(x.min_prompt_tokens);
+    std::fprintf(out, "%-10s %14.3f %17.3f %12.2f %11s %18s\n", absl::StrCat(gbps, " Gb/s").c_str(),
+                 x.pull_seconds_per_block * 1000, x.prefill_seconds_per_block * 1000,
+                 x.pull_seconds_per_block / x.prefill_seconds_per_block, blocks.c_str(), tokens.c_str());
+  }
+}
 
 void PrintRun(const Flags& o, const Run& run, FILE* out) {
   std::fprintf(out,
@@ -171,35 +271,66 @@ void PrintRun(const Flags& o, const Run& run, FILE* out) {
                "simulate)\n",
                WorkloadName(o.workload.kind).c_str(), static_cast<long long>(run.workers), run.load, run.oracle.bound,
                run.oracle.capacity_estimate, run.seconds);
-  std::fprintf(out, "%-13s %9s %9s %9s %11s %6s %6s %7s %12s %9s %9s %8s %8s\n", "policy", "TTFT p50", "p90 s",
-               "p99 s", "tok/s", "hit", "lower", "/oracle", "computed", "run max", "run mean", "max/mean", "preempt");
-  const SimResult* base = run.results.empty() ? nullptr : &run.results.front();
-  for (const SimResult& r : run.results) {
-    std::fprintf(out, "%-13s %9.3f %9.3f %9.3f %11.0f %6.3f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f %8lld%s\n",
-                 r.policy.c_str(), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.throughput_tokens_per_s, r.hit_ratio,
-                 r.lower_tier_hit_ratio,
-                 run.oracle.bound > 0 ? r.hit_ratio / run.oracle.bound : 0.0, static_cast<long long>(r.tokens_computed),
-                 r.max_running, r.mean_running, r.mean_running > 0 ? r.max_running / r.mean_running : 0.0,
-                 static_cast<long long>(r.preemptions), r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
+  const bool pulls = AnyPulls(o);
+  std::fprintf(out, "%-24s %9s %9s %9s %11s %6s %6s %7s %12s %9s %9s %8s %8s", "policy", "TTFT p50", "p90 s", "p99 s",
+               "tok/s", "hit", "lower", "/oracle", "computed", "run max", "run mean", "max/mean", "preempt");
+  if (pulls) std::fprintf(out, " %9s %8s %10s %10s %9s", "pull dec", "pulls", "blocks", "blocks hit", "declined");
+  std::fprintf(out, "\n");
+  for (size_t k = 0; k < run.results.size(); ++k) {
+    const SimResult& r = run.results[k];
+    std::fprintf(out, "%-24s %9.3f %9.3f %9.3f %11.0f %6.3f %6.3f %7.3f %12lld %9.1f %9.1f %8.2f %8lld",
+                 RunName(r, run.pulls[k]).c_str(), r.ttft_p50_s, r.ttft_p90_s, r.ttft_p99_s, r.throughput_tokens_per_s,
+                 r.hit_ratio, r.lower_tier_hit_ratio, run.oracle.bound > 0 ? r.hit_ratio / run.oracle.bound : 0.0,
+                 static_cast<long long>(r.tokens_computed), r.max_running, r.mean_running,
+                 r.mean_running > 0 ? r.max_running / r.mean_running : 0.0, static_cast<long long>(r.preemptions));
+    if (pulls) {
+      std::fprintf(out, " %9lld %8lld %10lld %10lld %9lld", static_cast<long long>(r.pull_decisions),
+                   static_cast<long long>(r.pulls), static_cast<long long>(r.blocks_pulled),
+                   static_cast<long long>(r.pulled_blocks_hit), static_cast<long long>(r.pulls_declined));
+    }
+    std::fprintf(out, "%s\n", r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
   }
-  if (base != nullptr) {
-    for (const SimResult& r : run.results) {
-      if (&r == base) continue;
-      std::fprintf(out, "  %s vs %s: TTFT p90 %.2fx better, throughput %.2fx\n", r.policy.c_str(),
-                   base->policy.c_str(), r.ttft_p90_s > 0 ? base->ttft_p90_s / r.ttft_p90_s : 0.0,
-                   base->throughput_tokens_per_s > 0 ? r.throughput_tokens_per_s / base->throughput_tokens_per_s : 0.0);
+  auto compare = [out](const std::string& name, const SimResult& r, const std::string& base_name,
+                       const SimResult& base) {
+    std::fprintf(out, "  %s vs %s: TTFT p90 %.2fx better, throughput %.2fx\n", name.c_str(), base_name.c_str(),
+                 r.ttft_p90_s > 0 ? base.ttft_p90_s / r.ttft_p90_s : 0.0,
+                 base.throughput_tokens_per_s > 0 ? r.throughput_tokens_per_s / base.throughput_tokens_per_s : 0.0);
+  };
+  // Policies against the first, each with pulls as the first ran; pulls
+  // on against off for the same policy.
+  const size_t per_policy = o.pulls.size();
+  for (size_t k = per_policy; k < run.results.size(); k += per_policy) {
+    compare(RunName(run.results[k], run.pulls[k]), run.results[k], RunName(run.results[0], run.pulls[0]),
+            run.results[0]);
+  }
+  for (size_t k = 0; k < run.results.size(); ++k) {
+    const size_t first = k - k % per_policy;
+    if (run.pulls[k].on && !run.pulls[first].on) {
+      compare(RunName(run.results[k], run.pulls[k]), run.results[k], "pulls off", run.results[first]);
     }
   }
 }
 
 nlohmann::json ToJson(const SimResult& r) {
-  return {{"requests", r.requests},       {"finished", r.finished},
-          {"ttft_p50_s", r.ttft_p50_s},   {"ttft_p90_s", r.ttft_p90_s},
-          {"ttft_p99_s", r.ttft_p99_s},   {"throughput_tokens_per_s", r.throughput_tokens_per_s},
-          {"hit_ratio", r.hit_ratio},     {"lower_tier_hit_ratio", r.lower_tier_hit_ratio},
+  return {{"requests", r.requests},
+          {"finished", r.finished},
+          {"ttft_p50_s", r.ttft_p50_s},
+          {"ttft_p90_s", r.ttft_p90_s},
+          {"ttft_p99_s", r.ttft_p99_s},
+          {"throughput_tokens_per_s", r.throughput_tokens_per_s},
+          {"hit_ratio", r.hit_ratio},
+          {"lower_tier_hit_ratio", r.lower_tier_hit_ratio},
           {"tokens_computed", r.tokens_computed},
-          {"max_running", r.max_running}, {"mean_running", r.mean_running},
-          {"preemptions", r.preemptions}, {"makespan_s", r.makespan_s},
+          {"max_running", r.max_running},
+          {"mean_running", r.mean_running},
+          {"preemptions", r.preemptions},
+          {"makespan_s", r.makespan_s},
+          {"tokens_served", r.tokens_served},
+          {"pull_decisions", r.pull_decisions},
+          {"pulls", r.pulls},
+          {"blocks_pulled", r.blocks_pulled},
+          {"pulled_blocks_hit", r.pulled_blocks_hit},
+          {"pulls_declined", r.pulls_declined},
           {"audit", r.audit}};
 }
 
@@ -216,6 +347,8 @@ absl::Status Main(const std::vector<std::string>& args) {
                c.PeakTokensPerSecond(), static_cast<long long>(c.kv_tokens), c.max_num_seqs,
                c.max_num_batched_tokens, o.sim.router_ms, o.sim.load_delay_ms, o.sim.event_flush_ms,
                o.sim.event_delay_ms);
+  if (o.crossover || AnyPulls(o)) PrintCrossover(o, table);
+  if (o.crossover) return absl::OkStatus();
   nlohmann::json json = nlohmann::json::object();
   nlohmann::json& by_workers = json[WorkloadName(o.workload.kind)];
   const std::vector<double> loads = o.rate > 0 ? std::vector<double>{0} : o.loads;
@@ -237,15 +370,23 @@ absl::Status Main(const std::vector<std::string>& args) {
       Run run{.workers = workers, .load = effective, .oracle = OracleHitRatio(workload, sim.cluster)};
       for (router::Policy policy : o.policies) {
         sim.policy = policy;
-        ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
-        run.results.push_back(std::move(r));
+        for (const Flags::PullSetting& pull : o.pulls) {
+          sim.peer_pull = pull.on;
+          if (pull.on) sim.network_gbps = pull.gbps;
+          ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
+          run.results.push_back(std::move(r));
+          run.pulls.push_back(pull);
+        }
       }
       run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       PrintRun(o, run, table);
       nlohmann::json& entry = by_workers[std::to_string(workers)][absl::StrCat(effective)];
       entry["oracle_hit_ratio"] = run.oracle.bound;
       entry["oracle_capacity_estimate"] = run.oracle.capacity_estimate;
-      for (const SimResult& r : run.results) entry[r.policy] = ToJson(r);
+      for (size_t k = 0; k < run.results.size(); ++k) {
+        const SimResult& r = run.results[k];
+        entry[run.pulls[k].on ? absl::StrCat(r.policy, "+pulls_", run.pulls[k].gbps, "gbps") : r.policy] = ToJson(r);
+      }
     }
   }
   if (o.json) std::printf("%s\n", json.dump().c_str());

@@ -13,9 +13,15 @@
 // events visible at the next event flush plus event_delay_ms, answered as
 // per-worker leading matches, as FindOverlaps does).
 //
+// Peer KV pulls (optional): each worker then has a transfer endpoint, and a
+// decision that says to pull makes its worker wait the pull's time over a
+// simulated network (PeerLinks) before admitting the request, then commit
+// the blocks as cached, as the engine does.
+//
 // The files divide the work:
 //   - placement_sim_workload.cc: the four workloads and the oracle bound;
 //   - placement_sim_cluster.cc: the event-driven simulation of one policy;
+//   - placement_sim_peer_pull.cc: the pulls' network and their crossover length;
 //   - placement_sim.cc: main(), flags, the table and the JSON.
 //
 //   Workload w = BuildWorkload({.kind = WorkloadKind::kMultiTenant, .requests = 10000}, model, workers, kv_tokens);
@@ -145,6 +151,19 @@ struct SimOptions {
   int64_t disk_tier_tokens = 0;
   double disk_gb_per_s = 3.0;
   int64_t kv_bytes_per_token = 131072;  // Llama-3-8B, float16: 32 layers x 8 kv heads x 128 x 2 x 2
+  // Peer KV pulls: workers get transfer endpoints and report kv_block_bytes
+  // (from kv_bytes_per_token), and the router's placement.peer_pull follows
+  // this switch. Each worker's network link carries network_gbps each way;
+  // a pull takes pull_latency_ms and then its bytes at that rate once the
+  // source's sending side and the puller's receiving side are free.
+  // The router prices a worker's first pull at peer_pull_assumed_gbps (its
+  // --peer-pull-bandwidth, overriding placement's field; 0: network_gbps,
+  // as an operator who knows the link sets it; 8 is the router's default),
+  // its later ones at what the worker measured.
+  bool peer_pull = false;
+  double network_gbps = 100;
+  double pull_latency_ms = 1.0;
+  double peer_pull_assumed_gbps = 0;
 };
 
 struct SimResult {
@@ -158,9 +177,49 @@ struct SimResult {
   double max_running = 0, mean_running = 0;  // per worker, time-averaged running requests: max over workers, mean
   int64_t preemptions = 0;
   double makespan_s = 0;
+  int64_t tokens_served = 0;  // prompt + output tokens of the finished requests
+  // Peer pulls: decisions that said to pull, pulls started (the source
+  // still held blocks the worker lacked), blocks committed from them, of
+  // those the ones still in the request's prefix hit when it was admitted,
+  // and decisions where a peer held more but the price said compute.
+  int64_t pull_decisions = 0, pulls = 0, blocks_pulled = 0, pulled_blocks_hit = 0, pulls_declined = 0;
   std::string audit;  // empty when the block accounting balanced
 };
 
 absl::StatusOr<SimResult> Simulate(const Workload& workload, const SimOptions& options);
+
+// Each worker's network link as two first-come-first-served queues (what
+// it sends, what it receives): a pull waits for the latency, then for both
+// its source's sending side and its puller's receiving side, and holds both
+// while its bytes cross. A hot source serving many pullers is its own
+// bottleneck, as it would be on a real network.
+class PeerLinks {
+ public:
+  PeerLinks(int32_t workers, double gbps, double latency_s);
+  // When a pull of `bytes` from `source` to `puller` that starts at `now` ends.
+  double Pull(size_t source, size_t puller, int64_t bytes, double now);
+
+ private:
+  double bytes_per_second_, latency_s_;
+  std::vector<double> send_free_, receive_free_;
+};
+
+// Where a pull starts beating recomputing, priced as the router prices it
+// (a block's bytes over the link rate against block_size over the worker's
+// prefill rate, the step model's peak) plus the per-pull latency the router
+// learns only from its measurements.
+struct PullCrossover {
+  double network_gbps = 0;
+  double pull_seconds_per_block = 0;     // on an idle link, latency left out
+  double prefill_seconds_per_block = 0;  // at the peak prefill rate
+  // Blocks a pull must carry to be faster than computing them, latency
+  // included; -1 when no count is (the link is slower than the prefill).
+  int64_t min_blocks = -1;
+  // The shortest prompt that reaches that count (a block that ends the
+  // prompt is never pulled); -1: never.
+  int64_t min_prompt_tokens = -1;
+};
+PullCrossover PullCrossoverFor(const ClusterShape& cluster, int64_t kv_bytes_per_token, double network_gbps,
+                               double pull_latency_s);
 
 }  // namespace kvfleet::bench::placement_sim

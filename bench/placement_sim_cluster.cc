@@ -1,6 +1,6 @@
 // One policy over one workload on the simulated cluster (placement_sim.h):
-// an event queue of request arrivals at the router, deliveries to workers
-// and the ends of engine steps, in simulated seconds.
+// an event queue of request arrivals at the router, deliveries to workers,
+// the ends of engine steps and of peer pulls, in simulated seconds.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -229,14 +229,21 @@ struct SimWorker {
   // Running requests integrated over time, for the time-averaged figure.
   double running_area = 0, last_change = 0;
   int32_t last_running = 0;
+  // Its pulls' seconds per block, smoothed as the engine smooths them (0
+  // until its first pull); the router prices its next pull by it.
+  double pull_seconds_per_block = 0;
 };
 
-enum class EventKind { kArrival, kDelivery, kStepEnd };
+// Whether a worker holds a block in any tier: what a source can serve and
+// what a puller need not ask for (the engine's HeldHere).
+bool Holds(const SimWorker& w, const BlockHash& hash) { return w.pool.IsCached(hash) || w.tiers.InHost(hash); }
+
+enum class EventKind { kArrival, kDelivery, kStepEnd, kPullDone };
 struct Event {
   double at;
   uint64_t seq;  // ties in insertion order: deterministic
   EventKind kind;
-  size_t index;  // request (arrival, delivery) or worker (step end)
+  size_t index;  // request (arrival, delivery, pull done) or worker (step end)
   size_t worker;
   bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
 };
@@ -246,14 +253,26 @@ struct LiveRequest {
   router::Decision decision;
   size_t worker = 0;
   double first_token_at = -1;
+  // A pull: the prompt blocks it brings (indices into prompt_block_hashes,
+  // in order) and when it started; once done, those it committed.
+  std::vector<size_t> pulling;
+  double pull_started = 0;
 };
 
 class Simulation {
  public:
-  Simulation(const Workload& workload, const SimOptions& o) : w_(workload), o_(o), live_(workload.requests.size()) {
+  Simulation(const Workload& workload, const SimOptions& o)
+      : w_(workload),
+        o_(o),
+        block_bytes_(o.kv_bytes_per_token * o.cluster.block_size),
+        links_(o.cluster.workers, o.network_gbps, o.pull_latency_ms / 1000),
+        live_(workload.requests.size()) {
     router::PlacementOptions p = o.placement;
     p.policy = o.policy;
     p.router_instance = 1;  // deterministic
+    p.peer_pull = o.peer_pull;
+    const double assumed_gbps = o.peer_pull_assumed_gbps > 0 ? o.peer_pull_assumed_gbps : o.network_gbps;
+    p.peer_pull_assumed_bytes_per_second = assumed_gbps * 1e9 / 8;
     placement_ = std::make_unique<Placement>(p, [this] { return At(now_); });
     const int32_t blocks = static_cast<int32_t>(o.cluster.kv_tokens / o.cluster.block_size);
     for (int32_t i = 0; i < o.cluster.workers; ++i) {
@@ -306,6 +325,9 @@ class Simulation {
           break;
         case EventKind::kStepEnd:
           EndStep(e.worker);
+          break;
+        case EventKind::kPullDone:
+          FinishPull(e.index, e.worker);
           break;
       }
     }
@@ -390,10 +412,16 @@ class Simulation {
       // What the worker measures loading a block from each tier.
       if (workers_[k]->tiers.host_blocks() > 0) c.load.host_load_seconds_per_block = workers_[k]->tiers.host_seconds();
       if (workers_[k]->tiers.disk_blocks() > 0) c.load.disk_load_seconds_per_block = workers_[k]->tiers.disk_seconds();
+      if (o_.peer_pull) {  // GetInfo's transfer address and the report's block size on the wire
+        c.kv_transfer_endpoint = absl::StrCat(workers_[k]->id, ":kv");
+        c.load.kv_block_bytes = block_bytes_;
+      }
       candidates.push_back(std::move(c));
     }
     absl::StatusOr<router::Decision> d = placement_->Choose(pr, std::move(candidates));
     if (!d.ok()) return d.status();
+    if (d->peer_pull.has_value()) ++pull_decisions_;
+    if (d->pull_declined) ++pulls_declined_;
     const size_t worker = static_cast<size_t>(std::stoi(d->worker_id.substr(std::string("worker-").size())));
     live_[i] = {.request = std::move(request), .decision = *std::move(d), .worker = worker};
     Push(now_ + o_.router_ms / 1000, EventKind::kDelivery, i, worker);
@@ -412,7 +440,8 @@ class Simulation {
                      .blocks_used = pool.used,
                      .blocks_free = pool.free(),
                      .blocks_total = pool.total,
-                     .pending_prefill_tokens = w.pending.tokens()},
+                     .pending_prefill_tokens = w.pending.tokens(),
+                     .peer_pull_seconds_per_block = w.pull_seconds_per_block},
             .admitted_ticket = w.admitted_ticket};
   }
 
@@ -424,10 +453,73 @@ class Simulation {
 
   void Deliver(size_t i, size_t worker) {
     SimWorker& w = *workers_[worker];
+    StartPull(i, worker);
     w.inbox.push_back(live_[i].request.get());
     w.pending.Add(*live_[i].request);
     w.admitted_ticket = std::max(w.admitted_ticket, live_[i].decision.in_flight_ticket);
     Report(w);  // on admission
+    if (!w.busy) StartStep(worker);
+  }
+
+  // The engine's StartPeerPull: the prompt's leading blocks the decision
+  // names (never one that ends the prompt) that this worker holds in no
+  // tier, of which the source sends the leading run it still holds (it may
+  // have evicted some since the index saw them). The request waits
+  // (kv_loading) while the worker steps for the others.
+  void StartPull(size_t i, size_t worker) {
+    const std::optional<router::PeerPull>& peer = live_[i].decision.peer_pull;
+    if (!o_.peer_pull || !peer.has_value()) return;
+    engine::Request& r = *live_[i].request;
+    const size_t source = worker_index_.at(peer->worker_id);
+    const int64_t reachable = std::max<int64_t>(r.num_tokens() - 1, 0) / o_.cluster.block_size;
+    const int64_t asked =
+        std::min<int64_t>({std::max(peer->blocks, 0), static_cast<int64_t>(r.prompt_block_hashes.size()), reachable});
+    std::vector<size_t> wanted;
+    for (int64_t k = 0; k < asked; ++k) {
+      if (!Holds(*workers_[worker], r.prompt_block_hashes[static_cast<size_t>(k)])) {
+        wanted.push_back(static_cast<size_t>(k));
+      }
+    }
+    size_t served = 0;
+    while (served < wanted.size() && Holds(*workers_[source], r.prompt_block_hashes[wanted[served]])) ++served;
+    wanted.resize(served);
+    if (wanted.empty()) return;
+    r.kv_loading = true;
+    ++pulls_;
+    LiveRequest& l = live_[i];
+    l.pull_started = now_;
+    const double done = links_.Pull(source, worker, static_cast<int64_t>(wanted.size()) * block_bytes_, now_);
+    l.pulling = std::move(wanted);
+    Push(done, EventKind::kPullDone, i, worker);
+  }
+
+  // The engine's FinishPeerPull: each block is committed as cached (its
+  // KV events tell the index), the request may be admitted, and the pull's
+  // time per block feeds the worker's next load report.
+  void FinishPull(size_t i, size_t worker) {
+    SimWorker& w = *workers_[worker];
+    LiveRequest& l = live_[i];
+    engine::Request& r = *l.request;
+    int64_t committed = 0;
+    for (size_t k : l.pulling) {
+      const BlockHash& hash = r.prompt_block_hashes[k];
+      if (!w.pool.IsCached(hash)) {
+        const std::optional<BlockId> block = w.pool.Allocate();
+        if (!block.has_value()) break;  // the cache is full of running requests: compute the rest
+        w.pool.Commit(*block, hash, k > 0 ? std::optional<BlockHash>(r.prompt_block_hashes[k - 1]) : std::nullopt);
+        w.pool.Release(*block);  // cached, where the admission's prefix lookup finds it
+      }
+      ++committed;
+    }
+    l.pulling.resize(static_cast<size_t>(committed));
+    r.kv_loading = false;
+    blocks_pulled_ += committed;
+    if (committed > 0) {
+      const double per_block = (now_ - l.pull_started) / static_cast<double>(committed);
+      double& smoothed = w.pull_seconds_per_block;
+      smoothed = smoothed > 0 ? 0.8 * smoothed + 0.2 * per_block : per_block;
+    }
+    Report(w);
     if (!w.busy) StartStep(worker);
   }
 
@@ -479,6 +571,12 @@ class Simulation {
     LiveRequest& l = live_[i];
     engine::Request& r = *l.request;
     prompt_tokens_ += r.num_prompt_tokens();
+    // Pulled blocks the admission's prefix hit still found: the rest were
+    // evicted between the commit and the admission (or by the commit
+    // itself, when the pull was larger than the free blocks).
+    const size_t hit_blocks = static_cast<size_t>(std::max(0, r.cached_prompt_tokens) / o_.cluster.block_size);
+    for (size_t k : l.pulling) pulled_blocks_hit_ += k < hit_blocks ? 1 : 0;
+    l.pulling = {};
     cached_tokens_ += std::max(0, r.cached_prompt_tokens);
     served_tokens_ += r.num_prompt_tokens() + r.num_output_tokens();
     w.scheduler.Remove(&r);
@@ -496,7 +594,13 @@ class Simulation {
                 .ttft_p50_s = Percentile(ttft_, 50),
                 .ttft_p90_s = Percentile(ttft_, 90),
                 .ttft_p99_s = Percentile(ttft_, 99),
-                .tokens_computed = tokens_computed_};
+                .tokens_computed = tokens_computed_,
+                .tokens_served = served_tokens_,
+                .pull_decisions = pull_decisions_,
+                .pulls = pulls_,
+                .blocks_pulled = blocks_pulled_,
+                .pulled_blocks_hit = pulled_blocks_hit_,
+                .pulls_declined = pulls_declined_};
     const double start = w_.requests.empty() ? 0 : w_.requests.front().arrival_s;
     s.makespan_s = last_finish_ - start;
     s.throughput_tokens_per_s = s.makespan_s > 0 ? static_cast<double>(served_tokens_) / s.makespan_s : 0;
@@ -529,6 +633,8 @@ class Simulation {
 
   const Workload& w_;
   const SimOptions& o_;
+  const int64_t block_bytes_;  // one KV block on the wire
+  PeerLinks links_;
   double now_ = 0;
   std::unique_ptr<Placement> placement_;
   std::vector<std::unique_ptr<SimWorker>> workers_;
@@ -541,6 +647,7 @@ class Simulation {
   uint64_t next_seq_ = 0;
   std::vector<double> ttft_;
   int64_t tokens_computed_ = 0, prompt_tokens_ = 0, cached_tokens_ = 0, served_tokens_ = 0, finished_ = 0;
+  int64_t pull_decisions_ = 0, pulls_ = 0, blocks_pulled_ = 0, pulled_blocks_hit_ = 0, pulls_declined_ = 0;
   double last_finish_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // The placement simulator on small clusters: every request finishes and the
 // block accounting balances for every workload and policy, the same seed
-// gives the same figures, no policy beats the oracle bound, and the figures
-// move the way the design says (these are simulated counts, not timings).
+// gives the same figures, no policy beats the oracle bound, the figures
+// move the way the design says (these are simulated counts, not timings),
+// and peer pulls happen when on, never when off, and lose no request.
 #include "bench/placement_sim.h"
 
 #include <gtest/gtest.h>
@@ -93,6 +94,49 @@ TEST(PlacementSimTest, LoadIsTheOfferedTokenRateOverThePeak) {
   for (const SimRequest& r : w.requests) tokens += static_cast<double>(r.prompt_tokens() + r.answer.size());
   const double rate = tokens / w.requests.back().arrival_s;
   EXPECT_NEAR(rate / (4 * cluster.PeakTokensPerSecond()), 0.5, 0.05);
+}
+
+int64_t OfferedTokens(const Workload& w) {
+  int64_t tokens = 0;
+  for (const SimRequest& r : w.requests) tokens += r.prompt_tokens() + static_cast<int64_t>(r.answer.size());
+  return tokens;
+}
+
+TEST(PlacementSimTest, PeerPullsHappenOnAHotPrefixAndLoseNothing) {
+  const ClusterShape cluster = SmallCluster(4);
+  const Workload w = BuildWorkload(Small(WorkloadKind::kHotPrefix), 0.8, cluster);
+  const SimOptions on{.cluster = cluster, .policy = Policy::kPrefixAware, .peer_pull = true, .network_gbps = 100};
+  absl::StatusOr<SimResult> pulled = Simulate(w, on);
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_GT(pulled->pulls, 0);
+  EXPECT_GT(pulled->blocks_pulled, 0);
+  EXPECT_LE(pulled->pulls, pulled->pull_decisions);
+  EXPECT_LE(pulled->pulled_blocks_hit, pulled->blocks_pulled);
+  EXPECT_EQ(pulled->finished, pulled->requests);
+  EXPECT_EQ(pulled->audit, "");
+  EXPECT_EQ(pulled->tokens_served, OfferedTokens(w));
+  EXPECT_LE(pulled->hit_ratio, OracleHitRatio(w, cluster).bound + 1e-9);
+
+  const SimResult off = MustSimulate(w, cluster, Policy::kPrefixAware);
+  EXPECT_EQ(off.pull_decisions, 0);
+  EXPECT_EQ(off.pulls, 0);
+  EXPECT_EQ(off.blocks_pulled, 0);
+  EXPECT_EQ(off.tokens_served, OfferedTokens(w));
+}
+
+TEST(PlacementSimTest, APullPaysOnlyPastTheCrossover) {
+  const ClusterShape cluster = SmallCluster(4);
+  constexpr int64_t kBytesPerToken = 131072;
+  constexpr double kLatency = 1e-3;
+  // A block crosses 10 Gb/s slower than the gpu model prefills it: never.
+  EXPECT_EQ(PullCrossoverFor(cluster, kBytesPerToken, 10, kLatency).min_blocks, -1);
+  const PullCrossover x = PullCrossoverFor(cluster, kBytesPerToken, 100, kLatency);
+  ASSERT_GT(x.min_blocks, 0);
+  auto pull = [&](int64_t n) { return kLatency + n * x.pull_seconds_per_block; };
+  auto compute = [&](int64_t n) { return n * x.prefill_seconds_per_block; };
+  EXPECT_LT(pull(x.min_blocks), compute(x.min_blocks));
+  EXPECT_GE(pull(x.min_blocks - 1), compute(x.min_blocks - 1));
+  EXPECT_EQ(x.min_prompt_tokens, x.min_blocks * cluster.block_size + 1);  // the last block is never pulled
 }
 
 TEST(PlacementSimTest, BadInputIsRefusedWithTheFix) {
