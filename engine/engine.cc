@@ -52,6 +52,7 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
     options.kv_tiers->Attach(pool_);
     kv_.set_lower_tiers(options.kv_tiers);
   }
+  if (options.kv_peer_fetcher != nullptr) kv_.set_peer_pull([this](Request& req) { return StartPeerPull(req); });
   const ExecutorLimits need = options.ExecutorLimitsNeeded(), have = executor.info().limits;
   CHECK(need.max_batch_tokens <= have.max_batch_tokens && need.max_batch_chunks <= have.max_batch_chunks &&
         need.logits_rows() <= have.logits_rows())
@@ -186,7 +187,6 @@ void Engine::DrainInbox() {
     pending_prefill_.Add(*raw);
     requests_[raw->id()] = std::move(req);
     scheduler_.Add(raw);
-    StartPeerPull(*raw);
   }
   for (RequestId id : inbox.cancelled) {
     auto it = requests_.find(id);

@@ -174,9 +174,10 @@ class Engine {
   void ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done);
   std::vector<KvBlockBytes> CopyOutForPeer(const std::vector<BlockHash>& hashes);
   void CountServed(const std::vector<KvBlockBytes>& blocks);
-  // A new request's pull from its kv_peer, when the peer holds leading
-  // blocks this worker lacks: the request waits (kv_loading) meanwhile.
-  void StartPeerPull(Request& req);
+  // A request's pull from its kv_peer, at its first admission try (the
+  // KvCacheManager's hook), when the peer holds pages of its prefix this
+  // worker lacks: true, and the request waits (kv_loading) meanwhile.
+  bool StartPeerPull(Request& req);
   // A pull's blocks into free device blocks, committed under their hashes
   // and left cached for the request's admission; then it may run.
   void FinishPeerPull(Inbox::Pulled& pulled);

@@ -24,9 +24,9 @@ bool Engine::HeldHere(const BlockHash& hash) const {
   return options_.kv_tiers != nullptr && (options_.kv_tiers->InHost(hash) || options_.kv_tiers->OnDiskOnly(hash));
 }
 
-void Engine::StartPeerPull(Request& req) {
+bool Engine::StartPeerPull(Request& req) {
   const std::optional<KvPeerSource>& peer = req.params.kv_peer;
-  if (!peer.has_value() || options_.kv_peer_fetcher == nullptr || executor_.info().kv_block_bytes <= 0) return;
+  if (!peer.has_value() || options_.kv_peer_fetcher == nullptr || executor_.info().kv_block_bytes <= 0) return false;
   // The last prompt token is always computed (its logits), so a block that
   // ends the prompt would arrive for nothing.
   const int64_t reachable = std::max<int64_t>(req.num_tokens() - 1, 0) / kv_.block_size();
@@ -38,7 +38,10 @@ void Engine::StartPeerPull(Request& req) {
   for (const BlockHash& page : kv_.PagesOfHit(std::span(req.prompt_block_hashes).first(held))) {
     if (!HeldHere(page)) wanted.push_back(page);
   }
-  if (wanted.empty()) return;
+  // No more than the free blocks can take: past them, committing the last
+  // pulled blocks would evict the first.
+  wanted.resize(std::min<size_t>(wanted.size(), static_cast<size_t>(std::max(pool_.num_free(), 0))));
+  if (wanted.empty()) return false;
   req.kv_loading = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -58,6 +61,7 @@ void Engine::StartPeerPull(Request& req) {
         }
         wake_.notify_all();
       });
+  return true;
 }
 
 void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
@@ -65,6 +69,10 @@ void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
   int64_t committed = 0;
   if (it != requests_.end()) {
     const size_t block_bytes = static_cast<size_t>(executor_.info().kv_block_bytes);
+    // Held until all are in, so that allocating the next never evicts one
+    // just committed; then released last first, to the free list's tail,
+    // where this step's admission finds them (the head last: evicted last).
+    std::vector<BlockId> held;
     for (const KvBlockBytes& b : pulled.blocks) {
       if (!pool_.IsCached(b.hash)) {
         if (b.bytes.size() != block_bytes) break;  // the transport checks this; never trust it twice
@@ -74,14 +82,13 @@ void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
           pool_.Release(*block);
           break;
         }
-        // Released at once: cached at the free list's tail, where this
-        // step's admission finds it.
         pool_.Commit(*block, b.hash, b.parent, b.published);
-        pool_.Release(*block);
+        held.push_back(*block);
         kv_peer_stats_.bytes_pulled += static_cast<int64_t>(block_bytes);
       }
       ++committed;
     }
+    for (auto b = held.rbegin(); b != held.rend(); ++b) pool_.Release(*b);
     it->second->kv_loading = false;
   }
   kv_peer_stats_.blocks_pulled += committed;

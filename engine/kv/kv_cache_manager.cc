@@ -265,6 +265,10 @@ int32_t KvCacheManager::AcquireWindowedPrefix(Request& req) {
 int32_t KvCacheManager::AcquireCachedPrefix(Request& req) {
   CHECK(req.block_table.empty()) << "request " << req.id() << " already holds blocks";
   req.kv_awaits_disk = false;
+  if (req.params.kv_peer.has_value() && !req.kv_peer_tried && start_peer_pull_ != nullptr) {
+    req.kv_peer_tried = true;
+    if (start_peer_pull_(req)) return 0;  // it waits for the pull (kv_loading)
+  }
   int32_t hit_tokens = 0;
   if (enable_prefix_caching_ && num_groups() > 1) {
     hit_tokens = AcquireWindowedPrefix(req);

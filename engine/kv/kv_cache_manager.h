@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -59,6 +60,10 @@ class KvCacheManager {
   // Tiers below the device that a prefix lookup continues into; may be
   // null; must outlive this.
   void set_lower_tiers(LowerKvTiers* tiers) { tiers_ = tiers; }
+  // Starts the pull of a request's prefix from the peer its kv_peer names;
+  // true when the request must wait for it (kv_loading). Asked at the
+  // first lookup of a request with a peer, before the cache is searched.
+  void set_peer_pull(std::function<bool(Request&)> start) { start_peer_pull_ = std::move(start); }
 
   int32_t block_size() const { return block_size_; }
   int32_t num_groups() const { return static_cast<int32_t>(group_windows_.size()); }
@@ -180,6 +185,7 @@ class KvCacheManager {
   bool enable_prefix_caching_;
   PrefixCacheCounters counters_;
   LowerKvTiers* tiers_ = nullptr;
+  std::function<bool(Request&)> start_peer_pull_;
 };
 
 }  // namespace kvfleet::engine

@@ -149,6 +149,10 @@ struct Request {
   // Its prefix continues on disk but another request's load runs: it waits
   // its turn rather than recompute (set by each prefix lookup).
   bool kv_awaits_disk = false;
+  // Its kv_peer's pull has been started (once: at its first admission try,
+  // so blocks pulled for a request deep in the queue are not evicted before
+  // it runs).
+  bool kv_peer_tried = false;
   // Requests admitted ahead of it while it did not fit (Scheduler's bounded
   // bypass); reset when it is admitted.
   int32_t admissions_bypassed = 0;

@@ -100,14 +100,12 @@ std::vector<std::string> CachemanagerArgs(const LocalClusterOptions& options) {
 
 std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int index,
                                     const std::string& cachemanager_address) {
-  std::vector<std::string> args = {"--model",           options.model_path,
-                                   "--worker-id",       absl::StrCat("worker-", index),
-                                   "--listen",          "127.0.0.1:0",
-                                   "--metrics-port",    "0",
-                                   "--metrics-host",    "127.0.0.1",
-                                   "--cachemanager",    cachemanager_address,
-                                   "--threads",         absl::StrCat(options.threads_per_worker),
-                                   "--kv-cache-memory", options.kv_cache_memory};
+  std::vector<std::string> args = {
+      "--model", options.model_path, "--worker-id", absl::StrCat("worker-", index), "--listen", "127.0.0.1:0",
+      "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--cachemanager", cachemanager_address, "--threads",
+      absl::StrCat(options.threads_per_worker), "--kv-cache-memory", options.kv_cache_memory,
+      // Peers pull each other's prefixes when the router's price says so.
+      "--kv-transfer-listen", "127.0.0.1:0"};
   args.insert(args.end(), options.worker_extra_args.begin(), options.worker_extra_args.end());
   if (!options.kv_disk_dir.empty()) {
     args.push_back("--kv-disk-dir");

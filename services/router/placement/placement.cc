@@ -150,7 +150,7 @@ size_t Placement::ChooseLeastLoaded(const std::vector<CandidateScore>& scores, s
 }
 
 size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector<CandidateScore>& scores,
-                                    Reason& reason, size_t rotation) const {
+                                    Reason& reason, size_t rotation, std::optional<size_t> source) const {
   // Workers that cannot hold the request's new blocks only if none can.
   const bool any_fits = std::any_of(scores.begin(), scores.end(), [](const CandidateScore& s) { return s.fits; });
   auto in_tier = [any_fits](const CandidateScore& s) { return s.fits || !any_fits; };
@@ -158,7 +158,7 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
   const CandidateScore& b = scores[best];
   // The guard applies to a hit (and to a session's home): a cold choice is
   // already the cheapest by load.
-  if (options_.affinity_guard && (b.matched_blocks > 0 || !request.session_id.empty())) {
+  if (options_.affinity_guard && (b.matched_blocks > 0 || b.peer_blocks > 0 || !request.session_id.empty())) {
     MarkOverGuard(scores, in_tier);
   }
   if (!request.session_id.empty()) {
@@ -177,6 +177,19 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
     const size_t alt =
         ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; }, rotation);
     return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier, rotation);
+  }
+  if (b.peer_blocks > 0 && source.has_value()) {
+    // A pull should replace a recompute, not a hit: the cost's load terms
+    // are weights, not seconds, and the copy takes the puller's memory from
+    // other prefixes. So the source keeps the request unless it is over
+    // the guard, cannot fit it, is past the KV-pressure threshold, or
+    // would start it later than the puller (its queue against the pull).
+    const CandidateScore& s = scores[*source];
+    if (in_tier(s) && s.fits && !s.over_guard && s.kv_penalty == 0.0 &&
+        s.uncached_prefill_blocks <= b.uncached_prefill_blocks) {
+      reason = Reason::kPrefixHit;
+      return *source;
+    }
   }
   if (b.matched_blocks == 0) {
     reason = Reason::kCold;
@@ -258,7 +271,7 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   Reason reason = Reason::kCold;
   switch (policy) {
     case Policy::kPrefixAware:
-      chosen = ChoosePrefixAware(request, scores, reason, rotation);
+      chosen = ChoosePrefixAware(request, scores, reason, rotation, source_index);
       break;
     case Policy::kLeastLoaded:
       chosen = ChooseLeastLoaded(scores, rotation);

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -85,7 +86,7 @@ class Placement {
  private:
   // Indexes into `scores` (sorted by worker id, non-empty).
   size_t ChoosePrefixAware(const PlacementRequest& request, std::vector<CandidateScore>& scores, Reason& reason,
-                           size_t rotation) const;
+                           size_t rotation, std::optional<size_t> source) const;
   // Sets over_guard on the candidates `in_tier` admits (README.md, "Affinity guard").
   template <typename Pred>
   void MarkOverGuard(std::vector<CandidateScore>& scores, Pred in_tier) const;

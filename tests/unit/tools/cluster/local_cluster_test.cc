@@ -158,7 +158,7 @@ TEST(LocalClusterArgsTest, WorkersJoinTheCachemanagerOnFreeLoopbackPorts) {
   EXPECT_THAT(WorkerArgs(o, 1, "127.0.0.1:4000"),
               ElementsAre("--model", "models/m.gguf", "--worker-id", "worker-1", "--listen", "127.0.0.1:0",
                           "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--cachemanager", "127.0.0.1:4000",
-                          "--threads", "3", "--kv-cache-memory", "64MiB"));
+                          "--threads", "3", "--kv-cache-memory", "64MiB", "--kv-transfer-listen", "127.0.0.1:0"));
   EXPECT_THAT(CachemanagerArgs(o),
               ElementsAre("--listen", "127.0.0.1:50050", "--metrics-port", "0", "--metrics-host", "127.0.0.1"));
   o.worker_extra_args = {"--speculation", "self", "--spec-self-layers", "20"};

@@ -104,6 +104,31 @@ TEST_F(PeerPullPlacementTest, ALessLoadedWorkerPlusAPullBeatsALoadedWorkerThatHo
   EXPECT_FALSE(off.pull_declined) << "pulls off: nothing was priced";
 }
 
+// A pull replaces a recompute, not a hit: the holder's decode load alone
+// (a weight, not seconds) does not send the request to a puller that
+// would start it later.
+TEST_F(PeerPullPlacementTest, DecodeLoadAloneDoesNotTradeAHitForAPull) {
+  const PlacementRequest r = MakeRequest(Tokens(7, 64, kBs, 3), kBs);
+  WorkerCandidate a = Measured("a", 0.0008, 60);
+  a.load.running = 3;
+  a.load.blocks_used = 400;
+  a.load.blocks_free = 600;
+  const WorkerCandidate b = Measured("b", 0.0008);
+  Placement placement({}, clock_.Fn());
+  const Decision d = Choose(placement, r, {a, b});
+  EXPECT_LT(ScoreOf(d, "b").cost, ScoreOf(d, "a").cost) << "by cost alone, b with the pull";
+  EXPECT_EQ(d.worker_id, "a");
+  EXPECT_EQ(d.reason, Reason::kPrefixHit);
+  EXPECT_FALSE(d.peer_pull.has_value());
+  // Past the KV-pressure threshold the hit would cost preemptions: b pulls.
+  a.load.blocks_used = 950;
+  a.load.blocks_free = 50;
+  Placement pressed({}, clock_.Fn());
+  const Decision p = Choose(pressed, r, {a, b});
+  EXPECT_EQ(p.worker_id, "b");
+  EXPECT_TRUE(p.peer_pull.has_value());
+}
+
 TEST_F(PeerPullPlacementTest, ASlowPullIsDeclinedAndCounted) {
   const PlacementRequest r = MakeRequest(Tokens(7, 64, kBs, 3), kBs);
   WorkerCandidate a = Measured("a", 0.004, 60);
