@@ -14,9 +14,11 @@
 // per-worker leading matches, as FindOverlaps does).
 //
 // Peer KV pulls (optional): each worker then has a transfer endpoint, and a
-// decision that says to pull makes its worker wait the pull's time over a
-// simulated network (PeerLinks) before admitting the request, then commit
-// the blocks as cached, as the engine does.
+// decision that says to pull gives the request a kv_peer; at its first
+// admission try (the KvCacheManager's peer-pull hook, as in the engine) its
+// worker starts the pull, cut to the free blocks, and the request waits the
+// pull's time over a simulated network (PeerLinks); then the blocks are
+// committed as cached, held until all are in, as the engine does.
 //
 // The files divide the work:
 //   - placement_sim_workload.cc: the four workloads and the oracle bound;
@@ -178,10 +180,11 @@ struct SimResult {
   int64_t preemptions = 0;
   double makespan_s = 0;
   int64_t tokens_served = 0;  // prompt + output tokens of the finished requests
-  // Peer pulls: decisions that said to pull, pulls started (the source
-  // still held blocks the worker lacked), blocks committed from them, of
-  // those the ones still in the request's prefix hit when it was admitted,
-  // and decisions where a peer held more but the price said compute.
+  // Peer pulls: decisions that said to pull, pulls started (at the
+  // request's first admission try, the source still holding blocks the
+  // worker lacked and the worker having free blocks), blocks committed from
+  // them, of those the ones still in the request's prefix hit when it was
+  // admitted, and decisions where a peer held more but the price said compute.
   int64_t pull_decisions = 0, pulls = 0, blocks_pulled = 0, pulled_blocks_hit = 0, pulls_declined = 0;
   std::string audit;  // empty when the block accounting balanced
 };

@@ -234,6 +234,9 @@ struct SimWorker {
   double pull_seconds_per_block = 0;
 };
 
+// A worker's KV transfer address, as GetInfo reports it.
+std::string TransferEndpoint(const std::string& worker_id) { return absl::StrCat(worker_id, ":kv"); }
+
 // Whether a worker holds a block in any tier: what a source can serve and
 // what a puller need not ask for (the engine's HeldHere).
 bool Holds(const SimWorker& w, const BlockHash& hash) { return w.pool.IsCached(hash) || w.tiers.InHost(hash); }
@@ -254,7 +257,8 @@ struct LiveRequest {
   size_t worker = 0;
   double first_token_at = -1;
   // A pull: the prompt blocks it brings (indices into prompt_block_hashes,
-  // in order) and when it started; once done, those it committed.
+  // in order) and when it started (at the request's first admission try);
+  // once done, those it committed.
   std::vector<size_t> pulling;
   double pull_started = 0;
 };
@@ -279,6 +283,14 @@ class Simulation {
       workers_.push_back(std::make_unique<SimWorker>(absl::StrCat("worker-", i), now_, o_, blocks));
       const std::string& id = workers_.back()->id;
       worker_index_[id] = static_cast<size_t>(i);
+      if (o.peer_pull) {
+        // The engine's hook: the pull starts at the request's first
+        // admission try, so one deep in the queue pulls when it is about to
+        // run rather than when it arrives.
+        transfer_index_[TransferEndpoint(id)] = static_cast<size_t>(i);
+        workers_.back()->kv.set_peer_pull(
+            [this, worker = static_cast<size_t>(i)](engine::Request& r) { return StartPull(r, worker); });
+      }
       // The cachemanager's own map: registered with its capacity, then the
       // (empty) snapshot a fresh worker sends first.
       (void)index_.Register({.worker_id = id,
@@ -413,7 +425,7 @@ class Simulation {
       if (workers_[k]->tiers.host_blocks() > 0) c.load.host_load_seconds_per_block = workers_[k]->tiers.host_seconds();
       if (workers_[k]->tiers.disk_blocks() > 0) c.load.disk_load_seconds_per_block = workers_[k]->tiers.disk_seconds();
       if (o_.peer_pull) {  // GetInfo's transfer address and the report's block size on the wire
-        c.kv_transfer_endpoint = absl::StrCat(workers_[k]->id, ":kv");
+        c.kv_transfer_endpoint = TransferEndpoint(workers_[k]->id);
         c.load.kv_block_bytes = block_bytes_;
       }
       candidates.push_back(std::move(c));
@@ -423,6 +435,11 @@ class Simulation {
     if (d->peer_pull.has_value()) ++pull_decisions_;
     if (d->pull_declined) ++pulls_declined_;
     const size_t worker = static_cast<size_t>(std::stoi(d->worker_id.substr(std::string("worker-").size())));
+    // The worker's request carries the source, as the router's gRPC call does.
+    if (o_.peer_pull && d->peer_pull.has_value()) {
+      request->params.kv_peer =
+          engine::KvPeerSource{.endpoint = d->peer_pull->endpoint, .blocks = d->peer_pull->blocks};
+    }
     live_[i] = {.request = std::move(request), .decision = *std::move(d), .worker = worker};
     Push(now_ + o_.router_ms / 1000, EventKind::kDelivery, i, worker);
     return absl::OkStatus();
@@ -453,7 +470,6 @@ class Simulation {
 
   void Deliver(size_t i, size_t worker) {
     SimWorker& w = *workers_[worker];
-    StartPull(i, worker);
     w.inbox.push_back(live_[i].request.get());
     w.pending.Add(*live_[i].request);
     w.admitted_ticket = std::max(w.admitted_ticket, live_[i].decision.in_flight_ticket);
@@ -461,56 +477,64 @@ class Simulation {
     if (!w.busy) StartStep(worker);
   }
 
-  // The engine's StartPeerPull: the prompt's leading blocks the decision
-  // names (never one that ends the prompt) that this worker holds in no
-  // tier, of which the source sends the leading run it still holds (it may
-  // have evicted some since the index saw them). The request waits
-  // (kv_loading) while the worker steps for the others.
-  void StartPull(size_t i, size_t worker) {
-    const std::optional<router::PeerPull>& peer = live_[i].decision.peer_pull;
-    if (!o_.peer_pull || !peer.has_value()) return;
-    engine::Request& r = *live_[i].request;
-    const size_t source = worker_index_.at(peer->worker_id);
+  // The engine's StartPeerPull, called by the worker's KvCacheManager at
+  // the request's first admission try: the prompt's leading blocks its
+  // kv_peer names (never one that ends the prompt) that this worker holds in
+  // no tier, cut to the pool's free blocks (past them, committing the last
+  // would evict the first), of which the source sends the leading run it
+  // still holds (it may have evicted some since the index saw them). True:
+  // the request waits (kv_loading) while the worker steps for the others.
+  bool StartPull(engine::Request& r, size_t worker) {
+    const std::optional<engine::KvPeerSource>& peer = r.params.kv_peer;
+    if (!peer.has_value()) return false;
+    const SimWorker& w = *workers_[worker];
+    const size_t source = transfer_index_.at(peer->endpoint);
     const int64_t reachable = std::max<int64_t>(r.num_tokens() - 1, 0) / o_.cluster.block_size;
     const int64_t asked =
         std::min<int64_t>({std::max(peer->blocks, 0), static_cast<int64_t>(r.prompt_block_hashes.size()), reachable});
     std::vector<size_t> wanted;
     for (int64_t k = 0; k < asked; ++k) {
-      if (!Holds(*workers_[worker], r.prompt_block_hashes[static_cast<size_t>(k)])) {
-        wanted.push_back(static_cast<size_t>(k));
-      }
+      if (!Holds(w, r.prompt_block_hashes[static_cast<size_t>(k)])) wanted.push_back(static_cast<size_t>(k));
     }
+    wanted.resize(std::min<size_t>(wanted.size(), static_cast<size_t>(std::max(w.pool.num_free(), 0))));
     size_t served = 0;
     while (served < wanted.size() && Holds(*workers_[source], r.prompt_block_hashes[wanted[served]])) ++served;
     wanted.resize(served);
-    if (wanted.empty()) return;
+    if (wanted.empty()) return false;
     r.kv_loading = true;
     ++pulls_;
+    const size_t i = r.id().value() - 1;
     LiveRequest& l = live_[i];
     l.pull_started = now_;
     const double done = links_.Pull(source, worker, static_cast<int64_t>(wanted.size()) * block_bytes_, now_);
     l.pulling = std::move(wanted);
     Push(done, EventKind::kPullDone, i, worker);
+    return true;
   }
 
   // The engine's FinishPeerPull: each block is committed as cached (its
-  // KV events tell the index), the request may be admitted, and the pull's
-  // time per block feeds the worker's next load report.
+  // KV events tell the index) and held until all are in, so that allocating
+  // the next never evicts one just committed; then they are released last
+  // first (the head evicted last). The request may be admitted, and the
+  // pull's time per block feeds the worker's next load report.
   void FinishPull(size_t i, size_t worker) {
     SimWorker& w = *workers_[worker];
     LiveRequest& l = live_[i];
     engine::Request& r = *l.request;
     int64_t committed = 0;
+    std::vector<BlockId> held;
     for (size_t k : l.pulling) {
       const BlockHash& hash = r.prompt_block_hashes[k];
       if (!w.pool.IsCached(hash)) {
         const std::optional<BlockId> block = w.pool.Allocate();
         if (!block.has_value()) break;  // the cache is full of running requests: compute the rest
         w.pool.Commit(*block, hash, k > 0 ? std::optional<BlockHash>(r.prompt_block_hashes[k - 1]) : std::nullopt);
-        w.pool.Release(*block);  // cached, where the admission's prefix lookup finds it
+        held.push_back(*block);
       }
       ++committed;
     }
+    // Cached at the free list's tail, where the admission's prefix lookup finds them.
+    for (auto b = held.rbegin(); b != held.rend(); ++b) w.pool.Release(*b);
     l.pulling.resize(static_cast<size_t>(committed));
     r.kv_loading = false;
     blocks_pulled_ += committed;
@@ -643,6 +667,7 @@ class Simulation {
   cachemanager::KvMap index_{{.liveness_deadline = std::chrono::hours(24 * 365)}};  // no simulated worker dies
   absl::flat_hash_map<std::string, uint64_t> sequence_;  // each worker's last batch
   absl::flat_hash_map<std::string, size_t> worker_index_;
+  absl::flat_hash_map<std::string, size_t> transfer_index_;  // a worker's transfer endpoint: its index
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
   uint64_t next_seq_ = 0;
   std::vector<double> ttft_;
