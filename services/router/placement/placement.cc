@@ -182,11 +182,11 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
     // A pull should replace a recompute, not a hit: the cost's load terms
     // are weights, not seconds, and the copy takes the puller's memory from
     // other prefixes. So the source keeps the request unless it is over
-    // the guard, cannot fit it, is past the KV-pressure threshold, or
-    // would start it later than the puller (its queue against the pull).
+    // the guard, cannot fit it, or would start it later than the puller
+    // (its queue against the pull). KV pressure alone does not move it: a
+    // hit there adds the request's few new blocks, the pull all of them.
     const CandidateScore& s = scores[*source];
-    if (in_tier(s) && s.fits && !s.over_guard && s.kv_penalty == 0.0 &&
-        s.uncached_prefill_blocks <= b.uncached_prefill_blocks) {
+    if (in_tier(s) && s.fits && !s.over_guard && s.uncached_prefill_blocks <= b.uncached_prefill_blocks) {
       reason = Reason::kPrefixHit;
       return *source;
     }

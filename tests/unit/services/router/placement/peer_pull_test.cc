@@ -120,9 +120,13 @@ TEST_F(PeerPullPlacementTest, DecodeLoadAloneDoesNotTradeAHitForAPull) {
   EXPECT_EQ(d.worker_id, "a");
   EXPECT_EQ(d.reason, Reason::kPrefixHit);
   EXPECT_FALSE(d.peer_pull.has_value());
-  // Past the KV-pressure threshold the hit would cost preemptions: b pulls.
+  // Past the KV-pressure threshold a hit still adds only its few new
+  // blocks; when a cannot hold even those, b pulls.
   a.load.blocks_used = 950;
   a.load.blocks_free = 50;
+  Placement pressed_fits({}, clock_.Fn());
+  EXPECT_EQ(Choose(pressed_fits, r, {a, b}).worker_id, "a");
+  a.load.blocks_free = 2;
   Placement pressed({}, clock_.Fn());
   const Decision p = Choose(pressed, r, {a, b});
   EXPECT_EQ(p.worker_id, "b");
