@@ -216,7 +216,7 @@ absl::Status Measure(const Settings& s, const Served& served) {
   std::printf("%s: %lld blocks of %lld bytes (%.1f MB), chunks of %lld bytes, two processes, median of %lld\n",
               s.path.c_str(), static_cast<long long>(s.blocks), static_cast<long long>(served.block_bytes), bytes / 1e6,
               static_cast<long long>(s.chunk_bytes), static_cast<long long>(s.repeats));
-  std::printf("  kvfleet pull (engine copy-out, CRC-32, reassembly): %.2f GB/s (%.1f ms)\n", pull_gbs,
+  std::printf("  kvfleet pull (engine copy-out, CRC-32C, reassembly): %.2f GB/s (%.1f ms)\n", pull_gbs,
               Median(pull_s) * 1e3);
   std::printf("  plain gRPC stream of the same chunks:               %.2f GB/s (%.1f ms)\n", plain_gbs,
               Median(plain_s) * 1e3);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/kv/tiers/kv_block_file.h"
+#include "common/crc32c.h"
 #include "services/worker/transfer/kv_transfer_convert.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const engine::KvBlockBytes& b : assembler.TakeCompleted()) {
       fuzz::Check(completed < asked && b.hash == hashes[completed], "blocks complete in the order asked");
       fuzz::Check(b.bytes.size() == block_bytes, "a completed block has the block size");
-      fuzz::Check(engine::KvBlockChecksum(b.bytes) == chunk->checksum, "a completed block matches its checksum");
+      fuzz::Check(Crc32c(b.bytes) == chunk->checksum, "a completed block matches its checksum");
       ++completed;
     }
   }

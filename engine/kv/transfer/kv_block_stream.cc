@@ -4,14 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
-#include "engine/kv/tiers/kv_block_file.h"
+#include "common/crc32c.h"
 
 namespace kvfleet::engine {
 
 std::vector<KvBlockChunk> SplitKvBlock(const BlockHash& hash, const std::optional<BlockHash>& parent, bool published,
                                        std::span<const uint8_t> block, uint64_t max_chunk_bytes) {
   CHECK(max_chunk_bytes > 0) << "a chunk must hold at least one byte";
-  const uint32_t checksum = KvBlockChecksum(block);
+  const uint32_t checksum = Crc32c(block);
   std::vector<KvBlockChunk> chunks;
   uint64_t offset = 0;
   do {
@@ -74,7 +74,7 @@ absl::Status KvBlockAssembler::Add(const KvBlockChunk& chunk) {
   }
   current_->bytes.insert(current_->bytes.end(), chunk.data.begin(), chunk.data.end());
   if (current_->bytes.size() < block_bytes_) return absl::OkStatus();
-  if (KvBlockChecksum(current_->bytes) != current_checksum_) {
+  if (Crc32c(current_->bytes) != current_checksum_) {
     return Fail(absl::DataLossError(
         absl::StrCat("block ", expected.ToHex(), ": checksum mismatch (damaged in flight); nothing of it is kept")));
   }

@@ -1,7 +1,7 @@
 // A KV block on the wire between workers: cut into chunks of bounded size
 // (a message stays far under gRPC's limits however large a model's block
 // is), each naming its block's hash, its place in the block and the whole
-// block's CRC-32 (the disk tier's checksum, kv_block_file.h). The receiver
+// block's CRC-32C (common/crc32c.h: in hardware, ~3x zlib's CRC-32). The receiver
 // reassembles them in order and checks every block before it reaches a
 // cache: a block that arrives is the sender's bytes or nothing.
 //
@@ -36,7 +36,7 @@ struct KvBlockChunk {
   bool published = true;     // false: a sliding-window group's page
   uint64_t block_bytes = 0;  // the whole block's size
   uint64_t offset = 0;       // where `data` starts in the block
-  uint32_t checksum = 0;     // CRC-32 of the whole block
+  uint32_t checksum = 0;     // CRC-32C of the whole block
   std::span<const uint8_t> data;
 };
 

@@ -32,7 +32,7 @@ void ToProto(const engine::KvBlockChunk& chunk, v1::KvBlockChunk* out) {
   out->set_unpublished(!chunk.published);
   out->set_block_bytes(chunk.block_bytes);
   out->set_offset(chunk.offset);
-  out->set_crc32(chunk.checksum);
+  out->set_crc32c(chunk.checksum);
   out->set_data(reinterpret_cast<const char*>(chunk.data.data()), chunk.data.size());
 }
 
@@ -52,7 +52,7 @@ absl::StatusOr<engine::KvBlockChunk> FromProto(const v1::KvBlockChunk& chunk) {
                               .published = !chunk.unpublished(),
                               .block_bytes = chunk.block_bytes(),
                               .offset = chunk.offset(),
-                              .checksum = chunk.crc32(),
+                              .checksum = chunk.crc32c(),
                               .data = {reinterpret_cast<const uint8_t*>(chunk.data().data()), chunk.data().size()}};
 }
 
