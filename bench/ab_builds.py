@@ -6,7 +6,8 @@ Runs, alternating A and B in every round so that machine noise hits both alike:
                         bench/cpu_vs_llamacpp.py measures for kvfleet);
   engine_bench aggregate-decode
                         aggregate decode tokens/s at each --streams count.
-Prints, per figure, the median of --rounds runs for each build and B/A.
+Prints, per figure, the median of --rounds runs for each build, B/A, and
+the range of the rounds' own B/A (each round runs A and B back to back).
 
   bench/ab_builds.py --a /tmp/before --b build [--rounds 5] [--threads 2]
 
@@ -81,10 +82,12 @@ def main(argv=None) -> int:
 
     print(f"\n{os.path.basename(args.model)}, {args.threads} threads, median of {args.rounds} alternated rounds")
     print(f"A = {args.a}\nB = {args.b}")
-    print(f"{'figure':<38} {'A':>10} {'B':>10} {'B/A':>7}")
+    print(f"{'figure':<38} {'A':>10} {'B':>10} {'B/A':>7}   B/A round by round (min-max)")
     for k in samples["a"]:
         a, b = statistics.median(samples["a"][k]), statistics.median(samples["b"][k])
-        print(f"{k:<38} {a:>10.1f} {b:>10.1f} {b / a:>6.3f}x")
+        # Each round ran A and B back to back: their ratio's spread is the noise.
+        ratios = [y / x for x, y in zip(samples["a"][k], samples["b"][k])]
+        print(f"{k:<38} {a:>10.1f} {b:>10.1f} {b / a:>6.3f}x   {min(ratios):.3f}-{max(ratios):.3f}")
     return 0
 
 
