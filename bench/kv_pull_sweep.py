@@ -155,6 +155,9 @@ def sweep(args, model, pb, pb_grpc, log_dir):
                 prefill_rate = load_b.prefill_tokens_per_second or load_a.prefill_tokens_per_second
                 per_block = load_b.peer_pull_seconds_per_block or load_b.kv_block_bytes / ASSUMED_BYTES_PER_SECOND
                 price_pull = prefill_rate > 0 and per_block < block_size / prefill_rate
+                if args.verbose:
+                    print(f"  {name} {length}: recompute {recompute:.3f} s, pull {pulled:.3f} s ({pulled_bytes / 1e6:.1f} MB "
+                          f"in {pull_seconds:.3f} s, {cached} tokens cached), tail {tail:.3f} s", file=sys.stderr)
                 samples.append(dict(recompute=recompute, pulled=pulled, tail=tail, cached=cached,
                                     bytes=pulled_bytes, pull_seconds=pull_seconds,
                                     ideal=pulled_bytes / rate + tail, price_pull=price_pull,
@@ -187,6 +190,7 @@ def main():
     p.add_argument("--threads", type=int, default=1, help="per worker (two run at once)")
     p.add_argument("--rate-blocks", type=int, default=256)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--verbose", action="store_true", help="each measurement on stderr")
     args = p.parse_args()
     args.lengths = [int(x) for x in args.lengths.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
