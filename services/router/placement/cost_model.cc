@@ -50,6 +50,7 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
                           disk * LowerTierBlockCost(c.load.disk_load_seconds_per_block, c.load, block_size);
     s.uncached_prefill_blocks += s.lower_tier_blocks;
   }
+  const double uncached_computing = s.uncached_prefill_blocks;
   if (source != nullptr && source->worker_id != c.worker_id) {
     // The last prompt token is always computed, so no hit covers a block
     // that ends the prompt: the worker does not pull it.
@@ -75,6 +76,8 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
   }
   s.cost =
       options.prefill_weight * s.uncached_prefill_blocks + options.decode_weight * s.decode_load_blocks + s.kv_penalty;
+  s.cost_computing =
+      options.prefill_weight * uncached_computing + options.decode_weight * s.decode_load_blocks + s.kv_penalty;
 
   s.load = std::max(c.load.running, 0) + std::max(c.load.waiting, 0) + in_flight.requests;
   s.saturated = c.max_num_seqs > 0 && s.load >= c.max_num_seqs;

@@ -43,6 +43,7 @@ struct CandidateScore {
   double decode_load_blocks = 0.0;
   double kv_penalty = 0.0;
   double cost = 0.0;
+  double cost_computing = 0.0;  // the cost had it computed what it would pull (= cost without a pull)
   int32_t load = 0;         // running + waiting + in-flight requests
   int64_t used_blocks = 0;  // blocks_used + in-flight blocks
   bool fits = true;         // its free blocks can hold the request's new blocks

@@ -181,12 +181,17 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
   if (b.peer_blocks > 0 && source.has_value()) {
     // A pull should replace a recompute, not a hit: the cost's load terms
     // are weights, not seconds, and the copy takes the puller's memory from
-    // other prefixes. So the source keeps the request unless it is over
-    // the guard, cannot fit it, or would start it later than the puller
-    // (its queue against the pull). KV pressure alone does not move it: a
-    // hit there adds the request's few new blocks, the pull all of them.
+    // other prefixes. So when only the pull's discount makes the puller
+    // cheaper than the source, the source keeps the request unless it is
+    // over the guard, cannot fit it, or would start it later than the
+    // puller (its queue against the pull). KV pressure alone does not move
+    // it: a hit there adds the request's few new blocks, the pull all of
+    // them. A puller that would have won computing the prefix pulls it.
     const CandidateScore& s = scores[*source];
-    if (in_tier(s) && s.fits && !s.over_guard && s.uncached_prefill_blocks <= b.uncached_prefill_blocks) {
+    const bool source_won_without_pulls =
+        std::tie(s.cost, s.load, s.used_blocks) < std::tie(b.cost_computing, b.load, b.used_blocks);
+    if (source_won_without_pulls && in_tier(s) && s.fits && !s.over_guard &&
+        s.uncached_prefill_blocks <= b.uncached_prefill_blocks) {
       reason = Reason::kPrefixHit;
       return *source;
     }

@@ -104,15 +104,16 @@ TEST_F(PeerPullPlacementTest, ALessLoadedWorkerPlusAPullBeatsALoadedWorkerThatHo
   EXPECT_FALSE(off.pull_declined) << "pulls off: nothing was priced";
 }
 
-// A pull replaces a recompute, not a hit: the holder's decode load alone
-// (a weight, not seconds) does not send the request to a puller that
-// would start it later.
-TEST_F(PeerPullPlacementTest, DecodeLoadAloneDoesNotTradeAHitForAPull) {
+// A pull replaces a recompute, not a hit: when only the pull's discount
+// makes the puller cheaper, the holder's decode load (a weight, not
+// seconds) does not move the request to a puller that would start it
+// later. A puller that would have won computing the prefix pulls it.
+TEST_F(PeerPullPlacementTest, APullReplacesARecomputeNotAHit) {
   const PlacementRequest r = MakeRequest(Tokens(7, 64, kBs, 3), kBs);
   WorkerCandidate a = Measured("a", 0.0008, 60);
   a.load.running = 3;
-  a.load.blocks_used = 400;
-  a.load.blocks_free = 600;
+  a.load.blocks_used = 150;
+  a.load.blocks_free = 850;
   const WorkerCandidate b = Measured("b", 0.0008);
   Placement placement({}, clock_.Fn());
   const Decision d = Choose(placement, r, {a, b});
@@ -120,17 +121,19 @@ TEST_F(PeerPullPlacementTest, DecodeLoadAloneDoesNotTradeAHitForAPull) {
   EXPECT_EQ(d.worker_id, "a");
   EXPECT_EQ(d.reason, Reason::kPrefixHit);
   EXPECT_FALSE(d.peer_pull.has_value());
-  // Past the KV-pressure threshold a hit still adds only its few new
-  // blocks; when a cannot hold even those, b pulls.
-  a.load.blocks_used = 950;
-  a.load.blocks_free = 50;
-  Placement pressed_fits({}, clock_.Fn());
-  EXPECT_EQ(Choose(pressed_fits, r, {a, b}).worker_id, "a");
-  a.load.blocks_free = 2;
-  Placement pressed({}, clock_.Fn());
-  const Decision p = Choose(pressed, r, {a, b});
-  EXPECT_EQ(p.worker_id, "b");
-  EXPECT_TRUE(p.peer_pull.has_value());
+  // Under decode load that sent the request to b even computing it (and
+  // past the KV-pressure threshold), b now pulls instead of computing.
+  for (const int32_t used : {400, 950}) {
+    a.load.blocks_used = used;
+    a.load.blocks_free = 1000 - used;
+    Placement busy({}, clock_.Fn());
+    const Decision p = Choose(busy, r, {a, b});
+    EXPECT_EQ(p.worker_id, "b") << used;
+    EXPECT_EQ(p.reason, Reason::kPeerPull) << used;
+    EXPECT_TRUE(p.peer_pull.has_value()) << used;
+    Placement computing({.peer_pull = false}, clock_.Fn());
+    EXPECT_EQ(Choose(computing, r, {a, b}).worker_id, "b") << "the same choice without pulls, computing";
+  }
 }
 
 TEST_F(PeerPullPlacementTest, ASlowPullIsDeclinedAndCounted) {
