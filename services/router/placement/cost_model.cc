@@ -4,11 +4,19 @@
 
 namespace kvfleet::router {
 
+namespace {
+
+// A block's copy time in blocks of prefill at `prefill_tokens_per_second`.
+double InPrefillBlocks(double seconds_per_block, double prefill_tokens_per_second, int64_t block_size) {
+  return seconds_per_block * prefill_tokens_per_second / static_cast<double>(block_size);
+}
+
+}  // namespace
+
 double LowerTierBlockCost(double load_seconds_per_block, const WorkerLoad& load, int64_t block_size) {
   // Unmeasured: priced as a recompute until the worker has loaded a block.
   if (!(load_seconds_per_block > 0.0) || !(load.prefill_tokens_per_second > 0.0)) return 1.0;
-  const double prefill_seconds_per_block = static_cast<double>(block_size) / load.prefill_tokens_per_second;
-  return std::min(1.0, load_seconds_per_block / prefill_seconds_per_block);
+  return std::min(1.0, InPrefillBlocks(load_seconds_per_block, load.prefill_tokens_per_second, block_size));
 }
 
 double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
@@ -20,7 +28,7 @@ double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load
     if (load.kv_block_bytes <= 0) return 1.0;
     pull_seconds = static_cast<double>(load.kv_block_bytes) / options.peer_pull_assumed_bytes_per_second;
   }
-  return pull_seconds / (static_cast<double>(block_size) / rate);
+  return InPrefillBlocks(pull_seconds, rate, block_size);
 }
 
 CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRequest& request,
@@ -59,6 +67,7 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
         static_cast<int32_t>(std::min<int64_t>(std::clamp(source->blocks, 0, hashes), reachable)) - s.matched_blocks;
     const double per_block =
         peer > 0 ? PeerPullBlockCost(options, c.load, block_size, source->prefill_tokens_per_second) : 1.0;
+    s.pull_priced_out = peer > 0 && per_block >= 1.0;
     if (per_block < 1.0) {
       s.peer_blocks = peer;
       s.pull_blocks = peer * per_block;

@@ -40,6 +40,7 @@ struct CandidateScore {
   double lower_tier_blocks = 0.0;        // of those, what the matched blocks below the device cost
   int32_t peer_blocks = 0;               // blocks it would pull from the peer source (0: none)
   double pull_blocks = 0.0;              // of uncached_prefill_blocks, what pulling them costs
+  bool pull_priced_out = false;          // the source held more, but pulling was priced no faster than computing
   double decode_load_blocks = 0.0;
   double kv_penalty = 0.0;
   double cost = 0.0;

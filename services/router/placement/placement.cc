@@ -188,8 +188,7 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
     // it: a hit there adds the request's few new blocks, the pull all of
     // them. A puller that would have won computing the prefix pulls it.
     const CandidateScore& s = scores[*source];
-    const bool source_won_without_pulls =
-        std::tie(s.cost, s.load, s.used_blocks) < std::tie(b.cost_computing, b.load, b.used_blocks);
+    const bool source_won_without_pulls = CostKey(s) < std::tie(b.cost_computing, b.load, b.used_blocks);
     if (source_won_without_pulls && in_tier(s) && s.fits && !s.over_guard &&
         s.uncached_prefill_blocks <= b.uncached_prefill_blocks) {
       reason = Reason::kPrefixHit;
@@ -310,9 +309,8 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
     if (reason == Reason::kCold || reason == Reason::kPrefixHit || reason == Reason::kRecentDecision) {
       d.reason = Reason::kPeerPull;
     }
-  } else if (policy == Policy::kPrefixAware && source_index.has_value() && source.worker_id != s.worker_id) {
-    const int64_t reachable = std::max<int64_t>(request.prompt_tokens - 1, 0) / request.block_size;
-    d.pull_declined = std::min<int64_t>(source.blocks, reachable) > s.matched_blocks;
+  } else {
+    d.pull_declined = s.pull_priced_out;
   }
   d.scores = std::move(scores);
   return d;
