@@ -25,8 +25,14 @@ else changes, probes included; the auth wiring: the routers alone mount
 the tokens Secret, whole, and --auth-tokens names the file in it, the test
 Job mounts the test token alone and passes --token-file to both steps,
 nothing else changes, and with auth off nothing of it renders; the chart
-renders no Secret). The same for a few value sets written inline
-(INLINE_VALUE_SETS). Then values the chart must refuse. Prints what each
+renders no Secret; the worker groups: per group a StatefulSet, headless
+Service, PodDisruptionBudget and ScaledObject whose selectors pick its own
+pods alone, named as before groups for the default group, its replicas,
+resources and keda laid over worker.*, --role and --kv-lease-seconds by
+role, the router's split flags exactly while a group is prefill, and
+NetworkPolicies covering every group). The same for a few value sets
+written inline (INLINE_VALUE_SETS). Then a group's fallback to worker.*,
+and values the chart must refuse. Prints what each
 value set renders; exits 1 naming the value set, the object and the check
 of every failure.
 """
@@ -198,6 +204,27 @@ def auth_names(values: dict) -> dict:
     auth, prefix = values["auth"], fullname(values)
     return {"tokens": auth["tokensSecret"] or f"{prefix}-auth-tokens",
             "test": auth["testTokenSecret"] or f"{prefix}-auth-test-token"}
+
+
+def laid_over(base, over):
+    """`over` laid over `base` key by key, at every depth (how a worker group's fields fall back to worker.*)."""
+    if not (isinstance(base, dict) and isinstance(over, dict)):
+        return copy.deepcopy(over)
+    merged = copy.deepcopy(base)
+    for key, value in over.items():
+        merged[key] = laid_over(base.get(key), value)
+    return merged
+
+
+def worker_groups(values: dict) -> list[dict]:
+    """Each of workerGroups: its name, role, StatefulSet name ("<fullname>-worker", "-<name>" for a named
+    group) and worker values (its replicas, resources and keda laid over worker.*)."""
+    groups = []
+    for group in values["workerGroups"]:
+        own = {k: v for k, v in group.items() if k not in ("name", "role")}
+        groups.append({"name": group["name"], "role": group["role"], "worker": laid_over(values["worker"], own),
+                       "statefulset": f"{fullname(values)}-worker" + (f"-{group['name']}" if group["name"] else "")})
+    return groups
 
 
 # --- the checks, one function per promise -------------------------------------------------------
@@ -397,8 +424,11 @@ def check_grace(f: Failures, vs: str, objects: list[dict], values: dict) -> None
 def check_rollout(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
     by_component = {(o["kind"], component_of(o)): o for o in objects if o["kind"] in ("Deployment", "StatefulSet")}
     services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
-    worker = by_component.get(("StatefulSet", "worker"))
-    if f.check(worker is not None, vs, "StatefulSet worker", "exists"):
+    statefulsets = {o["metadata"]["name"]: o for o in objects if o["kind"] == "StatefulSet"}
+    for group in worker_groups(values):
+        worker = statefulsets.get(group["statefulset"])
+        if not f.check(worker is not None, vs, f"StatefulSet {group['statefulset']}", "exists"):
+            continue
         who, spec = name_of(worker), worker["spec"]
         strategy = spec.get("updateStrategy") or {}
         f.check(strategy.get("type") == "RollingUpdate", vs, who, "updateStrategy RollingUpdate")
@@ -407,7 +437,7 @@ def check_rollout(f: Failures, vs: str, objects: list[dict], values: dict) -> No
         headless = services.get(spec.get("serviceName"))
         f.check(headless is not None and headless["spec"].get("clusterIP") == "None", vs, who,
                 "serviceName is a headless Service in the render", str(spec.get("serviceName")))
-        f.check(("replicas" in spec) != values["worker"]["keda"]["enabled"], vs, who, "replicas left to KEDA exactly when it is on")
+        f.check(("replicas" in spec) != group["worker"]["keda"]["enabled"], vs, who, "replicas left to KEDA exactly when it is on")
     cachemanager = by_component.get(("Deployment", "cachemanager"))
     if f.check(cachemanager is not None, vs, "Deployment cachemanager", "exists"):
         f.check(cachemanager["spec"].get("strategy", {}).get("type") == "Recreate", vs, name_of(cachemanager), "strategy Recreate")
@@ -472,8 +502,9 @@ def check_selectors(f: Failures, vs: str, objects: list[dict], values: dict) -> 
                             f.check(len(chosen) == 1, vs, who, "a peer naming this release's pods matches one component", str(peer))
         elif kind == "ServiceMonitor":
             services = [o for o in objects if o["kind"] == "Service" and selector_matches(spec["selector"], o["metadata"].get("labels") or {})]
-            f.check(sorted(component_of(s) for s in services) == ["cachemanager", "router", "worker"], vs, who,
-                    "selects exactly the router, worker and cachemanager Services", str([s["metadata"]["name"] for s in services]))
+            f.check(sorted(component_of(s) for s in services) == sorted(["cachemanager", "router"] + ["worker"] * len(values["workerGroups"])),
+                    vs, who, "selects exactly the router and cachemanager Services and each worker group's",
+                    str([s["metadata"]["name"] for s in services]))
             for service in services:
                 f.check(any(p.get("name") == "metrics" for p in service["spec"]["ports"]), vs, who,
                         f"Service {service['metadata']['name']} has the port named metrics")
@@ -539,10 +570,12 @@ def check_metrics_exposure(f: Failures, vs: str, objects: list[dict], values: di
             want = ["grpc", "http"] if values["router"]["http"]["enabled"] else ["grpc"]
             f.check(names == want, vs, who, f"the client-facing router Service carries {want} only", str(names))
             f.check(spec.get("type", "ClusterIP") == values["router"]["service"]["type"], vs, who, "type is router.service.type")
-    for component in ("router", "worker", "cachemanager"):
-        reachable = [s["metadata"]["name"] for s in services if component_of(s) == component
-                     and any(p.get("name") == "metrics" for p in s["spec"].get("ports") or [])]
-        f.check(len(reachable) == 1, vs, f"Service {component}", "exactly one Service exposes the component's metrics port", str(reachable))
+    # Each pod's metrics behind exactly one Service (one per worker group), so a ServiceMonitor scrapes it once.
+    with_metrics = [s for s in services if any(p.get("name") == "metrics" for p in s["spec"].get("ports") or [])]
+    for workload in (o for o in objects if o["kind"] in ("Deployment", "StatefulSet")):
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        reachable = [s["metadata"]["name"] for s in with_metrics if selector_matches({"matchLabels": s["spec"].get("selector")}, labels)]
+        f.check(len(reachable) == 1, vs, name_of(workload), "exactly one Service exposes its pods' metrics port", str(reachable))
 
 
 def check_common_args(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
@@ -1063,6 +1096,152 @@ def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -
                     f"{peers} selects {sorted(chosen)}")
 
 
+GROUP_LABELS = ("kvfleet.io/worker-group", "kvfleet.io/worker-role")
+ROLE_FLAGS = {"--role", "--kv-lease-seconds"}
+SPLIT_FLAGS = {"--split-min-uncached-tokens", "--no-split"}
+
+
+def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """workerGroups: per group one StatefulSet, headless Service, PodDisruptionBudget (while enabled) and
+    ScaledObject (while its keda is on), named "<fullname>-worker" for a group with an empty name (with
+    today's selector and no group label: an upgrade keeps the StatefulSet) and "<fullname>-worker-<name>"
+    for a named one, whose objects and pods carry its group and role and whose selectors pick its own pods
+    alone; its replicas, resources and keda are its own laid over worker.*. Its workers get --role unless
+    it is both, and --kv-lease-seconds when prefill, before worker.extraArgs; nothing else differs between
+    groups. The NetworkPolicies cover every group and all register with the routers' cachemanager. The
+    router gets the split flags exactly while a group has role prefill."""
+    groups = worker_groups(values)
+    fixed = {"app.kubernetes.io/name": "kvfleet", "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/component": "worker"}
+
+    def named(kind: str) -> dict[str, dict]:
+        return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
+
+    statefulsets, services, budgets, scalers = named("StatefulSet"), named("Service"), named("PodDisruptionBudget"), named("ScaledObject")
+    f.check(sorted(statefulsets) == sorted(g["statefulset"] for g in groups), vs, "StatefulSet",
+            "one per worker group, <fullname>-worker[-<name>]", f"{sorted(statefulsets)} vs {[g['statefulset'] for g in groups]}")
+    pods = {name: o["spec"]["template"]["metadata"]["labels"] for name, o in statefulsets.items()}
+
+    def picks(selector: dict | None) -> set[str]:
+        return {name for name, labels in pods.items() if selector_matches(selector, labels)}
+
+    kv, alike = values["worker"]["kvTransfer"], {}
+    for group in groups:
+        name, w, sts = group["name"], group["worker"], statefulsets.get(group["statefulset"])
+        if sts is None:
+            continue
+        who, spec = name_of(sts), sts["spec"]
+        own = {"kvfleet.io/worker-group": name, "kvfleet.io/worker-role": group["role"]} if name else {}
+        for obj in [sts] + [o for o in (services.get(f"{group['statefulset']}-headless"), budgets.get(group["statefulset"]),
+                                         scalers.get(group["statefulset"])) if o]:
+            labels = obj["metadata"].get("labels") or {}
+            f.check({k: labels[k] for k in GROUP_LABELS if k in labels} == own, vs, name_of(obj),
+                    "labelled with its group and role" if name else "no group or role label (a group with an empty name)")
+        labels = spec["template"]["metadata"]["labels"]
+        f.check({k: labels[k] for k in GROUP_LABELS if k in labels} == own, vs, who,
+                "pods labelled with their group and role" if name else "pods without a group or role label", str(labels))
+        wanted = fixed | ({"kvfleet.io/worker-group": name} if name else {})
+        f.check(spec["selector"] == {"matchLabels": wanted}, vs, who,
+                "selector: the component's labels and the group's name" if name else "selector unchanged from a chart without groups",
+                str(spec["selector"]))
+        f.check(picks(spec["selector"]) == {group["statefulset"]}, vs, who, "selects its own group's pods alone", str(picks(spec["selector"])))
+        if w["keda"]["enabled"]:
+            f.check("replicas" not in spec, vs, who, "replicas left to the group's ScaledObject")
+        else:
+            f.check(spec.get("replicas") == w["replicas"], vs, who, "replicas: the group's, else worker.replicas",
+                    f"{spec.get('replicas')} vs {w['replicas']}")
+        service = services.get(spec.get("serviceName"))
+        if f.check(spec.get("serviceName") == f"{group['statefulset']}-headless" and service is not None, vs, who,
+                   "serviceName is the group's headless Service <statefulset>-headless", str(spec.get("serviceName"))):
+            f.check(picks({"matchLabels": service["spec"].get("selector")}) == {group["statefulset"]}, vs, name_of(service),
+                    "selects its own group's pods alone", str(service["spec"].get("selector")))
+        budget = budgets.get(group["statefulset"])
+        if f.check((budget is not None) == bool(w["podDisruptionBudget"]["enabled"]), vs, who,
+                   "a PodDisruptionBudget of its name exactly while worker.podDisruptionBudget.enabled") and budget:
+            f.check(picks(budget["spec"]["selector"]) == {group["statefulset"]}, vs, name_of(budget), "selects its own group's pods alone")
+        scaler = scalers.get(group["statefulset"])
+        if f.check((scaler is not None) == bool(w["keda"]["enabled"]), vs, who,
+                   "a ScaledObject of its name exactly while the group's keda (else worker.keda) is on") and scaler:
+            sspec, keda = scaler["spec"], w["keda"]
+            f.check(sspec["scaleTargetRef"]["name"] == group["statefulset"], vs, name_of(scaler), "scales its group's StatefulSet")
+            f.check((sspec["minReplicaCount"], sspec["maxReplicaCount"]) == (keda["minReplicas"], keda["maxReplicas"]), vs,
+                    name_of(scaler), "min/max replicas: the group's keda laid over worker.keda",
+                    f"{sspec['minReplicaCount']}..{sspec['maxReplicaCount']} vs {keda['minReplicas']}..{keda['maxReplicas']}")
+            if not keda["query"]:
+                query = sspec["triggers"][0]["metadata"]["query"]
+                f.check(f'pod=~"{group["statefulset"]}-[0-9]+"' in query, vs, name_of(scaler),
+                        "the default query counts its own group's pods alone", query)
+        container = next(c for c in containers_of(spec["template"]) if c["name"] == "worker")
+        resources = copy.deepcopy(w["resources"] or {})
+        if values["worker"]["gpusPerWorker"] > 0:
+            for key in ("requests", "limits"):
+                resources.setdefault(key, {})["nvidia.com/gpu"] = values["worker"]["gpusPerWorker"]
+        f.check(container.get("resources") == resources, vs, who, "resources: the group's laid over worker.resources, and the GPUs",
+                f"{container.get('resources')} vs {resources}")
+        args, extra = container["args"], len(w.get("extraArgs") or [])
+        chart_args = args[:-extra] if extra else args
+        role = group["role"]
+        f.check(chart_args.count("--role") == (role != "both") and arg_after(chart_args, "--role") == (None if role == "both" else role),
+                vs, who, f"--role {role}, before worker.extraArgs" if role != "both" else "no --role (role both)", str(args))
+        lease = arg_after(chart_args, "--kv-lease-seconds")
+        f.check(chart_args.count("--kv-lease-seconds") == (role == "prefill")
+                and (lease is None if role != "prefill" else float(lease) == float(kv["leaseSeconds"])), vs, who,
+                "--kv-lease-seconds worker.kvTransfer.leaseSeconds" if role == "prefill" else "no --kv-lease-seconds (not prefill)", str(lease))
+        # Nothing else differs between groups: the pod template without the group's labels, role
+        # flags, resources and the --threads they give.
+        template = copy.deepcopy(spec["template"])
+        for key in GROUP_LABELS:
+            template["metadata"]["labels"].pop(key, None)
+        stripped = next(c for c in containers_of(template) if c["name"] == "worker")
+        stripped["args"] = without_flags(stripped["args"], ROLE_FLAGS | {"--threads"})
+        stripped.pop("resources", None)
+        alike[who] = template
+    if len(alike) > 1:
+        first = next(iter(alike.values()))
+        f.check(all(t == first for t in alike.values()), vs, "StatefulSet", "the groups' pods differ in group, role and resources alone",
+                str(sorted(alike)))
+    # What takes the release's root covers every group.
+    every = set(statefulsets)
+    for policy in (o for o in objects if o["kind"] == "NetworkPolicy"):
+        if component_of(policy) == "worker":
+            f.check(picks(policy["spec"]["podSelector"]) == every, vs, name_of(policy), "podSelector covers every worker group",
+                    str(picks(policy["spec"]["podSelector"])))
+        for rule in policy["spec"].get("ingress") or []:
+            for peer in rule.get("from") or []:
+                chosen = picks(peer.get("podSelector")) if set(peer) == {"podSelector"} else set()
+                f.check(chosen in (set(), every), vs, name_of(policy), "a worker peer is every worker group", str(peer))
+    for monitor in (o for o in objects if o["kind"] == "PodMonitor"):
+        f.check(picks(monitor["spec"]["selector"]) == every, vs, name_of(monitor), "scrapes every worker group")
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet") and component_of(o) in ("router", "worker")]
+    addresses = {arg_after(next(c for c in containers_of(o["spec"]["template"]) if c["name"] == component_of(o))["args"], "--cachemanager")
+                 for o in workloads}
+    f.check(len(addresses) == 1, vs, "workers", "every group registers with the cachemanager the routers ask (how routers find them)",
+            str(addresses))
+    prefill, split = any(g["role"] == "prefill" for g in groups), values["router"]["split"]
+    wanted = (["--split-min-uncached-tokens", str(split["minUncachedTokens"])] if split["enabled"] else ["--no-split"]) if prefill else []
+    for router in (o for o in workloads if component_of(o) == "router"):
+        args = next(c for c in containers_of(router["spec"]["template"]) if c["name"] == "router")["args"]
+        given = [a for i, a in enumerate(args) if a in SPLIT_FLAGS or (i and args[i - 1] == "--split-min-uncached-tokens")]
+        f.check(given == wanted, vs, name_of(router),
+                f"split flags {wanted}" + (" (a prefill group)" if prefill else " (no prefill group: none)"), str(given))
+        extra = len(values["router"].get("extraArgs") or [])
+        f.check(all(args.index(flag) < len(args) - extra for flag in SPLIT_FLAGS if flag in args), vs, name_of(router),
+                "split flags before router.extraArgs")
+
+
+def check_group_fallback(f: Failures, chart) -> None:
+    """A group's replicas, resources and keda fall back to worker.* key by key: one unnamed group of role
+    both that sets them renders what worker.* set to the same renders, and the default (one such group,
+    nothing set) what an empty workerGroups entry would."""
+    vs = "worker groups"
+    own = {"replicas": 5, "resources": {"requests": {"cpu": "6"}}, "keda": {"enabled": True, "maxReplicas": 9}}
+    as_group = render(chart, {"workerGroups": [{"name": "", "role": "both", **own}]})
+    as_worker = render(chart, {"worker": own})
+    f.check(as_group == as_worker, vs, "chart", "a sole unnamed group's replicas, resources and keda render as worker.*'s",
+            str(sorted({name_of(o) for o in as_group} ^ {name_of(o) for o in as_worker}) or "objects differ"))
+    f.check(render(chart, {}) == render(chart, {"workerGroups": [{"name": "", "role": "both"}]}), vs, "chart",
+            "the default is one unnamed group of role both")
+
+
 QUOTA_FLAGS = {"requestsPerSecond": "--tenant-requests-per-second", "requestBurst": "--tenant-request-burst",
                "tokensPerSecond": "--tenant-tokens-per-second", "tokenBurst": "--tenant-token-burst",
                "maxStreams": "--tenant-max-streams"}
@@ -1156,11 +1335,12 @@ def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: 
 
 
 def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    group_values = {g["statefulset"]: g["worker"] for g in worker_groups(values)}
     for obj in objects:
-        if obj["kind"] != "StatefulSet":
+        if obj["kind"] != "StatefulSet" or obj["metadata"]["name"] not in group_values:
             continue
         container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == "worker")
-        who, args, w = f"{name_of(obj)} container worker", container["args"], values["worker"]
+        who, args, w = f"{name_of(obj)} container worker", container["args"], group_values[obj["metadata"]["name"]]
         kv = arg_after(args, "--kv-cache-memory")
         default = "0.9" if w["gpusPerWorker"] > 0 else "0.8"
         f.check(kv == (str(w["kvCacheMemory"]) or default), vs, who, "--kv-cache-memory from worker.kvCacheMemory or the mode's default", str(kv))
@@ -1277,13 +1457,14 @@ def check_optional_objects(f: Failures, vs: str, objects: list[dict], values: di
         "HorizontalPodAutoscaler": values["router"]["autoscaling"]["enabled"],
         "Ingress": values["router"]["ingress"]["enabled"],
         "GRPCRoute": values["router"]["grpcRoute"]["enabled"],
-        "ScaledObject": values["worker"]["keda"]["enabled"],
+        "ScaledObject": sum(g["worker"]["keda"]["enabled"] for g in worker_groups(values)),
         "ServiceMonitor": values["metrics"]["serviceMonitor"]["enabled"],
         "PodMonitor": values["metrics"]["podMonitor"]["enabled"],
         "PrometheusRule": values["metrics"]["prometheusRule"]["enabled"],
     }
     for kind, wanted in expectations.items():
-        f.check(kinds[kind] == int(bool(wanted)), vs, kind, "rendered exactly when its values enable it", f"{kinds[kind]} rendered")
+        f.check(kinds[kind] == int(wanted), vs, kind, "rendered exactly when its values enable it (ScaledObject: per worker group)",
+                f"{kinds[kind]} rendered")
     dashboards = sorted(n for n in os.listdir(os.path.join(chart_dir, "dashboards")) if n.endswith(".json")) \
         if os.path.isdir(os.path.join(chart_dir, "dashboards")) else []
     maps = [o for o in objects if o["kind"] == "ConfigMap" and values["dashboards"]["label"] in (o["metadata"].get("labels") or {})]
@@ -1457,6 +1638,46 @@ REFUSALS = [
     ("an empty router client peer", {"networkPolicy": {"routerClients": [{"ipBlock": {"cidr": "10.0.0.0/8"}}, {}]}},
      "schema", "/networkPolicy/routerClients/1"),
     ("a runbook base that is not a URL", {"alerts": {"runbookBaseUrl": "docs/"}}, "schema", "/alerts/runbookBaseUrl"),
+    ("a worker role the workers do not have", {"workerGroups": [{"name": "", "role": "encode"}]}, "schema",
+     "/workerGroups/0/role"),
+    ("a worker group without a role", {"workerGroups": [{"name": "decode"}]}, "schema", "role"),
+    ("an unknown key in a worker group", {"workerGroups": [{"name": "", "role": "both", "gpusPerWorker": 2}]}, "schema",
+     "gpusPerWorker"),
+    ("a negative replica count in a worker group", {"workerGroups": [{"name": "", "role": "both", "replicas": -1}]}, "schema",
+     "/workerGroups/0/replicas"),
+    ("a KV lease of 0 s", {"worker": {"kvTransfer": {"leaseSeconds": 0}}}, "schema", "/worker/kvTransfer/leaseSeconds"),
+    ("a split from 0 uncached tokens", {"router": {"split": {"minUncachedTokens": 0}}}, "schema", "/router/split/minUncachedTokens"),
+    ("no worker group", {"workerGroups": []}, "render", "workerGroups is empty: list at least one worker group"),
+    ("two worker groups of one name",
+     {"workerGroups": [{"name": "decode", "role": "prefill"}, {"name": "decode", "role": "decode"}]}, "render",
+     'workerGroups: two groups are named "decode"'),
+    ("a worker group name that is not a DNS label",
+     {"workerGroups": [{"name": "Prefill_1", "role": "prefill"}, {"name": "decode", "role": "decode"}]}, "render",
+     'workerGroups: the group name "Prefill_1" is not a DNS label'),
+    ("a worker group name starting with a digit", {"workerGroups": [{"name": "2", "role": "both"}]}, "render",
+     'workerGroups: the group name "2" is not a DNS label'),
+    ("an unnamed worker group next to another",
+     {"workerGroups": [{"name": "", "role": "both"}, {"name": "prefill", "role": "prefill"}]}, "render",
+     "workerGroups: a group with an empty name"),
+    ("prefill worker groups alone, none to decode",
+     {"workerGroups": [{"name": "prefill", "role": "prefill"}, {"name": "long", "role": "prefill"}]}, "render",
+     "add a group of role decode (or both)"),
+    ("a prefill group without the KV transfer port",
+     {"workerGroups": [{"name": "prefill", "role": "prefill"}, {"name": "decode", "role": "decode"}],
+      "worker": {"kvTransfer": {"enabled": False}}}, "render", "set worker.kvTransfer.enabled true"),
+    ("a decode group without the KV transfer port",
+     {"workerGroups": [{"name": "", "role": "decode"}], "worker": {"kvTransfer": {"enabled": False}}}, "render",
+     "set worker.kvTransfer.enabled true"),
+    ("a worker group name too long for its StatefulSet",
+     {"fullnameOverride": "a" * 40, "workerGroups": [{"name": "prefill", "role": "prefill"}, {"name": "decode", "role": "decode"}]},
+     "render", 'worker group "prefill": the StatefulSet name'),
+    ("a worker group's KEDA with more min than max replicas",
+     {"workerGroups": [{"name": "prefill", "role": "prefill"},
+                       {"name": "decode", "role": "decode", "keda": {"enabled": True, "minReplicas": 5, "maxReplicas": 2}}]},
+     "render", 'worker group "decode": worker.keda.minReplicas must not exceed worker.keda.maxReplicas'),
+    ("nvidia.com/gpu in a worker group's resources",
+     {"workerGroups": [{"name": "big", "role": "both", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}, "render",
+     'worker group "big": worker.resources: leave nvidia.com/gpu out'),
 ]
 
 ACCEPTED = [
@@ -1479,6 +1700,11 @@ ACCEPTED = [
     ("one Secret name for both auth Secrets while auth is off",
      {"auth": {"tokensSecret": "llm-tokens", "testTokenSecret": "llm-tokens"}}),
     ("auth without the helm test (no test token needed)", {"auth": {"enabled": True}, "tests": {"enabled": False}}),
+    ("a worker group scaled to 0, next to one that decodes",
+     {"workerGroups": [{"name": "prefill", "role": "prefill", "replicas": 0}, {"name": "decode", "role": "decode"}]}),
+    ("a named group of role both alone", {"workerGroups": [{"name": "main", "role": "both"}]}),
+    ("a worker group name as long as a 40-character fullname allows",
+     {"fullnameOverride": "a" * 40, "workerGroups": [{"name": "pref", "role": "prefill"}, {"name": "deco", "role": "decode"}]}),
 ]
 
 
@@ -1542,6 +1768,19 @@ INLINE_VALUE_SETS = {
                   "source": {"type": "image", "image": {"repository": "models/qwen-coder", "path": "/m/1.5b.gguf",
                                                         "draftPath": "/m/0.5b.gguf", "draftHeadsPath": "/m/heads"}}},
         "worker": {"speculation": "draft", "specHeadsTopK": 3},
+    },
+    # Worker groups with the split off (--no-split), KEDA on for every group but one that turns it
+    # off for itself, a group of role both next to prefill and decode, TLS on (every group the same
+    # certificate names), a PodMonitor, and extra worker args still last.
+    "inline-groups-split-off-tls": {
+        "workerGroups": [{"name": "prefill", "role": "prefill", "replicas": 2, "keda": {"enabled": False}},
+                         {"name": "decode", "role": "decode", "keda": {"maxReplicas": 3}},
+                         {"name": "chat", "role": "both", "resources": {"limits": {"cpu": "2"}}}],
+        "worker": {"keda": {"enabled": True}, "extraArgs": ["--block-size", "32"],
+                   "podDisruptionBudget": {"enabled": False}},
+        "router": {"split": {"enabled": False}, "extraArgs": ["--decision-memory", "10000"]},
+        "tls": {"enabled": True},
+        "metrics": {"podMonitor": {"enabled": True}},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}, "http": {"enabled": False, "requestTimeoutSeconds": 600},
@@ -1682,6 +1921,7 @@ def main() -> int:
         check_quotas(f, vs, objects, values)
         check_http(f, vs, objects, values)
         check_kv_transfer(f, vs, objects, values)
+        check_worker_groups(f, vs, objects, values)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)
         check_images(f, vs, objects, values)
@@ -1693,6 +1933,9 @@ def main() -> int:
         print(f"[{vs}] {len(objects)} objects: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + f" -- {status}")
         for obj in objects:
             print(f"    {obj['kind']}/{obj['metadata']['name']}")
+    before = len(f.items)
+    check_group_fallback(f, chart)
+    print("[worker groups] a group's fields fall back to worker.* -- " + ("ok" if len(f.items) == before else "FAILED"))
     before = len(f.items)
     check_refusals(f, chart)
     print(f"[refusals] {len(REFUSALS)} bad value sets refused, {len(ACCEPTED)} edge cases accepted -- "

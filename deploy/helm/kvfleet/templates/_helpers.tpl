@@ -40,9 +40,17 @@ LoadBalancer never exposes metrics outside the cluster. */}}
 {{- printf "%s-metrics" (include "kvfleet.router.fullname" .) -}}
 {{- end -}}
 
-{{/* The workers' headless Service: the StatefulSet's serviceName. */}}
+{{/* A worker group's StatefulSet, PodDisruptionBudget and ScaledObject:
+"<fullname>-worker", then "-<name>" for a named group. Takes a root (a
+group's, kvfleet.worker.eachGroup; the release's has no group). */}}
+{{- define "kvfleet.worker.groupFullname" -}}
+{{- include "kvfleet.worker.fullname" . -}}
+{{- with (.Group | default dict).name }}-{{ . }}{{ end -}}
+{{- end -}}
+
+{{/* A worker group's headless Service: the StatefulSet's serviceName. Takes a root. */}}
 {{- define "kvfleet.worker.headlessName" -}}
-{{- printf "%s-headless" (include "kvfleet.worker.fullname" .) -}}
+{{- printf "%s-headless" (include "kvfleet.worker.groupFullname" .) -}}
 {{- end -}}
 
 {{- define "kvfleet.chart" -}}
@@ -69,15 +77,21 @@ LoadBalancer never exposes metrics outside the cluster. */}}
 {{- printf "/models/%s" .Values.model.draftFile -}}
 {{- end -}}
 
-{{/* Labels that select a component's pods; never change them (selectors are immutable). */}}
+{{/* Labels that select a component's pods; never change them (selectors are
+immutable). The root of a named worker group adds kvfleet.io/worker-group,
+so that the group's objects select its own pods alone. */}}
 {{- define "kvfleet.selectorLabels" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
+{{- with (.root.Group | default dict).name }}
+kvfleet.io/worker-group: {{ . }}
+{{- end }}
 {{- end -}}
 
 {{/* Every label of a component's objects and pods. kvfleet.io/model feeds the
-scrape-time "model" label (docs/metrics.md). */}}
+scrape-time "model" label (docs/metrics.md); a named worker group adds
+kvfleet.io/worker-role. */}}
 {{- define "kvfleet.labels" -}}
 helm.sh/chart: {{ include "kvfleet.chart" .root }}
 {{ include "kvfleet.selectorLabels" . }}
@@ -85,6 +99,9 @@ app.kubernetes.io/part-of: kvfleet
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 kvfleet.io/model: {{ include "kvfleet.modelId" .root | quote }}
+{{- with .root.Group }}{{ if .name }}
+kvfleet.io/worker-role: {{ .role }}
+{{- end }}{{ end }}
 {{- end -}}
 
 {{/* Labels of objects that belong to no single component (the release as a whole). */}}
@@ -535,6 +552,20 @@ changes, and tokens are added or revoked without a restart.
 - {{ $value | quote }}
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* The router's split flags (list items), only while a worker group has
+role prefill: --split-min-uncached-tokens router.split.minUncachedTokens, or
+--no-split with router.split.enabled false. */}}
+{{- define "kvfleet.router.splitArgs" -}}
+{{- $prefill := false -}}
+{{- range .Values.workerGroups }}{{ if eq .role "prefill" }}{{ $prefill = true }}{{ end }}{{ end -}}
+{{- if and $prefill .Values.router.split.enabled -}}
+- --split-min-uncached-tokens
+- {{ .Values.router.split.minUncachedTokens | quote }}
+{{- else if $prefill -}}
+- --no-split
+{{- end -}}
 {{- end -}}
 
 {{/* The router's auth flag (list items; empty without auth.enabled). */}}

@@ -120,3 +120,40 @@ in-flight drain + margin. */}}
 {{- define "kvfleet.router.gracePeriod" -}}
 {{- add (int64 .Values.router.preStopSeconds) 30 (int64 .Values.router.terminationMarginSeconds) -}}
 {{- end -}}
+
+{{/*
+Worker groups (workerGroups; docs/deploy.md, "Worker groups: prefill and
+decode"). Each group is a StatefulSet of its own, with its headless Service,
+PodDisruptionBudget and ScaledObject, rendered by kvfleet.worker.eachGroup
+with a root of the group's own:
+  .Values.worker  worker.* with the group's fields (replicas, resources,
+                  keda) laid over it key by key, so what a group leaves out
+                  is worker.*'s
+  .Group          the group's name and role
+Every helper that reads .Values.worker then reads the group's. A group with
+an empty name keeps the names and labels of a chart without groups
+("<fullname>-worker"); a named group's objects are
+"<fullname>-worker-<name>", and they and its pods carry
+kvfleet.io/worker-group (in their selectors, kvfleet.selectorLabels) and
+kvfleet.io/worker-role. What takes the release's root sees every group: the
+NetworkPolicy, the monitors, and the cachemanager every worker registers
+with, through which routers find them all.
+*/}}
+
+{{/* Renders the template named "template" once per worker group, each time
+with the group's root, and joins the non-empty renders as YAML documents
+(or with "separator"). Takes (dict "root" $ "template" NAME ["separator" TEXT]). */}}
+{{- define "kvfleet.worker.eachGroup" -}}
+{{- $root := .root -}}
+{{- $renders := list -}}
+{{- range $group := $root.Values.workerGroups -}}
+{{- $worker := mergeOverwrite (deepCopy $root.Values.worker) (deepCopy (omit $group "name" "role")) -}}
+{{- $groupRoot := set (omit $root "Values") "Values" (set (omit $root.Values "worker") "worker" $worker) -}}
+{{- $_ := set $groupRoot "Group" (pick $group "name" "role") -}}
+{{- $text := include $.template $groupRoot -}}
+{{- if trim $text -}}
+{{- $renders = append $renders $text -}}
+{{- end -}}
+{{- end -}}
+{{- join (default "\n---\n" $.separator) $renders -}}
+{{- end -}}
