@@ -185,10 +185,11 @@ absl::Status Measure(const Settings& s, const Served& served) {
     std::promise<absl::Status> p;
     const Clock::time_point start = Clock::now();
     int64_t got = 0;
-    client.Fetch(served.pull_address, hashes, [&](std::vector<engine::KvBlockBytes> b, absl::Status status) {
-      got = static_cast<int64_t>(b.size());
-      p.set_value(status);
-    });
+    client.Fetch(served.pull_address, hashes, /*lease_id=*/"",
+                 [&](std::vector<engine::KvBlockBytes> b, absl::Status status) {
+                   got = static_cast<int64_t>(b.size());
+                   p.set_value(status);
+                 });
     RETURN_IF_ERROR(p.get_future().get());
     if (got != s.blocks) return absl::InternalError(absl::StrCat("pulled ", got, " of ", s.blocks, " blocks"));
     return std::chrono::duration<double>(Clock::now() - start).count();

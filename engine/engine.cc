@@ -45,7 +45,8 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
                                                          : executor.info().kv_groups.group_window),
       scheduler_(options.scheduler, kv_),
       speculator_(options.speculation, options.proposers, kv_),
-      batch_builder_(BatchBuilderFor(executor.info())) {
+      batch_builder_(BatchBuilderFor(executor.info())),
+      kv_leases_(pool_, pool_.num_blocks() / 2) {
   CHECK(options.Validate().ok()) << options.Validate();
   pending_prefill_.Attach(pool_);
   if (options.kv_tiers != nullptr) {
@@ -197,7 +198,9 @@ void Engine::DrainInbox() {
   } else if (inbox.snapshot && listener_ != nullptr) {
     listener_->OnSnapshot(pool_.CachedBlocks());
   }
-  for (auto& [hashes, done] : inbox.exports) ServeExport(hashes, std::move(done));
+  // Exports before expiries: a pull that arrived in time finds its lease.
+  for (Inbox::Export& e : inbox.exports) ServeExport(e.hashes, std::move(e.done), e.lease_id);
+  kv_leases_.Expire(std::chrono::steady_clock::now());
   for (Inbox::Pulled& pulled : inbox.pulled) FinishPeerPull(pulled);
   if (options_.kv_tiers != nullptr) {
     for (RequestId id : options_.kv_tiers->Poll()) {
@@ -208,6 +211,7 @@ void Engine::DrainInbox() {
 
 void Engine::Finish(Request& req, FinishReason reason, std::vector<model::TokenId> last_tokens,
                     std::vector<TokenLogprobs> last_logprobs) {
+  if (reason == FinishReason::kHandoff) HoldForHandoff(req);
   scheduler_.Remove(&req);
   speculator_.Forget(req);
   pending_prefill_.Remove(req);
@@ -334,8 +338,7 @@ void Engine::ReportStep(const SchedulerOutput& scheduled, std::chrono::steady_cl
   options_.step_observer->OnStep(report);
 }
 
-void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch& batch,
-                            const ForwardOutput& forward) {
+void Engine::ProcessOutputs(const SchedulerOutput& scheduled, const ForwardBatch& batch, const ForwardOutput& forward) {
   for (size_t i = 0; i < scheduled.chunks.size(); ++i) {
     const ScheduledChunk& chunk = scheduled.chunks[i];
     Request& req = *chunk.request;
@@ -400,6 +403,8 @@ void Engine::EmitTokens(Request& req, const ScheduledChunk& chunk, const Forward
       finish = FinishReason::kStop;
     } else if (req.num_output_tokens() >= req.params.stopping.max_tokens) {
       finish = FinishReason::kLength;
+    } else if (req.params.prefill_only) {
+      finish = FinishReason::kHandoff;
     }
     if (finish || !agrees) {
       KeepHiddenState(req, forward, row_index);
@@ -475,6 +480,7 @@ absl::Status Engine::AuditBlocks() const {
   if (options_.kv_tiers != nullptr) {
     for (BlockId b : options_.kv_tiers->BlocksInFlight()) ++refs[static_cast<size_t>(b.value())];
   }
+  kv_leases_.CountReferences(refs);
   for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
     if (refs[static_cast<size_t>(b)] != pool_.ref_count(BlockId(b))) {
       return absl::InternalError(absl::StrCat("block ", b, " has reference count ", pool_.ref_count(BlockId(b)),
@@ -510,6 +516,9 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.mask_wait_seconds = mask_wait_seconds_;
   s.kv_peer = kv_peer_stats_;
   s.kv_block_bytes = executor_.info().kv_block_bytes;
+  s.kv_leases = kv_leases_.size();
+  s.kv_leased_blocks = kv_leases_.leased_blocks();
+  s.kv_lease_counters = kv_leases_.counters();
   if (options_.kv_tiers != nullptr) {
     const KvTierStats t = options_.kv_tiers->stats();
     const auto per_block = [](const KvTierCounters& c) {
@@ -578,11 +587,17 @@ void Engine::Loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      // A disk read for a peer's pull finishes at a step's Poll, requests or not.
-      wake_.wait(lock, [this] {
+      // A disk read for a peer's pull finishes at a step's Poll, requests or
+      // not; an idle engine still ends leases at their deadline.
+      const auto ready = [this] {
         return stop_ || !requests_.empty() || !inbox_.empty() ||
                (options_.kv_tiers != nullptr && options_.kv_tiers->loads_in_flight());
-      });
+      };
+      if (const std::optional<std::chrono::steady_clock::time_point> lease_ends = kv_leases_.NextDeadline()) {
+        wake_.wait_until(lock, *lease_ends, ready);
+      } else {
+        wake_.wait(lock, ready);
+      }
       if (stop_) return;
       // Waiting idle is not stalling: progress is measured from the wake.
       last_progress_ = std::chrono::steady_clock::now();

@@ -75,6 +75,10 @@ struct EngineOptions {
   // null: never pulled; must outlive the engine, whose destructor waits for
   // the pulls in flight).
   KvPeerFetcher* kv_peer_fetcher = nullptr;
+  // How long a prefill_only request's blocks wait for the pull that names
+  // their lease before they become ordinary cache; leases hold at most
+  // half the pool (kv/kv_leases.h).
+  std::chrono::milliseconds kv_lease_duration{30000};
 
   absl::Status Validate() const;
   // The batch limits an executor must take for this engine: the scheduler's
@@ -87,7 +91,7 @@ struct EngineOptions {
 // Liveness of the engine loop, for a watchdog: the loop is stalled when
 // requests are in flight and it has made no progress for a while.
 struct EngineHeartbeat {
-  int64_t in_flight = 0;  // submitted, not yet finished
+  int64_t in_flight = 0;                                // submitted, not yet finished
   std::chrono::steady_clock::time_point last_progress;  // last step end, or wake from idle
 };
 
@@ -117,8 +121,11 @@ class Engine {
   // order, from the device or host memory (the executor's own bytes),
   // stopping at the first it holds in neither, then calls `done` with them
   // on the engine thread: `done` must only hand them to another thread.
+  // A pull naming `lease_id` ends that lease once served (the blocks stay
+  // cached); one that arrives before the lease's deadline finds its blocks,
+  // as exports are served before leases expire.
   using KvExportDone = std::function<void(std::vector<KvBlockBytes>)>;
-  void ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done);
+  void ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done, std::string lease_id = "");
 
   // One scheduling step on the calling thread. Errors are the executor's.
   absl::Status Step();
@@ -151,7 +158,12 @@ class Engine {
     std::vector<std::unique_ptr<Request>> submitted;
     std::vector<RequestId> cancelled;
     bool snapshot = false;
-    std::vector<std::pair<std::vector<BlockHash>, KvExportDone>> exports;
+    struct Export {
+      std::vector<BlockHash> hashes;
+      KvExportDone done;
+      std::string lease_id;
+    };
+    std::vector<Export> exports;
     struct Pulled {
       RequestId id;
       int64_t asked = 0;
@@ -171,7 +183,10 @@ class Engine {
   // A peer's pull: the leading blocks held on the device or in host memory
   // copied now, then a run only the disk holds read in the background;
   // `done` gets them all (at a later step when the disk is read).
-  void ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done);
+  void ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done, const std::string& lease_id);
+  // A prefill_only request that handed off: its prompt's pages (the window
+  // pages its end reaches too) held under its lease.
+  void HoldForHandoff(const Request& req);
   std::vector<KvBlockBytes> CopyOutForPeer(const std::vector<BlockHash>& hashes);
   void CountServed(const std::vector<KvBlockBytes>& blocks);
   // A request's pull from its kv_peer, at its first admission try (the
@@ -221,8 +236,8 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   Speculator speculator_;
-  MaskPrefetcher mask_prefetcher_;  // constrained requests' masks, during the forward pass
-  ForwardBatchBuilder batch_builder_;  // reused: no allocation per step once warm
+  MaskPrefetcher mask_prefetcher_;             // constrained requests' masks, during the forward pass
+  ForwardBatchBuilder batch_builder_;          // reused: no allocation per step once warm
   std::vector<model::TokenId> verify_tokens_;  // a drafted chunk's tokens: pending token, then guesses
   std::vector<int32_t> verify_parents_;        // a tree chunk's node parents (ForwardBatchBuilder::AddChunk)
   std::vector<int64_t> move_from_, move_to_;   // an accepted tree path's KV moves
@@ -234,6 +249,7 @@ class Engine {
   double prefill_tokens_per_second_ = 0.0;
   double mask_wait_seconds_ = 0.0;
   KvPeerStats kv_peer_stats_;  // engine thread; published with the step's stats
+  KvLeases kv_leases_;         // engine thread
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

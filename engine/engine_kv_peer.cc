@@ -11,10 +11,10 @@
 
 namespace kvfleet::engine {
 
-void Engine::ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done) {
+void Engine::ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done, std::string lease_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    inbox_.exports.emplace_back(std::move(hashes), std::move(done));
+    inbox_.exports.push_back({std::move(hashes), std::move(done), std::move(lease_id)});
   }
   wake_.notify_one();
 }
@@ -51,7 +51,7 @@ bool Engine::StartPeerPull(Request& req) {
   const int64_t asked = static_cast<int64_t>(wanted.size());
   const auto started = std::chrono::steady_clock::now();
   options_.kv_peer_fetcher->Fetch(
-      peer->endpoint, std::move(wanted),
+      peer->endpoint, std::move(wanted), peer->lease_id,
       [this, id, asked, started](std::vector<KvBlockBytes> blocks, absl::Status status) {
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -133,8 +133,16 @@ std::vector<KvBlockBytes> Engine::CopyOutForPeer(const std::vector<BlockHash>& h
   return out;
 }
 
-void Engine::ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done) {
+void Engine::HoldForHandoff(const Request& req) {
+  if (req.params.kv_lease_id.empty()) return;
+  kv_leases_.Hold(req.params.kv_lease_id, kv_.PagesOfHit(req.prompt_block_hashes),
+                  std::chrono::steady_clock::now() + options_.kv_lease_duration);
+}
+
+void Engine::ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done, const std::string& lease_id) {
   std::vector<KvBlockBytes> out = CopyOutForPeer(hashes);
+  // Copied: the reader has what it came for (or as much as it will get).
+  if (!lease_id.empty()) kv_leases_.Release(lease_id);
   KvTierManager* tiers = options_.kv_tiers;
   std::vector<BlockHash> on_disk;
   for (size_t i = out.size(); tiers != nullptr && i < hashes.size() && tiers->OnDiskOnly(hashes[i]); ++i) {

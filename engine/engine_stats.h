@@ -6,16 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "engine/kv/kv_leases.h"
+
 namespace kvfleet::engine {
 
 // Cumulative counters of one speculative proposer.
 struct SpeculationStats {
   std::string proposer;
-  int64_t drafted_tokens = 0;   // guesses verified
-  int64_t accepted_tokens = 0;  // of those, kept
-  int64_t verify_passes = 0;    // request-steps that verified a draft
-  double propose_seconds = 0.0; // spent proposing
-  int64_t memory_bytes = 0;     // the proposer's own memory on the host (the suffix store)
+  int64_t drafted_tokens = 0;    // guesses verified
+  int64_t accepted_tokens = 0;   // of those, kept
+  int64_t verify_passes = 0;     // request-steps that verified a draft
+  double propose_seconds = 0.0;  // spent proposing
+  int64_t memory_bytes = 0;      // the proposer's own memory on the host (the suffix store)
   // Tokens per verify pass over its cost next to a plain step, at one
   // stream, from the learnt step cost (0 before any pass).
   double estimated_speedup = 0.0;
@@ -35,7 +37,7 @@ struct KvPeerStats {
   // Seconds per block of the recent pulls that brought any (each pull's
   // time over its blocks, smoothed): what the router prices a pull by.
   double seconds_per_block = 0.0;
-  int64_t pulls_served = 0;   // ExportKvBlocks calls answered
+  int64_t pulls_served = 0;  // ExportKvBlocks calls answered
   int64_t blocks_served = 0;
   int64_t bytes_served = 0;
 };
@@ -74,6 +76,10 @@ struct EngineStats {
   int64_t kv_block_bytes = 0;                 // one block's bytes as a peer receives it
   std::vector<SpeculationStats> speculation;  // one per loaded proposer
   KvPeerStats kv_peer;
+  // Prefill blocks held for a decode worker's pull (kv/kv_leases.h).
+  int32_t kv_leases = 0;
+  int32_t kv_leased_blocks = 0;
+  KvLeaseCounters kv_lease_counters;
 };
 
 }  // namespace kvfleet::engine

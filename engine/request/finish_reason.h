@@ -8,6 +8,7 @@ enum class FinishReason {
   kLength,     // max_tokens reached
   kCancelled,  // the client went away or asked
   kError,
+  kHandoff,  // a prefill_only request's first token: decoding goes on elsewhere
 };
 
 constexpr const char* FinishReasonName(FinishReason r) {
@@ -20,6 +21,8 @@ constexpr const char* FinishReasonName(FinishReason r) {
       return "cancelled";
     case FinishReason::kError:
       return "error";
+    case FinishReason::kHandoff:
+      return "handoff";
   }
   return "?";
 }

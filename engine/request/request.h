@@ -36,6 +36,7 @@ class Proposer;
 struct KvPeerSource {
   std::string endpoint;  // the peer's transfer address
   int32_t blocks = 0;    // how many of the prompt's leading full blocks it holds
+  std::string lease_id;  // the peer holds them under this lease (a split request's id); may be empty
 };
 
 struct EngineRequest {
@@ -58,6 +59,12 @@ struct EngineRequest {
   // null: any.
   std::shared_ptr<TokenConstraint> constraint;
   std::optional<KvPeerSource> kv_peer;
+  // Disaggregated prefill: compute the prompt and sample the first token
+  // only; unless that token ends the request it finishes with kHandoff and
+  // the engine holds the prompt's blocks under the lease kv_lease_id
+  // (EngineOptions::kv_lease_duration) for a decode worker's pull.
+  bool prefill_only = false;
+  std::string kv_lease_id;
 };
 
 struct Usage {

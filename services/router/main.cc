@@ -62,9 +62,7 @@ absl::Status Run(const RouterOptions& o) {
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
 
-  WorkerPool pool({.model_id = model->id(),
-                   .probe_interval = o.probe_interval,
-                   .channel = WorkerChannelOptions(o)});
+  WorkerPool pool({.model_id = model->id(), .probe_interval = o.probe_interval, .channel = WorkerChannelOptions(o)});
   auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
   exposer->RegisterCollectable(pool_collector);
   Placement placement(o.placement);
@@ -78,7 +76,8 @@ absl::Status Run(const RouterOptions& o) {
                                                     [&placement](const std::string& id) { placement.Forget(id); });
   }
   for (const std::string& w : o.workers) pool.Upsert(w, w, /*incarnation=*/0);
-  RouteSelector selector(pool, placement, cachemanager_channel, metrics, {.overlap_timeout = o.overlap_timeout});
+  RouteSelector selector(pool, placement, cachemanager_channel, metrics,
+                         {.overlap_timeout = o.overlap_timeout, .split = o.split});
   GenerationRunner runner(*model, selector, pool, metrics, {.max_attempts = o.max_attempts});
   std::unique_ptr<TenantTokens> tokens;
   if (!o.auth_tokens.empty()) {
@@ -92,28 +91,28 @@ absl::Status Run(const RouterOptions& o) {
 
   pool.Start();
   if (watcher) watcher->Start();
-  transport::GrpcServerOptions server_options = transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Inference");
+  transport::GrpcServerOptions server_options =
+      transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Inference");
   // The public port answers to tenant tokens; the internal token is only
   // what this router sends its workers and the cachemanager.
   server_options.internal_token.clear();
   ASSIGN_OR_RETURN(transport::RunningServer server, transport::StartGrpcServer(server_options));
   std::unique_ptr<transport::HttpServer> http;
   if (!o.http_listen.empty()) {
-    ASSIGN_OR_RETURN(http, transport::HttpServer::Start(
-                               {.listen = o.http_listen,
-                                .tls = o.transport.tls,
-                                .allowed_peers = o.transport.tls_allowed_peers,
-                                .max_header_bytes = static_cast<size_t>(o.transport.max_metadata_bytes),
-                                .max_body_bytes = static_cast<size_t>(o.transport.max_message_bytes),
-                                .max_active_requests = o.transport.max_concurrent_streams,
-                                .error_body = OpenAiHttpService::ErrorBody,
-                                .error_content_type = "application/json",
-                                .on_server_answer = [&metrics](int status) {
-                                  metrics.RecordHttpRequest("unrouted", status);
-                                }},
-                               [&http_service](const transport::HttpRequest& r, transport::HttpResponder& out) {
-                                 http_service.Handle(r, out);
-                               }));
+    ASSIGN_OR_RETURN(
+        http, transport::HttpServer::Start(
+                  {.listen = o.http_listen,
+                   .tls = o.transport.tls,
+                   .allowed_peers = o.transport.tls_allowed_peers,
+                   .max_header_bytes = static_cast<size_t>(o.transport.max_metadata_bytes),
+                   .max_body_bytes = static_cast<size_t>(o.transport.max_message_bytes),
+                   .max_active_requests = o.transport.max_concurrent_streams,
+                   .error_body = OpenAiHttpService::ErrorBody,
+                   .error_content_type = "application/json",
+                   .on_server_answer = [&metrics](int status) { metrics.RecordHttpRequest("unrouted", status); }},
+                  [&http_service](const transport::HttpRequest& r, transport::HttpResponder& out) {
+                    http_service.Handle(r, out);
+                  }));
   }
   transport::PrintListening("kvfleet-router", server, o.transport.metrics_host, exposer->port(),
                             http ? http->address() : "");

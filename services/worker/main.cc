@@ -81,7 +81,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   m.end_of_turn.assign(tok->StopTokens().begin(), tok->StopTokens().end());
   ASSIGN_OR_RETURN(m.grammar, GrammarCompiler::Create(*tok, static_cast<int32_t>(m.model->config().vocab_size),
-                                                          [&metrics](double s) { metrics.RecordGrammarMask(s); }));
+                                                      [&metrics](double s) { metrics.RecordGrammarMask(s); }));
   m.mode = checked.mode;
   if (m.mode.kv != kernels::KvCacheDtype::kF16 && !m.mode.from_record) {
     // Offered for capacity; only a calibration record says whether it is
@@ -159,6 +159,7 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   info.set_kv_cache_dtype(std::string(kernels::KvCacheDtypeName(m.mode.kv)));
   info.set_mode_source(m.mode.source);
   info.set_mode_reason(m.mode.reason);
+  info.set_role(std::string(WorkerRoleName(o.role)));
   return info;
 }
 
@@ -192,8 +193,8 @@ absl::Status Run(const WorkerOptions& o) {
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
   WorkerService service(metrics, o.limits);
-  ASSIGN_OR_RETURN(transport::RunningServer server,
-                   transport::StartGrpcServer(transport::ServerOptionsFrom(o.transport, {&service}, "kvfleet.v1.Worker")));
+  ASSIGN_OR_RETURN(transport::RunningServer server, transport::StartGrpcServer(transport::ServerOptionsFrom(
+                                                        o.transport, {&service}, "kvfleet.v1.Worker")));
   // The KV transfer port is bound now, so peers learn it at once; it
   // answers UNAVAILABLE until the engine runs.
   KvTransferService transfer({.max_concurrent_pulls = o.kv_transfer_max_pulls,
@@ -224,6 +225,7 @@ absl::Status Run(const WorkerOptions& o) {
                                 .block_size = static_cast<int32_t>(m.executor->info().block_size),
                                 .capacity_blocks = static_cast<int32_t>(m.executor->info().num_blocks),
                                 .numerics = m.executor->info().numerics,
+                                .role = std::string(WorkerRoleName(o.role)),
                                 .channel = transport::PeerChannelOptions(o.transport),
                                 .fault_drop_event_batch = o.fault_drop_event_batch});
   }
@@ -256,7 +258,8 @@ absl::Status Run(const WorkerOptions& o) {
                          .proposers = m.proposers->pointers(),
                          .speculation = o.speculation,
                          .kv_tiers = tiers.get(),
-                         .kv_peer_fetcher = &peers},
+                         .kv_peer_fetcher = &peers,
+                         .kv_lease_duration = o.kv_lease},
                         publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);
@@ -284,10 +287,12 @@ absl::Status Run(const WorkerOptions& o) {
   exposer->RegisterCollectable(progress);
   watchdog.SetLoaded(true);
   watchdog.Start();
-  if (publisher) publisher->Start(engine, [&service] { return service.draining(); }, &service.admitted());
-  KVFLEET_LOG_INFO("speculation: default proposer {}, at most {} drafted tokens, {}; loaded: {}", o.speculation.proposer,
-                   o.speculation.max_draft_tokens, o.speculation.adaptive ? "adaptive" : "fixed length",
-                   absl::StrJoin(o.proposers.names(), ", "));
+  if (publisher)
+    publisher->Start(
+        engine, [&service] { return service.draining(); }, &service.admitted());
+  KVFLEET_LOG_INFO("speculation: default proposer {}, at most {} drafted tokens, {}; loaded: {}",
+                   o.speculation.proposer, o.speculation.max_draft_tokens,
+                   o.speculation.adaptive ? "adaptive" : "fixed length", absl::StrJoin(o.proposers.names(), ", "));
   KVFLEET_LOG_INFO("serving {} on {} ({}, numerics {})", o.model_id, server.address,
                    m.executor->info().device.ToString(), m.executor->info().numerics);
   std::printf("kvfleet-worker ready\n");

@@ -70,6 +70,10 @@ absl::Status LocalClusterOptions::Validate() const {
   }
   if (model_path.empty()) return absl::InvalidArgumentError("a model path is required");
   if (workers < 1) return absl::InvalidArgumentError(absl::StrCat("workers must be at least 1, got ", workers));
+  if (prefill_workers < 0 || (prefill_workers > 0 && prefill_workers >= workers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill workers must leave at least one decode worker: ", prefill_workers, " of ", workers));
+  }
   if (threads_per_worker < 1) {
     return absl::InvalidArgumentError(absl::StrCat("threads per worker must be at least 1, got ", threads_per_worker));
   }
@@ -106,6 +110,10 @@ std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int inde
       absl::StrCat(options.threads_per_worker), "--kv-cache-memory", options.kv_cache_memory,
       // Peers pull each other's prefixes when the router's price says so.
       "--kv-transfer-listen", "127.0.0.1:0"};
+  if (options.prefill_workers > 0) {
+    args.push_back("--role");
+    args.push_back(index < options.prefill_workers ? "prefill" : "decode");
+  }
   args.insert(args.end(), options.worker_extra_args.begin(), options.worker_extra_args.end());
   if (!options.kv_disk_dir.empty()) {
     args.push_back("--kv-disk-dir");

@@ -44,16 +44,20 @@ struct LocalClusterOptions {
   ServiceBinaries binaries;
   std::string model_path;  // the same GGUF for router and workers, so their model ids agree
   int workers = 2;
+  // Disaggregated prefill and decode: the first prefill_workers of the
+  // workers run --role prefill and the others --role decode; 0: every
+  // worker is of role both.
+  int prefill_workers = 0;
   int threads_per_worker = 1;
   std::string kv_cache_memory = "512MiB";  // per worker, as kvfleet-worker's --kv-cache-memory
   std::string router_listen = "127.0.0.1:50060";
   std::string router_http_listen;  // the router's --http-listen (OpenAI-compatible API); empty: none
   std::string cachemanager_listen = "127.0.0.1:50050";
-  int router_metrics_port = 9466;                   // 0 picks a free one; the other services always pick a free one
-  std::string policy;                               // the router's --policy; empty: its default
+  int router_metrics_port = 9466;                    // 0 picks a free one; the other services always pick a free one
+  std::string policy;                                // the router's --policy; empty: its default
   std::vector<std::string> cachemanager_extra_args;  // appended to the cachemanager's command line (TLS)
-  std::vector<std::string> router_extra_args;       // appended to the router's command line (placement knobs)
-  std::vector<std::string> worker_extra_args;       // appended to every worker's (speculation, scheduling)
+  std::vector<std::string> router_extra_args;        // appended to the router's command line (placement knobs)
+  std::vector<std::string> worker_extra_args;        // appended to every worker's (speculation, scheduling)
   // A disk KV tier per worker: worker i's is kv_disk_dir/worker-<i> (its
   // size comes with worker_extra_args' --kv-disk-size). Empty: none.
   std::string kv_disk_dir;

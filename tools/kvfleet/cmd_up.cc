@@ -34,7 +34,8 @@ using cluster::LocalClusterOptions;
 using transport::TerminationSignals;
 
 constexpr char kUsage[] =
-    R"(usage: kvfleet up [--model PATH] [--workers N] [--threads T] [--kv-cache-memory SIZE]
+    R"(usage: kvfleet up [--model PATH] [--workers N | --prefill-workers N --decode-workers M] [--threads T]
+                  [--kv-cache-memory SIZE] [--split-min-uncached-tokens N] [--max-num-batched-tokens N]
                   [--cpu-activations A] [--kv-cache-dtype D] [--calibration PATH]
                   [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE] [--keep-window-blocks]
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
@@ -55,6 +56,10 @@ workers (they drain) and the cachemanager in that order. A second Ctrl-C
 kills what is still running.
 
   --workers N             workers (default 2)
+  --prefill-workers N     instead of --workers: N prefill workers and --decode-workers M (default 1) decode
+  --decode-workers M      workers; a prompt with at least --split-min-uncached-tokens (the router's flag,
+                          default 2048) uncached is prefilled on a prefill worker, and a decode worker pulls
+                          its KV and continues (kvfleet-router --help)
   --threads T             CPU threads per worker (default: usable CPUs / N, at least 1)
   --kv-cache-memory SIZE  KV cache per worker (default 512MiB)
   --cpu-activations A     every CPU worker's activations: auto (default: the model's calibration record's
@@ -127,12 +132,28 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   LocalClusterOptions o;
   o.model_path = flags.GetString("model", kDefaultModel);
   if (!std::filesystem::exists(o.model_path)) {
-    return absl::NotFoundError(absl::StrCat("no model at ", o.model_path,
-                                            " (give a .gguf file or a Hugging Face checkpoint directory with --model PATH)"));
+    return absl::NotFoundError(absl::StrCat(
+        "no model at ", o.model_path, " (give a .gguf file or a Hugging Face checkpoint directory with --model PATH)"));
   }
   ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers", 2));
-  if (workers < 1 || workers > 64) return absl::InvalidArgumentError("--workers must be between 1 and 64");
+  if (flags.Has("prefill-workers") || flags.Has("decode-workers")) {
+    if (flags.Has("workers")) {
+      return absl::InvalidArgumentError("give --workers or --prefill-workers with --decode-workers, not both");
+    }
+    ASSIGN_OR_RETURN(int64_t prefill, flags.GetInt("prefill-workers", 1));
+    ASSIGN_OR_RETURN(int64_t decode, flags.GetInt("decode-workers", 1));
+    if (prefill < 1 || decode < 1) {
+      return absl::InvalidArgumentError("--prefill-workers and --decode-workers must each be at least 1");
+    }
+    o.prefill_workers = static_cast<int>(prefill);
+    workers = prefill + decode;
+  }
+  if (workers < 1 || workers > 64) return absl::InvalidArgumentError("there must be between 1 and 64 workers");
   o.workers = static_cast<int>(workers);
+  if (flags.Has("split-min-uncached-tokens")) {
+    o.router_extra_args.push_back("--split-min-uncached-tokens");
+    o.router_extra_args.push_back(flags.GetString("split-min-uncached-tokens", ""));
+  }
   const int hardware = UsableCpus();
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", cluster::DefaultThreadsPerWorker(hardware, o.workers)));
   if (threads < 1 || threads > 1024) return absl::InvalidArgumentError("--threads must be between 1 and 1024");
@@ -149,7 +170,7 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   // Passed through: each worker checks them (and refuses to start on a bad one).
   for (const char* name :
        {"device", "cpu-activations", "kv-cache-dtype", "calibration", "kv-host-memory", "kv-disk-size", "speculation",
-        "spec-self-layers", "spec-draft-model", "spec-draft-heads", "spec-heads-top-k"}) {
+        "spec-self-layers", "spec-draft-model", "spec-draft-heads", "spec-heads-top-k", "max-num-batched-tokens"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -314,17 +335,20 @@ std::vector<std::string> RuleFiles(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> StartPrometheus(const Flags& flags,
-                                                                         const LocalCluster& cluster,
-                                                                         const LocalClusterOptions& options,
-                                                                         const std::string& model_id) {
+                                                                          const LocalCluster& cluster,
+                                                                          const LocalClusterOptions& options,
+                                                                          const std::string& model_id) {
   std::vector<cluster::ScrapeTarget> targets = {
       {.address = cluster.router().endpoints.metrics_address, .pod = "router", .component = "router"},
-      {.address = cluster.cachemanager().endpoints.metrics_address, .pod = "cachemanager", .component = "cachemanager"}};
+      {.address = cluster.cachemanager().endpoints.metrics_address,
+       .pod = "cachemanager",
+       .component = "cachemanager"}};
   for (const ClusterMember& w : cluster.workers()) {
     targets.push_back({.address = w.endpoints.metrics_address, .pod = w.label, .component = "worker"});
   }
   ASSIGN_OR_RETURN(int64_t port, flags.GetInt("prometheus-port", 9090));
-  if (port < 0 || port > 65535) return absl::InvalidArgumentError(absl::StrCat("--prometheus-port ", port, " is not a port"));
+  if (port < 0 || port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("--prometheus-port ", port, " is not a port"));
   const std::string dir = options.log_dir + "/prometheus";
   std::filesystem::create_directories(dir);
   const std::string config = cluster::PrometheusConfig(
@@ -356,6 +380,10 @@ absl::Status RunUp(const Args& args) {
                    Flags::Parse(args,
                                 {"model",
                                  "workers",
+                                 "prefill-workers",
+                                 "decode-workers",
+                                 "split-min-uncached-tokens",
+                                 "max-num-batched-tokens",
                                  "threads",
                                  "kv-cache-memory",
                                  "listen",

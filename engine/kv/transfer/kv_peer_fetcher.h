@@ -22,9 +22,11 @@ class KvPeerFetcher {
   // the pull stopped early); `status`: why it stopped early (OK when the
   // peer held no more), each failure's reason for the metrics.
   using Done = std::function<void(std::vector<KvBlockBytes> blocks, absl::Status status)>;
-  // Pulls `hashes` from the peer at `endpoint`; returns at once and calls
-  // `done` exactly once, on any thread, within the fetcher's deadline.
-  virtual void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) = 0;
+  // Pulls `hashes` from the peer at `endpoint` (naming the lease it holds
+  // them under, when not empty); returns at once and calls `done` exactly
+  // once, on any thread, within the fetcher's deadline.
+  virtual void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
+                     Done done) = 0;
 };
 
 }  // namespace kvfleet::engine

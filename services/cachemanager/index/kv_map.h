@@ -54,6 +54,7 @@ struct WorkerDescriptor {
   int32_t block_size = 0;
   int32_t capacity_blocks = 0;
   std::string numerics;  // backend and kernel version: tokens are identical only within one
+  std::string role;      // "prefill", "decode" or "both" (empty from a worker before roles)
   // Blocks its tiers below the device can hold (0: no such tier).
   int64_t host_capacity_blocks = 0;
   int64_t disk_capacity_blocks = 0;

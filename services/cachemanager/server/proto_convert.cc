@@ -11,7 +11,7 @@
 namespace kvfleet::cachemanager {
 
 absl::StatusOr<std::vector<BlockHash>> ParseHashes(const google::protobuf::RepeatedPtrField<std::string>& hashes,
-                                                  const std::string& field) {
+                                                   const std::string& field) {
   std::vector<BlockHash> out;
   out.reserve(hashes.size());
   for (int i = 0; i < hashes.size(); ++i) {
@@ -45,6 +45,7 @@ absl::StatusOr<WorkerDescriptor> ToDescriptor(const v1::RegisterRequest& r) {
                           .block_size = r.block_size(),
                           .capacity_blocks = r.capacity_blocks(),
                           .numerics = r.numerics(),
+                          .role = r.role(),
                           .host_capacity_blocks = r.host_capacity_blocks(),
                           .disk_capacity_blocks = r.disk_capacity_blocks()};
 }
@@ -127,6 +128,7 @@ v1::WorkerEntry ToProto(const WorkerView& w, Clock::time_point now) {
   out.set_block_size(w.descriptor.block_size);
   out.set_capacity_blocks(w.descriptor.capacity_blocks);
   out.set_numerics(w.descriptor.numerics);
+  out.set_role(w.descriptor.role.empty() ? "both" : w.descriptor.role);
   out.set_indexed_blocks(w.indexed_blocks);
   *out.mutable_load() = ToProto(w.load);
   out.set_last_seen_ms_ago(std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count());

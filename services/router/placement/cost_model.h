@@ -20,7 +20,9 @@
 //              (measured by w over its recent pulls; kv_block_bytes / assumed
 //              bandwidth before its first)
 // and, when pull(w) < 1, those blocks count pull(w) each in the uncached
-// prefill instead of 1 (they stay new blocks for the decode load).
+// prefill instead of 1 (they stay new blocks for the decode load). A split's
+// prefill worker (PeerSource::handoff) is pulled from at pull(w) = 0 while
+// pull(w) cannot be measured yet.
 //
 // Thread-safety: a pure function.
 //
@@ -47,6 +49,10 @@ struct PeerSource {
   std::string worker_id;
   int32_t blocks = 0;                      // leading blocks of the prompt it holds, per the cachemanager
   double prefill_tokens_per_second = 0.0;  // its measured rate (0: unknown)
+  // A split's prefill worker, holding the blocks under a lease for the
+  // decode half: pulled unless measured figures price the pull at or above
+  // computing (an unpriced pull is taken).
+  bool handoff = false;
 };
 
 // What pulling one block costs a worker, in blocks of its prefill; 1 (a
@@ -56,6 +62,9 @@ struct PeerSource {
 // than computing.
 double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
                          double fallback_prefill_rate = 0.0);
+// Whether PeerPullBlockCost rests on measured figures (a prefill rate, and a
+// pull time or the block's bytes) rather than its unknown-value 1.
+bool PeerPullPriced(const WorkerLoad& load, double fallback_prefill_rate = 0.0);
 
 // `request` must be valid (block_size >= 1, at most prompt_tokens / block_size
 // hashes); `remembered_blocks` is DecisionMemory::RememberedBlocks' answer

@@ -146,7 +146,8 @@ Placement::Placement(PlacementOptions options, NowFn now)
 }
 
 size_t Placement::ChooseLeastLoaded(const std::vector<CandidateScore>& scores, size_t rotation) {
-  return ArgMin(scores, LoadKey, [](const CandidateScore&) { return true; }, rotation);
+  return ArgMin(
+      scores, LoadKey, [](const CandidateScore&) { return true; }, rotation);
 }
 
 size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector<CandidateScore>& scores,
@@ -174,8 +175,8 @@ size_t Placement::ChoosePrefixAware(const PlacementRequest& request, std::vector
   }
   if (options_.affinity_guard && b.matched_blocks > 0 && b.over_guard) {
     reason = Reason::kAffinityGuard;
-    const size_t alt =
-        ArgMin(scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; }, rotation);
+    const size_t alt = ArgMin(
+        scores, CostKey, [&](const CandidateScore& s) { return in_tier(s) && !s.over_guard; }, rotation);
     return alt != std::string::npos ? alt : ArgMin(scores, LoadKey, in_tier, rotation);
   }
   if (b.peer_blocks > 0 && source.has_value()) {
@@ -253,22 +254,34 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
   const size_t rotation = static_cast<size_t>(tie_rotation_++ % live.size());
   std::vector<int32_t> remembered(live.size(), 0);
   if (policy == Policy::kPrefixAware) remembered = memory_.RememberedBlocks(request.block_hashes, ids, now);
-  std::optional<size_t> source_index;
+  std::optional<size_t> source_index;  // the source among the candidates
   PeerSource source;
-  if (policy == Policy::kPrefixAware && options_.peer_pull) {
+  std::string source_endpoint;
+  bool has_source = false;
+  if (request.handoff_source.has_value() && options_.peer_pull) {
+    const HandoffSource& h = *request.handoff_source;
+    source = {.worker_id = h.worker_id,
+              .blocks = h.blocks,
+              .prefill_tokens_per_second = h.prefill_tokens_per_second,
+              .handoff = true};
+    source_endpoint = h.endpoint;
+    has_source = true;
+  } else if (policy == Policy::kPrefixAware && options_.peer_pull) {
     source_index = FindPeerSource(live, static_cast<int32_t>(request.block_hashes.size()));
     if (source_index.has_value()) {
       const WorkerCandidate& s = live[*source_index];
       source = {.worker_id = s.worker_id,
                 .blocks = s.matched_blocks,
                 .prefill_tokens_per_second = s.load.prefill_tokens_per_second};
+      source_endpoint = s.kv_transfer_endpoint;
+      has_source = true;
     }
   }
   std::vector<CandidateScore> scores;
   scores.reserve(live.size());
   for (size_t i = 0; i < live.size(); ++i) {
     scores.push_back(ScoreCandidate(options_, request, live[i], remembered[i], memory_.InFlightLoad(ids[i]),
-                                    source_index.has_value() ? &source : nullptr));
+                                    has_source ? &source : nullptr));
   }
 
   size_t chosen = 0;
@@ -303,9 +316,8 @@ absl::StatusOr<Decision> Placement::Choose(const PlacementRequest& request, std:
           : 0.0;
   d.fits = s.fits;
   if (s.peer_blocks > 0) {
-    d.peer_pull = PeerPull{.worker_id = source.worker_id,
-                           .endpoint = live[*source_index].kv_transfer_endpoint,
-                           .blocks = s.matched_blocks + s.peer_blocks};
+    d.peer_pull = PeerPull{
+        .worker_id = source.worker_id, .endpoint = source_endpoint, .blocks = s.matched_blocks + s.peer_blocks};
     if (reason == Reason::kCold || reason == Reason::kPrefixHit || reason == Reason::kRecentDecision) {
       d.reason = Reason::kPeerPull;
     }

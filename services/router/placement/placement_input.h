@@ -48,6 +48,15 @@ struct WorkerCandidate {
   std::string kv_transfer_endpoint;
 };
 
+// The prefill worker of a split request, holding the prompt's KV under a
+// lease for the decode worker's pull (split_policy.h).
+struct HandoffSource {
+  std::string worker_id;
+  std::string endpoint;                    // its KV transfer address
+  int32_t blocks = 0;                      // the prompt's leading full blocks it holds
+  double prefill_tokens_per_second = 0.0;  // its measured rate (0: unknown)
+};
+
 struct PlacementRequest {
   // common/'s HashFullBlocks of the prompt: one hash per full block, in order.
   std::vector<BlockHash> block_hashes;
@@ -63,6 +72,10 @@ struct PlacementRequest {
   // shared state), unless another worker holds more of the prompt or the
   // home is over the affinity guard or cannot fit the request.
   std::string session_id;
+  // Set for the decode half of a split: the peer source, whatever the
+  // policy, in place of the one placement would find among the candidates
+  // (the prefill worker is not one).
+  std::optional<HandoffSource> handoff_source;
 };
 
 }  // namespace kvfleet::router

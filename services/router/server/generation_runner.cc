@@ -25,7 +25,11 @@ struct GenerationRunner::Stream {
   std::vector<int32_t> generated;  // every token sent to the client, over all attempts
   std::string numerics;            // of the worker that produced them: a resumption must match it
   std::optional<Clock::time_point> last_tokens_at;
-  int32_t cached_prompt_tokens = 0;  // the latest worker message's
+  int32_t cached_prompt_tokens = 0;  // the latest worker message's (a split's: its prefill worker's)
+  // A split: the lease its prefill worker holds the prompt's KV under, and
+  // once that worker handed off, where the decode half pulls from.
+  std::string lease_id;
+  std::optional<HandoffSource> handoff;
   bool finished = false;
   grpc::Status error;  // the last attempt's, for kRequestError and the final UNAVAILABLE
 
@@ -112,8 +116,8 @@ grpc::Status GenerationRunner::ClientEnded(const CallContext& call) {
   return grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled");
 }
 
-grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationPlan& plan,
-                                   Clock::time_point arrival, const Sink& sink) {
+grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationPlan& plan, Clock::time_point arrival,
+                                   const Sink& sink) {
   absl::StatusOr<TextStream> text = TextStream::Create(model_.tokenizer(), plan.stop_strings);
   if (!text.ok()) return transport::ToGrpcStatus(text.status());
   Stream stream{.model = model_, .plan = plan, .sink = sink, .arrival = arrival, .text = *std::move(text)};
@@ -128,8 +132,10 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
     if (ClientIsGone(context)) return ClientEnded(context);
     // Before the first token any worker may serve; after it, only one whose
     // numerics continue the stream token for token.
-    absl::StatusOr<Route> route =
-        selector_.Choose(model_.id(), blocks, exclude, stream.generated.empty() ? std::string() : stream.numerics);
+    const RouteAsk ask{.numerics = stream.generated.empty() ? std::string() : stream.numerics,
+                       .may_split = stream.generated.empty(),
+                       .handoff = stream.handoff};
+    absl::StatusOr<Route> route = selector_.Choose(model_.id(), blocks, exclude, ask);
     if (!route.ok()) {
       // RESOURCE_EXHAUSTED invites a retry, which after tokens went out
       // would repeat them: then the stream failed (UNAVAILABLE).
@@ -161,6 +167,15 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
     switch (outcome) {
       case Outcome::kFinished:
         return grpc::Status::OK;
+      case Outcome::kHandedOff:
+        failures_in_a_row = 0;
+        if (!route->kv_transfer_endpoint.empty()) {
+          stream.handoff = HandoffSource{.worker_id = route->decision.worker_id,
+                                         .endpoint = route->kv_transfer_endpoint,
+                                         .blocks = static_cast<int32_t>(blocks.hashes.size()),
+                                         .prefill_tokens_per_second = route->prefill_tokens_per_second};
+        }
+        break;
       case Outcome::kClientGone:
         return ClientEnded(context);
       case Outcome::kRequestError:
@@ -192,13 +207,20 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
   }
 }
 
-GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& context, const Route& route,
-                                                       Stream& stream) {
+GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& context, const Route& route, Stream& stream) {
   v1::GenerateRequest request = stream.plan.worker_request;
   *request.mutable_placement() = selector_.TicketOf(route);
+  if (route.prefill_only) {
+    // Unique per split: the router's instance and this decision's ticket.
+    stream.lease_id = absl::StrCat(absl::Hex(route.decision.router_instance), "-", route.decision.in_flight_ticket);
+    request.mutable_prefill_handoff()->set_lease_id(stream.lease_id);
+  }
   if (route.decision.peer_pull.has_value()) {
     request.mutable_kv_peer()->set_endpoint(route.decision.peer_pull->endpoint);
     request.mutable_kv_peer()->set_blocks(route.decision.peer_pull->blocks);
+    if (stream.handoff.has_value() && route.decision.peer_pull->worker_id == stream.handoff->worker_id) {
+      request.mutable_kv_peer()->set_lease_id(stream.lease_id);
+    }
   }
   request.mutable_resumed_output_token_ids()->Assign(stream.generated.begin(), stream.generated.end());
   std::shared_ptr<grpc::ClientContext> call = context.WorkerCall();
@@ -208,7 +230,19 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
   while (reader->Read(&in)) {
     v1::GenerateTextResponse out;
     out.set_worker_id(route.decision.worker_id);
-    if (in.has_usage()) stream.cached_prompt_tokens = in.usage().cached_prompt_tokens();
+    // After a handoff the decode worker counts what it pulled as cached:
+    // the client's figure stays the prefill worker's.
+    if (in.has_usage() && !stream.handoff.has_value()) stream.cached_prompt_tokens = in.usage().cached_prompt_tokens();
+    const bool handed_off = in.finish_reason() == v1::FINISH_REASON_HANDOFF;
+    if (handed_off && !route.prefill_only) {
+      call->TryCancel();
+      reader->Finish();
+      stream.error =
+          grpc::Status(grpc::StatusCode::INTERNAL,
+                       absl::StrCat("worker ", route.decision.worker_id, " handed off a request it was not asked to"));
+      return Outcome::kRequestError;
+    }
+    if (handed_off) in.set_finish_reason(v1::FINISH_REASON_UNSPECIFIED);
     if (!stream.AppendTokens(in, out)) {
       call->TryCancel();
       reader->Finish();
@@ -238,7 +272,7 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
       if (stream.last_tokens_at.has_value()) {
         metrics_.RecordInterToken(std::chrono::duration<double>(now - *stream.last_tokens_at).count());
       } else {
-        metrics_.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count());
+        metrics_.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count(), route.prefill_only);
       }
       stream.last_tokens_at = now;
     }
@@ -248,6 +282,10 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
       if (stream.text.stopped()) call->TryCancel();  // the worker must stop too
       reader->Finish();
       return Outcome::kFinished;
+    }
+    if (handed_off) {
+      reader->Finish();
+      return Outcome::kHandedOff;
     }
   }
   const grpc::Status status = reader->Finish();

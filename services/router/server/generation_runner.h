@@ -13,6 +13,14 @@
 // max_tokens and penalties). Errors that are the request's own fault
 // (INVALID_ARGUMENT, ...) go straight back to the client.
 //
+// A split (split_policy.h): the first attempt goes to a prefill worker with
+// a lease id; it streams the first token and hands off. The next attempt
+// goes to a decode worker, with that token as resumed output and the
+// prefill worker as the peer to pull the prompt's KV from under the
+// lease, so the client sees one stream. A prefill worker that fails
+// before its token is retried as any worker would be; one that dies after
+// it leaves the decode worker to compute what it could not pull.
+//
 // Each worker call inherits the client's call (CallContext::WorkerCall; for
 // gRPC, ClientContext::FromServerContext): the client's deadline and
 // cancellation reach the worker, which frees the request's KV blocks.
@@ -68,7 +76,7 @@ class GenerationRunner {
 
  private:
   struct Stream;  // one call's state across attempts (generation_runner.cc)
-  enum class Outcome { kFinished, kClientGone, kRequestError, kOverloaded, kWorkerFailed };
+  enum class Outcome { kFinished, kHandedOff, kClientGone, kRequestError, kOverloaded, kWorkerFailed };
 
   Outcome RunAttempt(const CallContext& call, const Route& route, Stream& stream);
   // The client cancelled or its deadline passed.

@@ -54,33 +54,14 @@ void PromptBlocks::HashWith(int32_t pool_block_size) {
   hashes = HashFullBlocks(root, prompt, block_size);
 }
 
-absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptBlocks& blocks,
-                                            const absl::flat_hash_set<std::string>& exclude,
-                                            const std::string& numerics) {
-  std::vector<PooledWorker> workers = pool_.Routable();
-  if (workers.empty()) {
-    return absl::UnavailableError(absl::StrCat("no worker of model ", model_id,
-                                               " is reachable; start one or check the cachemanager (kvfleet workers)"));
-  }
-  if (!numerics.empty()) {
-    std::erase_if(workers, [&](const PooledWorker& w) { return w.numerics != numerics; });
-    if (workers.empty()) {
-      return absl::UnavailableError(absl::StrCat("no worker with numerics ", numerics,
-                                                 " is reachable to continue the stream token for token"));
-    }
-  }
-  blocks.HashWith(pool_.block_size());
-  // round_robin uses neither overlaps nor load: no lookup to pay for.
-  const bool wants_overlaps = placement_.options().policy != Policy::kRoundRobin;
-  std::optional<v1::FindOverlapsResponse> overlaps =
-      wants_overlaps ? FindOverlaps(model_id, blocks.hashes) : std::nullopt;
+std::vector<WorkerCandidate> RouteSelector::Candidates(const std::vector<PooledWorker>& workers,
+                                                       const std::optional<v1::FindOverlapsResponse>& overlaps) const {
   absl::flat_hash_map<std::string, const v1::WorkerOverlap*> by_id;
   if (overlaps.has_value()) {
     for (const v1::WorkerOverlap& o : overlaps->workers()) by_id[o.worker_id()] = &o;
   }
   std::vector<WorkerCandidate> candidates;
   candidates.reserve(workers.size());
-  absl::flat_hash_map<std::string, const PooledWorker*> by_worker;
   for (const PooledWorker& w : workers) {
     WorkerCandidate c{.worker_id = w.worker_id,
                       .endpoint = w.endpoint,
@@ -103,13 +84,60 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
         c.admitted_ticket = AdmittedTicketOf(o.load().admitted());
       }
     }
-    by_worker[w.worker_id] = &w;
     candidates.push_back(std::move(c));
   }
+  return candidates;
+}
+
+std::optional<Decision> RouteSelector::ChoosePrefillWorker(const PlacementRequest& request,
+                                                           std::vector<WorkerCandidate> prefill,
+                                                           const absl::flat_hash_set<std::string>& exclude) {
+  // A prefill worker's own prefix and queue decide, as for any prompt; it
+  // pulls from no one (what it lacks, it computes).
+  PlacementRequest own = request;
+  for (WorkerCandidate& c : prefill) c.kv_transfer_endpoint.clear();
+  absl::StatusOr<Decision> d = placement_.Choose(own, std::move(prefill), exclude);
+  if (!d.ok()) return std::nullopt;
+  return *std::move(d);
+}
+
+absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptBlocks& blocks,
+                                            const absl::flat_hash_set<std::string>& exclude, const RouteAsk& ask) {
+  std::vector<PooledWorker> workers = pool_.Routable();
+  if (workers.empty()) {
+    return absl::UnavailableError(absl::StrCat("no worker of model ", model_id,
+                                               " is reachable; start one or check the cachemanager (kvfleet workers)"));
+  }
+  const std::string& numerics = ask.numerics;
+  if (!numerics.empty()) {
+    std::erase_if(workers, [&](const PooledWorker& w) { return w.numerics != numerics; });
+    if (workers.empty()) {
+      return absl::UnavailableError(
+          absl::StrCat("no worker with numerics ", numerics, " is reachable to continue the stream token for token"));
+    }
+  }
+  blocks.HashWith(pool_.block_size());
+  // round_robin uses neither overlaps nor load: no lookup to pay for.
+  const bool wants_overlaps = placement_.options().policy != Policy::kRoundRobin;
+  const std::optional<v1::FindOverlapsResponse> overlaps =
+      wants_overlaps ? FindOverlaps(model_id, blocks.hashes) : std::nullopt;
+  std::vector<WorkerCandidate> decoders, prefillers;
+  absl::flat_hash_map<std::string, const PooledWorker*> by_worker;
+  {
+    std::vector<WorkerCandidate> all = Candidates(workers, overlaps);
+    for (size_t i = 0; i < workers.size(); ++i) {
+      by_worker[workers[i].worker_id] = &workers[i];
+      (Decodes(workers[i].role) ? decoders : prefillers).push_back(std::move(all[i]));
+    }
+  }
+  // Prefill workers alone still serve, whole requests and all.
+  if (decoders.empty()) std::swap(decoders, prefillers);
+  const bool any_prefill_worker = !prefillers.empty();
   PlacementRequest request{.block_hashes = blocks.hashes,
                            .prompt_tokens = static_cast<int32_t>(blocks.prompt.size()),
                            .block_size = std::max(blocks.block_size, 1),
-                           .session_id = blocks.session_id};
+                           .session_id = blocks.session_id,
+                           .handoff_source = ask.handoff};
   // Without a cachemanager at all (static workers) the policy runs as
   // configured, its decision memory standing in for the index; only a
   // configured cachemanager that cannot be asked is a fallback.
@@ -117,26 +145,56 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
     request.policy = Policy::kLeastLoaded;
     metrics_.RecordCacheManagerFallback();
   }
-  absl::StatusOr<Decision> decision = placement_.Choose(request, std::move(candidates), exclude);
+  const bool prefill_worker_live = std::any_of(prefillers.begin(), prefillers.end(), [&](const WorkerCandidate& c) {
+    return !c.load.draining && !exclude.contains(c.worker_id);
+  });
+  const bool may_split = ask.may_split && !ask.handoff.has_value() && any_prefill_worker;
+  // The decoders stay known for the split's price (a few per model).
+  std::vector<WorkerCandidate> decode_candidates;
+  if (may_split) decode_candidates = decoders;
+  absl::StatusOr<Decision> decision = placement_.Choose(request, std::move(decoders), exclude);
   if (!decision.ok() && !numerics.empty()) {
     return absl::Status(decision.status().code(),
                         absl::StrCat(decision.status().message(), " among the workers with numerics ", numerics,
                                      " (a stream continues token for token only on the same)"));
   }
   if (!decision.ok()) return decision.status();
+  bool prefill_only = false;
+  if (may_split) {
+    const auto decode_worker =
+        std::find_if(decode_candidates.begin(), decode_candidates.end(),
+                     [&](const WorkerCandidate& c) { return c.worker_id == decision->worker_id; });
+    SplitVerdict verdict =
+        DecideSplit(options_.split, placement_.options(), request, *decision, *decode_worker, prefill_worker_live);
+    if (verdict.split) {
+      std::optional<Decision> prefill = ChoosePrefillWorker(request, std::move(prefillers), exclude);
+      if (prefill.has_value()) {
+        // The decode worker is chosen again at the handoff, when it pulls.
+        placement_.Retract(*decision, blocks.hashes);
+        decision = *std::move(prefill);
+        prefill_only = true;
+      } else {
+        verdict = {.split = false, .reason = SplitReason::kNoPrefillWorker};
+      }
+    }
+    metrics_.RecordSplit(verdict);
+  }
   Route route{.decision = *std::move(decision), .policy = request.policy.value_or(placement_.options().policy)};
   const PooledWorker& chosen = *by_worker.at(route.decision.worker_id);
   route.stub = chosen.stub;
   route.numerics = chosen.numerics;
+  route.prefill_only = prefill_only;
+  route.kv_transfer_endpoint = chosen.kv_transfer_endpoint;
+  route.prefill_tokens_per_second = transport::FromProto(chosen.stats.load_report()).prefill_tokens_per_second;
   metrics_.RecordDecision(route.policy, route.decision);
   if (spdlog::should_log(spdlog::level::debug)) {
     for (const CandidateScore& c : route.decision.scores) {
       KVFLEET_LOG_DEBUG(
           "placement {}: {} matched {} (reported {}, remembered {}), uncached prefill {:.1f}, decode "
-          "load {:.1f}, kv penalty {:.1f}, cost {:.1f}, load {}{}",
+          "load {:.1f}, kv penalty {:.1f}, cost {:.1f}, load {}{}{}",
           ReasonName(route.decision.reason), c.worker_id, c.matched_blocks, c.reported_blocks, c.remembered_blocks,
           c.uncached_prefill_blocks, c.decode_load_blocks, c.kv_penalty, c.cost, c.load,
-          c.worker_id == route.decision.worker_id ? " <- chosen" : "");
+          c.worker_id == route.decision.worker_id ? " <- chosen" : "", prefill_only ? " (prefill, split)" : "");
     }
   }
   return route;

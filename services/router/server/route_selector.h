@@ -9,6 +9,12 @@
 // fallback is counted in a metric; the client never sees it (docs/design.md,
 // Placement).
 //
+// Roles (common/worker_role.h): whole requests and the decode half of a
+// split go to workers that decode (role decode or both; every worker when
+// none does); a request with no token yet whose uncached prompt is long
+// goes to a prefill worker instead, to compute its prompt and first token
+// and hand off (split_policy.h); the decode half then pulls from it.
+//
 // Thread-safety: Choose may be called from many threads at once.
 //
 //   RouteSelector selector(pool, placement, cachemanager_channel, metrics, {});
@@ -29,6 +35,7 @@
 #include "common/block_hash.h"
 #include "kvfleet/v1/cachemanager.grpc.pb.h"
 #include "services/router/placement/placement.h"
+#include "services/router/placement/split_policy.h"
 #include "services/router/server/router_metrics.h"
 #include "services/router/server/worker_pool.h"
 
@@ -36,6 +43,7 @@ namespace kvfleet::router {
 
 struct RouteSelectorOptions {
   std::chrono::milliseconds overlap_timeout{100};
+  SplitOptions split;
 };
 
 // A request's prompt and its full-block hashes, computed once per request
@@ -51,11 +59,28 @@ struct PromptBlocks {
   void HashWith(int32_t pool_block_size);
 };
 
+// What one attempt asks of the selector.
+struct RouteAsk {
+  // Not empty: only workers of this numerics identity (a stream already
+  // started continues token for token only on the same).
+  std::string numerics;
+  // The request has no token yet: its prefill may be split off.
+  bool may_split = false;
+  // The decode half of a split: the prefill worker to pull the prompt from.
+  std::optional<HandoffSource> handoff;
+};
+
 struct Route {
   Decision decision;
   Policy policy;  // the policy applied (least_loaded on a fallback)
   std::shared_ptr<v1::Worker::StubInterface> stub;
   std::string numerics;  // the chosen worker's numerics identity
+  // The prefill half of a split: the worker hands off after the first token.
+  bool prefill_only = false;
+  // The chosen worker's KV transfer address and measured prefill rate: a
+  // prefill worker's are where and how fast the decode half pulls from.
+  std::string kv_transfer_endpoint;
+  double prefill_tokens_per_second = 0.0;
 };
 
 class RouteSelector {
@@ -65,10 +90,10 @@ class RouteSelector {
                 RouterMetrics& metrics, RouteSelectorOptions options);
 
   // UNAVAILABLE when no routable worker is left outside `exclude` (and,
-  // when `numerics` is not empty, with that numerics identity: a stream is
+  // when ask.numerics is not empty, with that numerics identity: a stream is
   // resumed only where it continues token for token).
   absl::StatusOr<Route> Choose(const std::string& model_id, PromptBlocks& blocks,
-                               const absl::flat_hash_set<std::string>& exclude, const std::string& numerics = "");
+                               const absl::flat_hash_set<std::string>& exclude, const RouteAsk& ask = {});
   // The attempt on `route` ended, however: its load is the worker's own now.
   void Settle(const Route& route) { placement_.Settle(route.decision); }
   // The attempt on `route` was refused or failed before its first token:
@@ -86,6 +111,15 @@ class RouteSelector {
   // The cachemanager's answer, or nullopt when it could not be asked.
   std::optional<v1::FindOverlapsResponse> FindOverlaps(const std::string& model_id,
                                                        const std::vector<BlockHash>& hashes);
+
+  // Every routable worker as a candidate, with the cachemanager's overlaps
+  // (nullopt: it could not be asked).
+  std::vector<WorkerCandidate> Candidates(const std::vector<PooledWorker>& workers,
+                                          const std::optional<v1::FindOverlapsResponse>& overlaps) const;
+  // The prefill half of a split among the prefill workers; nullopt when
+  // placement finds none it may choose.
+  std::optional<Decision> ChoosePrefillWorker(const PlacementRequest& request, std::vector<WorkerCandidate> prefill,
+                                              const absl::flat_hash_set<std::string>& exclude);
 
   // This router's newest ticket in a worker's load report; 0 if absent.
   uint64_t AdmittedTicketOf(const google::protobuf::RepeatedPtrField<v1::PlacementTicket>& admitted) const;

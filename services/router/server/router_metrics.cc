@@ -50,8 +50,20 @@ RouterMetrics::RouterMetrics(int max_tenant_labels)
                            "From a call's arrival to its request leaving for a worker: tokenization, hashing, "
                            "the cachemanager lookup and the decision",
                            transport::OverheadBuckets());
-  ttft_ = AddHistogram(r, "kvfleet_router_time_to_first_token_seconds",
-                       "From a call's arrival to its first token reaching the client", transport::TtftBuckets());
+  auto& ttft = prometheus::BuildHistogram()
+                   .Name("kvfleet_router_time_to_first_token_seconds")
+                   .Help(
+                       "From a call's arrival to its first token reaching the client, by path: whole (one "
+                       "worker) or split (a prefill worker's first token)")
+                   .Register(r);
+  ttft_ = &ttft.Add({{"path", "whole"}}, transport::TtftBuckets());
+  ttft_split_ = &ttft.Add({{"path", "split"}}, transport::TtftBuckets());
+  split_decisions_ = &prometheus::BuildCounter()
+                          .Name("kvfleet_router_split_decisions_total")
+                          .Help(
+                              "Requests with a prefill worker live: split (prefill there, decode elsewhere) or "
+                              "whole, by reason")
+                          .Register(r);
   inter_token_ =
       AddHistogram(r, "kvfleet_router_inter_token_latency_seconds",
                    "Between consecutive messages of tokens sent to a client", transport::InterTokenBuckets());
@@ -117,7 +129,13 @@ void RouterMetrics::RecordRetry() { retries_->Increment(); }
 void RouterMetrics::RecordResumption() { resumptions_->Increment(); }
 void RouterMetrics::RecordCacheManagerFallback() { fallbacks_->Increment(); }
 void RouterMetrics::RecordOverhead(double seconds) { overhead_->Observe(seconds); }
-void RouterMetrics::RecordFirstToken(double seconds) { ttft_->Observe(seconds); }
+void RouterMetrics::RecordFirstToken(double seconds, bool split) { (split ? ttft_split_ : ttft_)->Observe(seconds); }
+
+void RouterMetrics::RecordSplit(const SplitVerdict& verdict) {
+  split_decisions_
+      ->Add({{"decision", verdict.split ? "split" : "whole"}, {"reason", std::string(SplitReasonName(verdict.reason))}})
+      .Increment();
+}
 void RouterMetrics::RecordInterToken(double seconds) { inter_token_->Observe(seconds); }
 
 void RouterMetrics::RecordFinished(double e2e_seconds, int64_t prompt_tokens, int64_t cached_prompt_tokens,

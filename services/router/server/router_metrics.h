@@ -31,10 +31,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-
 #include "services/router/placement/decision.h"
 #include "services/router/placement/placement.h"
 #include "services/router/placement/placement_options.h"
+#include "services/router/placement/split_policy.h"
 #include "services/router/server/worker_pool.h"
 
 namespace kvfleet::router {
@@ -56,7 +56,10 @@ class RouterMetrics {
   void RecordResumption();
   void RecordCacheManagerFallback();
   void RecordOverhead(double seconds);
-  void RecordFirstToken(double seconds);
+  // `split`: the first token came from a prefill worker (split_policy.h).
+  void RecordFirstToken(double seconds, bool split = false);
+  // Whether a request with a prefill worker live was split, and why.
+  void RecordSplit(const SplitVerdict& verdict);
   void RecordInterToken(double seconds);
   void RecordFinished(double e2e_seconds, int64_t prompt_tokens, int64_t cached_prompt_tokens,
                       int64_t generated_tokens);
@@ -82,6 +85,8 @@ class RouterMetrics {
   prometheus::Counter* generated_tokens_;
   prometheus::Histogram* overhead_;
   prometheus::Histogram* ttft_;
+  prometheus::Histogram* ttft_split_;
+  prometheus::Family<prometheus::Counter>* split_decisions_;
   prometheus::Histogram* inter_token_;
   prometheus::Histogram* e2e_;
   prometheus::Family<prometheus::Counter>* tenant_requests_;

@@ -47,6 +47,10 @@ const char kUsageTail[] =
   --no-peer-pull               never ask a worker to pull a prompt's KV from a peer that holds more of it
   --peer-pull-bandwidth B      bytes/s a worker's first pull is priced at, before it has measured its own
                                (default 1e9)
+  --split-min-uncached-tokens N  with prefill workers (--role prefill) live, a prompt with at least this many
+                               tokens uncached at its decode worker is prefilled on a prefill worker and its
+                               KV pulled by the decode worker (default 2048)
+  --no-split                   never split a request's prefill from its decode
   --max-attempts N             failures in a row before a request fails (default 3)
   --overlap-timeout MS         longest wait for the cachemanager per request before placing
                                least_loaded (default 100)
@@ -99,6 +103,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "in-flight-window",
                                                                                 "affinity-guard-margin",
                                                                                 "peer-pull-bandwidth",
+                                                                                "split-min-uncached-tokens",
                                                                                 "worker-tls-name",
                                                                                 "auth-tokens",
                                                                                 "tenant-requests-per-second",
@@ -111,7 +116,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "chat-template",
                                                                                 "http-listen",
                                                                                 "http-request-timeout"})),
-                          transport::WithTransportSwitches({"no-peer-pull"})));
+                          transport::WithTransportSwitches({"no-peer-pull", "no-split"})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
@@ -168,6 +173,12 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(p.peer_pull_assumed_bytes_per_second,
                    f.GetDouble("peer-pull-bandwidth", p.peer_pull_assumed_bytes_per_second));
   RETURN_IF_ERROR(p.Validate());
+  o.split.enabled = !f.GetSwitch("no-split");
+  ASSIGN_OR_RETURN(int64_t split_tokens, f.GetInt("split-min-uncached-tokens", o.split.min_uncached_tokens));
+  if (split_tokens < 1 || split_tokens > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--split-min-uncached-tokens must be in [1, 2^30]");
+  }
+  o.split.min_uncached_tokens = static_cast<int32_t>(split_tokens);
   ASSIGN_OR_RETURN(int64_t attempts, f.GetInt("max-attempts", o.max_attempts));
   ASSIGN_OR_RETURN(int64_t overlap_ms, f.GetInt("overlap-timeout", o.overlap_timeout.count()));
   ASSIGN_OR_RETURN(int64_t probe_ms, f.GetInt("probe-interval", o.probe_interval.count()));

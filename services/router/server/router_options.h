@@ -11,6 +11,7 @@
 #include "services/limits/request_limits.h"
 #include "services/router/frontend/tenant_quota.h"
 #include "services/router/placement/placement_options.h"
+#include "services/router/placement/split_policy.h"
 #include "services/transport/transport_options.h"
 
 namespace kvfleet::router {
@@ -25,6 +26,7 @@ struct RouterOptions {
   std::string cachemanager;          // host:port: workers from its WatchWorkers
   std::vector<std::string> workers;  // or a static list of worker addresses
   PlacementOptions placement;
+  SplitOptions split;  // prefill on prefill workers, decode on decode workers
   int max_attempts = 3;
   std::chrono::milliseconds overlap_timeout{100};
   std::chrono::milliseconds probe_interval{250};
@@ -34,13 +36,13 @@ struct RouterOptions {
   std::string worker_tls_name;
   std::string auth_tokens;  // the tenants' token file; empty: no auth on the public API
   limits::RequestLimits limits;
-  TenantQuotaOptions quotas;   // per tenant ("" with auth off); all 0: none
+  TenantQuotaOptions quotas;      // per tenant ("" with auth off); all 0: none
   int metrics_max_tenants = 100;  // distinct `tenant` label values before "other"
   // The OpenAI-compatible HTTP port (services/router/server/openai_http_service.h);
   // empty: none. It shares the gRPC port's TLS files, tokens, quotas and limits.
   std::string http_listen;
   std::chrono::milliseconds http_request_timeout{600'000};
-  std::string served_model_name;  // the model's name for clients; empty: the model id
+  std::string served_model_name;   // the model's name for clients; empty: the model id
   std::string chat_template_path;  // a template replacing the model's; empty: the model's
 };
 

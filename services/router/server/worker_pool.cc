@@ -33,8 +33,9 @@ void WorkerPool::Upsert(const std::string& worker_id, const std::string& endpoin
   KVFLEET_LOG_INFO("worker {} at {} joined the pool", worker_id, endpoint);
   e = Entry{.endpoint = endpoint,
             .incarnation = incarnation,
-            .stub = options_.stub_factory ? options_.stub_factory(endpoint)
-                                          : v1::Worker::NewStub(transport::CreateClientChannel(endpoint, options_.channel)),
+            .stub = options_.stub_factory
+                        ? options_.stub_factory(endpoint)
+                        : v1::Worker::NewStub(transport::CreateClientChannel(endpoint, options_.channel)),
             .generation = next_generation_++};
   wake_ = true;
 }
@@ -91,6 +92,7 @@ std::vector<PooledWorker> WorkerPool::Routable() const {
                    .max_num_seqs = e.info->max_num_seqs(),
                    .numerics = e.info->numerics(),
                    .kv_transfer_endpoint = e.info->kv_transfer_endpoint(),
+                   .role = ParseWorkerRole(e.info->role()).value_or(WorkerRole::kBoth),
                    .stats = e.stats,
                    .draining = e.draining || e.stats.draining()});
   }

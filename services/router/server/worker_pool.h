@@ -33,6 +33,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "common/worker_role.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "services/transport/grpc/grpc_channel.h"
 
@@ -55,9 +56,10 @@ struct PooledWorker {
   std::shared_ptr<v1::Worker::StubInterface> stub;
   int32_t block_size = 0;
   int32_t max_num_seqs = 0;
-  std::string numerics;   // GetInfo's: a stream resumes only on a worker with the same
-  std::string kv_transfer_endpoint;  // GetInfo's: where peers pull its KV blocks; empty: nowhere
-  v1::WorkerStats stats;  // the last probe's
+  std::string numerics;                 // GetInfo's: a stream resumes only on a worker with the same
+  std::string kv_transfer_endpoint;     // GetInfo's: where peers pull its KV blocks; empty: nowhere
+  WorkerRole role = WorkerRole::kBoth;  // GetInfo's: which phases it takes
+  v1::WorkerStats stats;                // the last probe's
   bool draining = false;
 };
 

@@ -13,7 +13,8 @@ using transport::ToGrpcStatus;
 GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine, grpc::CallbackServerContext* call,
                                  const v1::GenerateRequest& request, RequestId id)
     : service_(service), engine_(engine), call_(call), id_(id) {
-  absl::StatusOr<engine::EngineRequest> converted = ToEngineRequest(request, id_, service_.context_length(), service_.limits());
+  absl::StatusOr<engine::EngineRequest> converted =
+      ToEngineRequest(request, id_, service_.context_length(), service_.limits());
   if (!converted.ok()) {
     Refuse(converted.status());
     return;
@@ -98,6 +99,7 @@ void GenerateReactor::OnOutput(engine::RequestOutput output) {
         switch (output.finish_reason) {
           case engine::FinishReason::kStop:
           case engine::FinishReason::kLength:
+          case engine::FinishReason::kHandoff:
             finish_status_ = grpc::Status::OK;
             break;
           case engine::FinishReason::kCancelled:

@@ -57,8 +57,7 @@ void KvEventPublisher::AwaitSnapshot() {
   if (buffer_.RequestSnapshot()) engine_->RequestKvSnapshot();
 }
 
-void KvEventPublisher::Start(engine::Engine& engine, std::function<bool()> draining,
-                             const AdmittedTickets* admitted) {
+void KvEventPublisher::Start(engine::Engine& engine, std::function<bool()> draining, const AdmittedTickets* admitted) {
   engine_ = &engine;
   draining_ = std::move(draining);
   admitted_ = admitted;
@@ -106,7 +105,8 @@ v1::EventBatch KvEventPublisher::ToWire(const OutgoingBatch& outgoing) const {
 }
 
 bool KvEventPublisher::Session() {
-  auto stub = v1::CacheManager::NewStub(transport::CreateClientChannel(options_.cachemanager_address, options_.channel));
+  auto stub =
+      v1::CacheManager::NewStub(transport::CreateClientChannel(options_.cachemanager_address, options_.channel));
   v1::RegisterRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_incarnation(incarnation_);
@@ -117,6 +117,7 @@ bool KvEventPublisher::Session() {
   request.set_host_capacity_blocks(host_capacity_blocks_);
   request.set_disk_capacity_blocks(disk_capacity_blocks_);
   request.set_numerics(options_.numerics);
+  request.set_role(options_.role);
   v1::RegisterResponse registered;
   {
     grpc::ClientContext context;

@@ -54,7 +54,8 @@ struct KvEventPublisherOptions {
   std::string model_id;
   int32_t block_size = 16;
   int32_t capacity_blocks = 0;
-  std::string numerics;  // the executor's numerics identity
+  std::string numerics;                     // the executor's numerics identity
+  std::string role = "both";                // --role: which phases routers send it
   transport::ClientChannelOptions channel;  // TLS towards the cachemanager
   std::chrono::milliseconds flush_interval{50};
   std::chrono::milliseconds initial_backoff{100};

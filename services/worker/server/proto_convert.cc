@@ -34,8 +34,8 @@ absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest&
                                                    .stopping = &request.stopping(),
                                                    .top_logprobs = request.top_logprobs()}));
   if (!request.prompt_token_ids().empty()) {
-    RETURN_IF_ERROR(limits::CheckLength(limits, request.prompt_token_ids_size(), request.stopping().max_tokens(),
-                                        context_length));
+    RETURN_IF_ERROR(
+        limits::CheckLength(limits, request.prompt_token_ids_size(), request.stopping().max_tokens(), context_length));
   }
   engine::EngineRequest r{.id = id, .priority = request.priority(), .cache_salt = request.cache_salt()};
   r.prompt.assign(request.prompt_token_ids().begin(), request.prompt_token_ids().end());
@@ -63,7 +63,22 @@ absl::StatusOr<engine::EngineRequest> ToEngineRequest(const v1::GenerateRequest&
       return absl::InvalidArgumentError(
           "kv_peer needs the peer's KV transfer address (host:port, at most 256 bytes) and a block count >= 0");
     }
-    r.kv_peer = engine::KvPeerSource{.endpoint = peer.endpoint(), .blocks = peer.blocks()};
+    if (peer.lease_id().size() > 128) {
+      return absl::InvalidArgumentError("kv_peer.lease_id is over 128 bytes");
+    }
+    r.kv_peer = engine::KvPeerSource{.endpoint = peer.endpoint(), .blocks = peer.blocks(), .lease_id = peer.lease_id()};
+  }
+  if (request.has_prefill_handoff()) {
+    const std::string& lease = request.prefill_handoff().lease_id();
+    if (lease.empty() || lease.size() > 128) {
+      return absl::InvalidArgumentError("prefill_handoff.lease_id must be 1 to 128 bytes");
+    }
+    if (!request.resumed_output_token_ids().empty()) {
+      return absl::InvalidArgumentError(
+          "prefill_handoff computes a prompt's first token; a request with resumed_output_token_ids already has it");
+    }
+    r.prefill_only = true;
+    r.kv_lease_id = lease;
   }
   return r;
 }
@@ -78,6 +93,8 @@ v1::FinishReason ToProto(engine::FinishReason reason) {
       return v1::FINISH_REASON_CANCELLED;
     case engine::FinishReason::kError:
       return v1::FINISH_REASON_ERROR;
+    case engine::FinishReason::kHandoff:
+      return v1::FINISH_REASON_HANDOFF;
   }
   return v1::FINISH_REASON_UNSPECIFIED;
 }

@@ -24,8 +24,9 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                        .Name("kvfleet_worker_requests_total")
                        .Help("Requests that reached the engine and finished, by finish reason")
                        .Register(r);
-  for (engine::FinishReason reason : {engine::FinishReason::kStop, engine::FinishReason::kLength,
-                                      engine::FinishReason::kCancelled, engine::FinishReason::kError}) {
+  for (engine::FinishReason reason :
+       {engine::FinishReason::kStop, engine::FinishReason::kLength, engine::FinishReason::kCancelled,
+        engine::FinishReason::kError, engine::FinishReason::kHandoff}) {
     finished_[static_cast<size_t>(reason)] = &finished.Add({{"finish_reason", engine::FinishReasonName(reason)}});
   }
   prompt_tokens_ = AddCounter(r, "kvfleet_worker_prompt_tokens_total", "Prompt tokens of finished requests");
@@ -53,8 +54,9 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                             "From asking a peer for a prompt's KV blocks to their arrival, any outcome", TtftBuckets());
   memory_bytes_ = &prometheus::BuildGauge()
                        .Name("kvfleet_worker_memory_bytes")
-                       .Help("The memory plan at start: bytes on the device by component (weights, scratch, "
-                             "draft_weights, draft_scratch, draft_kv_cache, kv_cache)")
+                       .Help(
+                           "The memory plan at start: bytes on the device by component (weights, scratch, "
+                           "draft_weights, draft_scratch, draft_kv_cache, kv_cache)")
                        .Register(r);
   device_info_ = &prometheus::BuildGauge()
                       .Name("kvfleet_worker_device_info")
@@ -153,14 +155,26 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
       .Add(static_cast<double>(peer.bytes_served), {{"direction", "served"}});
   out.Counter("kvfleet_worker_kv_peer_pulls_served_total", "Pulls this worker answered for peers",
               static_cast<double>(peer.pulls_served));
+  const engine::KvLeaseCounters& leases = s.kv_lease_counters;
+  out.Family("kvfleet_worker_kv_leases_total",
+             "Handed-off prefills whose blocks were held for a decode worker's pull, by how the lease ended: "
+             "released (pulled), expired (never pulled: the blocks became ordinary cache), displaced (ended early "
+             "to keep leased blocks under half the cache)",
+             prometheus::MetricType::Counter)
+      .Add(static_cast<double>(leases.released), {{"outcome", "released"}})
+      .Add(static_cast<double>(leases.expired), {{"outcome", "expired"}})
+      .Add(static_cast<double>(leases.displaced), {{"outcome", "displaced"}});
+  out.Gauge("kvfleet_worker_kv_leased_blocks", "KV blocks held for decode workers' pulls right now",
+            static_cast<double>(s.kv_leased_blocks));
   out.Counter("kvfleet_worker_grammar_mask_wait_seconds_total",
               "Time steps waited after the forward pass for grammar masks (mask time not hidden by it)",
               s.mask_wait_seconds);
   if (!s.speculation.empty()) {
     auto drafted = out.Family("kvfleet_worker_spec_draft_tokens_total",
                               "Speculative tokens drafted and verified, by proposer", prometheus::MetricType::Counter);
-    auto accepted = out.Family("kvfleet_worker_spec_accepted_tokens_total",
-                               "Drafted tokens the target's sampling kept, by proposer", prometheus::MetricType::Counter);
+    auto accepted =
+        out.Family("kvfleet_worker_spec_accepted_tokens_total",
+                   "Drafted tokens the target's sampling kept, by proposer", prometheus::MetricType::Counter);
     auto passes = out.Family("kvfleet_worker_spec_verify_passes_total",
                              "Request-steps that verified a draft, by proposer", prometheus::MetricType::Counter);
     auto rate = out.Family("kvfleet_worker_spec_acceptance_ratio",

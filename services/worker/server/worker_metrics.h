@@ -66,7 +66,7 @@ class WorkerMetrics : public engine::StepObserver {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* rejected_;
-  std::array<prometheus::Counter*, 4> finished_{};  // by engine::FinishReason
+  std::array<prometheus::Counter*, 5> finished_{};  // by engine::FinishReason
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* cached_prompt_tokens_;
   prometheus::Counter* generated_tokens_;

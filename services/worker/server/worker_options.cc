@@ -98,6 +98,11 @@ const char kUsageTail[] =
   --kv-transfer-max-bytes SIZE  KV bytes this worker's pulls hold in flight at most (default 512MiB); a pull
                                past it brings the leading blocks that fit, or none and computes them
   --kv-transfer-max-peer-bytes SIZE  the same from any one peer (default 256MiB)
+  --role prefill|decode|both   which phases routers send it (default both): a prefill worker computes long
+                               prompts and their first token, then holds their KV for a decode worker's pull
+                               (needs --kv-transfer-listen); a decode worker takes everything else
+  --kv-lease-seconds SECONDS   how long a handed-off prompt's KV waits for the decode worker's pull before it
+                               becomes ordinary cache (default 30)
   --fault-kv-transfer F        fault injection for chaos tests: corrupt-chunk, truncate-block, or stall (3 s
                                before the first block) on every pull served (default: none)
 
@@ -164,7 +169,9 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "kv-transfer-allowed-peers",
                                                                 "kv-transfer-tls-name",
                                                                 "kv-transfer-max-peer-bytes",
-                                                                "fault-kv-transfer"})),
+                                                                "fault-kv-transfer",
+                                                                "role",
+                                                                "kv-lease-seconds"})),
           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
@@ -288,6 +295,21 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       o.fault_kv_transfer != "truncate-block" && o.fault_kv_transfer != "stall") {
     return absl::InvalidArgumentError("--fault-kv-transfer takes corrupt-chunk, truncate-block or stall");
   }
+  const std::string role = f.GetString("role", "both");
+  const std::optional<WorkerRole> parsed_role = ParseWorkerRole(role);
+  if (!parsed_role.has_value() || role.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--role takes prefill, decode or both, not \"", role, "\""));
+  }
+  o.role = *parsed_role;
+  if (o.role == WorkerRole::kPrefill && o.kv_transfer_listen.empty()) {
+    return absl::InvalidArgumentError(
+        "--role prefill needs --kv-transfer-listen: decode workers pull a prefill worker's KV from that port");
+  }
+  ASSIGN_OR_RETURN(double lease_seconds, f.GetDouble("kv-lease-seconds", 30.0));
+  if (!(lease_seconds > 0) || lease_seconds > 3600) {
+    return absl::InvalidArgumentError("--kv-lease-seconds must be in (0, 3600]");
+  }
+  o.kv_lease = Millis(lease_seconds);
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/worker_role.h"
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_options.h"
 #include "engine/kv/tiers/kv_tier_manager.h"
@@ -27,14 +28,14 @@ inline const transport::TransportOptions kWorkerTransportDefaults{
 
 struct WorkerOptions {
   std::string model_path;
-  std::string model_id;          // default: the model file's name without .gguf
+  std::string model_id;  // default: the model file's name without .gguf
   transport::TransportOptions transport = kWorkerTransportDefaults;
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   // The KV cache's bytes ("2GiB") or a fraction of what the device has free
   // once weights and scratch are in place ("0.9"); see memory_plan.h.
   std::string kv_cache_memory = "1GiB";
   int64_t block_size = 16;
-  int threads = 0;               // 0: one per hardware thread
+  int threads = 0;  // 0: one per hardware thread
   // --cpu-activations and --kv-cache-dtype: a mode each, or auto (nullopt,
   // the default): chosen at start from the calibration record (worker_mode.h).
   engine::ModeSetting mode;
@@ -53,10 +54,10 @@ struct WorkerOptions {
   engine::spec::ProposerConfig proposers;
   std::chrono::milliseconds drain_timeout{30000};
   std::chrono::milliseconds stall_timeout{60000};
-  std::string cachemanager;        // host:port; empty: publish no KV events
-  std::string worker_id;           // default: the advertised address
-  std::string advertise_address;   // where routers reach this worker; default: the bound address
-  std::string cache_dir;           // what it can recompute (the model's fingerprint); empty: nothing kept
+  std::string cachemanager;       // host:port; empty: publish no KV events
+  std::string worker_id;          // default: the advertised address
+  std::string advertise_address;  // where routers reach this worker; default: the bound address
+  std::string cache_dir;          // what it can recompute (the model's fingerprint); empty: nothing kept
   limits::RequestLimits limits;
   int64_t fault_drop_event_batch = 0;  // chaos tests only (KvEventPublisherOptions)
   // KV blocks between workers (services/worker/transfer): where this worker
@@ -77,6 +78,11 @@ struct WorkerOptions {
   int64_t kv_transfer_max_bytes = int64_t{512} << 20;
   int64_t kv_transfer_max_peer_bytes = int64_t{256} << 20;
   std::string fault_kv_transfer;
+  // Disaggregated prefill and decode: which phases routers send it, and
+  // how long a handed-off prefill's blocks wait for the decode worker's
+  // pull (engine::EngineOptions::kv_lease_duration).
+  WorkerRole role = WorkerRole::kBoth;
+  std::chrono::milliseconds kv_lease{30000};
 };
 
 // --help: the worker's flags and the shared transport flags.

@@ -43,7 +43,8 @@ void KvPeerClient::Release(const Pull& pull) {
   if ((it->second -= pull.bytes) == 0) peer_bytes_in_flight_.erase(it);
 }
 
-void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) {
+void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
+                         Done done) {
   absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -60,7 +61,7 @@ void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> has
     } else {
       hashes.resize(fit);
       const int64_t bytes = static_cast<int64_t>(fit) * std::max<int64_t>(options_.identity.block_bytes, 1);
-      queue_.push_back({endpoint, std::move(hashes), std::move(done), bytes});
+      queue_.push_back({endpoint, std::move(hashes), std::move(done), bytes, lease_id});
       ready_.notify_one();
       return;
     }
@@ -97,6 +98,7 @@ void KvPeerClient::Run(Pull& pull) {
   ToProto(options_.identity, request.mutable_identity());
   for (const BlockHash& h : pull.hashes) request.add_block_hashes(h.ToBytes());
   request.set_max_chunk_bytes(options_.max_chunk_bytes);
+  request.set_lease_id(pull.lease_id);
   engine::KvBlockAssembler assembler(pull.hashes, static_cast<uint64_t>(options_.identity.block_bytes));
   std::vector<engine::KvBlockBytes> blocks;
   absl::Status failure;

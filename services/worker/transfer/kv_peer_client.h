@@ -46,7 +46,8 @@ class KvPeerClient final : public engine::KvPeerFetcher {
   explicit KvPeerClient(KvPeerClientOptions options);
   ~KvPeerClient() override;
 
-  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) override;
+  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
+             Done done) override;
 
  private:
   struct Pull {
@@ -54,6 +55,7 @@ class KvPeerClient final : public engine::KvPeerFetcher {
     std::vector<BlockHash> hashes;
     Done done;
     int64_t bytes = 0;  // reserved against the limits until it ends
+    std::string lease_id;
   };
   // Of `wanted` blocks from `endpoint`, how many the byte limits let in
   // now; reserves their bytes. Under mu_.

@@ -67,8 +67,9 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   // gives up waiting.
   auto copied = std::make_shared<std::promise<std::vector<engine::KvBlockBytes>>>();
   std::future<std::vector<engine::KvBlockBytes>> ready = copied->get_future();
-  engine_->ExportKvBlocks(std::move(*hashes),
-                          [copied](std::vector<engine::KvBlockBytes> blocks) { copied->set_value(std::move(blocks)); });
+  engine_->ExportKvBlocks(
+      std::move(*hashes), [copied](std::vector<engine::KvBlockBytes> blocks) { copied->set_value(std::move(blocks)); },
+      request->lease_id().substr(0, 128));
   if (ready.wait_for(options_.export_deadline) != std::future_status::ready) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "the engine did not copy the blocks out in time");
   }

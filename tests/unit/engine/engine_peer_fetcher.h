@@ -27,12 +27,16 @@ class EngineFetcher final : public engine::KvPeerFetcher {
   std::function<void(std::vector<engine::KvBlockBytes>&, absl::Status&)> fault;
   std::vector<std::string> endpoints;
   std::vector<size_t> asked;
+  std::vector<std::string> leases;
 
-  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, Done done) override {
+  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
+             Done done) override {
     endpoints.push_back(endpoint);
     asked.push_back(hashes.size());
+    leases.push_back(lease_id);
     std::vector<engine::KvBlockBytes> got;
-    peer_.ExportKvBlocks(std::move(hashes), [&](std::vector<engine::KvBlockBytes> b) { got = std::move(b); });
+    peer_.ExportKvBlocks(
+        std::move(hashes), [&](std::vector<engine::KvBlockBytes> b) { got = std::move(b); }, lease_id);
     EXPECT_TRUE(peer_.Step().ok());
     absl::Status status;
     if (fault) fault(got, status);

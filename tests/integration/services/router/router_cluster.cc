@@ -38,13 +38,13 @@ TextStreamResult ReadStream(std::unique_ptr<grpc::ClientReader<v1::GenerateTextR
 }  // namespace
 
 absl::Status RouterCluster::StartCacheManager(const std::string& listen) {
-  std::vector<std::string> args = {"--listen", listen, "--metrics-port", "0", "--liveness-deadline", "1",
-                                   "--heartbeat-interval", "200"};
+  std::vector<std::string> args = {
+      "--listen", listen, "--metrics-port", "0", "--liveness-deadline", "1", "--heartbeat-interval", "200"};
   args.insert(args.end(), options_.cachemanager_args.begin(), options_.cachemanager_args.end());
-  ASSIGN_OR_RETURN(cachemanager_,
-                   StartServiceProcess("kvfleet-cachemanager",
-                                       ServiceBinary("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY), args,
-                                       dir_.Path("cachemanager.log"), absl::Seconds(30)));
+  ASSIGN_OR_RETURN(
+      cachemanager_,
+      StartServiceProcess("kvfleet-cachemanager", ServiceBinary("kvfleet-cachemanager", KVFLEET_CACHEMANAGER_BINARY),
+                          args, dir_.Path("cachemanager.log"), absl::Seconds(30)));
   return absl::OkStatus();
 }
 
@@ -69,8 +69,9 @@ absl::Status RouterCluster::StartRouter(const std::string& listen) {
   std::vector<std::string> args = {"--model",        model_path_, "--listen",       listen,
                                    "--metrics-port", "0",         "--cachemanager", cachemanager_.address};
   args.insert(args.end(), options_.router_args.begin(), options_.router_args.end());
-  ASSIGN_OR_RETURN(router_, StartServiceProcess("kvfleet-router", ServiceBinary("kvfleet-router", KVFLEET_ROUTER_BINARY),
-                                                args, dir_.Path("router.log"), absl::Seconds(30)));
+  ASSIGN_OR_RETURN(router_,
+                   StartServiceProcess("kvfleet-router", ServiceBinary("kvfleet-router", KVFLEET_ROUTER_BINARY), args,
+                                       dir_.Path("router.log"), absl::Seconds(30)));
   return absl::OkStatus();
 }
 
@@ -100,6 +101,9 @@ absl::Status RouterCluster::StartWorker(int index) {
   std::vector<std::string> args = {"--cachemanager", cachemanager_.address, "--worker-id",
                                    absl::StrCat("worker-", index)};
   args.insert(args.end(), options_.worker_args.begin(), options_.worker_args.end());
+  if (auto own = options_.worker_args_of.find(index); own != options_.worker_args_of.end()) {
+    args.insert(args.end(), own->second.begin(), own->second.end());
+  }
   if (!options_.kv_disk_size.empty()) {
     args.insert(args.end(), {"--kv-disk-dir", KvDiskDir(index), "--kv-disk-size", options_.kv_disk_size});
   }

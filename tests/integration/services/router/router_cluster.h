@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,11 +38,12 @@ struct RouterClusterOptions {
   int workers = 2;
   // Empty: the harness's tiny model, written for this cluster.
   std::string model_path;
-  std::vector<std::string> worker_args;  // appended to every worker's command line
+  std::vector<std::string> worker_args;                    // appended to every worker's command line
+  std::map<int, std::vector<std::string>> worker_args_of;  // then to worker i's (its role, a fault)
   // A disk KV tier per worker of this size (empty: none), in a directory of
   // the cluster's that outlives the worker: a restarted worker finds it.
   std::string kv_disk_size;
-  std::vector<std::string> router_args;  // appended to the router's
+  std::vector<std::string> router_args;        // appended to the router's
   std::vector<std::string> cachemanager_args;  // appended to the cachemanager's
   // The router gets the workers as a static --workers list instead of
   // watching the cachemanager (the workers still publish to it).

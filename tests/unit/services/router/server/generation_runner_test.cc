@@ -1,9 +1,9 @@
 // GenerationRunner against scripted fake workers (gMock stubs of the Worker
 // client, no network): resumption with exactly the tokens already sent,
 // stop strings across messages, refusals, pass-through of the request's own
-// errors, and a client that goes away.
+// errors, a client that goes away, and a split (prefill on a prefill
+// worker, handoff, decode elsewhere pulling under the lease).
 #include "services/router/server/generation_runner.h"
-#include "services/router/server/http_call_context.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 
 #include "kvfleet/v1/worker_mock.grpc.pb.h"
 #include "services/router/placement/placement.h"
+#include "services/router/server/http_call_context.h"
 #include "services/router/server/route_selector.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -74,6 +75,8 @@ class GenerationRunnerTest : public ::testing::Test {
         info->set_block_size(4);
         info->set_max_num_seqs(8);
         info->set_numerics(numerics_[id]);
+        info->set_role(roles_[id]);
+        info->set_kv_transfer_endpoint(std::string(id) + ":7002");
         return grpc::Status::OK;
       });
       ON_CALL(*stub, GetStats(_, _, _)).WillByDefault([](auto*, const auto&, v1::WorkerStats* stats) {
@@ -115,13 +118,27 @@ class GenerationRunnerTest : public ::testing::Test {
   // the pool asks GetInfo again).
   void SetNumerics(const std::map<std::string, std::string>& numerics) {
     for (const auto& [id, n] : numerics) numerics_[id] = n;
+    AwaitInfo();
+  }
+  // The workers report these roles, and the router splits prompts with at
+  // least `split_tokens` uncached.
+  void SetRoles(const std::map<std::string, std::string>& roles, int32_t split_tokens) {
+    for (const auto& [id, r] : roles) roles_[id] = r;
+    AwaitInfo();
+    selector_ = std::make_unique<RouteSelector>(*pool_, placement_, nullptr, metrics_,
+                                                RouteSelectorOptions{.split = {.min_uncached_tokens = split_tokens}});
+    runner_ = std::make_unique<GenerationRunner>(*model_, *selector_, *pool_, metrics_,
+                                                 GenerationRunnerOptions{.max_attempts = 3});
+  }
+  void AwaitInfo() {
     ++incarnation_;
     pool_->Upsert("w0", "w0", incarnation_);
     pool_->Upsert("w1", "w1", incarnation_);
     const auto current = [&] {
       std::vector<PooledWorker> routable = pool_->Routable();
       return routable.size() == 2 && std::all_of(routable.begin(), routable.end(), [&](const PooledWorker& w) {
-               return w.numerics == numerics_[w.worker_id];
+               return w.numerics == numerics_[w.worker_id] &&
+                      w.role == ParseWorkerRole(roles_[w.worker_id]).value_or(WorkerRole::kBoth);
              });
     };
     for (int i = 0; i < 500 && !current(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -158,6 +175,7 @@ class GenerationRunnerTest : public ::testing::Test {
   std::unique_ptr<RouterModel> model_;
   std::map<std::string, std::shared_ptr<NiceMock<v1::MockWorkerStub>>> stubs_;
   std::map<std::string, std::string> numerics_;
+  std::map<std::string, std::string> roles_;
   uint64_t incarnation_ = 0;
   RouterMetrics metrics_;
   Placement placement_{PlacementOptions{}};
@@ -250,8 +268,7 @@ TEST_F(GenerationRunnerTest, TheHttpCallContextServesSetsTheDeadlineAndEndsTheCa
             grpc::StatusCode::DEADLINE_EXCEEDED);
   HttpCallContext gone(deadline);
   gone.Cancel();
-  EXPECT_EQ(runner_->Run(gone, Plan(), GenerationRunner::Clock::now(), sink).error_code(),
-            grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(runner_->Run(gone, Plan(), GenerationRunner::Clock::now(), sink).error_code(), grpc::StatusCode::CANCELLED);
 }
 
 TEST_F(GenerationRunnerTest, AFailureBeforeTheFirstTokenIsRetriedWithNothingResumed) {
@@ -349,6 +366,75 @@ TEST_F(GenerationRunnerTest, WorkersFailingInARowEndWithUnavailableNamingTheLast
   const grpc::Status s = Run(Plan(), out);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(s.error_message().find("w1 engine failed"), std::string::npos) << s.error_message();
+}
+
+// A split: w0 (prefill) computes the prompt and the first token and hands
+// off under a lease; w1 (decode) continues from that token, told to pull
+// the prompt's block from w0 under the same lease; the client sees one
+// stream, no handoff, and the prefill worker's cached-token figure.
+TEST_F(GenerationRunnerTest, ALongPromptIsPrefilledOnAPrefillWorkerAndDecodedElsewhere) {
+  SetRoles({{"w0", "prefill"}, {"w1", "decode"}}, /*split_tokens=*/4);
+  v1::GenerateRequest prefill, decode;
+  Expect("w0", {.messages = {Final({20}, v1::FINISH_REASON_HANDOFF, 0)}}, &prefill);
+  Expect("w1", {.messages = {Tokens({21}), Final({22}, v1::FINISH_REASON_LENGTH, 4)}}, &decode);
+  std::vector<v1::GenerateTextResponse> out;
+  const grpc::Status s = Run(Plan(), out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{20, 21, 22}));
+  ASSERT_TRUE(prefill.has_prefill_handoff());
+  EXPECT_FALSE(prefill.prefill_handoff().lease_id().empty());
+  EXPECT_FALSE(decode.has_prefill_handoff());
+  EXPECT_EQ(std::vector<int32_t>(decode.resumed_output_token_ids().begin(), decode.resumed_output_token_ids().end()),
+            (std::vector<int32_t>{20}));
+  EXPECT_EQ(decode.kv_peer().endpoint(), "w0:7002");
+  EXPECT_EQ(decode.kv_peer().blocks(), 1) << "the prompt's one full block (6 tokens, blocks of 4)";
+  EXPECT_EQ(decode.kv_peer().lease_id(), prefill.prefill_handoff().lease_id());
+  for (const auto& m : out) EXPECT_NE(m.finish_reason(), v1::FINISH_REASON_HANDOFF);
+  EXPECT_EQ(out.front().worker_id(), "w0");
+  EXPECT_EQ(out.back().worker_id(), "w1");
+  EXPECT_EQ(out.back().finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(out.back().usage().cached_prompt_tokens(), 0) << "the prefill worker's figure, not the pull's";
+  EXPECT_EQ(out.back().usage().generated_tokens(), 3);
+}
+
+TEST_F(GenerationRunnerTest, AShortPromptGoesWholeToADecodeWorker) {
+  SetRoles({{"w0", "prefill"}, {"w1", "decode"}}, /*split_tokens=*/100);
+  ExpectNoCall("w0");
+  v1::GenerateRequest whole;
+  Expect("w1", {.messages = {Final({21, 22}, v1::FINISH_REASON_LENGTH, 0)}}, &whole);
+  std::vector<v1::GenerateTextResponse> out;
+  ASSERT_TRUE(Run(Plan(), out).ok());
+  EXPECT_FALSE(whole.has_prefill_handoff());
+  EXPECT_FALSE(whole.has_kv_peer());
+  EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{21, 22}));
+}
+
+// A prefill worker that fails before its first token is retried as any
+// worker would be: with no other prefill worker, the decode worker serves
+// the request whole.
+TEST_F(GenerationRunnerTest, APrefillWorkerThatFailsBeforeItsTokenLeavesTheRequestWhole) {
+  SetRoles({{"w0", "prefill"}, {"w1", "decode"}}, /*split_tokens=*/4);
+  Expect("w0", {.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused")});
+  v1::GenerateRequest whole;
+  Expect("w1", {.messages = {Final({20, 21}, v1::FINISH_REASON_LENGTH, 0)}}, &whole);
+  std::vector<v1::GenerateTextResponse> out;
+  const grpc::Status s = Run(Plan(), out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(whole.has_prefill_handoff());
+  EXPECT_EQ(whole.resumed_output_token_ids_size(), 0);
+  EXPECT_EQ(AllTokens(out), (std::vector<int32_t>{20, 21}));
+}
+
+TEST_F(GenerationRunnerTest, AHandoffNobodyAskedForIsAnError) {
+  for (const char* id : {"w0", "w1"}) {
+    EXPECT_CALL(*stubs_.at(id), GenerateRaw(_, _)).Times(::testing::AtMost(1)).WillRepeatedly([](auto*, const auto&) {
+      return new FakeReader({.messages = {Final({20}, v1::FINISH_REASON_HANDOFF, 0)}});
+    });
+  }
+  std::vector<v1::GenerateTextResponse> out;
+  const grpc::Status s = Run(Plan(), out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_NE(s.error_message().find("handed off a request it was not asked to"), std::string::npos) << s.error_message();
 }
 
 }  // namespace

@@ -60,6 +60,29 @@ TEST(ProtoConvertTest, EveryFieldCarriesOver) {
   EXPECT_EQ(r->resumed_output, (std::vector<model::TokenId>{8, 9}));
 }
 
+TEST(ProtoConvertTest, APrefillHandoffCarriesItsLeaseAndIsCheckedAndTheHandoffReachesTheRouter) {
+  v1::GenerateRequest p = Basic();
+  p.mutable_prefill_handoff()->set_lease_id("5f3a-17");
+  p.mutable_kv_peer()->set_endpoint("10.0.0.5:50052");
+  p.mutable_kv_peer()->set_blocks(3);
+  p.mutable_kv_peer()->set_lease_id("5f3a-16");
+  auto r = ToEngineRequest(p, RequestId(1), 100);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->prefill_only);
+  EXPECT_EQ(r->kv_lease_id, "5f3a-17");
+  EXPECT_EQ(r->kv_peer->lease_id, "5f3a-16");
+  EXPECT_FALSE(ToEngineRequest(Basic(), RequestId(1), 100)->prefill_only);
+  p.mutable_prefill_handoff()->set_lease_id("");
+  EXPECT_NE(ToEngineRequest(p, RequestId(1), 100).status().message().find("lease_id"), std::string::npos);
+  p.mutable_prefill_handoff()->set_lease_id(std::string(129, 'x'));
+  EXPECT_NE(ToEngineRequest(p, RequestId(1), 100).status().message().find("lease_id"), std::string::npos);
+  p.mutable_prefill_handoff()->set_lease_id("ok");
+  p.add_resumed_output_token_ids(8);
+  EXPECT_NE(ToEngineRequest(p, RequestId(1), 100).status().message().find("resumed_output_token_ids"),
+            std::string::npos);
+  EXPECT_EQ(ToProto(engine::FinishReason::kHandoff), v1::FINISH_REASON_HANDOFF);
+}
+
 TEST(ProtoConvertTest, OversizedStringsAndAFullContextAreRefused) {
   v1::GenerateRequest p = Basic();
   p.set_request_id(std::string(200, 'x'));
@@ -132,7 +155,8 @@ TEST(ProtoConvertTest, TheWorkerChecksTheLimitsTableItself) {
   const std::vector<std::pair<std::string, std::function<void(v1::GenerateRequest&)>>> over = {
       {"--max-prompt-tokens", [](auto& r) { r.add_prompt_token_ids(5); }},
       {"--max-output-tokens", [](auto& r) { r.mutable_stopping()->set_max_tokens(9); }},
-      {"--max-stop-token-ids", [](auto& r) { r.mutable_stopping()->add_stop_token_ids(1), r.mutable_stopping()->add_stop_token_ids(2); }},
+      {"--max-stop-token-ids",
+       [](auto& r) { r.mutable_stopping()->add_stop_token_ids(1), r.mutable_stopping()->add_stop_token_ids(2); }},
       {"--max-top-logprobs", [](auto& r) { r.set_top_logprobs(3); }},
       {"--max-request-id-bytes", [](auto& r) { r.set_request_id("12345"); }},
       {"--max-cache-salt-bytes", [](auto& r) { r.set_cache_salt("12345"); }},

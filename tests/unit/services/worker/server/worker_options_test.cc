@@ -59,6 +59,30 @@ TEST(WorkerOptionsTest, KvTransferIsOffByDefaultAndItsLimitsAreChecked) {
   }
 }
 
+TEST(WorkerOptionsTest, RolesDefaultToBothAndAPrefillWorkerNeedsATransferPort) {
+  const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->role, WorkerRole::kBoth);
+  EXPECT_EQ(defaults->kv_lease, std::chrono::milliseconds(30000));
+  const absl::StatusOr<WorkerOptions> prefill = ParseWorkerOptions(
+      Args({"--role", "prefill", "--kv-transfer-listen", "0.0.0.0:7002", "--kv-lease-seconds", "2.5"}));
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  EXPECT_EQ(prefill->role, WorkerRole::kPrefill);
+  EXPECT_EQ(prefill->kv_lease, std::chrono::milliseconds(2500));
+  const absl::StatusOr<WorkerOptions> decode = ParseWorkerOptions(Args({"--role", "decode"}));
+  ASSERT_TRUE(decode.ok()) << decode.status();
+  EXPECT_EQ(decode->role, WorkerRole::kDecode);
+  const absl::StatusOr<WorkerOptions> portless = ParseWorkerOptions(Args({"--role", "prefill"}));
+  ASSERT_FALSE(portless.ok());
+  EXPECT_NE(portless.status().message().find("--kv-transfer-listen"), std::string::npos) << portless.status();
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--role", "prefil"}, {"--role", ""}, {"--kv-lease-seconds", "0"}, {"--kv-lease-seconds", "7200"}}) {
+    const absl::StatusOr<WorkerOptions> o = ParseWorkerOptions(Args(bad));
+    ASSERT_FALSE(o.ok()) << bad[0] << " " << bad[1];
+    EXPECT_NE(o.status().message().find(bad[0]), std::string::npos) << o.status();
+  }
+}
+
 TEST(WorkerOptionsTest, ModesDefaultToAutoAndTakeTheCalibrationRecordsPath) {
   const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
   ASSERT_TRUE(defaults.ok()) << defaults.status();
