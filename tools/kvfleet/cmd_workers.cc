@@ -12,7 +12,8 @@
 namespace kvfleet::tools {
 namespace {
 
-constexpr char kUsage[] = R"(usage: kvfleet workers --cachemanager HOST:PORT [--model ID] [--tls-ca PEM --tls-cert PEM --tls-key PEM]
+constexpr char kUsage[] =
+    R"(usage: kvfleet workers --cachemanager HOST:PORT [--model ID] [--tls-ca PEM --tls-cert PEM --tls-key PEM]
 
 Lists the live workers registered with the cachemanager: id, endpoint,
 model, KV blocks indexed / capacity, running and waiting requests, KV blocks
@@ -36,14 +37,14 @@ absl::Status RunWorkers(const Args& args) {
   if (!status.ok()) {
     return absl::UnavailableError(absl::StrCat("cachemanager at ", address, ": ", status.error_message()));
   }
-  std::printf("%-20s %-22s %-28s %-14s %15s %7s %7s %11s %9s\n", "worker", "endpoint", "model", "numerics",
+  std::printf("%-20s %-22s %-28s %-14s %-7s %15s %7s %7s %11s %9s\n", "worker", "endpoint", "model", "numerics", "role",
               "indexed/cap", "running", "waiting", "blocks_used", "seen_ago");
   for (const v1::WorkerEntry& w : response.workers()) {
     const std::string indexed = absl::StrCat(w.indexed_blocks(), "/", w.capacity_blocks());
-    std::printf("%-20s %-22s %-28s %-14s %15s %7d %7d %11d %7lldms%s\n", w.worker_id().c_str(),
-                w.endpoint().c_str(), w.model_id().c_str(), w.numerics().c_str(), indexed.c_str(), w.load().running(), w.load().waiting(),
-                w.load().blocks_used(), static_cast<long long>(w.last_seen_ms_ago()),
-                w.load().draining() ? " draining" : "");
+    std::printf("%-20s %-22s %-28s %-14s %-7s %15s %7d %7d %11d %7lldms%s\n", w.worker_id().c_str(),
+                w.endpoint().c_str(), w.model_id().c_str(), w.numerics().c_str(), w.role().c_str(), indexed.c_str(),
+                w.load().running(), w.load().waiting(), w.load().blocks_used(),
+                static_cast<long long>(w.last_seen_ms_ago()), w.load().draining() ? " draining" : "");
   }
   std::printf("%d live worker%s\n", response.workers_size(), response.workers_size() == 1 ? "" : "s");
   return absl::OkStatus();

@@ -64,6 +64,11 @@ RouterMetrics::RouterMetrics(int max_tenant_labels)
                               "Requests with a prefill worker live: split (prefill there, decode elsewhere) or "
                               "whole, by reason")
                           .Register(r);
+  // At 0 from start-up, so their rate() exists before the first.
+  for (SplitReason reason : {SplitReason::kLongUncached, SplitReason::kShort, SplitReason::kNoPrefillWorker,
+                             SplitReason::kPullPricedOut, SplitReason::kDisabled}) {
+    SplitSeries(SplitVerdict{.split = reason == SplitReason::kLongUncached, .reason = reason});
+  }
   inter_token_ =
       AddHistogram(r, "kvfleet_router_inter_token_latency_seconds",
                    "Between consecutive messages of tokens sent to a client", transport::InterTokenBuckets());
@@ -131,11 +136,12 @@ void RouterMetrics::RecordCacheManagerFallback() { fallbacks_->Increment(); }
 void RouterMetrics::RecordOverhead(double seconds) { overhead_->Observe(seconds); }
 void RouterMetrics::RecordFirstToken(double seconds, bool split) { (split ? ttft_split_ : ttft_)->Observe(seconds); }
 
-void RouterMetrics::RecordSplit(const SplitVerdict& verdict) {
-  split_decisions_
-      ->Add({{"decision", verdict.split ? "split" : "whole"}, {"reason", std::string(SplitReasonName(verdict.reason))}})
-      .Increment();
+prometheus::Counter& RouterMetrics::SplitSeries(const SplitVerdict& verdict) {
+  return split_decisions_->Add(
+      {{"decision", verdict.split ? "split" : "whole"}, {"reason", std::string(SplitReasonName(verdict.reason))}});
 }
+
+void RouterMetrics::RecordSplit(const SplitVerdict& verdict) { SplitSeries(verdict).Increment(); }
 void RouterMetrics::RecordInterToken(double seconds) { inter_token_->Observe(seconds); }
 
 void RouterMetrics::RecordFinished(double e2e_seconds, int64_t prompt_tokens, int64_t cached_prompt_tokens,

@@ -93,6 +93,8 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>* tenant_tokens_;
   prometheus::Family<prometheus::Counter>* quota_refusals_;
 
+  // The split-decisions counter of the verdict's labels.
+  prometheus::Counter& SplitSeries(const SplitVerdict& verdict);
   // The tenant's label value, "other" once the bound is reached.
   std::string TenantLabel(const std::string& tenant);
   const size_t max_tenant_labels_;
