@@ -4,6 +4,8 @@
 //   placement_sim --workload multi-tenant --workers 4,16,64 --load 0.3,0.7,0.9,1.1
 //   placement_sim --workload no-sharing --workers 16 --requests 10000 --json
 //   placement_sim --workload hot-prefix --policies prefix_aware --peer-pull off,on --network-gbps 10,100
+//   placement_sim --workload chat-docs --workers 16 --load 0.7,0.9 --prefill-workers 0,1:7,1:3,1:1
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/placement_sim.h"
+#include "bench/placement_sim_split_report.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
 
@@ -27,22 +30,27 @@ The router's real placement code over simulated workers (the engine's real
 scheduler, KV cache manager and block pool; a step-time model instead of the
 model). Deterministic for a seed; every policy sees the same trace.
 
-  --workload NAME          multi-tenant (default), multi-turn, hot-prefix or no-sharing
+  --workload NAME          multi-tenant (default), multi-turn, hot-prefix, no-sharing or chat-docs
   --workers N,N            worker counts (default 4,16,64)
-  --load X,X               offered token rate / the cluster's peak (default 0.3,0.7,0.9,1.1)
+  --load X,X               offered token rate / the cluster's peak (default 0.3,0.7,0.9,1.1; chat-docs:
+                           offered worker time / the workers, see --doc-share)
   --rate R                 or: requests per second (overrides --load)
   --requests N             requests per run (default 10000)
   --seed N                 (default 1)
   --policies A,B           (default round_robin,least_loaded,prefix_aware)
   --step-model NAME        gpu (default) or cpu
   --step-a S --step-b S --step-c S   or: the step-time coefficients, seconds
-  --kv-tokens N            KV tokens per worker (default: 3 tenants' contexts plus 25%)
+  --kv-tokens N            KV tokens per worker (default: 3 tenants' contexts plus 25%; chat-docs:
+                           1,600 × max_num_seqs)
   --max-num-seqs N         (default 256 gpu, 64 cpu)
   --max-num-batched-tokens N  (default 8192 gpu, 512 cpu)
   --tenants N --context-tokens N --question-tokens N --output-tokens N
   --sessions-off           multi-turn: send no session ids
   --turns N --think-seconds S  multi-turn conversations (default 6 turns, 5 s apart)
   --zipf X                 hot-prefix skew (default 1.2)
+  --doc-share X --doc-tokens N  chat-docs: the share of documents (default 0.2) and their length (3000);
+                           chats have 100-300-token prompts and 200-400-token answers, documents 16-64
+                           tokens; --load counts each request's time at full batches (placement_sim.h)
   --router-ms MS --load-delay-ms MS --event-flush-ms MS --event-delay-ms MS   propagation (1, 2, 50, 2)
   --prefill-weight A --decode-weight B --kv-pressure-weight W --affinity-guard-margin N
   --affinity-guard-ratio R the router's placement knobs (its defaults otherwise)
@@ -55,6 +63,13 @@ model). Deterministic for a seed; every policy sees the same trace.
   --pull-latency-ms MS     added to every pull (default 1)
   --pull-assumed-gbps G    what the router prices a first pull at (default: the link's rate; the router's own is 8)
   --crossover              print only where a pull beats recomputing, per --network-gbps
+  --prefill-workers L      the roles sweep: each entry is 0 (aggregated: every worker both), a count
+                           of prefill workers or a ratio p:d (the rest decode), e.g. 0,1:7,1:3,1:1;
+                           one policy (default prefix_aware), peer pulls on, each --network-gbps
+  --split-min-uncached-tokens N  the router's split threshold (default 2048)
+  --lease-seconds S        the prefill worker's lease on a handed-off prompt (default 30)
+  --ttft-objective S --itl-objective-ms MS   goodput's objectives: TTFT and the request's own p99
+                           inter-token gap (default 1 s and 50 ms gpu, 10 s and 500 ms cpu)
   --admission-bypass N     admissions that may pass a waiting request that does not fit (default 16; 0: strict order)
   --json                   one JSON object on stdout (the table goes to stderr)
 )";
@@ -76,6 +91,7 @@ struct Flags {
   std::vector<PullSetting> pulls;
   std::vector<double> network_gbps;
   bool crossover = false;
+  std::vector<RolesSpec> roles;  // --prefill-workers: the roles sweep instead of the policies table
 };
 
 absl::Status ReadPullFlags(const flags::Flags& f, Flags& o) {
@@ -98,6 +114,32 @@ absl::Status ReadPullFlags(const flags::Flags& f, Flags& o) {
     }
   }
   o.crossover = f.GetSwitch("crossover");
+  return absl::OkStatus();
+}
+
+// The roles sweep's flags and the chat-docs workload's; objectives default
+// by step model (a gpu decode step at full batch takes about 25 ms, a cpu
+// one about 200 ms: the inter-token objective is twice that).
+absl::Status ReadRolesFlags(const flags::Flags& f, bool gpu, Flags& o) {
+  WorkloadOptions& w = o.workload;
+  ASSIGN_OR_RETURN(w.doc_share, f.GetDouble("doc-share", w.doc_share));
+  ASSIGN_OR_RETURN(w.doc_tokens, f.GetInt("doc-tokens", w.doc_tokens));
+  if (!(w.doc_share >= 0 && w.doc_share <= 1) || w.doc_tokens < 1) {
+    return absl::InvalidArgumentError("--doc-share takes a share in [0, 1], --doc-tokens a count >= 1");
+  }
+  if (f.Has("prefill-workers")) {
+    ASSIGN_OR_RETURN(o.roles, ParseRoles(f.GetString("prefill-workers", "")));
+  }
+  ASSIGN_OR_RETURN(int64_t split_tokens, f.GetInt("split-min-uncached-tokens", o.sim.split.min_uncached_tokens));
+  o.sim.split.min_uncached_tokens = static_cast<int32_t>(std::clamp<int64_t>(split_tokens, 0, int64_t{1} << 30));
+  RETURN_IF_ERROR(o.sim.split.Validate());
+  ASSIGN_OR_RETURN(o.sim.lease_seconds, f.GetDouble("lease-seconds", o.sim.lease_seconds));
+  ASSIGN_OR_RETURN(o.sim.ttft_objective_s, f.GetDouble("ttft-objective", gpu ? 1.0 : 10.0));
+  ASSIGN_OR_RETURN(double itl_ms, f.GetDouble("itl-objective-ms", gpu ? 50.0 : 500.0));
+  o.sim.itl_objective_s = itl_ms / 1000;
+  if (!(o.sim.lease_seconds > 0) || !(o.sim.ttft_objective_s > 0) || !(o.sim.itl_objective_s > 0)) {
+    return absl::InvalidArgumentError("--lease-seconds, --ttft-objective and --itl-objective-ms take numbers > 0");
+  }
   return absl::OkStatus();
 }
 
@@ -142,7 +184,14 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
                                                         "peer-pull",
                                                         "network-gbps",
                                                         "pull-latency-ms",
-                                                        "pull-assumed-gbps"},
+                                                        "pull-assumed-gbps",
+                                                        "doc-share",
+                                                        "doc-tokens",
+                                                        "prefill-workers",
+                                                        "split-min-uncached-tokens",
+                                                        "lease-seconds",
+                                                        "ttft-objective",
+                                                        "itl-objective-ms"},
                                                        {"json", "sessions-off", "crossover", "help"}));
   if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
   Flags o;
@@ -173,7 +222,9 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
     if (!(load > 0)) return absl::InvalidArgumentError(absl::StrCat("--load takes positive numbers, got ", load));
   }
   ASSIGN_OR_RETURN(o.rate, f.GetDouble("rate", 0));
-  for (absl::string_view name : absl::StrSplit(f.GetString("policies", "round_robin,least_loaded,prefix_aware"), ',')) {
+  const std::string default_policies =
+      f.Has("prefill-workers") ? "prefix_aware" : "round_robin,least_loaded,prefix_aware";
+  for (absl::string_view name : absl::StrSplit(f.GetString("policies", default_policies), ',')) {
     ASSIGN_OR_RETURN(router::Policy p, router::ParsePolicy(std::string(name)));
     o.policies.push_back(p);
   }
@@ -191,7 +242,9 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(int64_t bypass, f.GetInt("admission-bypass", c.admission_bypass_limit));
   if (bypass < 0) return absl::InvalidArgumentError("--admission-bypass takes a count >= 0");
   c.admission_bypass_limit = static_cast<int32_t>(bypass);
-  const int64_t default_kv = (3 * (w.context_tokens + w.question_tokens + w.output_tokens) * 5) / 4;
+  const int64_t default_kv = w.kind == WorkloadKind::kChatDocs
+                                 ? seqs * 1600
+                                 : (3 * (w.context_tokens + w.question_tokens + w.output_tokens) * 5) / 4;
   ASSIGN_OR_RETURN(c.kv_tokens, f.GetInt("kv-tokens", default_kv));
   if (seqs < 1 || batched < 16 || c.kv_tokens < 16 || !(c.model.a >= 0 && c.model.b > 0 && c.model.c >= 0)) {
     return absl::InvalidArgumentError(
@@ -214,6 +267,7 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   o.sim.host_tier_tokens = static_cast<int64_t>(host_x * static_cast<double>(c.kv_tokens));
   o.sim.disk_tier_tokens = static_cast<int64_t>(disk_x * static_cast<double>(c.kv_tokens));
   RETURN_IF_ERROR(ReadPullFlags(f, o));
+  RETURN_IF_ERROR(ReadRolesFlags(f, gpu, o));
   router::PlacementOptions& p = o.sim.placement;
   ASSIGN_OR_RETURN(p.prefill_weight, f.GetDouble("prefill-weight", p.prefill_weight));
   ASSIGN_OR_RETURN(p.decode_weight, f.GetDouble("decode-weight", p.decode_weight));
@@ -331,7 +385,66 @@ nlohmann::json ToJson(const SimResult& r) {
           {"blocks_pulled", r.blocks_pulled},
           {"pulled_blocks_hit", r.pulled_blocks_hit},
           {"pulls_declined", r.pulls_declined},
+          {"itl_p99_s", r.itl_p99_s},
+          {"goodput_share", r.goodput_share},
           {"audit", r.audit}};
+}
+
+// --rate given: the load that makes, from the mean request (the load a
+// trace at load 1 offers scales linearly).
+double EffectiveLoad(const Flags& o, const ClusterShape& cluster, double load) {
+  if (!(o.rate > 0)) return load;
+  const Workload probe = BuildWorkload(o.workload, 1.0, cluster);
+  double tokens = 0;
+  for (const SimRequest& r : probe.requests) tokens += static_cast<double>(r.prompt_tokens() + r.answer.size());
+  return o.rate * tokens / static_cast<double>(probe.requests.size()) / probe.offered_rate;
+}
+
+// Every policy (each with every pull setting) on one trace.
+absl::Status RunPolicies(const Flags& o, SimOptions sim, double load, FILE* table, nlohmann::json& by_workers) {
+  const auto start = std::chrono::steady_clock::now();
+  const Workload workload = BuildWorkload(o.workload, load, sim.cluster);
+  Run run{.workers = sim.cluster.workers, .load = load, .oracle = OracleHitRatio(workload, sim.cluster)};
+  for (router::Policy policy : o.policies) {
+    sim.policy = policy;
+    for (const Flags::PullSetting& pull : o.pulls) {
+      sim.peer_pull = pull.on;
+      if (pull.on) sim.network_gbps = pull.gbps;
+      ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
+      run.results.push_back(std::move(r));
+      run.pulls.push_back(pull);
+    }
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PrintRun(o, run, table);
+  nlohmann::json& entry = by_workers[std::to_string(run.workers)][absl::StrCat(load)];
+  entry["oracle_hit_ratio"] = run.oracle.bound;
+  entry["oracle_capacity_estimate"] = run.oracle.capacity_estimate;
+  for (size_t k = 0; k < run.results.size(); ++k) {
+    const SimResult& r = run.results[k];
+    entry[run.pulls[k].on ? absl::StrCat(r.policy, "+pulls_", run.pulls[k].gbps, "gbps") : r.policy] = ToJson(r);
+  }
+  return absl::OkStatus();
+}
+
+// Every --prefill-workers entry on one trace, with the first policy and
+// peer pulls on over links of `gbps` (the handoff is a pull; aggregated
+// runs with them too, as the router's default).
+absl::StatusOr<RolesRun> RunRoles(const Flags& o, SimOptions sim, double load, double gbps) {
+  const auto start = std::chrono::steady_clock::now();
+  const Workload workload = BuildWorkload(o.workload, load, sim.cluster);
+  RolesRun run{.workers = sim.cluster.workers, .load = load, .network_gbps = gbps, .specs = o.roles};
+  sim.policy = o.policies.front();
+  sim.peer_pull = true;
+  sim.network_gbps = gbps;
+  for (const RolesSpec& spec : o.roles) {
+    ASSIGN_OR_RETURN(sim.prefill_workers, spec.PrefillWorkers(sim.cluster.workers));
+    ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
+    run.prefill_workers.push_back(sim.prefill_workers);
+    run.results.push_back(std::move(r));
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
 }
 
 absl::Status Main(const std::vector<std::string>& args) {
@@ -347,48 +460,30 @@ absl::Status Main(const std::vector<std::string>& args) {
                c.PeakTokensPerSecond(), static_cast<long long>(c.kv_tokens), c.max_num_seqs,
                c.max_num_batched_tokens, o.sim.router_ms, o.sim.load_delay_ms, o.sim.event_flush_ms,
                o.sim.event_delay_ms);
-  if (o.crossover || AnyPulls(o)) PrintCrossover(o, table);
+  if (o.crossover || AnyPulls(o) || !o.roles.empty()) PrintCrossover(o, table);
   if (o.crossover) return absl::OkStatus();
   nlohmann::json json = nlohmann::json::object();
   nlohmann::json& by_workers = json[WorkloadName(o.workload.kind)];
   const std::vector<double> loads = o.rate > 0 ? std::vector<double>{0} : o.loads;
+  std::vector<RolesRun> roles_runs;
   for (int64_t workers : o.workers) {
     for (double load : loads) {
       SimOptions sim = o.sim;
       sim.cluster.workers = static_cast<int32_t>(workers);
-      double effective = load;
-      if (o.rate > 0) {
-        // Requests per second given: the load that makes, from the mean request size.
-        const Workload probe = BuildWorkload(o.workload, 1.0, sim.cluster);
-        double tokens = 0;
-        for (const SimRequest& r : probe.requests) tokens += static_cast<double>(r.prompt_tokens() + r.answer.size());
-        effective = o.rate * tokens / static_cast<double>(probe.requests.size()) /
-                    (workers * sim.cluster.PeakTokensPerSecond());
+      const double effective = EffectiveLoad(o, sim.cluster, load);
+      if (o.roles.empty()) {
+        RETURN_IF_ERROR(RunPolicies(o, sim, effective, table, by_workers));
+        continue;
       }
-      const auto start = std::chrono::steady_clock::now();
-      const Workload workload = BuildWorkload(o.workload, effective, sim.cluster);
-      Run run{.workers = workers, .load = effective, .oracle = OracleHitRatio(workload, sim.cluster)};
-      for (router::Policy policy : o.policies) {
-        sim.policy = policy;
-        for (const Flags::PullSetting& pull : o.pulls) {
-          sim.peer_pull = pull.on;
-          if (pull.on) sim.network_gbps = pull.gbps;
-          ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
-          run.results.push_back(std::move(r));
-          run.pulls.push_back(pull);
-        }
-      }
-      run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      PrintRun(o, run, table);
-      nlohmann::json& entry = by_workers[std::to_string(workers)][absl::StrCat(effective)];
-      entry["oracle_hit_ratio"] = run.oracle.bound;
-      entry["oracle_capacity_estimate"] = run.oracle.capacity_estimate;
-      for (size_t k = 0; k < run.results.size(); ++k) {
-        const SimResult& r = run.results[k];
-        entry[run.pulls[k].on ? absl::StrCat(r.policy, "+pulls_", run.pulls[k].gbps, "gbps") : r.policy] = ToJson(r);
+      for (double gbps : o.network_gbps) {
+        ASSIGN_OR_RETURN(RolesRun run, RunRoles(o, sim, effective, gbps));
+        PrintRolesRun(run, sim, table);
+        by_workers[std::to_string(workers)][absl::StrCat(effective)][absl::StrCat(gbps, "gbps")] = RolesJson(run);
+        roles_runs.push_back(std::move(run));
       }
     }
   }
+  if (!roles_runs.empty()) PrintRolesSummary(roles_runs, o.sim, table);
   if (o.json) std::printf("%s\n", json.dump().c_str());
   return absl::OkStatus();
 }

@@ -20,11 +20,23 @@
 // pull's time over a simulated network (PeerLinks); then the blocks are
 // committed as cached, held until all are in, as the engine does.
 //
+// Disaggregated prefill and decode (optional, SimOptions::prefill_workers):
+// some workers take the role prefill, the rest decode. The router's real
+// rule (split_policy.h's DecideSplit, on placement's choice among the decode
+// workers) sends a long uncached prompt to a prefill worker; its first token
+// is the request's; the worker then holds the prompt under a lease (the
+// engine's KvLeases) and the router places the decode half among the decode
+// workers with the prefill worker as handoff_source: the decode worker pulls
+// the prompt at admission, as any peer pull, and decodes the rest.
+//
 // The files divide the work:
-//   - placement_sim_workload.cc: the four workloads and the oracle bound;
-//   - placement_sim_cluster.cc: the event-driven simulation of one policy;
-//   - placement_sim_peer_pull.cc: the pulls' network and their crossover length;
-//   - placement_sim.cc: main(), flags, the table and the JSON.
+//   - placement_sim_workload.cc: the five workloads and the oracle bound;
+//   - placement_sim_cluster.cc (+ placement_sim_cluster.h): the event-driven
+//     simulation of one policy; placement_sim_peer_pull.cc: the pulls and
+//     their network; placement_sim_split.cc: roles, split and handoff;
+//     placement_sim_latency.cc: TTFT, inter-token gaps, goodput;
+//   - placement_sim.cc: main(), flags, the table and the JSON;
+//     placement_sim_split_report.cc: the roles sweep's tables.
 //
 //   Workload w = BuildWorkload({.kind = WorkloadKind::kMultiTenant, .requests = 10000}, model, workers, kv_tokens);
 //   SimResult r = Simulate(w, {.workers = 16, .policy = Policy::kPrefixAware});
@@ -38,6 +50,7 @@
 #include "absl/status/statusor.h"
 #include "engine/scheduler/scheduler.h"
 #include "services/router/placement/placement_options.h"
+#include "services/router/placement/split_policy.h"
 
 namespace kvfleet::bench::placement_sim {
 
@@ -56,7 +69,7 @@ struct StepModel {
 // placement_sim.cc for the numbers and where they come from.
 absl::StatusOr<StepModel> NamedStepModel(const std::string& name);
 
-enum class WorkloadKind { kMultiTenant, kMultiTurn, kHotPrefix, kNoSharing };
+enum class WorkloadKind { kMultiTenant, kMultiTurn, kHotPrefix, kNoSharing, kChatDocs };
 absl::StatusOr<WorkloadKind> ParseWorkload(const std::string& name);
 std::string WorkloadName(WorkloadKind kind);
 
@@ -76,6 +89,14 @@ struct WorkloadOptions {
   double think_seconds = 5;
   // hot-prefix: `tenants` prefixes, Zipf-distributed with this exponent.
   double zipf = 1.2;
+  // chat-docs: chat turns (prompt and answer lengths uniform in these
+  // ranges) and, as doc_share of the requests, documents of doc_tokens with
+  // short answers; nothing shared, so every prompt is computed once.
+  int64_t chat_prompt_min = 100, chat_prompt_max = 300;
+  int64_t chat_output_min = 200, chat_output_max = 400;
+  double doc_share = 0.2;
+  int64_t doc_tokens = 3000;
+  int64_t doc_output_min = 16, doc_output_max = 64;
 };
 
 // One request of the trace. Token ids are real (prefix caching hashes them);
@@ -116,10 +137,21 @@ struct ClusterShape {
   double PeakTokensPerSecond() const {
     return max_num_batched_tokens / model.Seconds(max_num_batched_tokens, 0);
   }
+  // A request's share of a worker's time at full batches: its prompt at the
+  // peak rate, each answer token as one of max_num_seqs streams in a decode
+  // step reading its context. The chat-docs load counts requests by it: a
+  // decode step never fills max_num_batched_tokens, so counting answer
+  // tokens at the peak rate understates a decode-heavy load (chat-docs'
+  // defaults on the gpu model: 0.74 of this figure).
+  double RequestSeconds(int64_t prompt_tokens, int64_t output_tokens) const {
+    const double p = static_cast<double>(prompt_tokens), o = static_cast<double>(output_tokens);
+    return p / PeakTokensPerSecond() + o * (model.a / max_num_seqs + model.b + model.c * (p + o / 2));
+  }
 };
 
 // Poisson arrivals at `load` × the cluster's peak token rate (multi-turn:
-// sessions start as a Poisson process, turns follow after think time).
+// sessions start as a Poisson process, turns follow after think time;
+// chat-docs: at `load` × the workers' time, by RequestSeconds).
 Workload BuildWorkload(const WorkloadOptions& options, double load, const ClusterShape& cluster);
 
 // What placement could reach on this trace (prefix tokens reused / prompt
@@ -166,6 +198,17 @@ struct SimOptions {
   double network_gbps = 100;
   double pull_latency_ms = 1.0;
   double peer_pull_assumed_gbps = 0;
+  // Worker roles: the first prefill_workers are prefill workers, the rest
+  // decode workers (0: every worker both, nothing split). The handoff is a
+  // peer pull: roles need peer_pull on. lease_seconds: the engine's
+  // kv_lease_duration (a lease also ends when its pull is done).
+  int32_t prefill_workers = 0;
+  router::SplitOptions split;
+  double lease_seconds = 30;
+  // Goodput: a request is good when its TTFT and its own p99 inter-token
+  // gap (nearest rank; none for a single token) are within these.
+  double ttft_objective_s = 1.0;
+  double itl_objective_s = 0.05;
 };
 
 struct SimResult {
@@ -186,6 +229,25 @@ struct SimResult {
   // them, of those the ones still in the request's prefix hit when it was
   // admitted, and decisions where a peer held more but the price said compute.
   int64_t pull_decisions = 0, pulls = 0, blocks_pulled = 0, pulled_blocks_hit = 0, pulls_declined = 0;
+  // Every emitted token's gap since its request's previous token (the
+  // first token from a prefill worker to the second from a decode worker
+  // included), over all requests.
+  double itl_p50_s = 0, itl_p90_s = 0, itl_p99_s = 0;
+  // Shares of the requests within the TTFT objective, the inter-token one,
+  // and both (goodput), and good requests per second of makespan.
+  double ttft_met = 0, itl_met = 0, goodput_share = 0, goodput_per_s = 0;
+  // Goodput among the requests whose prompt reaches the split threshold
+  // (split.min_uncached_tokens), split or not; 0 when there are none.
+  double goodput_long_share = 0;
+  double requests_per_s = 0;  // finished requests per second of makespan
+  // Split requests, and long ones sent whole because the decode worker's
+  // measured pulls priced the handoff out; the handoff pulls (a decode
+  // worker pulling a lease) and their mean seconds; the gaps between a
+  // split request's first and second tokens; leases that ended unpulled
+  // (at their deadline, or displaced under the half-pool bound).
+  int64_t splits = 0, splits_priced_out = 0, handoff_pulls = 0;
+  double handoff_pull_mean_s = 0, handoff_gap_p50_s = 0, handoff_gap_p90_s = 0;
+  int64_t leases_expired = 0, leases_displaced = 0;
   std::string audit;  // empty when the block accounting balanced
 };
 

@@ -1,4 +1,4 @@
-// The simulator's four workloads and the oracle bound (placement_sim.h).
+// The simulator's five workloads and the oracle bound (placement_sim.h).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -54,6 +54,28 @@ double TokensOf(const std::vector<SimRequest>& requests) {
   return tokens;
 }
 
+// chat-docs: each request a chat turn or (doc_share of them) a document,
+// nothing shared, at unit-rate Poisson times (scaled later).
+std::vector<SimRequest> ChatDocsTrace(const WorkloadOptions& o, std::mt19937_64& rng) {
+  std::exponential_distribution<double> gap(1.0);
+  std::bernoulli_distribution doc(o.doc_share);
+  auto between = [&rng](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const auto empty = Shared({});
+  std::vector<SimRequest> out;
+  out.reserve(static_cast<size_t>(o.requests));
+  double t = 0;
+  for (int64_t i = 0; i < o.requests; ++i) {
+    t += gap(rng);
+    const bool is_doc = doc(rng);
+    const int64_t prompt = is_doc ? o.doc_tokens : between(o.chat_prompt_min, o.chat_prompt_max);
+    const int64_t output =
+        is_doc ? between(o.doc_output_min, o.doc_output_max) : between(o.chat_output_min, o.chat_output_max);
+    out.push_back(
+        {.arrival_s = t, .prefix = empty, .suffix = RandomTokens(rng, prompt), .answer = RandomTokens(rng, output)});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<int32_t> SimRequest::Prompt() const {
@@ -67,8 +89,9 @@ absl::StatusOr<WorkloadKind> ParseWorkload(const std::string& name) {
   if (name == "multi-turn") return WorkloadKind::kMultiTurn;
   if (name == "hot-prefix") return WorkloadKind::kHotPrefix;
   if (name == "no-sharing") return WorkloadKind::kNoSharing;
+  if (name == "chat-docs") return WorkloadKind::kChatDocs;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown workload '", name, "': multi-tenant, multi-turn, hot-prefix or no-sharing"));
+      absl::StrCat("unknown workload '", name, "': multi-tenant, multi-turn, hot-prefix, no-sharing or chat-docs"));
 }
 
 std::string WorkloadName(WorkloadKind kind) {
@@ -81,6 +104,8 @@ std::string WorkloadName(WorkloadKind kind) {
       return "hot-prefix";
     case WorkloadKind::kNoSharing:
       return "no-sharing";
+    case WorkloadKind::kChatDocs:
+      return "chat-docs";
   }
   return "unknown";
 }
@@ -116,6 +141,21 @@ Workload BuildWorkload(const WorkloadOptions& o, double load, const ClusterShape
                               .answer = RandomTokens(rng, o.output_tokens)});
       }
       break;
+    }
+    case WorkloadKind::kChatDocs: {
+      // Requests arrive at `load` × the workers' time (RequestSeconds).
+      w.requests = ChatDocsTrace(o, rng);
+      double seconds = 0, tokens = 0;
+      for (const SimRequest& r : w.requests) {
+        const auto answer = static_cast<int64_t>(r.answer.size());
+        seconds += cluster.RequestSeconds(r.prompt_tokens(), answer);
+        tokens += static_cast<double>(r.prompt_tokens() + answer);
+      }
+      const double n = static_cast<double>(std::max<size_t>(w.requests.size(), 1));
+      const double request_rate = load * cluster.workers / (seconds / n);
+      for (SimRequest& r : w.requests) r.arrival_s /= request_rate;
+      w.offered_rate = request_rate * tokens / n;
+      return w;
     }
     case WorkloadKind::kMultiTurn: {
       // One system prompt for everyone, then each conversation's turns.

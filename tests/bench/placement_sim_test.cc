@@ -2,8 +2,9 @@
 // block accounting balances for every workload and policy, the same seed
 // gives the same figures, no policy beats the oracle bound, the figures
 // move the way the design says (these are simulated counts, not timings),
-// peer pulls happen when on, never when off, and lose no request, and on
-// queued workers most pulled blocks are still cached at admission.
+// peer pulls happen when on, never when off, and lose no request, on
+// queued workers most pulled blocks are still cached at admission, and
+// split requests hand off to decode workers and give back every block.
 #include "bench/placement_sim.h"
 
 #include <gtest/gtest.h>
@@ -163,6 +164,98 @@ TEST(PlacementSimTest, APullPaysOnlyPastTheCrossover) {
   EXPECT_LT(pull(x.min_blocks), compute(x.min_blocks));
   EXPECT_GE(pull(x.min_blocks - 1), compute(x.min_blocks - 1));
   EXPECT_EQ(x.min_prompt_tokens, x.min_blocks * cluster.block_size + 1);  // the last block is never pulled
+}
+
+// Chats and documents on a small cluster; documents reach a split
+// threshold of 1,024 uncached tokens, chats never do.
+WorkloadOptions SmallChatDocs() {
+  return {.kind = WorkloadKind::kChatDocs,
+          .requests = 300,
+          .seed = 7,
+          .chat_prompt_min = 40,
+          .chat_prompt_max = 120,
+          .chat_output_min = 20,
+          .chat_output_max = 40,
+          .doc_share = 0.3,
+          .doc_tokens = 1200,
+          .doc_output_min = 4,
+          .doc_output_max = 8};
+}
+
+SimOptions Roles(const ClusterShape& cluster, int32_t prefill_workers) {
+  SimOptions o{.cluster = cluster, .policy = Policy::kPrefixAware, .peer_pull = true, .network_gbps = 100};
+  o.prefill_workers = prefill_workers;
+  o.split.min_uncached_tokens = 1024;
+  return o;
+}
+
+ClusterShape ChatDocsCluster() {
+  ClusterShape c = SmallCluster(4);
+  c.kv_tokens = 8192;
+  return c;
+}
+
+// A split request's prefill worker leases its prompt, the decode worker
+// pulls it and decodes the rest: every request finishes, every lease ends
+// (no block stays in use), every long prompt is split or priced out and no
+// short one is, and the second token's gap spans the handoff.
+TEST(PlacementSimTest, SplitRequestsHandOffAndEveryBlockComesBack) {
+  const ClusterShape cluster = ChatDocsCluster();
+  const Workload w = BuildWorkload(SmallChatDocs(), 0.6, cluster);
+  int64_t long_prompts = 0;
+  for (const SimRequest& r : w.requests) long_prompts += r.prompt_tokens() >= 1024 ? 1 : 0;
+  ASSERT_GT(long_prompts, 0);
+  ASSERT_LT(long_prompts, static_cast<int64_t>(w.requests.size()));
+
+  absl::StatusOr<SimResult> split = Simulate(w, Roles(cluster, 1));
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->finished, split->requests);
+  EXPECT_EQ(split->audit, "");
+  EXPECT_EQ(split->tokens_served, OfferedTokens(w));
+  EXPECT_GT(split->splits, 0);
+  EXPECT_EQ(split->splits + split->splits_priced_out, long_prompts);
+  EXPECT_GT(split->handoff_pulls, 0);
+  EXPECT_LE(split->handoff_pulls, split->splits);
+  EXPECT_GT(split->handoff_pull_mean_s, 0);
+  EXPECT_GT(split->handoff_gap_p50_s, split->handoff_pull_mean_s / 2);
+  EXPECT_LE(split->itl_p50_s, split->itl_p99_s);
+  EXPECT_LE(split->goodput_share, std::min(split->ttft_met, split->itl_met));
+
+  absl::StatusOr<SimResult> aggregated = Simulate(w, Roles(cluster, 0));
+  ASSERT_TRUE(aggregated.ok()) << aggregated.status();
+  EXPECT_EQ(aggregated->finished, aggregated->requests);
+  EXPECT_EQ(aggregated->audit, "");
+  EXPECT_EQ(aggregated->splits, 0);
+  EXPECT_EQ(aggregated->handoff_pulls, 0);
+  EXPECT_EQ(aggregated->handoff_gap_p50_s, 0);
+
+  // The same trace and roles: the same figures.
+  absl::StatusOr<SimResult> again = Simulate(w, Roles(cluster, 1));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->itl_p99_s, split->itl_p99_s);
+  EXPECT_EQ(again->ttft_p90_s, split->ttft_p90_s);
+  EXPECT_EQ(again->goodput_share, split->goodput_share);
+}
+
+// A long prefill shares a step with the other streams' decode tokens only
+// on workers that take both: moving documents to prefill workers shortens
+// the longest gaps between chat tokens.
+TEST(PlacementSimTest, SplittingShortensTheLongestGaps) {
+  const ClusterShape cluster = ChatDocsCluster();
+  const Workload w = BuildWorkload(SmallChatDocs(), 0.6, cluster);
+  absl::StatusOr<SimResult> aggregated = Simulate(w, Roles(cluster, 0));
+  absl::StatusOr<SimResult> split = Simulate(w, Roles(cluster, 2));
+  ASSERT_TRUE(aggregated.ok() && split.ok());
+  EXPECT_LT(split->itl_p90_s, aggregated->itl_p90_s);
+}
+
+TEST(PlacementSimTest, RolesNeedPullsAndADecodeWorker) {
+  const ClusterShape cluster = ChatDocsCluster();
+  const Workload w = BuildWorkload(SmallChatDocs(), 0.6, cluster);
+  SimOptions no_pulls = Roles(cluster, 1);
+  no_pulls.peer_pull = false;
+  EXPECT_FALSE(Simulate(w, no_pulls).ok());
+  EXPECT_FALSE(Simulate(w, Roles(cluster, 4)).ok());
 }
 
 TEST(PlacementSimTest, BadInputIsRefusedWithTheFix) {
