@@ -31,9 +31,12 @@ double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load
   return InPrefillBlocks(pull_seconds, rate, block_size);
 }
 
-bool PeerPullPriced(const WorkerLoad& load, double fallback_prefill_rate) {
+double HandoffPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
+                            double fallback_prefill_rate) {
   const double rate = load.prefill_tokens_per_second > 0.0 ? load.prefill_tokens_per_second : fallback_prefill_rate;
-  return rate > 0.0 && (load.peer_pull_seconds_per_block > 0.0 || load.kv_block_bytes > 0);
+  if (!(rate > 0.0) || load.kv_block_bytes <= 0) return 0.0;
+  return InPrefillBlocks(static_cast<double>(load.kv_block_bytes) / options.peer_pull_assumed_bytes_per_second, rate,
+                         block_size);
 }
 
 CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRequest& request,
@@ -70,9 +73,10 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
     const int64_t reachable = std::max<int64_t>(prompt_tokens - 1, 0) / block_size;
     const int32_t peer =
         static_cast<int32_t>(std::min<int64_t>(std::clamp(source->blocks, 0, hashes), reachable)) - s.matched_blocks;
-    double per_block =
-        peer > 0 ? PeerPullBlockCost(options, c.load, block_size, source->prefill_tokens_per_second) : 1.0;
-    if (peer > 0 && source->handoff && !PeerPullPriced(c.load, source->prefill_tokens_per_second)) per_block = 0.0;
+    const double per_block = peer <= 0 ? 1.0
+                             : source->handoff
+                                 ? HandoffPullBlockCost(options, c.load, block_size, source->prefill_tokens_per_second)
+                                 : PeerPullBlockCost(options, c.load, block_size, source->prefill_tokens_per_second);
     s.pull_priced_out = peer > 0 && per_block >= 1.0;
     if (per_block < 1.0) {
       s.peer_blocks = peer;

@@ -21,8 +21,8 @@
 //              bandwidth before its first)
 // and, when pull(w) < 1, those blocks count pull(w) each in the uncached
 // prefill instead of 1 (they stay new blocks for the decode load). A split's
-// prefill worker (PeerSource::handoff) is pulled from at pull(w) = 0 while
-// pull(w) cannot be measured yet.
+// prefill worker (PeerSource::handoff) is priced at its link rate instead
+// (HandoffPullBlockCost), 0 while that cannot be known.
 //
 // Thread-safety: a pure function.
 //
@@ -50,8 +50,7 @@ struct PeerSource {
   int32_t blocks = 0;                      // leading blocks of the prompt it holds, per the cachemanager
   double prefill_tokens_per_second = 0.0;  // its measured rate (0: unknown)
   // A split's prefill worker, holding the blocks under a lease for the
-  // decode half: pulled unless measured figures price the pull at or above
-  // computing (an unpriced pull is taken).
+  // decode half: the pull is priced by HandoffPullBlockCost.
   bool handoff = false;
 };
 
@@ -62,9 +61,15 @@ struct PeerSource {
 // than computing.
 double PeerPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
                          double fallback_prefill_rate = 0.0);
-// Whether PeerPullBlockCost rests on measured figures (a prefill rate, and a
-// pull time or the block's bytes) rather than its unknown-value 1.
-bool PeerPullPriced(const WorkerLoad& load, double fallback_prefill_rate = 0.0);
+// A split's pull from its prefill worker, in blocks of the puller's
+// prefill: the block's bytes at the assumed link rate
+// (peer_pull_assumed_bytes_per_second), never the measured pull time. The
+// measured figure includes waiting behind other pulls, and only pulls
+// update it: priced by it, a decode worker whose pulls once queued would
+// never be sent a split again (the simulator showed it). 0 while the
+// prefill rate or the block's bytes are unknown: such a pull is taken.
+double HandoffPullBlockCost(const PlacementOptions& options, const WorkerLoad& load, int64_t block_size,
+                            double fallback_prefill_rate = 0.0);
 
 // `request` must be valid (block_size >= 1, at most prompt_tokens / block_size
 // hashes); `remembered_blocks` is DecisionMemory::RememberedBlocks' answer

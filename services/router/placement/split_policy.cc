@@ -43,11 +43,7 @@ SplitVerdict DecideSplit(const SplitOptions& split, const PlacementOptions& plac
     v.reason = SplitReason::kNoPrefillWorker;
   } else if (v.uncached_tokens < split.min_uncached_tokens) {
     v.reason = SplitReason::kShort;
-  } else if (PeerPullPriced(decode_worker.load) &&
-             PeerPullBlockCost(placement, decode_worker.load, request.block_size) >= 1.0) {
-    // Only measured figures price the pull: before the decode worker has
-    // prefilled anything, any network beats recomputing thousands of
-    // tokens on the worker whose decode the split protects.
+  } else if (HandoffPullBlockCost(placement, decode_worker.load, request.block_size) >= 1.0) {
     v.reason = SplitReason::kPullPricedOut;
   } else {
     v.split = true;

@@ -9,8 +9,9 @@
 // The rule, given the decode-capable worker placement would choose on its own:
 //   uncached = prompt tokens - (its matched + pulled blocks) · block size
 //   split when a prefill worker is live, uncached >= min_uncached_tokens,
-//   and pulling a block is priced below computing it on that worker
-//   (cost_model.h, PeerPullBlockCost; unknown rates do not block a split).
+//   and pulling a block at the link rate is priced below computing it on
+//   that worker (cost_model.h, HandoffPullBlockCost: not the measured pull
+//   time, which queueing inflates; unknown rates do not block a split).
 //
 // Thread-safety: pure functions.
 //
@@ -39,7 +40,7 @@ enum class SplitReason {
   kLongUncached,     // split: the uncached prompt is long
   kShort,            // whole: the uncached prompt is under the threshold (or cached)
   kNoPrefillWorker,  // whole: no prefill worker is live (or all were tried)
-  kPullPricedOut,    // whole: pulling is no faster than computing on the decode worker
+  kPullPricedOut,    // whole: pulling at the link rate is no faster than computing on the decode worker
   kDisabled,         // whole: --no-split
 };
 

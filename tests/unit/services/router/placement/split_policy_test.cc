@@ -60,27 +60,31 @@ TEST(SplitPolicyTest, NoLivePrefillWorkerOrTheSwitchOffKeepsItWhole) {
   EXPECT_FALSE(SplitOptions{.min_uncached_tokens = 0}.Validate().ok());
 }
 
-// A measured pull slower than computing keeps the request whole; an
-// unmeasured one does not stop the split.
-TEST(SplitPolicyTest, APullPricedAtOrAboveComputingKeepsItWhole) {
-  const PlacementOptions placement;
-  WorkerCandidate slow = Idle("d0");
-  slow.load.prefill_tokens_per_second = 1000.0;  // 16 ms a block
-  slow.load.peer_pull_seconds_per_block = 0.032;
-  slow.load.kv_block_bytes = 1 << 20;
-  SplitVerdict v = DecideSplit({}, placement, LongPrompt(), On(slow), slow, true);
+// The split is priced at the link rate: a link too slow to beat computing
+// keeps the request whole; a measured pull time (which waiting behind
+// other pulls inflates) does not, and unknown figures do not stop a split.
+TEST(SplitPolicyTest, APullPricedAtOrAboveComputingAtTheLinkRateKeepsItWhole) {
+  WorkerCandidate d = Idle("d0");
+  d.load.prefill_tokens_per_second = 1000.0;  // 16 ms a block
+  d.load.kv_block_bytes = 1 << 20;
+  const PlacementOptions slow_link{.peer_pull_assumed_bytes_per_second = 32e6};  // 33 ms a block
+  SplitVerdict v = DecideSplit({}, slow_link, LongPrompt(), On(d), d, true);
   EXPECT_FALSE(v.split);
   EXPECT_EQ(v.reason, SplitReason::kPullPricedOut);
-  WorkerCandidate fast = slow;
-  fast.load.peer_pull_seconds_per_block = 0.004;
-  EXPECT_TRUE(DecideSplit({}, placement, LongPrompt(), On(fast), fast, true).split);
+  const PlacementOptions fast_link;  // 1 GB/s: 1 ms a block
+  EXPECT_TRUE(DecideSplit({}, fast_link, LongPrompt(), On(d), d, true).split);
+  WorkerCandidate queued = d;
+  queued.load.peer_pull_seconds_per_block = 0.5;
+  EXPECT_TRUE(DecideSplit({}, fast_link, LongPrompt(), On(queued), queued, true).split)
+      << "a measured pull time that includes queueing must not price splits out for good";
   WorkerCandidate unmeasured = Idle("d0");
-  EXPECT_TRUE(DecideSplit({}, placement, LongPrompt(), On(unmeasured), unmeasured, true).split);
+  EXPECT_TRUE(DecideSplit({}, slow_link, LongPrompt(), On(unmeasured), unmeasured, true).split);
 }
 
 // The decode half: the prefill worker is no candidate, yet the chosen
 // decode worker pulls the prompt's blocks from it under any policy, even
-// before any pull or prefill was measured; a measured slow pull recomputes.
+// before any pull or prefill was measured, and however slow its earlier
+// pulls were; only a link slower than computing recomputes.
 TEST(SplitPolicyTest, TheDecodeHalfPullsFromThePrefillWorker) {
   for (const Policy policy : {Policy::kPrefixAware, Policy::kLeastLoaded, Policy::kRoundRobin}) {
     Placement p(PlacementOptions{.policy = policy});
@@ -93,13 +97,18 @@ TEST(SplitPolicyTest, TheDecodeHalfPullsFromThePrefillWorker) {
     EXPECT_EQ(d->peer_pull->endpoint, "p0:50052");
     EXPECT_EQ(d->peer_pull->blocks, 200);
   }
-  Placement p(PlacementOptions{});
   PlacementRequest request = LongPrompt();
   request.handoff_source = HandoffSource{.worker_id = "p0", .endpoint = "p0:50052", .blocks = 200};
-  WorkerCandidate slow = Idle("d0");
-  slow.load.prefill_tokens_per_second = 1000.0;
-  slow.load.peer_pull_seconds_per_block = 0.032;
-  const absl::StatusOr<Decision> d = p.Choose(request, {slow});
+  WorkerCandidate queued = Idle("d0");
+  queued.load.prefill_tokens_per_second = 1000.0;
+  queued.load.kv_block_bytes = 1 << 20;
+  queued.load.peer_pull_seconds_per_block = 0.5;
+  Placement fast(PlacementOptions{});
+  const absl::StatusOr<Decision> pulled = fast.Choose(request, {queued});
+  ASSERT_TRUE(pulled.ok());
+  EXPECT_TRUE(pulled->peer_pull.has_value());
+  Placement slow(PlacementOptions{.peer_pull_assumed_bytes_per_second = 32e6});
+  const absl::StatusOr<Decision> d = slow.Choose(request, {queued});
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->peer_pull.has_value());
   EXPECT_TRUE(d->pull_declined);
