@@ -79,6 +79,11 @@ struct EngineOptions {
   // their lease before they become ordinary cache; leases hold at most
   // half the pool (kv/kv_leases.h).
   std::chrono::milliseconds kv_lease_duration{30000};
+  // A handed-off prompt's blocks are copied out at the handoff, up to this
+  // many bytes staged in all (0: never), so that the decode worker's pull
+  // is answered at once rather than after the step in progress, which on a
+  // busy prefill worker is a long prefill chunk.
+  int64_t kv_lease_staging_bytes = int64_t{256} << 20;
 
   absl::Status Validate() const;
   // The batch limits an executor must take for this engine: the scheduler's
@@ -123,7 +128,8 @@ class Engine {
   // on the engine thread: `done` must only hand them to another thread.
   // A pull naming `lease_id` ends that lease once served (the blocks stay
   // cached); one that arrives before the lease's deadline finds its blocks,
-  // as exports are served before leases expire.
+  // as exports are served before leases expire. A lease's staged copy
+  // answers on the calling thread, without waiting for a step.
   using KvExportDone = std::function<void(std::vector<KvBlockBytes>)>;
   void ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done, std::string lease_id = "");
 
@@ -172,8 +178,16 @@ class Engine {
       std::chrono::steady_clock::time_point started;
     };
     std::vector<Pulled> pulled;
+    // Pulls a lease's staged copy answered: their lease ends and they count.
+    struct StagedServed {
+      std::string lease_id;
+      int64_t blocks = 0;
+      int64_t bytes = 0;
+    };
+    std::vector<StagedServed> staged_served;
     bool empty() const {
-      return submitted.empty() && cancelled.empty() && !snapshot && exports.empty() && pulled.empty();
+      return submitted.empty() && cancelled.empty() && !snapshot && exports.empty() && pulled.empty() &&
+             staged_served.empty();
     }
   };
 
@@ -187,6 +201,13 @@ class Engine {
   // A prefill_only request that handed off: its prompt's pages (the window
   // pages its end reaches too) held under its lease.
   void HoldForHandoff(const Request& req);
+  // The staged copy of lease `lease_id`'s blocks that `hashes` asks for, in
+  // order up to the first it lacks; nullopt when none is staged (any
+  // thread; the lease's copy is used once).
+  std::optional<std::vector<KvBlockBytes>> TakeStaged(const std::string& lease_id,
+                                                      const std::vector<BlockHash>& hashes);
+  // Drops staged copies whose lease ended (engine thread).
+  void DropStagedWithoutLease();
   std::vector<KvBlockBytes> CopyOutForPeer(const std::vector<BlockHash>& hashes);
   void CountServed(const std::vector<KvBlockBytes>& blocks);
   // A request's pull from its kv_peer, at its first admission try (the
@@ -266,6 +287,9 @@ class Engine {
   int64_t drained_pending_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point last_progress_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Handed-off prompts' blocks copied out, by lease id, and their bytes.
+  absl::flat_hash_map<std::string, std::vector<KvBlockBytes>> staged_ ABSL_GUARDED_BY(mu_);
+  int64_t staged_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Peer pulls whose `done` has not come back: the destructor waits for it.
   int32_t pulls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;

@@ -12,6 +12,12 @@
 namespace kvfleet::engine {
 
 void Engine::ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done, std::string lease_id) {
+  if (!lease_id.empty()) {
+    if (std::optional<std::vector<KvBlockBytes>> staged = TakeStaged(lease_id, hashes)) {
+      done(*std::move(staged));
+      return;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     inbox_.exports.push_back({std::move(hashes), std::move(done), std::move(lease_id)});
@@ -135,8 +141,64 @@ std::vector<KvBlockBytes> Engine::CopyOutForPeer(const std::vector<BlockHash>& h
 
 void Engine::HoldForHandoff(const Request& req) {
   if (req.params.kv_lease_id.empty()) return;
-  kv_leases_.Hold(req.params.kv_lease_id, kv_.PagesOfHit(req.prompt_block_hashes),
-                  std::chrono::steady_clock::now() + options_.kv_lease_duration);
+  const std::vector<BlockHash> pages = kv_.PagesOfHit(req.prompt_block_hashes);
+  const int32_t held =
+      kv_leases_.Hold(req.params.kv_lease_id, pages, std::chrono::steady_clock::now() + options_.kv_lease_duration);
+  DropStagedWithoutLease();  // a lease the bound displaced
+  const int64_t bytes = int64_t{held} * executor_.info().kv_block_bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held == 0 || staged_bytes_ + bytes > options_.kv_lease_staging_bytes) return;
+  }
+  // Copied now, on the engine thread, while the blocks are certainly held.
+  std::vector<KvBlockBytes> out = CopyOutForPeer(std::vector<BlockHash>(pages.begin(), pages.begin() + held));
+  int64_t copied = 0;
+  for (const KvBlockBytes& b : out) copied += static_cast<int64_t>(b.bytes.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  staged_bytes_ += copied;
+  staged_[req.params.kv_lease_id] = std::move(out);
+}
+
+std::optional<std::vector<KvBlockBytes>> Engine::TakeStaged(const std::string& lease_id,
+                                                            const std::vector<BlockHash>& hashes) {
+  std::vector<KvBlockBytes> staged;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = staged_.find(lease_id);
+    if (it == staged_.end()) return std::nullopt;
+    staged = std::move(it->second);
+    staged_.erase(it);
+    for (const KvBlockBytes& b : staged) staged_bytes_ -= static_cast<int64_t>(b.bytes.size());
+  }
+  // The asked blocks in the asked order (the puller skips those it holds).
+  absl::flat_hash_map<BlockHash, size_t> index;
+  for (size_t i = 0; i < staged.size(); ++i) index[staged[i].hash] = i;
+  std::vector<KvBlockBytes> out;
+  int64_t bytes = 0;
+  for (const BlockHash& h : hashes) {
+    const auto found = index.find(h);
+    if (found == index.end()) break;
+    bytes += static_cast<int64_t>(staged[found->second].bytes.size());
+    out.push_back(std::move(staged[found->second]));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.staged_served.push_back({.lease_id = lease_id, .blocks = static_cast<int64_t>(out.size()), .bytes = bytes});
+  }
+  wake_.notify_one();
+  return out;
+}
+
+void Engine::DropStagedWithoutLease() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = staged_.begin(); it != staged_.end();) {
+    auto next = std::next(it);
+    if (!kv_leases_.Holds(it->first)) {
+      for (const KvBlockBytes& b : it->second) staged_bytes_ -= static_cast<int64_t>(b.bytes.size());
+      staged_.erase(it);
+    }
+    it = next;
+  }
 }
 
 void Engine::ServeExport(const std::vector<BlockHash>& hashes, KvExportDone done, const std::string& lease_id) {

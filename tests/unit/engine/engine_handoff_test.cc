@@ -151,6 +151,52 @@ TEST_F(EngineHandoffTest, AnIdleEngineThreadEndsLeasesOnTime) {
   prefill.Stop();
 }
 
+// The handoff stages the prompt's blocks: the decode worker's pull is
+// answered on the calling thread at once, with the blocks a step's export
+// would give, and the lease ends at the engine's next step. Without room
+// to stage, the pull waits for a step as any export does.
+TEST_F(EngineHandoffTest, AStagedHandoffAnswersThePullWithoutAStep) {
+  for (const int64_t staging : {int64_t{256} << 20, int64_t{0}}) {
+    SCOPED_TRACE(staging);
+    auto executor = testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
+    EngineOptions options = Options();
+    options.kv_lease_staging_bytes = staging;
+    Engine prefill(*executor, options);
+    EngineRequest r = Prompt(false);
+    r.prefill_only = true;
+    r.kv_lease_id = "staged";
+    CollectingSink sink;
+    ASSERT_TRUE(prefill.Submit(r, &sink).ok());
+    RunToEnd(prefill);
+    const std::vector<BlockHash> hashes = HashFullBlocks(RootBlockHash("tiny", ""), r.prompt, kBlockSize);
+    // Asked without the first two (the puller holds them), as a puller does.
+    const std::vector<BlockHash> asked(hashes.begin() + 2, hashes.end());
+    std::vector<KvBlockBytes> staged;
+    bool answered = false;
+    prefill.ExportKvBlocks(
+        asked,
+        [&](std::vector<KvBlockBytes> b) {
+          staged = std::move(b);
+          answered = true;
+        },
+        "staged");
+    EXPECT_EQ(answered, staging > 0) << "staged: answered before any step";
+    ASSERT_TRUE(prefill.Step().ok());
+    ASSERT_TRUE(answered);
+    ASSERT_EQ(staged.size(), asked.size());
+    for (size_t i = 0; i < asked.size(); ++i) EXPECT_EQ(staged[i].hash, asked[i]);
+    EXPECT_EQ(prefill.Stats().kv_leases, 0);
+    EXPECT_EQ(prefill.Stats().kv_lease_counters.released, 1);
+    EXPECT_EQ(prefill.Stats().kv_peer.blocks_served, static_cast<int64_t>(asked.size()));
+    // The copy's bytes are the cache's: a step's export of the same blocks.
+    std::vector<KvBlockBytes> fresh;
+    prefill.ExportKvBlocks(asked, [&](std::vector<KvBlockBytes> b) { fresh = std::move(b); });
+    ASSERT_TRUE(prefill.Step().ok());
+    ASSERT_EQ(fresh.size(), staged.size());
+    for (size_t i = 0; i < fresh.size(); ++i) EXPECT_EQ(fresh[i].bytes, staged[i].bytes) << i;
+  }
+}
+
 TEST_F(EngineHandoffTest, AFirstTokenThatEndsTheRequestFinishesItWithoutALease) {
   auto executor = testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
   Engine prefill(*executor, Options());
