@@ -94,9 +94,8 @@ std::optional<Decision> RouteSelector::ChoosePrefillWorker(const PlacementReques
                                                            const absl::flat_hash_set<std::string>& exclude) {
   // A prefill worker's own prefix and queue decide, as for any prompt; it
   // pulls from no one (what it lacks, it computes).
-  PlacementRequest own = request;
   for (WorkerCandidate& c : prefill) c.kv_transfer_endpoint.clear();
-  absl::StatusOr<Decision> d = placement_.Choose(own, std::move(prefill), exclude);
+  absl::StatusOr<Decision> d = placement_.Choose(request, std::move(prefill), exclude);
   if (!d.ok()) return std::nullopt;
   return *std::move(d);
 }

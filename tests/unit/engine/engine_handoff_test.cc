@@ -37,6 +37,14 @@ class EngineHandoffTest : public TinyModelSuite {
     return r;
   }
 
+  // The prefill half of a split: prefill only, its blocks leased as `lease`.
+  static EngineRequest PrefillOnly(const std::string& lease, int32_t max_tokens = 8) {
+    EngineRequest r = Prompt(false, max_tokens);
+    r.prefill_only = true;
+    r.kv_lease_id = lease;
+    return r;
+  }
+
   static EngineOptions Options() {
     return {.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 4}};
   }
@@ -112,9 +120,7 @@ TEST_F(EngineHandoffTest, AnUnpulledLeaseExpiresIntoOrdinaryCache) {
   EngineOptions options = Options();
   options.kv_lease_duration = std::chrono::milliseconds(20);
   Engine prefill(*executor, options);
-  EngineRequest r = Prompt(false);
-  r.prefill_only = true;
-  r.kv_lease_id = "never-pulled";
+  EngineRequest r = PrefillOnly("never-pulled");
   CollectingSink sink;
   ASSERT_TRUE(prefill.Submit(r, &sink).ok());
   RunToEnd(prefill);
@@ -136,9 +142,7 @@ TEST_F(EngineHandoffTest, AnIdleEngineThreadEndsLeasesOnTime) {
   options.kv_lease_duration = std::chrono::milliseconds(50);
   Engine prefill(*executor, options);
   prefill.Start();
-  EngineRequest r = Prompt(false);
-  r.prefill_only = true;
-  r.kv_lease_id = "idle";
+  EngineRequest r = PrefillOnly("idle");
   CollectingSink sink;
   ASSERT_TRUE(prefill.Submit(r, &sink).ok());
   sink.WaitFinished();
@@ -162,9 +166,7 @@ TEST_F(EngineHandoffTest, AStagedHandoffAnswersThePullWithoutAStep) {
     EngineOptions options = Options();
     options.kv_lease_staging_bytes = staging;
     Engine prefill(*executor, options);
-    EngineRequest r = Prompt(false);
-    r.prefill_only = true;
-    r.kv_lease_id = "staged";
+    EngineRequest r = PrefillOnly("staged");
     CollectingSink sink;
     ASSERT_TRUE(prefill.Submit(r, &sink).ok());
     RunToEnd(prefill);
@@ -200,9 +202,7 @@ TEST_F(EngineHandoffTest, AStagedHandoffAnswersThePullWithoutAStep) {
 TEST_F(EngineHandoffTest, AFirstTokenThatEndsTheRequestFinishesItWithoutALease) {
   auto executor = testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
   Engine prefill(*executor, Options());
-  EngineRequest r = Prompt(false, /*max_tokens=*/1);
-  r.prefill_only = true;
-  r.kv_lease_id = "done";
+  EngineRequest r = PrefillOnly("done", /*max_tokens=*/1);
   CollectingSink sink;
   ASSERT_TRUE(prefill.Submit(r, &sink).ok());
   RunToEnd(prefill);
