@@ -186,7 +186,9 @@ def main():
                     help="seconds (a 3,000-token document alone takes about 14 s on one thread here)")
     ap.add_argument("--itl-slo", type=float, default=0.25, help="seconds, a request's own p99")
     ap.add_argument("--json", help="also write every run's per-request figures to this file")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="which of split,aggregated to run")
     args = ap.parse_args()
+    configs = [c for c in CONFIGS if c in args.configs.split(",")]
     everything = []
     stubs_dir = tempfile.mkdtemp(prefix="disagg-stubs-")
     pb, pb_grpc = generate_stubs(stubs_dir)
@@ -197,9 +199,9 @@ def main():
           f"{args.ttft_slo} s and a request's p99 ITL <= {args.itl_slo * 1000:.0f} ms; logs in {log_root}")
     for rate in [float(r) for r in args.rates.split(",")]:
         args.rate = rate
-        runs = {config: [] for config in CONFIGS}
+        runs = {config: [] for config in configs}
         for i in range(args.runs):
-            for config in (CONFIGS if i % 2 == 0 else reversed(list(CONFIGS))):
+            for config in (configs if i % 2 == 0 else reversed(configs)):
                 runs[config].append(run_once(args, pb, pb_grpc, config, rate, seed=1000 + i, log_root=log_root))
                 r = runs[config][-1]
                 everything.append({"rate": rate, "run": i + 1, "config": config, **r})
@@ -220,6 +222,8 @@ def main():
                   f"{spread([r['chat_itl_p99'] * 1000 for r in rs], '{:.0f}'):<20}")
         med = {c: {k: statistics.median(r[k] for r in rs) for k in ("ttft_p90", "itl_p99", "goodput")}
                for c, rs in runs.items()}
+        if len(med) < 2:
+            continue
         s, a = med["split"], med["aggregated"]
         print(f"split / aggregated: ITL p99 {s['itl_p99'] / a['itl_p99']:.2f}x, TTFT p90 "
               f"{s['ttft_p90'] / a['ttft_p90']:.2f}x, goodput {s['goodput'] / max(a['goodput'], 1e-9):.2f}x\n", flush=True)

@@ -214,6 +214,13 @@ class Engine {
   // KvCacheManager's hook), when the peer holds pages of its prefix this
   // worker lacks: true, and the request waits (kv_loading) meanwhile.
   bool StartPeerPull(Request& req);
+  // The pages a pull from the request's kv_peer would bring: its hit's
+  // blocks short of the prompt's last token, with the window pages their
+  // end reaches (any thread: reads no pool state).
+  std::vector<BlockHash> PeerHitPages(const Request& req) const;
+  // Asks the transport for `wanted` from `peer`; the blocks reach the inbox
+  // (any thread; the caller counted the pull in pulls_in_flight_).
+  void FetchFromPeer(RequestId id, const KvPeerSource& peer, std::vector<BlockHash> wanted);
   // A pull's blocks into free device blocks, committed under their hashes
   // and left cached for the request's admission; then it may run.
   void FinishPeerPull(Inbox::Pulled& pulled);

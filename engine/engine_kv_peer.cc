@@ -30,34 +30,46 @@ bool Engine::HeldHere(const BlockHash& hash) const {
   return options_.kv_tiers != nullptr && (options_.kv_tiers->InHost(hash) || options_.kv_tiers->OnDiskOnly(hash));
 }
 
-bool Engine::StartPeerPull(Request& req) {
+std::vector<BlockHash> Engine::PeerHitPages(const Request& req) const {
   const std::optional<KvPeerSource>& peer = req.params.kv_peer;
-  if (!peer.has_value() || options_.kv_peer_fetcher == nullptr || executor_.info().kv_block_bytes <= 0) return false;
+  if (!peer.has_value() || options_.kv_peer_fetcher == nullptr || executor_.info().kv_block_bytes <= 0) return {};
   // The last prompt token is always computed (its logits), so a block that
   // ends the prompt would arrive for nothing.
   const int64_t reachable = std::max<int64_t>(req.num_tokens() - 1, 0) / kv_.block_size();
   const size_t held = static_cast<size_t>(
       std::min<int64_t>({std::max(peer->blocks, 0), static_cast<int64_t>(req.prompt_block_hashes.size()), reachable}));
-  // The hit's pages that no tier here holds: with page groups, the window
-  // pages its end reaches too (under their derived hashes).
+  // With page groups, the window pages the hit's end reaches too (under
+  // their derived hashes).
+  return kv_.PagesOfHit(std::span(req.prompt_block_hashes).first(held));
+}
+
+bool Engine::StartPeerPull(Request& req) {
+  // The hit's pages that no tier here holds.
   std::vector<BlockHash> wanted;
-  for (const BlockHash& page : kv_.PagesOfHit(std::span(req.prompt_block_hashes).first(held))) {
+  for (const BlockHash& page : PeerHitPages(req)) {
     if (!HeldHere(page)) wanted.push_back(page);
   }
   // No more than the free blocks can take: past them, committing the last
   // pulled blocks would evict the first.
   wanted.resize(std::min<size_t>(wanted.size(), static_cast<size_t>(std::max(pool_.num_free(), 0))));
   if (wanted.empty()) return false;
+  req.kv_peer_tried = true;
   req.kv_loading = true;
+  req.kv_pulling = wanted;
+  pending_prefill_.Arriving(wanted);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++pulls_in_flight_;
   }
-  const RequestId id = req.id();
+  FetchFromPeer(req.id(), *req.params.kv_peer, std::move(wanted));
+  return true;
+}
+
+void Engine::FetchFromPeer(RequestId id, const KvPeerSource& peer, std::vector<BlockHash> wanted) {
   const int64_t asked = static_cast<int64_t>(wanted.size());
   const auto started = std::chrono::steady_clock::now();
   options_.kv_peer_fetcher->Fetch(
-      peer->endpoint, std::move(wanted), peer->lease_id,
+      peer.endpoint, std::move(wanted), peer.lease_id,
       [this, id, asked, started](std::vector<KvBlockBytes> blocks, absl::Status status) {
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -67,7 +79,6 @@ bool Engine::StartPeerPull(Request& req) {
         }
         wake_.notify_all();
       });
-  return true;
 }
 
 void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
@@ -96,6 +107,8 @@ void Engine::FinishPeerPull(Inbox::Pulled& pulled) {
     }
     for (auto b = held.rbegin(); b != held.rend(); ++b) pool_.Release(*b);
     it->second->kv_loading = false;
+    pending_prefill_.Arrived(it->second->kv_pulling);  // what did not come is to compute
+    it->second->kv_pulling.clear();
   }
   kv_peer_stats_.blocks_pulled += committed;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pulled.started).count();

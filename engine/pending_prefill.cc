@@ -27,15 +27,33 @@ void PendingPrefill::Remove(Request& r) {
   for (const BlockHash& h : r.prompt_block_hashes) {
     auto it = blocks_.find(h);
     if (it == blocks_.end() || --it->second.requests > 0) continue;
-    if (!it->second.computed) --uncomputed_blocks_;
+    if (it->second.pending()) --uncomputed_blocks_;
     blocks_.erase(it);
+  }
+}
+
+void PendingPrefill::Arriving(std::span<const BlockHash> hashes) {
+  for (const BlockHash& h : hashes) {
+    auto it = blocks_.find(h);
+    if (it == blocks_.end()) continue;
+    if (it->second.pending()) --uncomputed_blocks_;
+    ++it->second.arriving;
+  }
+}
+
+void PendingPrefill::Arrived(std::span<const BlockHash> hashes) {
+  for (const BlockHash& h : hashes) {
+    auto it = blocks_.find(h);
+    if (it == blocks_.end() || it->second.arriving == 0) continue;
+    --it->second.arriving;
+    if (it->second.pending()) ++uncomputed_blocks_;
   }
 }
 
 void PendingPrefill::OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) {
   if (auto it = blocks_.find(hash); it != blocks_.end() && !it->second.computed) {
+    if (it->second.pending()) --uncomputed_blocks_;
     it->second.computed = true;
-    --uncomputed_blocks_;
   }
   if (next_ != nullptr) next_->OnBlockStored(hash, parent);
 }
@@ -43,14 +61,17 @@ void PendingPrefill::OnBlockStored(const BlockHash& hash, const std::optional<Bl
 void PendingPrefill::OnBlockRemoved(const BlockHash& hash) {
   if (auto it = blocks_.find(hash); it != blocks_.end() && it->second.computed) {
     it->second.computed = false;
-    ++uncomputed_blocks_;
+    if (it->second.pending()) ++uncomputed_blocks_;
   }
   if (next_ != nullptr) next_->OnBlockRemoved(hash);
 }
 
 void PendingPrefill::OnAllCleared() {
-  for (auto& [hash, b] : blocks_) b.computed = false;
-  uncomputed_blocks_ = static_cast<int64_t>(blocks_.size());
+  uncomputed_blocks_ = 0;
+  for (auto& [hash, b] : blocks_) {
+    b.computed = false;
+    if (b.pending()) ++uncomputed_blocks_;
+  }
   if (next_ != nullptr) next_->OnAllCleared();
 }
 

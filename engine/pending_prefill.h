@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "absl/container/flat_hash_map.h"
 #include "engine/kv/block_pool.h"
@@ -47,6 +48,11 @@ class PendingPrefill final : public KvEventListener {
   void Add(Request& r);
   void Computed(Request& r);
   void Remove(Request& r);
+  // Blocks a peer pull is bringing (after Add of a request that has them):
+  // not pending while they travel. Arrived when the pull ends: those it
+  // did not bring are pending again.
+  void Arriving(std::span<const BlockHash> hashes);
+  void Arrived(std::span<const BlockHash> hashes);
   int64_t tokens() const { return uncomputed_blocks_ * block_size_ + tail_tokens_; }
 
   void OnBlockStored(const BlockHash& hash, const std::optional<BlockHash>& parent) override;
@@ -58,6 +64,8 @@ class PendingPrefill final : public KvEventListener {
   struct Block {
     int32_t requests = 0;   // active requests whose prompt has it
     bool computed = false;  // cached in the pool
+    int32_t arriving = 0;   // peer pulls bringing it
+    bool pending() const { return !computed && arriving == 0; }
   };
   // The tokens a request counts on its own: past its prompt's full blocks
   // (the partial last block and any resumed output), or all of them

@@ -160,6 +160,9 @@ struct Request {
   // so blocks pulled for a request deep in the queue are not evicted before
   // it runs).
   bool kv_peer_tried = false;
+  // The pages its peer pull is bringing, while it travels (not pending
+  // prefill meanwhile: PendingPrefill::Arriving).
+  std::vector<BlockHash> kv_pulling;
   // Requests admitted ahead of it while it did not fit (Scheduler's bounded
   // bypass); reset when it is admitted.
   int32_t admissions_bypassed = 0;

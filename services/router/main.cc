@@ -78,7 +78,9 @@ absl::Status Run(const RouterOptions& o) {
   for (const std::string& w : o.workers) pool.Upsert(w, w, /*incarnation=*/0);
   RouteSelector selector(pool, placement, cachemanager_channel, metrics,
                          {.overlap_timeout = o.overlap_timeout, .split = o.split});
-  GenerationRunner runner(*model, selector, pool, metrics, {.max_attempts = o.max_attempts});
+  GenerationRunner runner(
+      *model, selector, pool, metrics,
+      {.max_attempts = o.max_attempts, .stream_first_token_before_handoff = o.split_stream_first_token});
   std::unique_ptr<TenantTokens> tokens;
   if (!o.auth_tokens.empty()) {
     ASSIGN_OR_RETURN(tokens, TenantTokens::Load(o.auth_tokens));

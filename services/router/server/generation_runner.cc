@@ -30,6 +30,9 @@ struct GenerationRunner::Stream {
   // once that worker handed off, where the decode half pulls from.
   std::string lease_id;
   std::optional<HandoffSource> handoff;
+  // A split's first tokens, held until the decode worker streams
+  // (GenerationRunnerOptions::stream_first_token_before_handoff).
+  std::vector<v1::GenerateTextResponse> held;
   bool finished = false;
   grpc::Status error;  // the last attempt's, for kRequestError and the final UNAVAILABLE
 
@@ -260,24 +263,36 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
       usage.set_cached_prompt_tokens(std::min(stream.cached_prompt_tokens, prompt_tokens));
       usage.set_generated_tokens(static_cast<int32_t>(stream.generated.size()));
     }
-    const auto now = Clock::now();
-    if (out.token_ids_size() > 0 || last) {  // (a chat delta may be empty while a tag is held back)
-      if (!stream.sink(out)) {
-        call->TryCancel();
-        reader->Finish();
-        return Outcome::kClientGone;
-      }
+    if (handed_off && !last && !options_.stream_first_token_before_handoff) {
+      stream.held.push_back(std::move(out));
+      reader->Finish();
+      return Outcome::kHandedOff;
     }
-    if (out.token_ids_size() > 0) {
+    const auto send = [&](const v1::GenerateTextResponse& m) {
+      if (!stream.sink(m)) return false;
+      if (m.token_ids_size() == 0) return true;
+      const auto now = Clock::now();
       if (stream.last_tokens_at.has_value()) {
         metrics_.RecordInterToken(std::chrono::duration<double>(now - *stream.last_tokens_at).count());
       } else {
-        metrics_.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count(), route.prefill_only);
+        metrics_.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count(),
+                                  route.prefill_only || stream.handoff.has_value());
       }
       stream.last_tokens_at = now;
+      return true;
+    };
+    std::vector<v1::GenerateTextResponse> held;
+    held.swap(stream.held);
+    bool client_here = std::all_of(held.begin(), held.end(), send);
+    // (A chat delta may be empty while a tag is held back.)
+    if (client_here && (out.token_ids_size() > 0 || last)) client_here = send(out);
+    if (!client_here) {
+      call->TryCancel();
+      reader->Finish();
+      return Outcome::kClientGone;
     }
     if (last) {
-      metrics_.RecordFinished(std::chrono::duration<double>(now - stream.arrival).count(), prompt_tokens,
+      metrics_.RecordFinished(std::chrono::duration<double>(Clock::now() - stream.arrival).count(), prompt_tokens,
                               out.usage().cached_prompt_tokens(), out.usage().generated_tokens());
       if (stream.text.stopped()) call->TryCancel();  // the worker must stop too
       reader->Finish();

@@ -53,6 +53,12 @@ namespace kvfleet::router {
 struct GenerationRunnerOptions {
   // Failures in a row without a new token before the client gets UNAVAILABLE.
   int max_attempts = 3;
+  // A split's first token goes to the client as soon as the prefill worker
+  // has it, and the KV pull lands between it and the second token (a gap in
+  // the stream). By default it is held until the decode worker streams, so
+  // the pull counts in the time to first token and the stream is even, as
+  // vLLM, Dynamo and llm-d deliver it.
+  bool stream_first_token_before_handoff = false;
 };
 
 class GenerationRunner {

@@ -51,6 +51,9 @@ const char kUsageTail[] =
                                tokens uncached at its decode worker is prefilled on a prefill worker and its
                                KV pulled by the decode worker (default 2048)
   --no-split                   never split a request's prefill from its decode
+  --split-stream-first-token   send a split request's first token as soon as its prefill worker has it;
+                               by default it waits for the decode worker, so the KV pull is part of the
+                               time to first token rather than a gap between the first two tokens
   --max-attempts N             failures in a row before a request fails (default 3)
   --overlap-timeout MS         longest wait for the cachemanager per request before placing
                                least_loaded (default 100)
@@ -116,7 +119,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "chat-template",
                                                                                 "http-listen",
                                                                                 "http-request-timeout"})),
-                          transport::WithTransportSwitches({"no-peer-pull", "no-split"})));
+                          transport::WithTransportSwitches({"no-peer-pull", "no-split", "split-stream-first-token"})));
   RouterOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", "");
@@ -174,6 +177,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                    f.GetDouble("peer-pull-bandwidth", p.peer_pull_assumed_bytes_per_second));
   RETURN_IF_ERROR(p.Validate());
   o.split.enabled = !f.GetSwitch("no-split");
+  o.split_stream_first_token = f.GetSwitch("split-stream-first-token");
   ASSIGN_OR_RETURN(int64_t split_tokens, f.GetInt("split-min-uncached-tokens", o.split.min_uncached_tokens));
   if (split_tokens < 1 || split_tokens > (int64_t{1} << 30)) {
     return absl::InvalidArgumentError("--split-min-uncached-tokens must be in [1, 2^30]");

@@ -26,7 +26,8 @@ struct RouterOptions {
   std::string cachemanager;          // host:port: workers from its WatchWorkers
   std::vector<std::string> workers;  // or a static list of worker addresses
   PlacementOptions placement;
-  SplitOptions split;  // prefill on prefill workers, decode on decode workers
+  SplitOptions split;                     // prefill on prefill workers, decode on decode workers
+  bool split_stream_first_token = false;  // GenerationRunnerOptions::stream_first_token_before_handoff
   int max_attempts = 3;
   std::chrono::milliseconds overlap_timeout{100};
   std::chrono::milliseconds probe_interval{250};

@@ -1098,7 +1098,7 @@ def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -
 
 GROUP_LABELS = ("kvfleet.io/worker-group", "kvfleet.io/worker-role")
 ROLE_FLAGS = {"--role", "--kv-lease-seconds"}
-SPLIT_FLAGS = {"--split-min-uncached-tokens", "--no-split"}
+SPLIT_FLAGS = {"--split-min-uncached-tokens", "--no-split", "--split-stream-first-token"}
 
 
 def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
@@ -1217,7 +1217,8 @@ def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict)
     f.check(len(addresses) == 1, vs, "workers", "every group registers with the cachemanager the routers ask (how routers find them)",
             str(addresses))
     prefill, split = any(g["role"] == "prefill" for g in groups), values["router"]["split"]
-    wanted = (["--split-min-uncached-tokens", str(split["minUncachedTokens"])] if split["enabled"] else ["--no-split"]) if prefill else []
+    wanted = (["--split-min-uncached-tokens", str(split["minUncachedTokens"])]
+              + (["--split-stream-first-token"] if split["streamFirstToken"] else []) if split["enabled"] else ["--no-split"]) if prefill else []
     for router in (o for o in workloads if component_of(o) == "router"):
         args = next(c for c in containers_of(router["spec"]["template"]) if c["name"] == "router")["args"]
         given = [a for i, a in enumerate(args) if a in SPLIT_FLAGS or (i and args[i - 1] == "--split-min-uncached-tokens")]

@@ -98,6 +98,7 @@ TEST_F(EngineHandoffTest, APrefillHandoffThenAPullGivesTheTokensOfOneEngine) {
         KvPeerSource{.endpoint = "prefill-0:7002", .blocks = kPromptTokens / kBlockSize, .lease_id = "lease-1"};
     CollectingSink continued;
     ASSERT_TRUE(decode.Submit(rest, &continued).ok());
+    EXPECT_EQ(fetcher.asked.size(), 1u) << "a split request's pull starts when it arrives, before any step";
     RunToEnd(decode);
     ASSERT_TRUE(continued.finished());
     std::vector<model::TokenId> split = handed.tokens();
@@ -113,6 +114,38 @@ TEST_F(EngineHandoffTest, APrefillHandoffThenAPullGivesTheTokensOfOneEngine) {
     EXPECT_EQ(prefill.Stats().blocks_used, 0);
     EXPECT_TRUE(prefill.AuditBlocks().ok());
   }
+}
+
+TEST_F(EngineHandoffTest, ASplitRequestThatMustQueuePullsAtAdmission) {
+  auto prefill_executor = testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
+  Engine prefill(*prefill_executor, Options());
+  CollectingSink handed;
+  ASSERT_TRUE(prefill.Submit(PrefillOnly("lease-q"), &handed).ok());
+  RunToEnd(prefill);
+  ASSERT_EQ(handed.reason(), FinishReason::kHandoff);
+
+  EngineFetcher fetcher(prefill);
+  auto decode_executor = testing::NewTinyExecutor(*model_, 64, kBlockSize, 2);
+  EngineOptions decode_options = Options();
+  decode_options.scheduler.max_num_seqs = 1;
+  decode_options.kv_peer_fetcher = &fetcher;
+  Engine decode(*decode_executor, decode_options);
+  EngineRequest busy{.id = RequestId(2), .prompt = {3, 4, 5}, .stopping = {.max_tokens = 3, .ignore_eos = true}};
+  CollectingSink busy_sink;
+  ASSERT_TRUE(decode.Submit(busy, &busy_sink).ok());
+  ASSERT_TRUE(decode.Step().ok());  // the one running slot is taken
+
+  EngineRequest rest = Prompt(false);
+  rest.resumed_output = handed.tokens();
+  rest.kv_peer =
+      KvPeerSource{.endpoint = "prefill-0:7002", .blocks = kPromptTokens / kBlockSize, .lease_id = "lease-q"};
+  CollectingSink continued;
+  ASSERT_TRUE(decode.Submit(rest, &continued).ok());
+  EXPECT_TRUE(fetcher.asked.empty()) << "queued behind a full batch, the pull waits for admission";
+  RunToEnd(decode);
+  ASSERT_TRUE(continued.finished());
+  ASSERT_EQ(fetcher.asked.size(), 1u);
+  EXPECT_EQ(decode.Stats().kv_peer.blocks_pulled, kPromptTokens / kBlockSize);
 }
 
 TEST_F(EngineHandoffTest, AnUnpulledLeaseExpiresIntoOrdinaryCache) {

@@ -104,6 +104,41 @@ TEST_F(EngineLoadStatsTest, ACachedPrefixIsNotPending) {
   EXPECT_EQ(s.pending_prefill_tokens, 6 + 6);
 }
 
+// A fetcher that holds every pull until the test answers it.
+class HeldFetcher final : public KvPeerFetcher {
+ public:
+  void Fetch(const std::string&, std::vector<BlockHash>, const std::string&, Done done) override {
+    held.push_back(std::move(done));
+  }
+  std::vector<Done> held;
+};
+
+// A split request's prompt blocks are on their way from the prefill worker:
+// while they travel they are not prefill this worker owes; those the pull
+// did not bring are again.
+TEST_F(EngineLoadStatsTest, BlocksAPullIsBringingAreNotPending) {
+  HeldFetcher fetcher;
+  executor_ = testing::NewTinyExecutor(*model_, 256, kBlockSize, 2);
+  auto engine = std::make_unique<Engine>(
+      *executor_,
+      EngineOptions{.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 8}, .kv_peer_fetcher = &fetcher});
+  EngineRequest split = WithSharedPrefix(1);  // 38 tokens: 9 full blocks and 2 more
+  split.resumed_output = {7};
+  split.kv_peer = KvPeerSource{.endpoint = "prefill-0:7002", .blocks = 9, .lease_id = "lease-1"};
+  ASSERT_TRUE(engine->Submit(split, &sinks_[1]).ok());
+  ASSERT_EQ(fetcher.held.size(), 1u) << "pulled from its arrival";
+  EXPECT_EQ(engine->Stats().pending_prefill_tokens, 2 + 1) << "in the inbox: the tail and the resumed token";
+  ASSERT_TRUE(engine->Step().ok());
+  EXPECT_EQ(engine->Stats().pending_prefill_tokens, 2 + 1) << "drained, the pull still travelling";
+  fetcher.held[0]({}, absl::UnavailableError("the prefill worker is gone"));
+  ASSERT_TRUE(engine->Step().ok());  // the failed pull lands; its first 8 tokens are computed
+  EXPECT_EQ(engine->Stats().pending_prefill_tokens, 38 + 1 - 8) << "what the pull did not bring is owed again";
+  while (engine->HasWork()) ASSERT_TRUE(engine->Step().ok());
+  EXPECT_TRUE(sinks_[1].finished());
+  EXPECT_EQ(engine->Stats().pending_prefill_tokens, 0);
+  EXPECT_EQ(engine->Stats().kv_peer.pulls_failed, 1);
+}
+
 // Reads the engine's stats from inside a step, as the KV event publisher
 // may while a long step runs on a CPU.
 class StatsDuringStep : public StepObserver {

@@ -555,14 +555,18 @@ changes, and tokens are added or revoked without a restart.
 {{- end -}}
 
 {{/* The router's split flags (list items), only while a worker group has
-role prefill: --split-min-uncached-tokens router.split.minUncachedTokens, or
---no-split with router.split.enabled false. */}}
+role prefill: --split-min-uncached-tokens router.split.minUncachedTokens (and
+--split-stream-first-token with router.split.streamFirstToken), or --no-split
+with router.split.enabled false. */}}
 {{- define "kvfleet.router.splitArgs" -}}
 {{- $prefill := false -}}
 {{- range .Values.workerGroups }}{{ if eq .role "prefill" }}{{ $prefill = true }}{{ end }}{{ end -}}
 {{- if and $prefill .Values.router.split.enabled -}}
 - --split-min-uncached-tokens
 - {{ .Values.router.split.minUncachedTokens | quote }}
+{{- if .Values.router.split.streamFirstToken }}
+- --split-stream-first-token
+{{- end }}
 {{- else if $prefill -}}
 - --no-split
 {{- end -}}

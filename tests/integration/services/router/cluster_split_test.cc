@@ -114,18 +114,21 @@ TEST(ClusterSplitTest, ChaosThePrefillWorkerKilledDuringThePullLeavesTheTokensUn
   const std::vector<std::vector<int32_t>> reference = OneWorkerTokens({request});
   RouterCluster cluster;
   ASSERT_TRUE(cluster.Start(SplitCluster({"--fault-kv-transfer", "stall"})).ok());
-  std::thread killer;
-  std::atomic<bool> killing{false};
-  const TextStreamResult r = cluster.Generate(request, std::nullopt, [&](const TextStreamResult&) {
-    if (!killing.exchange(true)) {
-      killer = std::thread([&] {
-        std::this_thread::sleep_for(milliseconds(1000));  // inside the 3 s stall
-        cluster.KillWorker(0);
-      });
-    }
-    return false;  // never cancel
+  // The client sees no token before the decode worker streams, so the
+  // handoff is watched for at the prefill worker.
+  std::atomic<bool> handed_off{false};
+  std::thread killer([&] {
+    handed_off = WaitUntil(
+        [&] {
+          return Value(cluster.worker(0), "kvfleet_worker_requests_total", {{"finish_reason", "handoff"}}) >= 1;
+        },
+        milliseconds(20000));
+    std::this_thread::sleep_for(milliseconds(1000));  // inside the 3 s stall
+    cluster.KillWorker(0);
   });
-  if (killer.joinable()) killer.join();
+  const TextStreamResult r = cluster.Generate(request);
+  killer.join();
+  ASSERT_TRUE(handed_off) << "the prefill worker never handed off";
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(r.tokens, reference[0]);
   EXPECT_EQ(r.worker_ids.front(), "worker-0");
@@ -147,31 +150,25 @@ TEST(ClusterSplitTest, ChaosTheDecodeWorkerKilledDuringItsPullResumesOnTheOther)
   const std::vector<std::vector<int32_t>> reference = OneWorkerTokens({request});
   RouterCluster cluster;
   ASSERT_TRUE(cluster.Start(SplitCluster({"--fault-kv-transfer", "stall"})).ok());
-  std::thread killer;
-  std::atomic<bool> killing{false};
   std::atomic<int> killed{-1};
-  const TextStreamResult r = cluster.Generate(request, std::nullopt, [&](const TextStreamResult&) {
-    if (!killing.exchange(true)) {
-      killer = std::thread([&] {
-        // The decode worker holding the request waits on its pull.
-        const bool found = WaitUntil(
-            [&] {
-              for (int w : {1, 2}) {
-                absl::StatusOr<v1::WorkerStats> s = cluster.worker(w).Stats();
-                if (s.ok() && s->running() + s->waiting() > 0) {
-                  killed = w;
-                  return true;
-                }
-              }
-              return false;
-            },
-            milliseconds(2500));
-        if (found) cluster.KillWorker(killed);
-      });
-    }
-    return false;  // never cancel
+  std::thread killer([&] {
+    // The decode worker holding the request waits on its pull.
+    const bool found = WaitUntil(
+        [&] {
+          for (int w : {1, 2}) {
+            absl::StatusOr<v1::WorkerStats> s = cluster.worker(w).Stats();
+            if (s.ok() && s->running() + s->waiting() > 0) {
+              killed = w;
+              return true;
+            }
+          }
+          return false;
+        },
+        milliseconds(20000));
+    if (found) cluster.KillWorker(killed);
   });
-  if (killer.joinable()) killer.join();
+  const TextStreamResult r = cluster.Generate(request);
+  killer.join();
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   ASSERT_GE(killed.load(), 1) << "no decode worker was seen holding the request";
   EXPECT_EQ(r.tokens, reference[0]);

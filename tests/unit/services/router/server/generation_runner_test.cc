@@ -112,6 +112,7 @@ class GenerationRunnerTest : public ::testing::Test {
         })
         .RetiresOnSaturation();
   }
+  std::vector<bool> DecodeCalledAtEachMessage(bool stream_first_token_early);
   void ExpectNoCall(const std::string& id) { EXPECT_CALL(*stubs_.at(id), GenerateRaw(_, _)).Times(0); }
 
   // The workers report these numerics identities (a new incarnation each, so
@@ -395,6 +396,44 @@ TEST_F(GenerationRunnerTest, ALongPromptIsPrefilledOnAPrefillWorkerAndDecodedEls
   EXPECT_EQ(out.back().finish_reason(), v1::FINISH_REASON_LENGTH);
   EXPECT_EQ(out.back().usage().cached_prompt_tokens(), 0) << "the prefill worker's figure, not the pull's";
   EXPECT_EQ(out.back().usage().generated_tokens(), 3);
+}
+
+// The first token waits for the decode worker's stream, so the pull falls
+// in the time to first token and not between the first two tokens; with
+// stream_first_token_before_handoff it goes out as soon as it is computed.
+// Per message: whether the decode worker had been called when it was sent.
+std::vector<bool> GenerationRunnerTest::DecodeCalledAtEachMessage(bool stream_first_token_early) {
+  SetRoles({{"w0", "prefill"}, {"w1", "decode"}}, /*split_tokens=*/4);
+  runner_ = std::make_unique<GenerationRunner>(
+      *model_, *selector_, *pool_, metrics_,
+      GenerationRunnerOptions{.max_attempts = 3, .stream_first_token_before_handoff = stream_first_token_early});
+  v1::GenerateRequest decode;
+  Expect("w0", {.messages = {Final({20}, v1::FINISH_REASON_HANDOFF, 0)}});
+  Expect("w1", {.messages = {Tokens({21}), Final({22}, v1::FINISH_REASON_LENGTH, 4)}}, &decode);
+  std::vector<bool> called;
+  std::vector<int32_t> tokens;
+  grpc::ServerContext context;
+  const grpc::Status s =
+      runner_->Run(context, Plan(), GenerationRunner::Clock::now(), [&](const v1::GenerateTextResponse& r) {
+        called.push_back(decode.has_kv_peer());
+        tokens.insert(tokens.end(), r.token_ids().begin(), r.token_ids().end());
+        return true;
+      });
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(tokens, (std::vector<int32_t>{20, 21, 22}));
+  return called;
+}
+
+TEST_F(GenerationRunnerTest, ASplitsFirstTokenWaitsForTheDecodeWorker) {
+  const std::vector<bool> called = DecodeCalledAtEachMessage(false);
+  ASSERT_FALSE(called.empty());
+  EXPECT_TRUE(called.front());
+}
+
+TEST_F(GenerationRunnerTest, ASplitsFirstTokenMayGoOutBeforeTheHandoff) {
+  const std::vector<bool> called = DecodeCalledAtEachMessage(true);
+  ASSERT_FALSE(called.empty());
+  EXPECT_FALSE(called.front());
 }
 
 TEST_F(GenerationRunnerTest, AShortPromptGoesWholeToADecodeWorker) {

@@ -22,8 +22,8 @@ TEST(RouterOptionsTest, DefaultsWithACacheManager) {
 
 TEST(RouterOptionsTest, TheHttpPortAndTheServedName) {
   absl::StatusOr<RouterOptions> o =
-      ParseRouterOptions({"--model", "m", "--workers", "a:1", "--http-listen", "0.0.0.0:8000",
-                          "--http-request-timeout", "1500", "--served-model-name", "smollm2"});
+      ParseRouterOptions({"--model", "m", "--workers", "a:1", "--http-listen", "0.0.0.0:8000", "--http-request-timeout",
+                          "1500", "--served-model-name", "smollm2"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->http_listen, "0.0.0.0:8000");
   EXPECT_EQ(o->http_request_timeout, std::chrono::milliseconds(1500));
@@ -49,6 +49,20 @@ TEST(RouterOptionsTest, PlacementKnobs) {
   EXPECT_EQ(o->placement.in_flight_window, std::chrono::milliseconds(0));
   EXPECT_EQ(o->placement.affinity_guard_margin, 4);
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--decode-weight", "-1"}).ok());
+}
+
+TEST(RouterOptionsTest, SplitKnobs) {
+  absl::StatusOr<RouterOptions> o = ParseRouterOptions({"--model", "m", "--workers", "a:1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->split.enabled);
+  EXPECT_EQ(o->split.min_uncached_tokens, 2048);
+  EXPECT_FALSE(o->split_stream_first_token) << "by default a split's first token waits for the decode worker";
+  o = ParseRouterOptions({"--model", "m", "--workers", "a:1", "--no-split", "--split-min-uncached-tokens", "512",
+                          "--split-stream-first-token"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->split.enabled);
+  EXPECT_EQ(o->split.min_uncached_tokens, 512);
+  EXPECT_TRUE(o->split_stream_first_token);
 }
 
 TEST(RouterOptionsTest, BadCommandLinesAreRefused) {
