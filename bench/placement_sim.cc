@@ -5,6 +5,8 @@
 //   placement_sim --workload no-sharing --workers 16 --requests 10000 --json
 //   placement_sim --workload hot-prefix --policies prefix_aware --peer-pull off,on --network-gbps 10,100
 //   placement_sim --workload chat-docs --workers 16 --load 0.7,0.9 --prefill-workers 0,1:7,1:3,1:1
+#include "bench/placement_sim.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,7 +17,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bench/placement_sim.h"
 #include "bench/placement_sim_split_report.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
@@ -68,6 +69,8 @@ model). Deterministic for a seed; every policy sees the same trace.
                            one policy (default prefix_aware), peer pulls on, each --network-gbps
   --split-min-uncached-tokens N  the router's split threshold (default 2048)
   --lease-seconds S        the prefill worker's lease on a handed-off prompt (default 30)
+  --split-stream-first-token  a split's first token goes out when the prefill worker has it (the router's flag);
+                           by default it waits for the decode worker's, and the handoff is in the TTFT
   --ttft-objective S --itl-objective-ms MS   goodput's objectives: TTFT and the request's own p99
                            inter-token gap (default 1 s and 50 ms gpu, 10 s and 500 ms cpu)
   --admission-bypass N     admissions that may pass a waiting request that does not fit (default 16; 0: strict order)
@@ -134,6 +137,7 @@ absl::Status ReadRolesFlags(const flags::Flags& f, bool gpu, Flags& o) {
   o.sim.split.min_uncached_tokens = static_cast<int32_t>(std::clamp<int64_t>(split_tokens, 0, int64_t{1} << 30));
   RETURN_IF_ERROR(o.sim.split.Validate());
   ASSIGN_OR_RETURN(o.sim.lease_seconds, f.GetDouble("lease-seconds", o.sim.lease_seconds));
+  o.sim.split_stream_first_token = f.GetSwitch("split-stream-first-token");
   ASSIGN_OR_RETURN(o.sim.ttft_objective_s, f.GetDouble("ttft-objective", gpu ? 1.0 : 10.0));
   ASSIGN_OR_RETURN(double itl_ms, f.GetDouble("itl-objective-ms", gpu ? 50.0 : 500.0));
   o.sim.itl_objective_s = itl_ms / 1000;
@@ -144,55 +148,56 @@ absl::Status ReadRolesFlags(const flags::Flags& f, bool gpu, Flags& o) {
 }
 
 absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(flags::Flags f, flags::Flags::Parse(args,
-                                                       {"workload",
-                                                        "workers",
-                                                        "load",
-                                                        "rate",
-                                                        "requests",
-                                                        "seed",
-                                                        "policies",
-                                                        "step-model",
-                                                        "step-a",
-                                                        "step-b",
-                                                        "step-c",
-                                                        "kv-tokens",
-                                                        "max-num-seqs",
-                                                        "host-tier",
-                                                        "disk-tier",
-                                                        "host-gbps",
-                                                        "disk-gbps",
-                                                        "kv-bytes-per-token",
-                                                        "max-num-batched-tokens",
-                                                        "tenants",
-                                                        "context-tokens",
-                                                        "question-tokens",
-                                                        "output-tokens",
-                                                        "turns",
-                                                        "think-seconds",
-                                                        "zipf",
-                                                        "router-ms",
-                                                        "load-delay-ms",
-                                                        "event-flush-ms",
-                                                        "event-delay-ms",
-                                                        "prefill-weight",
-                                                        "decode-weight",
-                                                        "affinity-guard-margin",
-                                                        "affinity-guard-ratio",
-                                                        "kv-pressure-weight",
-                                                        "admission-bypass",
-                                                        "peer-pull",
-                                                        "network-gbps",
-                                                        "pull-latency-ms",
-                                                        "pull-assumed-gbps",
-                                                        "doc-share",
-                                                        "doc-tokens",
-                                                        "prefill-workers",
-                                                        "split-min-uncached-tokens",
-                                                        "lease-seconds",
-                                                        "ttft-objective",
-                                                        "itl-objective-ms"},
-                                                       {"json", "sessions-off", "crossover", "help"}));
+  ASSIGN_OR_RETURN(flags::Flags f,
+                   flags::Flags::Parse(args,
+                                       {"workload",
+                                        "workers",
+                                        "load",
+                                        "rate",
+                                        "requests",
+                                        "seed",
+                                        "policies",
+                                        "step-model",
+                                        "step-a",
+                                        "step-b",
+                                        "step-c",
+                                        "kv-tokens",
+                                        "max-num-seqs",
+                                        "host-tier",
+                                        "disk-tier",
+                                        "host-gbps",
+                                        "disk-gbps",
+                                        "kv-bytes-per-token",
+                                        "max-num-batched-tokens",
+                                        "tenants",
+                                        "context-tokens",
+                                        "question-tokens",
+                                        "output-tokens",
+                                        "turns",
+                                        "think-seconds",
+                                        "zipf",
+                                        "router-ms",
+                                        "load-delay-ms",
+                                        "event-flush-ms",
+                                        "event-delay-ms",
+                                        "prefill-weight",
+                                        "decode-weight",
+                                        "affinity-guard-margin",
+                                        "affinity-guard-ratio",
+                                        "kv-pressure-weight",
+                                        "admission-bypass",
+                                        "peer-pull",
+                                        "network-gbps",
+                                        "pull-latency-ms",
+                                        "pull-assumed-gbps",
+                                        "doc-share",
+                                        "doc-tokens",
+                                        "prefill-workers",
+                                        "split-min-uncached-tokens",
+                                        "lease-seconds",
+                                        "ttft-objective",
+                                        "itl-objective-ms"},
+                                       {"json", "sessions-off", "crossover", "split-stream-first-token", "help"}));
   if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
   Flags o;
   WorkloadOptions& w = o.workload;
@@ -457,9 +462,8 @@ absl::Status Main(const std::vector<std::string>& args) {
                "max_num_batched_tokens %d; router %.1f ms, load reports %.1f ms, KV events every %.0f ms + %.1f ms\n",
                WorkloadName(o.workload.kind).c_str(), static_cast<long long>(o.workload.requests),
                static_cast<unsigned long long>(o.workload.seed), c.model.name.c_str(), c.model.a, c.model.b, c.model.c,
-               c.PeakTokensPerSecond(), static_cast<long long>(c.kv_tokens), c.max_num_seqs,
-               c.max_num_batched_tokens, o.sim.router_ms, o.sim.load_delay_ms, o.sim.event_flush_ms,
-               o.sim.event_delay_ms);
+               c.PeakTokensPerSecond(), static_cast<long long>(c.kv_tokens), c.max_num_seqs, c.max_num_batched_tokens,
+               o.sim.router_ms, o.sim.load_delay_ms, o.sim.event_flush_ms, o.sim.event_delay_ms);
   if (o.crossover || AnyPulls(o) || !o.roles.empty()) PrintCrossover(o, table);
   if (o.crossover) return absl::OkStatus();
   nlohmann::json json = nlohmann::json::object();

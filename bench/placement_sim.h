@@ -118,8 +118,8 @@ struct SimRequest {
 
 struct Workload {
   WorkloadOptions options;
-  double load = 0;          // offered / peak token rate
-  double offered_rate = 0;  // prompt + output tokens per second, as if nothing were cached
+  double load = 0;                   // offered / peak token rate
+  double offered_rate = 0;           // prompt + output tokens per second, as if nothing were cached
   std::vector<SimRequest> requests;  // by arrival
 };
 
@@ -134,9 +134,7 @@ struct ClusterShape {
   StepModel model;
   // One worker's peak token rate: full steps of max_num_batched_tokens
   // (the kv term left out: it is zero at no context).
-  double PeakTokensPerSecond() const {
-    return max_num_batched_tokens / model.Seconds(max_num_batched_tokens, 0);
-  }
+  double PeakTokensPerSecond() const { return max_num_batched_tokens / model.Seconds(max_num_batched_tokens, 0); }
   // A request's share of a worker's time at full batches: its prompt at the
   // peak rate, each answer token as one of max_num_seqs streams in a decode
   // step reading its context. The chat-docs load counts requests by it: a
@@ -205,6 +203,7 @@ struct SimOptions {
   int32_t prefill_workers = 0;
   router::SplitOptions split;
   double lease_seconds = 30;
+  bool split_stream_first_token = false;  // the router's --split-stream-first-token
   // Goodput: a request is good when its TTFT and its own p99 inter-token
   // gap (nearest rank; none for a single token) are within these.
   double ttft_objective_s = 1.0;
@@ -215,10 +214,10 @@ struct SimResult {
   std::string policy;
   int64_t requests = 0, finished = 0;
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
-  double throughput_tokens_per_s = 0;  // prompt + output tokens served / makespan
-  double hit_ratio = 0;                // cached prompt tokens at admission / prompt tokens, any tier
-  double lower_tier_hit_ratio = 0;     // of hit_ratio, loaded back from host or disk (lookups that admitted)
-  int64_t tokens_computed = 0;         // every token the workers computed, recomputation included
+  double throughput_tokens_per_s = 0;        // prompt + output tokens served / makespan
+  double hit_ratio = 0;                      // cached prompt tokens at admission / prompt tokens, any tier
+  double lower_tier_hit_ratio = 0;           // of hit_ratio, loaded back from host or disk (lookups that admitted)
+  int64_t tokens_computed = 0;               // every token the workers computed, recomputation included
   double max_running = 0, mean_running = 0;  // per worker, time-averaged running requests: max over workers, mean
   int64_t preemptions = 0;
   double makespan_s = 0;

@@ -2,12 +2,13 @@
 // placement_sim_cluster.h): an event queue of request arrivals at the
 // router, deliveries to workers, the ends of engine steps and of peer pulls,
 // handoffs and lease deadlines, in simulated seconds.
+#include "bench/placement_sim_cluster.h"
+
 #include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "bench/placement_sim_cluster.h"
 #include "common/status_macros.h"
 
 namespace kvfleet::bench::placement_sim {
@@ -56,7 +57,9 @@ Simulation::Simulation(const Workload& workload, const SimOptions& o)
                            .host_capacity_blocks = workers_.back()->tiers.host_blocks(),
                            .disk_capacity_blocks = workers_.back()->tiers.disk_blocks()},
                           At(now_));
-    (void)index_.Apply({.worker_id = id, .incarnation = 1, .sequence = ++sequence_[id],
+    (void)index_.Apply({.worker_id = id,
+                        .incarnation = 1,
+                        .sequence = ++sequence_[id],
                         .events = {{.kind = cachemanager::KvEventRecord::Kind::kSnapshot}}},
                        At(now_));
   }
@@ -264,6 +267,14 @@ void Simulation::Deliver(size_t i, size_t worker) {
   w.inbox.push_back(live_[i].request.get());
   w.pending.Add(*live_[i].request);
   w.admitted_ticket = std::max(w.admitted_ticket, live_[i].decision.in_flight_ticket);
+  // As Engine::Submit: a split request's pull starts at its arrival while a
+  // running slot is free (counting it), not at the next step's admission.
+  engine::Request& r = *live_[i].request;
+  const int64_t in_flight =
+      int64_t{w.scheduler.num_running()} + w.scheduler.num_waiting() + static_cast<int64_t>(w.inbox.size());
+  if (r.params.kv_peer.has_value() && !r.params.kv_peer->lease_id.empty() && in_flight <= o_.cluster.max_num_seqs) {
+    StartPull(r, worker);
+  }
   Report(w);  // on admission
   if (!w.busy) StartStep(worker);
 }
@@ -301,7 +312,12 @@ void Simulation::EndStep(size_t worker) {
     const size_t i = r->id().value() - 1;
     w.pending.Computed(*r);
     r->tokens.push_back(w_.requests[i].answer[static_cast<size_t>(r->num_output_tokens())]);
-    OnToken(i);
+    const bool handing_off = r->params.prefill_only && r->num_output_tokens() < r->params.stopping.max_tokens;
+    if (handing_off && !o_.split_stream_first_token) {
+      live_[i].held_at = now_;  // the router holds it for the decode worker's first
+    } else {
+      OnToken(i);
+    }
     if (r->num_output_tokens() >= r->params.stopping.max_tokens) {
       Finish(w, i);
     } else if (r->params.prefill_only) {

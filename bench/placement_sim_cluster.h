@@ -174,6 +174,9 @@ struct LiveRequest {
   // time, the last's, and the gaps between consecutive ones.
   double first_token_at = -1, last_token_at = -1;
   std::vector<double> gaps;
+  // A split's first token while the router holds it (from its prefill
+  // worker's step end until the decode worker's first token).
+  double held_at = -1;
   // A split: the prefill worker that holds the prompt under its lease.
   size_t prefill_worker = 0;
   // A pull: the prompt blocks it brings (indices into prompt_block_hashes,
@@ -246,7 +249,7 @@ class Simulation {
   std::vector<LiveRequest> live_;
   // The cachemanager's index, fed by the workers' events as they arrive.
   cachemanager::KvMap index_{{.liveness_deadline = std::chrono::hours(24 * 365)}};  // no simulated worker dies
-  absl::flat_hash_map<std::string, uint64_t> sequence_;  // each worker's last batch
+  absl::flat_hash_map<std::string, uint64_t> sequence_;                             // each worker's last batch
   absl::flat_hash_map<std::string, size_t> worker_index_;
   absl::flat_hash_map<std::string, size_t> transfer_index_;  // a worker's transfer endpoint: its index
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;

@@ -11,12 +11,20 @@ namespace kvfleet::bench::placement_sim::detail {
 
 // A token reaches the client when its step ends (token transit left out, as
 // for the first). A split request's second token comes from the decode
-// worker: its gap spans the handoff, the pull and the decode worker's queue.
+// worker, after the handoff, the pull and the decode worker's queue: by
+// default the router holds the first until then, and both arrive together
+// (a gap of 0; the wait is in the TTFT); with split_stream_first_token the
+// wait is the second token's gap.
 void Simulation::OnToken(size_t i) {
   LiveRequest& l = live_[i];
   if (l.first_token_at < 0) {
     l.first_token_at = now_;
     ttft_.push_back(now_ - w_.requests[i].arrival_s);
+    if (l.held_at >= 0) {
+      handoff_gaps_.push_back(now_ - l.held_at);
+      l.gaps.push_back(0);
+      itl_.push_back(0);
+    }
   } else {
     const double gap = now_ - l.last_token_at;
     l.gaps.push_back(gap);

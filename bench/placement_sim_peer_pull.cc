@@ -20,7 +20,8 @@ double BytesPerSecond(double gbps) { return gbps * 1e9 / 8; }
 namespace detail {
 
 // The engine's StartPeerPull, called by the worker's KvCacheManager at
-// the request's first admission try: the prompt's leading blocks its
+// the request's first admission try (a split request's at its arrival, when
+// a running slot is free: Deliver): the prompt's leading blocks its
 // kv_peer names (never one that ends the prompt) that this worker holds in
 // no tier, cut to the pool's free blocks (past them, committing the last
 // would evict the first), of which the source sends the leading run it
@@ -44,9 +45,12 @@ bool Simulation::StartPull(engine::Request& r, size_t worker) {
   wanted.resize(served);
   if (wanted.empty()) return false;
   r.kv_loading = true;
+  r.kv_peer_tried = true;
   ++pulls_;
   const size_t i = r.id().value() - 1;
   LiveRequest& l = live_[i];
+  for (size_t k : wanted) r.kv_pulling.push_back(r.prompt_block_hashes[k]);
+  workers_[worker]->pending.Arriving(r.kv_pulling);
   l.pull_started = now_;
   l.pull_source = source;
   const double done = links_.Pull(source, worker, static_cast<int64_t>(wanted.size()) * block_bytes_, now_);
@@ -81,6 +85,8 @@ void Simulation::FinishPull(size_t i, size_t worker) {
   for (auto b = held.rbegin(); b != held.rend(); ++b) w.pool.Release(*b);
   l.pulling.resize(static_cast<size_t>(committed));
   r.kv_loading = false;
+  w.pending.Arrived(r.kv_pulling);
+  r.kv_pulling.clear();
   blocks_pulled_ += committed;
   if (committed > 0) {
     const double per_block = (now_ - l.pull_started) / static_cast<double>(committed);

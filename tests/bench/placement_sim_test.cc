@@ -198,7 +198,7 @@ ClusterShape ChatDocsCluster() {
 // A split request's prefill worker leases its prompt, the decode worker
 // pulls it and decodes the rest: every request finishes, every lease ends
 // (no block stays in use), every long prompt is split or priced out and no
-// short one is, and the second token's gap spans the handoff.
+// short one is, and the handoff spans the pull.
 TEST(PlacementSimTest, SplitRequestsHandOffAndEveryBlockComesBack) {
   const ClusterShape cluster = ChatDocsCluster();
   const Workload w = BuildWorkload(SmallChatDocs(), 0.6, cluster);
@@ -247,6 +247,26 @@ TEST(PlacementSimTest, SplittingShortensTheLongestGaps) {
   absl::StatusOr<SimResult> split = Simulate(w, Roles(cluster, 2));
   ASSERT_TRUE(aggregated.ok() && split.ok());
   EXPECT_LT(split->itl_p90_s, aggregated->itl_p90_s);
+}
+
+// By default the router holds a split's first token until the decode
+// worker's: the same run, with the handoff in the TTFT instead of the
+// second token's gap.
+TEST(PlacementSimTest, AHeldFirstTokenMovesTheHandoffIntoTheTtft) {
+  const ClusterShape cluster = ChatDocsCluster();
+  const Workload w = BuildWorkload(SmallChatDocs(), 0.6, cluster);
+  SimOptions early_options = Roles(cluster, 1);
+  early_options.split_stream_first_token = true;
+  absl::StatusOr<SimResult> held = Simulate(w, Roles(cluster, 1));
+  absl::StatusOr<SimResult> early = Simulate(w, early_options);
+  ASSERT_TRUE(held.ok() && early.ok());
+  EXPECT_EQ(held->tokens_served, early->tokens_served);
+  EXPECT_EQ(held->splits, early->splits);
+  EXPECT_EQ(held->handoff_gap_p50_s, early->handoff_gap_p50_s) << "the same run, recorded in another place";
+  EXPECT_GT(held->handoff_gap_p50_s, 0);
+  EXPECT_GE(held->ttft_p90_s, early->ttft_p90_s);
+  EXPECT_GT(held->ttft_p99_s, early->ttft_p99_s);
+  EXPECT_LT(held->itl_p99_s, early->itl_p99_s);
 }
 
 TEST(PlacementSimTest, RolesNeedPullsAndADecodeWorker) {
