@@ -211,6 +211,11 @@ void Engine::DrainInbox() {
     Request* raw = req.get();
     pending_prefill_.Add(*raw);
     pending_prefill_.Arriving(raw->kv_pulling);  // a split request's pull, started at arrival
+    // One that queues before its pull keeps its prefill worker's lease.
+    if (raw->params.kv_peer.has_value() && !raw->params.kv_peer->lease_id.empty() && !raw->kv_peer_tried &&
+        options_.kv_peer_fetcher != nullptr) {
+      queued_handoffs_[raw->id()] = std::chrono::steady_clock::time_point::min();
+    }
     requests_[raw->id()] = std::move(req);
     scheduler_.Add(raw);
   }
@@ -231,7 +236,9 @@ void Engine::DrainInbox() {
     kv_peer_stats_.blocks_served += s.blocks;
     kv_peer_stats_.bytes_served += s.bytes;
   }
-  if (kv_leases_.Expire(std::chrono::steady_clock::now()) > 0) DropStagedWithoutLease();
+  const auto now = std::chrono::steady_clock::now();
+  for (const std::string& id : inbox.renewals) kv_leases_.Renew(id, now + options_.kv_lease_duration);
+  if (kv_leases_.Expire(now) > 0) DropStagedWithoutLease();
   for (Inbox::Pulled& pulled : inbox.pulled) FinishPeerPull(pulled);
   if (options_.kv_tiers != nullptr) {
     for (RequestId id : options_.kv_tiers->Poll()) {
@@ -281,6 +288,7 @@ absl::Status Engine::Step() {
   DrainInbox();
   speculator_.Plan(scheduler_.running(), options_.scheduler.max_num_batched_tokens);
   const SchedulerOutput scheduled = scheduler_.Schedule();
+  if (!queued_handoffs_.empty()) RenewQueuedHandoffLeases(std::chrono::steady_clock::now());
   last_step_empty_ = scheduled.empty();
   if (scheduled.empty()) {
     PublishStats(0);

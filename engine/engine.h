@@ -132,6 +132,11 @@ class Engine {
   // answers on the calling thread, without waiting for a step.
   using KvExportDone = std::function<void(std::vector<KvBlockBytes>)>;
   void ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done, std::string lease_id = "");
+  // A reader still waiting for lease `lease_id`: its deadline moves to
+  // kv_lease_duration from the next step (any thread; an ended lease is
+  // not taken again). The decode side sends these for a split request
+  // that queues before its pull (RenewQueuedHandoffLeases).
+  void RenewKvLease(std::string lease_id);
 
   // One scheduling step on the calling thread. Errors are the executor's.
   absl::Status Step();
@@ -185,9 +190,10 @@ class Engine {
       int64_t bytes = 0;
     };
     std::vector<StagedServed> staged_served;
+    std::vector<std::string> renewals;  // RenewKvLease
     bool empty() const {
       return submitted.empty() && cancelled.empty() && !snapshot && exports.empty() && pulled.empty() &&
-             staged_served.empty();
+             staged_served.empty() && renewals.empty();
     }
   };
 
@@ -221,6 +227,9 @@ class Engine {
   // Asks the transport for `wanted` from `peer`; the blocks reach the inbox
   // (any thread; the caller counted the pull in pulls_in_flight_).
   void FetchFromPeer(RequestId id, const KvPeerSource& peer, std::vector<BlockHash> wanted);
+  // Renews the leases of queued split requests that are due (engine
+  // thread, each step); forgets those whose pull started or that ended.
+  void RenewQueuedHandoffLeases(std::chrono::steady_clock::time_point now);
   // A pull's blocks into free device blocks, committed under their hashes
   // and left cached for the request's admission; then it may run.
   void FinishPeerPull(Inbox::Pulled& pulled);
@@ -278,6 +287,10 @@ class Engine {
   double mask_wait_seconds_ = 0.0;
   KvPeerStats kv_peer_stats_;  // engine thread; published with the step's stats
   KvLeases kv_leases_;         // engine thread
+  // Split requests queued here before their pull, and when each next asks
+  // its prefill worker to keep the lease (a third of kv_lease_duration
+  // apart): engine thread.
+  absl::flat_hash_map<RequestId, std::chrono::steady_clock::time_point> queued_handoffs_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -25,6 +25,29 @@ void Engine::ExportKvBlocks(std::vector<BlockHash> hashes, KvExportDone done, st
   wake_.notify_one();
 }
 
+void Engine::RenewKvLease(std::string lease_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.renewals.push_back(std::move(lease_id));
+  }
+  wake_.notify_one();
+}
+
+void Engine::RenewQueuedHandoffLeases(std::chrono::steady_clock::time_point now) {
+  for (auto it = queued_handoffs_.begin(); it != queued_handoffs_.end();) {
+    auto next = std::next(it);
+    const auto req = requests_.find(it->first);
+    if (req == requests_.end() || req->second->kv_peer_tried) {
+      queued_handoffs_.erase(it);
+    } else if (now >= it->second) {
+      const KvPeerSource& peer = *req->second->params.kv_peer;
+      options_.kv_peer_fetcher->RenewLease(peer.endpoint, peer.lease_id);
+      it->second = now + options_.kv_lease_duration / 3;
+    }
+    it = next;
+  }
+}
+
 bool Engine::HeldHere(const BlockHash& hash) const {
   if (pool_.IsCached(hash)) return true;
   return options_.kv_tiers != nullptr && (options_.kv_tiers->InHost(hash) || options_.kv_tiers->OnDiskOnly(hash));

@@ -50,6 +50,14 @@ bool KvLeases::Release(const std::string& id) {
   return true;
 }
 
+bool KvLeases::Renew(const std::string& id, Clock::time_point deadline) {
+  auto it = leases_.find(id);
+  if (it == leases_.end()) return false;
+  it->second.deadline = deadline;
+  ++counters_.renewed;
+  return true;
+}
+
 int32_t KvLeases::Expire(Clock::time_point now) {
   int32_t ended = 0;
   for (auto it = leases_.begin(); it != leases_.end();) {

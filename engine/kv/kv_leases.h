@@ -14,6 +14,7 @@
 //   KvLeases leases(pool, /*max_blocks=*/pool.num_blocks() / 2);
 //   leases.Hold("req-7", kv.PagesOfHit(req.prompt_block_hashes), now + 30s);
 //   ... a peer's pull names "req-7" and is served ...
+//   leases.Renew("req-7", now + 30s);  // its reader is queued, not gone
 //   leases.Release("req-7");
 //   leases.Expire(now);  // every step: leases past their deadline end
 #pragma once
@@ -36,6 +37,7 @@ struct KvLeaseCounters {
   int64_t released = 0;   // ended by the pull that named them
   int64_t expired = 0;    // ended at their deadline, unpulled
   int64_t displaced = 0;  // ended early to keep the leased blocks under the bound
+  int64_t renewed = 0;    // deadlines moved by the reader's renewals
 };
 
 class KvLeases {
@@ -54,6 +56,9 @@ class KvLeases {
   int32_t Hold(const std::string& id, std::span<const BlockHash> hashes, Clock::time_point deadline);
   // Ends the lease `id` (a pull naming it was served); false if none.
   bool Release(const std::string& id);
+  // Moves the lease `id`'s deadline to `deadline` (its reader still waits
+  // to pull); false if none.
+  bool Renew(const std::string& id, Clock::time_point deadline);
   // Ends every lease whose deadline is at or before `now`; how many.
   int32_t Expire(Clock::time_point now);
 

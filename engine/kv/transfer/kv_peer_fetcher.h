@@ -27,6 +27,11 @@ class KvPeerFetcher {
   // once, on any thread, within the fetcher's deadline.
   virtual void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
                      Done done) = 0;
+  // Asks the peer at `endpoint` to keep lease `lease_id` for another of its
+  // lease durations (a split request queued here will pull it later).
+  // Returns at once; a renewal that fails is not retried: the next one, or
+  // the blocks as ordinary cache, or computing them, covers it.
+  virtual void RenewLease(const std::string& endpoint, const std::string& lease_id) = 0;
 };
 
 }  // namespace kvfleet::engine

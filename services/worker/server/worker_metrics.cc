@@ -164,6 +164,9 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
       .Add(static_cast<double>(leases.released), {{"outcome", "released"}})
       .Add(static_cast<double>(leases.expired), {{"outcome", "expired"}})
       .Add(static_cast<double>(leases.displaced), {{"outcome", "displaced"}});
+  out.Counter("kvfleet_worker_kv_lease_renewals_total",
+              "Lease renewals taken from decode workers whose split request queued before its pull",
+              static_cast<double>(leases.renewed));
   out.Gauge("kvfleet_worker_kv_leased_blocks", "KV blocks held for decode workers' pulls right now",
             static_cast<double>(s.kv_leased_blocks));
   out.Counter("kvfleet_worker_grammar_mask_wait_seconds_total",

@@ -69,6 +69,24 @@ void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> has
   done({}, std::move(refused));
 }
 
+void KvPeerClient::RenewLease(const std::string& endpoint, const std::string& lease_id) {
+  // Everything the call needs lives as long as the call, whatever happens
+  // to this client meanwhile.
+  struct Call {
+    std::unique_ptr<v1::KvTransfer::Stub> stub;
+    grpc::ClientContext context;
+    v1::RenewLeaseRequest request;
+    v1::RenewLeaseResponse response;
+  };
+  auto call = std::make_shared<Call>();
+  call->stub = v1::KvTransfer::NewStub(ChannelTo(endpoint));
+  call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  call->request.set_lease_id(lease_id);
+  Call* raw = call.get();
+  raw->stub->async()->RenewLease(&raw->context, &raw->request, &raw->response,
+                                 [call = std::move(call)](grpc::Status) mutable { call.reset(); });
+}
+
 void KvPeerClient::Work() {
   while (true) {
     Pull pull;

@@ -48,6 +48,8 @@ class KvPeerClient final : public engine::KvPeerFetcher {
 
   void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
              Done done) override;
+  // An asynchronous call under its own short deadline, beside the pulls.
+  void RenewLease(const std::string& endpoint, const std::string& lease_id) override;
 
  private:
   struct Pull {

@@ -112,4 +112,18 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   return grpc::Status::OK;
 }
 
+grpc::Status KvTransferService::RenewLease(grpc::ServerContext*, const v1::RenewLeaseRequest* request,
+                                           v1::RenewLeaseResponse*) {
+  std::shared_lock<std::shared_mutex> serving(mu_);
+  if (engine_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this worker holds no leases (loading or stopping)");
+  }
+  if (request->lease_id().empty() || request->lease_id().size() > 128) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("a lease id has 1 to 128 bytes, not ", request->lease_id().size()));
+  }
+  engine_->RenewKvLease(request->lease_id());
+  return grpc::Status::OK;
+}
+
 }  // namespace kvfleet::worker

@@ -58,6 +58,9 @@ class KvTransferService final : public v1::KvTransfer::Service {
 
   grpc::Status PullBlocks(grpc::ServerContext* context, const v1::PullBlocksRequest* request,
                           grpc::ServerWriter<v1::PullBlocksResponse>* writer) override;
+  // Engine::RenewKvLease; answers without waiting for the engine.
+  grpc::Status RenewLease(grpc::ServerContext* context, const v1::RenewLeaseRequest* request,
+                          v1::RenewLeaseResponse* response) override;
 
  private:
   const KvTransferServiceOptions options_;

@@ -129,6 +129,7 @@ TEST_F(EngineHandoffTest, ASplitRequestThatMustQueuePullsAtAdmission) {
   EngineOptions decode_options = Options();
   decode_options.scheduler.max_num_seqs = 1;
   decode_options.kv_peer_fetcher = &fetcher;
+  decode_options.kv_lease_duration = std::chrono::milliseconds(0);  // renewals due every step
   Engine decode(*decode_executor, decode_options);
   EngineRequest busy{.id = RequestId(2), .prompt = {3, 4, 5}, .stopping = {.max_tokens = 3, .ignore_eos = true}};
   CollectingSink busy_sink;
@@ -142,10 +143,19 @@ TEST_F(EngineHandoffTest, ASplitRequestThatMustQueuePullsAtAdmission) {
   CollectingSink continued;
   ASSERT_TRUE(decode.Submit(rest, &continued).ok());
   EXPECT_TRUE(fetcher.asked.empty()) << "queued behind a full batch, the pull waits for admission";
+  ASSERT_TRUE(decode.Step().ok());
+  ASSERT_TRUE(fetcher.asked.empty());
+  EXPECT_EQ(fetcher.renewals, std::vector<std::string>{"lease-q"}) << "while it queues, it keeps the lease";
+  EXPECT_EQ(prefill.Stats().kv_lease_counters.renewed, 1);
   RunToEnd(decode);
   ASSERT_TRUE(continued.finished());
   ASSERT_EQ(fetcher.asked.size(), 1u);
+  EXPECT_GE(fetcher.renewals.size(), 1u);
+  const size_t renewed = fetcher.renewals.size();
   EXPECT_EQ(decode.Stats().kv_peer.blocks_pulled, kPromptTokens / kBlockSize);
+  EXPECT_EQ(prefill.Stats().kv_lease_counters.released, 1);
+  ASSERT_TRUE(decode.Step().ok());
+  EXPECT_EQ(fetcher.renewals.size(), renewed) << "no renewal once its pull has started";
 }
 
 TEST_F(EngineHandoffTest, AnUnpulledLeaseExpiresIntoOrdinaryCache) {

@@ -110,6 +110,7 @@ class HeldFetcher final : public KvPeerFetcher {
   void Fetch(const std::string&, std::vector<BlockHash>, const std::string&, Done done) override {
     held.push_back(std::move(done));
   }
+  void RenewLease(const std::string&, const std::string&) override {}
   std::vector<Done> held;
 };
 

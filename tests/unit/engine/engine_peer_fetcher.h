@@ -28,6 +28,7 @@ class EngineFetcher final : public engine::KvPeerFetcher {
   std::vector<std::string> endpoints;
   std::vector<size_t> asked;
   std::vector<std::string> leases;
+  std::vector<std::string> renewals;
 
   void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
              Done done) override {
@@ -41,6 +42,12 @@ class EngineFetcher final : public engine::KvPeerFetcher {
     absl::Status status;
     if (fault) fault(got, status);
     done(std::move(got), status);
+  }
+
+  void RenewLease(const std::string&, const std::string& lease_id) override {
+    renewals.push_back(lease_id);
+    peer_.RenewKvLease(lease_id);
+    EXPECT_TRUE(peer_.Step().ok());
   }
 
  private:

@@ -68,6 +68,23 @@ TEST(KvLeasesTest, AnUnpulledLeaseExpiresAndItsBlocksBecomeOrdinaryCache) {
   EXPECT_EQ(leases.counters().expired, 2);
 }
 
+TEST(KvLeasesTest, ARenewedLeaseOutlivesItsFirstDeadline) {
+  BlockPool pool(8, nullptr);
+  const std::vector<BlockHash> hashes = CachedBlocks(pool, 3);
+  KvLeases leases(pool, 8);
+  const Clock::time_point now = Clock::now();
+  ASSERT_EQ(leases.Hold("split-1", hashes, now + std::chrono::seconds(30)), 3);
+  EXPECT_TRUE(leases.Renew("split-1", now + std::chrono::seconds(60)));
+  EXPECT_FALSE(leases.Renew("split-2", now + std::chrono::seconds(60))) << "no such lease: nothing taken";
+  EXPECT_EQ(leases.Expire(now + std::chrono::seconds(45)), 0);
+  EXPECT_TRUE(leases.Holds("split-1"));
+  EXPECT_EQ(leases.NextDeadline(), now + std::chrono::seconds(60));
+  EXPECT_EQ(leases.Expire(now + std::chrono::seconds(60)), 1);
+  EXPECT_FALSE(leases.Renew("split-1", now + std::chrono::seconds(90))) << "an ended lease is not taken again";
+  EXPECT_EQ(leases.counters().renewed, 1);
+  EXPECT_EQ(leases.counters().expired, 1);
+}
+
 TEST(KvLeasesTest, TheBoundEndsTheOldestLeasesFirst) {
   BlockPool pool(16, nullptr);
   const std::vector<BlockHash> a = CachedBlocks(pool, 3, 1), b = CachedBlocks(pool, 3, 10),

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "engine/engine.h"
 #include "services/transport/grpc/grpc_server.h"
@@ -162,6 +163,30 @@ TEST_F(KvTransferGrpcTest, PullsStayWithinTheirBytesInFlight) {
   EXPECT_EQ(none.tokens, alone.tokens);
   EXPECT_EQ(none.cached, 0);
   EXPECT_EQ(none.stats.failed_by_reason.at("resource_exhausted"), 1);
+}
+
+// A split request queued at its decode worker keeps its prefill worker's
+// lease: the renewal crosses gRPC and moves the lease's deadline; one for
+// a lease that ended takes nothing.
+TEST_F(KvTransferGrpcTest, ALeaseRenewalReachesThePrefillWorker) {
+  std::unique_ptr<PeerA> a = StartPeer();
+  engine::EngineRequest prefill = Prompt(901);
+  prefill.prefill_only = true;
+  prefill.kv_lease_id = "lease-r";
+  CollectingSink handed;
+  ASSERT_TRUE(a->engine->Submit(prefill, &handed).ok());
+  handed.WaitFinished();
+  ASSERT_EQ(handed.reason(), engine::FinishReason::kHandoff);
+  ASSERT_EQ(a->engine->Stats().kv_leases, 1);
+  KvPeerClient client({.identity = KvTransferIdentityOf(a->executor->info(), "tiny", "f16")});
+  client.RenewLease(a->server.address, "no-such-lease");
+  client.RenewLease(a->server.address, "lease-r");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (a->engine->Stats().kv_lease_counters.renewed < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(a->engine->Stats().kv_lease_counters.renewed, 1);
+  EXPECT_EQ(a->engine->Stats().kv_leases, 1);
 }
 
 }  // namespace
