@@ -123,8 +123,8 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   req->cache_root = RootBlockHash(options_.model_id, req->params.cache_salt);
   req->prompt_block_hashes = HashFullBlocks(req->cache_root, req->params.prompt, kv_.block_size());
   const RequestId id = req->id();
+  const std::optional<KvPeerSource> peer = req->params.kv_peer;
   std::vector<BlockHash> early_pull;
-  KvPeerSource early_peer;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Everything in flight beyond the running slots waits. Counted from the
@@ -139,21 +139,7 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
     if (!active_ids_.insert(req->id()).second) {
       return absl::AlreadyExistsError(absl::StrCat("request id ", req->id().value(), " is already in flight"));
     }
-    // A split request's blocks are pulled from its arrival when a running
-    // slot is free, not from its admission at the next step: the prefill
-    // worker holds them under a lease, and the client waits between its
-    // first and second token for this pull. (Deep in a queue, a pull
-    // waits for admission, so that eviction does not take what it brought.)
-    if (req->params.kv_peer.has_value() && !req->params.kv_peer->lease_id.empty() && waiting < 0) {
-      early_pull = PeerHitPages(*req);
-      if (!early_pull.empty()) {
-        req->kv_peer_tried = true;
-        req->kv_loading = true;
-        req->kv_pulling = early_pull;
-        ++pulls_in_flight_;
-        early_peer = *req->params.kv_peer;
-      }
-    }
+    if (waiting < 0) early_pull = ClaimPullAtArrival(*req);
     // Leading blocks some active request already computes (or holds).
     size_t covered = 0;
     while (covered < req->prompt_block_hashes.size() &&
@@ -162,15 +148,15 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
     }
     // And those its pull is bringing.
     if (!early_pull.empty()) {
-      covered = std::max(covered, std::min(req->prompt_block_hashes.size(),
-                                           static_cast<size_t>(std::max(req->params.kv_peer->blocks, 0))));
+      covered =
+          std::max(covered, std::min(req->prompt_block_hashes.size(), static_cast<size_t>(std::max(peer->blocks, 0))));
     }
     inbox_pending_tokens_ += std::max<int64_t>(0, req->num_tokens() - static_cast<int64_t>(covered) * kv_.block_size());
     for (const BlockHash& h : req->prompt_block_hashes) ++active_prompt_blocks_[h];
     inbox_.submitted.push_back(std::move(req));
   }
   wake_.notify_one();
-  if (!early_pull.empty()) FetchFromPeer(id, early_peer, std::move(early_pull));
+  if (!early_pull.empty()) FetchFromPeer(id, *peer, std::move(early_pull));
   return absl::OkStatus();
 }
 

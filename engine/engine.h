@@ -220,6 +220,16 @@ class Engine {
   // KvCacheManager's hook), when the peer holds pages of its prefix this
   // worker lacks: true, and the request waits (kv_loading) meanwhile.
   bool StartPeerPull(Request& req);
+  // A split request's pull, started in Submit (when a running slot is free)
+  // rather than at its admission after the step in progress: the prefill
+  // worker holds the blocks under a lease and the client waits on this
+  // pull for its first token. Asks for every page of the hit (which ones
+  // this worker holds is the engine thread's to know; the commit skips
+  // them). Marks the request loading and counts the pull; the caller
+  // fetches the returned pages once the request is in the inbox. Empty:
+  // not a split request, or nothing to pull. (Deep in a queue, a pull
+  // waits for admission, so that eviction does not take what it brought.)
+  std::vector<BlockHash> ClaimPullAtArrival(Request& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pages a pull from the request's kv_peer would bring: its hit's
   // blocks short of the prompt's last token, with the window pages their
   // end reaches (any thread: reads no pool state).

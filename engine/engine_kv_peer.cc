@@ -66,6 +66,17 @@ std::vector<BlockHash> Engine::PeerHitPages(const Request& req) const {
   return kv_.PagesOfHit(std::span(req.prompt_block_hashes).first(held));
 }
 
+std::vector<BlockHash> Engine::ClaimPullAtArrival(Request& req) {
+  if (!req.params.kv_peer.has_value() || req.params.kv_peer->lease_id.empty()) return {};
+  std::vector<BlockHash> wanted = PeerHitPages(req);
+  if (wanted.empty()) return {};
+  req.kv_peer_tried = true;
+  req.kv_loading = true;
+  req.kv_pulling = wanted;
+  ++pulls_in_flight_;
+  return wanted;
+}
+
 bool Engine::StartPeerPull(Request& req) {
   // The hit's pages that no tier here holds.
   std::vector<BlockHash> wanted;
