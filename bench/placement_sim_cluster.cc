@@ -267,12 +267,14 @@ void Simulation::Deliver(size_t i, size_t worker) {
   w.inbox.push_back(live_[i].request.get());
   w.pending.Add(*live_[i].request);
   w.admitted_ticket = std::max(w.admitted_ticket, live_[i].decision.in_flight_ticket);
-  // As Engine::Submit: a split request's pull starts at its arrival while a
-  // running slot is free (counting it), not at the next step's admission.
+  // As Engine::Submit: a split request's pull starts at its arrival while
+  // nothing waits and a running slot is free (counting it), not at the
+  // next step's admission.
   engine::Request& r = *live_[i].request;
   const int64_t in_flight =
       int64_t{w.scheduler.num_running()} + w.scheduler.num_waiting() + static_cast<int64_t>(w.inbox.size());
-  if (r.params.kv_peer.has_value() && !r.params.kv_peer->lease_id.empty() && in_flight <= o_.cluster.max_num_seqs) {
+  if (r.params.kv_peer.has_value() && !r.params.kv_peer->lease_id.empty() && w.scheduler.num_waiting() == 0 &&
+      w.inbox.size() == 1 && in_flight <= o_.cluster.max_num_seqs) {
     StartPull(r, worker);
   }
   Report(w);  // on admission

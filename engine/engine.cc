@@ -139,7 +139,9 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
     if (!active_ids_.insert(req->id()).second) {
       return absl::AlreadyExistsError(absl::StrCat("request id ", req->id().value(), " is already in flight"));
     }
-    if (waiting < 0) early_pull = ClaimPullAtArrival(*req);
+    // Only while nothing waits: a request queued for KV room is admitted
+    // later, and what its pull brought could be evicted meanwhile.
+    if (waiting < 0 && stats_.waiting == 0 && inbox_.submitted.empty()) early_pull = ClaimPullAtArrival(*req);
     // Leading blocks some active request already computes (or holds).
     size_t covered = 0;
     while (covered < req->prompt_block_hashes.size() &&
