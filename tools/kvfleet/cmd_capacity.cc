@@ -1,14 +1,17 @@
 // kvfleet capacity: what a model costs in memory and how many conversations
 // a device budget serves (the arithmetic is tools/capacity/).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/cache_dir.h"
+#include "common/dtype.h"
 #include "common/status_macros.h"
 #include "engine/calibration/calibration_record.h"
 #include "engine/calibration/mode_choice.h"
@@ -21,7 +24,8 @@
 namespace kvfleet::tools {
 namespace {
 
-constexpr char kUsage[] = R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N]
+constexpr char kUsage[] =
+    R"usage(usage: kvfleet capacity --model PATH [--device-memory SIZE] [--devices N] [--tensor-parallel N]
                         [--memory-utilization F] [--overhead SIZE] [--kv-cache-memory SIZE]
                         [--kv-dtype auto|f16|bf16|fp8|int8|int8_rotated|int8_rotated_scaled|f32] [--calibration PATH] [--device cpu|cuda]
                         [--block-size N] [--context N] [--concurrency N]
@@ -46,6 +50,12 @@ activations, which the worker measures at start); or --kv-cache-memory,
 which means what the worker's flag does and gives the worker's block count.
 With --kv-host-memory and --kv-disk-size (the worker's flags), it also
 counts the conversations those tiers keep for reuse below the device.
+--tensor-parallel N (or --tensor-parallel-size) plans replicas of N devices
+each out of --devices: each rank holds its shard of the weights and its KV
+heads' share of every block (a KV head replicated when there are fewer
+than ranks), and the budget, blocks and weights shown are a rank's (the
+largest). A degree that cannot split the model is refused, naming the
+tensor and the degrees that can.
 --kv-dtype auto (the default) counts the KV format a worker on --device
 (cpu, the default, or cuda) would run with its default flags: the one the
 model's calibration record (beside the model, or --calibration) chooses
@@ -54,7 +64,37 @@ records kvfleet keeps are measured on the CPU, so a cuda worker runs f16.
 
   kvfleet capacity --model models/qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf --device-memory 24GiB --context 8000
   kvfleet capacity --model config.json --device-memory 141GB --context 8000 --concurrency 16
+  kvfleet capacity --model config.json --device-memory 141GB --devices 8 --tensor-parallel 4 --context 8000
 )usage";
+
+// Where a tensor-parallel split must fall: from the files' tensor types
+// (attn_output / o_proj, ffn_down / down_proj), or --weight-dtype's for a
+// bare config.
+model::ShardAlignment AlignmentOf(const model::Model& m, const std::string& weight_dtype) {
+  model::ShardAlignment a;
+  const auto widen = [](DType dtype, int64_t& values, std::string& name) {
+    const int64_t block = std::max<int64_t>(Traits(dtype).block_elems, 32);
+    if (block > values) {
+      values = block;
+      name = DTypeName(dtype);
+    }
+  };
+  if (m.source().tensors().empty()) {
+    if (absl::AsciiStrToLower(weight_dtype) == "q4_k" || absl::AsciiStrToLower(weight_dtype) == "q6_k") {
+      a.attn_output = a.ffn_down = 256;
+      a.attn_output_dtype = a.ffn_down_dtype = absl::AsciiStrToUpper(weight_dtype);
+    }
+    return a;
+  }
+  for (const model::TensorView& t : m.source().tensors()) {
+    if (absl::StrContains(t.name, "attn_output") || absl::StrContains(t.name, "o_proj")) {
+      widen(t.dtype, a.attn_output, a.attn_output_dtype);
+    } else if (absl::StrContains(t.name, "ffn_down") || absl::StrContains(t.name, "down_proj")) {
+      widen(t.dtype, a.ffn_down, a.ffn_down_dtype);
+    }
+  }
+  return a;
+}
 
 // Bits a parameter takes at each storage type (a K-quant's scales included).
 absl::StatusOr<double> BitsPerWeight(const std::string& dtype) {
@@ -107,12 +147,12 @@ std::string Count(int64_t n) {
 
 absl::Status RunCapacity(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags,
-                   Flags::Parse(args,
-                                {"model", "device-memory", "devices", "memory-utilization", "overhead",
-                                 "kv-cache-memory", "kv-dtype", "block-size", "kv-host-memory", "kv-disk-size",
-                                 "context", "concurrency", "weight-dtype", "calibration", "device"},
-                                {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             {"model", "device-memory", "devices", "memory-utilization", "overhead",
+                                              "kv-cache-memory", "kv-dtype", "block-size", "kv-host-memory",
+                                              "kv-disk-size", "context", "concurrency", "weight-dtype", "calibration",
+                                              "device", "tensor-parallel", "tensor-parallel-size"},
+                                             {}));
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(auto model, model::Model::Load(path, {.weights = false, .vocabulary = false}));
   const model::ModelConfig& c = model->config();
@@ -160,6 +200,14 @@ absl::Status RunCapacity(const Args& args) {
   in.kv_row_scale_bytes = kvfleet_dtype.ok() ? kernels::KvRowScaleBytes(*kvfleet_dtype) : 0;
   ASSIGN_OR_RETURN(in.block_size, flags.GetInt("block-size", in.block_size));
   ASSIGN_OR_RETURN(in.devices, flags.GetInt("devices", in.devices));
+  ASSIGN_OR_RETURN(int64_t tp, flags.GetInt("tensor-parallel", 1));
+  if (flags.Has("tensor-parallel-size")) {
+    ASSIGN_OR_RETURN(tp, flags.GetInt("tensor-parallel-size", 1));
+  }
+  if (tp < 1 || tp > 1024) return absl::InvalidArgumentError("--tensor-parallel must be in [1, 1024]");
+  in.tensor_parallel = static_cast<int32_t>(tp);
+  if (!flags.Has("devices")) in.devices = tp;  // one replica unless told otherwise
+  in.alignment = AlignmentOf(*model, flags.GetString("weight-dtype", "bf16"));
   ASSIGN_OR_RETURN(in.memory_utilization, flags.GetDouble("memory-utilization", in.memory_utilization));
   ASSIGN_OR_RETURN(in.context, flags.GetInt("context", 0));
   ASSIGN_OR_RETURN(in.concurrency, flags.GetInt("concurrency", 0));
@@ -181,22 +229,30 @@ absl::Status RunCapacity(const Args& args) {
   ASSIGN_OR_RETURN(in.overhead_bytes, ParseByteSize(flags.GetString("overhead", "1GiB")));
   ASSIGN_OR_RETURN(CapacityPlan plan, PlanCapacity(in));
 
-  Row("model", absl::StrFormat("%s (%s, %d layers, %d KV heads of %d, context %s)", path, c.architecture,
-                                c.num_layers, c.num_kv_heads, c.head_dim, Count(c.context_length)));
+  Row("model", absl::StrFormat("%s (%s, %d layers, %d KV heads of %d, context %s)", path, c.architecture, c.num_layers,
+                               c.num_kv_heads, c.head_dim, Count(c.context_length)));
   Row("weights", Bytes(in.weight_bytes) +
                      (bare_config ? absl::StrFormat(", estimated: %s parameters at %s", Count(EstimateParameters(c)),
                                                     flags.GetString("weight-dtype", "bf16"))
                                   : ""));
-  Row("KV per token", absl::StrFormat("%s bytes (2 × %d layers × %d KV heads × (%d × %d bytes%s), %s)",
-                                      Count(plan.kv_bytes_per_token), c.num_layers, c.num_kv_heads, c.head_dim,
-                                      in.kv_bytes_per_value,
-                                      in.kv_row_scale_bytes > 0
-                                          ? absl::StrCat(" + a ", in.kv_row_scale_bytes, "-byte scale")
-                                          : "",
-                                      kv_dtype));
+  Row("KV per token",
+      absl::StrFormat("%s bytes (2 × %d layers × %d KV heads × (%d × %d bytes%s), %s)", Count(plan.kv_bytes_per_token),
+                      c.num_layers, c.num_kv_heads, c.head_dim, in.kv_bytes_per_value,
+                      in.kv_row_scale_bytes > 0 ? absl::StrCat(" + a ", in.kv_row_scale_bytes, "-byte scale") : "",
+                      kv_dtype));
   if (!kv_choice.empty()) Row("", absl::StrCat("KV format chosen by --kv-dtype auto: ", kv_choice));
-  Row("KV per conversation", absl::StrFormat("%s for %s tokens (%s blocks of %d)", Bytes(plan.kv_bytes_per_conversation),
-                                             Count(plan.context), Count(plan.blocks_per_conversation), in.block_size));
+  if (in.tensor_parallel > 1) {
+    Row("tensor parallel",
+        absl::StrFormat("%s: %d replica%s of %d devices; per rank (the largest): %s of weights, %d of %d KV heads, "
+                        "%s KV bytes per token",
+                        plan.shards, plan.replicas, plan.replicas == 1 ? "" : "s", in.tensor_parallel,
+                        Bytes(plan.weight_bytes_per_rank), plan.kv_heads_per_rank, c.num_kv_heads,
+                        Count(plan.kv_bytes_per_token_per_rank)));
+  }
+  Row("KV per conversation",
+      absl::StrFormat("%s for %s tokens (%s blocks of %d)%s", Bytes(plan.kv_bytes_per_conversation),
+                      Count(plan.context), Count(plan.blocks_per_conversation), in.block_size,
+                      in.tensor_parallel > 1 ? " on the largest rank" : ""));
   if (plan.has_windows) {
     const double saved = 1.0 - static_cast<double>(plan.kv_bytes_per_conversation) /
                                    static_cast<double>(plan.every_block_kv_bytes_per_conversation);
@@ -212,12 +268,13 @@ absl::Status RunCapacity(const Args& args) {
   if (in.kv_budget_bytes.has_value()) {
     Row("KV budget", absl::StrFormat("%s per device (--kv-cache-memory %s)", Bytes(plan.kv_budget_bytes), kv_memory));
   } else {
-    Row("KV budget", absl::StrFormat("%s per device (%g × %s, less the weights and %s overhead)",
+    Row("KV budget", absl::StrFormat("%s per device (%g × %s, less the weights%s and %s overhead)",
                                      Bytes(plan.kv_budget_bytes), in.memory_utilization, device_memory,
-                                     Bytes(in.overhead_bytes)));
+                                     in.tensor_parallel > 1 ? " of a rank" : "", Bytes(in.overhead_bytes)));
     if (!plan.weights_fit) {
-      Row("", "the weights and overhead do not fit one device: kvfleet runs one replica per device; use a larger "
-              "device or a smaller quantization");
+      Row("",
+          "the weights and overhead do not fit one device: use a larger device, a smaller quantization or "
+          "more tensor-parallel ranks (--tensor-parallel)");
     }
   }
   if (plan.has_windows) {
@@ -231,7 +288,8 @@ absl::Status RunCapacity(const Args& args) {
   if (in.concurrency > 0) {
     Row(absl::StrCat("at concurrency ", in.concurrency),
         absl::StrFormat("%s; each can reach %s tokens%s", plan.concurrency_fits ? "fits" : "does NOT fit",
-                        Count(plan.longest_context), plan.longest_context_capped ? " (the model's context length)" : ""));
+                        Count(plan.longest_context),
+                        plan.longest_context_capped ? " (the model's context length)" : ""));
   }
   if (in.host_tier_bytes > 0 || in.disk_tier_bytes > 0) {
     Row("kept below", absl::StrFormat("%s conversations in host memory, %s on disk, for reuse (loaded back on a "

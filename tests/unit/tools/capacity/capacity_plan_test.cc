@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "model/arch/architecture_registry.h"
 #include "model/model.h"
 #include "tests/testing/temp_dir.h"
@@ -131,10 +132,16 @@ TEST(CapacityPlanTest, ParameterEstimateIsEveryTensorOfEachArchitecture) {
 TEST(CapacityPlanTest, DeviceMemoryLessWeightsAndOverheadIsTheBudget) {
   const model::ModelConfig c = Llama70B();
   const int64_t weights = int64_t{40} << 30, device = int64_t{80} << 30;
-  auto plan = PlanCapacity({.config = &c, .weight_bytes = weights, .device_memory_bytes = device, .devices = 2,
-                            .memory_utilization = 0.9, .overhead_bytes = int64_t{2} << 30, .context = 8000});
+  auto plan = PlanCapacity({.config = &c,
+                            .weight_bytes = weights,
+                            .device_memory_bytes = device,
+                            .devices = 2,
+                            .memory_utilization = 0.9,
+                            .overhead_bytes = int64_t{2} << 30,
+                            .context = 8000});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->kv_budget_bytes, static_cast<int64_t>(0.9 * static_cast<double>(device)) - weights - (int64_t{2} << 30));
+  EXPECT_EQ(plan->kv_budget_bytes,
+            static_cast<int64_t>(0.9 * static_cast<double>(device)) - weights - (int64_t{2} << 30));
   EXPECT_EQ(plan->num_blocks, plan->kv_budget_bytes / (327680 * 16));
   EXPECT_EQ(plan->conversations_that_fit, plan->num_blocks / 500 * 2);  // a replica per device
 
@@ -182,11 +189,59 @@ TEST(CapacityPlanTest, WindowedLayersHoldOnlyTheBlocksTheirWindowReaches) {
   EXPECT_GT(plan->conversations_that_fit, 3 * ((int64_t{1} << 30) / plan->every_block_kv_bytes_per_conversation));
 }
 
+// The 70B example on H200s (141 GB): at TP 4 a rank holds a quarter of the
+// 16-bit weights and 2 of the 8 KV heads; at TP 8 an eighth and one.
+TEST(CapacityPlanTest, TensorParallelRanksHoldTheirShareOfWeightsAndKvHeads) {
+  const model::ModelConfig c = Llama70B();
+  const int64_t weights = EstimateParameters(c) * 2;  // bf16
+  const int64_t h200 = int64_t{141} * 1000 * 1000 * 1000;
+  auto one = PlanCapacity({.config = &c, .weight_bytes = weights, .device_memory_bytes = h200, .context = 8000});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE(one->weights_fit) << "141 GB of weights do not fit one H200";
+  EXPECT_EQ(one->shards, "tp1");
+  EXPECT_EQ(one->weight_bytes_per_rank, weights);
+  for (const int32_t tp : {4, 8}) {
+    SCOPED_TRACE(tp);
+    auto plan = PlanCapacity({.config = &c,
+                              .weight_bytes = weights,
+                              .device_memory_bytes = h200,
+                              .devices = 8,
+                              .tensor_parallel = tp,
+                              .context = 8000});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->weights_fit);
+    EXPECT_EQ(plan->shards, absl::StrCat("tp", tp));
+    EXPECT_EQ(plan->replicas, 8 / tp);
+    EXPECT_EQ(plan->kv_heads_per_rank, 8 / tp);
+    EXPECT_EQ(plan->kv_bytes_per_token_per_rank, 327680 / tp);
+    // Norms and biases are replicated and left out: within a hair of 1/tp.
+    EXPECT_NEAR(static_cast<double>(plan->weight_bytes_per_rank) / static_cast<double>(weights), 1.0 / tp, 0.001);
+    const int64_t budget =
+        static_cast<int64_t>(0.9 * static_cast<double>(h200)) - plan->weight_bytes_per_rank - (int64_t{1} << 30);
+    EXPECT_EQ(plan->kv_budget_bytes, budget);
+    EXPECT_EQ(plan->num_blocks, budget / (327680 / tp * 16));
+    EXPECT_EQ(plan->conversations_that_fit, plan->num_blocks / 500 * (8 / tp));
+  }
+  // 3 ranks split the 8 KV heads 3, 3 and 2: the largest rank sizes the cache.
+  auto three = PlanCapacity({.config = &c, .kv_budget_bytes = 1 << 30, .devices = 3, .tensor_parallel = 3});
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(three->kv_heads_per_rank, 3);
+  EXPECT_EQ(three->shards.rfind("tp3[q24,24,16;", 0), 0u) << three->shards;
+  // 9 neither divides the 8 KV heads nor is a multiple of them.
+  auto nine = PlanCapacity({.config = &c, .kv_budget_bytes = 1 << 30, .devices = 9, .tensor_parallel = 9});
+  ASSERT_FALSE(nine.ok());
+  EXPECT_NE(nine.status().message().find("blk.*.attn_k.weight"), std::string::npos) << nine.status();
+  EXPECT_NE(nine.status().message().find("Degrees that can: 1, 2, 3, 4, 5, 6, 7, 8, 16, 24"), std::string::npos)
+      << nine.status();
+  auto uneven = PlanCapacity({.config = &c, .kv_budget_bytes = 1 << 30, .devices = 6, .tensor_parallel = 4});
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.status().message().find("--devices 6"), std::string::npos) << uneven.status();
+}
+
 TEST(CapacityPlanTest, BadInputIsRefusedByName) {
   const model::ModelConfig c = Gemma270M();
   EXPECT_NE(PlanCapacity({.config = &c}).status().message().find("--device-memory"), std::string::npos);
-  EXPECT_NE(PlanCapacity({.config = &c, .kv_budget_bytes = 1 << 30, .context = 40000}).status().message().find(
-                "32768"),
+  EXPECT_NE(PlanCapacity({.config = &c, .kv_budget_bytes = 1 << 30, .context = 40000}).status().message().find("32768"),
             std::string::npos);
   EXPECT_FALSE(PlanCapacity({.config = &c, .device_memory_bytes = 1 << 30, .memory_utilization = 1.5}).ok());
   EXPECT_FALSE(PlanCapacity({.config = nullptr}).ok());
