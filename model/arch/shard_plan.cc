@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/dtype.h"
+#include "model/arch/tensor_spec.h"
 
 namespace kvfleet::model {
 
@@ -114,19 +115,26 @@ absl::StatusOr<ShardPlan> Plan(const ModelConfig& c, int32_t degree, const Shard
 
 }  // namespace
 
-ShardAlignment ShardAlignmentOf(const DecoderWeights& weights) {
+ShardAlignment ShardAlignmentOf(std::span<const TensorView> tensors) {
   ShardAlignment a;
-  const auto widen = [](const WeightView& w, int64_t& values, std::string& dtype) {
-    if (!w.present()) return;
-    const int64_t block = std::max<int64_t>(Traits(w.dtype).block_elems, 32);
-    if (block > values || (block == values && dtype == "F32")) {
+  const auto widen = [](DType dtype, int64_t& values, std::string& name) {
+    const int64_t block = std::max<int64_t>(Traits(dtype).block_elems, 32);
+    if (block > values || (block == values && name == "F32")) {
       values = block;
-      dtype = DTypeName(w.dtype);
+      name = DTypeName(dtype);
     }
   };
-  for (const LayerWeights& l : weights.layers) {
-    widen(l.attn_output, a.attn_output, a.attn_output_dtype);
-    widen(l.ffn_down, a.ffn_down, a.ffn_down_dtype);
+  // Every layer's tensor: "blk.3.ffn_down.weight", "model.layers.3.mlp.down_proj.weight".
+  const auto is = [](const std::string& name, const TensorSpec& spec) {
+    const auto ends_with = [&](std::string_view suffix) {
+      return name.size() > suffix.size() && name[name.size() - suffix.size() - 1] == '.' &&
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return ends_with(spec.gguf) || ends_with(spec.hf);
+  };
+  for (const TensorView& t : tensors) {
+    if (is(t.name, names::kAttnOutput)) widen(t.dtype, a.attn_output, a.attn_output_dtype);
+    if (is(t.name, names::kFfnDown)) widen(t.dtype, a.ffn_down, a.ffn_down_dtype);
   }
   return a;
 }

@@ -21,17 +21,18 @@
 // degree that breaks a rule is refused, naming the tensor, the rule and
 // the degrees that work for this model.
 //
-//   ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(config, 3, ShardAlignmentOf(weights)));
+//   ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(config, 3, ShardAlignmentOf(source.tensors())));
 //   plan.ranks[1].q_heads  // rank 1's query heads
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/arch/decoder_weights.h"
 #include "model/arch/model_config.h"
+#include "model/source/tensor_view.h"
 
 namespace kvfleet::model {
 
@@ -45,7 +46,9 @@ struct ShardAlignment {
   std::string ffn_down_dtype = "F32";
 };
 
-ShardAlignment ShardAlignmentOf(const DecoderWeights& weights);
+// From a model file's tensors: its attn_output and ffn_down tensors by
+// their GGUF or Hugging Face names (tensor_spec.h), every layer's.
+ShardAlignment ShardAlignmentOf(std::span<const TensorView> tensors);
 
 // One rank's runs: [begin, begin + count) of each dimension.
 struct RankShare {

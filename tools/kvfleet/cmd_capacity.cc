@@ -1,21 +1,19 @@
 // kvfleet capacity: what a model costs in memory and how many conversations
 // a device budget serves (the arithmetic is tools/capacity/).
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/cache_dir.h"
-#include "common/dtype.h"
 #include "common/status_macros.h"
 #include "engine/calibration/calibration_record.h"
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
+#include "model/arch/shard_plan.h"
 #include "model/model.h"
 #include "model/model_fingerprint.h"
 #include "tools/capacity/capacity_plan.h"
@@ -67,31 +65,15 @@ records kvfleet keeps are measured on the CPU, so a cuda worker runs f16.
   kvfleet capacity --model config.json --device-memory 141GB --devices 8 --tensor-parallel 4 --context 8000
 )usage";
 
-// Where a tensor-parallel split must fall: from the files' tensor types
-// (attn_output / o_proj, ffn_down / down_proj), or --weight-dtype's for a
-// bare config.
+// Where a tensor-parallel split must fall: from the file's tensor types,
+// or --weight-dtype's for a bare config.
 model::ShardAlignment AlignmentOf(const model::Model& m, const std::string& weight_dtype) {
+  if (!m.source().tensors().empty()) return model::ShardAlignmentOf(m.source().tensors());
   model::ShardAlignment a;
-  const auto widen = [](DType dtype, int64_t& values, std::string& name) {
-    const int64_t block = std::max<int64_t>(Traits(dtype).block_elems, 32);
-    if (block > values) {
-      values = block;
-      name = DTypeName(dtype);
-    }
-  };
-  if (m.source().tensors().empty()) {
-    if (absl::AsciiStrToLower(weight_dtype) == "q4_k" || absl::AsciiStrToLower(weight_dtype) == "q6_k") {
-      a.attn_output = a.ffn_down = 256;
-      a.attn_output_dtype = a.ffn_down_dtype = absl::AsciiStrToUpper(weight_dtype);
-    }
-    return a;
-  }
-  for (const model::TensorView& t : m.source().tensors()) {
-    if (absl::StrContains(t.name, "attn_output") || absl::StrContains(t.name, "o_proj")) {
-      widen(t.dtype, a.attn_output, a.attn_output_dtype);
-    } else if (absl::StrContains(t.name, "ffn_down") || absl::StrContains(t.name, "down_proj")) {
-      widen(t.dtype, a.ffn_down, a.ffn_down_dtype);
-    }
+  const std::string d = absl::AsciiStrToUpper(weight_dtype);
+  if (d == "Q4_K" || d == "Q6_K") {
+    a.attn_output = a.ffn_down = 256;
+    a.attn_output_dtype = a.ffn_down_dtype = d;
   }
   return a;
 }

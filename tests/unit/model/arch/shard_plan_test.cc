@@ -142,19 +142,27 @@ TEST(ShardPlanTest, EveryDegreeThatSplitsCoversEveryDimension) {
   EXPECT_EQ(DegreesThatSplit(kSmolLm2, {}), (std::vector<int32_t>{1, 2, 3, 6, 9}));
 }
 
-TEST(ShardPlanTest, TheAlignmentIsTheWidestBlockOverTheLayers) {
-  DecoderWeights w;
-  w.layers.resize(2);
-  const int dummy = 0;
-  w.layers[0].attn_output = {.name = "a0", .dtype = DType::kQ5_0, .rows = 1, .cols = 32, .data = &dummy};
-  w.layers[0].ffn_down = {.name = "d0", .dtype = DType::kQ4_K, .rows = 1, .cols = 256, .data = &dummy};
-  w.layers[1].attn_output = {.name = "a1", .dtype = DType::kF16, .rows = 1, .cols = 32, .data = &dummy};
-  w.layers[1].ffn_down = {.name = "d1", .dtype = DType::kQ6_K, .rows = 1, .cols = 256, .data = &dummy};
-  const ShardAlignment a = ShardAlignmentOf(w);
+TEST(ShardPlanTest, TheAlignmentIsTheWidestBlockOverTheLayersInEitherFormat) {
+  const std::vector<TensorView> tensors = {
+      {.name = "blk.0.attn_output.weight", .dtype = DType::kQ5_0},
+      {.name = "blk.0.ffn_down.weight", .dtype = DType::kQ4_K},
+      {.name = "blk.1.attn_output.weight", .dtype = DType::kF16},
+      {.name = "blk.1.ffn_down.weight", .dtype = DType::kQ6_K},
+      {.name = "blk.1.ffn_gate.weight", .dtype = DType::kQ8_0},
+  };
+  const ShardAlignment a = ShardAlignmentOf(tensors);
   EXPECT_EQ(a.attn_output, 32);
   EXPECT_EQ(a.attn_output_dtype, "Q5_0");
   EXPECT_EQ(a.ffn_down, 256);
   EXPECT_EQ(a.ffn_down_dtype, "Q4_K");
+  const std::vector<TensorView> hf = {
+      {.name = "model.layers.0.self_attn.o_proj.weight", .dtype = DType::kBF16},
+      {.name = "model.layers.0.mlp.down_proj.weight", .dtype = DType::kQ4_K},
+  };
+  const ShardAlignment b = ShardAlignmentOf(hf);
+  EXPECT_EQ(b.attn_output, 32);
+  EXPECT_EQ(b.ffn_down, 256);
+  EXPECT_EQ(b.ffn_down_dtype, "Q4_K");
 }
 
 }  // namespace
