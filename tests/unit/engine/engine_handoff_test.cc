@@ -45,6 +45,15 @@ class EngineHandoffTest : public TinyModelSuite {
     return r;
   }
 
+  // The decode half: the prompt and the handed-off token, its blocks pulled
+  // from the prefill worker under `lease`.
+  static EngineRequest DecodeHalf(bool seeded, std::vector<model::TokenId> first, const std::string& lease) {
+    EngineRequest r = Prompt(seeded);
+    r.resumed_output = std::move(first);
+    r.kv_peer = KvPeerSource{.endpoint = "prefill-0:7002", .blocks = kPromptTokens / kBlockSize, .lease_id = lease};
+    return r;
+  }
+
   static EngineOptions Options() {
     return {.model_id = "tiny", .scheduler = {.max_num_batched_tokens = 64, .max_num_seqs = 4}};
   }
@@ -92,10 +101,7 @@ TEST_F(EngineHandoffTest, APrefillHandoffThenAPullGivesTheTokensOfOneEngine) {
     EngineOptions decode_options = Options();
     decode_options.kv_peer_fetcher = &fetcher;
     Engine decode(*decode_executor, decode_options);
-    EngineRequest rest = Prompt(seeded);
-    rest.resumed_output = handed.tokens();
-    rest.kv_peer =
-        KvPeerSource{.endpoint = "prefill-0:7002", .blocks = kPromptTokens / kBlockSize, .lease_id = "lease-1"};
+    const EngineRequest rest = DecodeHalf(seeded, handed.tokens(), "lease-1");
     CollectingSink continued;
     ASSERT_TRUE(decode.Submit(rest, &continued).ok());
     EXPECT_EQ(fetcher.asked.size(), 1u) << "a split request's pull starts when it arrives, before any step";
@@ -136,10 +142,7 @@ TEST_F(EngineHandoffTest, ASplitRequestThatMustQueuePullsAtAdmission) {
   ASSERT_TRUE(decode.Submit(busy, &busy_sink).ok());
   ASSERT_TRUE(decode.Step().ok());  // the one running slot is taken
 
-  EngineRequest rest = Prompt(false);
-  rest.resumed_output = handed.tokens();
-  rest.kv_peer =
-      KvPeerSource{.endpoint = "prefill-0:7002", .blocks = kPromptTokens / kBlockSize, .lease_id = "lease-q"};
+  const EngineRequest rest = DecodeHalf(false, handed.tokens(), "lease-q");
   CollectingSink continued;
   ASSERT_TRUE(decode.Submit(rest, &continued).ok());
   EXPECT_TRUE(fetcher.asked.empty()) << "queued behind a full batch, the pull waits for admission";
