@@ -18,10 +18,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/arch/decoder_weights.h"
 #include "model/arch/model_config.h"
+#include "model/arch/shard_plan.h"
 #include "model/arch/tensor_binder.h"
 #include "model/source/model_source.h"
 #include "model/vocabulary.h"
@@ -58,15 +60,31 @@ class Model {
   const DecoderWeights& weights() const { return weights_; }
   // Empty when loaded without a vocabulary.
   const Vocabulary& vocabulary() const { return vocabulary_; }
-  // The bytes of the model's files: what the weights can cost at most.
-  int64_t file_bytes() const { return source_->mapped_bytes(); }
+  // What the weights can cost at most: the bytes of the model's files, or
+  // of a shard's own share.
+  int64_t weight_bytes() const { return shard_bytes_ >= 0 ? shard_bytes_ : source_->mapped_bytes(); }
+
+  // One rank's share of the model for tensor parallelism (arch/shard_plan.h):
+  // the config with the rank's query heads, KV heads and feed-forward width
+  // (the vocabulary size stays the model's, as token ids do), and weights
+  // that view the rank's rows in place (Wq, Wk, Wv, their biases, gate and
+  // up, the vocabulary's rows of the embedding and head), with copies of
+  // the row-parallel matrices' columns (Wo, Wdown), which are not
+  // contiguous in the file. No vocabulary. This model must outlive it.
+  // INVALID_ARGUMENT for a rank outside the plan, or a model whose layers
+  // need a sum across ranks not yet built (a query norm over every head).
+  absl::StatusOr<std::unique_ptr<Model>> Shard(const ShardPlan& plan, int32_t rank) const;
 
  private:
   Model() = default;
 
-  std::unique_ptr<ModelSource> source_;
+  std::shared_ptr<ModelSource> source_;
   ModelConfig config_;
   WeightStorage storage_;
+  // A shard's copies of its row-parallel columns, and its weights' bytes
+  // (-1: not a shard).
+  std::vector<std::unique_ptr<uint8_t[]>> shard_storage_;
+  int64_t shard_bytes_ = -1;
   DecoderWeights weights_;
   Vocabulary vocabulary_;
 };

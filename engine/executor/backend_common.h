@@ -141,7 +141,7 @@ inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOpt
                     .context_length = c.context_length,
                     .block_size = options.block_size,
                     .num_layers = c.num_layers,
-                    .weight_bytes = model.file_bytes(),
+                    .weight_bytes = model.weight_bytes(),
                     .kv_bytes_per_token = KvBytesPerCachedToken(c, options),
                     .kv_groups = model::KvPageGroupsFor(c, options.free_window_blocks),
                     .limits = options.limits};

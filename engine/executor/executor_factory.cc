@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/executor/cpu/cpu_executor.h"
+#include "engine/executor/cpu/cpu_tp_executor.h"
 #if KVFLEET_HAS_CUDA
 #include "engine/executor/cuda/cuda_executor.h"
 #endif
@@ -22,17 +23,27 @@ int CudaDeviceCount(std::string* why_none) {
 absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model& model,
                                                               const ExecutorOptions& options) {
   if (options.device.kind == DeviceKind::kCpu) {
+    if (options.tensor_parallel > 1) {
+      ASSIGN_OR_RETURN(std::unique_ptr<CpuTpExecutor> tp, CpuTpExecutor::Create(model, options));
+      return std::unique_ptr<ModelExecutor>(std::move(tp));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> ex, CpuExecutor::Create(model, options));
     return std::unique_ptr<ModelExecutor>(std::move(ex));
+  }
+  if (options.tensor_parallel > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--tensor-parallel ", options.tensor_parallel, " on ", options.device.ToString(),
+        ": the CUDA backend runs a model on one GPU until its NCCL communicator is built; use --tensor-parallel 1 "
+        "with a model that fits one GPU, or --device cpu to run the ranks on the CPU"));
   }
 #if KVFLEET_HAS_CUDA
   ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> ex, CudaExecutor::Create(model, options));
   return std::unique_ptr<ModelExecutor>(std::move(ex));
 #else
-  return absl::FailedPreconditionError(absl::StrCat(
-      "device ", options.device.ToString(),
-      " asked for, but this build has no CUDA backend (nvcc was not found when it was configured); "
-      "use --device cpu, or rebuild on a machine with the CUDA toolkit"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("device ", options.device.ToString(),
+                   " asked for, but this build has no CUDA backend (nvcc was not found when it was configured); "
+                   "use --device cpu, or rebuild on a machine with the CUDA toolkit"));
 #endif
 }
 

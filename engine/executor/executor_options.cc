@@ -43,24 +43,29 @@ absl::StatusOr<Device> ParseDevice(std::string_view view) {
 absl::Status ExecutorLimits::Validate() const {
   if (max_batch_tokens < 1) return absl::InvalidArgumentError("max_batch_tokens must be positive");
   if (max_batch_chunks < 1 || max_batch_chunks > max_batch_tokens) {
-    return absl::InvalidArgumentError(absl::StrCat("max_batch_chunks must be in [1, max_batch_tokens = ",
-                                                   max_batch_tokens, "], got ", max_batch_chunks));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_batch_chunks must be in [1, max_batch_tokens = ", max_batch_tokens, "], got ", max_batch_chunks));
   }
   if (max_logits_rows < 0 || max_logits_rows > max_batch_tokens) {
-    return absl::InvalidArgumentError(absl::StrCat("max_logits_rows must be in [0, max_batch_tokens = ",
-                                                   max_batch_tokens, "], got ", max_logits_rows));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_logits_rows must be in [0, max_batch_tokens = ", max_batch_tokens, "], got ", max_logits_rows));
   }
   return absl::OkStatus();
 }
 
 absl::Status ExecutorOptions::Validate() const {
   if (cpu_activations == CpuActivations::kQ8 && device.kind != DeviceKind::kCpu) {
-    return absl::InvalidArgumentError(absl::StrCat("--cpu-activations q8 applies to the CPU backend; this model runs on ",
-                                                   device.ToString(), " (drop the flag, or give --device cpu)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cpu-activations q8 applies to the CPU backend; this model runs on ", device.ToString(),
+                     " (drop the flag, or give --device cpu)"));
   }
   if (num_blocks < 0) return absl::InvalidArgumentError("num_blocks must be >= 0");
   if (block_size <= 0 || block_size > 1024) return absl::InvalidArgumentError("block_size must be in [1, 1024]");
   if (num_threads < 0) return absl::InvalidArgumentError("num_threads must be >= 0");
+  if (tensor_parallel < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tensor-parallel is the number of ranks a model is split across, at least 1; got ", tensor_parallel));
+  }
   if (kernels::KvScalesKeyChannels(kv_cache_dtype) && key_channel_scales == nullptr) {
     return absl::InvalidArgumentError(
         "the int8_rotated_scaled KV cache needs the model's key channel scales, which its calibration record "

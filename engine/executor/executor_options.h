@@ -58,9 +58,9 @@ struct ExecutorLimits {
 
 struct ExecutorOptions {
   Device device;
-  int64_t num_blocks = 0;   // KV capacity in blocks; 0: none yet (AllocateKvCache later)
-  int64_t block_size = 16;  // tokens per block
-  int num_threads = 0;      // CPU backend: 0 is one per hardware thread
+  int64_t num_blocks = 0;                                 // KV capacity in blocks; 0: none yet (AllocateKvCache later)
+  int64_t block_size = 16;                                // tokens per block
+  int num_threads = 0;                                    // CPU backend: 0 is one per hardware thread
   CpuActivations cpu_activations = CpuActivations::kF32;  // CPU backend only
   // 8-bit formats hold about twice the tokens; each is its own numerics.
   kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16;
@@ -71,6 +71,10 @@ struct ExecutorOptions {
   // their window has passed (model/arch/kv_page_groups.h). Off: one page
   // holds every layer of a block, as for a model without windows.
   bool free_window_blocks = true;
+  // Ranks of one tensor-parallel replica (model/arch/shard_plan.h); 1: the
+  // model runs whole. The CPU runs the ranks as threads that take turns
+  // (cpu/cpu_tp_executor.h).
+  int32_t tensor_parallel = 1;
   ExecutorLimits limits;
 
   absl::Status Validate() const;

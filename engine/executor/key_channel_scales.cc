@@ -33,6 +33,15 @@ std::vector<float> KeyChannelScales::Multipliers() const {
   return m;
 }
 
+KeyChannelScales KeyChannelScales::ForKvHeads(int64_t begin, int64_t count) const {
+  KeyChannelScales out{.num_layers = num_layers, .num_kv_heads = count, .head_dim = head_dim};
+  for (int64_t l = 0; l < num_layers; ++l) {
+    const auto from = exponents.begin() + (l * num_kv_heads + begin) * head_dim;
+    out.exponents.insert(out.exponents.end(), from, from + count * head_dim);
+  }
+  return out;
+}
+
 std::string KeyChannelScales::Digest() const {
   return Sha256Hex(std::string(exponents.begin(), exponents.end())).substr(0, 8);
 }

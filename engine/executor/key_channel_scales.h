@@ -30,6 +30,9 @@ struct KeyChannelScales {
   // this shape, or an exponent is out of range.
   absl::Status CheckShape(int64_t layers, int64_t kv_heads, int64_t dim) const;
   std::vector<float> Multipliers() const;  // 2^e, in the exponents' order
+  // The scales of KV heads [begin, begin + count) of every layer: a
+  // tensor-parallel rank's (its KV heads, model/arch/shard_plan.h).
+  KeyChannelScales ForKvHeads(int64_t begin, int64_t count) const;
   // 8 hex digits of the SHA-256 of the exponents: part of the numerics
   // identity, so KV written under other scales reads as foreign.
   std::string Digest() const;

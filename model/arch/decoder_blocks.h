@@ -2,6 +2,12 @@
 // op calls over op_set.h's concept. An architecture's Forward composes
 // them in its own order (model/arch/<name>/), so each layer sequence reads
 // top to bottom and no shared function branches on which model it runs.
+//
+// Tensor parallelism lives here too: on a rank (shard_plan.h) the config
+// and weights are its shares, and the blocks that end in a row-parallel
+// product (the attention output, the feed-forward down projection) or read
+// the vocabulary (the embedding, the logits) meet the other ranks there.
+// An architecture built from these blocks runs at every degree as written.
 #pragma once
 
 #include <cstdint>
@@ -54,10 +60,18 @@ void RotateAndAttend(Ops& ops, const ModelConfig& c, int32_t layer, const Activa
                 a.attn, T);
 }
 
-// a.proj = a.attn · Woᵀ.
+// a.proj = a.attn · Woᵀ, summed over the ranks' heads.
 template <OpSet Ops>
 void ProjectAttention(Ops& ops, const LayerWeights& w, const Activations& a, int64_t T) {
   ops.MatMul(w.attn_output, a.attn, T, a.proj);
+  ops.AllReduce(a.proj, T * w.attn_output.rows);
+}
+
+// a.proj = a.gate · Wdownᵀ, summed over the ranks' feed-forward columns.
+template <OpSet Ops>
+void ProjectDown(Ops& ops, const LayerWeights& w, const Activations& a, int64_t T) {
+  ops.MatMul(w.ffn_down, a.gate, T, a.proj);
+  ops.AllReduce(a.proj, T * w.ffn_down.rows);
 }
 
 // a.proj = down(act(gate · a.xn) · (up · a.xn)), act SiLU or tanh-GELU.
@@ -71,7 +85,7 @@ void FeedForward(Ops& ops, const ModelConfig& c, const LayerWeights& w, const Ac
   } else {
     ops.GeluTanhMul(a.gate, a.up, a.gate, T * c.ffn_size);
   }
-  ops.MatMul(w.ffn_down, a.gate, T, a.proj);
+  ProjectDown(ops, w, a, T);
 }
 
 // a.proj = RmsNorm(a.proj) · weight (Gemma 3's post-attention and post-feed-forward norms).
@@ -89,16 +103,20 @@ void AddResidual(Ops& ops, const ModelConfig& c, const Activations& a, int64_t T
 // A decoder's whole pass around its layer: a.x = the step's tokens'
 // embedding rows (× the config's embedding scale, when it has one), then
 // layer(l, weights of l) for each of the step's layers, then the logits of
-// the rows that want them (head · RmsNorm(x) · output_norm).
+// the rows that want them (head · RmsNorm(x) · output_norm). A rank holds a
+// slice of the vocabulary: its embedding rows are zeros for the others'
+// tokens and sum to the whole row; its logits are its columns, gathered.
 template <OpSet Ops, class Layer>
-void RunDecoder(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step,
-                const Activations& a, Layer layer) {
+void RunDecoder(Ops& ops, const ModelConfig& c, const DecoderWeights& w, const ForwardStep& step, const Activations& a,
+                Layer layer) {
   const int64_t T = step.num_tokens;
   ops.Embed(w.token_embd, T, a.x);
+  ops.AllReduce(a.x, T * c.hidden_size);
   if (c.embedding_scale != 1.0f) ops.Scale(a.x, T * c.hidden_size, c.embedding_scale);
   for (int32_t l = 0; l < step.num_layers; ++l) layer(l, w.layers[static_cast<size_t>(l)]);
   if (step.num_logits_rows > 0) {
     ops.Logits(a.x, w.output_norm.f32(), w.output, a.logits_in, a.logits, step.num_logits_rows);
+    ops.AllGather(a.logits, step.num_logits_rows, w.output.rows);
   }
 }
 

@@ -28,6 +28,10 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
+  // The first vocabulary row a tensor-parallel rank's share of the
+  // embedding table or output head holds (rows counts its rows); 0 for a
+  // whole table and for every other tensor.
+  int64_t first_row = 0;
 
   bool present() const { return data != nullptr; }
   const float* f32() const { return static_cast<const float*>(data); }

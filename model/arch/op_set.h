@@ -11,6 +11,11 @@
 // layer, the RoPE angles, which rows want logits) the backend's ops object
 // holds from its construction: a layer sequence only says what to compute.
 //
+// Under tensor parallelism (shard_plan.h) each rank runs the same layer
+// sequence over its share of the weights; AllReduce and AllGather are where
+// the ranks meet. With one rank they do nothing, so a layer sequence is
+// written once for every degree.
+//
 // Adding an op: its line in the concept and in kAllOps, its kernels and ops
 // method on every backend, its harness case.
 //
@@ -36,21 +41,23 @@ struct AttentionCall {
 
 // Shapes: rows of `n` floats, row-major; `tokens` is the step's token count.
 template <class Ops>
-concept OpSet = requires(Ops& ops, const WeightView& w, const float* in, float* out, int64_t n, float s,
-                         int32_t index, const AttentionCall& call) {
-  ops.Embed(w, n, out);                   // out[tokens, w.cols] = rows of table w for the step's tokens
-  ops.RmsNorm(in, in, out, n, n);         // y = x / √(mean(x²) + eps) · weight; (x, weight, y, rows, width)
-  ops.MatMul(w, in, n, out);              // y[m, w.rows] = x[m, w.cols] · wᵀ; (w, x, m, y)
-  ops.AddBias(out, in, n, n);             // y[r] += bias; (y, bias, rows, width)
-  ops.Scale(out, n, s);                   // x[i] *= s; (x, count, s)
-  ops.Rope(out, n, n, index);             // rotates x[tokens, heads, head_dim]; (x, tokens, heads, rope index)
-  ops.WriteKv(index, in, in, n);          // the step's K and V into a layer's cache; (layer, k, v, tokens)
-  ops.Attention(call, in, out, n);        // out[tokens, heads, head_dim]; (call, q, out, tokens)
-  ops.SwiGlu(in, in, out, n);             // out = silu(gate) · up; (gate, up, out, count)
-  ops.GeluTanhMul(in, in, out, n);        // out = gelu_tanh(gate) · up; (gate, up, out, count)
-  ops.Silu(in, out, n);                   // out = silu(x), out may alias x; (x, out, count)
-  ops.Add(out, in, n);                    // y += x; (y, x, count)
-  ops.Logits(in, in, w, out, out, n);     // logits of the rows that want them; (x, norm, head, scratch, logits, rows)
+concept OpSet = requires(Ops& ops, const WeightView& w, const float* in, float* out, int64_t n, float s, int32_t index,
+                         const AttentionCall& call) {
+  ops.Embed(w, n, out);             // out[tokens, w.cols] = rows of table w for the step's tokens (0: not in w's rows)
+  ops.RmsNorm(in, in, out, n, n);   // y = x / √(mean(x²) + eps) · weight; (x, weight, y, rows, width)
+  ops.MatMul(w, in, n, out);        // y[m, w.rows] = x[m, w.cols] · wᵀ; (w, x, m, y)
+  ops.AddBias(out, in, n, n);       // y[r] += bias; (y, bias, rows, width)
+  ops.Scale(out, n, s);             // x[i] *= s; (x, count, s)
+  ops.Rope(out, n, n, index);       // rotates x[tokens, heads, head_dim]; (x, tokens, heads, rope index)
+  ops.WriteKv(index, in, in, n);    // the step's K and V into a layer's cache; (layer, k, v, tokens)
+  ops.Attention(call, in, out, n);  // out[tokens, heads, head_dim]; (call, q, out, tokens)
+  ops.SwiGlu(in, in, out, n);       // out = silu(gate) · up; (gate, up, out, count)
+  ops.GeluTanhMul(in, in, out, n);  // out = gelu_tanh(gate) · up; (gate, up, out, count)
+  ops.Silu(in, out, n);             // out = silu(x), out may alias x; (x, out, count)
+  ops.Add(out, in, n);              // y += x; (y, x, count)
+  ops.Logits(in, in, w, out, out, n);  // logits of the rows that want them; (x, norm, head, scratch, logits, rows)
+  ops.AllReduce(out, n);               // x ← Σ over the replica's ranks, in rank order; (x, count)
+  ops.AllGather(out, n, n);  // x[rows, width] → [rows, Σ widths], ranks' columns in order; (x, rows, width)
 };
 
 enum class Op {
@@ -67,28 +74,46 @@ enum class Op {
   kSilu,
   kAdd,
   kLogits,
+  kAllReduce,
+  kAllGather,
 };
 
-inline constexpr std::array kAllOps = {Op::kEmbed, Op::kRmsNorm, Op::kMatMul,    Op::kAddBias, Op::kScale,
-                                       Op::kRope,  Op::kWriteKv, Op::kAttention, Op::kSwiGlu,  Op::kGeluTanhMul,
-                                       Op::kSilu,  Op::kAdd,     Op::kLogits};
+inline constexpr std::array kAllOps = {Op::kEmbed, Op::kRmsNorm, Op::kMatMul,    Op::kAddBias,   Op::kScale,
+                                       Op::kRope,  Op::kWriteKv, Op::kAttention, Op::kSwiGlu,    Op::kGeluTanhMul,
+                                       Op::kSilu,  Op::kAdd,     Op::kLogits,    Op::kAllReduce, Op::kAllGather};
 
 constexpr std::string_view OpName(Op op) {
   switch (op) {
-    case Op::kEmbed: return "Embed";
-    case Op::kRmsNorm: return "RmsNorm";
-    case Op::kMatMul: return "MatMul";
-    case Op::kAddBias: return "AddBias";
-    case Op::kScale: return "Scale";
-    case Op::kRope: return "Rope";
-    case Op::kWriteKv: return "WriteKv";
-    case Op::kAttention: return "Attention";
-    case Op::kSwiGlu: return "SwiGlu";
-    case Op::kGeluTanhMul: return "GeluTanhMul";
+    case Op::kEmbed:
+      return "Embed";
+    case Op::kRmsNorm:
+      return "RmsNorm";
+    case Op::kMatMul:
+      return "MatMul";
+    case Op::kAddBias:
+      return "AddBias";
+    case Op::kScale:
+      return "Scale";
+    case Op::kRope:
+      return "Rope";
+    case Op::kWriteKv:
+      return "WriteKv";
+    case Op::kAttention:
+      return "Attention";
+    case Op::kSwiGlu:
+      return "SwiGlu";
+    case Op::kGeluTanhMul:
+      return "GeluTanhMul";
     case Op::kSilu:
       return "Silu";
-    case Op::kAdd: return "Add";
-    case Op::kLogits: return "Logits";
+    case Op::kAdd:
+      return "Add";
+    case Op::kLogits:
+      return "Logits";
+    case Op::kAllReduce:
+      return "AllReduce";
+    case Op::kAllGather:
+      return "AllGather";
   }
   return "?";
 }

@@ -7,6 +7,8 @@ namespace kvfleet::testing {
 
 std::string TestBackendName() { return "cpu"; }
 
+int32_t TestTensorParallel() { return 1; }
+
 tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base) { return ShapeFromEnvironment(base, false); }
 
 std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::Model& model, engine::ExecutorOptions options) {

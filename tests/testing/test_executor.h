@@ -5,6 +5,8 @@
 //   test_executor_cuda_emulated.cc    the CUDA executor on the host emulation (CI)
 //   test_executor_cuda.cc             the CUDA executor on GPU 0 (label gpu; every
 //                                     test skips, saying why, without a usable GPU)
+//   test_executor_cpu_tp.cc           the CPU twin of tensor parallelism, at
+//                                     KVFLEET_TEST_TENSOR_PARALLEL ranks (2 unless set)
 //
 //   std::unique_ptr<engine::ModelExecutor> ex = testing::NewTinyExecutor(*model, /*num_blocks=*/64, /*block_size=*/4);
 #pragma once
@@ -13,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "model/model.h"
 #include "engine/executor/model_executor.h"
+#include "model/model.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::testing {
@@ -23,8 +25,11 @@ namespace kvfleet::testing {
 // vocabulary keeps even 4096 logits rows small).
 inline constexpr engine::ExecutorLimits kRoomyLimits{.max_batch_tokens = 4096, .max_batch_chunks = 256};
 
-// This binary's backend, e.g. "cpu", "cuda-emulated", "cuda".
+// This binary's backend, e.g. "cpu", "cuda-emulated", "cuda", "cpu-tp3".
 std::string TestBackendName();
+
+// The tensor-parallel degree this binary's executors run at (1 but for the twin).
+int32_t TestTensorParallel();
 
 // An executor of this binary's backend (options.device is replaced by it).
 // CHECK-fails (the test cannot go on) when it cannot be made.
@@ -47,8 +52,14 @@ std::shared_ptr<const engine::KeyChannelScales> TestKeyScales(const model::Model
 // The shape the exactness suites run on: `base` (a tiny model) on the CPU
 // and the emulation; SmolLM2-135M's layers, heads, widths and 49,152-token
 // vocabulary on a GPU, keeping base's type, seed and context length.
-// KVFLEET_TEST_SHAPE=tiny or =smollm2 overrides either default.
+// KVFLEET_TEST_SHAPE=tiny or =smollm2 overrides either default. Under
+// tensor parallelism, widened until it splits (TensorParallelShape).
 tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base);
+
+// base with enough KV heads, and head and feed-forward widths of whole
+// blocks of its type, to split across `degree` ranks
+// (model/arch/shard_plan.h); base itself at degree 1 or when it already does.
+tools::TinyModelOptions TensorParallelShape(tools::TinyModelOptions base, int32_t degree);
 
 // The SmolLM2-135M shape over `base`, and the choice from the environment.
 tools::TinyModelOptions SmolLm2Shape(tools::TinyModelOptions base);

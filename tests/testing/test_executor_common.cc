@@ -1,5 +1,6 @@
 // The parts of test_executor.h every backend's implementation shares: the
 // tiny executors (over the backend's NewExecutor) and the model shapes.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -38,6 +39,23 @@ tools::TinyModelOptions SmolLm2Shape(tools::TinyModelOptions base) {
   base.ffn_size = 1536;
   base.rope_theta = 100000.0f;
   base.vocab_size = 49152;
+  return base;
+}
+
+tools::TinyModelOptions TensorParallelShape(tools::TinyModelOptions base, int32_t degree) {
+  if (degree <= 1) return base;
+  const int64_t block = std::max<int64_t>(32, Traits(base.dtype).block_elems);
+  const int64_t group = base.num_heads / base.num_kv_heads;
+  const int64_t kv_heads = (std::max<int64_t>(base.num_kv_heads, degree) + degree - 1) / degree * degree;
+  int64_t head_dim = base.hidden_size / base.num_heads;
+  // A rank's attention output columns, and the hidden size, in whole blocks.
+  while ((kv_heads / degree * group * head_dim) % block != 0 || (kv_heads * group * head_dim) % block != 0) {
+    head_dim *= 2;
+  }
+  base.num_kv_heads = kv_heads;
+  base.num_heads = kv_heads * group;
+  base.hidden_size = base.num_heads * head_dim;
+  base.ffn_size = (base.ffn_size + block * degree - 1) / (block * degree) * (block * degree);
   return base;
 }
 

@@ -24,6 +24,8 @@ class RequiresGpu : public ::testing::Environment {
 
 std::string TestBackendName() { return "cuda"; }
 
+int32_t TestTensorParallel() { return 1; }
+
 tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base) { return ShapeFromEnvironment(base, true); }
 
 std::unique_ptr<engine::ModelExecutor> NewExecutor(const model::Model& model, engine::ExecutorOptions options) {

@@ -51,7 +51,7 @@ absl::Status RunMakeDraft(const Args& args) {
       o.weight_type ? absl::StrCat(DTypeName(*o.weight_type), " matrices") : "the target's tensor types";
   const int64_t kept = draft->config().num_layers;
   std::printf("wrote %s: %lld %s, %s, %lld bytes (%s)\n", out.c_str(), static_cast<long long>(kept),
-              kept == 1 ? "layer" : "layers", types.c_str(), static_cast<long long>(draft->file_bytes()),
+              kept == 1 ? "layer" : "layers", types.c_str(), static_cast<long long>(draft->weight_bytes()),
               draft->config().name.c_str());
   return absl::OkStatus();
 }

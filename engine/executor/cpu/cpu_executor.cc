@@ -18,14 +18,13 @@
 namespace kvfleet::engine {
 
 absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const model::Model& model,
-                                                                 const ExecutorOptions& options) {
+                                                                 const ExecutorOptions& options, CpuRank rank) {
   RETURN_IF_ERROR(options.Validate());
   if (options.device.kind != DeviceKind::kCpu) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
   }
   ASSIGN_OR_RETURN(std::vector<float> key_scales, KeyScaleMultipliers(model.config(), options));
-  std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options));
+  std::unique_ptr<CpuExecutor> ex(new CpuExecutor(model, options, rank));
   ex->key_scales_ = std::move(key_scales);
   if (ex->forward_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("no forward pass for architecture '", model.config().architecture,
@@ -48,15 +47,17 @@ std::string CpuNumericsFor(const ExecutorOptions& options) {
   return CpuNumericsFor(options.cpu_activations, options.kv_cache_dtype) + KeyScalesDigestSuffix(options);
 }
 
-CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& options)
+CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& options, CpuRank rank)
     : model_(model),
       config_(model.config()),
       forward_(model::ForwardFor<CpuOps>(model.config().architecture)),
       options_(options),
       info_(ExecutorInfoFor(model, options)),
-      pool_(options.num_threads),
+      own_pool_(rank.shared_pool == nullptr ? std::make_unique<ThreadPool>(options.num_threads) : nullptr),
+      pool_(rank.shared_pool != nullptr ? *rank.shared_pool : *own_pool_),
       ops_config_(CpuOps::Config::For(model.config())) {
   info_.numerics = CpuNumericsFor(options);
+  ops_config_.collective = rank.collective;
 
   const int64_t T = info_.limits.max_batch_tokens;
   const model::ActivationSizes sizes = model::ActivationSizes::For(config_, T, info_.limits.max_logits_rows);

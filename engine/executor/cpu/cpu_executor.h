@@ -36,11 +36,19 @@ inline constexpr char kCpuQ8Numerics[] = "cpu-q8/3";
 std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv);
 std::string CpuNumericsFor(const ExecutorOptions& options);
 
+// What a tensor-parallel rank is given besides its shard of the model
+// (cpu_tp_executor.h): its side of the replica's collectives, and the pool
+// the ranks share (they take turns). Default: one rank, its own pool.
+struct CpuRank {
+  Collective* collective = nullptr;
+  ThreadPool* shared_pool = nullptr;
+};
+
 class CpuExecutor : public ModelExecutor {
  public:
   // options.device must be the CPU.
-  static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(const model::Model& model,
-                                                             const ExecutorOptions& options);
+  static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(const model::Model& model, const ExecutorOptions& options,
+                                                             CpuRank rank = {});
 
   const ExecutorInfo& info() const override { return info_; }
   ExecutorMemory memory() const override;
@@ -55,14 +63,15 @@ class CpuExecutor : public ModelExecutor {
                                                        int32_t num_heads) override;
 
  private:
-  CpuExecutor(const model::Model& model, const ExecutorOptions& options);
+  CpuExecutor(const model::Model& model, const ExecutorOptions& options, CpuRank rank);
 
   const model::Model& model_;
   const model::ModelConfig& config_;
   model::ForwardFn<CpuOps> forward_;
   ExecutorOptions options_;
   ExecutorInfo info_;
-  ThreadPool pool_;
+  std::unique_ptr<ThreadPool> own_pool_;  // null when a tensor-parallel replica shares one
+  ThreadPool& pool_;
   // Scratch, uninitialised: the kernels write before they read.
   std::unique_ptr<float[]> scratch_;
   int64_t scratch_floats_ = 0;

@@ -36,7 +36,8 @@ void CpuOps::Prepare() {
 }
 
 void CpuOps::Embed(const model::WeightView& table, int64_t tokens, float* out) {
-  kernels::EmbedRows(table.dtype, table.data, table.cols, step_.arrays.token_ids, tokens, out);
+  kernels::EmbedRows(table.dtype, table.data, table.cols, {.first_row = table.first_row, .rows = table.rows},
+                     step_.arrays.token_ids, tokens, out);
 }
 
 void CpuOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
@@ -98,6 +99,14 @@ void CpuOps::Logits(const float* x, const float* norm_weight, const model::Weigh
   kernels::GatherRows(x, step_.arrays.logits_tokens, rows, head.cols, gathered);
   kernels::RmsNorm(gathered, norm_weight, gathered, rows, head.cols, config_.rms_norm_eps);
   MatMul(head, gathered, rows, logits);
+}
+
+void CpuOps::AllReduce(float* x, int64_t count) {
+  if (config_.collective != nullptr) config_.collective->AllReduce(x, count);
+}
+
+void CpuOps::AllGather(float* x, int64_t rows, int64_t width) {
+  if (config_.collective != nullptr) config_.collective->AllGather(x, rows, width);
 }
 
 }  // namespace kvfleet::engine

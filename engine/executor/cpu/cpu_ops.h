@@ -19,6 +19,7 @@
 
 #include "common/thread_pool.h"
 #include "engine/executor/backend_common.h"
+#include "engine/executor/collective.h"
 #include "engine/executor/cpu/q8_packed_weights.h"
 #include "kernels/common/rope_tables.h"
 #include "kernels/cpu/quantize_activations.h"
@@ -39,6 +40,9 @@ class CpuOps {
     // step allocates whichever thread runs it).
     const Q8PackedWeights* q8_weights = nullptr;
     kernels::BlockQ8A* q8_scratch = nullptr;
+    // A tensor-parallel rank's side of its replica's collectives; null for
+    // a model on one rank, where AllReduce and AllGather do nothing.
+    Collective* collective = nullptr;
 
     // The config's RoPE tables point into `model` (its frequency factors), which must outlive the ops.
     static Config For(const model::ModelConfig& model);
@@ -73,8 +77,10 @@ class CpuOps {
   void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);
   void Add(float* y, const float* x, int64_t count);
   // logits[i] = head · RmsNorm(x[logits_tokens[i]]) · norm_weight; `gathered` is [rows, hidden] scratch.
-  void Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered,
-              float* logits, int64_t rows);
+  void Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered, float* logits,
+              int64_t rows);
+  void AllReduce(float* x, int64_t count);
+  void AllGather(float* x, int64_t rows, int64_t width);
 
  private:
   // The cos and sin tables of RoPE configuration r.

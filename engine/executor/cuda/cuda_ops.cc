@@ -67,7 +67,8 @@ void CudaOps::Prepare() {
 }
 
 void CudaOps::Embed(const model::WeightView& table, int64_t tokens, float* out) {
-  kc::LaunchEmbedRows(table.dtype, table.data, table.cols, step_.arrays.token_ids, tokens, out, stream_);
+  kc::LaunchEmbedRows(table.dtype, table.data, table.cols, {.first_row = table.first_row, .rows = table.rows},
+                      step_.arrays.token_ids, tokens, out, stream_);
 }
 
 void CudaOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
@@ -129,6 +130,25 @@ void CudaOps::Logits(const float* x, const float* norm_weight, const model::Weig
   kc::LaunchGatherRows(x, step_.arrays.logits_tokens, rows, head.cols, gathered, stream_);
   kc::LaunchRmsNorm(gathered, norm_weight, gathered, rows, head.cols, config_.rms_norm_eps, stream_);
   MatMul(head, gathered, rows, logits);
+}
+
+// A rank whose stream failed still meets the others (they would wait for
+// it forever); its status fails the step, and the executor the replica's.
+void CudaOps::SynchronizeForCollective() {
+  absl::Status synced = ::kvfleet::cuda::Synchronize(stream_);
+  if (status_.ok()) status_ = synced;
+}
+
+void CudaOps::AllReduce(float* x, int64_t count) {
+  if (config_.collective == nullptr) return;
+  SynchronizeForCollective();
+  config_.collective->AllReduce(x, count);
+}
+
+void CudaOps::AllGather(float* x, int64_t rows, int64_t width) {
+  if (config_.collective == nullptr) return;
+  SynchronizeForCollective();
+  config_.collective->AllGather(x, rows, width);
 }
 
 }  // namespace KVFLEET_CUDA_BUILD

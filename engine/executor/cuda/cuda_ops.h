@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "engine/executor/backend_common.h"
+#include "engine/executor/collective.h"
 #include "engine/executor/forward_batch.h"
 #include "kernels/common/paged_kv.h"
 #include "kernels/common/rope_tables.h"
@@ -58,6 +59,12 @@ class CudaOps {
     std::vector<const float*> rope_sin;
     float rms_norm_eps = 1e-5f;
     int64_t group = 1;  // query heads per KV head
+    // A tensor-parallel rank's side of its replica's collectives, called
+    // with the stream synchronized; null for one rank (they do nothing).
+    // Only the host emulation, whose device memory is host memory, is
+    // given one (an InProcessGroup's): the factory refuses tensor
+    // parallelism on a real GPU until the NCCL communicator is built.
+    Collective* collective = nullptr;
 
     // Without the tables (the executor adds them once uploaded).
     static Config For(const model::ModelConfig& c);
@@ -93,10 +100,15 @@ class CudaOps {
   void Silu(const float* x, float* out, int64_t count);
   void GeluTanhMul(const float* gate, const float* up, float* out, int64_t count);
   void Add(float* y, const float* x, int64_t count);
-  void Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered,
-              float* logits, int64_t rows);
+  void Logits(const float* x, const float* norm_weight, const model::WeightView& head, float* gathered, float* logits,
+              int64_t rows);
+  void AllReduce(float* x, int64_t count);
+  void AllGather(float* x, int64_t rows, int64_t width);
 
  private:
+  // Waits for the stream before a collective (status_ keeps a failure).
+  void SynchronizeForCollective();
+
   ::kvfleet::cuda::Stream stream_;
   const Config& config_;
   Step step_;

@@ -75,7 +75,7 @@ struct Olmo2 {
       ops.MatMul(lw.ffn_gate, a.x, T, a.gate);
       ops.MatMul(lw.ffn_up, a.x, T, a.up);
       ops.SwiGlu(a.gate, a.up, a.gate, T * c.ffn_size);
-      ops.MatMul(lw.ffn_down, a.gate, T, a.proj);
+      blocks::ProjectDown(ops, lw, a, T);
       blocks::NormOutput(ops, c, lw.post_ffn_norm, a, T);
       blocks::AddResidual(ops, c, a, T);
     });

@@ -33,6 +33,10 @@ constexpr int32_t kBlockSize = 4;
 class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArchitecture> {
  protected:
   void SetUp() override {
+    if (testing::TestTensorParallel() > 1 && GetParam().options.architecture == "olmo2") {
+      GTEST_SKIP() << "OLMo 2's query and key norms span every head: its tensor-parallel split needs a norm "
+                      "across ranks, not built yet, and the executor refuses it";
+    }
     ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir_.Path("t.gguf")).ok());
     auto m = model::Model::Load(dir_.Path("t.gguf"));
     ASSERT_TRUE(m.ok()) << m.status();
@@ -100,7 +104,8 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
       if (i % 2 == 0) r.prompt = shared;
       std::vector<model::TokenId> motif;
       for (int j = 0; j < 3; ++j) motif.push_back(static_cast<model::TokenId>(rng() % 280));
-      for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) r.prompt.insert(r.prompt.end(), motif.begin(), motif.end());
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k)
+        r.prompt.insert(r.prompt.end(), motif.begin(), motif.end());
       r.stopping = {.max_tokens = 6 + static_cast<int32_t>(rng() % 8), .ignore_eos = true};
       r.sampling = i % 3 == 0 ? SamplingParams{.temperature = 0.8f, .top_k = 40, .seed = 500 + i}
                               : SamplingParams{.temperature = 0.0f};
@@ -116,7 +121,8 @@ class ArchitectureEngineTest : public ::testing::TestWithParam<testing::TinyArch
 TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeAgree) {
   const std::vector<EngineRequest> requests = Requests();
   std::map<uint64_t, std::vector<model::TokenId>> alone;
-  for (const EngineRequest& r : requests) alone[r.id.value()] = RunAll({r}, {.max_num_batched_tokens = 4096})[r.id.value()];
+  for (const EngineRequest& r : requests)
+    alone[r.id.value()] = RunAll({r}, {.max_num_batched_tokens = 4096})[r.id.value()];
   EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = 64, .max_num_seqs = 32}), alone) << "batched";
   for (int32_t chunk : {1, 3, 7}) {
     EXPECT_EQ(RunAll(requests, {.max_num_batched_tokens = chunk}), alone) << "chunks of " << chunk;
@@ -147,7 +153,7 @@ TEST_P(ArchitectureEngineTest, AloneBatchedChunkedCachedPreemptedAndSpeculativeA
 // format's kernels on every backend).
 TEST_P(ArchitectureEngineTest, EightBitKvAgreesAloneBatchedChunkedCachedAndPreempted) {
   std::vector<kernels::KvCacheDtype> formats = {kernels::KvCacheDtype::kInt8RotatedScaled};
-  if (testing::TestBackendName() == "cpu") {
+  if (testing::TestBackendName().starts_with("cpu")) {
     formats.insert(formats.end(), {kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated,
                                    kernels::KvCacheDtype::kFp8E4M3});
   }
@@ -386,7 +392,8 @@ TEST_P(ArchitectureEngineTest, APulledPrefixGivesTheTokensOfComputingItHere) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureEngineTest,
-                         ::testing::ValuesIn(testing::TinyArchitectures({.dtype = DType::kQ8_0, .seed = 31})),
+                         ::testing::ValuesIn(testing::TinyArchitectures(testing::TestModelShape({.dtype = DType::kQ8_0,
+                                                                                                 .seed = 31}))),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

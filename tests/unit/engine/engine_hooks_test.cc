@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "engine/engine.h"
-#include "tests/testing/test_executor.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/recording_kv_listener.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_executor.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::engine {
@@ -20,12 +20,15 @@ using ::kvfleet::testing::CollectingSink;
 class EngineHooksTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kF32, .seed = 5}, dir_.Path("t.gguf")).ok());
+    ASSERT_TRUE(
+        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kF32, .seed = 5}), dir_.Path("t.gguf")).ok());
     model_ = std::move(*model::Model::Load(dir_.Path("t.gguf")));
     executor_ = testing::NewTinyExecutor(*model_, 64, 4, 1);
   }
   static EngineRequest Greedy(uint64_t id, int max_tokens) {
-    return {.id = RequestId(id), .prompt = {5, 6, 7, 8, 9}, .sampling = {.temperature = 0.0f},
+    return {.id = RequestId(id),
+            .prompt = {5, 6, 7, 8, 9},
+            .sampling = {.temperature = 0.0f},
             .stopping = {.max_tokens = max_tokens, .ignore_eos = true}};
   }
   kvfleet::testing::TempDir dir_;
@@ -156,8 +159,12 @@ TEST_F(EngineHooksTest, KvSnapshotListsExactlyWhatTheEventsLeftLive) {
 TEST_F(EngineHooksTest, AResumedRequestContinuesExactlyWhereTheFirstEngineWas) {
   EngineRequest r{.id = RequestId(1),
                   .prompt = {7, 3, 9, 11, 3, 7, 20, 21},
-                  .sampling = {.temperature = 0.9f, .top_k = 30, .repetition_penalty = 1.3f,
-                               .presence_penalty = 0.5f, .frequency_penalty = 0.4f, .seed = 77},
+                  .sampling = {.temperature = 0.9f,
+                               .top_k = 30,
+                               .repetition_penalty = 1.3f,
+                               .presence_penalty = 0.5f,
+                               .frequency_penalty = 0.4f,
+                               .seed = 77},
                   .stopping = {.max_tokens = 24, .ignore_eos = true}};
   for (const bool greedy : {false, true}) {
     if (greedy) r.sampling = {.temperature = 0.0f, .repetition_penalty = 1.3f, .presence_penalty = 0.5f};

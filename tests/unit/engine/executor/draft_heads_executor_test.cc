@@ -23,7 +23,8 @@ namespace {
 class DraftHeadsExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(tools::WriteTinyModel({.dtype = DType::kQ8_0, .seed = 5}, dir_.Path("t.gguf")).ok());
+    ASSERT_TRUE(
+        tools::WriteTinyModel(testing::TestModelShape({.dtype = DType::kQ8_0, .seed = 5}), dir_.Path("t.gguf")).ok());
     model_ = *model::Model::Load(dir_.Path("t.gguf"));
     executor_ = testing::NewTinyExecutor(*model_, 16, 4);
   }

@@ -2,6 +2,8 @@
 
 #include "common/thread_pool.h"
 #include "engine/executor/cpu/cpu_ops.h"
+#include "engine/executor/in_process_group.h"
+#include "engine/executor/rank_threads.h"
 
 namespace kvfleet::engine::ops_test {
 namespace {
@@ -14,10 +16,12 @@ class CpuOpBackend : public OpBackend {
  public:
   explicit CpuOpBackend(int threads) : pool_(threads) {}
 
-  std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) override {
+  std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids, int64_t first_row) override {
     std::vector<float> out(ids.size() * static_cast<size_t>(table.cols));
     const int64_t n = static_cast<int64_t>(ids.size());
-    Ops({}, {.arrays = {.token_ids = ids.data()}, .num_tokens = n}).Embed(View(table), n, out.data());
+    model::WeightView view = View(table);
+    view.first_row = first_row;
+    Ops({}, {.arrays = {.token_ids = ids.data()}, .num_tokens = n}).Embed(view, n, out.data());
     return out;
   }
   std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) override {
@@ -84,8 +88,8 @@ class CpuOpBackend : public OpBackend {
                           .num_tokens = b.num_tokens()});
     ops.WriteKv(0, c.k.data(), c.v.data(), b.num_tokens());
     std::vector<float> out(c.q.size());
-    ops.Attention({.layer = 0, .num_heads = c.num_heads, .scale = c.scale, .window = c.window}, c.q.data(),
-                  out.data(), b.num_tokens());
+    ops.Attention({.layer = 0, .num_heads = c.num_heads, .scale = c.scale, .window = c.window}, c.q.data(), out.data(),
+                  b.num_tokens());
     return out;
   }
   std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
@@ -98,7 +102,39 @@ class CpuOpBackend : public OpBackend {
     return logits;
   }
 
+  std::vector<std::vector<float>> AllReduce(const std::vector<std::vector<float>>& ranks) override {
+    std::vector<std::vector<float>> out = ranks;
+    Meet(static_cast<int32_t>(ranks.size()),
+         [&](CpuOps& ops, int32_t r) { ops.AllReduce(out[r].data(), static_cast<int64_t>(out[r].size())); });
+    return out;
+  }
+  std::vector<std::vector<float>> AllGather(const std::vector<std::vector<float>>& ranks, int64_t rows,
+                                            const std::vector<int64_t>& widths) override {
+    int64_t total = 0;
+    for (int64_t w : widths) total += w;
+    std::vector<std::vector<float>> out = ranks;
+    for (std::vector<float>& b : out) b.resize(static_cast<size_t>(rows * total));
+    Meet(static_cast<int32_t>(ranks.size()),
+         [&](CpuOps& ops, int32_t r) { ops.AllGather(out[r].data(), rows, widths[r]); });
+    return out;
+  }
+
  private:
+  // fn(ops, r) on each of `ranks` threads, each rank's ops meeting the
+  // others' through one in-process group, in turn as the CPU twin's ranks.
+  template <class Fn>
+  void Meet(int32_t ranks, Fn fn) {
+    InProcessGroup group(ranks);
+    RankThreads threads(ranks);
+    std::vector<CpuOps::Config> configs(static_cast<size_t>(ranks));
+    threads.Run([&](int32_t r) {
+      configs[r].collective = &group.rank(r);
+      CpuOps ops(pool_, configs[r], {}, nullptr);
+      group.BeginTurn(r);
+      fn(ops, r);
+      group.EndTurn(r);
+    });
+  }
   // The config must outlive the ops: each call keeps its own here.
   CpuOps Ops(CpuOps::Config config = {}, const CpuOps::Step& step = {}) {
     config_ = std::move(config);

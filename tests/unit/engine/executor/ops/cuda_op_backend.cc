@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "common/check.h"
-#include "kernels/cuda/device_buffer.h"
 #include "engine/executor/cuda/cuda_ops.h"
+#include "engine/executor/in_process_group.h"
+#include "engine/executor/rank_threads.h"
+#include "kernels/cuda/device_buffer.h"
 
 namespace kvfleet::engine::ops_test {
 inline namespace KVFLEET_CUDA_BUILD {
@@ -25,11 +27,13 @@ class CudaOpBackend : public OpBackend {
   CudaOpBackend() : stream_(Must(cu::CreateStream())) {}
   ~CudaOpBackend() override { cu::DestroyStream(stream_); }
 
-  std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) override {
+  std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids, int64_t first_row) override {
     const cu::DeviceBuffer w = Up(table.bytes), d_ids = Up(ids);
     cu::DeviceBuffer out = Poisoned<float>(ids.size() * table.cols);
+    model::WeightView view = View(table, w);
+    view.first_row = first_row;
     Ops({}, {.arrays = {.token_ids = d_ids.as<int32_t>()}})
-        .Embed(View(table, w), static_cast<int64_t>(ids.size()), out.as<float>());
+        .Embed(view, static_cast<int64_t>(ids.size()), out.as<float>());
     return Down<float>(out, ids.size() * table.cols);
   }
   std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) override {
@@ -146,11 +150,36 @@ class CudaOpBackend : public OpBackend {
   std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
                             const std::vector<float>& norm_weight, const HostWeights& head, float eps) override {
     const cu::DeviceBuffer d_x = Up(x), d_rows = Up(rows), d_norm = Up(norm_weight), d_head = Up(head.bytes);
-    cu::DeviceBuffer gathered = Poisoned<float>(rows.size() * head.cols), logits = Poisoned<float>(rows.size() * head.rows);
+    cu::DeviceBuffer gathered = Poisoned<float>(rows.size() * head.cols),
+                     logits = Poisoned<float>(rows.size() * head.rows);
     Ops({.rms_norm_eps = eps}, {.arrays = {.logits_tokens = d_rows.as<int32_t>()}})
         .Logits(d_x.as<float>(), d_norm.as<float>(), View(head, d_head), gathered.as<float>(), logits.as<float>(),
                 static_cast<int64_t>(rows.size()));
     return Down<float>(logits, rows.size() * head.rows);
+  }
+
+  // The host emulation's ranks meet through an in-process group, as the
+  // CPU twin's; a GPU's would meet over NCCL, not built yet.
+  std::string CollectivesUnsupported() const override {
+#if KVFLEET_CUDA_EMULATION
+    return "";
+#else
+    return "on a GPU the ranks of a replica meet over NCCL, which is not built yet";
+#endif
+  }
+  std::vector<std::vector<float>> AllReduce(const std::vector<std::vector<float>>& ranks) override {
+    return Meet(ranks,
+                [](CudaOps& ops, float* x, size_t size, int32_t) { ops.AllReduce(x, static_cast<int64_t>(size)); });
+  }
+  std::vector<std::vector<float>> AllGather(const std::vector<std::vector<float>>& ranks, int64_t rows,
+                                            const std::vector<int64_t>& widths) override {
+    int64_t total = 0;
+    for (int64_t w : widths) total += w;
+    std::vector<std::vector<float>> whole = ranks;
+    for (std::vector<float>& b : whole) b.resize(static_cast<size_t>(rows * total));
+    return Meet(whole, [&](CudaOps& ops, float* x, size_t, int32_t r) {
+      ops.AllGather(x, rows, widths[static_cast<size_t>(r)]);
+    });
   }
 
  private:
@@ -185,6 +214,29 @@ class CudaOpBackend : public OpBackend {
     Must(cu::Synchronize(stream_));
     Must(cu::CheckLaunches("an op harness case"));
     return host;
+  }
+
+  // fn(ops, rank's device buffer, its size, rank) on each rank's thread, the
+  // ranks meeting through one in-process group; every rank's buffer after.
+  template <class Fn>
+  std::vector<std::vector<float>> Meet(const std::vector<std::vector<float>>& ranks, Fn fn) {
+    const int32_t n = static_cast<int32_t>(ranks.size());
+    InProcessGroup group(n);
+    RankThreads threads(n);
+    std::vector<cu::DeviceBuffer> buffers;
+    for (const std::vector<float>& r : ranks) buffers.push_back(Up(r));
+    Must(cu::Synchronize(stream_));
+    std::vector<CudaOps::Config> configs(static_cast<size_t>(n));
+    threads.Run([&](int32_t r) {
+      configs[r].collective = &group.rank(r);
+      group.BeginTurn(r);
+      CudaOps ops(stream_, configs[r], {}, no_attention_);
+      fn(ops, buffers[r].as<float>(), ranks[r].size(), r);
+      group.EndTurn(r);
+    });
+    std::vector<std::vector<float>> out;
+    for (int32_t r = 0; r < n; ++r) out.push_back(Down<float>(buffers[r], ranks[r].size()));
+    return out;
   }
 
   cu::Stream stream_;

@@ -8,9 +8,8 @@ namespace kvfleet::engine::ops_test {
 namespace {
 
 INSTANTIATE_TEST_SUITE_P(Cuda, OpHarnessTest,
-                         ::testing::Values(BackendParam{"cuda_0", [](std::string* why) {
-                           return MakeCudaOpBackend(0, why);
-                         }}),
+                         ::testing::Values(BackendParam{"cuda_0",
+                                                        [](std::string* why) { return MakeCudaOpBackend(0, why); }}),
                          BackendName);
 
 }  // namespace

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "engine/executor/forward_batch.h"
 #include "kernels/common/paged_kv.h"
 #include "kernels/common/rope_tables.h"
-#include "engine/executor/forward_batch.h"
 
 namespace kvfleet::engine::ops_test {
 
@@ -49,7 +49,9 @@ class OpBackend {
  public:
   virtual ~OpBackend() = default;
 
-  virtual std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids) = 0;
+  // table holds the vocabulary's rows [first_row, first_row + table.rows).
+  virtual std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids,
+                                   int64_t first_row = 0) = 0;
   virtual std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) = 0;
   virtual std::vector<float> RmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
                                      float eps) = 0;
@@ -66,6 +68,15 @@ class OpBackend {
   virtual std::vector<float> Attention(AttentionCase& c) = 0;
   virtual std::vector<float> Logits(const std::vector<float>& x, const std::vector<int32_t>& rows,
                                     const std::vector<float>& norm_weight, const HostWeights& head, float eps) = 0;
+
+  // The collectives over ranks.size() ranks, each rank's ops on its own
+  // thread, meeting as a replica's do: every rank's buffer afterwards.
+  // Empty when CollectivesUnsupported() says why not.
+  virtual std::vector<std::vector<float>> AllReduce(const std::vector<std::vector<float>>& ranks) = 0;
+  // Rank r's buffer holds [rows, widths[r]]; afterwards [rows, Σ widths].
+  virtual std::vector<std::vector<float>> AllGather(const std::vector<std::vector<float>>& ranks, int64_t rows,
+                                                    const std::vector<int64_t>& widths) = 0;
+  virtual std::string CollectivesUnsupported() const { return ""; }
 };
 
 // How a test suite names and makes a backend. make() returns null when the

@@ -258,10 +258,8 @@ class AttentionRun {
                                       const std::vector<BlockId>& table, bool with_decoy, int64_t window = 0) {
     const int64_t num_blocks = 2 * blocks() + 8;
     const kernels::KvCacheLayout layout{num_blocks, s_.kv_heads, s_.block_size, s_.head_dim, s_.dtype};
-    AttentionCase c{.layout = layout,
-                    .num_heads = s_.heads,
-                    .scale = 1.0f / std::sqrt(float(s_.head_dim)),
-                    .window = window};
+    AttentionCase c{
+        .layout = layout, .num_heads = s_.heads, .scale = 1.0f / std::sqrt(float(s_.head_dim)), .window = window};
     c.k_cache.assign(static_cast<size_t>(layout.BytesPerLayer()), 0);  // zeros in every dtype
     c.v_cache = c.k_cache;
     if (kernels::KvScalesKeyChannels(s_.dtype)) {
@@ -372,8 +370,7 @@ TEST_P(OpHarnessTest, WindowedAttentionIsTheSameWholeChunkedDecodedAndBatched) {
                                       << ", " << c.length << " tokens, window " << c.window);
     AttentionRun run(c.shape, c.length, 47);
     const auto whole = run.Run(*backend_, Steps(c.length, c.length, c.length), run.InOrder(), false, c.window);
-    const auto chunked =
-        run.Run(*backend_, Steps(c.length, 29, c.length - 11), run.Scattered(), true, c.window);
+    const auto chunked = run.Run(*backend_, Steps(c.length, 29, c.length - 11), run.Scattered(), true, c.window);
     const auto decoded = run.Run(*backend_, Steps(c.length, 1, 1), run.Scattered(), false, c.window);
     for (int32_t p = 0; p < c.length; ++p) {
       ASSERT_EQ(chunked[p], whole[p]) << "position " << p << ": chunks of 29 + decode, batched, scattered";
@@ -411,6 +408,81 @@ TEST_P(OpHarnessTest, EightBitKvIsTheSameWholeChunkedDecodedAndBatched) {
       for (int32_t p = 0; p < length; ++p) {
         ASSERT_EQ(chunked[p], whole[p]) << "position " << p << ": chunks of 29 + decode, batched, scattered";
       }
+    }
+  }
+}
+
+// A tensor-parallel rank's slice of the vocabulary: its own tokens' rows,
+// zeros for the others', so the ranks' embeddings sum to the whole table's.
+TEST_P(OpHarnessTest, EmbeddingOfAVocabularySliceIsZeroOutsideIt) {
+  for (DType dtype : {DType::kF32, DType::kQ4_K, DType::kQ8_0}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const int64_t vocab = 60, cols = 256;
+    const HostWeights whole = RandomWeights(dtype, vocab, cols, 41);
+    const std::vector<int32_t> ids = {0, 19, 20, 59, 33, 20, 7};
+    const std::vector<float> expected = backend_->Embed(whole, ids);
+    std::vector<float> sum(expected.size(), 0.0f);
+    for (const auto& [first, rows] : {std::pair<int64_t, int64_t>{0, 20}, {20, 25}, {45, 15}}) {
+      HostWeights slice{.dtype = dtype, .rows = rows, .cols = cols};
+      const size_t row_bytes = static_cast<size_t>(RowBytes(dtype, cols));
+      slice.bytes.assign(whole.bytes.begin() + first * row_bytes, whole.bytes.begin() + (first + rows) * row_bytes);
+      const std::vector<float> part = backend_->Embed(slice, ids, first);
+      for (size_t t = 0; t < ids.size(); ++t) {
+        const bool mine = ids[t] >= first && ids[t] < first + rows;
+        const std::vector<float> row = Slice(part, static_cast<int64_t>(t), 1, cols);
+        EXPECT_EQ(row, mine ? Slice(expected, static_cast<int64_t>(t), 1, cols) : std::vector<float>(cols, 0.0f))
+            << "token " << ids[t] << " on the slice from " << first;
+      }
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    }
+    EXPECT_EQ(sum, expected);
+  }
+}
+
+// The meeting points of tensor-parallel ranks: the sum in rank order,
+// bit for bit on every rank (a column whose sum depends on the order proves
+// which one), and the ranks' columns side by side in rank order.
+inline const bool kCoversCollectives = Covers({model::Op::kAllReduce, model::Op::kAllGather});
+TEST_P(OpHarnessTest, CollectivesSumAndGatherInRankOrderOnEveryRank) {
+  if (const std::string why = backend_->CollectivesUnsupported(); !why.empty()) GTEST_SKIP() << why;
+  for (int32_t n : {1, 2, 3}) {
+    SCOPED_TRACE(::testing::Message() << n << " ranks");
+    std::vector<std::vector<float>> parts;
+    for (int32_t r = 0; r < n; ++r) parts.push_back(testing::RandomFloats(1000, 50 + r, 4.0f));
+    // ((1e8 + −1e8) + 1) = 1, where 1e8 + (−1e8 + 1) rounds to 0.
+    const float ordered[] = {1e8f, -1e8f, 1.0f};
+    for (int32_t r = 0; r < n; ++r) parts[r][7] = ordered[r];
+    std::vector<float> expected = parts[0];
+    for (int32_t r = 1; r < n; ++r) {
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] += parts[r][i];
+    }
+    const std::vector<std::vector<float>> reduced = backend_->AllReduce(parts);
+    ASSERT_EQ(reduced.size(), static_cast<size_t>(n));
+    for (int32_t r = 0; r < n; ++r) EXPECT_EQ(reduced[r], expected) << "rank " << r;
+    if (n == 3) {
+      EXPECT_EQ(reduced[0][7], 1.0f);
+    }
+
+    const std::vector<int64_t> all_widths = {3, 5, 2};
+    const std::vector<int64_t> widths(all_widths.begin(), all_widths.begin() + n);
+    const int64_t rows = 4;
+    int64_t total = 0;
+    std::vector<std::vector<float>> columns;
+    for (int32_t r = 0; r < n; ++r) {
+      columns.push_back(testing::RandomFloats(rows * widths[r], 70 + r));
+      total += widths[r];
+    }
+    std::vector<float> whole;
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int32_t r = 0; r < n; ++r) {
+        whole.insert(whole.end(), columns[r].begin() + row * widths[r], columns[r].begin() + (row + 1) * widths[r]);
+      }
+    }
+    const std::vector<std::vector<float>> gathered = backend_->AllGather(columns, rows, widths);
+    ASSERT_EQ(gathered.size(), static_cast<size_t>(n));
+    for (int32_t r = 0; r < n; ++r) {
+      EXPECT_EQ(gathered[r], whole) << "rank " << r;
+      EXPECT_EQ(static_cast<int64_t>(gathered[r].size()), rows * total);
     }
   }
 }

@@ -52,8 +52,7 @@ std::vector<double> RefMatMul(const HostWeights& w, const std::vector<float>& x,
   return y;
 }
 
-std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
-                               float eps) {
+std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows, float eps) {
   const int64_t n = static_cast<int64_t>(weight.size());
   std::vector<double> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {

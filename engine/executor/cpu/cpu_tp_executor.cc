@@ -1,0 +1,140 @@
+#include "engine/executor/cpu/cpu_tp_executor.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace kvfleet::engine {
+
+absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model::Model& model,
+                                                                     const ExecutorOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  if (options.device.kind != DeviceKind::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
+  }
+  ASSIGN_OR_RETURN(model::ShardPlan plan, model::PlanShards(model.config(), options.tensor_parallel,
+                                                            model::ShardAlignmentOf(model.source().tensors())));
+  std::unique_ptr<CpuTpExecutor> tp(new CpuTpExecutor(std::move(plan), options));
+  for (int32_t r = 0; r < tp->plan_.degree; ++r) {
+    auto shard = model.Shard(tp->plan_, r);
+    if (!shard.ok()) return shard.status();
+    ExecutorOptions rank_options = options;
+    rank_options.num_blocks = 0;  // allocated below, once every rank exists
+    if (options.key_channel_scales != nullptr) {
+      const model::RankShare& share = tp->plan_.ranks[static_cast<size_t>(r)];
+      rank_options.key_channel_scales = std::make_shared<const KeyChannelScales>(
+          options.key_channel_scales->ForKvHeads(share.kv_head_begin, share.kv_heads));
+    }
+    auto rank =
+        CpuExecutor::Create(**shard, rank_options, {.collective = &tp->group_.rank(r), .shared_pool = &tp->pool_});
+    if (!rank.ok()) {
+      return absl::Status(rank.status().code(), absl::StrCat("tensor-parallel rank ", r, " of ", tp->plan_.degree, ": ",
+                                                             rank.status().message()));
+    }
+    tp->shards_.push_back(*std::move(shard));
+    tp->ranks_.push_back(*std::move(rank));
+  }
+  // One executor to the engine: the ranks' shape, their caches' bytes summed.
+  ExecutorInfo& info = tp->info_;
+  info = tp->ranks_[0]->info();
+  info.numerics = CpuNumericsFor(options) + "+" + tp->plan_.Describe();
+  info.weight_bytes = info.kv_bytes_per_token = info.kv_block_bytes = 0;
+  for (const auto& rank : tp->ranks_) {
+    info.weight_bytes += rank->info().weight_bytes;
+    info.kv_bytes_per_token += rank->info().kv_bytes_per_token;
+    info.kv_block_bytes += rank->info().kv_block_bytes;
+  }
+  if (options.num_blocks > 0) RETURN_IF_ERROR(tp->AllocateKvCache(options.num_blocks));
+  return tp;
+}
+
+CpuTpExecutor::CpuTpExecutor(model::ShardPlan plan, const ExecutorOptions& options)
+    : plan_(std::move(plan)), pool_(options.num_threads), group_(plan_.degree), threads_(plan_.degree) {}
+
+CpuTpExecutor::~CpuTpExecutor() = default;
+
+ExecutorMemory CpuTpExecutor::memory() const {
+  ExecutorMemory total;
+  for (const auto& rank : ranks_) {
+    const ExecutorMemory m = rank->memory();
+    total.weight_bytes += m.weight_bytes;
+    total.scratch_bytes += m.scratch_bytes;
+    total.kv_cache_bytes += m.kv_cache_bytes;
+    total.resident_bytes += m.resident_bytes;
+  }
+  return total;
+}
+
+absl::StatusOr<DeviceFreeMemory> CpuTpExecutor::FreeMemory() const { return ranks_[0]->FreeMemory(); }
+
+absl::Status CpuTpExecutor::AllocateKvCache(int64_t num_blocks) {
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    absl::Status allocated = ranks_[r]->AllocateKvCache(num_blocks);
+    if (!allocated.ok()) {
+      return absl::Status(allocated.code(), absl::StrCat("tensor-parallel rank ", r, ": ", allocated.message()));
+    }
+  }
+  info_.num_blocks = num_blocks;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardOutput> CpuTpExecutor::Forward(const ForwardBatch& batch) {
+  // Every rank checks the batch the same way, so they fail alike, before
+  // their first collective.
+  std::vector<absl::StatusOr<ForwardOutput>> outputs(ranks_.size(), absl::UnknownError("rank did not run"));
+  threads_.Run([&](int32_t r) {
+    group_.BeginTurn(r);
+    outputs[static_cast<size_t>(r)] = ranks_[static_cast<size_t>(r)]->Forward(batch);
+    group_.EndTurn(r);
+  });
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    if (!outputs[r].ok()) {
+      return absl::Status(outputs[r].status().code(),
+                          absl::StrCat("tensor-parallel rank ", r, ": ", outputs[r].status().message()));
+    }
+  }
+  // The logits were gathered and the hidden rows summed on every rank.
+  return std::move(outputs[0]);
+}
+
+std::span<uint8_t> CpuTpExecutor::Piece(std::span<uint8_t> block, int32_t rank) const {
+  size_t offset = 0;
+  for (int32_t r = 0; r < rank; ++r)
+    offset += static_cast<size_t>(ranks_[static_cast<size_t>(r)]->info().kv_block_bytes);
+  return block.subspan(offset, static_cast<size_t>(ranks_[static_cast<size_t>(rank)]->info().kv_block_bytes));
+}
+
+absl::Status CpuTpExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
+  RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, out.size()));
+  for (int32_t r = 0; r < plan_.degree; ++r) {
+    RETURN_IF_ERROR(ranks_[static_cast<size_t>(r)]->CopyKvBlockOut(block, Piece(out, r)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuTpExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) {
+  RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, in.size()));
+  const std::span<uint8_t> whole(const_cast<uint8_t*>(in.data()), in.size());  // only read
+  for (int32_t r = 0; r < plan_.degree; ++r) {
+    RETURN_IF_ERROR(ranks_[static_cast<size_t>(r)]->CopyKvBlockIn(block, Piece(whole, r)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuTpExecutor::MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) {
+  for (const auto& rank : ranks_) RETURN_IF_ERROR(rank->MoveKvSlots(from, to));
+  return absl::OkStatus();
+}
+
+absl::Status CpuTpExecutor::LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) {
+  return ranks_[0]->LoadDraftHeads(std::move(heads));
+}
+
+absl::StatusOr<std::span<const float>> CpuTpExecutor::RunDraftHeads(std::span<const float> hidden, int64_t rows,
+                                                                    int32_t num_heads) {
+  return ranks_[0]->RunDraftHeads(hidden, rows, num_heads);
+}
+
+}  // namespace kvfleet::engine
