@@ -85,6 +85,19 @@ absl::StatusOr<int64_t> Flags::GetInt(const std::string& name, int64_t fallback)
   return v;
 }
 
+absl::StatusOr<int64_t> Flags::GetIntOrAlias(const std::string& name, const std::string& alias,
+                                             int64_t fallback) const {
+  if (!Has(alias)) return GetInt(name, fallback);
+  const absl::StatusOr<int64_t> aliased = GetInt(alias, fallback);
+  if (!aliased.ok() || !Has(name)) return aliased;
+  const absl::StatusOr<int64_t> named = GetInt(name, fallback);
+  if (named.ok() && *named != *aliased) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " ", *named, " and --", alias, " ", *aliased, " name the same setting; give one"));
+  }
+  return named;
+}
+
 absl::StatusOr<double> Flags::GetDouble(const std::string& name, double fallback) const {
   const std::string* value = Last(name);
   if (value == nullptr) return fallback;

@@ -34,6 +34,9 @@ class Flags {
   // Every value of a repeatable flag, in the order given; empty when absent.
   std::vector<std::string> GetStrings(const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback) const;
+  // --name, or --alias (another tool's spelling of it, as vLLM's
+  // --tensor-parallel-size); both, with different values, is an error.
+  absl::StatusOr<int64_t> GetIntOrAlias(const std::string& name, const std::string& alias, int64_t fallback) const;
   absl::StatusOr<double> GetDouble(const std::string& name, double fallback) const;
   bool GetSwitch(const std::string& name) const { return Has(name); }
   // A comma-separated list of token ids ("1,2,3"), as int32 (model::TokenId is int32_t;

@@ -4,6 +4,13 @@
 
 namespace kvfleet::engine {
 
+namespace {
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+}  // namespace
+
 class InProcessGroup::Rank : public Collective {
  public:
   Rank(InProcessGroup& group, int32_t rank) : group_(group), rank_(rank) {}
@@ -13,7 +20,7 @@ class InProcessGroup::Rank : public Collective {
 
   void AllReduce(float* x, int64_t count) override {
     if (group_.size() == 1) return;
-    group_.Arrive(rank_, x, count,
+    group_.Arrive(rank_, x, count, count,
                   [count](std::vector<float*>& buffers, std::vector<int64_t>&, std::vector<float>& sum) {
                     sum.assign(buffers[0], buffers[0] + count);
                     for (size_t q = 1; q < buffers.size(); ++q) {
@@ -26,7 +33,7 @@ class InProcessGroup::Rank : public Collective {
 
   void AllGather(float* x, int64_t rows, int64_t width) override {
     if (group_.size() == 1) return;
-    group_.Arrive(rank_, x, width,
+    group_.Arrive(rank_, x, width, rows * width,
                   [rows](std::vector<float*>& buffers, std::vector<int64_t>& widths, std::vector<float>& whole) {
                     int64_t total = 0;
                     for (int64_t w : widths) total += w;
@@ -58,24 +65,34 @@ Collective& InProcessGroup::rank(int32_t r) { return *ranks_[static_cast<size_t>
 void InProcessGroup::BeginTurn(int32_t r) {
   std::unique_lock<std::mutex> lock(mu_);
   turn_changed_.wait(lock, [&] { return turn_ == r; });
+  // Rank 0 starts a round without a handoff.
+  if (r != 0) costs_.handoff_seconds += Seconds(turn_passed_, Clock::now());
 }
 
 void InProcessGroup::EndTurn(int32_t r) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     turn_ = (r + 1) % size();
+    turn_passed_ = Clock::now();
   }
   turn_changed_.notify_all();
 }
 
+InProcessGroup::Costs InProcessGroup::costs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return costs_;
+}
+
 void InProcessGroup::PassTurnAndWait(std::unique_lock<std::mutex>& lock, int32_t r, int32_t next) {
   turn_ = next;
+  turn_passed_ = Clock::now();
   turn_changed_.notify_all();
   turn_changed_.wait(lock, [&] { return turn_ == r; });
+  costs_.handoff_seconds += Seconds(turn_passed_, Clock::now());
 }
 
 template <class Meet>
-void InProcessGroup::Arrive(int32_t r, float* x, int64_t width, Meet meet) {
+void InProcessGroup::Arrive(int32_t r, float* x, int64_t width, int64_t floats, Meet meet) {
   std::unique_lock<std::mutex> lock(mu_);
   buffers_[static_cast<size_t>(r)] = x;
   widths_[static_cast<size_t>(r)] = width;
@@ -84,7 +101,11 @@ void InProcessGroup::Arrive(int32_t r, float* x, int64_t width, Meet meet) {
     return;
   }
   // The last rank: every buffer is on the table and every other rank waits.
+  const Clock::time_point start = Clock::now();
   meet(buffers_, widths_, staging_);
+  costs_.meet_seconds += Seconds(start, Clock::now());
+  ++costs_.meetings;
+  costs_.message_bytes += floats * static_cast<int64_t>(sizeof(float));
   PassTurnAndWait(lock, r, 0);
 }
 

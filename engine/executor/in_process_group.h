@@ -21,6 +21,7 @@
 //   group.EndTurn(r);
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,15 @@ namespace kvfleet::engine {
 
 class InProcessGroup {
  public:
+  // What the meetings have cost since the group was made: for the
+  // benchmark's share of a step (bench/tp_twin_bench.cc).
+  struct Costs {
+    int64_t meetings = 0;        // collectives, each counted once
+    int64_t message_bytes = 0;   // Σ one rank's buffer: what each rank sends
+    double meet_seconds = 0;     // the last rank's sums and copies
+    double handoff_seconds = 0;  // from passing the turn to the next rank running
+  };
+
   explicit InProcessGroup(int32_t size);
   ~InProcessGroup();
   InProcessGroup(const InProcessGroup&) = delete;
@@ -46,18 +56,24 @@ class InProcessGroup {
   // Rank r's part of the round is done: the turn passes to the next rank.
   void EndTurn(int32_t r);
 
+  // Thread-safe; exact once a round has ended.
+  Costs costs();
+
  private:
   class Rank;
-  // Rank r has put its buffer on the table: the last rank computes `meet`
-  // over every rank's buffer, then the turn goes round again.
+  // Rank r has put its buffer (`floats` of it its message) on the table:
+  // the last rank computes `meet` over every rank's buffer, then the turn
+  // goes round again.
   template <class Meet>
-  void Arrive(int32_t r, float* x, int64_t width, Meet meet);
+  void Arrive(int32_t r, float* x, int64_t width, int64_t floats, Meet meet);
   void PassTurnAndWait(std::unique_lock<std::mutex>& lock, int32_t r, int32_t next);
 
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::mutex mu_;
   std::condition_variable turn_changed_;
   int32_t turn_ = 0;
+  std::chrono::steady_clock::time_point turn_passed_;  // when turn_ last changed
+  Costs costs_;
   // The meeting in progress: each rank's buffer and width, and where the
   // last rank assembles the result before copying it to every rank.
   std::vector<float*> buffers_;

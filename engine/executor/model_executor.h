@@ -82,6 +82,9 @@ struct ExecutorInfo {
   // One page's K and V over its layers, scales and padding included: the
   // unit the pool hands out and a lower KV tier keeps (CopyKvBlockOut's size).
   int64_t kv_block_bytes = 0;
+  // Ranks the model is split across (model/arch/shard_plan.h); 1: whole.
+  // A block holds every rank's share of its KV heads.
+  int32_t tensor_parallel = 1;
   ExecutorLimits limits;     // resolved: max_logits_rows is set
 };
 

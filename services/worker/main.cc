@@ -99,6 +99,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                                                                  .kv_cache_dtype = m.mode.kv,
                                                                  .key_channel_scales = m.mode.key_channel_scales,
                                                                  .free_window_blocks = o.free_window_blocks,
+                                                                 .tensor_parallel = o.tensor_parallel,
                                                                  .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                                      m.scheduler, o.speculation.max_draft_tokens)}));
   engine::spec::ProposerConfig proposers_config = o.proposers;

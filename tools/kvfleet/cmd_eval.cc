@@ -31,7 +31,7 @@ constexpr char kUsage[] =
     R"(usage: kvfleet eval --model PATH (--text FILE | --tokens FILE) [--ctx 512] [--max-windows N]
                     [--save-reference FILE] [--reference FILE]
                     [--threads N] [--device auto] [--cpu-activations f32|q8] [--kv-cache-dtype f16|...]
-                    [--calibration RECORD]
+                    [--calibration RECORD] [--tensor-parallel N]
        kvfleet eval --model PATH (--text FILE | --tokens FILE) --reference FILE --calibrate OUT
                     --activations-gate KL --kv-gate KL [--gate-source TEXT] [--reference-source TEXT]
 
@@ -47,7 +47,9 @@ prints the KL divergence from it (mean, median, p99, max), the share of
 positions with the same top token and the RMS change in the probability
 of the text's next token. --kv-cache-dtype int8_rotated_scaled takes its
 key channel scales from the model's calibration record (--calibration, or
-the one beside the model).
+the one beside the model). --tensor-parallel N runs the model split across
+N ranks (on the CPU, in turn): against a reference saved at 1, the KL
+divergence is what the split's sums in another order cost.
 
 --calibrate runs every CPU mode (float32 and 8-bit activations, each KV
 format) against --reference, which should be float64 distributions, and
@@ -98,6 +100,7 @@ struct EvalInput {
   int64_t ctx = 0;
   engine::Device device;
   int threads = 0;
+  int32_t tensor_parallel = 1;
   std::string reference_path;  // empty: no divergence measured
 };
 
@@ -142,6 +145,7 @@ absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations 
                            .kv_cache_dtype = kv_dtype,
                            .key_channel_scales = std::move(scales),
                            .free_window_blocks = false,
+                           .tensor_parallel = in.tensor_parallel,
                            .limits = {.max_batch_tokens = chunk, .max_batch_chunks = 1, .max_logits_rows = chunk}}));
   std::vector<BlockId> table;
   for (int64_t b = 0; b < executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));
@@ -290,12 +294,13 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
 
 absl::Status RunEval(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags,
-                   Flags::Parse(args,
-                                {"model", "text", "tokens", "ctx", "max-windows", "save-reference", "reference",
-                                 "threads", "device", "cpu-activations", "kv-cache-dtype", "calibrate",
-                                 "activations-gate", "kv-gate", "gate-source", "reference-source", "calibration"},
-                                {}));
+  ASSIGN_OR_RETURN(
+      Flags flags,
+      Flags::Parse(args,
+                   {"model", "text", "tokens", "ctx", "max-windows", "save-reference", "reference", "threads", "device",
+                    "cpu-activations", "kv-cache-dtype", "calibrate", "activations-gate", "kv-gate", "gate-source",
+                    "reference-source", "calibration", "tensor-parallel", "tensor-parallel-size"},
+                   {}));
   if (flags.Has("text") == flags.Has("tokens")) return absl::InvalidArgumentError("give one of --text and --tokens");
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
@@ -310,7 +315,12 @@ absl::Status RunEval(const Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("--ctx ", ctx, " must be in [4, ", m->config().context_length, "] (the model's context)"));
   }
-  EvalInput in{.model = *m, .ctx = ctx, .device = device, .threads = static_cast<int>(threads)};
+  ASSIGN_OR_RETURN(int64_t tensor_parallel, flags.GetIntOrAlias("tensor-parallel", "tensor-parallel-size", 1));
+  EvalInput in{.model = *m,
+               .ctx = ctx,
+               .device = device,
+               .threads = static_cast<int>(threads),
+               .tensor_parallel = static_cast<int32_t>(tensor_parallel)};
   ASSIGN_OR_RETURN(in.tokens, ReadTokens(flags, *m));
   in.windows = EvalWindows(static_cast<int64_t>(in.tokens.size()), ctx);
   if (in.windows.empty()) {

@@ -29,7 +29,7 @@ constexpr char kUsage[] =
                         [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [--cpu-activations f32|q8]
-                        [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3]
+                        [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3] [--tensor-parallel N]
                        [sampling flags]
 
 sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
@@ -48,7 +48,9 @@ at a string (repeat it for several; the string itself is not printed);
 message through the model's chat template (with --system as the system
 message); --prompt continues raw text. --model defaults to
 models/SmolLM2-135M-Instruct.Q4_1.gguf; --device auto (the default) takes
-GPU 0 when one is usable, else the CPU, and says which.
+GPU 0 when one is usable, else the CPU, and says which. --tensor-parallel N
+(or --tensor-parallel-size) splits the model across N ranks, which the CPU
+runs in turn: the same tokens at a given N, close ones across Ns.
 
 Text streams to stdout as it is generated; a summary goes to stderr.
 --output ids prints the generated token ids as one comma-separated line
@@ -110,9 +112,10 @@ absl::Status RejectFlags(const Flags& flags, std::initializer_list<const char*> 
 }
 
 absl::Status RunThroughRouter(const Flags& flags) {
-  RETURN_IF_ERROR(
-      RejectFlags(flags, {"model", "threads", "device", "cpu-activations", "kv-cache-dtype"},
-                  "needs --local (the router serves its own model)"));
+  RETURN_IF_ERROR(RejectFlags(
+      flags,
+      {"model", "threads", "device", "cpu-activations", "kv-cache-dtype", "tensor-parallel", "tensor-parallel-size"},
+      "needs --local (the router serves its own model)"));
   RETURN_IF_ERROR(
       RejectFlags(flags, {"chat", "system"}, "needs --local; to chat through the router use `kvfleet chat`"));
   ASSIGN_OR_RETURN(CallSettings call, CallSettingsFromFlags(flags));
@@ -133,6 +136,7 @@ absl::Status RunLocally(const Flags& flags) {
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
   request.sampling.seed = seed;
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
+  ASSIGN_OR_RETURN(int64_t tensor_parallel, flags.GetIntOrAlias("tensor-parallel", "tensor-parallel-size", 1));
 
   const std::string path = flags.GetString("model", kDefaultModel);
   LocalModel m;
@@ -149,10 +153,10 @@ absl::Status RunLocally(const Flags& flags) {
   ASSIGN_OR_RETURN(
       std::shared_ptr<const engine::KeyChannelScales> scales,
       engine::KeyScalesForModes(*m.model, engine::CalibrationPathFor(path), false, device.kind, activations, kv_dtype));
-  ASSIGN_OR_RETURN(m.executor,
-                   CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
-                                       static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
-                                       activations, kv_dtype, std::move(scales)));
+  ASSIGN_OR_RETURN(
+      m.executor, CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
+                                      static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
+                                      activations, kv_dtype, std::move(scales), static_cast<int32_t>(tensor_parallel)));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {
@@ -187,11 +191,11 @@ absl::Status RunLocally(const Flags& flags) {
 
 absl::Status RunGenerate(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(
-      Flags flags,
-      Flags::Parse(args, WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids", "threads", "device",
-                                       "cpu-activations", "kv-cache-dtype"}),
-                   {"ignore-eos", "local"}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids",
+                                                              "threads", "device", "cpu-activations", "kv-cache-dtype",
+                                                              "tensor-parallel", "tensor-parallel-size"}),
+                                             {"ignore-eos", "local"}));
   return flags.GetSwitch("local") ? RunLocally(flags) : RunThroughRouter(flags);
 }
 

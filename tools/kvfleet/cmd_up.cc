@@ -36,7 +36,7 @@ using transport::TerminationSignals;
 constexpr char kUsage[] =
     R"(usage: kvfleet up [--model PATH] [--workers N | --prefill-workers N --decode-workers M] [--threads T]
                   [--kv-cache-memory SIZE] [--split-min-uncached-tokens N] [--max-num-batched-tokens N]
-                  [--cpu-activations A] [--kv-cache-dtype D] [--calibration PATH]
+                  [--cpu-activations A] [--kv-cache-dtype D] [--calibration PATH] [--tensor-parallel N]
                   [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE] [--keep-window-blocks]
                   [--listen HOST:PORT] [--http-listen HOST:PORT] [--cachemanager-listen HOST:PORT] [--metrics-port N]
                   [--policy prefix_aware|least_loaded|round_robin] [--log-dir DIR] [--bin-dir DIR]
@@ -68,6 +68,8 @@ kills what is still running.
                           f16, int8, int8_rotated or fp8_e4m3 (about twice the tokens)
   --calibration PATH      the calibration record (default: beside the model); kvfleet-worker --help says how
                           auto chooses
+  --tensor-parallel N     every worker splits the model across N ranks (also --tensor-parallel-size; on the
+                          CPU they take turns on the worker's threads; kvfleet-worker --help)
   --kv-host-memory SIZE   every worker's host-memory KV tier below its device cache (default: none)
   --kv-disk-dir DIR       a disk KV tier per worker in DIR/worker-<i>, of --kv-disk-size SIZE each; a
                           restarted cluster finds and serves what its workers left there
@@ -168,9 +170,9 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   o.router_metrics_port = static_cast<int>(std::clamp<int64_t>(metrics_port, -1, 65536));
   o.policy = flags.GetString("policy", "");
   // Passed through: each worker checks them (and refuses to start on a bad one).
-  for (const char* name :
-       {"device", "cpu-activations", "kv-cache-dtype", "calibration", "kv-host-memory", "kv-disk-size", "speculation",
-        "spec-self-layers", "spec-draft-model", "spec-draft-heads", "spec-heads-top-k", "max-num-batched-tokens"}) {
+  for (const char* name : {"device", "cpu-activations", "kv-cache-dtype", "calibration", "kv-host-memory",
+                           "kv-disk-size", "speculation", "spec-self-layers", "spec-draft-model", "spec-draft-heads",
+                           "spec-heads-top-k", "max-num-batched-tokens", "tensor-parallel", "tensor-parallel-size"}) {
     if (flags.Has(name)) {
       o.worker_extra_args.push_back(absl::StrCat("--", name));
       o.worker_extra_args.push_back(flags.GetString(name, ""));
@@ -385,6 +387,8 @@ absl::Status RunUp(const Args& args) {
                                  "split-min-uncached-tokens",
                                  "max-num-batched-tokens",
                                  "threads",
+                                 "tensor-parallel",
+                                 "tensor-parallel-size",
                                  "kv-cache-memory",
                                  "listen",
                                  "http-listen",

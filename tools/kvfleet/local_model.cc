@@ -56,7 +56,7 @@ engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
     const model::Model& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
     engine::CpuActivations activations, kernels::KvCacheDtype kv_cache_dtype,
-    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales) {
+    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales, int32_t tensor_parallel) {
   const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.config().context_length);
   const int64_t block_size = 16;
   return engine::CreateExecutor(model,
@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
                                  // One sequence in blocks of every layer: callers (kvfleet
                                  // logits) lay its block table out themselves.
                                  .free_window_blocks = false,
+                                 .tensor_parallel = tensor_parallel,
                                  .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
 }
 

@@ -30,7 +30,8 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
     const model::Model& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
     engine::CpuActivations activations = engine::CpuActivations::kF32,
     kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16,
-    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales = nullptr);  // KeyScalesForModes
+    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales = nullptr,  // KeyScalesForModes
+    int32_t tensor_parallel = 1);
 
 // Loads the model and creates its executor.
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,

@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model
   ExecutorInfo& info = tp->info_;
   info = tp->ranks_[0]->info();
   info.numerics = CpuNumericsFor(options) + "+" + tp->plan_.Describe();
+  info.tensor_parallel = tp->plan_.degree;
   info.weight_bytes = info.kv_bytes_per_token = info.kv_block_bytes = 0;
   for (const auto& rank : tp->ranks_) {
     info.weight_bytes += rank->info().weight_bytes;

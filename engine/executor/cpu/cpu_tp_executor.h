@@ -54,6 +54,8 @@ class CpuTpExecutor : public ModelExecutor {
                                                        int32_t num_heads) override;
 
   const model::ShardPlan& plan() const { return plan_; }
+  // What the ranks' meetings have cost so far (the benchmark's breakdown).
+  InProcessGroup::Costs collective_costs() { return group_.costs(); }
 
  private:
   CpuTpExecutor(model::ShardPlan plan, const ExecutorOptions& options);

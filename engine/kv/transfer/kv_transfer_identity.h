@@ -14,7 +14,8 @@
 //   block_bytes     one block's bytes over every layer (scales included)
 //   page_groups     a sliding-window model's page layout
 //                   (DescribeKvPageGroups); empty for one group
-//   tensor_parallel reserved for tensor parallelism (1 until it lands)
+//   tensor_parallel ranks the model is split across (a block holds
+//                   every rank's share; numerics names the split too)
 //   adapter         reserved for adapters (empty: the base model)
 //
 // Thread-safety: plain values and pure functions.

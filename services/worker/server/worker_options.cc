@@ -49,6 +49,11 @@ const char kUsageTail[] =
   --kv-disk-size SIZE          the disk tier's bytes (required with --kv-disk-dir)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
+  --tensor-parallel N          split the model across N ranks (also --tensor-parallel-size; default 1): each
+                               holds its share of the heads, feed-forward and vocabulary, and of every KV
+                               block. A degree the model cannot split is refused with the ones it can. The
+                               CPU runs the ranks in turn in this process (tokens: numerics +tpN); on GPUs
+                               the NCCL communicator is not built yet, so a GPU worker refuses N > 1
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
   --max-num-batched-tokens N   tokens per engine step (default 512 on CPU, 8192 on GPU)
   --admission-bypass N         admissions that may pass a waiting request too big for the free KV blocks
@@ -134,6 +139,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "kv-cache-memory",
                                                                 "block-size",
                                                                 "threads",
+                                                                "tensor-parallel",
+                                                                "tensor-parallel-size",
                                                                 "cpu-activations",
                                                                 "kv-cache-dtype",
                                                                 "calibration",
@@ -198,6 +205,12 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   }
   ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   o.threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(int64_t tensor_parallel, f.GetIntOrAlias("tensor-parallel", "tensor-parallel-size", 1));
+  if (tensor_parallel < 1 || tensor_parallel > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tensor-parallel must be in [1, 64] (ranks of one replica), got ", tensor_parallel));
+  }
+  o.tensor_parallel = static_cast<int32_t>(tensor_parallel);
   if (f.Has("max-num-seqs")) {
     ASSIGN_OR_RETURN(int64_t seqs, f.GetInt("max-num-seqs", 0));
     o.max_num_seqs = static_cast<int32_t>(seqs);

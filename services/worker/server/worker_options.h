@@ -36,6 +36,8 @@ struct WorkerOptions {
   std::string kv_cache_memory = "1GiB";
   int64_t block_size = 16;
   int threads = 0;  // 0: one per hardware thread
+  // Ranks one replica's model is split across (model/arch/shard_plan.h).
+  int32_t tensor_parallel = 1;
   // --cpu-activations and --kv-cache-dtype: a mode each, or auto (nullopt,
   // the default): chosen at start from the calibration record (worker_mode.h).
   engine::ModeSetting mode;

@@ -19,7 +19,8 @@ engine::KvTransferIdentity KvTransferIdentityOf(const engine::ExecutorInfo& info
           .kv_dtype = kv_dtype,
           .block_size = info.block_size,
           .block_bytes = info.kv_block_bytes,
-          .page_groups = engine::DescribeKvPageGroups(info.kv_groups.layers_per_page, info.kv_groups.group_window)};
+          .page_groups = engine::DescribeKvPageGroups(info.kv_groups.layers_per_page, info.kv_groups.group_window),
+          .tensor_parallel = info.tensor_parallel};
 }
 
 KvTransferService::KvTransferService(KvTransferServiceOptions options) : options_(std::move(options)) {}

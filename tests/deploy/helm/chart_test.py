@@ -326,8 +326,14 @@ def containers_of(template: dict, init: bool = False) -> list[dict]:
     return list(spec.get("containers") or []) + (list(spec.get("initContainers") or []) if init else [])
 
 
+def worker_gpus(w: dict) -> int:
+    """GPUs a worker of these values holds: gpusPerWorker, or one a
+    tensor-parallel rank when it is empty (null)."""
+    return w["tensorParallelSize"] if w.get("gpusPerWorker") is None else w["gpusPerWorker"]
+
+
 def check_gpu(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
-    gpus = values["worker"]["gpusPerWorker"]
+    gpus = worker_gpus(values["worker"])
     for obj in objects:
         template = pod_template(obj)
         if not template:
@@ -1172,9 +1178,9 @@ def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict)
                         "the default query counts its own group's pods alone", query)
         container = next(c for c in containers_of(spec["template"]) if c["name"] == "worker")
         resources = copy.deepcopy(w["resources"] or {})
-        if values["worker"]["gpusPerWorker"] > 0:
+        if worker_gpus(values["worker"]) > 0:
             for key in ("requests", "limits"):
-                resources.setdefault(key, {})["nvidia.com/gpu"] = values["worker"]["gpusPerWorker"]
+                resources.setdefault(key, {})["nvidia.com/gpu"] = worker_gpus(values["worker"])
         f.check(container.get("resources") == resources, vs, who, "resources: the group's laid over worker.resources, and the GPUs",
                 f"{container.get('resources')} vs {resources}")
         args, extra = container["args"], len(w.get("extraArgs") or [])
@@ -1343,7 +1349,7 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
         container = next(c for c in containers_of(obj["spec"]["template"]) if c["name"] == "worker")
         who, args, w = f"{name_of(obj)} container worker", container["args"], group_values[obj["metadata"]["name"]]
         kv = arg_after(args, "--kv-cache-memory")
-        default = "0.9" if w["gpusPerWorker"] > 0 else "0.8"
+        default = "0.9" if worker_gpus(w) > 0 else "0.8"
         f.check(kv == (str(w["kvCacheMemory"]) or default), vs, who, "--kv-cache-memory from worker.kvCacheMemory or the mode's default", str(kv))
         f.check(arg_after(args, "--device") == w["device"], vs, who, "--device from worker.device")
         f.check(arg_after(args, "--kv-cache-dtype") == w["kvCacheDtype"], vs, who,
@@ -1369,6 +1375,9 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
                     "no --calibration and no calibration volume without model.calibration (the worker looks beside the model)")
         f.check(("--keep-window-blocks" in args) == bool(w["keepWindowBlocks"]), vs, who,
                 "--keep-window-blocks exactly when worker.keepWindowBlocks")
+        expected_tp = str(w["tensorParallelSize"]) if w["tensorParallelSize"] > 1 else None
+        f.check(arg_after(args, "--tensor-parallel") == expected_tp, vs, who,
+                "--tensor-parallel from worker.tensorParallelSize (absent at 1)", str(arg_after(args, "--tensor-parallel")))
         tiers = w["kvTiers"]
         f.check(arg_after(args, "--kv-host-memory") == (tiers["hostMemory"] or None), vs, who,
                 "--kv-host-memory from worker.kvTiers.hostMemory", str(arg_after(args, "--kv-host-memory")))
@@ -1394,7 +1403,7 @@ def check_worker_sizing(f: Failures, vs: str, objects: list[dict], values: dict)
             f.check("--kv-disk-dir" not in args and "kv-disk" not in mounts and not claims, vs, who,
                     "no disk tier unless worker.kvTiers.disk.enabled")
         limits = (container.get("resources") or {}).get("limits") or {}
-        if w["gpusPerWorker"] == 0:
+        if worker_gpus(w) == 0:
             f.check("memory" in limits, vs, who, "CPU worker has a memory limit (the KV fraction is measured under it)")
         configured = (w.get("resources") or {})
         cpu = ((configured.get("limits") or {}).get("cpu") or (configured.get("requests") or {}).get("cpu"))
@@ -1420,7 +1429,7 @@ def check_images(f: Failures, vs: str, objects: list[dict], values: dict) -> Non
             continue
         component = component_of(obj)
         override = values.get(component, {}).get("image", {}) if component in ("router", "worker", "cachemanager") else {}
-        variant = image["cudaTag"] if component == "worker" and values["worker"]["gpusPerWorker"] > 0 else image["tag"]
+        variant = image["cudaTag"] if component == "worker" and worker_gpus(values["worker"]) > 0 else image["tag"]
         expected = f"{override.get('repository') or image['repository']}:{override.get('tag') or variant}"
         for container in containers_of(template, init=True):
             if container["name"] in ("model-copy", "draft-model-copy", "draft-heads-copy"):  # the model image's
@@ -1579,6 +1588,9 @@ REFUSALS = [
     ("TLS without an fsGroup to read the 0440 key files",
      {"tls": {"enabled": True}, "podSecurityContext": {"fsGroup": None}}, "render", "podSecurityContext.fsGroup"),
     ("a CPU worker holding a GPU", {"worker": {"device": "cpu"}}, "render", "gpusPerWorker"),
+    ("fewer GPUs than tensor-parallel ranks", {"worker": {"gpusPerWorker": 2, "tensorParallelSize": 4}}, "render",
+     "a GPU for each rank"),
+    ("a tensor-parallel degree of 0", {"worker": {"tensorParallelSize": 0}}, "schema", "tensorParallelSize"),
     ("cuda without a GPU", {"worker": {"device": "cuda", "gpusPerWorker": 0,
                                        "resources": {"limits": {"memory": "8Gi"}}}}, "render", "gpusPerWorker is 0"),
     ("a CPU KV size not below the memory limit",

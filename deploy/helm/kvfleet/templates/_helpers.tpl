@@ -139,7 +139,7 @@ workers, the CPU variant for everything else, unless the component overrides it.
 {{- $override := (index .root.Values .component).image -}}
 {{- $repository := default .root.Values.image.repository $override.repository -}}
 {{- $variant := .root.Values.image.tag -}}
-{{- if and (eq .component "worker") (gt (int .root.Values.worker.gpusPerWorker) 0) -}}
+{{- if and (eq .component "worker") (gt (int (include "kvfleet.worker.gpus" .root)) 0) -}}
 {{- $variant = .root.Values.image.cudaTag -}}
 {{- end -}}
 {{- $tag := default $variant $override.tag -}}

@@ -8,9 +8,18 @@ resources. The rules (docs/deploy.md, "Sizing a worker"):
     below it; a fraction is measured by the worker under the cgroup limit.
 */}}
 
+{{/* GPUs per worker: gpusPerWorker, or one a tensor-parallel rank when it is empty. */}}
+{{- define "kvfleet.worker.gpus" -}}
+{{- if kindIs "invalid" .Values.worker.gpusPerWorker -}}
+{{- int .Values.worker.tensorParallelSize -}}
+{{- else -}}
+{{- int .Values.worker.gpusPerWorker -}}
+{{- end -}}
+{{- end -}}
+
 {{/* "gpu" or "cpu". */}}
 {{- define "kvfleet.worker.mode" -}}
-{{- if gt (int .Values.worker.gpusPerWorker) 0 -}}gpu{{- else -}}cpu{{- end -}}
+{{- if gt (int (include "kvfleet.worker.gpus" .)) 0 -}}gpu{{- else -}}cpu{{- end -}}
 {{- end -}}
 
 {{/* The --kv-cache-memory value passed to the worker. */}}
@@ -90,7 +99,7 @@ requests.cpu; empty when none is known (the worker then sizes itself from its cg
 requests = limits = gpusPerWorker in GPU mode. */}}
 {{- define "kvfleet.worker.resources" -}}
 {{- $resources := deepCopy (.Values.worker.resources | default dict) -}}
-{{- $gpus := int .Values.worker.gpusPerWorker -}}
+{{- $gpus := int (include "kvfleet.worker.gpus" .) -}}
 {{- if gt $gpus 0 -}}
 {{- $requests := $resources.requests | default dict -}}
 {{- $limits := $resources.limits | default dict -}}
