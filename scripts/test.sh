@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, fetches the default model,
 # builds with warnings as errors (through deploy/docker/build.sh) and runs
-# every ctest test. Exits with ctest's status; ctest's summary is the last
-# thing printed.
+# every ctest test but those labelled slow (run by hand: ctest -L slow).
+# Exits with ctest's status; ctest's summary is the last thing printed.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +23,7 @@ bash scripts/fetch_model.sh qwen2.5-coder-0.5b-instruct
 bash deploy/docker/build.sh --build-dir build --werror --jobs 2 --native OFF
 
 set +e
-ctest --test-dir build --output-on-failure -j2 2>&1 | tee build/ctest-output.log
+ctest --test-dir build --output-on-failure -j2 -LE slow 2>&1 | tee build/ctest-output.log
 status=${PIPESTATUS[0]}
 if [[ $status != 0 && -f build/Testing/Temporary/LastTestsFailed.log ]]; then
   # A CI log is often read from its end: repeat each failed test's last
