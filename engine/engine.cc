@@ -294,6 +294,10 @@ absl::Status Engine::Step() {
     KVFLEET_LOG_ERROR("engine step failed: {}", forward.status().ToString());
     for (const ScheduledChunk& c : scheduled.chunks) Finish(*c.request, FinishReason::kError);
     PublishStats(0);
+    if (const absl::Status fault = executor_.Fault(); !fault.ok() && !executor_fault_reported_) {
+      executor_fault_reported_ = true;
+      if (options_.on_executor_fault) options_.on_executor_fault(fault);
+    }
     return forward.status();
   }
   // The step-cost curve is learnt from decode steps only: a long prefill

@@ -84,6 +84,10 @@ struct EngineOptions {
   // is answered at once rather than after the step in progress, which on a
   // busy prefill worker is a long prefill chunk.
   int64_t kv_lease_staging_bytes = int64_t{256} << 20;
+  // Called once, on the engine thread, when a step fails and the executor
+  // says it can run no step again (ModelExecutor::Fault: a tensor-parallel
+  // rank failed). The worker exits; may be empty.
+  std::function<void(const absl::Status&)> on_executor_fault;
 
   absl::Status Validate() const;
   // The batch limits an executor must take for this engine: the scheduler's
@@ -294,7 +298,8 @@ class Engine {
   absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;  // engine thread only
   uint64_t next_arrival_ = 0;
   int64_t steps_ = 0;
-  bool last_step_empty_ = false;  // nothing was scheduled (all waiting, some on disk loads)
+  bool last_step_empty_ = false;          // nothing was scheduled (all waiting, some on disk loads)
+  bool executor_fault_reported_ = false;  // on_executor_fault was called
   double prefill_tokens_per_second_ = 0.0;
   double mask_wait_seconds_ = 0.0;
   KvPeerStats kv_peer_stats_;  // engine thread; published with the step's stats

@@ -82,8 +82,7 @@ inline int64_t KvBytesPerCachedToken(const model::ModelConfig& c, const Executor
 // "+kv-int8" for an 8-bit KV cache, appended to a backend's numerics
 // identity: its tokens differ from a float16 cache's.
 inline std::string KvNumericsSuffix(kernels::KvCacheDtype dtype) {
-  return dtype == kernels::KvCacheDtype::kF16 ? std::string()
-                                               : "+kv-" + std::string(kernels::KvCacheDtypeName(dtype));
+  return dtype == kernels::KvCacheDtype::kF16 ? std::string() : "+kv-" + std::string(kernels::KvCacheDtypeName(dtype));
 }
 
 // Appended after KvNumericsSuffix by an executor with scaled keys: the

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "model/model.h"
 #include "engine/executor/model_executor.h"
+#include "model/model.h"
 
 namespace kvfleet::engine {
 

@@ -56,6 +56,11 @@ struct ExecutorLimits {
   absl::Status Validate() const;
 };
 
+struct TensorParallelRankFault {
+  int32_t rank = -1;  // -1: none
+  int64_t at_step = 0;
+};
+
 struct ExecutorOptions {
   Device device;
   int64_t num_blocks = 0;                                 // KV capacity in blocks; 0: none yet (AllocateKvCache later)
@@ -75,6 +80,9 @@ struct ExecutorOptions {
   // model runs whole. The CPU runs the ranks as threads that take turns
   // (cpu/cpu_tp_executor.h).
   int32_t tensor_parallel = 1;
+  // For chaos tests (kvfleet-worker --fault-tensor-parallel-rank R:N):
+  // rank R fails its N-th forward pass (from 1) as a device error would.
+  TensorParallelRankFault rank_fault;
   ExecutorLimits limits;
 
   absl::Status Validate() const;

@@ -36,8 +36,8 @@
 
 #include "absl/status/status.h"
 #include "common/ids.h"
-#include "model/token_id.h"
 #include "engine/executor/executor_options.h"
+#include "model/token_id.h"
 
 namespace kvfleet::engine {
 
@@ -152,9 +152,7 @@ struct ForwardOutput {
   int64_t hidden_size = 0;
   const float* hidden = nullptr;
 
-  std::span<const float> Row(int64_t row) const {
-    return {logits + row * vocab_size, static_cast<size_t>(vocab_size)};
-  }
+  std::span<const float> Row(int64_t row) const { return {logits + row * vocab_size, static_cast<size_t>(vocab_size)}; }
   std::span<const float> HiddenRow(int64_t row) const {
     return {hidden + row * hidden_size, static_cast<size_t>(hidden_size)};
   }

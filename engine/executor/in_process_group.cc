@@ -54,7 +54,8 @@ class InProcessGroup::Rank : public Collective {
   const int32_t rank_;
 };
 
-InProcessGroup::InProcessGroup(int32_t size) : buffers_(static_cast<size_t>(size)), widths_(static_cast<size_t>(size)) {
+InProcessGroup::InProcessGroup(int32_t size)
+    : done_(static_cast<size_t>(size)), buffers_(static_cast<size_t>(size)), widths_(static_cast<size_t>(size)) {
   for (int32_t r = 0; r < size; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
 }
 
@@ -72,10 +73,28 @@ void InProcessGroup::BeginTurn(int32_t r) {
 void InProcessGroup::EndTurn(int32_t r) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    turn_ = (r + 1) % size();
+    done_[static_cast<size_t>(r)] = true;
+    const int32_t next = NextTurn(r);
+    if (next == r) {
+      // The round is over: rank 0 starts the next one.
+      std::fill(done_.begin(), done_.end(), false);
+      turn_ = 0;
+    } else {
+      turn_ = next;
+    }
     turn_passed_ = Clock::now();
   }
   turn_changed_.notify_all();
+}
+
+void InProcessGroup::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+}
+
+bool InProcessGroup::aborted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_;
 }
 
 InProcessGroup::Costs InProcessGroup::costs() {
@@ -83,7 +102,16 @@ InProcessGroup::Costs InProcessGroup::costs() {
   return costs_;
 }
 
+int32_t InProcessGroup::NextTurn(int32_t r) const {
+  for (int32_t i = 1; i <= size(); ++i) {
+    const int32_t next = (r + i) % size();
+    if (!done_[static_cast<size_t>(next)]) return next;
+  }
+  return r;
+}
+
 void InProcessGroup::PassTurnAndWait(std::unique_lock<std::mutex>& lock, int32_t r, int32_t next) {
+  if (next == r) return;
   turn_ = next;
   turn_passed_ = Clock::now();
   turn_changed_.notify_all();
@@ -94,6 +122,12 @@ void InProcessGroup::PassTurnAndWait(std::unique_lock<std::mutex>& lock, int32_t
 template <class Meet>
 void InProcessGroup::Arrive(int32_t r, float* x, int64_t width, int64_t floats, Meet meet) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (aborted_) {
+    // No meeting, but the turns still go round the ranks still running,
+    // one at a time (they share a thread pool), until each has ended.
+    PassTurnAndWait(lock, r, NextTurn(r));
+    return;
+  }
   buffers_[static_cast<size_t>(r)] = x;
   widths_[static_cast<size_t>(r)] = width;
   if (r + 1 < size()) {

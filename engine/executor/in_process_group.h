@@ -59,6 +59,14 @@ class InProcessGroup {
   // Thread-safe; exact once a round has ended.
   Costs costs();
 
+  // A rank failed: from now on collectives return with their buffers
+  // untouched (what NCCL's communicator abort does), and the turns go
+  // round only the ranks still running, so none waits for the failed one
+  // (which ends its turn at once). The replica's results are garbage from
+  // here: its executor must fault. Thread-safe; for good.
+  void Abort();
+  bool aborted();
+
  private:
   class Rank;
   // Rank r has put its buffer (`floats` of it its message) on the table:
@@ -66,12 +74,17 @@ class InProcessGroup {
   // goes round again.
   template <class Meet>
   void Arrive(int32_t r, float* x, int64_t width, int64_t floats, Meet meet);
+  // Gives the turn to `next` (nothing when it is r) and waits for r's next turn.
   void PassTurnAndWait(std::unique_lock<std::mutex>& lock, int32_t r, int32_t next);
+  // The rank after r, cyclically, that has not ended this round; r if none.
+  int32_t NextTurn(int32_t r) const;
 
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::mutex mu_;
   std::condition_variable turn_changed_;
   int32_t turn_ = 0;
+  bool aborted_ = false;
+  std::vector<bool> done_;                             // ranks that ended this round's turn
   std::chrono::steady_clock::time_point turn_passed_;  // when turn_ last changed
   Costs costs_;
   // The meeting in progress: each rank's buffer and width, and where the

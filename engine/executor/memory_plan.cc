@@ -36,10 +36,9 @@ std::string MemoryPlan::ToString() const {
   for (const auto& [name, bytes] : Components()) {
     if (bytes > 0) rows.push_back(absl::StrCat(name, " ", MiB(bytes)));
   }
-  return absl::StrCat("memory plan on ", device, ": ", absl::StrJoin(rows, ", "), "; KV budget ",
-                      MiB(kv_budget_bytes), " of ", MiB(free_bytes), " free = ", num_blocks, " blocks of ",
-                      block_size, " tokens at ", kv_bytes_per_token, " bytes per token, ", full_context_sequences,
-                      " full-context sequences",
+  return absl::StrCat("memory plan on ", device, ": ", absl::StrJoin(rows, ", "), "; KV budget ", MiB(kv_budget_bytes),
+                      " of ", MiB(free_bytes), " free = ", num_blocks, " blocks of ", block_size, " tokens at ",
+                      kv_bytes_per_token, " bytes per token, ", full_context_sequences, " full-context sequences",
                       layers_per_page > 0 && layers_per_page < num_layers
                           ? absl::StrCat("; each block a page of ", layers_per_page, " of the ", num_layers,
                                          " layers (sliding-window layers free the blocks their window has passed)")

@@ -37,7 +37,7 @@ struct MemoryPlanInput {
 
 struct MemoryPlan {
   std::string device;
-  int64_t free_bytes = 0;          // the device's free memory once weights and scratch are in place
+  int64_t free_bytes = 0;  // the device's free memory once weights and scratch are in place
   int64_t weight_bytes = 0;
   int64_t scratch_bytes = 0;
   int64_t draft_weight_bytes = 0;

@@ -73,7 +73,7 @@ struct ExecutorInfo {
   int64_t block_size = 0;
   int64_t num_blocks = 0;  // 0 until the KV cache is allocated
   int64_t num_layers = 0;
-  int64_t weight_bytes = 0;  // what a forward pass reads: the cost of a step relative to another model's
+  int64_t weight_bytes = 0;        // what a forward pass reads: the cost of a step relative to another model's
   int64_t kv_bytes_per_token = 0;  // 2 × layers × kv_heads × head_dim × 2 bytes (float16 cache)
   // How layers share pages (one group unless window blocks are freed). A
   // "block" of the cache is a page: num_blocks pages, each one block of
@@ -85,7 +85,7 @@ struct ExecutorInfo {
   // Ranks the model is split across (model/arch/shard_plan.h); 1: whole.
   // A block holds every rank's share of its KV heads.
   int32_t tensor_parallel = 1;
-  ExecutorLimits limits;     // resolved: max_logits_rows is set
+  ExecutorLimits limits;  // resolved: max_logits_rows is set
 };
 
 // Pages an executor allocates for a pool of num_blocks: one more, zeroed,
@@ -119,6 +119,10 @@ class ModelExecutor {
   // info().limits; FAILED_PRECONDITION before AllocateKvCache. The output
   // views the executor's own buffer until the next call.
   virtual absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) = 0;
+  // Not OK once the executor can run no step again: a tensor-parallel rank
+  // failed mid-step, so its ranks' caches disagree. Every later Forward
+  // fails with it; the worker exits. Thread-safe.
+  virtual absl::Status Fault() const { return absl::OkStatus(); }
 
   // A block's KV, every layer's K then V in layer order, into `out` (exactly
   // info().kv_block_bytes bytes), and back: what the host and disk tiers
@@ -151,7 +155,7 @@ class ModelExecutor {
 
 // CreateExecutor's signature (executor_factory.h), for libraries that make
 // executors (the draft model's) without linking any backend themselves.
-using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<ModelExecutor>>(const model::Model&,
-                                                                                      const ExecutorOptions&)>;
+using ExecutorFactory =
+    std::function<absl::StatusOr<std::unique_ptr<ModelExecutor>>(const model::Model&, const ExecutorOptions&)>;
 
 }  // namespace kvfleet::engine

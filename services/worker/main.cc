@@ -100,6 +100,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                                                                  .key_channel_scales = m.mode.key_channel_scales,
                                                                  .free_window_blocks = o.free_window_blocks,
                                                                  .tensor_parallel = o.tensor_parallel,
+                                                                 .rank_fault = o.fault_tensor_parallel_rank,
                                                                  .limits = engine::EngineOptions::ExecutorLimitsFor(
                                                                      m.scheduler, o.speculation.max_draft_tokens)}));
   engine::spec::ProposerConfig proposers_config = o.proposers;
@@ -260,7 +261,17 @@ absl::Status Run(const WorkerOptions& o) {
                          .speculation = o.speculation,
                          .kv_tiers = tiers.get(),
                          .kv_peer_fetcher = &peers,
-                         .kv_lease_duration = o.kv_lease},
+                         .kv_lease_duration = o.kv_lease,
+                         // A replica whose ranks disagree must not serve another step:
+                         // unready, then gone, so the router resumes its streams elsewhere.
+                         .on_executor_fault =
+                             [&server](const absl::Status& fault) {
+                               server.SetReady(false);
+                               server.SetLive(false);
+                               KVFLEET_LOG_ERROR("kvfleet-worker: {}; exiting", std::string(fault.message()));
+                               spdlog::default_logger()->flush();
+                               std::_Exit(1);
+                             }},
                         publisher.get());
   auto engine_stats = std::make_shared<EngineStatsCollector>([&engine] { return engine.Stats(); });
   exposer->RegisterCollectable(engine_stats);

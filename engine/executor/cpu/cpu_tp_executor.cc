@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/executor/backend_common.h"
 
 namespace kvfleet::engine {
 
@@ -17,6 +18,7 @@ absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model
   ASSIGN_OR_RETURN(model::ShardPlan plan, model::PlanShards(model.config(), options.tensor_parallel,
                                                             model::ShardAlignmentOf(model.source().tensors())));
   std::unique_ptr<CpuTpExecutor> tp(new CpuTpExecutor(std::move(plan), options));
+  tp->injected_ = options.rank_fault;
   for (int32_t r = 0; r < tp->plan_.degree; ++r) {
     auto shard = model.Shard(tp->plan_, r);
     if (!shard.ok()) return shard.status();
@@ -81,19 +83,41 @@ absl::Status CpuTpExecutor::AllocateKvCache(int64_t num_blocks) {
   return absl::OkStatus();
 }
 
+absl::Status CpuTpExecutor::Fault() const {
+  std::lock_guard<std::mutex> lock(fault_mu_);
+  return fault_;
+}
+
 absl::StatusOr<ForwardOutput> CpuTpExecutor::Forward(const ForwardBatch& batch) {
-  // Every rank checks the batch the same way, so they fail alike, before
-  // their first collective.
+  RETURN_IF_ERROR(Fault());
+  // A batch the ranks would refuse is refused here, alike for all, before
+  // any rank starts: past this point a rank's failure is the rank's.
+  if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
+  RETURN_IF_ERROR(batch.Validate(info_.vocab_size, info_.context_length, KvPagesAllocated(info_, info_.num_blocks),
+                                 info_.num_layers, info_.kv_groups.num_groups()));
+  RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
+  ++steps_;
   std::vector<absl::StatusOr<ForwardOutput>> outputs(ranks_.size(), absl::UnknownError("rank did not run"));
   threads_.Run([&](int32_t r) {
     group_.BeginTurn(r);
-    outputs[static_cast<size_t>(r)] = ranks_[static_cast<size_t>(r)]->Forward(batch);
+    absl::StatusOr<ForwardOutput>& out = outputs[static_cast<size_t>(r)];
+    if (r == injected_.rank && steps_ == injected_.at_step) {
+      out = absl::InternalError("a fault injected by --fault-tensor-parallel-rank");
+    } else {
+      out = ranks_[static_cast<size_t>(r)]->Forward(batch);
+    }
+    // The others must not wait for this rank at the next collective.
+    if (!out.ok()) group_.Abort();
     group_.EndTurn(r);
   });
   for (size_t r = 0; r < outputs.size(); ++r) {
     if (!outputs[r].ok()) {
-      return absl::Status(outputs[r].status().code(),
-                          absl::StrCat("tensor-parallel rank ", r, ": ", outputs[r].status().message()));
+      std::lock_guard<std::mutex> lock(fault_mu_);
+      fault_ = absl::InternalError(absl::StrCat("tensor-parallel rank ", r, " of ", plan_.degree, " failed mid-step (",
+                                                outputs[r].status().message(),
+                                                "); its ranks' KV caches no longer agree, so this replica can run "
+                                                "no further step: restart the worker"));
+      return fault_;
     }
   }
   // The logits were gathered and the hidden rows summed on every rank.

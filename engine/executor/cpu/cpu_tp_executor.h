@@ -16,10 +16,16 @@
 //
 // Draft heads run on rank 0 (their weights are not sharded).
 //
+// A rank that fails mid-step (the twin's ranks fail only when a chaos test
+// says so; a GPU's could by a device or communicator error) aborts the
+// group, so no rank waits forever, and faults the executor for good: its
+// ranks' caches no longer agree, and a half-sharded step is never served.
+//
 // Thread-safety: one thread at a time, as every executor.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,6 +52,7 @@ class CpuTpExecutor : public ModelExecutor {
   absl::StatusOr<DeviceFreeMemory> FreeMemory() const override;
   absl::Status AllocateKvCache(int64_t num_blocks) override;
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;
+  absl::Status Fault() const override;
   absl::Status CopyKvBlockOut(BlockId block, std::span<uint8_t> out) override;
   absl::Status CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) override;
   absl::Status MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) override;
@@ -70,6 +77,10 @@ class CpuTpExecutor : public ModelExecutor {
   std::vector<std::unique_ptr<model::Model>> shards_;
   std::vector<std::unique_ptr<CpuExecutor>> ranks_;
   ExecutorInfo info_;
+  TensorParallelRankFault injected_;
+  int64_t steps_ = 0;
+  mutable std::mutex fault_mu_;
+  absl::Status fault_;  // under fault_mu_
 };
 
 }  // namespace kvfleet::engine

@@ -110,6 +110,9 @@ const char kUsageTail[] =
                                becomes ordinary cache (default 30)
   --fault-kv-transfer F        fault injection for chaos tests: corrupt-chunk, truncate-block, or stall (3 s
                                before the first block) on every pull served (default: none)
+  --fault-tensor-parallel-rank R:N
+                               fault injection for chaos tests: tensor-parallel rank R fails its N-th step, as a
+                               device error would; the worker reports it, naming the rank, and exits
 
 On start it checks the flags, the device and the model file first (a refusal there ends it before it binds), then
 prints "kvfleet-worker listening grpc=HOST:PORT metrics=HOST:PORT[ health=HOST:PORT]" once bound, and
@@ -169,6 +172,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "spec-draft-heads",
                                                                 "spec-heads-top-k",
                                                                 "fault-drop-event-batch",
+                                                                "fault-tensor-parallel-rank",
                                                                 "kv-transfer-listen",
                                                                 "kv-transfer-deadline",
                                                                 "kv-transfer-max-pulls",
@@ -211,6 +215,20 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
         absl::StrCat("--tensor-parallel must be in [1, 64] (ranks of one replica), got ", tensor_parallel));
   }
   o.tensor_parallel = static_cast<int32_t>(tensor_parallel);
+  if (f.Has("fault-tensor-parallel-rank")) {
+    const std::string fault = f.GetString("fault-tensor-parallel-rank", "");
+    const std::vector<std::string> parts = absl::StrSplit(fault, ':');
+    int32_t rank = 0;
+    int64_t step = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rank) || !absl::SimpleAtoi(parts[1], &step) || rank < 0 ||
+        rank >= o.tensor_parallel || step < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fault-tensor-parallel-rank must be RANK:STEP, a rank below "
+                       "--tensor-parallel and a step from 1; got '",
+                       fault, "'"));
+    }
+    o.fault_tensor_parallel_rank = {.rank = rank, .at_step = step};
+  }
   if (f.Has("max-num-seqs")) {
     ASSIGN_OR_RETURN(int64_t seqs, f.GetInt("max-num-seqs", 0));
     o.max_num_seqs = static_cast<int32_t>(seqs);

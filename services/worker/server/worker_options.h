@@ -38,6 +38,8 @@ struct WorkerOptions {
   int threads = 0;  // 0: one per hardware thread
   // Ranks one replica's model is split across (model/arch/shard_plan.h).
   int32_t tensor_parallel = 1;
+  // --fault-tensor-parallel-rank R:N (chaos tests): rank R fails its N-th step.
+  engine::TensorParallelRankFault fault_tensor_parallel_rank;
   // --cpu-activations and --kv-cache-dtype: a mode each, or auto (nullopt,
   // the default): chosen at start from the calibration record (worker_mode.h).
   engine::ModeSetting mode;

@@ -2,10 +2,11 @@
 // (on the gRPC port and the plaintext health port alike), new requests get
 // UNAVAILABLE, in-flight streams finish (or are cut at --drain-timeout), exit 0.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/services/worker/worker_harness.h"
@@ -161,6 +162,30 @@ TEST(WorkerLifecycleTest, AutoTakesTheCpuHereAndReportsItsNumerics) {
       1.0);
   EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"part", "kv_cache"}}), 0.0);
   EXPECT_GT(scrape->Value("kvfleet_worker_memory_bytes", {{"part", "scratch"}}), 0.0);
+}
+
+// A tensor-parallel worker whose rank fails mid-step (the chaos flag stands
+// in for a device or communicator error): the step's stream ends in an
+// error, and the worker says which rank failed and exits non-zero rather
+// than serve another step from ranks whose caches no longer agree.
+TEST(WorkerLifecycleTest, ATensorParallelRankThatFailsEndsTheWorkerNamingTheRank) {
+  WorkerHarness harness;
+  ASSERT_TRUE(harness.Start({"--tensor-parallel", "2", "--fault-tensor-parallel-rank", "1:6"}).ok());
+  grpc::ClientContext ctx;
+  v1::WorkerInfo info;
+  ASSERT_TRUE(harness.Stub()->GetInfo(&ctx, v1::GetInfoRequest(), &info).ok());
+  EXPECT_EQ(info.numerics(), "cpu/1+tp2");
+  // Steps 1-5 run (a prefill, then decodes); the sixth fails on rank 1.
+  const StreamResult result = harness.Generate(TinyRequest(7, 8, 64));
+  EXPECT_FALSE(result.status.ok()) << "a stream outlived its replica's failed rank";
+  EXPECT_LT(result.tokens.size(), 64u);
+  const absl::StatusOr<int> exit_code = harness.worker().process().Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
+  EXPECT_NE(*exit_code, 0);
+  std::stringstream log;
+  log << std::ifstream(harness.LogPath()).rdbuf();
+  EXPECT_NE(log.str().find("tensor-parallel rank 1 of 2 failed mid-step"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("exiting"), std::string::npos) << log.str();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "engine/executor/executor_factory.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -78,6 +79,41 @@ TEST_F(CpuTpExecutorTest, ABlockCopiedToAnotherReplicaGivesTheSameLogits) {
     ASSERT_TRUE((*to)->CopyKvBlockIn(BlockId(9 + i), block).ok());
   }
   EXPECT_EQ(Decode(**from, prompt, 12, {BlockId(0), BlockId(1)}), Decode(**to, prompt, 12, {BlockId(9), BlockId(10)}));
+}
+
+// A rank failing mid-step, first, middle or last: no rank waits forever
+// for it, the step fails naming it, and every later step fails the same
+// way (the ranks' caches no longer agree). A batch every rank would refuse
+// is refused up front and faults nothing.
+TEST_F(CpuTpExecutorTest, ARankThatFailsMidStepFaultsTheReplicaForGood) {
+  for (const int32_t degree : {2, 4}) {
+    for (int32_t failing = 0; failing < degree; ++failing) {
+      SCOPED_TRACE(::testing::Message() << "rank " << failing << " of " << degree);
+      auto ex = CreateExecutor(*model_, {.num_blocks = 16,
+                                         .block_size = 4,
+                                         .num_threads = 2,
+                                         .tensor_parallel = degree,
+                                         .rank_fault = {.rank = failing, .at_step = 2}});
+      ASSERT_TRUE(ex.ok()) << ex.status();
+      ForwardBatchBuilder b(4);
+      const std::vector<model::TokenId> prompt = {5, 17, 99};
+      const std::vector<BlockId> blocks = {BlockId(0)};
+      b.AddChunk(prompt, 0, blocks, LogitsWanted::kLast);
+      const ForwardBatch batch = b.Finish();
+      ASSERT_TRUE((*ex)->Forward(batch).ok());
+      EXPECT_TRUE((*ex)->Fault().ok());
+      ForwardBatch beyond = batch;
+      beyond.token_ids[0] = 1 << 20;  // outside the vocabulary: refused, no rank involved
+      EXPECT_FALSE((*ex)->Forward(beyond).ok());
+      EXPECT_TRUE((*ex)->Fault().ok());
+      const auto failed = (*ex)->Forward(batch);
+      ASSERT_FALSE(failed.ok());
+      const std::string named = absl::StrCat("tensor-parallel rank ", failing, " of ", degree, " failed mid-step");
+      EXPECT_NE(failed.status().message().find(named), std::string::npos) << failed.status();
+      EXPECT_EQ((*ex)->Fault(), failed.status());
+      EXPECT_EQ((*ex)->Forward(batch).status(), failed.status());
+    }
+  }
 }
 
 TEST_F(CpuTpExecutorTest, ADegreeThatCannotSplitTheModelIsRefusedWithTheOnesThatCan) {

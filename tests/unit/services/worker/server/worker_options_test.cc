@@ -30,6 +30,26 @@ TEST(WorkerOptionsTest, NegativeAdmissionBypassIsRefusedByName) {
   EXPECT_NE(o.status().message().find("--admission-bypass"), std::string::npos) << o.status();
 }
 
+TEST(WorkerOptionsTest, TensorParallelTakesVllmsSpellingAndAChaosFault) {
+  EXPECT_EQ(ParseWorkerOptions(Args({}))->tensor_parallel, 1);
+  EXPECT_EQ(ParseWorkerOptions(Args({"--tensor-parallel", "3"}))->tensor_parallel, 3);
+  EXPECT_EQ(ParseWorkerOptions(Args({"--tensor-parallel-size", "2"}))->tensor_parallel, 2);
+  EXPECT_EQ(ParseWorkerOptions(Args({"--tensor-parallel", "2", "--tensor-parallel-size", "2"}))->tensor_parallel, 2);
+  const auto both = ParseWorkerOptions(Args({"--tensor-parallel", "2", "--tensor-parallel-size", "4"}));
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("--tensor-parallel-size 4"), std::string::npos) << both.status();
+  const auto zero = ParseWorkerOptions(Args({"--tensor-parallel", "0"}));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("--tensor-parallel"), std::string::npos) << zero.status();
+  const auto fault = ParseWorkerOptions(Args({"--tensor-parallel", "2", "--fault-tensor-parallel-rank", "1:5"}));
+  ASSERT_TRUE(fault.ok()) << fault.status();
+  EXPECT_EQ(fault->fault_tensor_parallel_rank.rank, 1);
+  EXPECT_EQ(fault->fault_tensor_parallel_rank.at_step, 5);
+  for (const char* bad : {"2:5", "1", "1:0", "x:1"}) {
+    EXPECT_FALSE(ParseWorkerOptions(Args({"--tensor-parallel", "2", "--fault-tensor-parallel-rank", bad})).ok()) << bad;
+  }
+}
+
 TEST(WorkerOptionsTest, WindowBlocksAreFreedUnlessKept) {
   const absl::StatusOr<WorkerOptions> defaults = ParseWorkerOptions(Args({}));
   ASSERT_TRUE(defaults.ok()) << defaults.status();
