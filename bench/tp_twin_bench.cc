@@ -24,7 +24,8 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/executor/cpu/cpu_executor.h"
-#include "engine/executor/cpu/cpu_tp_executor.h"
+#include "engine/executor/cpu/cpu_ranks.h"
+#include "engine/executor/tensor_parallel_executor.h"
 #include "model/model.h"
 
 namespace kvfleet::bench {
@@ -42,7 +43,7 @@ constexpr int32_t kBlockSize = 16;
 struct Config {
   int32_t degree = 1;
   std::unique_ptr<engine::ModelExecutor> executor;
-  engine::CpuTpExecutor* tp = nullptr;
+  engine::TensorParallelExecutor* tp = nullptr;
 };
 
 // One kind of step: its batch and each degree's measured times.
@@ -115,7 +116,9 @@ absl::Status Main(const flags::Flags& f) {
     if (d == 1) {
       ASSIGN_OR_RETURN(c.executor, engine::CpuExecutor::Create(*m, o));
     } else {
-      ASSIGN_OR_RETURN(std::unique_ptr<engine::CpuTpExecutor> tp, engine::CpuTpExecutor::Create(*m, o));
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<engine::TensorParallelExecutor> tp,
+          engine::TensorParallelExecutor::Create(*m, o, std::make_unique<engine::CpuRanks>(o.num_threads)));
       c.tp = tp.get();
       c.executor = std::move(tp);
     }

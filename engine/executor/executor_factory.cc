@@ -4,7 +4,8 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/executor/cpu/cpu_executor.h"
-#include "engine/executor/cpu/cpu_tp_executor.h"
+#include "engine/executor/cpu/cpu_ranks.h"
+#include "engine/executor/tensor_parallel_executor.h"
 #if KVFLEET_HAS_CUDA
 #include "engine/executor/cuda/cuda_executor.h"
 #endif
@@ -24,7 +25,8 @@ absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model
                                                               const ExecutorOptions& options) {
   if (options.device.kind == DeviceKind::kCpu) {
     if (options.tensor_parallel > 1) {
-      ASSIGN_OR_RETURN(std::unique_ptr<CpuTpExecutor> tp, CpuTpExecutor::Create(model, options));
+      ASSIGN_OR_RETURN(std::unique_ptr<TensorParallelExecutor> tp,
+                       TensorParallelExecutor::Create(model, options, std::make_unique<CpuRanks>(options.num_threads)));
       return std::unique_ptr<ModelExecutor>(std::move(tp));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> ex, CpuExecutor::Create(model, options));

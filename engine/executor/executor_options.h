@@ -78,7 +78,7 @@ struct ExecutorOptions {
   bool free_window_blocks = true;
   // Ranks of one tensor-parallel replica (model/arch/shard_plan.h); 1: the
   // model runs whole. The CPU runs the ranks as threads that take turns
-  // (cpu/cpu_tp_executor.h).
+  // (tensor_parallel_executor.h, cpu/cpu_ranks.h).
   int32_t tensor_parallel = 1;
   // For chaos tests (kvfleet-worker --fault-tensor-parallel-rank R:N):
   // rank R fails its N-th forward pass (from 1) as a device error would.

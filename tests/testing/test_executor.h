@@ -7,6 +7,7 @@
 //                                     test skips, saying why, without a usable GPU)
 //   test_executor_cpu_tp.cc           the CPU twin of tensor parallelism, at
 //                                     KVFLEET_TEST_TENSOR_PARALLEL ranks (2 unless set)
+//   test_executor_cuda_emulated_tp.cc the same ranks on the emulation, a device each
 //
 //   std::unique_ptr<engine::ModelExecutor> ex = testing::NewTinyExecutor(*model, /*num_blocks=*/64, /*block_size=*/4);
 #pragma once
@@ -60,6 +61,10 @@ tools::TinyModelOptions TestModelShape(tools::TinyModelOptions base);
 // blocks of its type, to split across `degree` ranks
 // (model/arch/shard_plan.h); base itself at degree 1 or when it already does.
 tools::TinyModelOptions TensorParallelShape(tools::TinyModelOptions base, int32_t degree);
+
+// The tensor-parallel backends' degree: KVFLEET_TEST_TENSOR_PARALLEL, 2
+// unless it says more.
+int32_t TensorParallelFromEnvironment();
 
 // The SmolLM2-135M shape over `base`, and the choice from the environment.
 tools::TinyModelOptions SmolLm2Shape(tools::TinyModelOptions base);

@@ -59,6 +59,11 @@ tools::TinyModelOptions TensorParallelShape(tools::TinyModelOptions base, int32_
   return base;
 }
 
+int32_t TensorParallelFromEnvironment() {
+  const char* env = std::getenv("KVFLEET_TEST_TENSOR_PARALLEL");
+  return env != nullptr && std::atoi(env) > 1 ? std::atoi(env) : 2;
+}
+
 tools::TinyModelOptions ShapeFromEnvironment(const tools::TinyModelOptions& base, bool smollm2_by_default) {
   const char* env = std::getenv("KVFLEET_TEST_SHAPE");
   const std::string choice = env != nullptr ? env : "";

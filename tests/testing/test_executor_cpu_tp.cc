@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,10 +7,7 @@
 
 namespace kvfleet::testing {
 
-int32_t TestTensorParallel() {
-  const char* env = std::getenv("KVFLEET_TEST_TENSOR_PARALLEL");
-  return env != nullptr && std::atoi(env) > 1 ? std::atoi(env) : 2;
-}
+int32_t TestTensorParallel() { return TensorParallelFromEnvironment(); }
 
 std::string TestBackendName() { return absl::StrCat("cpu-tp", TestTensorParallel()); }
 

@@ -37,7 +37,7 @@ std::string CpuNumericsFor(CpuActivations activations, kernels::KvCacheDtype kv)
 std::string CpuNumericsFor(const ExecutorOptions& options);
 
 // What a tensor-parallel rank is given besides its shard of the model
-// (cpu_tp_executor.h): its side of the replica's collectives, and the pool
+// (cpu_ranks.h): its side of the replica's collectives, and the pool
 // the ranks share (they take turns). Default: one rank, its own pool.
 struct CpuRank {
   Collective* collective = nullptr;

@@ -29,7 +29,8 @@ size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 int CudaExecutor::DeviceCount(std::string* why_none) { return cu::DeviceCount(why_none); }
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::Model& model,
-                                                                   const ExecutorOptions& options) {
+                                                                   const ExecutorOptions& options,
+                                                                   Collective* collective) {
   RETURN_IF_ERROR(options.Validate());
   if (options.device.kind != DeviceKind::kCuda) {
     return absl::InvalidArgumentError(absl::StrCat("the CUDA executor cannot run on ", options.device.ToString()));
@@ -44,14 +45,15 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const model::
   }
   const model::ModelConfig& c = model.config();
   if (!kernels::cuda::PagedAttentionSupports(c.head_dim, c.num_heads, c.num_kv_heads, &why)) {
-    return absl::InvalidArgumentError(absl::StrCat("this model (head_dim ", c.head_dim, ", ", c.num_heads,
-                                                   " heads of ", c.num_kv_heads, " KV heads) cannot run on CUDA: ",
-                                                   why, "; use --device cpu"));
+    return absl::InvalidArgumentError(absl::StrCat("this model (head_dim ", c.head_dim, ", ", c.num_heads, " heads of ",
+                                                   c.num_kv_heads, " KV heads) cannot run on CUDA: ", why,
+                                                   "; use --device cpu"));
   }
   if (c.hidden_size % 32 != 0 || c.ffn_size % 32 != 0) {
     return absl::InvalidArgumentError("the CUDA matmul needs hidden and feed-forward sizes that are multiples of 32");
   }
   std::unique_ptr<CudaExecutor> ex(new CudaExecutor(model, options));
+  ex->ops_config_.collective = collective;
   if (ex->forward_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("no forward pass for architecture '", c.architecture,
                                                    "' (load models through model::Model::Load)"));
@@ -76,12 +78,18 @@ CudaExecutor::~CudaExecutor() {
   }
 }
 
+absl::StatusOr<std::string> CudaExecutor::NumericsFor(const ExecutorOptions& options) {
+  ASSIGN_OR_RETURN(cu::DeviceProperties props, cu::GetDeviceProperties(options.device.index));
+  const std::string kernels = cu::IsEmulated()
+                                  ? absl::StrCat("cuda-emulated/", kCudaKernelVersion)
+                                  : absl::StrCat("cuda-sm", props.major, props.minor, "/", kCudaKernelVersion);
+  return kernels + KvNumericsSuffix(options.kv_cache_dtype) + KeyScalesDigestSuffix(options);
+}
+
 absl::Status CudaExecutor::Init() {
   RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
   ASSIGN_OR_RETURN(cu::DeviceProperties props, cu::GetDeviceProperties(options_.device.index));
-  info_.numerics = cu::IsEmulated() ? absl::StrCat("cuda-emulated/", kCudaKernelVersion)
-                                    : absl::StrCat("cuda-sm", props.major, props.minor, "/", kCudaKernelVersion);
-  info_.numerics += KvNumericsSuffix(options_.kv_cache_dtype) + KeyScalesDigestSuffix(options_);
+  ASSIGN_OR_RETURN(info_.numerics, NumericsFor(options_));
   ASSIGN_OR_RETURN(stream_, cu::CreateStream());
   RETURN_IF_ERROR(UploadWeights());
   RETURN_IF_ERROR(UploadRopeTables());
@@ -227,9 +235,8 @@ absl::Status CudaExecutor::AllocateKvCache(int64_t num_blocks) {
       v_cache_.clear();
       k_layers_.clear();
       v_layers_.clear();
-      return absl::ResourceExhaustedError(absl::StrCat("no device memory for a KV cache of ", num_blocks,
-                                                       " blocks on ", options_.device.ToString(), ": ",
-                                                       v.status().message()));
+      return absl::ResourceExhaustedError(absl::StrCat("no device memory for a KV cache of ", num_blocks, " blocks on ",
+                                                       options_.device.ToString(), ": ", v.status().message()));
     }
     k_layers_.push_back(k->as<uint8_t>());
     v_layers_.push_back(v->as<uint8_t>());
@@ -250,7 +257,8 @@ absl::StatusOr<BatchArrays> CudaExecutor::StageBatch(const ForwardBatch& batch) 
                                   batch.num_logits_rows(), batch.num_kv_groups);
   uint8_t* host = batch_staging_.as<uint8_t>();
   const auto put = [host](size_t offset, const auto& v) {
-    if (!v.empty()) std::memcpy(host + offset, v.data(), v.size() * sizeof(v[0]));  // an empty vector's data() may be null
+    if (!v.empty())
+      std::memcpy(host + offset, v.data(), v.size() * sizeof(v[0]));  // an empty vector's data() may be null
   };
   put(l.token_ids, batch.token_ids);
   put(l.positions, batch.positions);

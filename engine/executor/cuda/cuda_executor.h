@@ -43,8 +43,12 @@ class CudaExecutor : public ModelExecutor {
  public:
   // options.device must be a GPU this process can use. Errors name the
   // problem: no such GPU, an unsupported shape, not enough device memory.
-  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(const model::Model& model,
-                                                              const ExecutorOptions& options);
+  // `collective`: a tensor-parallel rank's side of its replica's
+  // collectives (cuda_ranks.h; the host emulation's only, for now).
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(const model::Model& model, const ExecutorOptions& options,
+                                                              Collective* collective = nullptr);
+  // The numerics identity an executor of these options on its device reports.
+  static absl::StatusOr<std::string> NumericsFor(const ExecutorOptions& options);
   static int DeviceCount(std::string* why_none);
   ~CudaExecutor() override;
 

@@ -1,12 +1,16 @@
 // device_runtime.h for the host emulation: device memory is host memory
-// (tracked against an 8 GiB device), copies are memcpy, and launches have
+// (tracked against 8 GiB a device), copies are memcpy, and launches have
 // already run by the time they return, so streams have nothing to wait for.
+// There are kEmulatedDevices devices, so that a tensor-parallel replica's
+// ranks can each take one; SetDevice picks the calling thread's, as
+// cudaSetDevice does, and memory is counted against it.
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "kernels/cuda/device_runtime.h"
 #include "kernels/cuda/emulation/emulated_cuda.h"
 
@@ -15,11 +19,17 @@ inline namespace KVFLEET_CUDA_BUILD {
 namespace {
 
 constexpr int64_t kDeviceBytes = int64_t{8} << 30;
+constexpr int kEmulatedDevices = 4;
+
+struct Allocation {
+  size_t bytes = 0;
+  int device = 0;
+};
 
 struct Allocations {
   std::mutex mu;
-  std::unordered_map<void*, size_t> sizes;
-  int64_t used = 0;
+  std::unordered_map<void*, Allocation> sizes;
+  int64_t used[kEmulatedDevices] = {};
 };
 
 Allocations& Tracked() {
@@ -27,31 +37,45 @@ Allocations& Tracked() {
   return *a;
 }
 
+thread_local int current_device = 0;
+
 }  // namespace
 
 bool IsEmulated() { return true; }
 
-int DeviceCount(std::string*) { return 1; }
+int DeviceCount(std::string*) { return kEmulatedDevices; }
 
 absl::StatusOr<DeviceProperties> GetDeviceProperties(int device) {
-  if (device != 0) return absl::UnavailableError(absl::StrCat("the emulation has one device, not ", device));
-  return DeviceProperties{
-      .name = "emulated CUDA device (host)", .major = 0, .minor = 0, .multiprocessors = 1, .total_memory = kDeviceBytes};
+  if (device < 0 || device >= kEmulatedDevices) {
+    return absl::UnavailableError(
+        absl::StrCat("the emulation has ", kEmulatedDevices, " devices, not device ", device));
+  }
+  return DeviceProperties{.name = "emulated CUDA device (host)",
+                          .major = 0,
+                          .minor = 0,
+                          .multiprocessors = 1,
+                          .total_memory = kDeviceBytes};
 }
 
-absl::Status SetDevice(int device) { return GetDeviceProperties(device).status(); }
+absl::Status SetDevice(int device) {
+  RETURN_IF_ERROR(GetDeviceProperties(device).status());
+  current_device = device;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<void*> Malloc(size_t bytes) {
   Allocations& a = Tracked();
   std::lock_guard<std::mutex> lock(a.mu);
-  if (a.used + static_cast<int64_t>(bytes) > kDeviceBytes) {
+  int64_t& used = a.used[current_device];
+  if (used + static_cast<int64_t>(bytes) > kDeviceBytes) {
     return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", bytes, " bytes: cudaErrorMemoryAllocation (",
-                                                     kDeviceBytes - a.used, " bytes free on the emulated device)"));
+                                                     kDeviceBytes - used, " bytes free on emulated device ",
+                                                     current_device, ")"));
   }
   void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("no host memory for ", bytes, " bytes"));
-  a.sizes[p] = bytes;
-  a.used += static_cast<int64_t>(bytes);
+  a.sizes[p] = {.bytes = bytes, .device = current_device};
+  used += static_cast<int64_t>(bytes);
   return p;
 }
 
@@ -61,7 +85,7 @@ void Free(void* device_ptr) {
   std::lock_guard<std::mutex> lock(a.mu);
   auto it = a.sizes.find(device_ptr);
   if (it != a.sizes.end()) {
-    a.used -= static_cast<int64_t>(it->second);
+    a.used[it->second.device] -= static_cast<int64_t>(it->second.bytes);
     a.sizes.erase(it);
   }
   std::free(device_ptr);
@@ -78,7 +102,7 @@ void FreeHost(void* host_ptr) { std::free(host_ptr); }
 absl::Status MemGetInfo(int64_t* free_bytes, int64_t* total_bytes) {
   Allocations& a = Tracked();
   std::lock_guard<std::mutex> lock(a.mu);
-  *free_bytes = kDeviceBytes - a.used;
+  *free_bytes = kDeviceBytes - a.used[current_device];
   *total_bytes = kDeviceBytes;
   return absl::OkStatus();
 }

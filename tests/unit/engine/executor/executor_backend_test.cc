@@ -139,8 +139,11 @@ TEST_P(ExecutorBackendTest, LogitsAreCloseToTheCpuBackendsAndMostlyAgreeOnTheArg
     same_argmax += best_a == best_b;
   }
   // Float32 arithmetic in other orders, through two layers: far below the
-  // model's own rounding of K/V to float16.
-  EXPECT_LT(err / norm, 1e-9) << testing::TestBackendName();
+  // model's own rounding of K/V to float16. A tensor-parallel split sums
+  // each row-parallel product in parts, one more order, on the wider model
+  // that splits (TestModelShape): the CUDA emulation at 2 ranks measured up
+  // to 2.6e-9 on Q6_K, the CPU's under 1e-9.
+  EXPECT_LT(err / norm, testing::TestTensorParallel() > 1 ? 5e-9 : 1e-9) << testing::TestBackendName();
   EXPECT_GE(same_argmax, 38) << "rows whose greedy token agrees with the CPU's, of 40";
 }
 

@@ -1,9 +1,9 @@
-// The CPU twin of a tensor-parallel replica as one executor: its identity
-// names the split, its blocks are the ranks' pieces side by side (so a
+// A tensor-parallel replica as one executor (the CPU's ranks, through the
+// factory): its identity names the split, its blocks are the ranks' pieces side by side (so a
 // block copied out of one replica and into another gives the same
 // tokens), its cache's bytes are the ranks' sum, and a degree that cannot
 // split the model, or a GPU, is refused with what would work.
-#include "engine/executor/cpu/cpu_tp_executor.h"
+#include "engine/executor/tensor_parallel_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 namespace kvfleet::engine {
 namespace {
 
-class CpuTpExecutorTest : public ::testing::Test {
+class TensorParallelExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // 4 query heads of 32 over 2 KV heads: splits at 2, and at 4 with each
@@ -48,7 +48,7 @@ class CpuTpExecutorTest : public ::testing::Test {
   std::unique_ptr<model::Model> model_;
 };
 
-TEST_F(CpuTpExecutorTest, NamesItsSplitAndSumsTheRanksCaches) {
+TEST_F(TensorParallelExecutorTest, NamesItsSplitAndSumsTheRanksCaches) {
   auto whole = Make(1), tp = Make(2);
   ASSERT_TRUE(whole.ok() && tp.ok()) << tp.status();
   const ExecutorInfo& a = (*whole)->info();
@@ -65,7 +65,7 @@ TEST_F(CpuTpExecutorTest, NamesItsSplitAndSumsTheRanksCaches) {
   EXPECT_EQ((*tp4)->info().kv_block_bytes, 2 * a.kv_block_bytes);
 }
 
-TEST_F(CpuTpExecutorTest, ABlockCopiedToAnotherReplicaGivesTheSameLogits) {
+TEST_F(TensorParallelExecutorTest, ABlockCopiedToAnotherReplicaGivesTheSameLogits) {
   auto from = Make(2), to = Make(2);
   ASSERT_TRUE(from.ok() && to.ok());
   const std::vector<model::TokenId> prompt = {5, 17, 99, 4, 250, 31, 8};
@@ -85,7 +85,7 @@ TEST_F(CpuTpExecutorTest, ABlockCopiedToAnotherReplicaGivesTheSameLogits) {
 // for it, the step fails naming it, and every later step fails the same
 // way (the ranks' caches no longer agree). A batch every rank would refuse
 // is refused up front and faults nothing.
-TEST_F(CpuTpExecutorTest, ARankThatFailsMidStepFaultsTheReplicaForGood) {
+TEST_F(TensorParallelExecutorTest, ARankThatFailsMidStepFaultsTheReplicaForGood) {
   for (const int32_t degree : {2, 4}) {
     for (int32_t failing = 0; failing < degree; ++failing) {
       SCOPED_TRACE(::testing::Message() << "rank " << failing << " of " << degree);
@@ -116,14 +116,14 @@ TEST_F(CpuTpExecutorTest, ARankThatFailsMidStepFaultsTheReplicaForGood) {
   }
 }
 
-TEST_F(CpuTpExecutorTest, ADegreeThatCannotSplitTheModelIsRefusedWithTheOnesThatCan) {
+TEST_F(TensorParallelExecutorTest, ADegreeThatCannotSplitTheModelIsRefusedWithTheOnesThatCan) {
   auto tp3 = Make(3);
   ASSERT_FALSE(tp3.ok());
   EXPECT_EQ(tp3.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(tp3.status().message().find("Degrees that can: 1, 2, 4"), std::string::npos) << tp3.status();
 }
 
-TEST_F(CpuTpExecutorTest, AGpuRefusesMoreThanOneRankUntilItsCommunicatorIsBuilt) {
+TEST_F(TensorParallelExecutorTest, AGpuRefusesMoreThanOneRankUntilItsCommunicatorIsBuilt) {
   auto gpu = CreateExecutor(*model_, {.device = {.kind = DeviceKind::kCuda}, .tensor_parallel = 2});
   ASSERT_FALSE(gpu.ok());
   EXPECT_NE(gpu.status().message().find("--device cpu"), std::string::npos) << gpu.status();

@@ -1,4 +1,4 @@
-#include "engine/executor/cpu/cpu_tp_executor.h"
+#include "engine/executor/tensor_parallel_executor.h"
 
 #include <utility>
 
@@ -9,15 +9,12 @@
 
 namespace kvfleet::engine {
 
-absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model::Model& model,
-                                                                     const ExecutorOptions& options) {
+absl::StatusOr<std::unique_ptr<TensorParallelExecutor>> TensorParallelExecutor::Create(
+    const model::Model& model, const ExecutorOptions& options, std::unique_ptr<RankBackend> backend) {
   RETURN_IF_ERROR(options.Validate());
-  if (options.device.kind != DeviceKind::kCpu) {
-    return absl::InvalidArgumentError(absl::StrCat("the CPU executor cannot run on ", options.device.ToString()));
-  }
   ASSIGN_OR_RETURN(model::ShardPlan plan, model::PlanShards(model.config(), options.tensor_parallel,
                                                             model::ShardAlignmentOf(model.source().tensors())));
-  std::unique_ptr<CpuTpExecutor> tp(new CpuTpExecutor(std::move(plan), options));
+  std::unique_ptr<TensorParallelExecutor> tp(new TensorParallelExecutor(std::move(plan), std::move(backend)));
   tp->injected_ = options.rank_fault;
   for (int32_t r = 0; r < tp->plan_.degree; ++r) {
     auto shard = model.Shard(tp->plan_, r);
@@ -29,8 +26,7 @@ absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model
       rank_options.key_channel_scales = std::make_shared<const KeyChannelScales>(
           options.key_channel_scales->ForKvHeads(share.kv_head_begin, share.kv_heads));
     }
-    auto rank =
-        CpuExecutor::Create(**shard, rank_options, {.collective = &tp->group_.rank(r), .shared_pool = &tp->pool_});
+    auto rank = tp->backend_->CreateRank(**shard, rank_options, r, tp->group_.rank(r));
     if (!rank.ok()) {
       return absl::Status(rank.status().code(), absl::StrCat("tensor-parallel rank ", r, " of ", tp->plan_.degree, ": ",
                                                              rank.status().message()));
@@ -41,7 +37,7 @@ absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model
   // One executor to the engine: the ranks' shape, their caches' bytes summed.
   ExecutorInfo& info = tp->info_;
   info = tp->ranks_[0]->info();
-  info.numerics = CpuNumericsFor(options) + "+" + tp->plan_.Describe();
+  info.numerics = tp->backend_->Numerics(options) + "+" + tp->plan_.Describe();
   info.tensor_parallel = tp->plan_.degree;
   info.weight_bytes = info.kv_bytes_per_token = info.kv_block_bytes = 0;
   for (const auto& rank : tp->ranks_) {
@@ -53,12 +49,12 @@ absl::StatusOr<std::unique_ptr<CpuTpExecutor>> CpuTpExecutor::Create(const model
   return tp;
 }
 
-CpuTpExecutor::CpuTpExecutor(model::ShardPlan plan, const ExecutorOptions& options)
-    : plan_(std::move(plan)), pool_(options.num_threads), group_(plan_.degree), threads_(plan_.degree) {}
+TensorParallelExecutor::TensorParallelExecutor(model::ShardPlan plan, std::unique_ptr<RankBackend> backend)
+    : plan_(std::move(plan)), backend_(std::move(backend)), group_(plan_.degree), threads_(plan_.degree) {}
 
-CpuTpExecutor::~CpuTpExecutor() = default;
+TensorParallelExecutor::~TensorParallelExecutor() = default;
 
-ExecutorMemory CpuTpExecutor::memory() const {
+ExecutorMemory TensorParallelExecutor::memory() const {
   ExecutorMemory total;
   for (const auto& rank : ranks_) {
     const ExecutorMemory m = rank->memory();
@@ -70,9 +66,9 @@ ExecutorMemory CpuTpExecutor::memory() const {
   return total;
 }
 
-absl::StatusOr<DeviceFreeMemory> CpuTpExecutor::FreeMemory() const { return ranks_[0]->FreeMemory(); }
+absl::StatusOr<DeviceFreeMemory> TensorParallelExecutor::FreeMemory() const { return ranks_[0]->FreeMemory(); }
 
-absl::Status CpuTpExecutor::AllocateKvCache(int64_t num_blocks) {
+absl::Status TensorParallelExecutor::AllocateKvCache(int64_t num_blocks) {
   for (size_t r = 0; r < ranks_.size(); ++r) {
     absl::Status allocated = ranks_[r]->AllocateKvCache(num_blocks);
     if (!allocated.ok()) {
@@ -83,12 +79,12 @@ absl::Status CpuTpExecutor::AllocateKvCache(int64_t num_blocks) {
   return absl::OkStatus();
 }
 
-absl::Status CpuTpExecutor::Fault() const {
+absl::Status TensorParallelExecutor::Fault() const {
   std::lock_guard<std::mutex> lock(fault_mu_);
   return fault_;
 }
 
-absl::StatusOr<ForwardOutput> CpuTpExecutor::Forward(const ForwardBatch& batch) {
+absl::StatusOr<ForwardOutput> TensorParallelExecutor::Forward(const ForwardBatch& batch) {
   RETURN_IF_ERROR(Fault());
   // A batch the ranks would refuse is refused here, alike for all, before
   // any rank starts: past this point a rank's failure is the rank's.
@@ -124,14 +120,14 @@ absl::StatusOr<ForwardOutput> CpuTpExecutor::Forward(const ForwardBatch& batch) 
   return std::move(outputs[0]);
 }
 
-std::span<uint8_t> CpuTpExecutor::Piece(std::span<uint8_t> block, int32_t rank) const {
+std::span<uint8_t> TensorParallelExecutor::Piece(std::span<uint8_t> block, int32_t rank) const {
   size_t offset = 0;
   for (int32_t r = 0; r < rank; ++r)
     offset += static_cast<size_t>(ranks_[static_cast<size_t>(r)]->info().kv_block_bytes);
   return block.subspan(offset, static_cast<size_t>(ranks_[static_cast<size_t>(rank)]->info().kv_block_bytes));
 }
 
-absl::Status CpuTpExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
+absl::Status TensorParallelExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
   RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, out.size()));
   for (int32_t r = 0; r < plan_.degree; ++r) {
     RETURN_IF_ERROR(ranks_[static_cast<size_t>(r)]->CopyKvBlockOut(block, Piece(out, r)));
@@ -139,7 +135,7 @@ absl::Status CpuTpExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out
   return absl::OkStatus();
 }
 
-absl::Status CpuTpExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) {
+absl::Status TensorParallelExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) {
   RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, in.size()));
   const std::span<uint8_t> whole(const_cast<uint8_t*>(in.data()), in.size());  // only read
   for (int32_t r = 0; r < plan_.degree; ++r) {
@@ -148,17 +144,17 @@ absl::Status CpuTpExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t
   return absl::OkStatus();
 }
 
-absl::Status CpuTpExecutor::MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) {
+absl::Status TensorParallelExecutor::MoveKvSlots(std::span<const int64_t> from, std::span<const int64_t> to) {
   for (const auto& rank : ranks_) RETURN_IF_ERROR(rank->MoveKvSlots(from, to));
   return absl::OkStatus();
 }
 
-absl::Status CpuTpExecutor::LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) {
+absl::Status TensorParallelExecutor::LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) {
   return ranks_[0]->LoadDraftHeads(std::move(heads));
 }
 
-absl::StatusOr<std::span<const float>> CpuTpExecutor::RunDraftHeads(std::span<const float> hidden, int64_t rows,
-                                                                    int32_t num_heads) {
+absl::StatusOr<std::span<const float>> TensorParallelExecutor::RunDraftHeads(std::span<const float> hidden,
+                                                                             int64_t rows, int32_t num_heads) {
   return ranks_[0]->RunDraftHeads(hidden, rows, num_heads);
 }
 
