@@ -19,6 +19,20 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_
   }
 }
 
+void SumSquares(const float* x, int64_t rows, int64_t n, float* sums) {
+  for (int64_t r = 0; r < rows; ++r) sums[r] = Dot8(x + r * n, x + r * n, static_cast<int>(n));
+}
+
+void ScaleByRms(const float* x, const float* sums, const float* weight, float* y, int64_t rows, int64_t n, float total,
+                float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float scale = 1.0f / std::sqrt(sums[r] / total + eps);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * scale) * weight[i];
+  }
+}
+
 void SwiGlu(const float* gate, const float* up, float* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const float g = gate[i];

@@ -15,6 +15,15 @@ namespace kvfleet::kernels {
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) · weight. n a multiple of 8. y may alias x.
 void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps);
 
+// RmsNorm in two halves, for rows split across tensor-parallel ranks (each
+// holds n of a row's `total` values; the sums are added across the ranks
+// in between): sums[r] = Σ x[r]², then y[r] = x[r] / sqrt(sums[r] / total
+// + eps) · weight. With the sums of whole rows and total = n, the two give
+// RmsNorm's values bit for bit.
+void SumSquares(const float* x, int64_t rows, int64_t n, float* sums);
+void ScaleByRms(const float* x, const float* sums, const float* weight, float* y, int64_t rows, int64_t n, float total,
+                float eps);
+
 // out[i] = silu(gate[i]) · up[i], silu(v) = v / (1 + e^−v). out may alias gate.
 void SwiGlu(const float* gate, const float* up, float* out, int64_t count);
 

@@ -43,18 +43,19 @@ struct AttentionCall {
 template <class Ops>
 concept OpSet = requires(Ops& ops, const WeightView& w, const float* in, float* out, int64_t n, float s, int32_t index,
                          const AttentionCall& call) {
-  ops.Embed(w, n, out);             // out[tokens, w.cols] = rows of table w for the step's tokens (0: not in w's rows)
-  ops.RmsNorm(in, in, out, n, n);   // y = x / √(mean(x²) + eps) · weight; (x, weight, y, rows, width)
-  ops.MatMul(w, in, n, out);        // y[m, w.rows] = x[m, w.cols] · wᵀ; (w, x, m, y)
-  ops.AddBias(out, in, n, n);       // y[r] += bias; (y, bias, rows, width)
-  ops.Scale(out, n, s);             // x[i] *= s; (x, count, s)
-  ops.Rope(out, n, n, index);       // rotates x[tokens, heads, head_dim]; (x, tokens, heads, rope index)
-  ops.WriteKv(index, in, in, n);    // the step's K and V into a layer's cache; (layer, k, v, tokens)
-  ops.Attention(call, in, out, n);  // out[tokens, heads, head_dim]; (call, q, out, tokens)
-  ops.SwiGlu(in, in, out, n);       // out = silu(gate) · up; (gate, up, out, count)
-  ops.GeluTanhMul(in, in, out, n);  // out = gelu_tanh(gate) · up; (gate, up, out, count)
-  ops.Silu(in, out, n);             // out = silu(x), out may alias x; (x, out, count)
-  ops.Add(out, in, n);              // y += x; (y, x, count)
+  ops.Embed(w, n, out);            // out[tokens, w.cols] = rows of table w for the step's tokens (0: not in w's rows)
+  ops.RmsNorm(in, in, out, n, n);  // y = x / √(mean(x²) + eps) · weight; (x, weight, y, rows, width)
+  ops.RmsNormAcrossRanks(in, in, out, n, n);  // RmsNorm of rows split across the ranks; as RmsNorm
+  ops.MatMul(w, in, n, out);                  // y[m, w.rows] = x[m, w.cols] · wᵀ; (w, x, m, y)
+  ops.AddBias(out, in, n, n);                 // y[r] += bias; (y, bias, rows, width)
+  ops.Scale(out, n, s);                       // x[i] *= s; (x, count, s)
+  ops.Rope(out, n, n, index);                 // rotates x[tokens, heads, head_dim]; (x, tokens, heads, rope index)
+  ops.WriteKv(index, in, in, n);              // the step's K and V into a layer's cache; (layer, k, v, tokens)
+  ops.Attention(call, in, out, n);            // out[tokens, heads, head_dim]; (call, q, out, tokens)
+  ops.SwiGlu(in, in, out, n);                 // out = silu(gate) · up; (gate, up, out, count)
+  ops.GeluTanhMul(in, in, out, n);            // out = gelu_tanh(gate) · up; (gate, up, out, count)
+  ops.Silu(in, out, n);                       // out = silu(x), out may alias x; (x, out, count)
+  ops.Add(out, in, n);                        // y += x; (y, x, count)
   ops.Logits(in, in, w, out, out, n);  // logits of the rows that want them; (x, norm, head, scratch, logits, rows)
   ops.AllReduce(out, n);               // x ← Σ over the replica's ranks, in rank order; (x, count)
   ops.AllGather(out, n, n);  // x[rows, width] → [rows, Σ widths], ranks' columns in order; (x, rows, width)
@@ -63,6 +64,7 @@ concept OpSet = requires(Ops& ops, const WeightView& w, const float* in, float* 
 enum class Op {
   kEmbed,
   kRmsNorm,
+  kRmsNormAcrossRanks,
   kMatMul,
   kAddBias,
   kScale,
@@ -78,9 +80,10 @@ enum class Op {
   kAllGather,
 };
 
-inline constexpr std::array kAllOps = {Op::kEmbed, Op::kRmsNorm, Op::kMatMul,    Op::kAddBias,   Op::kScale,
-                                       Op::kRope,  Op::kWriteKv, Op::kAttention, Op::kSwiGlu,    Op::kGeluTanhMul,
-                                       Op::kSilu,  Op::kAdd,     Op::kLogits,    Op::kAllReduce, Op::kAllGather};
+inline constexpr std::array kAllOps = {
+    Op::kEmbed, Op::kRmsNorm, Op::kRmsNormAcrossRanks, Op::kMatMul,   Op::kAddBias,     Op::kScale,
+    Op::kRope,  Op::kWriteKv, Op::kAttention,          Op::kSwiGlu,   Op::kGeluTanhMul, Op::kSilu,
+    Op::kAdd,   Op::kLogits,  Op::kAllReduce,          Op::kAllGather};
 
 constexpr std::string_view OpName(Op op) {
   switch (op) {
@@ -88,6 +91,8 @@ constexpr std::string_view OpName(Op op) {
       return "Embed";
     case Op::kRmsNorm:
       return "RmsNorm";
+    case Op::kRmsNormAcrossRanks:
+      return "RmsNormAcrossRanks";
     case Op::kMatMul:
       return "MatMul";
     case Op::kAddBias:

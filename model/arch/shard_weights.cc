@@ -75,15 +75,15 @@ absl::StatusOr<DecoderWeights> ShardWeights(const DecoderWeights& weights, const
   out.output = Rows(weights.output, share.vocab_begin, share.vocab_rows);
   out.output.first_row = share.vocab_begin;
   for (const LayerWeights& l : weights.layers) {
-    for (const WeightView* norm : {&l.attn_q_norm, &l.attn_k_norm}) {
-      if (norm->present() && norm->cols != hd) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tensor '", norm->name, "' normalises the whole projection (", norm->cols,
-            " values, every head together): a tensor-parallel rank holds only its heads, and the sum across "
-            "ranks that this norm needs is not built yet; run this model with --tensor-parallel 1"));
-      }
-    }
     LayerWeights s = l;
+    // A norm over the whole projection (OLMo 2) keeps the rank's heads'
+    // values; one per head (Qwen3, Gemma 3) is every rank's.
+    if (l.attn_q_norm.present() && l.attn_q_norm.cols != hd) {
+      s.attn_q_norm = Values(l.attn_q_norm, share.q_head_begin * hd, share.q_heads * hd);
+    }
+    if (l.attn_k_norm.present() && l.attn_k_norm.cols != hd) {
+      s.attn_k_norm = Values(l.attn_k_norm, share.kv_head_begin * hd, share.kv_heads * hd);
+    }
     s.attn_q = Rows(l.attn_q, share.q_head_begin * hd, share.q_heads * hd);
     s.attn_k = Rows(l.attn_k, share.kv_head_begin * hd, share.kv_heads * hd);
     s.attn_v = Rows(l.attn_v, share.kv_head_begin * hd, share.kv_heads * hd);

@@ -31,10 +31,10 @@ ModelConfig ShardConfig(const ModelConfig& config, const RankShare& share);
 // Where ShardWeights keeps its copies: they must live as long as the views.
 using ShardStorage = std::vector<std::unique_ptr<uint8_t[]>>;
 
-// The rank's weights. INVALID_ARGUMENT when a tensor cannot be cut on the
-// share's boundaries (not whole blocks), or a layer needs a sum across
-// ranks not yet built: a query or key norm over the whole projection
-// (OLMo 2), which each rank would take over its heads alone.
+// The rank's weights. A query or key norm over the whole projection (OLMo
+// 2) keeps the rank's heads' values, for the layer sequence's norm across
+// ranks. INVALID_ARGUMENT when a tensor cannot be cut on the share's
+// boundaries (not whole blocks).
 absl::StatusOr<DecoderWeights> ShardWeights(const DecoderWeights& weights, const ModelConfig& config,
                                             const RankShare& share, ShardStorage& copies);
 

@@ -1,5 +1,7 @@
 #include "engine/executor/cpu/cpu_ops.h"
 
+#include <vector>
+
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
@@ -42,6 +44,22 @@ void CpuOps::Embed(const model::WeightView& table, int64_t tokens, float* out) {
 
 void CpuOps::RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
   kernels::RmsNorm(x, weight, y, rows, n, config_.rms_norm_eps);
+}
+
+void CpuOps::RmsNormAcrossRanks(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
+  if (config_.collective == nullptr) {
+    kernels::RmsNorm(x, weight, y, rows, n, config_.rms_norm_eps);
+    return;
+  }
+  // Each row's sum of squares, and this rank's width last: one all-reduce
+  // gives every rank the whole rows' sums and width. Per thread, grown to
+  // the largest step once.
+  thread_local std::vector<float> sums;
+  sums.resize(static_cast<size_t>(rows + 1));
+  kernels::SumSquares(x, rows, n, sums.data());
+  sums[static_cast<size_t>(rows)] = static_cast<float>(n);
+  config_.collective->AllReduce(sums.data(), rows + 1);
+  kernels::ScaleByRms(x, sums.data(), weight, y, rows, n, sums[static_cast<size_t>(rows)], config_.rms_norm_eps);
 }
 
 void CpuOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float* y) {

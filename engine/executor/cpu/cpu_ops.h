@@ -66,6 +66,10 @@ class CpuOps {
 
   void Embed(const model::WeightView& table, int64_t tokens, float* out);
   void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
+  // A row of every rank's values together (OLMo 2's query and key norms
+  // over every head): this rank's sums of squares and width, added across
+  // the ranks, scale its n values. On one rank, RmsNorm itself.
+  void RmsNormAcrossRanks(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
   void MatMul(const model::WeightView& w, const float* x, int64_t m, float* y);
   void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
   void Scale(float* x, int64_t count, float s);

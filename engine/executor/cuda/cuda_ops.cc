@@ -75,6 +75,14 @@ void CudaOps::RmsNorm(const float* x, const float* weight, float* y, int64_t row
   kc::LaunchRmsNorm(x, weight, y, rows, n, config_.rms_norm_eps, stream_);
 }
 
+void CudaOps::RmsNormAcrossRanks(const float* x, const float* weight, float* y, int64_t rows, int64_t n) {
+  if (config_.collective == nullptr) {
+    RmsNorm(x, weight, y, rows, n);
+    return;
+  }
+  if (status_.ok()) status_ = absl::UnimplementedError("a norm across tensor-parallel ranks is not built on CUDA");
+}
+
 void CudaOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float* y) {
   kc::LaunchMatMul({.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y}, stream_);
 }

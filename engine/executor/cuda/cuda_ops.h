@@ -90,6 +90,9 @@ class CudaOps {
 
   void Embed(const model::WeightView& table, int64_t tokens, float* out);
   void RmsNorm(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
+  // On one rank, RmsNorm. Across ranks it is not built on CUDA (CudaRanks
+  // refuses a model that needs it): the step fails, on every rank alike.
+  void RmsNormAcrossRanks(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
   void MatMul(const model::WeightView& w, const float* x, int64_t m, float* y);
   void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
   void Scale(float* x, int64_t count, float s);

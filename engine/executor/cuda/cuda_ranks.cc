@@ -1,5 +1,6 @@
 #include "engine/executor/cuda/cuda_ranks.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/executor/cuda/cuda_executor.h"
 
 namespace kvfleet::engine {
@@ -8,6 +9,14 @@ inline namespace KVFLEET_CUDA_BUILD {
 absl::StatusOr<std::unique_ptr<ModelExecutor>> CudaRanks::CreateRank(const model::Model& shard,
                                                                      const ExecutorOptions& options, int32_t rank,
                                                                      Collective& collective) {
+  for (const model::LayerWeights& l : shard.weights().layers) {
+    if (l.attn_q_norm.present() && l.attn_q_norm.cols != shard.config().head_dim) {
+      return absl::UnimplementedError(
+          absl::StrCat("tensor '", l.attn_q_norm.name,
+                       "' normalises every head together: the norm across ranks it needs is built on the CPU, not on "
+                       "CUDA; run this model with --tensor-parallel 1 on a GPU"));
+    }
+  }
   ExecutorOptions on_device = options;
   on_device.device.index += rank;
   auto executor = CudaExecutor::Create(shard, on_device, &collective);

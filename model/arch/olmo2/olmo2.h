@@ -65,8 +65,9 @@ struct Olmo2 {
       ops.MatMul(lw.attn_q, a.x, T, a.q);
       ops.MatMul(lw.attn_k, a.x, T, a.k);
       ops.MatMul(lw.attn_v, a.x, T, a.v);
-      ops.RmsNorm(a.q, lw.attn_q_norm.f32(), a.q, T, c.num_heads * c.head_dim);
-      ops.RmsNorm(a.k, lw.attn_k_norm.f32(), a.k, T, c.num_kv_heads * c.head_dim);
+      // Over every head: across the ranks when the heads are split.
+      ops.RmsNormAcrossRanks(a.q, lw.attn_q_norm.f32(), a.q, T, c.num_heads * c.head_dim);
+      ops.RmsNormAcrossRanks(a.k, lw.attn_k_norm.f32(), a.k, T, c.num_kv_heads * c.head_dim);
       blocks::RotateAndAttend(ops, c, l, a, T);
       blocks::ProjectAttention(ops, lw, a, T);
       blocks::NormOutput(ops, c, lw.post_attn_norm, a, T);

@@ -108,6 +108,25 @@ class CpuOpBackend : public OpBackend {
          [&](CpuOps& ops, int32_t r) { ops.AllReduce(out[r].data(), static_cast<int64_t>(out[r].size())); });
     return out;
   }
+  std::vector<std::vector<float>> RmsNormAcrossRanks(const std::vector<std::vector<float>>& ranks,
+                                                     const std::vector<std::vector<float>>& weights, int64_t rows,
+                                                     float eps) override {
+    std::vector<std::vector<float>> out = ranks;
+    if (ranks.size() == 1) {
+      Ops({.rms_norm_eps = eps})
+          .RmsNormAcrossRanks(out[0].data(), weights[0].data(), out[0].data(), rows,
+                              static_cast<int64_t>(weights[0].size()));
+      return out;
+    }
+    Meet(
+        static_cast<int32_t>(ranks.size()),
+        [&](CpuOps& ops, int32_t r) {
+          ops.RmsNormAcrossRanks(out[r].data(), weights[r].data(), out[r].data(), rows,
+                                 static_cast<int64_t>(weights[r].size()));
+        },
+        eps);
+    return out;
+  }
   std::vector<std::vector<float>> AllGather(const std::vector<std::vector<float>>& ranks, int64_t rows,
                                             const std::vector<int64_t>& widths) override {
     int64_t total = 0;
@@ -123,12 +142,13 @@ class CpuOpBackend : public OpBackend {
   // fn(ops, r) on each of `ranks` threads, each rank's ops meeting the
   // others' through one in-process group, in turn as the CPU twin's ranks.
   template <class Fn>
-  void Meet(int32_t ranks, Fn fn) {
+  void Meet(int32_t ranks, Fn fn, float eps = 1e-5f) {
     InProcessGroup group(ranks);
     RankThreads threads(ranks);
     std::vector<CpuOps::Config> configs(static_cast<size_t>(ranks));
     threads.Run([&](int32_t r) {
       configs[r].collective = &group.rank(r);
+      configs[r].rms_norm_eps = eps;
       CpuOps ops(pool_, configs[r], {}, nullptr);
       group.BeginTurn(r);
       fn(ops, r);

@@ -167,6 +167,20 @@ class CudaOpBackend : public OpBackend {
     return "on a GPU the ranks of a replica meet over NCCL, which is not built yet";
 #endif
   }
+  std::string NormAcrossRanksUnsupported() const override {
+    return "a norm across tensor-parallel ranks is built on the CPU only";
+  }
+  std::vector<std::vector<float>> RmsNormAcrossRanks(const std::vector<std::vector<float>>& ranks,
+                                                     const std::vector<std::vector<float>>& weights, int64_t rows,
+                                                     float eps) override {
+    if (ranks.size() != 1) return {};
+    cu::DeviceBuffer d_x = Up(ranks[0]);
+    const cu::DeviceBuffer d_w = Up(weights[0]);
+    Ops({.rms_norm_eps = eps})
+        .RmsNormAcrossRanks(d_x.as<float>(), d_w.as<float>(), d_x.as<float>(), rows,
+                            static_cast<int64_t>(weights[0].size()));
+    return {Down<float>(d_x, ranks[0].size())};
+  }
   std::vector<std::vector<float>> AllReduce(const std::vector<std::vector<float>>& ranks) override {
     return Meet(ranks,
                 [](CudaOps& ops, float* x, size_t size, int32_t) { ops.AllReduce(x, static_cast<int64_t>(size)); });

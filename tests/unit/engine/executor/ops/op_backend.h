@@ -77,6 +77,13 @@ class OpBackend {
   virtual std::vector<std::vector<float>> AllGather(const std::vector<std::vector<float>>& ranks, int64_t rows,
                                                     const std::vector<int64_t>& widths) = 0;
   virtual std::string CollectivesUnsupported() const { return ""; }
+  // RmsNormAcrossRanks over ranks.size() ranks, rank r holding [rows,
+  // widths_r] of each row and its weights' values; every rank's output.
+  // Empty when NormAcrossRanksUnsupported() says why not.
+  virtual std::vector<std::vector<float>> RmsNormAcrossRanks(const std::vector<std::vector<float>>& ranks,
+                                                             const std::vector<std::vector<float>>& weights,
+                                                             int64_t rows, float eps) = 0;
+  virtual std::string NormAcrossRanksUnsupported() const { return ""; }
 };
 
 // How a test suite names and makes a backend. make() returns null when the

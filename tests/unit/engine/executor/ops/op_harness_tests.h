@@ -412,6 +412,47 @@ TEST_P(OpHarnessTest, EightBitKvIsTheSameWholeChunkedDecodedAndBatched) {
   }
 }
 
+// OLMo 2's query norm over every head, the heads split across ranks: each
+// rank's values scaled by the whole row's mean square, close to the
+// reference; on one rank, RmsNorm itself, bit for bit.
+inline const bool kCoversNormAcrossRanks = Covers({model::Op::kRmsNormAcrossRanks});
+TEST_P(OpHarnessTest, RmsNormAcrossRanksNormalisesTheWholeRow) {
+  const int64_t rows = 5;
+  const std::vector<int64_t> widths = {256, 128, 128};  // 2, 1 and 1 heads of 128
+  const int64_t total = 512;
+  const std::vector<float> x = testing::RandomFloats(rows * total, 91, 3.0f);
+  const std::vector<float> weight = testing::RandomFloats(total, 92, 1.5f);
+  EXPECT_EQ(backend_->RmsNormAcrossRanks({x}, {weight}, rows, 1e-5f)[0], backend_->RmsNorm(x, weight, rows, 1e-5f));
+  if (const std::string why = backend_->NormAcrossRanksUnsupported(); !why.empty()) GTEST_SKIP() << why;
+  const std::vector<double> expected = RefRmsNorm(x, weight, rows, 1e-5f);
+  for (const size_t n : {size_t{2}, size_t{3}}) {
+    SCOPED_TRACE(::testing::Message() << n << " ranks");
+    // Rank r's columns of every row, and its weights' values.
+    std::vector<std::vector<float>> parts(n), part_weights(n);
+    std::vector<int64_t> begins;
+    int64_t begin = 0;
+    for (size_t r = 0; r < n; ++r) {
+      const int64_t w = n == 2 ? total / 2 : widths[r];
+      begins.push_back(begin);
+      for (int64_t row = 0; row < rows; ++row) {
+        parts[r].insert(parts[r].end(), x.begin() + row * total + begin, x.begin() + row * total + begin + w);
+      }
+      part_weights[r].assign(weight.begin() + begin, weight.begin() + begin + w);
+      begin += w;
+    }
+    const std::vector<std::vector<float>> got = backend_->RmsNormAcrossRanks(parts, part_weights, rows, 1e-5f);
+    ASSERT_EQ(got.size(), n);
+    std::vector<float> whole(static_cast<size_t>(rows * total));
+    for (size_t r = 0; r < n; ++r) {
+      const int64_t w = static_cast<int64_t>(part_weights[r].size());
+      for (int64_t row = 0; row < rows; ++row) {
+        std::copy_n(got[r].begin() + row * w, w, whole.begin() + row * total + begins[r]);
+      }
+    }
+    EXPECT_LT(Nmse(whole, expected), kNormTolerance);
+  }
+}
+
 // A tensor-parallel rank's slice of the vocabulary: its own tokens' rows,
 // zeros for the others', so the ranks' embeddings sum to the whole table's.
 TEST_P(OpHarnessTest, EmbeddingOfAVocabularySliceIsZeroOutsideIt) {
