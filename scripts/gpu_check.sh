@@ -114,6 +114,17 @@ else
   record bench 0 0
 fi
 
+# Tensor parallelism across GPUs needs two GPUs or more and the NCCL
+# communicator, which is not built yet (the CPU and the CUDA emulation run
+# the split in CI): say plainly which is missing.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+if ((gpus < 2)); then
+  tensor_parallel="not run: ${gpus:-0} GPU here, and a split across GPUs needs two or more"
+else
+  tensor_parallel="not run: ${gpus} GPUs here, but the NCCL communicator GPU ranks need is not built yet"
+fi
+echo "$tensor_parallel" > "$out/tensor_parallel.log"
+
 {
   echo "{"
   echo "  \"gpu\": $gpu,"
@@ -126,6 +137,7 @@ fi
     echo "    ${phases[$i]}$sep"
   done
   echo "  ],"
+  echo "  \"tensor_parallel\": \"$tensor_parallel\","
   echo "  \"bench\": $(cat "$out/bench.json" 2>/dev/null || echo null)"
   echo "}"
 } > "$out/summary.json"

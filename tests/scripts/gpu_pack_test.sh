@@ -17,6 +17,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 phases = {p["phase"]: p for p in s["phases"]}
 assert s["gpu"] == 0, s
+assert s["tensor_parallel"].startswith("not run: 0 GPU here"), s["tensor_parallel"]
 for name in ("cuda_ops_test", "engine_cuda_test", "router_cluster_gpu_test"):
     p = phases[name]
     assert p["exit"] == 0 and p["failed"] == 0 and p["passed"] == 0 and p["skipped"] > 0, p
