@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs the GPU checks on a machine with an NVIDIA GPU, from the directory
 # scripts/gpu_pack.sh filled (it copies this script there); builds nothing.
-# Writes into OUT_DIR at most eight files: summary.json (every phase: exit
+# Writes into OUT_DIR at most ten files: summary.json (every phase: exit
 # status, seconds, tests passed/failed/skipped), device.txt, one log per
 # phase, and bench.json. Every phase has a time limit, so the whole run stays
-# under four minutes:
+# under four minutes (six with the split):
 #   t=0     the SmolLM2-shaped and Llama-3.2-1B-shaped random-weight models
 #           (kvfleet tiny-model) and the three GPU test binaries, side by side:
 #           cuda_ops_test (the op harness: every CUDA op against float64 and the
@@ -13,7 +13,10 @@
 #           router_cluster_gpu_test (cachemanager, router and a --device cuda
 #           worker end to end);
 #   then    gpu_bench alone (bandwidth, decode against the roofline, attention
-#           bytes/s, prefill).
+#           bytes/s, prefill);
+#   then    on a machine with two GPUs or more, engine_cuda_tp_test (the same
+#           suites with the model split across 2 GPUs over NCCL); with fewer,
+#           summary.json's tensor_parallel says so.
 # Without a GPU every test reports skipped and the models and the benchmark
 # are not run: the run only checks that the pack starts.
 #
@@ -114,14 +117,21 @@ else
   record bench 0 0
 fi
 
-# Tensor parallelism across GPUs needs two GPUs or more and the NCCL
-# communicator, which is not built yet (the CPU and the CUDA emulation run
-# the split in CI): say plainly which is missing.
+# Tensor parallelism across GPUs: the executor and engine suites split
+# across 2 GPUs over NCCL, where there are two; otherwise say so plainly.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
-if ((gpus < 2)); then
-  tensor_parallel="not run: ${gpus:-0} GPU here, and a split across GPUs needs two or more"
+# The ranks load NCCL at run time; the GPU machine's PyTorch carries one
+# (the nvidia-nccl wheel), unless KVFLEET_NCCL_LIBRARY names another.
+if [[ -z ${KVFLEET_NCCL_LIBRARY:-} ]]; then
+  nccl=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' \
+    2>/dev/null || true)
+  if [[ -n $nccl && -f $nccl ]]; then export KVFLEET_NCCL_LIBRARY=$nccl; fi
+fi
+if ((gpus >= 2)); then
+  run_phase engine_cuda_tp_test 150 "$bin/engine_cuda_tp_test"
+  tensor_parallel="ran engine_cuda_tp_test on 2 of ${gpus} GPUs (its phase above)"
 else
-  tensor_parallel="not run: ${gpus} GPUs here, but the NCCL communicator GPU ranks need is not built yet"
+  tensor_parallel="not run: ${gpus:-0} GPU here, and a split across GPUs needs two or more"
 fi
 echo "$tensor_parallel" > "$out/tensor_parallel.log"
 

@@ -35,6 +35,7 @@ declare -A binaries=(
   [kvfleet-cachemanager]=services/cachemanager/kvfleet-cachemanager
   [cuda_ops_test]=tests/unit/engine/executor/ops/cuda_ops_test
   [engine_cuda_test]=tests/unit/engine/engine_cuda_test
+  [engine_cuda_tp_test]=tests/unit/engine/engine_cuda_tp_test
   [router_cluster_gpu_test]=tests/integration/services/router/router_cluster_gpu_test
   [gpu_bench]=bench/gpu_bench
 )

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
+
 namespace kvfleet::engine {
 
 class Collective {
@@ -28,6 +30,9 @@ class Collective {
   // rank); afterwards [rows, Σ widths], each rank's columns in rank order.
   // x must have room for the whole.
   virtual void AllGather(float* x, int64_t rows, int64_t width) = 0;
+  // The first failure of a collective (a transport's error; the buffers are
+  // then garbage), OK otherwise. The in-process group's never fail.
+  virtual absl::Status status() const { return absl::OkStatus(); }
 };
 
 }  // namespace kvfleet::engine

@@ -8,6 +8,7 @@
 #include "engine/executor/tensor_parallel_executor.h"
 #if KVFLEET_HAS_CUDA
 #include "engine/executor/cuda/cuda_executor.h"
+#include "engine/executor/cuda/cuda_ranks.h"
 #endif
 
 namespace kvfleet::engine {
@@ -32,13 +33,15 @@ absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateExecutor(const model::Model
     ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> ex, CpuExecutor::Create(model, options));
     return std::unique_ptr<ModelExecutor>(std::move(ex));
   }
-  if (options.tensor_parallel > 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "--tensor-parallel ", options.tensor_parallel, " on ", options.device.ToString(),
-        ": the CUDA backend runs a model on one GPU until its NCCL communicator is built; use --tensor-parallel 1 "
-        "with a model that fits one GPU, or --device cpu to run the ranks on the CPU"));
-  }
 #if KVFLEET_HAS_CUDA
+  if (options.tensor_parallel > 1) {
+    // A GPU a rank, meeting over NCCL (not yet run on GPUs: docs/design.md).
+    ASSIGN_OR_RETURN(std::unique_ptr<CudaRanks> ranks,
+                     CudaRanks::OverNccl(options.device.index, options.tensor_parallel));
+    ASSIGN_OR_RETURN(std::unique_ptr<TensorParallelExecutor> tp,
+                     TensorParallelExecutor::Create(model, options, std::move(ranks)));
+    return std::unique_ptr<ModelExecutor>(std::move(tp));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> ex, CudaExecutor::Create(model, options));
   return std::unique_ptr<ModelExecutor>(std::move(ex));
 #else

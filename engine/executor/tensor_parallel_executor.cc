@@ -26,7 +26,10 @@ absl::StatusOr<std::unique_ptr<TensorParallelExecutor>> TensorParallelExecutor::
       rank_options.key_channel_scales = std::make_shared<const KeyChannelScales>(
           options.key_channel_scales->ForKvHeads(share.kv_head_begin, share.kv_heads));
     }
-    auto rank = tp->backend_->CreateRank(**shard, rank_options, r, tp->group_.rank(r));
+    Collective* own = tp->backend_->TakesTurns() ? nullptr : tp->backend_->OwnCollective(r);
+    Collective& collective = own != nullptr ? *own : tp->group_.rank(r);
+    tp->collectives_.push_back(&collective);
+    auto rank = tp->backend_->CreateRank(**shard, rank_options, r, collective);
     if (!rank.ok()) {
       return absl::Status(rank.status().code(), absl::StrCat("tensor-parallel rank ", r, " of ", tp->plan_.degree, ": ",
                                                              rank.status().message()));
@@ -94,17 +97,25 @@ absl::StatusOr<ForwardOutput> TensorParallelExecutor::Forward(const ForwardBatch
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
   ++steps_;
   std::vector<absl::StatusOr<ForwardOutput>> outputs(ranks_.size(), absl::UnknownError("rank did not run"));
+  const bool turns = backend_->TakesTurns();
   threads_.Run([&](int32_t r) {
-    group_.BeginTurn(r);
+    if (turns) group_.BeginTurn(r);
     absl::StatusOr<ForwardOutput>& out = outputs[static_cast<size_t>(r)];
     if (r == injected_.rank && steps_ == injected_.at_step) {
       out = absl::InternalError("a fault injected by --fault-tensor-parallel-rank");
     } else {
       out = ranks_[static_cast<size_t>(r)]->Forward(batch);
     }
+    if (const absl::Status met = collectives_[static_cast<size_t>(r)]->status(); out.ok() && !met.ok()) out = met;
     // The others must not wait for this rank at the next collective.
-    if (!out.ok()) group_.Abort();
-    group_.EndTurn(r);
+    if (!out.ok()) {
+      if (turns) {
+        group_.Abort();
+      } else {
+        backend_->AbortCollectives();
+      }
+    }
+    if (turns) group_.EndTurn(r);
   });
   for (size_t r = 0; r < outputs.size(); ++r) {
     if (!outputs[r].ok()) {

@@ -7,8 +7,8 @@
 //
 // The CPU twin (cpu/cpu_ranks.h) exists to run the sharded layer
 // sequences, the fixed-order sum and the per-rank caches where CI can, and
-// is how one replica could span a CPU host's sockets. A GPU replica needs
-// NCCL in place of the in-process group, not built yet.
+// is how one replica could span a CPU host's sockets. GPU ranks run at once
+// and meet over NCCL instead (cuda/cuda_ranks.h, not yet run on GPUs).
 //
 // To the engine it is one executor: one block table, each block holding
 // every rank's share of its KV heads (kv_block_bytes is the ranks' sum, and
@@ -55,6 +55,14 @@ class RankBackend {
   // The backend's numerics identity for the replica's options (the split
   // is added to it).
   virtual std::string Numerics(const ExecutorOptions& options) const = 0;
+  // Whether the ranks take turns on one host (they share a pool, or an
+  // emulation) and meet through the in-process group, or run at once, each
+  // on its own device, meeting through the backend's own collectives.
+  virtual bool TakesTurns() const { return true; }
+  // Rank r's own collective when the ranks run at once.
+  virtual Collective* OwnCollective(int32_t rank) { return nullptr; }
+  // A rank failed: the others must not wait for it in a collective.
+  virtual void AbortCollectives() {}
 };
 
 class TensorParallelExecutor : public ModelExecutor {
@@ -96,6 +104,7 @@ class TensorParallelExecutor : public ModelExecutor {
   RankThreads threads_;
   std::vector<std::unique_ptr<model::Model>> shards_;
   std::vector<std::unique_ptr<ModelExecutor>> ranks_;
+  std::vector<Collective*> collectives_;  // each rank's, for their status
   ExecutorInfo info_;
   TensorParallelRankFault injected_;
   int64_t steps_ = 0;

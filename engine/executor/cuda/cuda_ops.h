@@ -61,9 +61,8 @@ class CudaOps {
     int64_t group = 1;  // query heads per KV head
     // A tensor-parallel rank's side of its replica's collectives, called
     // with the stream synchronized; null for one rank (they do nothing).
-    // Only the host emulation, whose device memory is host memory, is
-    // given one (an InProcessGroup's): the factory refuses tensor
-    // parallelism on a real GPU until the NCCL communicator is built.
+    // On the host emulation an InProcessGroup's (device memory is host
+    // memory); on GPUs an NcclCollective (cuda_ranks.h).
     Collective* collective = nullptr;
 
     // Without the tables (the executor adds them once uploaded).

@@ -6,6 +6,17 @@
 namespace kvfleet::engine {
 inline namespace KVFLEET_CUDA_BUILD {
 
+CudaRanks::CudaRanks() = default;
+CudaRanks::~CudaRanks() = default;
+
+Collective* CudaRanks::OwnCollective(int32_t rank) {
+  return nccl_.empty() ? nullptr : nccl_[static_cast<size_t>(rank)].get();
+}
+
+void CudaRanks::AbortCollectives() {
+  if (abort_nccl_) abort_nccl_();
+}
+
 absl::StatusOr<std::unique_ptr<ModelExecutor>> CudaRanks::CreateRank(const model::Model& shard,
                                                                      const ExecutorOptions& options, int32_t rank,
                                                                      Collective& collective) {

@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::Open(const std::string
   if (!Bind(handle, "ncclGetVersion", get_version, missing) ||
       !Bind(handle, "ncclGetUniqueId", library->GetUniqueId, missing) ||
       !Bind(handle, "ncclCommInitRank", library->CommInitRank, missing) ||
+      !Bind(handle, "ncclCommInitAll", library->CommInitAll, missing) ||
       !Bind(handle, "ncclCommDestroy", library->CommDestroy, missing) ||
       !Bind(handle, "ncclCommAbort", library->CommAbort, missing) ||
       !Bind(handle, "ncclAllGather", library->AllGather, missing) ||

@@ -3,9 +3,7 @@
 // everything else. Built against the CUDA toolkit's nccl.h (its types and
 // signatures); the library itself is the `nvidia-nccl-cu13` wheel's or the
 // toolkit's, found by the dynamic loader (LD_LIBRARY_PATH) or named by
-// KVFLEET_NCCL_LIBRARY. The communicator that will use it (GPU ranks
-// meeting through NCCL's all-to-all and all-gather, the sum kvfleet's) is
-// not built yet.
+// KVFLEET_NCCL_LIBRARY. nccl_collective.h meets GPU ranks through it.
 //
 // Only NCCL's data-movement calls are bound: the ranks' sums are kvfleet's
 // own, in rank order (engine/executor/collective.h), so no NCCL algorithm,
@@ -41,6 +39,7 @@ class NcclLibrary {
 
   decltype(&::ncclGetUniqueId) GetUniqueId = nullptr;
   decltype(&::ncclCommInitRank) CommInitRank = nullptr;
+  decltype(&::ncclCommInitAll) CommInitAll = nullptr;
   decltype(&::ncclCommDestroy) CommDestroy = nullptr;
   decltype(&::ncclCommAbort) CommAbort = nullptr;
   decltype(&::ncclAllGather) AllGather = nullptr;

@@ -53,7 +53,8 @@ const char kUsageTail[] =
                                holds its share of the heads, feed-forward and vocabulary, and of every KV
                                block. A degree the model cannot split is refused with the ones it can. The
                                CPU runs the ranks in turn in this process (tokens: numerics +tpN); on GPUs
-                               the NCCL communicator is not built yet, so a GPU worker refuses N > 1
+                               rank i runs on --device's GPU + i, the ranks meeting over NCCL (loaded at run
+                               time: libnccl.so.2 or KVFLEET_NCCL_LIBRARY; not yet run on GPUs)
   --max-num-seqs N             requests running at once (default 64 on CPU, 256 on GPU)
   --max-num-batched-tokens N   tokens per engine step (default 512 on CPU, 8192 on GPU)
   --admission-bypass N         admissions that may pass a waiting request too big for the free KV blocks

@@ -2,7 +2,8 @@
 // factory): its identity names the split, its blocks are the ranks' pieces side by side (so a
 // block copied out of one replica and into another gives the same
 // tokens), its cache's bytes are the ranks' sum, and a degree that cannot
-// split the model, or a GPU, is refused with what would work.
+// split the model, or GPUs the machine does not have, is refused with what
+// would work.
 #include "engine/executor/tensor_parallel_executor.h"
 
 #include <gtest/gtest.h>
@@ -123,7 +124,7 @@ TEST_F(TensorParallelExecutorTest, ADegreeThatCannotSplitTheModelIsRefusedWithTh
   EXPECT_NE(tp3.status().message().find("Degrees that can: 1, 2, 4"), std::string::npos) << tp3.status();
 }
 
-TEST_F(TensorParallelExecutorTest, AGpuRefusesMoreThanOneRankUntilItsCommunicatorIsBuilt) {
+TEST_F(TensorParallelExecutorTest, ASplitAcrossGpusThisMachineLacksIsRefusedSayingWhatToDo) {
   auto gpu = CreateExecutor(*model_, {.device = {.kind = DeviceKind::kCuda}, .tensor_parallel = 2});
   ASSERT_FALSE(gpu.ok());
   EXPECT_NE(gpu.status().message().find("--device cpu"), std::string::npos) << gpu.status();

@@ -15,6 +15,7 @@ TEST(NcclLibraryTest, LoadsWithEveryFunctionBound) {
   EXPECT_GE((*nccl)->version(), 21800);
   EXPECT_EQ((*nccl)->version() / 100, NCCL_VERSION_CODE / 100) << "the header built against and the library loaded";
   EXPECT_NE((*nccl)->AllGather, nullptr);
+  EXPECT_NE((*nccl)->CommInitAll, nullptr);
   EXPECT_NE((*nccl)->Send, nullptr);
   EXPECT_NE((*nccl)->Recv, nullptr);
   EXPECT_EQ((*nccl)->Describe(ncclInvalidArgument).find("NCCL error 4"), 0u) << (*nccl)->Describe(ncclInvalidArgument);

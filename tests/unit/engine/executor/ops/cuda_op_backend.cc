@@ -159,12 +159,12 @@ class CudaOpBackend : public OpBackend {
   }
 
   // The host emulation's ranks meet through an in-process group, as the
-  // CPU twin's; a GPU's would meet over NCCL, not built yet.
+  // CPU twin's; a GPU's meet over NCCL (engine_cuda_tp_test covers them).
   std::string CollectivesUnsupported() const override {
 #if KVFLEET_CUDA_EMULATION
     return "";
 #else
-    return "on a GPU the ranks of a replica meet over NCCL, which is not built yet";
+    return "on a GPU the ranks of a replica meet over NCCL, one device each: engine_cuda_tp_test runs them";
 #endif
   }
   std::string NormAcrossRanksUnsupported() const override {
