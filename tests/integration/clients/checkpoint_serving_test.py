@@ -21,10 +21,9 @@ import subprocess
 import sys
 import tempfile
 
-import httpx2 as httpx  # the HTTP library the openai package is built on
 import openai
 
-from kvfleet_up import Failure, check, run_against_cluster
+from kvfleet_up import Failure, check, detokenized, local_greedy_ids, run_against_cluster
 
 # The first is long enough to fill whole KV blocks, so its second run hits the prefix cache.
 PROMPTS = ["import math\n\n\ndef is_prime(n):\n    \"\"\"True when n is a prime number.\"\"\"\n    if n < 2:\n"
@@ -34,28 +33,13 @@ PROMPTS = ["import math\n\n\ndef is_prime(n):\n    \"\"\"True when n is a prime 
 TOKENS = 16
 
 
-def local_ids(cli, model, prompt):
-    out = subprocess.run([cli, "generate", "--local", "--model", model, "--prompt", prompt, "--max-tokens",
-                          str(TOKENS), "--temperature", "0", "--ignore-eos", "--output", "ids", "--threads", "2"],
-                         capture_output=True, text=True)
-    check(out.returncode == 0, f"kvfleet generate --local failed: {out.stderr[-1000:]}")
-    return [int(t) for t in out.stdout.strip().splitlines()[-1].split(",")]
-
-
-def text_of(http, ids):
-    """The router's own detokenization of ids."""
-    reply = httpx.post(f"http://{http}/detokenize", json={"tokens": ids})
-    check(reply.status_code == 200, f"/detokenize: {reply.status_code} {reply.text}")
-    return reply.json()["prompt"]
-
-
 def checks(cli, ckpt, name):
     def run(cluster):
         client = openai.OpenAI(base_url=f"http://{cluster.http}/v1", api_key="none", max_retries=0)
         listed = [m.id for m in client.models.list().data]
         check(listed == [name], f"models listed {listed}, expected the directory's name {name!r}")
         for prompt in PROMPTS:
-            expected = text_of(cluster.http, local_ids(cli, ckpt, prompt))
+            expected = detokenized(cluster.http, local_greedy_ids(cli, ckpt, prompt, TOKENS))
             ask = dict(model=name, prompt=prompt, max_tokens=TOKENS, temperature=0, extra_body={"ignore_eos": True})
             whole = client.completions.create(**ask)
             check(whole.usage.completion_tokens == TOKENS, f"{whole.usage}")

@@ -32,6 +32,25 @@ def generate_stubs(proto_dir, out_dir):
             importlib.import_module("kvfleet.v1.inference_pb2_grpc"))
 
 
+def local_greedy_ids(cli, model, prompt, max_tokens, extra=()):
+    """`kvfleet generate --local`'s greedy ids for prompt, end-of-turn
+    ignored: the reference a served completion must equal. `extra`: more
+    flags (another mode, a tensor-parallel degree)."""
+    out = subprocess.run([cli, "generate", "--local", "--model", model, "--prompt", prompt, "--max-tokens",
+                          str(max_tokens), "--temperature", "0", "--ignore-eos", "--output", "ids", "--threads", "2",
+                          *extra], capture_output=True, text=True)
+    check(out.returncode == 0, f"kvfleet generate --local {' '.join(extra)} failed: {out.stderr[-1000:]}")
+    return [int(t) for t in out.stdout.strip().splitlines()[-1].split(",")]
+
+
+def detokenized(http, ids):
+    """The router's own detokenization of ids (its /detokenize)."""
+    import httpx2 as httpx  # the HTTP library the openai package is built on
+    reply = httpx.post(f"http://{http}/detokenize", json={"tokens": ids})
+    check(reply.status_code == 200, f"/detokenize: {reply.status_code} {reply.text}")
+    return reply.json()["prompt"]
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

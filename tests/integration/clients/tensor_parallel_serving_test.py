@@ -27,7 +27,7 @@ import tempfile
 import httpx2 as httpx  # the HTTP library the openai package is built on
 import openai
 
-from kvfleet_up import Failure, check, run_against_cluster
+from kvfleet_up import Failure, check, detokenized, local_greedy_ids, run_against_cluster
 
 DEGREE = 3
 PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. Once upon a "
@@ -35,20 +35,6 @@ PROMPTS = ["The quick brown fox jumps over the lazy dog. The quick brown fox jum
            "The capital of France is",
            "def fibonacci(n):\n    "]
 TOKENS = 16
-
-
-def local_ids(cli, model, prompt):
-    out = subprocess.run([cli, "generate", "--local", "--model", model, "--prompt", prompt, "--max-tokens",
-                          str(TOKENS), "--temperature", "0", "--ignore-eos", "--output", "ids", "--threads", "2",
-                          "--tensor-parallel", str(DEGREE)], capture_output=True, text=True)
-    check(out.returncode == 0, f"kvfleet generate --local --tensor-parallel {DEGREE} failed: {out.stderr[-1000:]}")
-    return [int(t) for t in out.stdout.strip().splitlines()[-1].split(",")]
-
-
-def text_of(http, ids):
-    reply = httpx.post(f"http://{http}/detokenize", json={"tokens": ids})
-    check(reply.status_code == 200, f"/detokenize: {reply.status_code} {reply.text}")
-    return reply.json()["prompt"]
 
 
 def checks(cli, model):
@@ -66,7 +52,8 @@ def checks(cli, model):
                 return "".join(c.choices[0].text for c in client.completions.create(**ask, stream=True) if c.choices)
             return client.completions.create(**ask).choices[0].text
 
-        expected = {p: text_of(cluster.http, local_ids(cli, model, p)) for p in PROMPTS}
+        expected = {p: detokenized(cluster.http, local_greedy_ids(cli, model, p, TOKENS, ("--tensor-parallel", str(DEGREE))))
+                    for p in PROMPTS}
         for p in PROMPTS:
             whole, streamed = complete(p), complete(p, stream=True)
             check(whole == expected[p], f"{p!r}: served {whole!r}, local {expected[p]!r}")
