@@ -1,5 +1,6 @@
 #include "engine/executor/tensor_parallel_executor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -69,7 +70,19 @@ ExecutorMemory TensorParallelExecutor::memory() const {
   return total;
 }
 
-absl::StatusOr<DeviceFreeMemory> TensorParallelExecutor::FreeMemory() const { return ranks_[0]->FreeMemory(); }
+absl::StatusOr<DeviceFreeMemory> TensorParallelExecutor::FreeMemory() const {
+  if (backend_->RanksShareMemory()) return ranks_[0]->FreeMemory();
+  double blocks = -1;  // how many whole blocks the tightest device holds
+  bool excludes_own = true;
+  for (const auto& rank : ranks_) {
+    ASSIGN_OR_RETURN(const DeviceFreeMemory free, rank->FreeMemory());
+    excludes_own = excludes_own && free.excludes_own_allocations;
+    const double fits = static_cast<double>(free.free_bytes) / static_cast<double>(rank->info().kv_block_bytes);
+    blocks = blocks < 0 ? fits : std::min(blocks, fits);
+  }
+  return DeviceFreeMemory{.free_bytes = static_cast<int64_t>(blocks * static_cast<double>(info_.kv_block_bytes)),
+                          .excludes_own_allocations = excludes_own};
+}
 
 absl::Status TensorParallelExecutor::AllocateKvCache(int64_t num_blocks) {
   for (size_t r = 0; r < ranks_.size(); ++r) {

@@ -63,6 +63,9 @@ class RankBackend {
   virtual Collective* OwnCollective(int32_t rank) { return nullptr; }
   // A rank failed: the others must not wait for it in a collective.
   virtual void AbortCollectives() {}
+  // Whether the ranks' memory is one pool (the CPU's host memory) or each
+  // rank's own device's (GPUs, and the emulation's devices).
+  virtual bool RanksShareMemory() const { return true; }
 };
 
 class TensorParallelExecutor : public ModelExecutor {
@@ -77,6 +80,9 @@ class TensorParallelExecutor : public ModelExecutor {
 
   const ExecutorInfo& info() const override { return info_; }
   ExecutorMemory memory() const override;
+  // Sharing one pool: that pool's. On a device each: what the replica's
+  // blocks can take, the device with the least room for its share of a
+  // block binding (min over ranks of free / share, times the whole block).
   absl::StatusOr<DeviceFreeMemory> FreeMemory() const override;
   absl::Status AllocateKvCache(int64_t num_blocks) override;
   absl::StatusOr<ForwardOutput> Forward(const ForwardBatch& batch) override;

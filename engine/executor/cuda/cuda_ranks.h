@@ -33,6 +33,7 @@ class CudaRanks : public RankBackend {
   bool TakesTurns() const override { return nccl_.empty(); }
   Collective* OwnCollective(int32_t rank) override;
   void AbortCollectives() override;
+  bool RanksShareMemory() const override { return false; }  // a device each
 
  private:
   std::vector<std::unique_ptr<Collective>> nccl_;  // a rank's each, on GPUs (cuda_ranks_nccl.cc)
