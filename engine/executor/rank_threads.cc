@@ -15,7 +15,7 @@ RankThreads::~RankThreads() {
   for (std::thread& t : threads_) t.join();
 }
 
-void RankThreads::Run(const std::function<void(int32_t)>& fn) {
+void RankThreads::Run(absl::FunctionRef<void(int32_t)> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
@@ -32,7 +32,7 @@ void RankThreads::Run(const std::function<void(int32_t)>& fn) {
 void RankThreads::Loop(int32_t rank) {
   uint64_t seen = 0;
   while (true) {
-    const std::function<void(int32_t)>* job = nullptr;
+    const absl::FunctionRef<void(int32_t)>* job = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
       changed_.wait(lock, [&] { return stop_ || generation_ != seen; });

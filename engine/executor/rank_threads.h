@@ -12,10 +12,11 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 namespace kvfleet::engine {
 
@@ -27,7 +28,8 @@ class RankThreads {
   RankThreads& operator=(const RankThreads&) = delete;
 
   // fn(r) for every rank r, concurrently; returns when all have returned.
-  void Run(const std::function<void(int32_t)>& fn);
+  // Allocates nothing (a step's Forward runs through it).
+  void Run(absl::FunctionRef<void(int32_t)> fn);
 
  private:
   void Loop(int32_t rank);
@@ -35,7 +37,7 @@ class RankThreads {
   std::vector<std::thread> threads_;  // ranks 1..N−1
   std::mutex mu_;
   std::condition_variable changed_;
-  const std::function<void(int32_t)>* job_ = nullptr;
+  const absl::FunctionRef<void(int32_t)>* job_ = nullptr;
   uint64_t generation_ = 0;
   int32_t running_ = 0;
   bool stop_ = false;

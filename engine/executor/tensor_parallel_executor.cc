@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<TensorParallelExecutor>> TensorParallelExecutor::
     info.kv_bytes_per_token += rank->info().kv_bytes_per_token;
     info.kv_block_bytes += rank->info().kv_block_bytes;
   }
+  tp->outputs_.assign(tp->ranks_.size(), absl::UnknownError("rank did not run"));
   if (options.num_blocks > 0) RETURN_IF_ERROR(tp->AllocateKvCache(options.num_blocks));
   return tp;
 }
@@ -109,7 +110,7 @@ absl::StatusOr<ForwardOutput> TensorParallelExecutor::Forward(const ForwardBatch
                                  info_.num_layers, info_.kv_groups.num_groups()));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
   ++steps_;
-  std::vector<absl::StatusOr<ForwardOutput>> outputs(ranks_.size(), absl::UnknownError("rank did not run"));
+  std::vector<absl::StatusOr<ForwardOutput>>& outputs = outputs_;
   const bool turns = backend_->TakesTurns();
   threads_.Run([&](int32_t r) {
     if (turns) group_.BeginTurn(r);

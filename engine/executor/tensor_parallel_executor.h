@@ -110,7 +110,8 @@ class TensorParallelExecutor : public ModelExecutor {
   RankThreads threads_;
   std::vector<std::unique_ptr<model::Model>> shards_;
   std::vector<std::unique_ptr<ModelExecutor>> ranks_;
-  std::vector<Collective*> collectives_;  // each rank's, for their status
+  std::vector<Collective*> collectives_;                // each rank's, for their status
+  std::vector<absl::StatusOr<ForwardOutput>> outputs_;  // each rank's last step's, kept: a step allocates nothing
   ExecutorInfo info_;
   TensorParallelRankFault injected_;
   int64_t steps_ = 0;
