@@ -1,6 +1,8 @@
 // F16: IEEE binary16, one value per 2 bytes.
 #pragma once
 
+#include <cstring>
+
 #include "kernels/cpu/formats/format_common.h"
 
 namespace kvfleet::kernels {
@@ -22,7 +24,12 @@ struct CpuFormat<DType::kF16> {
     const uint16_t* row_;
   };
 
-  static float Value(const uint8_t* row, int64_t i) { return HalfToFloat(reinterpret_cast<const uint16_t*>(row)[i]); }
+  // memcpy: a checkpoint's tensor may start at any byte (see f32.h).
+  static float Value(const uint8_t* row, int64_t i) {
+    uint16_t bits;
+    std::memcpy(&bits, row + i * static_cast<int64_t>(sizeof(uint16_t)), sizeof(uint16_t));
+    return HalfToFloat(bits);
+  }
 
   static void Quantize(const float* x, uint8_t* dst, int64_t n) {
     auto* out = reinterpret_cast<uint16_t*>(dst);

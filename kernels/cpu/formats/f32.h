@@ -1,6 +1,8 @@
 // F32: IEEE binary32, one value per 4 bytes.
 #pragma once
 
+#include <cstring>
+
 #include "kernels/cpu/formats/format_common.h"
 
 namespace kvfleet::kernels {
@@ -19,7 +21,13 @@ struct CpuFormat<DType::kF32> {
     const float* row_;
   };
 
-  static float Value(const uint8_t* row, int64_t i) { return reinterpret_cast<const float*>(row)[i]; }
+  // memcpy: a checkpoint's tensor may start at any byte (safetensors does
+  // not align its offsets), and a float read there must not assume 4.
+  static float Value(const uint8_t* row, int64_t i) {
+    float v;
+    std::memcpy(&v, row + i * static_cast<int64_t>(sizeof(float)), sizeof(float));
+    return v;
+  }
 
   static void Quantize(const float* x, uint8_t* dst, int64_t n) {
     std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
