@@ -33,6 +33,10 @@ class Collective {
   // The first failure of a collective (a transport's error; the buffers are
   // then garbage), OK otherwise. The in-process group's never fail.
   virtual absl::Status status() const { return absl::OkStatus(); }
+  // Another rank failed: from now on this rank's collectives return at
+  // once, buffers untouched, so it never waits for the failed one. Callable
+  // from any thread; for good.
+  virtual void Abort() = 0;
 };
 
 }  // namespace kvfleet::engine

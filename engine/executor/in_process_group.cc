@@ -18,6 +18,8 @@ class InProcessGroup::Rank : public Collective {
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return group_.size(); }
 
+  void Abort() override { group_.Abort(); }
+
   void AllReduce(float* x, int64_t count) override {
     if (group_.size() == 1) return;
     group_.Arrive(rank_, x, count, count,
@@ -90,11 +92,6 @@ void InProcessGroup::EndTurn(int32_t r) {
 void InProcessGroup::Abort() {
   std::lock_guard<std::mutex> lock(mu_);
   aborted_ = true;
-}
-
-bool InProcessGroup::aborted() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return aborted_;
 }
 
 InProcessGroup::Costs InProcessGroup::costs() {

@@ -65,7 +65,6 @@ class InProcessGroup {
   // (which ends its turn at once). The replica's results are garbage from
   // here: its executor must fault. Thread-safe; for good.
   void Abort();
-  bool aborted();
 
  private:
   class Rank;

@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<TensorParallelExecutor>> TensorParallelExecutor::
       rank_options.key_channel_scales = std::make_shared<const KeyChannelScales>(
           options.key_channel_scales->ForKvHeads(share.kv_head_begin, share.kv_heads));
     }
-    Collective* own = tp->backend_->TakesTurns() ? nullptr : tp->backend_->OwnCollective(r);
+    Collective* own = tp->backend_->OwnCollective(r);
+    tp->take_turns_ = own == nullptr;
     Collective& collective = own != nullptr ? *own : tp->group_.rank(r);
     tp->collectives_.push_back(&collective);
     auto rank = tp->backend_->CreateRank(**shard, rank_options, r, collective);
@@ -110,11 +111,9 @@ absl::StatusOr<ForwardOutput> TensorParallelExecutor::Forward(const ForwardBatch
                                  info_.num_layers, info_.kv_groups.num_groups()));
   RETURN_IF_ERROR(CheckBatchLimits(batch, info_.limits));
   ++steps_;
-  std::vector<absl::StatusOr<ForwardOutput>>& outputs = outputs_;
-  const bool turns = backend_->TakesTurns();
   threads_.Run([&](int32_t r) {
-    if (turns) group_.BeginTurn(r);
-    absl::StatusOr<ForwardOutput>& out = outputs[static_cast<size_t>(r)];
+    if (take_turns_) group_.BeginTurn(r);
+    absl::StatusOr<ForwardOutput>& out = outputs_[static_cast<size_t>(r)];
     if (r == injected_.rank && steps_ == injected_.at_step) {
       out = absl::InternalError("a fault injected by --fault-tensor-parallel-rank");
     } else {
@@ -123,48 +122,47 @@ absl::StatusOr<ForwardOutput> TensorParallelExecutor::Forward(const ForwardBatch
     if (const absl::Status met = collectives_[static_cast<size_t>(r)]->status(); out.ok() && !met.ok()) out = met;
     // The others must not wait for this rank at the next collective.
     if (!out.ok()) {
-      if (turns) {
-        group_.Abort();
-      } else {
-        backend_->AbortCollectives();
-      }
+      for (Collective* c : collectives_) c->Abort();
     }
-    if (turns) group_.EndTurn(r);
+    if (take_turns_) group_.EndTurn(r);
   });
-  for (size_t r = 0; r < outputs.size(); ++r) {
-    if (!outputs[r].ok()) {
+  for (size_t r = 0; r < outputs_.size(); ++r) {
+    if (!outputs_[r].ok()) {
       std::lock_guard<std::mutex> lock(fault_mu_);
       fault_ = absl::InternalError(absl::StrCat("tensor-parallel rank ", r, " of ", plan_.degree, " failed mid-step (",
-                                                outputs[r].status().message(),
+                                                outputs_[r].status().message(),
                                                 "); its ranks' KV caches no longer agree, so this replica can run "
                                                 "no further step: restart the worker"));
       return fault_;
     }
   }
   // The logits were gathered and the hidden rows summed on every rank.
-  return std::move(outputs[0]);
+  return std::move(outputs_[0]);
 }
 
-std::span<uint8_t> TensorParallelExecutor::Piece(std::span<uint8_t> block, int32_t rank) const {
+size_t TensorParallelExecutor::PieceOffset(int32_t rank) const {
   size_t offset = 0;
   for (int32_t r = 0; r < rank; ++r)
     offset += static_cast<size_t>(ranks_[static_cast<size_t>(r)]->info().kv_block_bytes);
-  return block.subspan(offset, static_cast<size_t>(ranks_[static_cast<size_t>(rank)]->info().kv_block_bytes));
+  return offset;
 }
 
 absl::Status TensorParallelExecutor::CopyKvBlockOut(BlockId block, std::span<uint8_t> out) {
   RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, out.size()));
   for (int32_t r = 0; r < plan_.degree; ++r) {
-    RETURN_IF_ERROR(ranks_[static_cast<size_t>(r)]->CopyKvBlockOut(block, Piece(out, r)));
+    ModelExecutor& rank = *ranks_[static_cast<size_t>(r)];
+    RETURN_IF_ERROR(
+        rank.CopyKvBlockOut(block, out.subspan(PieceOffset(r), static_cast<size_t>(rank.info().kv_block_bytes))));
   }
   return absl::OkStatus();
 }
 
 absl::Status TensorParallelExecutor::CopyKvBlockIn(BlockId block, std::span<const uint8_t> in) {
   RETURN_IF_ERROR(CheckKvBlockCopy(info_, block, in.size()));
-  const std::span<uint8_t> whole(const_cast<uint8_t*>(in.data()), in.size());  // only read
   for (int32_t r = 0; r < plan_.degree; ++r) {
-    RETURN_IF_ERROR(ranks_[static_cast<size_t>(r)]->CopyKvBlockIn(block, Piece(whole, r)));
+    ModelExecutor& rank = *ranks_[static_cast<size_t>(r)];
+    RETURN_IF_ERROR(
+        rank.CopyKvBlockIn(block, in.subspan(PieceOffset(r), static_cast<size_t>(rank.info().kv_block_bytes))));
   }
   return absl::OkStatus();
 }

@@ -55,14 +55,11 @@ class RankBackend {
   // The backend's numerics identity for the replica's options (the split
   // is added to it).
   virtual std::string Numerics(const ExecutorOptions& options) const = 0;
-  // Whether the ranks take turns on one host (they share a pool, or an
-  // emulation) and meet through the in-process group, or run at once, each
-  // on its own device, meeting through the backend's own collectives.
-  virtual bool TakesTurns() const { return true; }
-  // Rank r's own collective when the ranks run at once.
+  // Rank r's own collective, when the backend brings them (NCCL): its
+  // ranks then run at once, each on its own device. Null: the ranks take
+  // turns on one host (they share a pool, or an emulation) and meet
+  // through the replica's in-process group.
   virtual Collective* OwnCollective(int32_t rank) { return nullptr; }
-  // A rank failed: the others must not wait for it in a collective.
-  virtual void AbortCollectives() {}
   // Whether the ranks' memory is one pool (the CPU's host memory) or each
   // rank's own device's (GPUs, and the emulation's devices).
   virtual bool RanksShareMemory() const { return true; }
@@ -101,8 +98,8 @@ class TensorParallelExecutor : public ModelExecutor {
  private:
   TensorParallelExecutor(model::ShardPlan plan, std::unique_ptr<RankBackend> backend);
 
-  // Each rank's piece of one block: [offset, offset + bytes) of the whole.
-  std::span<uint8_t> Piece(std::span<uint8_t> block, int32_t rank) const;
+  // Where rank r's piece of a block starts in the whole block.
+  size_t PieceOffset(int32_t rank) const;
 
   model::ShardPlan plan_;
   std::unique_ptr<RankBackend> backend_;  // outlives the ranks it made
@@ -110,7 +107,8 @@ class TensorParallelExecutor : public ModelExecutor {
   RankThreads threads_;
   std::vector<std::unique_ptr<model::Model>> shards_;
   std::vector<std::unique_ptr<ModelExecutor>> ranks_;
-  std::vector<Collective*> collectives_;                // each rank's, for their status
+  std::vector<Collective*> collectives_;                // each rank's: their status, and Abort
+  bool take_turns_ = true;                              // the ranks meet through group_
   std::vector<absl::StatusOr<ForwardOutput>> outputs_;  // each rank's last step's, kept: a step allocates nothing
   ExecutorInfo info_;
   TensorParallelRankFault injected_;

@@ -13,10 +13,6 @@ Collective* CudaRanks::OwnCollective(int32_t rank) {
   return nccl_.empty() ? nullptr : nccl_[static_cast<size_t>(rank)].get();
 }
 
-void CudaRanks::AbortCollectives() {
-  if (abort_nccl_) abort_nccl_();
-}
-
 absl::StatusOr<std::unique_ptr<ModelExecutor>> CudaRanks::CreateRank(const model::Model& shard,
                                                                      const ExecutorOptions& options, int32_t rank,
                                                                      Collective& collective) {

@@ -6,7 +6,6 @@
 // (nccl_collective.h): built, and not yet run on a GPU.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,14 +29,11 @@ class CudaRanks : public RankBackend {
   absl::StatusOr<std::unique_ptr<ModelExecutor>> CreateRank(const model::Model& shard, const ExecutorOptions& options,
                                                             int32_t rank, Collective& collective) override;
   std::string Numerics(const ExecutorOptions& options) const override;
-  bool TakesTurns() const override { return nccl_.empty(); }
   Collective* OwnCollective(int32_t rank) override;
-  void AbortCollectives() override;
   bool RanksShareMemory() const override { return false; }  // a device each
 
  private:
   std::vector<std::unique_ptr<Collective>> nccl_;  // a rank's each, on GPUs (cuda_ranks_nccl.cc)
-  std::function<void()> abort_nccl_;
 };
 
 }  // namespace KVFLEET_CUDA_BUILD

@@ -21,14 +21,7 @@ absl::StatusOr<std::unique_ptr<CudaRanks>> CudaRanks::OverNccl(int first_device,
   auto group = NcclCollective::CreateGroup(devices);
   if (!group.ok()) return group.status();
   std::unique_ptr<CudaRanks> ranks(new CudaRanks());
-  std::vector<NcclCollective*> members;
-  for (auto& rank : *group) {
-    members.push_back(rank.get());
-    ranks->nccl_.push_back(std::move(rank));
-  }
-  ranks->abort_nccl_ = [members] {
-    for (NcclCollective* rank : members) rank->Abort();
-  };
+  for (auto& rank : *group) ranks->nccl_.push_back(std::move(rank));
   return ranks;
 }
 

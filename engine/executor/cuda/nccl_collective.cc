@@ -45,13 +45,18 @@ NcclCollective::~NcclCollective() {
     (void)cu::Synchronize(stream_);
     cu::DestroyStream(stream_);
   }
-  if (comm_ != nullptr) (void)nccl_.CommDestroy(comm_);
+  if (!aborted_.load()) (void)nccl_.CommDestroy(comm_);
 }
 
+// From any rank's thread: ncclCommAbort is how NCCL ends calls another
+// thread is blocked in.
 void NcclCollective::Abort() {
-  if (comm_ != nullptr) (void)nccl_.CommAbort(comm_);
-  comm_ = nullptr;
-  if (status_.ok()) status_ = absl::AbortedError("another rank of the replica failed");
+  if (!aborted_.exchange(true)) (void)nccl_.CommAbort(comm_);
+}
+
+absl::Status NcclCollective::status() const {
+  if (!status_.ok()) return status_;
+  return aborted_.load() ? absl::AbortedError("another rank of the replica failed") : absl::OkStatus();
 }
 
 bool NcclCollective::Check(ncclResult_t result, const char* what) {
@@ -75,7 +80,7 @@ bool NcclCollective::Reserve(cu::DeviceBuffer& buffer, size_t bytes) {
 }
 
 void NcclCollective::AllReduce(float* x, int64_t count) {
-  if (size_ == 1 || !status_.ok() || comm_ == nullptr || !Check(cu::SetDevice(device_))) return;
+  if (size_ == 1 || !status().ok() || !Check(cu::SetDevice(device_))) return;
   const int64_t chunk = (count + size_ - 1) / size_;
   const auto offset = [&](int32_t q) { return std::min<int64_t>(count, q * chunk); };
   const auto length = [&](int32_t q) { return std::min<int64_t>(count, (q + 1) * chunk) - offset(q); };
@@ -113,7 +118,7 @@ void NcclCollective::AllReduce(float* x, int64_t count) {
 }
 
 void NcclCollective::AllGather(float* x, int64_t rows, int64_t width) {
-  if (size_ == 1 || !status_.ok() || comm_ == nullptr || !Check(cu::SetDevice(device_))) return;
+  if (size_ == 1 || !status().ok() || !Check(cu::SetDevice(device_))) return;
   // Every rank's width.
   std::vector<int64_t> widths(static_cast<size_t>(size_));
   if (!Reserve(staged_, sizeof(int64_t)) || !Reserve(gathered_, sizeof(int64_t) * static_cast<size_t>(size_)) ||

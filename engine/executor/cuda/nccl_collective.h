@@ -20,6 +20,7 @@
 
 #include <nccl.h>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -41,9 +42,8 @@ class NcclCollective : public Collective {
   int32_t size() const override { return size_; }
   void AllReduce(float* x, int64_t count) override;
   void AllGather(float* x, int64_t rows, int64_t width) override;
-  absl::Status status() const override { return status_; }
-  // Another rank failed: this one's pending NCCL calls return.
-  void Abort();
+  absl::Status status() const override;
+  void Abort() override;
 
  private:
   NcclCollective(const NcclLibrary& nccl, ncclComm_t comm, int device, int32_t rank, int32_t size)
@@ -61,7 +61,8 @@ class NcclCollective : public Collective {
   int32_t rank_, size_;
   ::kvfleet::cuda::Stream stream_ = nullptr;
   ::kvfleet::cuda::DeviceBuffer received_, staged_, gathered_;
-  absl::Status status_;
+  absl::Status status_;  // this rank's thread's first failure
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace KVFLEET_CUDA_BUILD
