@@ -16,7 +16,9 @@
 #           bytes/s, prefill);
 #   then    on a machine with two GPUs or more, engine_cuda_tp_test (the same
 #           suites with the model split across 2 GPUs over NCCL); with fewer,
-#           summary.json's tensor_parallel says so.
+#           summary.json's tensor_parallel says so. Its log begins with
+#           `kvfleet devices` (the GPUs, and the NCCL the ranks load:
+#           summary.json's nccl).
 # Without a GPU every test reports skipped and the models and the benchmark
 # are not run: the run only checks that the pack starts.
 #
@@ -127,13 +129,16 @@ if [[ -z ${KVFLEET_NCCL_LIBRARY:-} ]]; then
     2>/dev/null || true)
   if [[ -n $nccl && -f $nccl ]]; then export KVFLEET_NCCL_LIBRARY=$nccl; fi
 fi
+# What the pack sees here: the GPUs, and the NCCL a split would load.
+"$bin/kvfleet" devices > "$out/tensor_parallel.log" 2>&1
+nccl=$(sed -n 's/^nccl *//p' "$out/tensor_parallel.log" | tr -d '"\\')
 if ((gpus >= 2)); then
   run_phase engine_cuda_tp_test 150 "$bin/engine_cuda_tp_test"
   tensor_parallel="ran engine_cuda_tp_test on 2 of ${gpus} GPUs (its phase above)"
 else
   tensor_parallel="not run: ${gpus:-0} GPU here, and a split across GPUs needs two or more"
 fi
-echo "$tensor_parallel" > "$out/tensor_parallel.log"
+echo "$tensor_parallel" >> "$out/tensor_parallel.log"
 
 {
   echo "{"
@@ -148,6 +153,7 @@ echo "$tensor_parallel" > "$out/tensor_parallel.log"
   done
   echo "  ],"
   echo "  \"tensor_parallel\": \"$tensor_parallel\","
+  echo "  \"nccl\": \"$nccl\","
   echo "  \"bench\": $(cat "$out/bench.json" 2>/dev/null || echo null)"
   echo "}"
 } > "$out/summary.json"

@@ -164,9 +164,16 @@ podman_build() {
 build_image() {
   local variant="$1" started
   started=$(date +%s)
+  # The CUDA image's NCCL: the pinned wheel's library (fetched once, then cached).
+  local nccl=()
+  if [[ $variant == cuda ]]; then
+    local nccl_dir
+    nccl_dir="$(bash "$repo/scripts/fetch_nccl.sh")" || die "scripts/fetch_nccl.sh failed: the CUDA image needs NCCL"
+    nccl=(--build-context "nccl-library=$nccl_dir")
+  fi
   if [[ -n $prebuilt ]]; then
     podman_build "$variant" "$tag_prefix:$variant" --build-arg BINARIES=prebuilt \
-      --build-context "kvfleet-prefix=$prebuilt"
+      --build-context "kvfleet-prefix=$prebuilt" "${nccl[@]}"
   else
     # The build stage first, as an image of its own: buildah does not see
     # that FROM ${BINARIES} names a stage, skips it as unused and then looks
@@ -188,7 +195,7 @@ build_image() {
     fi
     podman_build "$variant" "$tag_prefix-build:$variant" --target source "${extra[@]}"
     log "compiled $tag_prefix-build:$variant in $(( $(date +%s) - started )) s"
-    podman_build "$variant" "$tag_prefix:$variant" --build-arg "BINARIES=localhost/$tag_prefix-build:$variant"
+    podman_build "$variant" "$tag_prefix:$variant" --build-arg "BINARIES=localhost/$tag_prefix-build:$variant" "${nccl[@]}"
   fi
   log "built $tag_prefix:$variant in $(( $(date +%s) - started )) s," \
       "$(podman image inspect --format '{{.Size}}' "$tag_prefix:$variant" | numfmt --to=iec)"

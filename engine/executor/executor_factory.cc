@@ -9,6 +9,8 @@
 #if KVFLEET_HAS_CUDA
 #include "engine/executor/cuda/cuda_executor.h"
 #include "engine/executor/cuda/cuda_ranks.h"
+#include "engine/executor/cuda/nccl_library.h"
+#include "kernels/cuda/device_runtime.h"
 #endif
 
 namespace kvfleet::engine {
@@ -19,6 +21,41 @@ int CudaDeviceCount(std::string* why_none) {
 #else
   if (why_none != nullptr) *why_none = "this build has no CUDA backend (nvcc was not found when it was configured)";
   return 0;
+#endif
+}
+
+std::vector<GpuDescription> DescribeCudaDevices(std::string* why_none) {
+  std::vector<GpuDescription> gpus;
+#if KVFLEET_HAS_CUDA
+  const int count = CudaDeviceCount(why_none);
+  for (int i = 0; i < count; ++i) {
+    absl::StatusOr<cuda::DeviceProperties> p = cuda::GetDeviceProperties(i);
+    if (!p.ok()) {
+      if (why_none != nullptr && gpus.empty()) *why_none = std::string(p.status().message());
+      continue;
+    }
+    gpus.push_back({.index = i,
+                    .name = p->name,
+                    .major = p->major,
+                    .minor = p->minor,
+                    .multiprocessors = p->multiprocessors,
+                    .total_memory = p->total_memory});
+  }
+#else
+  CudaDeviceCount(why_none);
+#endif
+  return gpus;
+}
+
+absl::StatusOr<std::string> DescribeNccl() {
+#if KVFLEET_HAS_CUDA
+  ASSIGN_OR_RETURN(const NcclLibrary* nccl, NcclLibrary::Load());
+  const int v = nccl->version();
+  // NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9.
+  return absl::StrCat("NCCL ", v / 10000, ".", v / 100 % 100, ".", v % 100, " (", nccl->path(), ")");
+#else
+  return absl::FailedPreconditionError(
+      "this build has no CUDA backend (nvcc was not found when it was configured), so it never loads NCCL");
 #endif
 }
 

@@ -5,9 +5,11 @@
 //   ASSIGN_OR_RETURN(auto ex, CreateExecutor(model, {.device = device}));
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/executor/model_executor.h"
@@ -35,5 +37,24 @@ absl::StatusOr<Device> ResolveDevice(std::string_view spec);
 // without a driver), and a line on why there are none: for logs and for
 // tests that skip without a GPU.
 int CudaDeviceCount(std::string* why_none = nullptr);
+
+// One usable GPU as `kvfleet devices` lists it.
+struct GpuDescription {
+  int index = 0;
+  std::string name;
+  int major = 0, minor = 0;  // compute capability
+  int multiprocessors = 0;
+  int64_t total_memory = 0;
+};
+
+// Every usable GPU, in index order; empty, with why_none set, when there is
+// none (or the build has no CUDA backend).
+std::vector<GpuDescription> DescribeCudaDevices(std::string* why_none = nullptr);
+
+// The NCCL a replica split across GPUs would load (KVFLEET_NCCL_LIBRARY, else
+// libnccl.so.2 on the loader's path), as "NCCL 2.32.6 (libnccl.so.2)";
+// FAILED_PRECONDITION saying why it cannot, and how to get one. Loading it
+// needs no GPU, so an image can be checked on any machine.
+absl::StatusOr<std::string> DescribeNccl();
 
 }  // namespace kvfleet::engine

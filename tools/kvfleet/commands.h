@@ -29,6 +29,7 @@ absl::Status RunBenchModel(const Args& args);
 absl::Status RunLoadClient(const Args& args);
 absl::Status RunWorkers(const Args& args);
 absl::Status RunModels(const Args& args);
+absl::Status RunDevices(const Args& args);
 absl::Status RunChat(const Args& args);
 absl::Status RunUp(const Args& args);
 

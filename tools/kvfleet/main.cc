@@ -39,6 +39,7 @@ constexpr Command kCommands[] = {
      kvfleet::tools::RunLoadClient},
     {"workers", "list the live workers the cachemanager knows, with their KV blocks and load",
      kvfleet::tools::RunWorkers},
+    {"devices", "list the CPU, the GPUs and the NCCL a worker here could use", kvfleet::tools::RunDevices},
     {"models", "list the models a router serves; fails when none has a live worker", kvfleet::tools::RunModels},
 };
 

@@ -3,7 +3,9 @@
 # second compile): the runtime component installed into a staging prefix,
 # then deploy/docker/images.sh --prebuilt, which pulls nothing. Then checks
 # each image as the chart runs it: every binary answers --help as uid 10001
-# on a read-only root with no capabilities, and the image's user is 10001.
+# on a read-only root with no capabilities, and the image's user is 10001;
+# the CUDA image loads NCCL from the pinned nvidia-nccl-cu13 wheel
+# (scripts/fetch_nccl.sh), and the CPU image has none.
 #
 #   tests/deploy/containers/images_test.sh BUILD_DIR
 #
@@ -41,6 +43,7 @@ if ! probe="$(podman run --rm kvfleet:cpu true 2>&1)"; then
   skip "podman cannot run a container here: $probe"
 fi
 
+nccl_version="$(sed -n 's/^NCCL_VERSION=//p' "$repo/scripts/fetch_nccl.sh")"
 for variant in cpu cuda; do
   image="kvfleet:$variant"
   user="$(podman image inspect --format '{{.Config.User}}' "$image")"
@@ -51,8 +54,20 @@ for variant in cpu cuda; do
   done
   uid="$(podman run --rm --read-only "$image" id -u)"
   [[ $uid == 10001 ]] || fail "$image: id -u is $uid"
+  # NCCL: the CUDA image loads the pinned wheel's library from the loader's
+  # path (through kvfleet's own loader, with no GPU); the CPU image has none.
+  devices="$(podman run --rm --read-only "$image" kvfleet devices 2>&1)" || fail "$image: kvfleet devices fails: $devices"
+  nccl_line="$(grep '^nccl ' <<<"$devices")"
+  if [[ $variant == cuda ]]; then
+    [[ $nccl_line == *"NCCL $nccl_version (libnccl.so.2)"* ]] \
+      || fail "$image loads no NCCL $nccl_version from the pinned wheel: '$nccl_line'"
+    nccl="NCCL $nccl_version loads"
+  else
+    [[ $nccl_line != *"NCCL "[0-9]* ]] || fail "$image carries an NCCL: '$nccl_line'"
+    nccl="no NCCL"
+  fi
   echo "images_test: ok: $image ($(podman image inspect --format '{{.Size}}' "$image" | numfmt --to=iec)," \
-       "user 10001, every binary starts read-only without capabilities)"
+       "user 10001, every binary starts read-only without capabilities; $nccl)"
 done
 echo "images_test: base $(podman image inspect --format '{{.Size}}' localhost/kvfleet-base:bookworm | numfmt --to=iec)"
 echo "images_test: all checks passed"
