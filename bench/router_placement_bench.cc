@@ -106,7 +106,7 @@ absl::StatusOr<Fleet> StartFleet(const Options& o, const std::string& log_dir) {
   }
   cluster::LocalClusterOptions options;
   ASSIGN_OR_RETURN(options.binaries, cluster::FindServiceBinaries(bin_dir));
-  options.model_path = o.model;
+  options.models = {o.model};
   options.workers = static_cast<int>(o.workers);
   options.threads_per_worker = static_cast<int>(o.threads);
   options.kv_cache_memory = o.kv_cache_memory;

@@ -102,12 +102,13 @@ std::optional<BlockHash> BlockHash::FromBytes(std::string_view bytes) {
   return h;
 }
 
-BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt) {
+BlockHash RootBlockHash(std::string_view model_id, std::string_view model_fingerprint, std::string_view cache_salt) {
   static constexpr std::string_view kTag("kvfleet-root\0", 13);
   std::string input;
-  input.reserve(kTag.size() + 16 + model_id.size() + cache_salt.size());
+  input.reserve(kTag.size() + 24 + model_id.size() + model_fingerprint.size() + cache_salt.size());
   input.append(kTag.data(), kTag.size());
   AppendBytes(input, model_id);
+  AppendBytes(input, model_fingerprint);
   AppendBytes(input, cache_salt);
   return Digest(input);
 }

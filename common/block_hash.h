@@ -3,13 +3,16 @@
 // must compute the same value for the same tokens, or prefix-aware routing
 // silently gets 0% hits.
 //
-//   hash_{-1} = H("kvfleet-root" ‖ model id ‖ cache salt)
+//   hash_{-1} = H("kvfleet-root" ‖ model id ‖ model fingerprint ‖ cache salt)
 //   hash_i    = H(hash_{i-1} ‖ tokens of block i ‖ extra)
 //
 // H is SHA-256 (OpenSSL) truncated to 128 bits: a non-cryptographic hash let
 // one tenant forge collisions with another's cached prefix in another engine
 // (CVE-2025-25183), and the salt keeps tenants from probing each other's
-// prefixes. Only full blocks are hashed.
+// prefixes. The fingerprint (SHA-256 of the weights, model/model_fingerprint.h)
+// keeps two models served under one id, or a model whose weights changed
+// under its id, from sharing KV; a worker always knows it, and a router
+// learns it from its workers. Only full blocks are hashed.
 //
 // Thread-safety: pure functions.
 //
@@ -44,7 +47,11 @@ struct BlockHash {
   static std::optional<BlockHash> FromBytes(std::string_view bytes);
 };
 
-BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt);
+BlockHash RootBlockHash(std::string_view model_id, std::string_view model_fingerprint, std::string_view cache_salt);
+// No fingerprint known (tools, tests, benchmarks): the same with an empty one.
+inline BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt) {
+  return RootBlockHash(model_id, std::string_view(), cache_salt);
+}
 
 // tokens are the block's token ids; extra covers anything else that changes
 // the block's KV (adapters, multimodal inputs), empty when nothing does.

@@ -42,7 +42,8 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
       pool_(static_cast<int32_t>(executor.info().num_blocks), &pending_prefill_),
       kv_(pool_, static_cast<int32_t>(executor.info().block_size), options.model_id, options.enable_prefix_caching,
           executor.info().kv_groups.group_window.empty() ? std::vector<int64_t>{0}
-                                                         : executor.info().kv_groups.group_window),
+                                                         : executor.info().kv_groups.group_window,
+          options.model_fingerprint),
       scheduler_(options.scheduler, kv_),
       speculator_(options.speculation, options.proposers, kv_),
       batch_builder_(BatchBuilderFor(executor.info())),
@@ -120,7 +121,7 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   RETURN_IF_ERROR(Validate(request));
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
   auto req = std::make_unique<Request>(std::move(request), seed, 0, sink);
-  req->cache_root = RootBlockHash(options_.model_id, req->params.cache_salt);
+  req->cache_root = RootBlockHash(options_.model_id, options_.model_fingerprint, req->params.cache_salt);
   req->prompt_block_hashes = HashFullBlocks(req->cache_root, req->params.prompt, kv_.block_size());
   const RequestId id = req->id();
   const std::optional<KvPeerSource> peer = req->params.kv_peer;

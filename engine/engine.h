@@ -54,7 +54,8 @@
 namespace kvfleet::engine {
 
 struct EngineOptions {
-  std::string model_id;  // roots the block hashes
+  std::string model_id;           // roots the block hashes, with the fingerprint
+  std::string model_fingerprint;  // the weights' (model/model_fingerprint.h); empty: none known
   SchedulerConfig scheduler;
   bool enable_prefix_caching = true;
   std::vector<model::TokenId> end_of_turn_tokens;  // the model's own stop tokens

@@ -9,11 +9,12 @@
 namespace kvfleet::engine {
 
 KvCacheManager::KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching,
-                               std::vector<int64_t> group_windows)
+                               std::vector<int64_t> group_windows, std::string model_fingerprint)
     : pool_(pool),
       block_size_(block_size),
       group_windows_(std::move(group_windows)),
       model_id_(std::move(model_id)),
+      model_fingerprint_(std::move(model_fingerprint)),
       enable_prefix_caching_(enable_prefix_caching) {
   CHECK_GT(block_size, 0);
   CHECK(!group_windows_.empty() && group_windows_[0] == 0) << "page group 0 must attend to every key";
@@ -201,7 +202,9 @@ void KvCacheManager::ReleasePassedWindowPages(Request& req) {
   }
 }
 
-BlockHash KvCacheManager::RootFor(const Request& req) const { return RootBlockHash(model_id_, req.params.cache_salt); }
+BlockHash KvCacheManager::RootFor(const Request& req) const {
+  return RootBlockHash(model_id_, model_fingerprint_, req.params.cache_salt);
+}
 
 BlockHash KvCacheManager::HashOfBlock(const Request& req, int32_t b, const BlockHash& parent) const {
   // The prompt's hashes were computed once at submission (the engine's

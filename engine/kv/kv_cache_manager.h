@@ -54,8 +54,9 @@ class KvCacheManager {
 
   // group_windows: each page group's window (0: full attention; group 0
   // must be 0); {0} is one group, a page per block.
+  // model_id and model_fingerprint root the block hashes (common/block_hash.h).
   KvCacheManager(BlockPool& pool, int32_t block_size, std::string model_id, bool enable_prefix_caching = true,
-                 std::vector<int64_t> group_windows = {0});
+                 std::vector<int64_t> group_windows = {0}, std::string model_fingerprint = "");
 
   // Tiers below the device that a prefix lookup continues into; may be
   // null; must outlive this.
@@ -182,6 +183,7 @@ class KvCacheManager {
   int32_t block_size_;
   std::vector<int64_t> group_windows_;
   std::string model_id_;
+  std::string model_fingerprint_;
   bool enable_prefix_caching_;
   PrefixCacheCounters counters_;
   LowerKvTiers* tiers_ = nullptr;

@@ -1,6 +1,8 @@
 #include "model/tokenizer/chat_template.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -27,7 +29,8 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromTemplateSource(std::string_view j
     if (!marker.empty()) chat.markers_by_first_byte_[static_cast<unsigned char>(marker[0])].push_back(marker);
   }
   for (auto& bucket : chat.markers_by_first_byte_) {
-    std::sort(bucket.begin(), bucket.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    std::sort(bucket.begin(), bucket.end(),
+              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   }
   return chat;
 }
@@ -97,7 +100,8 @@ absl::StatusOr<std::vector<ChatPiece>> ChatTemplate::Render(const ChatInputs& in
   set("add_generation_prompt", jinja::Value::Bool(inputs.add_generation_prompt));
   ASSIGN_OR_RETURN(jinja::Text text, template_.Render(vars, {.now = inputs.now}));
   if (absl::Status s = ValidateUtf8(text.str()); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("chat template: the conversation is not valid UTF-8: ", s.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chat template: the conversation is not valid UTF-8: ", s.message()));
   }
   return SplitMarkers(text);
 }
@@ -123,6 +127,15 @@ absl::StatusOr<std::string> ChatTemplate::Apply(std::span<const ChatMessage> mes
   inputs.messages = ChatMessagesToJson(messages);
   inputs.add_generation_prompt = add_generation_prompt;
   return Apply(inputs);
+}
+
+absl::StatusOr<std::string> ReadChatTemplateFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::NotFoundError(absl::StrCat("--chat-template ", path, " cannot be read"));
+  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat("--chat-template ", path, " is empty"));
+  return text.str();
 }
 
 }  // namespace kvfleet::model

@@ -25,12 +25,11 @@
 #pragma once
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "model/jinja/template.h"
@@ -107,5 +106,10 @@ class ChatTemplate {
   // marker texts by first byte, longest first (leftmost-longest matching).
   std::vector<std::string> markers_by_first_byte_[256];
 };
+
+// The text of a chat template file given by a flag (--chat-template, as
+// vLLM's), which replaces a model's own; NOT_FOUND or INVALID_ARGUMENT
+// naming the flag and the file when it cannot be read or is empty.
+absl::StatusOr<std::string> ReadChatTemplateFile(const std::string& path);
 
 }  // namespace kvfleet::model

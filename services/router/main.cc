@@ -13,11 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "model/tokenizer/chat_template.h"
 #include "services/router/frontend/router_model.h"
 #include "services/router/placement/placement.h"
 #include "services/router/server/cachemanager_watcher.h"
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/inference_service.h"
+#include "services/router/server/model_catalog.h"
 #include "services/router/server/openai_http_service.h"
 #include "services/router/server/public_api.h"
 #include "services/router/server/route_selector.h"
@@ -40,29 +42,25 @@ transport::ClientChannelOptions WorkerChannelOptions(const RouterOptions& o) {
   return channel;
 }
 
-// The --chat-template file's text; empty when none is given.
-absl::StatusOr<std::string> ReadChatTemplate(const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return absl::NotFoundError(absl::StrCat("--chat-template ", path, " cannot be read"));
-  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat("--chat-template ", path, " is empty"));
-  return text.str();
-}
-
 absl::Status Run(const RouterOptions& o) {
-  ASSIGN_OR_RETURN(std::string chat_template, ReadChatTemplate(o.chat_template_path));
-  ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model,
-                   RouterModel::Load(o.model_path, {.model_id = o.model_id,
-                                                    .served_name = o.served_model_name,
-                                                    .chat_template = std::move(chat_template)}));
+  // --model: that model only, read from its file; otherwise learnt from the workers.
+  std::shared_ptr<const RouterModel> fixed;
+  if (!o.model_path.empty()) {
+    std::string chat_template;
+    if (!o.chat_template_path.empty()) {
+      ASSIGN_OR_RETURN(chat_template, model::ReadChatTemplateFile(o.chat_template_path));
+    }
+    ASSIGN_OR_RETURN(fixed, RouterModel::Load(o.model_path, {.model_id = o.model_id,
+                                                             .served_name = o.served_model_name,
+                                                             .chat_template = std::move(chat_template)}));
+  }
+  ModelCatalog catalog({.fixed = fixed});
   RouterMetrics metrics(o.metrics_max_tenants);
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
 
-  WorkerPool pool({.model_id = model->id(), .probe_interval = o.probe_interval, .channel = WorkerChannelOptions(o)});
+  WorkerPool pool({.admission = &catalog, .probe_interval = o.probe_interval, .channel = WorkerChannelOptions(o)});
   auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
   exposer->RegisterCollectable(pool_collector);
   Placement placement(o.placement);
@@ -72,14 +70,15 @@ absl::Status Run(const RouterOptions& o) {
   std::unique_ptr<CacheManagerWatcher> watcher;
   if (!o.cachemanager.empty()) {
     cachemanager_channel = transport::CreateClientChannel(o.cachemanager, transport::PeerChannelOptions(o.transport));
-    watcher = std::make_unique<CacheManagerWatcher>(cachemanager_channel, model->id(), pool,
+    // Every model's workers, or the --model's only.
+    watcher = std::make_unique<CacheManagerWatcher>(cachemanager_channel, fixed ? fixed->id() : "", pool,
                                                     [&placement](const std::string& id) { placement.Forget(id); });
   }
   for (const std::string& w : o.workers) pool.Upsert(w, w, /*incarnation=*/0);
   RouteSelector selector(pool, placement, cachemanager_channel, metrics,
                          {.overlap_timeout = o.overlap_timeout, .split = o.split});
   GenerationRunner runner(
-      *model, selector, pool, metrics,
+      selector, pool, metrics,
       {.max_attempts = o.max_attempts, .stream_first_token_before_handoff = o.split_stream_first_token});
   std::unique_ptr<TenantTokens> tokens;
   if (!o.auth_tokens.empty()) {
@@ -87,7 +86,7 @@ absl::Status Run(const RouterOptions& o) {
   }
   std::unique_ptr<TenantQuotas> quotas;
   if (o.quotas.any()) quotas = std::make_unique<TenantQuotas>(o.quotas);
-  PublicApi api(*model, runner, pool, metrics, tokens.get(), o.limits, quotas.get());
+  PublicApi api(catalog, runner, pool, metrics, tokens.get(), o.limits, quotas.get());
   InferenceService service(api, metrics);
   OpenAiHttpService http_service(api, pool, metrics, {.request_timeout = o.http_request_timeout});
 
@@ -120,8 +119,10 @@ absl::Status Run(const RouterOptions& o) {
                             http ? http->address() : "");
   server.SetLive(true);
   server.SetReady(true);
-  KVFLEET_LOG_INFO("routing model {} ({} policy) on {}; workers from {}", model->id(), PolicyName(o.placement.policy),
-                   server.address, o.cachemanager.empty() ? "--workers" : "cachemanager " + o.cachemanager);
+  KVFLEET_LOG_INFO("routing {} ({} policy) on {}; workers from {}",
+                   fixed ? "model " + fixed->id() : std::string("every model its workers serve"),
+                   PolicyName(o.placement.policy), server.address,
+                   o.cachemanager.empty() ? "--workers" : "cachemanager " + o.cachemanager);
   std::printf("kvfleet-router ready\n");
   std::fflush(stdout);
 

@@ -22,11 +22,15 @@
 #include "engine/executor/memory_plan.h"
 #include "engine/executor_kv_tiers.h"
 #include "model/model.h"
+#include "model/model_card.h"
+#include "model/model_fingerprint.h"
+#include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/transport/grpc/grpc_server.h"
 #include "services/transport/metrics/metrics_exposer.h"
 #include "services/transport/service_main.h"
 #include "services/transport/termination_signals.h"
+#include "services/transport/wire/model_card_convert.h"
 #include "services/worker/server/health_watchdog.h"
 #include "services/worker/server/kv_event_publisher.h"
 #include "services/worker/server/worker_metrics.h"
@@ -68,14 +72,35 @@ struct LoadedModel {
   std::unique_ptr<engine::ModelExecutor> executor;
   std::unique_ptr<engine::spec::ProposerSet> proposers;
   std::vector<model::TokenId> end_of_turn;
-  std::unique_ptr<GrammarCompiler> grammar;  // structured output
+  std::unique_ptr<GrammarCompiler> grammar;     // structured output
+  std::string fingerprint;                      // roots the block hashes, with the id
+  std::shared_ptr<const ModelCardChunks> card;  // what DescribeModel streams
 };
+
+// The model as routers learn it: the card (with --served-model-name and
+// --chat-template), cut into DescribeModel's chunks once.
+std::shared_ptr<const ModelCardChunks> DescribeModel(const WorkerOptions& o, const model::Model& m,
+                                                     const std::string& fingerprint, const std::string& chat_template) {
+  model::ModelCard card = model::CardOf(m, o.model_id, fingerprint);
+  card.served_name = o.served_model_name;
+  if (!chat_template.empty()) card.vocabulary.chat_template = chat_template;
+  return std::make_shared<const ModelCardChunks>(transport::ChunkModelCard(card));
+}
 
 // Weights and scratch first (target and draft), then the memory plan sizes
 // both KV caches from what is left.
-absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart checked, WorkerMetrics& metrics) {
+absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart checked, WorkerMetrics& metrics,
+                                      const std::string& chat_template) {
   LoadedModel m;
   m.model = std::move(checked.model);
+  // Read once, then remembered in --cache-dir: about a second per GB the first time.
+  const auto fingerprint_started = std::chrono::steady_clock::now();
+  m.fingerprint = model::CachedModelFingerprint(*m.model, o.cache_dir);
+  KVFLEET_LOG_INFO(
+      "model {} fingerprint {} ({} ms)", o.model_id, m.fingerprint,
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - fingerprint_started)
+          .count());
+  m.card = DescribeModel(o, *m.model, m.fingerprint, chat_template);
   m.scheduler = checked.scheduler;
   const engine::Device device = checked.device;
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
@@ -189,6 +214,14 @@ void Drain(const WorkerOptions& o, WorkerService& service, HealthWatchdog& watch
 }
 
 absl::Status Run(const WorkerOptions& o) {
+  // A chat template for the routers is checked before any weight is read.
+  std::string chat_template;
+  if (!o.chat_template_path.empty()) {
+    ASSIGN_OR_RETURN(chat_template, model::ReadChatTemplateFile(o.chat_template_path));
+    if (absl::StatusOr<model::ChatTemplate> t = model::ChatTemplate::FromTemplateSource(chat_template); !t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--chat-template does not load: ", t.status().message()));
+    }
+  }
   ASSIGN_OR_RETURN(CheckedStart checked, CheckStart(o));
   WorkerMetrics metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<transport::MetricsExposer> exposer,
@@ -215,7 +248,7 @@ absl::Status Run(const WorkerOptions& o) {
   transport::PrintListening("kvfleet-worker", server, o.transport.metrics_host, exposer->port(), "",
                             transfer_server ? transfer_server->address : "");
 
-  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, std::move(checked), metrics));
+  ASSIGN_OR_RETURN(LoadedModel m, LoadModel(o, std::move(checked), metrics, chat_template));
   const std::string endpoint = o.advertise_address.empty() ? server.address : o.advertise_address;
   std::unique_ptr<KvEventPublisher> publisher;
   if (!o.cachemanager.empty()) {
@@ -252,6 +285,7 @@ absl::Status Run(const WorkerOptions& o) {
                       .max_peer_bytes_in_flight = o.kv_transfer_max_peer_bytes});
   engine::Engine engine(*m.executor,
                         {.model_id = o.model_id,
+                         .model_fingerprint = m.fingerprint,
                          .scheduler = m.scheduler,
                          .enable_prefix_caching = o.enable_prefix_caching,
                          .end_of_turn_tokens = m.end_of_turn,
@@ -288,7 +322,8 @@ absl::Status Run(const WorkerOptions& o) {
   if (publisher) service.OnAdmission([p = publisher.get()] { p->NotifyLoadChanged(); });
   v1::WorkerInfo info = MakeInfo(o, m);
   info.set_kv_transfer_endpoint(KvTransferEndpoint(o, transfer_server));
-  service.Attach(engine, std::move(info));
+  info.set_model_fingerprint(m.fingerprint);
+  service.Attach(engine, std::move(info), m.card);
   HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
                           [&server](HealthVerdict health) {
                             server.SetLive(health.live);

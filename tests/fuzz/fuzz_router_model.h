@@ -11,8 +11,8 @@
 
 namespace kvfleet::fuzz {
 
-inline const router::RouterModel& FuzzRouterModel() {
-  static const router::RouterModel* model = [] {
+inline const router::ServedModel& FuzzRouterModel() {
+  static const router::ServedModel* model = [] {
     char path[] = "/tmp/kvfleet-fuzz-XXXXXX";
     const int fd = mkstemp(path);
     Check(fd >= 0, "cannot make a temporary file");
@@ -21,7 +21,7 @@ inline const router::RouterModel& FuzzRouterModel() {
     auto m = router::RouterModel::Load(path, {.model_id = "tiny"});
     unlink(path);
     Check(m.ok(), "tiny model load");
-    return m->release();
+    return new router::ServedModel{.model = *std::move(m), .fingerprint = "fuzz"};
   }();
   return *model;
 }

@@ -4,7 +4,6 @@
 // Nothing crashes or throws; every refusal is a client error; the JSON the
 // formatter writes always parses.
 #include <nlohmann/json.hpp>
-
 #include <string_view>
 
 #include "services/router/openai/openai_request.h"
@@ -35,9 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::Check(call.status().code() == absl::StatusCode::kInvalidArgument, "a refusal is INVALID_ARGUMENT");
     return 0;
   }
-  const RouterModel& model = kvfleet::fuzz::FuzzRouterModel();
-  absl::StatusOr<GenerationPlan> plan = endpoint == openai::Endpoint::kChat ? PlanChat(model, call->chat, 7)
-                                                                            : PlanGenerate(model, call->completion, 7);
+  const ServedModel& model = kvfleet::fuzz::FuzzRouterModel();
+  absl::StatusOr<GenerationPlan> plan =
+      endpoint == openai::Endpoint::kChat ? PlanChat(model, call->chat, 7) : PlanGenerate(model, call->completion, 7);
   if (!plan.ok()) {
     fuzz::Check(kvfleet::fuzz::IsRouterClientError(plan.status().code()) ||
                     plan.status().code() == absl::StatusCode::kFailedPrecondition,
@@ -54,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   message.set_text(std::string(body.substr(0, 64)));  // any bytes, as a cut character would be
   message.set_finish_reason(v1::FINISH_REASON_STOP);
-  openai::CompletionFormatter formatter(*call, "id", 0, "tiny", model.tokenizer());
+  openai::CompletionFormatter formatter(*call, "id", 0, "tiny", model.model->tokenizer());
   const std::string events = formatter.StreamEvents(message) + formatter.StreamEnd();
   formatter.Add(message);
   const std::string whole = formatter.Body();

@@ -15,14 +15,22 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvfleet;
   if (size == 0) return 0;
-  const kvfleet::router::RouterModel& model = kvfleet::fuzz::FuzzRouterModel();
+  const kvfleet::router::ServedModel& model = kvfleet::fuzz::FuzzRouterModel();
   // The first byte: which call, and whether the limits are lowered.
   const uint8_t mode = data[0];
   limits::RequestLimits limits;
   if (mode & 2) {
-    limits = {.max_prompt_tokens = 32, .max_output_tokens = 16, .max_stop_strings = 2, .max_stop_string_bytes = 8,
-              .max_stop_token_ids = 2, .max_top_logprobs = 2, .max_request_id_bytes = 8, .max_cache_salt_bytes = 8,
-              .max_priority = 2, .max_chat_messages = 3, .max_prompt_bytes = 64};
+    limits = {.max_prompt_tokens = 32,
+              .max_output_tokens = 16,
+              .max_stop_strings = 2,
+              .max_stop_string_bytes = 8,
+              .max_stop_token_ids = 2,
+              .max_top_logprobs = 2,
+              .max_request_id_bytes = 8,
+              .max_cache_salt_bytes = 8,
+              .max_priority = 2,
+              .max_chat_messages = 3,
+              .max_prompt_bytes = 64};
   }
   absl::StatusOr<router::GenerationPlan> plan;
   if (mode & 1) {
@@ -40,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   fuzz::Check(!plan->prompt.empty(), "an empty prompt planned");
   absl::StatusOr<engine::EngineRequest> at_worker =
-      worker::ToEngineRequest(plan->worker_request, RequestId(1), model.context_length(), limits);
-  fuzz::Check(at_worker.ok(), "the worker refuses what the router planned: " + std::string(at_worker.status().message()));
+      worker::ToEngineRequest(plan->worker_request, RequestId(1), model.model->context_length(), limits);
+  fuzz::Check(at_worker.ok(),
+              "the worker refuses what the router planned: " + std::string(at_worker.status().message()));
   return 0;
 }

@@ -68,7 +68,16 @@ absl::Status LocalClusterOptions::Validate() const {
   if (binaries.cachemanager.empty() || binaries.worker.empty() || binaries.router.empty()) {
     return absl::InvalidArgumentError("the path of every service binary is required");
   }
-  if (model_path.empty()) return absl::InvalidArgumentError("a model path is required");
+  if (models.empty()) return absl::InvalidArgumentError("a model path is required");
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i].empty()) return absl::InvalidArgumentError("a model path is empty");
+    if (std::find(models.begin(), models.begin() + static_cast<ptrdiff_t>(i), models[i]) !=
+        models.begin() + static_cast<ptrdiff_t>(i)) {
+      return absl::InvalidArgumentError(absl::StrCat("model ", models[i],
+                                                     " is given twice; --workers says how many "
+                                                     "workers each model gets"));
+    }
+  }
   if (workers < 1) return absl::InvalidArgumentError(absl::StrCat("workers must be at least 1, got ", workers));
   if (prefill_workers < 0 || (prefill_workers > 0 && prefill_workers >= workers)) {
     return absl::InvalidArgumentError(
@@ -102,17 +111,21 @@ std::vector<std::string> CachemanagerArgs(const LocalClusterOptions& options) {
   return args;
 }
 
+const std::string& WorkerModel(const LocalClusterOptions& options, int index) {
+  return options.models.at(static_cast<size_t>(index / options.workers));
+}
+
 std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int index,
                                     const std::string& cachemanager_address) {
   std::vector<std::string> args = {
-      "--model", options.model_path, "--worker-id", absl::StrCat("worker-", index), "--listen", "127.0.0.1:0",
+      "--model", WorkerModel(options, index), "--worker-id", absl::StrCat("worker-", index), "--listen", "127.0.0.1:0",
       "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--cachemanager", cachemanager_address, "--threads",
       absl::StrCat(options.threads_per_worker), "--kv-cache-memory", options.kv_cache_memory,
       // Peers pull each other's prefixes when the router's price says so.
       "--kv-transfer-listen", "127.0.0.1:0"};
   if (options.prefill_workers > 0) {
     args.push_back("--role");
-    args.push_back(index < options.prefill_workers ? "prefill" : "decode");
+    args.push_back(index % options.workers < options.prefill_workers ? "prefill" : "decode");
   }
   args.insert(args.end(), options.worker_extra_args.begin(), options.worker_extra_args.end());
   if (!options.kv_disk_dir.empty()) {
@@ -123,11 +136,10 @@ std::vector<std::string> WorkerArgs(const LocalClusterOptions& options, int inde
 }
 
 std::vector<std::string> RouterArgs(const LocalClusterOptions& options, const std::string& cachemanager_address) {
-  std::vector<std::string> args = {"--model",        options.model_path,
-                                   "--listen",       options.router_listen,
-                                   "--metrics-port", absl::StrCat(options.router_metrics_port),
-                                   "--metrics-host", "127.0.0.1",
-                                   "--cachemanager", cachemanager_address};
+  // No --model: the router learns each model from its workers.
+  std::vector<std::string> args = {
+      "--listen",       options.router_listen, "--metrics-port", absl::StrCat(options.router_metrics_port),
+      "--metrics-host", "127.0.0.1",           "--cachemanager", cachemanager_address};
   if (!options.router_http_listen.empty()) {
     args.insert(args.end(), {"--http-listen", options.router_http_listen});
   }
@@ -142,7 +154,7 @@ std::vector<std::string> RouterArgs(const LocalClusterOptions& options, const st
 LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {
   cachemanager_.label = "cachemanager";
   cachemanager_.program = "kvfleet-cachemanager";
-  workers_.resize(static_cast<size_t>(options_.workers));
+  workers_.resize(options_.models.size() * static_cast<size_t>(options_.workers));
   for (size_t i = 0; i < workers_.size(); ++i) {
     workers_[i].label = absl::StrCat("worker-", i);
     workers_[i].program = "kvfleet-worker";

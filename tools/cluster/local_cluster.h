@@ -1,6 +1,6 @@
 // A kvfleet cluster on this machine's loopback, as `kvfleet up` runs it: one
-// cachemanager, N workers registered with it, one router that finds the
-// workers through it, all serving the same model.
+// cachemanager, N workers of each model registered with it, one router
+// that finds the workers through it and learns each model from them.
 //
 // Owns the service processes (ChildProcess: each in its own process group,
 // SIGKILLed with the object if still running) and knows their addresses and
@@ -42,11 +42,14 @@ struct ClusterMember {
 
 struct LocalClusterOptions {
   ServiceBinaries binaries;
-  std::string model_path;  // the same GGUF for router and workers, so their model ids agree
-  int workers = 2;
-  // Disaggregated prefill and decode: the first prefill_workers of the
-  // workers run --role prefill and the others --role decode; 0: every
-  // worker is of role both.
+  // The models served (GGUF files or checkpoint directories), `workers`
+  // workers each: worker-0 .. worker-(N-1) serve the first, the next N the
+  // second, and so on. The router reads none of them.
+  std::vector<std::string> models;
+  int workers = 2;  // per model
+  // Disaggregated prefill and decode: the first prefill_workers of each
+  // model's workers run --role prefill and the others --role decode; 0:
+  // every worker is of role both.
   int prefill_workers = 0;
   int threads_per_worker = 1;
   std::string kv_cache_memory = "512MiB";  // per worker, as kvfleet-worker's --kv-cache-memory
@@ -75,6 +78,9 @@ struct LocalClusterOptions {
 
 // One worker's share of the machine: hardware threads split evenly, at least one.
 int DefaultThreadsPerWorker(int hardware_threads, int workers);
+
+// The model worker `index` serves.
+const std::string& WorkerModel(const LocalClusterOptions& options, int index);
 
 // The command lines (argv[1..]) of the members; public for tests.
 std::vector<std::string> CachemanagerArgs(const LocalClusterOptions& options);

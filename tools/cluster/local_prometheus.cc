@@ -54,9 +54,9 @@ std::string ReadAll(const std::string& path) {
 
 std::string PrometheusConfig(const std::vector<ScrapeTarget>& targets, const PrometheusConfigOptions& options) {
   const std::string interval = absl::StrCat(options.scrape_interval_seconds, "s");
-  std::string out = absl::StrCat("# Written by kvfleet up --prometheus; the labels match the chart's scrape relabeling.\n",
-                                 "global:\n  scrape_interval: ", interval, "\n  evaluation_interval: ", interval,
-                                 "\n");
+  std::string out =
+      absl::StrCat("# Written by kvfleet up --prometheus; the labels match the chart's scrape relabeling.\n",
+                   "global:\n  scrape_interval: ", interval, "\n  evaluation_interval: ", interval, "\n");
   if (!options.rule_files.empty()) {
     out += "rule_files:\n";
     for (const std::string& f : options.rule_files) absl::StrAppend(&out, "  - ", Quoted(f), "\n");
@@ -65,8 +65,8 @@ std::string PrometheusConfig(const std::vector<ScrapeTarget>& targets, const Pro
   for (const ScrapeTarget& t : targets) {
     absl::StrAppend(&out, "      - targets: [", Quoted(ScrapeAddress(t.address)), "]\n", "        labels:\n",
                     "          namespace: ", Quoted(options.namespace_label), "\n", "          pod: ", Quoted(t.pod),
-                    "\n", "          component: ", Quoted(t.component), "\n", "          model: ",
-                    Quoted(options.model_id), "\n");
+                    "\n", "          component: ", Quoted(t.component), "\n");
+    if (!t.model.empty()) absl::StrAppend(&out, "          model: ", Quoted(t.model), "\n");
   }
   return out;
 }
@@ -84,18 +84,19 @@ absl::StatusOr<std::unique_ptr<LocalPrometheus>> LocalPrometheus::Start(const Lo
     if (!config) return absl::FailedPreconditionError(absl::StrCat("cannot write ", config_path));
   }
   const std::string listen = absl::StrCat("127.0.0.1:", port);
-  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> child,
-                   ChildProcess::Start(options.binary,
-                                       {absl::StrCat("--config.file=", config_path),
-                                        absl::StrCat("--storage.tsdb.path=", options.dir, "/data"),
-                                        absl::StrCat("--web.listen-address=", listen),
-                                        "--storage.tsdb.retention.time=1d"},
-                                       log_path));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ChildProcess> child,
+      ChildProcess::Start(
+          options.binary,
+          {absl::StrCat("--config.file=", config_path), absl::StrCat("--storage.tsdb.path=", options.dir, "/data"),
+           absl::StrCat("--web.listen-address=", listen), "--storage.tsdb.retention.time=1d"},
+          log_path));
   const absl::Time deadline = absl::Now() + options.ready_timeout;
   while (!absl::StrContains(ReadAll(log_path), kReadyLogLine)) {
     if (!child->Running() || absl::Now() > deadline) {
-      return absl::UnavailableError(absl::StrCat("prometheus did not start (", child->Running() ? "timed out" : "exited",
-                                                 "); its log ", log_path, " ends:\n", LogTail(log_path)));
+      return absl::UnavailableError(absl::StrCat("prometheus did not start (",
+                                                 child->Running() ? "timed out" : "exited", "); its log ", log_path,
+                                                 " ends:\n", LogTail(log_path)));
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
@@ -109,8 +110,8 @@ absl::Status LocalPrometheus::Stop(absl::Duration timeout) {
   const absl::StatusOr<int> code = process_->Wait(timeout);
   if (code.ok()) return absl::OkStatus();
   process_->Signal(SIGKILL);
-  return absl::DeadlineExceededError(absl::StrCat("prometheus did not stop within ", absl::FormatDuration(timeout),
-                                                  "; killed"));
+  return absl::DeadlineExceededError(
+      absl::StrCat("prometheus did not stop within ", absl::FormatDuration(timeout), "; killed"));
 }
 
 }  // namespace kvfleet::cluster

@@ -29,10 +29,13 @@ struct ScrapeTarget {
   std::string address;    // host:port of /metrics (0.0.0.0 is scraped on 127.0.0.1)
   std::string pod;        // "router", "cachemanager", "worker-0", ...
   std::string component;  // "router", "cachemanager", "worker"
+  // A worker's model id, as the chart labels a worker pod's series; empty
+  // for the router and the cachemanager, which serve every model (the
+  // router's series carry their own model label).
+  std::string model;
 };
 
 struct PrometheusConfigOptions {
-  std::string model_id;
   std::string namespace_label = "local";
   int scrape_interval_seconds = 1;
   std::vector<std::string> rule_files;  // absolute paths

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -34,7 +35,7 @@ using cluster::LocalClusterOptions;
 using transport::TerminationSignals;
 
 constexpr char kUsage[] =
-    R"(usage: kvfleet up [--model PATH] [--workers N | --prefill-workers N --decode-workers M] [--threads T]
+    R"(usage: kvfleet up [--model PATH ...] [--workers N | --prefill-workers N --decode-workers M] [--threads T]
                   [--kv-cache-memory SIZE] [--split-min-uncached-tokens N] [--max-num-batched-tokens N]
                   [--cpu-activations A] [--kv-cache-dtype D] [--calibration PATH] [--tensor-parallel N]
                   [--kv-host-memory SIZE] [--kv-disk-dir DIR --kv-disk-size SIZE] [--keep-window-blocks]
@@ -46,16 +47,18 @@ constexpr char kUsage[] =
                   [--prometheus [--prometheus-port N] [--prometheus-rules DIR]] [--tls | --internal-token]
 
 Starts a cluster on loopback: one kvfleet-cachemanager, N kvfleet-workers
-registered with it and one kvfleet-router in front, all serving --model, a
-GGUF file or a Hugging Face checkpoint directory (default
-models/SmolLM2-135M-Instruct.Q4_1.gguf). Once every service is ready
+of each --model registered with it and one kvfleet-router in front, which
+learns each model from its workers and routes by the request's model name.
+--model is a GGUF file or a Hugging Face checkpoint directory (default
+models/SmolLM2-135M-Instruct.Q4_1.gguf); repeat it to serve several models
+(each is served under its file's name). Once every service is ready
 it prints how to call the router and the line
   kvfleet up ready router=HOST:PORT http=HOST:PORT
 then serves until SIGINT (Ctrl-C) or SIGTERM, and stops the router, the
 workers (they drain) and the cachemanager in that order. A second Ctrl-C
 kills what is still running.
 
-  --workers N             workers (default 2)
+  --workers N             workers of each model (default 2)
   --prefill-workers N     instead of --workers: N prefill workers and --decode-workers M (default 1) decode
   --decode-workers M      workers; a prompt with at least --split-min-uncached-tokens (the router's flag,
                           default 2048) uncached is prefilled on a prefill worker, and a decode worker pulls
@@ -132,10 +135,20 @@ absl::StatusOr<std::string> MakeLogDir(const std::string& requested) {
 
 absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   LocalClusterOptions o;
-  o.model_path = flags.GetString("model", kDefaultModel);
-  if (!std::filesystem::exists(o.model_path)) {
-    return absl::NotFoundError(absl::StrCat(
-        "no model at ", o.model_path, " (give a .gguf file or a Hugging Face checkpoint directory with --model PATH)"));
+  o.models = flags.GetStrings("model");
+  if (o.models.empty()) o.models.push_back(kDefaultModel);
+  std::map<std::string, std::string> ids;  // model id -> its path
+  for (const std::string& path : o.models) {
+    if (!std::filesystem::exists(path)) {
+      return absl::NotFoundError(absl::StrCat(
+          "no model at ", path, " (give a .gguf file or a Hugging Face checkpoint directory with --model PATH)"));
+    }
+    auto [it, fresh] = ids.emplace(model::DefaultModelId(path), path);
+    if (!fresh && it->second != path) {
+      return absl::InvalidArgumentError(absl::StrCat("--model ", it->second, " and --model ", path,
+                                                     " would both be served as model ", it->first,
+                                                     "; rename one of the files"));
+    }
   }
   ASSIGN_OR_RETURN(int64_t workers, flags.GetInt("workers", 2));
   if (flags.Has("prefill-workers") || flags.Has("decode-workers")) {
@@ -157,7 +170,8 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
     o.router_extra_args.push_back(flags.GetString("split-min-uncached-tokens", ""));
   }
   const int hardware = UsableCpus();
-  ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", cluster::DefaultThreadsPerWorker(hardware, o.workers)));
+  const int all_workers = o.workers * static_cast<int>(o.models.size());
+  ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", cluster::DefaultThreadsPerWorker(hardware, all_workers)));
   if (threads < 1 || threads > 1024) return absl::InvalidArgumentError("--threads must be between 1 and 1024");
   o.threads_per_worker = static_cast<int>(threads);
   o.kv_cache_memory = flags.GetString("kv-cache-memory", o.kv_cache_memory);
@@ -200,45 +214,55 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
   return o;
 }
 
-// Waits until the router counts every worker live (discovery through the
-// cachemanager is asynchronous); returns the model id it serves. Carries on
-// with a warning (and the model file's stem as its id) when that takes too long.
-absl::StatusOr<std::string> AwaitWorkersSeen(LocalCluster& cluster, const LocalClusterOptions& options,
-                                             const CallSettings& router_call) {
+// Waits until the router lists every model with all its workers live
+// (discovery through the cachemanager, and each model learnt from its first
+// worker, are asynchronous); returns the models' ids in --model order. Carries
+// on with a warning when that takes too long.
+absl::StatusOr<std::vector<std::string>> AwaitWorkersSeen(LocalCluster& cluster, const LocalClusterOptions& options,
+                                                          const CallSettings& router_call) {
+  std::vector<std::string> ids;
+  for (const std::string& path : options.models) ids.push_back(model::DefaultModelId(path));
   const absl::Time deadline = absl::Now() + kDiscoveryTimeout;
   std::string last_seen;
   while (absl::Now() < deadline) {
     RETURN_IF_ERROR(cluster.CheckRunning());
     const absl::StatusOr<v1::ListModelsResponse> models = ListModels(router_call, absl::Seconds(5));
-    if (models.ok() && models->models_size() > 0) {
-      const v1::ModelInfo& model = models->models(0);
-      if (model.live_workers() >= options.workers) return model.id();
-      last_seen = absl::StrCat("it sees ", model.live_workers());
+    if (models.ok()) {
+      std::map<std::string, int> live;
+      for (const v1::ModelInfo& m : models->models()) live[m.id()] = m.live_workers();
+      std::vector<std::string> short_of;
+      for (const std::string& id : ids) {
+        if (live[id] < options.workers) short_of.push_back(absl::StrCat(id, " has ", live[id]));
+      }
+      if (short_of.empty()) return ids;
+      last_seen = absl::StrCat("of ", options.workers, " workers each, ", absl::StrJoin(short_of, ", "));
     } else {
-      last_seen = models.ok() ? "it lists no model" : absl::StrCat("ListModels: ", models.status().message());
+      last_seen = absl::StrCat("ListModels: ", models.status().message());
     }
     if (SignalArrived()) return absl::CancelledError("interrupted while waiting for the router to see the workers");
     absl::SleepFor(kPollInterval);
   }
   std::fprintf(stderr,
-               "kvfleet up: warning: the router did not count all %d workers live within %s (%s); serving anyway\n",
-               options.workers, absl::FormatDuration(kDiscoveryTimeout).c_str(), last_seen.c_str());
-  return model::DefaultModelId(options.model_path);
+               "kvfleet up: warning: the router did not count every worker live within %s (%s); serving anyway\n",
+               absl::FormatDuration(kDiscoveryTimeout).c_str(), last_seen.c_str());
+  return ids;
 }
 
 std::string MetricsUrl(const ClusterMember& m) {
   return absl::StrCat("http://", m.endpoints.metrics_address, "/metrics");
 }
 
-void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, const std::string& model_id,
+void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, const std::vector<std::string>& model_ids,
                  const CallSettings& router_call) {
+  const std::string& model_id = model_ids.front();  // the examples' model
   const std::string& router = cluster.router().endpoints.grpc_address;
   std::string router_flag = router == kDefaultRouter ? "" : absl::StrCat(" --router ", router);
   if (!router_call.tls_ca.empty()) absl::StrAppend(&router_flag, " --tls-ca ", router_call.tls_ca);
   std::vector<std::string> worker_metrics;
   for (const ClusterMember& w : cluster.workers()) worker_metrics.push_back(MetricsUrl(w));
-  std::printf("kvfleet up: cluster ready — router %s (model %s, %d worker%s)\n", router.c_str(), model_id.c_str(),
-              o.workers, o.workers == 1 ? "" : "s");
+  std::printf("kvfleet up: cluster ready — router %s (model%s %s, %d worker%s each)\n", router.c_str(),
+              model_ids.size() == 1 ? "" : "s", absl::StrJoin(model_ids, ", ").c_str(), o.workers,
+              o.workers == 1 ? "" : "s");
   std::printf("  kvfleet chat%s \"What is the capital of France?\"          # through the router\n",
               router_flag.c_str());
   std::printf("  kvfleet generate%s --prompt \"Once upon a time\" --max-tokens 32\n", router_flag.c_str());
@@ -266,9 +290,10 @@ void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, cons
   std::fflush(stdout);
 }
 
-absl::Status Ask(const CallSettings& router_call, const std::string& text) {
+absl::Status Ask(const CallSettings& router_call, const std::string& text, const std::string& model_id) {
   ASSIGN_OR_RETURN(Flags defaults, Flags::Parse({}, {}, {}));
   ASSIGN_OR_RETURN(v1::ChatRequest request, ChatRequestFromFlags(defaults, text));
+  request.mutable_options()->set_model(model_id);
   std::fprintf(stderr, "kvfleet up: asking the router: %s\n", text.c_str());
   return StreamChat(router_call, request, stdout, stderr);
 }
@@ -338,15 +363,18 @@ std::vector<std::string> RuleFiles(const std::string& dir) {
 
 absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> StartPrometheus(const Flags& flags,
                                                                           const LocalCluster& cluster,
-                                                                          const LocalClusterOptions& options,
-                                                                          const std::string& model_id) {
+                                                                          const LocalClusterOptions& options) {
   std::vector<cluster::ScrapeTarget> targets = {
       {.address = cluster.router().endpoints.metrics_address, .pod = "router", .component = "router"},
       {.address = cluster.cachemanager().endpoints.metrics_address,
        .pod = "cachemanager",
        .component = "cachemanager"}};
-  for (const ClusterMember& w : cluster.workers()) {
-    targets.push_back({.address = w.endpoints.metrics_address, .pod = w.label, .component = "worker"});
+  for (size_t i = 0; i < cluster.workers().size(); ++i) {
+    const ClusterMember& w = cluster.workers()[i];
+    targets.push_back({.address = w.endpoints.metrics_address,
+                       .pod = w.label,
+                       .component = "worker",
+                       .model = model::DefaultModelId(cluster::WorkerModel(options, static_cast<int>(i)))});
   }
   ASSIGN_OR_RETURN(int64_t port, flags.GetInt("prometheus-port", 9090));
   if (port < 0 || port > 65535)
@@ -354,7 +382,7 @@ absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> StartPrometheus(const 
   const std::string dir = options.log_dir + "/prometheus";
   std::filesystem::create_directories(dir);
   const std::string config = cluster::PrometheusConfig(
-      targets, {.model_id = model_id, .rule_files = RuleFiles(flags.GetString("prometheus-rules", KVFLEET_RULES_DIR))});
+      targets, {.rule_files = RuleFiles(flags.GetString("prometheus-rules", KVFLEET_RULES_DIR))});
   return cluster::LocalPrometheus::Start({.config = config, .dir = dir, .port = static_cast<int>(port)});
 }
 
@@ -431,26 +459,26 @@ absl::Status RunUp(const Args& args) {
                  token_file.c_str());
   }
   std::fprintf(stderr,
-               "kvfleet up: starting a cachemanager, %d worker%s (%d thread%s, %s KV cache each) and a router; "
-               "logs in %s\n",
-               options.workers, options.workers == 1 ? "" : "s", options.threads_per_worker,
+               "kvfleet up: starting a cachemanager, %d worker%s of %zu model%s (%d thread%s, %s KV cache each) and "
+               "a router; logs in %s\n",
+               options.workers, options.workers == 1 ? "" : "s", options.models.size(),
+               options.models.size() == 1 ? "" : "s", options.threads_per_worker,
                options.threads_per_worker == 1 ? "" : "s", options.kv_cache_memory.c_str(), options.log_dir.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options));
   const CallSettings router_call{.router = cluster->router().endpoints.grpc_address, .tls_ca = tls_ca};
-  absl::StatusOr<std::string> model_id = AwaitWorkersSeen(*cluster, options, router_call);
-  if (!model_id.ok()) return StopCluster(*cluster, model_id.status());
+  absl::StatusOr<std::vector<std::string>> model_ids = AwaitWorkersSeen(*cluster, options, router_call);
+  if (!model_ids.ok()) return StopCluster(*cluster, model_ids.status());
   std::unique_ptr<cluster::LocalPrometheus> prometheus;
   if (flags.GetSwitch("prometheus")) {
-    absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> started =
-        StartPrometheus(flags, *cluster, options, *model_id);
+    absl::StatusOr<std::unique_ptr<cluster::LocalPrometheus>> started = StartPrometheus(flags, *cluster, options);
     if (!started.ok()) return StopCluster(*cluster, started.status());
     prometheus = std::move(*started);
     std::printf("kvfleet up prometheus=%s  (its log: %s; dashboards: docs/operations.md)\n", prometheus->url().c_str(),
                 prometheus->log_path().c_str());
   }
-  PrintBanner(*cluster, options, *model_id, router_call);
+  PrintBanner(*cluster, options, *model_ids, router_call);
   if (flags.Has("ask")) {
-    const absl::Status asked = Ask(router_call, flags.GetString("ask", ""));
+    const absl::Status asked = Ask(router_call, flags.GetString("ask", ""), model_ids->front());
     if (!asked.ok()) std::fprintf(stderr, "kvfleet up: --ask failed: %s\n", std::string(asked.message()).c_str());
     if (flags.GetSwitch("exit-after-ask")) return StopCluster(*cluster, asked);
   }

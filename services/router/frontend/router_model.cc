@@ -10,28 +10,36 @@ namespace kvfleet::router {
 absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Load(const std::string& path, RouterModelOptions options) {
   // The config and vocabulary only: the router never runs the model.
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> loaded, model::Model::Load(path, {.weights = false}));
-  const bool own_template = options.chat_template.empty();
-  model::Vocabulary replaced;
-  if (!own_template) {
-    replaced = loaded->vocabulary();
-    replaced.chat_template = std::move(options.chat_template);
+  model::ModelCard card =
+      model::CardOf(*loaded, options.model_id.empty() ? model::DefaultModelId(path) : std::move(options.model_id));
+  card.served_name = std::move(options.served_name);
+  if (!options.chat_template.empty()) {
+    card.vocabulary.chat_template = std::move(options.chat_template);
+    if (absl::StatusOr<model::ChatTemplate> t = model::ChatTemplate::FromVocabulary(card.vocabulary); !t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--chat-template does not load: ", t.status().message()));
+    }
   }
-  const model::Vocabulary& vocab = own_template ? loaded->vocabulary() : replaced;
+  return Create(std::move(card));
+}
+
+absl::StatusOr<std::unique_ptr<RouterModel>> RouterModel::Create(model::ModelCard card) {
   std::unique_ptr<RouterModel> m(new RouterModel());
-  m->id_ = options.model_id.empty() ? model::DefaultModelId(path) : std::move(options.model_id);
-  m->served_name_ = options.served_name.empty() ? m->id_ : std::move(options.served_name);
-  m->context_length_ = static_cast<int32_t>(loaded->config().context_length);
-  ASSIGN_OR_RETURN(m->tokenizer_, model::CreateTokenizer(vocab));
-  m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
-  if (!own_template && !m->chat_template_.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--chat-template does not load: ", m->chat_template_.status().message()));
+  m->id_ = std::move(card.id);
+  m->served_name_ = card.served_name.empty() ? m->id_ : std::move(card.served_name);
+  m->context_length_ = card.context_length;
+  const model::Vocabulary& vocab = card.vocabulary;
+  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer = model::CreateTokenizer(vocab);
+  if (!tokenizer.ok()) {
+    return absl::Status(tokenizer.status().code(),
+                        absl::StrCat("model ", m->id_, ": its tokenizer: ", tokenizer.status().message()));
   }
+  m->tokenizer_ = *std::move(tokenizer);
+  m->chat_template_ = model::ChatTemplate::FromVocabulary(vocab);
   m->add_bos_ = vocab.add_bos;
-  const bool has_think_tokens = m->tokenizer_->FindToken("<think>").has_value() &&
-                                m->tokenizer_->FindToken("</think>").has_value();
+  const bool has_think_tokens =
+      m->tokenizer_->FindToken("<think>").has_value() && m->tokenizer_->FindToken("</think>").has_value();
   m->chat_output_format_ = chat::DetectChatOutputFormat(vocab.chat_template, has_think_tokens);
-  m->generation_defaults_ = loaded->source().generation_defaults();
+  m->generation_defaults_ = std::move(card.generation_defaults);
   return m;
 }
 

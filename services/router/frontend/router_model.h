@@ -19,9 +19,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/model_card.h"
+#include "model/source/generation_defaults.h"
 #include "model/token_id.h"
 #include "model/tokenizer/chat_template.h"
-#include "model/source/generation_defaults.h"
 #include "model/tokenizer/tokenizer.h"
 #include "services/router/chat/chat_output_parser.h"
 
@@ -44,6 +45,10 @@ class RouterModel {
   // Chat then fails. A --chat-template that jinja2 would not compile fails
   // the load, naming the line.
   static absl::StatusOr<std::unique_ptr<RouterModel>> Load(const std::string& path, RouterModelOptions options = {});
+  // The same from a card (the one a worker described); a tokenizer the
+  // vocabulary cannot make is an error naming the model. The card's
+  // fingerprint is not kept: the catalog pairs it with the model.
+  static absl::StatusOr<std::unique_ptr<RouterModel>> Create(model::ModelCard card);
 
   const std::string& id() const { return id_; }
   // What clients call it: requests may name it or the id; listings show it.
@@ -88,6 +93,14 @@ class RouterModel {
   bool add_bos_ = false;  // the vocabulary asks for BOS
   chat::ChatOutputFormat chat_output_format_;
   model::GenerationDefaults generation_defaults_;
+};
+
+// A model as a request meets it: its router side, and the fingerprint of
+// the weights its workers hold, which its block hashes chain from
+// (server/model_catalog.h pairs them).
+struct ServedModel {
+  std::shared_ptr<const RouterModel> model;
+  std::string fingerprint;
 };
 
 }  // namespace kvfleet::router

@@ -21,9 +21,10 @@ absl::Status CheckOptions(const limits::RequestLimits& limits, const v1::Generat
   return limits::CheckStopStrings(limits, options.stop());
 }
 
-absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_t> prompt,
+absl::StatusOr<GenerationPlan> Plan(const ServedModel& served, std::vector<int32_t> prompt,
                                     const v1::GenerationOptions& options, uint64_t fresh_seed,
                                     const limits::RequestLimits& limits) {
+  const RouterModel& model = *served.model;
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty: give at least one token");
   RETURN_IF_ERROR(limits::CheckLength(limits, static_cast<int64_t>(prompt.size()), options.stopping().max_tokens(),
                                       model.context_length()));
@@ -32,6 +33,7 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
     return absl::InvalidArgumentError(absl::StrCat("options.stop: ", s.message()));
   }
   GenerationPlan plan;
+  plan.model = served;
   plan.stop_strings = std::move(stops);
   v1::GenerateRequest& w = plan.worker_request;
   w.set_request_id(options.request_id());
@@ -47,8 +49,8 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
   if (options.has_constraint()) *w.mutable_constraint() = options.constraint();
   for (const auto& [token, bias] : options.sampling().logit_bias()) {
     if (token < 0 || token >= model.vocab_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("logit_bias names token ", token, ", outside the vocabulary [0, ",
-                                                     model.vocab_size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("logit_bias names token ", token, ", outside the vocabulary [0, ", model.vocab_size(), ")"));
     }
   }
   plan.prompt = std::move(prompt);
@@ -58,15 +60,9 @@ absl::StatusOr<GenerationPlan> Plan(const RouterModel& model, std::vector<int32_
 
 }  // namespace
 
-absl::Status CheckModelName(const RouterModel& model, const std::string& requested) {
-  if (requested.empty() || requested == model.served_name() || requested == model.id()) return absl::OkStatus();
-  return absl::NotFoundError(absl::StrCat("model '", requested, "' is not served here; this router serves '",
-                                          model.served_name(), "' (ListModels, GET /v1/models)"));
-}
-
-absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
+absl::StatusOr<GenerationPlan> PlanGenerate(const ServedModel& served, const v1::GenerateTextRequest& request,
                                             uint64_t fresh_seed, const limits::RequestLimits& limits) {
-  RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
+  const RouterModel& model = *served.model;
   RETURN_IF_ERROR(CheckOptions(limits, request.options()));
   const bool has_text = !request.prompt().empty();
   const bool has_ids = request.prompt_token_ids_size() > 0;
@@ -81,7 +77,7 @@ absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::
     prompt.assign(request.prompt_token_ids().begin(), request.prompt_token_ids().end());
     RETURN_IF_ERROR(model.CheckTokenIds(prompt, "prompt_token_ids"));
   }
-  return Plan(model, std::move(prompt), request.options(), fresh_seed, limits);
+  return Plan(served, std::move(prompt), request.options(), fresh_seed, limits);
 }
 
 // tool_choice "required" or a named function: the output must be a call,
@@ -134,17 +130,18 @@ absl::StatusOr<ChatPrompt> EncodeChatRequest(const RouterModel& model, const v1:
   return prompt;
 }
 
-absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
+absl::StatusOr<GenerationPlan> PlanChat(const ServedModel& served, const v1::ChatRequest& request, uint64_t fresh_seed,
                                         const limits::RequestLimits& limits, const openai::SentConversation* sent) {
-  RETURN_IF_ERROR(CheckModelName(model, request.options().model()));
+  const RouterModel& model = *served.model;
   RETURN_IF_ERROR(CheckOptions(limits, request.options()));
   ASSIGN_OR_RETURN(ChatPrompt prompt, EncodeChatRequest(model, request, limits, sent));
-  ASSIGN_OR_RETURN(GenerationPlan plan, Plan(model, std::move(prompt.ids), request.options(), fresh_seed, limits));
+  ASSIGN_OR_RETURN(GenerationPlan plan, Plan(served, std::move(prompt.ids), request.options(), fresh_seed, limits));
   ASSIGN_OR_RETURN(std::optional<v1::OutputConstraint> calls, ToolCallConstraint(model, request));
   if (calls.has_value()) {
     if (request.options().has_constraint()) {
-      return absl::InvalidArgumentError("tool_choice asks for a tool call and the request also constrains the "
-                                        "output (response_format): give one of them");
+      return absl::InvalidArgumentError(
+          "tool_choice asks for a tool call and the request also constrains the "
+          "output (response_format): give one of them");
     }
     *plan.worker_request.mutable_constraint() = *std::move(calls);
   }

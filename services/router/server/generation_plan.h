@@ -26,6 +26,7 @@
 namespace kvfleet::router {
 
 struct GenerationPlan {
+  ServedModel model;  // what the prompt was tokenized for, and where it goes
   std::vector<int32_t> prompt;
   // Everything but resumed_output_token_ids, which each attempt sets.
   v1::GenerateRequest worker_request;
@@ -36,18 +37,19 @@ struct GenerationPlan {
   chat::ChatOutputOptions chat_output;
 };
 
-// INVALID_ARGUMENT naming the limit for a request over one of `limits`.
-absl::StatusOr<GenerationPlan> PlanGenerate(const RouterModel& model, const v1::GenerateTextRequest& request,
+// For `model`, the one the request named (the caller resolved it:
+// ModelCatalog::Resolve). INVALID_ARGUMENT naming the limit for a request
+// over one of `limits`.
+absl::StatusOr<GenerationPlan> PlanGenerate(const ServedModel& model, const v1::GenerateTextRequest& request,
                                             uint64_t fresh_seed, const limits::RequestLimits& limits = {});
 // `sent`: the conversation as the client sent it (ChatInputsFromRequest).
-absl::StatusOr<GenerationPlan> PlanChat(const RouterModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
+absl::StatusOr<GenerationPlan> PlanChat(const ServedModel& model, const v1::ChatRequest& request, uint64_t fresh_seed,
                                         const limits::RequestLimits& limits = {},
                                         const openai::SentConversation* sent = nullptr);
 
 // A chat request's prompt: the messages' limits checked, the template
 // rendered (with the tools and kwargs) and tokenized. What PlanChat sends a
-// worker, and what /tokenize answers for the same messages. The caller
-// checks the model name (CheckModelName).
+// worker, and what /tokenize answers for the same messages.
 struct ChatPrompt {
   std::vector<int32_t> ids;
   chat::ChatOutputOptions output;  // reasoning_starts_inside set
@@ -55,9 +57,5 @@ struct ChatPrompt {
 absl::StatusOr<ChatPrompt> EncodeChatRequest(const RouterModel& model, const v1::ChatRequest& request,
                                              const limits::RequestLimits& limits,
                                              const openai::SentConversation* sent = nullptr);
-
-// OK when `requested` is empty or names the router's model (its served
-// name or its id); NOT_FOUND naming the model it serves otherwise.
-absl::Status CheckModelName(const RouterModel& model, const std::string& requested);
 
 }  // namespace kvfleet::router

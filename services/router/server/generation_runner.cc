@@ -16,6 +16,7 @@ namespace kvfleet::router {
 
 struct GenerationRunner::Stream {
   const RouterModel& model;
+  ModelMetrics& metrics;  // the model's series
   const GenerationPlan& plan;
   const Sink& sink;
   Clock::time_point arrival;
@@ -104,9 +105,9 @@ struct GenerationRunner::Stream {
   }
 };
 
-GenerationRunner::GenerationRunner(const RouterModel& model, RouteSelector& selector, WorkerPool& pool,
-                                   RouterMetrics& metrics, GenerationRunnerOptions options)
-    : model_(model), selector_(selector), pool_(pool), metrics_(metrics), options_(options) {}
+GenerationRunner::GenerationRunner(RouteSelector& selector, WorkerPool& pool, RouterMetrics& metrics,
+                                   GenerationRunnerOptions options)
+    : selector_(selector), pool_(pool), metrics_(metrics), options_(options) {}
 
 bool GenerationRunner::ClientIsGone(const CallContext& call) {
   return call.IsCancelled() || call.deadline() <= std::chrono::system_clock::now();
@@ -121,12 +122,18 @@ grpc::Status GenerationRunner::ClientEnded(const CallContext& call) {
 
 grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationPlan& plan, Clock::time_point arrival,
                                    const Sink& sink) {
-  absl::StatusOr<TextStream> text = TextStream::Create(model_.tokenizer(), plan.stop_strings);
+  const RouterModel& model = *plan.model.model;
+  absl::StatusOr<TextStream> text = TextStream::Create(model.tokenizer(), plan.stop_strings);
   if (!text.ok()) return transport::ToGrpcStatus(text.status());
-  Stream stream{.model = model_, .plan = plan, .sink = sink, .arrival = arrival, .text = *std::move(text)};
-  if (plan.is_chat) stream.chat_output.emplace(model_.chat_output_format(), plan.chat_output);
+  Stream stream{.model = model,
+                .metrics = metrics_.Model(model.id()),
+                .plan = plan,
+                .sink = sink,
+                .arrival = arrival,
+                .text = *std::move(text)};
+  if (plan.is_chat) stream.chat_output.emplace(model.chat_output_format(), plan.chat_output);
   PromptBlocks blocks{.prompt = plan.prompt,
-                      .root = RootBlockHash(model_.id(), plan.worker_request.cache_salt()),
+                      .root = RootBlockHash(model.id(), plan.model.fingerprint, plan.worker_request.cache_salt()),
                       .session_id = plan.session_id};
   absl::flat_hash_set<std::string> exclude;
   int failures_in_a_row = 0;
@@ -138,7 +145,7 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
     const RouteAsk ask{.numerics = stream.generated.empty() ? std::string() : stream.numerics,
                        .may_split = stream.generated.empty(),
                        .handoff = stream.handoff};
-    absl::StatusOr<Route> route = selector_.Choose(model_.id(), blocks, exclude, ask);
+    absl::StatusOr<Route> route = selector_.Choose(model.id(), blocks, exclude, ask);
     if (!route.ok()) {
       // RESOURCE_EXHAUSTED invites a retry, which after tokens went out
       // would repeat them: then the stream failed (UNAVAILABLE).
@@ -154,7 +161,7 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
       }
       return transport::ToGrpcStatus(route.status());
     }
-    if (attempt == 0) metrics_.RecordOverhead(std::chrono::duration<double>(Clock::now() - arrival).count());
+    if (attempt == 0) stream.metrics.RecordOverhead(std::chrono::duration<double>(Clock::now() - arrival).count());
     const size_t tokens_before = stream.generated.size();
     if (tokens_before == 0) stream.numerics = route->numerics;
     const Outcome outcome = RunAttempt(context, *route, stream);
@@ -197,9 +204,9 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
                                            stream.error.error_message()));
         }
         if (stream.generated.empty()) {
-          metrics_.RecordRetry();
+          stream.metrics.RecordRetry();
         } else {
-          metrics_.RecordResumption();
+          stream.metrics.RecordResumption();
         }
         KVFLEET_LOG_WARN("request {}: worker {} failed after {} tokens ({}); {} on another worker",
                          plan.worker_request.request_id(), route->decision.worker_id, stream.generated.size(),
@@ -273,10 +280,10 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
       if (m.token_ids_size() == 0) return true;
       const auto now = Clock::now();
       if (stream.last_tokens_at.has_value()) {
-        metrics_.RecordInterToken(std::chrono::duration<double>(now - *stream.last_tokens_at).count());
+        stream.metrics.RecordInterToken(std::chrono::duration<double>(now - *stream.last_tokens_at).count());
       } else {
-        metrics_.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count(),
-                                  route.prefill_only || stream.handoff.has_value());
+        stream.metrics.RecordFirstToken(std::chrono::duration<double>(now - stream.arrival).count(),
+                                        route.prefill_only || stream.handoff.has_value());
       }
       stream.last_tokens_at = now;
       return true;
@@ -292,8 +299,8 @@ GenerationRunner::Outcome GenerationRunner::RunAttempt(const CallContext& contex
       return Outcome::kClientGone;
     }
     if (last) {
-      metrics_.RecordFinished(std::chrono::duration<double>(Clock::now() - stream.arrival).count(), prompt_tokens,
-                              out.usage().cached_prompt_tokens(), out.usage().generated_tokens());
+      stream.metrics.RecordFinished(std::chrono::duration<double>(Clock::now() - stream.arrival).count(), prompt_tokens,
+                                    out.usage().cached_prompt_tokens(), out.usage().generated_tokens());
       if (stream.text.stopped()) call->TryCancel();  // the worker must stop too
       reader->Finish();
       return Outcome::kFinished;

@@ -30,7 +30,7 @@
 //
 // Thread-safety: Run may be called from many threads at once (one per call).
 //
-//   GenerationRunner runner(model, selector, pool, metrics, {});
+//   GenerationRunner runner(selector, pool, metrics, {});
 //   grpc::Status s = runner.Run(context, plan, arrival, [&](const v1::GenerateTextResponse& r) { return
 //   writer->Write(r); });
 #pragma once
@@ -67,11 +67,11 @@ class GenerationRunner {
   // Sends one message to the client; false when the client is gone.
   using Sink = std::function<bool(const v1::GenerateTextResponse&)>;
 
-  GenerationRunner(const RouterModel& model, RouteSelector& selector, WorkerPool& pool, RouterMetrics& metrics,
-                   GenerationRunnerOptions options);
+  GenerationRunner(RouteSelector& selector, WorkerPool& pool, RouterMetrics& metrics, GenerationRunnerOptions options);
 
   // The call's final status; every message before it went through `sink`,
-  // the last one with finish_reason and usage. `call` is the client's call,
+  // the last one with finish_reason and usage. It goes to a worker of
+  // plan.model, hashed with that model's fingerprint. `call` is the client's call,
   // from whichever front end (call_context.h).
   grpc::Status Run(const CallContext& call, const GenerationPlan& plan, Clock::time_point arrival, const Sink& sink);
   // The same for a gRPC server call.
@@ -90,7 +90,6 @@ class GenerationRunner {
   // The status the client gets when the call ended without a final message.
   static grpc::Status ClientEnded(const CallContext& call);
 
-  const RouterModel& model_;
   RouteSelector& selector_;
   WorkerPool& pool_;
   RouterMetrics& metrics_;

@@ -62,9 +62,9 @@ int OpenAiHttpService::Route(const HttpRequest& request, HttpResponder& out, std
     const char* path;
     const char* method;
   };
-  static constexpr Known kRoutes[] = {{"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"},
-                                      {"/v1/models", "GET"},            {"/tokenize", "POST"},
-                                      {"/detokenize", "POST"},          {"/health", "GET"}};
+  static constexpr Known kRoutes[] = {
+      {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/models", "GET"}, {"/tokenize", "POST"},
+      {"/detokenize", "POST"},          {"/health", "GET"}};
   const char* method = nullptr;
   for (const Known& k : kRoutes) {
     if (path == k.path) {
@@ -104,18 +104,21 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
   absl::StatusOr<openai::CompletionCall> parsed = openai::ParseCompletionCall(endpoint, request.body);
   if (!parsed.ok()) return Fail(out, parsed.status());
   openai::CompletionCall& call = *parsed;
-  const model::GenerationDefaults& defaults = api_.model().generation_defaults();
-  openai::ApplyGenerationDefaults(defaults.temperature, defaults.top_p, defaults.top_k, call);
   const bool chat = endpoint == openai::Endpoint::kChat;
-  const std::string id = NewId(chat ? "chatcmpl-" : "cmpl-");
   v1::GenerationOptions& options = chat ? *call.chat.mutable_options() : *call.completion.mutable_options();
+  // The named model's defaults and tokenizer shape the request and the answer.
+  absl::StatusOr<ServedModel> served = api_.Resolve(options.model());
+  if (!served.ok()) return Fail(out, served.status());
+  const RouterModel& model = *served->model;
+  const model::GenerationDefaults& defaults = model.generation_defaults();
+  openai::ApplyGenerationDefaults(defaults.temperature, defaults.top_p, defaults.top_k, call);
+  const std::string id = NewId(chat ? "chatcmpl-" : "cmpl-");
   options.set_request_id(id);
   if (!call.user.empty()) KVFLEET_LOG_INFO("HTTP {} for user '{}' from {}", id, call.user, request.peer);
 
   auto context = std::make_shared<HttpCallContext>(std::chrono::system_clock::now() + options_.request_timeout);
   out.OnClientGone([context] { context->Cancel(); });
-  openai::CompletionFormatter formatter(call, id, UnixSeconds(), api_.model().served_name(),
-                                        api_.model().tokenizer());
+  openai::CompletionFormatter formatter(call, id, UnixSeconds(), model.served_name(), model.tokenizer());
   bool started = false;
   const PublicApi::Sink sink = [&](const v1::GenerateTextResponse& message) {
     if (!call.stream) {
@@ -161,6 +164,8 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
 int OpenAiHttpService::Tokenize(const HttpRequest& request, HttpResponder& out) {
   absl::StatusOr<openai::TokenizeCall> call = openai::ParseTokenizeCall(request.body);
   if (!call.ok()) return Fail(out, call.status());
+  absl::StatusOr<ServedModel> served = api_.Resolve(call->model);
+  if (!served.ok()) return Fail(out, served.status());
   std::vector<int32_t> ids;
   if (call->prompt.has_value()) {
     absl::StatusOr<v1::TokenizeResponse> r = api_.Tokenize(*call->prompt);
@@ -171,7 +176,7 @@ int OpenAiHttpService::Tokenize(const HttpRequest& request, HttpResponder& out) 
     if (!r.ok()) return Fail(out, r.status());
     ids = *std::move(r);
   }
-  return Send(out, 200, openai::TokenizeBody(ids, api_.model().context_length()));
+  return Send(out, 200, openai::TokenizeBody(ids, served->model->context_length()));
 }
 
 int OpenAiHttpService::Detokenize(const HttpRequest& request, HttpResponder& out) {
@@ -185,8 +190,14 @@ int OpenAiHttpService::Detokenize(const HttpRequest& request, HttpResponder& out
 int OpenAiHttpService::Models(const std::string& id, HttpResponder& out) {
   const v1::ListModelsResponse models = api_.ListModels();
   if (id.empty()) return Send(out, 200, openai::ModelListBody(models, UnixSeconds()));
-  if (absl::Status s = CheckModelName(api_.model(), id); !s.ok()) return Fail(out, s);
-  return Send(out, 200, openai::ModelBody(models.models(0), UnixSeconds()));
+  absl::StatusOr<ServedModel> served = api_.Resolve(id);
+  if (!served.ok()) return Fail(out, served.status());
+  for (const v1::ModelInfo& m : models.models()) {
+    if (m.id() == served->model->served_name()) return Send(out, 200, openai::ModelBody(m, UnixSeconds()));
+  }
+  // Known, with no live worker now: requests for it get 503 until one returns.
+  return Fail(out, absl::UnavailableError(
+                       absl::StrCat("model '", served->model->served_name(), "' has no live worker now; retry later")));
 }
 
 int OpenAiHttpService::Health(HttpResponder& out) {

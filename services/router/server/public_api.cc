@@ -28,10 +28,10 @@ absl::StatusCode ToAbslCode(grpc::StatusCode code) { return static_cast<absl::St
 
 }  // namespace
 
-PublicApi::PublicApi(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool,
+PublicApi::PublicApi(const ModelCatalog& models, GenerationRunner& runner, const WorkerPool& pool,
                      RouterMetrics& metrics, TenantTokens* tokens, const limits::RequestLimits& limits,
                      TenantQuotas* quotas)
-    : model_(model),
+    : models_(models),
       runner_(runner),
       pool_(pool),
       metrics_(metrics),
@@ -42,8 +42,8 @@ PublicApi::PublicApi(const RouterModel& model, GenerationRunner& runner, const W
 absl::StatusOr<std::string> PublicApi::Authenticate(const std::string* authorization) const {
   if (tokens_ == nullptr) return std::string();
   // One answer whatever is wrong, so a caller learns nothing about which tokens exist.
-  const absl::Status refused = absl::UnauthenticatedError(
-      "this router requires `authorization: Bearer <token>` with a token it knows");
+  const absl::Status refused =
+      absl::UnauthenticatedError("this router requires `authorization: Bearer <token>` with a token it knows");
   if (authorization == nullptr) return refused;
   absl::string_view value(*authorization);
   if (!absl::ConsumePrefix(&value, "Bearer ") && !absl::ConsumePrefix(&value, "bearer ")) return refused;
@@ -107,7 +107,9 @@ PublicApi::Outcome PublicApi::Generate(const CallContext& call, const std::strin
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::GenerateTextRequest own = request;
   *own.mutable_options() = *std::move(options);
-  return RunPlan(call, tenant, arrival, PlanGenerate(model_, own, FreshSeed(), limits_), sink);
+  absl::StatusOr<ServedModel> model = Resolve(own.options().model());
+  if (!model.ok()) return RunPlan(call, tenant, arrival, model.status(), sink);
+  return RunPlan(call, tenant, arrival, PlanGenerate(*model, own, FreshSeed(), limits_), sink);
 }
 
 PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& tenant, const v1::ChatRequest& request,
@@ -116,20 +118,22 @@ PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& t
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::ChatRequest own = request;
   *own.mutable_options() = *std::move(options);
-  return RunPlan(call, tenant, arrival, PlanChat(model_, own, FreshSeed(), limits_, sent), sink);
+  absl::StatusOr<ServedModel> model = Resolve(own.options().model());
+  if (!model.ok()) return RunPlan(call, tenant, arrival, model.status(), sink);
+  return RunPlan(call, tenant, arrival, PlanChat(*model, own, FreshSeed(), limits_, sent), sink);
 }
 
 absl::StatusOr<std::vector<int32_t>> PublicApi::TokenizeChat(const v1::ChatRequest& request,
                                                              const openai::SentConversation* sent) const {
-  RETURN_IF_ERROR(CheckModelName(model_, request.options().model()));
-  ASSIGN_OR_RETURN(ChatPrompt prompt, EncodeChatRequest(model_, request, limits_, sent));
+  ASSIGN_OR_RETURN(ServedModel model, Resolve(request.options().model()));
+  ASSIGN_OR_RETURN(ChatPrompt prompt, EncodeChatRequest(*model.model, request, limits_, sent));
   return std::move(prompt.ids);
 }
 
 absl::StatusOr<v1::TokenizeResponse> PublicApi::Tokenize(const v1::TokenizeRequest& request) const {
-  if (absl::Status s = CheckModelName(model_, request.model()); !s.ok()) return s;
+  ASSIGN_OR_RETURN(ServedModel model, Resolve(request.model()));
   RETURN_IF_ERROR(limits::CheckPromptBytes(limits_, "text", static_cast<int64_t>(request.text().size())));
-  absl::StatusOr<std::vector<model::TokenId>> ids = model_.tokenizer().Encode(
+  absl::StatusOr<std::vector<model::TokenId>> ids = model.model->tokenizer().Encode(
       request.text(), {.add_special = request.add_bos(), .parse_special = request.parse_special()});
   if (!ids.ok()) return ids.status();
   v1::TokenizeResponse response;
@@ -138,12 +142,12 @@ absl::StatusOr<v1::TokenizeResponse> PublicApi::Tokenize(const v1::TokenizeReque
 }
 
 absl::StatusOr<v1::DetokenizeResponse> PublicApi::Detokenize(const v1::DetokenizeRequest& request) const {
-  if (absl::Status s = CheckModelName(model_, request.model()); !s.ok()) return s;
+  ASSIGN_OR_RETURN(ServedModel model, Resolve(request.model()));
   const std::vector<model::TokenId> ids(request.token_ids().begin(), request.token_ids().end());
-  if (absl::Status s = model_.CheckTokenIds(ids, "token_ids"); !s.ok()) return s;
+  if (absl::Status s = model.model->CheckTokenIds(ids, "token_ids"); !s.ok()) return s;
   // Through the incremental detokenizer so the text is valid UTF-8 (a
   // proto string must be).
-  model::IncrementalDetokenizer detokenizer(model_.tokenizer(), {.skip_special = request.skip_special()});
+  model::IncrementalDetokenizer detokenizer(model.model->tokenizer(), {.skip_special = request.skip_special()});
   v1::DetokenizeResponse response;
   std::string& text = *response.mutable_text();
   for (model::TokenId id : ids) {
@@ -155,13 +159,26 @@ absl::StatusOr<v1::DetokenizeResponse> PublicApi::Detokenize(const v1::Detokeniz
   return response;
 }
 
+absl::StatusOr<ServedModel> PublicApi::Resolve(const std::string& name) const {
+  absl::StatusOr<ServedModel> model = models_.Resolve(name);
+  if (!model.ok() && model.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(absl::StrCat(model.status().message(), " (ListModels, GET /v1/models)"));
+  }
+  return model;
+}
+
 v1::ListModelsResponse PublicApi::ListModels() const {
   v1::ListModelsResponse response;
-  v1::ModelInfo& m = *response.add_models();
-  m.set_id(model_.served_name());
-  m.set_max_context(model_.context_length());
-  m.set_vocab_size(model_.vocab_size());
-  m.set_live_workers(pool_.Counts().routable);
+  for (const ServedModel& served : models_.Models()) {
+    const RouterModel& model = *served.model;
+    const int32_t live = pool_.Counts(model.id()).routable;
+    if (live == 0 && !models_.fixed()) continue;  // every worker of it left: listed again when one returns
+    v1::ModelInfo& m = *response.add_models();
+    m.set_id(model.served_name());
+    m.set_max_context(model.context_length());
+    m.set_vocab_size(model.vocab_size());
+    m.set_live_workers(live);
+  }
   return response;
 }
 

@@ -17,7 +17,7 @@
 //
 // Thread-safety: every method may be called from many threads at once.
 //
-//   PublicApi api(model, runner, pool, metrics, tokens.get(), limits, quotas.get());  // null: none
+//   PublicApi api(catalog, runner, pool, metrics, tokens.get(), limits, quotas.get());  // null: none
 //   ASSIGN_OR_RETURN(std::string tenant, api.Authenticate(authorization_header));
 //   PublicApi::Outcome o = api.Chat(call, tenant, request, arrival, sink);
 #pragma once
@@ -38,6 +38,7 @@
 #include "services/router/openai/openai_request.h"
 #include "services/router/server/call_context.h"
 #include "services/router/server/generation_runner.h"
+#include "services/router/server/model_catalog.h"
 #include "services/router/server/router_metrics.h"
 #include "services/router/server/worker_pool.h"
 
@@ -54,7 +55,7 @@ class PublicApi {
     std::optional<std::chrono::milliseconds> retry_after;
   };
 
-  PublicApi(const RouterModel& model, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics,
+  PublicApi(const ModelCatalog& models, GenerationRunner& runner, const WorkerPool& pool, RouterMetrics& metrics,
             TenantTokens* tokens = nullptr, const limits::RequestLimits& limits = {}, TenantQuotas* quotas = nullptr);
 
   // The caller's tenant ("" with auth off) from its `authorization` header
@@ -77,14 +78,17 @@ class PublicApi {
                                                     const openai::SentConversation* sent = nullptr) const;
   // The ids' text, valid UTF-8 (a character cut off at the end becomes U+FFFD).
   absl::StatusOr<v1::DetokenizeResponse> Detokenize(const v1::DetokenizeRequest& request) const;
+  // Every model with a live worker (and a router's --model always).
   v1::ListModelsResponse ListModels() const;
-
-  const RouterModel& model() const { return model_; }
+  // The model a request names (ModelCatalog::Resolve): NOT_FOUND, saying
+  // where the served ones are listed, for a name no worker serves.
+  absl::StatusOr<ServedModel> Resolve(const std::string& name) const;
   const limits::RequestLimits& limits() const { return limits_; }
 
  private:
   // `options` with the tenant's salt folded in; INVALID_ARGUMENT for a salt too long.
-  absl::StatusOr<v1::GenerationOptions> ForTenant(const std::string& tenant, const v1::GenerationOptions& options) const;
+  absl::StatusOr<v1::GenerationOptions> ForTenant(const std::string& tenant,
+                                                  const v1::GenerationOptions& options) const;
   // The plan's error, the tenant quota's refusal, or the runner's status,
   // recorded in the tenant metrics.
   Outcome RunPlan(const CallContext& call, const std::string& tenant, Clock::time_point arrival,
@@ -92,7 +96,7 @@ class PublicApi {
   Outcome ForTenantOutcome(const std::string& tenant, grpc::Status status,
                            std::optional<std::chrono::milliseconds> retry_after = std::nullopt);
 
-  const RouterModel& model_;
+  const ModelCatalog& models_;
   GenerationRunner& runner_;
   const WorkerPool& pool_;
   RouterMetrics& metrics_;

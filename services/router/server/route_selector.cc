@@ -102,7 +102,7 @@ std::optional<Decision> RouteSelector::ChoosePrefillWorker(const PlacementReques
 
 absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptBlocks& blocks,
                                             const absl::flat_hash_set<std::string>& exclude, const RouteAsk& ask) {
-  std::vector<PooledWorker> workers = pool_.Routable();
+  std::vector<PooledWorker> workers = pool_.Routable(model_id);
   if (workers.empty()) {
     return absl::UnavailableError(absl::StrCat("no worker of model ", model_id,
                                                " is reachable; start one or check the cachemanager (kvfleet workers)"));
@@ -115,7 +115,7 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
           absl::StrCat("no worker with numerics ", numerics, " is reachable to continue the stream token for token"));
     }
   }
-  blocks.HashWith(pool_.block_size());
+  blocks.HashWith(pool_.block_size(model_id));
   // round_robin uses neither overlaps nor load: no lookup to pay for.
   const bool wants_overlaps = placement_.options().policy != Policy::kRoundRobin;
   const std::optional<v1::FindOverlapsResponse> overlaps =
@@ -176,7 +176,7 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
         verdict = {.split = false, .reason = SplitReason::kNoPrefillWorker};
       }
     }
-    metrics_.RecordSplit(verdict);
+    metrics_.Model(model_id).RecordSplit(verdict);
   }
   Route route{.decision = *std::move(decision), .policy = request.policy.value_or(placement_.options().policy)};
   const PooledWorker& chosen = *by_worker.at(route.decision.worker_id);
@@ -185,7 +185,7 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   route.prefill_only = prefill_only;
   route.kv_transfer_endpoint = chosen.kv_transfer_endpoint;
   route.prefill_tokens_per_second = transport::FromProto(chosen.stats.load_report()).prefill_tokens_per_second;
-  metrics_.RecordDecision(route.policy, route.decision);
+  metrics_.Model(model_id).RecordDecision(route.policy, route.decision);
   if (spdlog::should_log(spdlog::level::debug)) {
     for (const CandidateScore& c : route.decision.scores) {
       KVFLEET_LOG_DEBUG(

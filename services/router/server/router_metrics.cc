@@ -22,58 +22,67 @@ RouterMetrics::RouterMetrics(int max_tenant_labels)
                         .Register(r);
   decisions_ = &prometheus::BuildCounter()
                     .Name("kvfleet_router_routing_decisions_total")
-                    .Help("Placement decisions, by the policy applied and the reason for the choice")
+                    .Help("Placement decisions, by model, the policy applied and the reason for the choice")
                     .Register(r);
   prefix_match_ratio_ =
-      AddHistogram(r, "kvfleet_router_prefix_match_ratio",
-                   "Share of the prompt's full blocks the chosen worker held (or was recently sent) at decision time",
-                   {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0});
-  auto& pull_decisions = prometheus::BuildCounter()
-                             .Name("kvfleet_router_kv_pull_decisions_total")
-                             .Help(
-                                 "Decisions where a peer held more of the prompt than the chosen worker: pull (the "
-                                 "worker was told to copy it) or recompute (priced no faster than computing)")
-                             .Register(r);
-  pulls_sent_ = &pull_decisions.Add({{"decision", "pull"}});
-  pulls_declined_ = &pull_decisions.Add({{"decision", "recompute"}});
-  retries_ = AddCounter(r, "kvfleet_router_retries_total",
-                        "Requests sent to another worker after one failed before their first token");
-  resumptions_ = AddCounter(r, "kvfleet_router_resumptions_total",
-                            "Streams resumed on another worker after theirs failed mid-generation");
+      &prometheus::BuildHistogram()
+           .Name("kvfleet_router_prefix_match_ratio")
+           .Help("Share of the prompt's full blocks the chosen worker held (or was recently sent) at decision time")
+           .Register(r);
+  pull_decisions_ = &prometheus::BuildCounter()
+                         .Name("kvfleet_router_kv_pull_decisions_total")
+                         .Help(
+                             "Decisions where a peer held more of the prompt than the chosen worker: pull (the "
+                             "worker was told to copy it) or recompute (priced no faster than computing)")
+                         .Register(r);
+  retries_ = &prometheus::BuildCounter()
+                  .Name("kvfleet_router_retries_total")
+                  .Help("Requests sent to another worker after one failed before their first token")
+                  .Register(r);
+  resumptions_ = &prometheus::BuildCounter()
+                      .Name("kvfleet_router_resumptions_total")
+                      .Help("Streams resumed on another worker after theirs failed mid-generation")
+                      .Register(r);
   fallbacks_ = AddCounter(r, "kvfleet_router_cachemanager_fallbacks_total",
                           "Decisions made least_loaded because the cachemanager could not be asked");
-  prompt_tokens_ = AddCounter(r, "kvfleet_router_prompt_tokens_total", "Prompt tokens of finished requests");
-  cached_prompt_tokens_ = AddCounter(r, "kvfleet_router_cached_prompt_tokens_total",
-                                     "Prompt tokens of finished requests the worker served from its prefix cache");
-  generated_tokens_ = AddCounter(r, "kvfleet_router_generated_tokens_total", "Tokens streamed to clients");
-  overhead_ = AddHistogram(r, "kvfleet_router_overhead_seconds",
-                           "From a call's arrival to its request leaving for a worker: tokenization, hashing, "
-                           "the cachemanager lookup and the decision",
-                           transport::OverheadBuckets());
-  auto& ttft = prometheus::BuildHistogram()
-                   .Name("kvfleet_router_time_to_first_token_seconds")
+  prompt_tokens_ = &prometheus::BuildCounter()
+                        .Name("kvfleet_router_prompt_tokens_total")
+                        .Help("Prompt tokens of finished requests")
+                        .Register(r);
+  cached_prompt_tokens_ = &prometheus::BuildCounter()
+                               .Name("kvfleet_router_cached_prompt_tokens_total")
+                               .Help("Prompt tokens of finished requests the worker served from its prefix cache")
+                               .Register(r);
+  generated_tokens_ = &prometheus::BuildCounter()
+                           .Name("kvfleet_router_generated_tokens_total")
+                           .Help("Tokens streamed to clients")
+                           .Register(r);
+  overhead_ = &prometheus::BuildHistogram()
+                   .Name("kvfleet_router_overhead_seconds")
                    .Help(
-                       "From a call's arrival to its first token reaching the client, by path: whole (one "
-                       "worker) or split (a prefill worker's first token)")
+                       "From a call's arrival to its request leaving for a worker: tokenization, hashing, the "
+                       "cachemanager lookup and the decision")
                    .Register(r);
-  ttft_ = &ttft.Add({{"path", "whole"}}, transport::TtftBuckets());
-  ttft_split_ = &ttft.Add({{"path", "split"}}, transport::TtftBuckets());
+  ttft_ = &prometheus::BuildHistogram()
+               .Name("kvfleet_router_time_to_first_token_seconds")
+               .Help(
+                   "From a call's arrival to its first token reaching the client, by path: whole (one worker) or "
+                   "split (a prefill worker's first token)")
+               .Register(r);
   split_decisions_ = &prometheus::BuildCounter()
                           .Name("kvfleet_router_split_decisions_total")
                           .Help(
                               "Requests with a prefill worker live: split (prefill there, decode elsewhere) or "
                               "whole, by reason")
                           .Register(r);
-  // At 0 from start-up, so their rate() exists before the first.
-  for (SplitReason reason : {SplitReason::kLongUncached, SplitReason::kShort, SplitReason::kNoPrefillWorker,
-                             SplitReason::kPullPricedOut, SplitReason::kDisabled}) {
-    SplitSeries(SplitVerdict{.split = reason == SplitReason::kLongUncached, .reason = reason});
-  }
-  inter_token_ =
-      AddHistogram(r, "kvfleet_router_inter_token_latency_seconds",
-                   "Between consecutive messages of tokens sent to a client", transport::InterTokenBuckets());
-  e2e_ = AddHistogram(r, "kvfleet_router_e2e_request_latency_seconds", "From a call's arrival to its end",
-                      transport::RequestBuckets());
+  inter_token_ = &prometheus::BuildHistogram()
+                      .Name("kvfleet_router_inter_token_latency_seconds")
+                      .Help("Between consecutive messages of tokens sent to a client")
+                      .Register(r);
+  e2e_ = &prometheus::BuildHistogram()
+              .Name("kvfleet_router_e2e_request_latency_seconds")
+              .Help("From a call's arrival to its end")
+              .Register(r);
   tenant_requests_ = &prometheus::BuildCounter()
                           .Name("kvfleet_router_tenant_requests_total")
                           .Help("Finished generating calls by tenant (bounded; later tenants are \"other\") and code")
@@ -86,6 +95,42 @@ RouterMetrics::RouterMetrics(int max_tenant_labels)
                          .Name("kvfleet_router_tenant_quota_refusals_total")
                          .Help("Calls refused RESOURCE_EXHAUSTED by a tenant quota, by tenant and quota")
                          .Register(r);
+}
+
+ModelMetrics& RouterMetrics::Model(const std::string& model_id) {
+  absl::MutexLock lock(&labels_mu_);
+  std::unique_ptr<ModelMetrics>& m = models_[model_id];
+  if (m != nullptr) return *m;
+  m = std::make_unique<ModelMetrics>();
+  const prometheus::Labels model{{"model", model_id}};
+  auto with = [&model](prometheus::Labels more) {
+    more.insert(model.begin(), model.end());
+    return more;
+  };
+  m->model_ = model_id;
+  m->decisions_ = decisions_;
+  m->split_decisions_ = split_decisions_;
+  m->pulls_sent_ = &pull_decisions_->Add(with({{"decision", "pull"}}));
+  m->pulls_declined_ = &pull_decisions_->Add(with({{"decision", "recompute"}}));
+  m->prefix_match_ratio_ = &prefix_match_ratio_->Add(
+      model, prometheus::Histogram::BucketBoundaries{0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0});
+  m->retries_ = &retries_->Add(model);
+  m->resumptions_ = &resumptions_->Add(model);
+  m->prompt_tokens_ = &prompt_tokens_->Add(model);
+  m->cached_prompt_tokens_ = &cached_prompt_tokens_->Add(model);
+  m->generated_tokens_ = &generated_tokens_->Add(model);
+  m->overhead_ = &overhead_->Add(model, transport::OverheadBuckets());
+  m->ttft_ = &ttft_->Add(with({{"path", "whole"}}), transport::TtftBuckets());
+  m->ttft_split_ = &ttft_->Add(with({{"path", "split"}}), transport::TtftBuckets());
+  m->inter_token_ = &inter_token_->Add(model, transport::InterTokenBuckets());
+  m->e2e_ = &e2e_->Add(model, transport::RequestBuckets());
+  // At 0 from the model's first request, so their rate() exists before the first split.
+  for (SplitReason reason : {SplitReason::kLongUncached, SplitReason::kShort, SplitReason::kNoPrefillWorker,
+                             SplitReason::kPullPricedOut, SplitReason::kDisabled}) {
+    split_decisions_->Add(with({{"decision", reason == SplitReason::kLongUncached ? "split" : "whole"},
+                                {"reason", std::string(SplitReasonName(reason))}}));
+  }
+  return *m;
 }
 
 std::string RouterMetrics::TenantLabel(const std::string& tenant) {
@@ -119,8 +164,13 @@ void RouterMetrics::RecordHttpRequest(const std::string& endpoint, int status) {
   http_requests_->Add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).Increment();
 }
 
-void RouterMetrics::RecordDecision(Policy policy, const Decision& decision) {
-  decisions_->Add({{"policy", std::string(PolicyName(policy))}, {"reason", std::string(ReasonName(decision.reason))}})
+void RouterMetrics::RecordCacheManagerFallback() { fallbacks_->Increment(); }
+
+void ModelMetrics::RecordDecision(Policy policy, const Decision& decision) {
+  decisions_
+      ->Add({{"model", model_},
+             {"policy", std::string(PolicyName(policy))},
+             {"reason", std::string(ReasonName(decision.reason))}})
       .Increment();
   prefix_match_ratio_->Observe(decision.prefix_match_ratio);
   if (decision.peer_pull.has_value()) {
@@ -130,22 +180,22 @@ void RouterMetrics::RecordDecision(Policy policy, const Decision& decision) {
   }
 }
 
-void RouterMetrics::RecordRetry() { retries_->Increment(); }
-void RouterMetrics::RecordResumption() { resumptions_->Increment(); }
-void RouterMetrics::RecordCacheManagerFallback() { fallbacks_->Increment(); }
-void RouterMetrics::RecordOverhead(double seconds) { overhead_->Observe(seconds); }
-void RouterMetrics::RecordFirstToken(double seconds, bool split) { (split ? ttft_split_ : ttft_)->Observe(seconds); }
-
-prometheus::Counter& RouterMetrics::SplitSeries(const SplitVerdict& verdict) {
-  return split_decisions_->Add(
-      {{"decision", verdict.split ? "split" : "whole"}, {"reason", std::string(SplitReasonName(verdict.reason))}});
+void ModelMetrics::RecordSplit(const SplitVerdict& verdict) {
+  split_decisions_
+      ->Add({{"model", model_},
+             {"decision", verdict.split ? "split" : "whole"},
+             {"reason", std::string(SplitReasonName(verdict.reason))}})
+      .Increment();
 }
 
-void RouterMetrics::RecordSplit(const SplitVerdict& verdict) { SplitSeries(verdict).Increment(); }
-void RouterMetrics::RecordInterToken(double seconds) { inter_token_->Observe(seconds); }
+void ModelMetrics::RecordRetry() { retries_->Increment(); }
+void ModelMetrics::RecordResumption() { resumptions_->Increment(); }
+void ModelMetrics::RecordOverhead(double seconds) { overhead_->Observe(seconds); }
+void ModelMetrics::RecordFirstToken(double seconds, bool split) { (split ? ttft_split_ : ttft_)->Observe(seconds); }
+void ModelMetrics::RecordInterToken(double seconds) { inter_token_->Observe(seconds); }
 
-void RouterMetrics::RecordFinished(double e2e_seconds, int64_t prompt_tokens, int64_t cached_prompt_tokens,
-                                   int64_t generated_tokens) {
+void ModelMetrics::RecordFinished(double e2e_seconds, int64_t prompt_tokens, int64_t cached_prompt_tokens,
+                                  int64_t generated_tokens) {
   e2e_->Observe(e2e_seconds);
   prompt_tokens_->Increment(static_cast<double>(prompt_tokens));
   cached_prompt_tokens_->Increment(static_cast<double>(cached_prompt_tokens));
@@ -153,12 +203,15 @@ void RouterMetrics::RecordFinished(double e2e_seconds, int64_t prompt_tokens, in
 }
 
 std::vector<prometheus::MetricFamily> WorkerPoolCollector::Collect() const {
-  const WorkerPoolCounts c = pool_.Counts();
   transport::ScrapeFamilies out;
-  out.Family("kvfleet_router_workers", "Workers the router knows, by state", prometheus::MetricType::Gauge)
-      .Add(c.routable, {{"state", "routable"}})
-      .Add(c.draining, {{"state", "draining"}})
-      .Add(c.unreachable, {{"state", "unreachable"}});
+  auto family = out.Family("kvfleet_router_workers",
+                           "Workers the router knows, by model and state (model \"\": not yet described by GetInfo)",
+                           prometheus::MetricType::Gauge);
+  for (const auto& [model, c] : pool_.CountsByModel()) {
+    family.Add(c.routable, {{"model", model}, {"state", "routable"}})
+        .Add(c.draining, {{"model", model}, {"state", "draining"}})
+        .Add(c.unreachable, {{"model", model}, {"state", "unreachable"}});
+  }
   return std::move(out).Take();
 }
 

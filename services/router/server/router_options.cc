@@ -12,14 +12,17 @@ namespace {
 
 const char kUsageHead[] = R"(kvfleet-router: the public API (proto/kvfleet/v1/inference.proto)
 
-  --model PATH                 the model's GGUF file or Hugging Face checkpoint directory: its tokenizer,
-                               chat template and context (required; the weights are not loaded)
-  --model-id ID                must match the workers' (default: the file's name without its extension,
-                               or the directory's name)
-  --chat-template PATH         a Jinja chat template file that replaces the model's own (as vLLM's); the
-                               router then renders every chat with it (default: the model's)
-  --served-model-name NAME     the name clients give as `model` and listings show (default: the model id;
-                               requests may also use the id)
+  Without --model the router serves every model its workers serve, learning each one's tokenizer, chat
+  template, context and name from its first worker (the worker's --served-model-name and --chat-template).
+  --model PATH                 serve this model only, with the tokenizer, chat template and context read from
+                               its GGUF file or Hugging Face checkpoint directory (the weights are not loaded);
+                               workers of other models get no requests
+  --model-id ID                with --model: must match the workers' (default: the file's name without its
+                               extension, or the directory's name)
+  --chat-template PATH         with --model: a Jinja chat template file that replaces the model's own (as
+                               vLLM's); the router then renders every chat with it (default: the model's)
+  --served-model-name NAME     with --model: the name clients give as `model` and listings show (default: the
+                               model id; requests may also use the id)
   --http-listen HOST:PORT      also serve the OpenAI-compatible HTTP API there (/v1/chat/completions,
                                /v1/completions, /v1/models, /tokenize, /detokenize, /health); default: off.
                                The same TLS files, tenant tokens, quotas and limits as the gRPC port; the
@@ -121,10 +124,21 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "http-request-timeout"})),
                           transport::WithTransportSwitches({"no-peer-pull", "no-split", "split-stream-first-token"})));
   RouterOptions o;
-  ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
+  o.model_path = f.GetString("model", "");
   o.model_id = f.GetString("model-id", "");
   o.served_model_name = f.GetString("served-model-name", "");
   o.chat_template_path = f.GetString("chat-template", "");
+  if (o.model_path.empty()) {
+    for (const char* only_with_model : {"model-id", "served-model-name", "chat-template"}) {
+      if (f.Has(only_with_model)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", only_with_model,
+                         " needs --model: without it the router learns each model from its workers, so "
+                         "give the workers --",
+                         std::string(only_with_model) == "model-id" ? "model-id" : only_with_model, " instead"));
+      }
+    }
+  }
   o.http_listen = f.GetString("http-listen", "");
   ASSIGN_OR_RETURN(int64_t http_timeout_ms, f.GetInt("http-request-timeout", o.http_request_timeout.count()));
   if (http_timeout_ms < 1 || http_timeout_ms > 7 * 24 * 3600 * 1000LL) {

@@ -20,8 +20,8 @@ inline const transport::TransportOptions kRouterTransportDefaults{
     .listen = "127.0.0.1:50060", .metrics_port = 9466, .max_message_bytes = 4 << 20};
 
 struct RouterOptions {
-  std::string model_path;
-  std::string model_id;  // empty: the model file's name without .gguf (as the worker)
+  std::string model_path;  // empty: every model the workers serve, learnt from them
+  std::string model_id;    // empty: the model file's name without .gguf (as the worker)
   transport::TransportOptions transport = kRouterTransportDefaults;
   std::string cachemanager;          // host:port: workers from its WatchWorkers
   std::vector<std::string> workers;  // or a static list of worker addresses

@@ -5,7 +5,18 @@
 
 namespace kvfleet::router {
 
-bool WorkerPool::Entry::usable() const { return reachable && info.has_value() && !wrong_model; }
+bool WorkerPool::Entry::usable() const { return reachable && info.has_value() && refusal.empty(); }
+
+void WorkerPool::Entry::CountInto(WorkerPoolCounts& c) const {
+  ++c.known;
+  if (!usable()) {
+    ++c.unreachable;
+  } else if (draining || stats.draining()) {
+    ++c.draining;
+  } else {
+    ++c.routable;
+  }
+}
 
 WorkerPool::WorkerPool(WorkerPoolOptions options) : options_(std::move(options)) {}
 
@@ -31,6 +42,7 @@ void WorkerPool::Upsert(const std::string& worker_id, const std::string& endpoin
   Entry& e = workers_[worker_id];
   if (e.stub != nullptr && e.endpoint == endpoint && e.incarnation == incarnation) return;
   KVFLEET_LOG_INFO("worker {} at {} joined the pool", worker_id, endpoint);
+  if (e.stub != nullptr) Release(worker_id);  // a new incarnation is admitted afresh
   e = Entry{.endpoint = endpoint,
             .incarnation = incarnation,
             .stub = options_.stub_factory
@@ -51,6 +63,7 @@ bool WorkerPool::Remove(const std::string& worker_id, uint64_t incarnation) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end() || (incarnation != 0 && it->second.incarnation != incarnation)) return false;
   KVFLEET_LOG_INFO("worker {} left the pool", worker_id);
+  Release(worker_id);
   workers_.erase(it);
   return true;
 }
@@ -64,6 +77,7 @@ std::vector<std::string> WorkerPool::RemoveUnreachableExcept(const absl::flat_ha
       continue;
     }
     removed.push_back(it->first);
+    Release(it->first);
     workers_.erase(it++);
   }
   return removed;
@@ -79,12 +93,16 @@ void WorkerPool::ReportFailure(const std::string& worker_id) {
   wake_ = true;
 }
 
-std::vector<PooledWorker> WorkerPool::Routable() const {
+void WorkerPool::Release(const std::string& worker_id) const {
+  if (options_.admission != nullptr) options_.admission->Release(worker_id);
+}
+
+std::vector<PooledWorker> WorkerPool::Routable(const std::string& model_id) const {
   absl::MutexLock lock(&mu_);
   std::vector<PooledWorker> out;
   out.reserve(workers_.size());
   for (const auto& [id, e] : workers_) {
-    if (!e.usable()) continue;
+    if (!e.usable() || !e.Serves(model_id)) continue;
     out.push_back({.worker_id = id,
                    .endpoint = e.endpoint,
                    .stub = e.stub,
@@ -99,26 +117,31 @@ std::vector<PooledWorker> WorkerPool::Routable() const {
   return out;
 }
 
-int32_t WorkerPool::block_size() const {
+int32_t WorkerPool::block_size(const std::string& model_id) const {
   absl::MutexLock lock(&mu_);
-  return block_size_;
+  for (const auto& [id, e] : workers_) {
+    if (e.info.has_value() && e.refusal.empty() && e.Serves(model_id)) return e.info->block_size();
+  }
+  return 0;
 }
 
-WorkerPoolCounts WorkerPool::Counts() const {
+WorkerPoolCounts WorkerPool::Counts(const std::string& model_id) const {
   absl::MutexLock lock(&mu_);
   WorkerPoolCounts c;
   for (const auto& [id, e] : workers_) {
-    ++c.known;
-    const bool draining = e.draining || e.stats.draining();
-    if (!e.usable()) {
-      ++c.unreachable;
-    } else if (draining) {
-      ++c.draining;
-    } else {
-      ++c.routable;
-    }
+    if (e.info.has_value() && !e.Serves(model_id)) continue;
+    e.CountInto(c);
   }
   return c;
+}
+
+std::map<std::string, WorkerPoolCounts> WorkerPool::CountsByModel() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, WorkerPoolCounts> out;
+  for (const auto& [id, e] : workers_) {
+    e.CountInto(out[e.info.has_value() ? e.info->model_id() : std::string()]);
+  }
+  return out;
 }
 
 void WorkerPool::ProbeLoop() {
@@ -131,7 +154,8 @@ void WorkerPool::ProbeLoop() {
       if (stopping_) return;
       wake_ = false;
       for (const auto& [id, e] : workers_) {
-        targets.push_back({id, e.generation, e.failures, e.stub, !e.info.has_value()});
+        // A refused worker is asked again: what refused it may have left.
+        targets.push_back({id, e.generation, e.failures, e.stub, !e.info.has_value() || !e.refusal.empty()});
       }
     }
     for (const ProbeTarget& t : targets) {
@@ -154,6 +178,8 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
     status = target.stub->GetInfo(&ctx, v1::GetInfoRequest(), &answer);
     if (status.ok()) info = std::move(answer);
   }
+  // Admission may fetch the model's card: before the lock.
+  absl::Status admitted = info.has_value() ? Admit(target, *info) : absl::OkStatus();
   v1::WorkerStats stats;
   if (status.ok()) {
     grpc::ClientContext ctx;
@@ -162,7 +188,11 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
   }
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(target.worker_id);
-  if (it == workers_.end() || it->second.generation != target.generation) return;  // replaced meanwhile
+  if (it == workers_.end() || it->second.generation != target.generation) {
+    // Removed or replaced meanwhile: what was just admitted holds nothing.
+    if (info.has_value() && admitted.ok()) Release(target.worker_id);
+    return;
+  }
   Entry& e = it->second;
   if (status.ok() && e.failures != target.failures) return;  // a call failed since this probe began
   if (!status.ok()) {
@@ -171,21 +201,36 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
     return;
   }
   if (info.has_value()) {
-    if (info->model_id() != options_.model_id) {
-      KVFLEET_LOG_ERROR("worker {} serves model {}, not {}: it gets no requests from this router", target.worker_id,
-                        info->model_id(), options_.model_id);
-      e.wrong_model = true;
-    } else if (block_size_ == 0) {
-      block_size_ = info->block_size();
-    } else if (info->block_size() != block_size_) {
-      KVFLEET_LOG_WARN("worker {} uses block size {}, the pool {}: its prefix hits will not be found", target.worker_id,
-                       info->block_size(), block_size_);
+    const std::string refusal(admitted.message());
+    if (!admitted.ok() && refusal != e.refusal) {
+      KVFLEET_LOG_ERROR("worker {} gets no requests from this router: {}", target.worker_id, refusal);
+    } else if (admitted.ok() && !e.refusal.empty()) {
+      KVFLEET_LOG_INFO("worker {} admitted: model {}", target.worker_id, info->model_id());
+    }
+    e.refusal = admitted.ok() ? std::string() : refusal;
+    if (admitted.ok()) {
+      for (const auto& [id, other] : workers_) {
+        if (id == target.worker_id || !other.info.has_value() || !other.refusal.empty() ||
+            other.info->model_id() != info->model_id() || other.info->block_size() == info->block_size()) {
+          continue;
+        }
+        KVFLEET_LOG_WARN(
+            "worker {} uses block size {}, worker {} of the same model {}: prefix hits between them "
+            "will not be found",
+            target.worker_id, info->block_size(), id, other.info->block_size());
+        break;
+      }
     }
     e.info = std::move(info);
   }
   if (!e.reachable) KVFLEET_LOG_INFO("worker {} reachable", target.worker_id);
   e.reachable = true;
   e.stats = std::move(stats);
+}
+
+absl::Status WorkerPool::Admit(const ProbeTarget& target, const v1::WorkerInfo& info) const {
+  if (options_.admission == nullptr) return absl::OkStatus();
+  return options_.admission->Admit(target.worker_id, info, *target.stub);
 }
 
 }  // namespace kvfleet::router

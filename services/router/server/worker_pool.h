@@ -6,7 +6,9 @@
 // JOINED, SetDraining, Remove on LEFT) or the static --workers list. A
 // prober thread calls GetInfo once per worker and GetStats on every worker
 // each probe interval; a worker is routable only while its last probe (or
-// call) succeeded, its model is the router's, and it is not draining. A
+// call) succeeded, its model was admitted (model_admission.h: the router's
+// model catalog learns the model, or refuses the worker, saying why), and
+// it is not draining. A
 // failed call (ReportFailure) takes it out of rotation at once; the next
 // successful probe puts it back. So a SIGKILLed worker stops getting
 // requests on the first failure, before the cachemanager's liveness
@@ -14,15 +16,16 @@
 //
 // Thread-safety: every method is thread-safe. Probes run without the lock.
 //
-//   WorkerPool pool({.model_id = "m"});
+//   WorkerPool pool({.admission = &catalog});
 //   pool.Upsert("worker-0", "10.0.0.5:50051", /*incarnation=*/7);
 //   pool.Start();
-//   for (const PooledWorker& w : pool.Routable()) ...
+//   for (const PooledWorker& w : pool.Routable("SmolLM2-135M-Instruct")) ...
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,12 +38,14 @@
 #include "absl/synchronization/mutex.h"
 #include "common/worker_role.h"
 #include "kvfleet/v1/worker.grpc.pb.h"
+#include "services/router/server/model_admission.h"
 #include "services/transport/grpc/grpc_channel.h"
 
 namespace kvfleet::router {
 
 struct WorkerPoolOptions {
-  std::string model_id;  // workers serving another model are never routable
+  // Asked before a worker is routable; null: every worker that answers is.
+  ModelAdmission* admission = nullptr;
   std::chrono::milliseconds probe_interval{250};
   std::chrono::milliseconds probe_timeout{500};
   // Makes the stub for an endpoint; unset: a channel from
@@ -97,13 +102,19 @@ class WorkerPool {
   // A call to the worker failed in a way that says it is unreachable.
   void ReportFailure(const std::string& worker_id);
 
-  // Workers that are reachable and serve the router's model, draining ones
-  // included (flagged) so the policy can count them.
-  std::vector<PooledWorker> Routable() const;
-  // The block size the workers hash with (the first one GetInfo reported);
-  // 0 before any did.
-  int32_t block_size() const;
-  WorkerPoolCounts Counts() const;
+  // Workers of `model_id` that are reachable and admitted, draining ones
+  // included (flagged) so the policy can count them; an empty id: of every
+  // model.
+  std::vector<PooledWorker> Routable(const std::string& model_id) const;
+  // The block size the model's workers hash with (the first admitted one's);
+  // 0 while none is.
+  int32_t block_size(const std::string& model_id) const;
+  // The model's workers (an empty id: every worker), known ones counted
+  // whatever their model while GetInfo has not said it.
+  WorkerPoolCounts Counts(const std::string& model_id = "") const;
+  // The counts of every model with a known worker, by model id; workers
+  // GetInfo has not described yet under "".
+  std::map<std::string, WorkerPoolCounts> CountsByModel() const;
 
  private:
   struct Entry {
@@ -114,12 +125,16 @@ class WorkerPool {
     v1::WorkerStats stats;
     bool reachable = false;
     bool draining = false;
-    bool wrong_model = false;
+    std::string refusal;      // why admission said no; empty: admitted (with info) or not asked yet
     uint64_t generation = 0;  // bumped on every Upsert that replaces the channel
     uint64_t failures = 0;    // ReportFailure calls: a probe begun before one must not undo it
 
-    // Reachable, described by GetInfo, and serving the router's model.
+    // Reachable, described by GetInfo, and admitted.
     bool usable() const;
+    bool Serves(const std::string& model_id) const {
+      return model_id.empty() || (info && info->model_id() == model_id);
+    }
+    void CountInto(WorkerPoolCounts& c) const;
   };
   struct ProbeTarget {
     std::string worker_id;
@@ -131,12 +146,14 @@ class WorkerPool {
 
   void ProbeLoop();
   void ProbeOne(const ProbeTarget& target);
+  // The admission's verdict on a worker GetInfo just described; OK without one.
+  absl::Status Admit(const ProbeTarget& target, const v1::WorkerInfo& info) const;
+  void Release(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerPoolOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
-  int32_t block_size_ ABSL_GUARDED_BY(mu_) = 0;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread prober_;

@@ -17,7 +17,10 @@ const char kUsageHead[] = R"(kvfleet-worker: one model replica behind gRPC (prot
 
   --model PATH                 a GGUF file or a Hugging Face checkpoint directory (required)
   --model-id ID                name that roots prefix-cache hashes (default: the file's name without its
-                               extension, or the directory's name)
+                               extension, or the directory's name); routers route requests naming it here
+  --served-model-name NAME     what clients call the model (default: its id); routers learn it from here
+  --chat-template PATH         a Jinja chat template that replaces the model's own, for the routers that learn
+                               the model from this worker (they render chats; the worker only takes token ids)
 )";
 
 const char kUsageTail[] =
@@ -139,6 +142,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
           args,
           transport::WithTransportFlags(limits::WithLimitFlags({"model",
                                                                 "model-id",
+                                                                "served-model-name",
+                                                                "chat-template",
                                                                 "device",
                                                                 "kv-cache-memory",
                                                                 "block-size",
@@ -188,6 +193,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
   o.model_id = f.GetString("model-id", model::DefaultModelId(o.model_path));
+  o.served_model_name = f.GetString("served-model-name", "");
+  o.chat_template_path = f.GetString("chat-template", "");
   ASSIGN_OR_RETURN(o.transport, transport::ParseTransportOptions(f, kWorkerTransportDefaults));
   ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
   ASSIGN_OR_RETURN(o.fault_drop_event_batch, f.GetInt("fault-drop-event-batch", 0));

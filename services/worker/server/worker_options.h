@@ -29,6 +29,11 @@ inline const transport::TransportOptions kWorkerTransportDefaults{
 struct WorkerOptions {
   std::string model_path;
   std::string model_id;  // default: the model file's name without .gguf
+  // What the worker tells routers about its model (DescribeModel): the
+  // name clients use (empty: the id), and a chat template file that
+  // replaces the model's (empty: the model's).
+  std::string served_model_name;
+  std::string chat_template_path;
   transport::TransportOptions transport = kWorkerTransportDefaults;
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   // The KV cache's bytes ("2GiB") or a fraction of what the device has free

@@ -10,17 +10,28 @@ namespace kvfleet::worker {
 namespace {
 
 // A stream that is over before it starts.
-class RefusedStream final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+template <typename Message>
+class RefusedStream final : public grpc::ServerWriteReactor<Message> {
  public:
-  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  explicit RefusedStream(const grpc::Status& status) { this->Finish(status); }
   void OnDone() override { delete this; }
 };
 
 }  // namespace
 
-void WorkerService::Attach(engine::Engine& engine, v1::WorkerInfo info) {
+void WorkerService::Attach(engine::Engine& engine, v1::WorkerInfo info, std::shared_ptr<const ModelCardChunks> card) {
   info_ = std::move(info);
-  engine_.store(&engine);  // publishes info_ too
+  card_ = std::move(card);
+  engine_.store(&engine);  // publishes info_ and card_ too
+}
+
+grpc::ServerWriteReactor<v1::ModelDescriptionChunk>* WorkerService::DescribeModel(grpc::CallbackServerContext*,
+                                                                                  const v1::DescribeModelRequest*) {
+  if (engine_.load() == nullptr) {
+    return new RefusedStream<v1::ModelDescriptionChunk>(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is still loading its model"));
+  }
+  return new ModelCardStream(card_);
 }
 
 void WorkerService::BeginDrain() {
@@ -55,7 +66,7 @@ void WorkerService::StreamEnded(RequestId id) {
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* WorkerService::Unavailable(const char* why) {
   metrics_.RecordRejected("unavailable");
-  return new RefusedStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+  return new RefusedStream<v1::GenerateResponse>(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* WorkerService::Generate(grpc::CallbackServerContext* context,

@@ -9,23 +9,25 @@
 // Thread-safety: all methods are thread-safe.
 //
 //   WorkerService service(metrics);
-//   service.Attach(engine, info);      // now serving
+//   service.Attach(engine, info, card);  // now serving
 //   service.BeginDrain(); ... service.CancelAll();
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/ids.h"
-#include "kvfleet/v1/worker.grpc.pb.h"
 #include "engine/engine.h"
+#include "kvfleet/v1/worker.grpc.pb.h"
+#include "services/limits/request_limits.h"
 #include "services/worker/grammar/grammar_compiler.h"
 #include "services/worker/server/admitted_tickets.h"
-#include "services/limits/request_limits.h"
+#include "services/worker/server/model_card_stream.h"
 #include "services/worker/server/worker_metrics.h"
 
 namespace kvfleet::worker {
@@ -34,9 +36,10 @@ class WorkerService final : public v1::Worker::CallbackService {
  public:
   WorkerService(WorkerMetrics& metrics, const limits::RequestLimits& limits) : metrics_(metrics), limits_(limits) {}
 
-  // The engine is running: Generate accepts requests. `engine` must outlive
-  // every stream (stop the gRPC server before destroying it).
-  void Attach(engine::Engine& engine, v1::WorkerInfo info);
+  // The engine is running: Generate accepts requests, and DescribeModel
+  // streams `card` (model_card_stream.h). `engine` must outlive every stream
+  // (stop the gRPC server before destroying it).
+  void Attach(engine::Engine& engine, v1::WorkerInfo info, std::shared_ptr<const ModelCardChunks> card);
   // New Generate calls get UNAVAILABLE; running streams continue.
   void BeginDrain();
   // Cancels every running stream; each ends UNAVAILABLE.
@@ -51,6 +54,8 @@ class WorkerService final : public v1::Worker::CallbackService {
                                     v1::WorkerInfo* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const v1::GetStatsRequest* request,
                                      v1::WorkerStats* response) override;
+  grpc::ServerWriteReactor<v1::ModelDescriptionChunk>* DescribeModel(grpc::CallbackServerContext* context,
+                                                                     const v1::DescribeModelRequest* request) override;
 
   // For GenerateReactor: a stream counted by Generate ends.
   void StreamEnded(RequestId id);
@@ -75,7 +80,8 @@ class WorkerService final : public v1::Worker::CallbackService {
   WorkerMetrics& metrics_;
   const limits::RequestLimits limits_;
   std::atomic<engine::Engine*> engine_{nullptr};
-  v1::WorkerInfo info_;  // written once, before engine_ is published
+  v1::WorkerInfo info_;                          // written once, before engine_ is published
+  std::shared_ptr<const ModelCardChunks> card_;  // likewise
   std::atomic<bool> draining_{false};
   std::atomic<bool> cancelling_all_{false};
   std::atomic<uint64_t> next_id_{1};

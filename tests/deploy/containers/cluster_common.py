@@ -142,11 +142,12 @@ def wait_ready(ip: str, container: dict, what: str, timeout: float = 180) -> Non
     print(f"  {what} ({ip}): startup, readiness and liveness probes pass")
 
 
-def metric(url: str, name: str) -> float:
+def metric(url: str, name: str, label: str = "") -> float:
+    """The sum of the series `name` (those with `label`, as 'state="routable"', if given)."""
     total = 0.0
     with urllib.request.urlopen(url, timeout=5) as r:
         for line in r.read().decode().splitlines():
-            if line.startswith(name + " ") or line.startswith(name + "{"):
+            if (line.startswith(name + " ") or line.startswith(name + "{")) and label in line:
                 total += float(line.split()[-1])
     return total
 
@@ -155,9 +156,8 @@ def wait_routable(router_ip: str, router_container: dict, workers: int, timeout:
     """Until the router counts this many routable workers (it learns them
     from the cachemanager and dials each over mutual TLS)."""
     url = f"http://{router_ip}:{port_of(router_container, 'metrics')}/metrics"
-    routable = 'kvfleet_router_workers{state="routable"}'
     deadline = time.time() + timeout
-    while (count := metric(url, routable)) < workers:
+    while (count := metric(url, "kvfleet_router_workers", 'state="routable"')) < workers:
         check(time.time() < deadline, f"the router counts {count:.0f} routable workers of {workers} after {timeout:.0f} s")
         time.sleep(0.5)
 

@@ -20,26 +20,30 @@ std::vector<int32_t> Iota(int32_t n, int32_t start = 0) {
 // documented in common/block_hash.cc is pinned. Produced by:
 //
 // python3 -c 'import hashlib,struct; L=lambda b: struct.pack("<Q",len(b))+b;
-//   r=hashlib.sha256(b"kvfleet-root\0"+L(b"SmolLM2-135M-Instruct")+L(b"")).digest()[:16]; print(r.hex());
+//   r=hashlib.sha256(b"kvfleet-root\0"+L(b"SmolLM2-135M-Instruct")+L(b"")+L(b"")).digest()[:16]; print(r.hex());
 //   c=hashlib.sha256(r[7::-1]+r[15:7:-1]+struct.pack("<Q",4)+struct.pack("<4i",1,2,-3,70000)+L(b"lora:a")).digest()[:16];
 //   print(c.hex());
 //   d=hashlib.sha256(c[7::-1]+c[15:7:-1]+struct.pack("<Q",4)+struct.pack("<4i",5,6,7,8)+L(b"")).digest()[:16];
 //   print(d.hex())'
 // python3 -c 'import hashlib,struct; L=lambda b: struct.pack("<Q",len(b))+b;
-//   print(hashlib.sha256(b"kvfleet-root\0"+L(b"SmolLM2-135M-Instruct")+L(b"tenant-a")).digest()[:16].hex())'
+//   print(hashlib.sha256(b"kvfleet-root\0"+L(b"SmolLM2-135M-Instruct")+L(b"")+L(b"tenant-a")).digest()[:16].hex());
+//   print(hashlib.sha256(b"kvfleet-root\0"+L(b"SmolLM2-135M-Instruct")+L(b"0123456789abcdef"*4)+L(b"tenant-a")).digest()[:16].hex())'
 //
 // (r[7::-1] and r[15:7:-1] are hi and lo as little-endian u64: hi is bytes
 // 0..7 of the digest read big-endian.)
 TEST(BlockHashTest, KnownAnswers) {
   const BlockHash root = RootBlockHash(kModel, "");
-  EXPECT_EQ(root.ToHex(), "59b23bdabd49a5c0aa8c31d8b052e6f7");
-  EXPECT_EQ(RootBlockHash(kModel, "tenant-a").ToHex(), "fda070c901750c8601733173237c0b7b");
+  EXPECT_EQ(root.ToHex(), "9c0d280e4ecb6a55b0f6400ff38f47cb");
+  EXPECT_EQ(RootBlockHash(kModel, "tenant-a").ToHex(), "5713566516b215a86c2eed257836ecab");
+  EXPECT_EQ(
+      RootBlockHash(kModel, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "tenant-a").ToHex(),
+      "9d2f06accb9ec31a4d4507e450676f80");
 
   const std::vector<int32_t> first = {1, 2, -3, 70000};
   const BlockHash c = ChainBlockHash(root, first, "lora:a");
-  EXPECT_EQ(c.ToHex(), "a3178deb6f6f86fd4216b535502f9e02");
+  EXPECT_EQ(c.ToHex(), "1ffb4b799e39f3ba407ea48e0e577b6f");
   const std::vector<int32_t> second = {5, 6, 7, 8};
-  EXPECT_EQ(ChainBlockHash(c, second).ToHex(), "6fcc0e1f5b0f4250602e28c1a1523bdc");
+  EXPECT_EQ(ChainBlockHash(c, second).ToHex(), "6948ec1228829d716b6cfb87145d888c");
 }
 
 TEST(BlockHashTest, ToHexIsHiThenLoZeroPadded) {
@@ -64,6 +68,10 @@ TEST(BlockHashTest, SaltAndModelIdSeparateRoots) {
   // Length prefixes: moving bytes between the fields changes the hash.
   EXPECT_NE(RootBlockHash("ab", "c"), RootBlockHash("a", "bc"));
   EXPECT_NE(RootBlockHash("", "ab"), RootBlockHash("ab", ""));
+  EXPECT_NE(RootBlockHash("a", "b", ""), RootBlockHash("a", "", "b"));
+  // One id over two sets of weights: two roots.
+  EXPECT_NE(RootBlockHash(kModel, "aaaa", ""), RootBlockHash(kModel, "bbbb", ""));
+  EXPECT_EQ(RootBlockHash(kModel, "", "s"), RootBlockHash(kModel, "s"));
 
   // The same tokens under different roots hash differently at every block.
   const std::vector<int32_t> tokens = Iota(32);

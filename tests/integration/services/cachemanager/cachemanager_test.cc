@@ -41,14 +41,25 @@ class CacheManagerTest : public ::testing::Test {
     auto w = std::make_unique<WorkerHarness>();
     const absl::Status s = w->Start({"--cachemanager", cm_.address, "--worker-id", id});
     EXPECT_TRUE(s.ok()) << s;
+    // Every worker here holds the same tiny model: one fingerprint.
+    absl::StatusOr<v1::WorkerInfo> info = w->Info();
+    EXPECT_TRUE(info.ok()) << info.status();
+    if (info.ok()) {
+      EXPECT_EQ(info->model_fingerprint().size(), 64u);
+      if (fingerprint_.empty()) fingerprint_ = info->model_fingerprint();
+      EXPECT_EQ(info->model_fingerprint(), fingerprint_);
+    }
     return w;
   }
 
-  // The hashes a router computes for a prompt: common/ only, nothing from the worker.
-  static std::vector<std::string> RouterHashes(const v1::GenerateRequest& r, const std::string& salt = "") {
+  // The hashes a router computes for a prompt: common/ and the fingerprint
+  // GetInfo reported, nothing else from the worker.
+  std::vector<std::string> RouterHashes(const v1::GenerateRequest& r, const std::string& salt = "") const {
     const std::vector<int32_t> tokens(r.prompt_token_ids().begin(), r.prompt_token_ids().end());
     std::vector<std::string> out;
-    for (const BlockHash& h : HashFullBlocks(RootBlockHash("tiny", salt), tokens, kBlock)) out.push_back(h.ToBytes());
+    for (const BlockHash& h : HashFullBlocks(RootBlockHash("tiny", fingerprint_, salt), tokens, kBlock)) {
+      out.push_back(h.ToBytes());
+    }
     return out;
   }
 
@@ -84,6 +95,7 @@ class CacheManagerTest : public ::testing::Test {
   TempDir dir_;
   StartedService cm_;
   std::unique_ptr<v1::CacheManager::Stub> stub_;
+  std::string fingerprint_;  // the workers' model's
 };
 
 TEST_F(CacheManagerTest, EachPrefixIsFoundOnTheWorkerThatServedItWithRouterComputedHashes) {
@@ -111,7 +123,7 @@ TEST_F(CacheManagerTest, EachPrefixIsFoundOnTheWorkerThatServedItWithRouterCompu
   EXPECT_EQ(Overlaps(RouterHashes(b, ""))["w2"], 0) << "another salt is another prefix";
   for (const auto& w : Workers()) {
     EXPECT_EQ(w.indexed_blocks(), w.worker_id() == "w1" ? w1->Stats()->blocks_cached() + w1->Stats()->blocks_used()
-                                                          : w2->Stats()->blocks_cached() + w2->Stats()->blocks_used())
+                                                        : w2->Stats()->blocks_cached() + w2->Stats()->blocks_used())
         << "the index agrees with the worker's own count for " << w.worker_id();
   }
 }

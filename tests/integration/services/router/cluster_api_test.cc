@@ -14,10 +14,10 @@ class RouterApiTest : public ::testing::Test {
   static void SetUpTestSuite() {
     cluster_ = new RouterCluster();
     // Some limits lowered, so the tests can send one over each.
-    const absl::Status s = cluster_->Start({.workers = 2,
-                                            .router_args = {"--max-stop-strings", "4", "--max-chat-messages", "8",
-                                                            "--max-prompt-bytes", "65536", "--max-metadata-bytes",
-                                                            "8192", "--max-priority", "10"}});
+    const absl::Status s =
+        cluster_->Start({.workers = 2,
+                         .router_args = {"--max-stop-strings", "4", "--max-chat-messages", "8", "--max-prompt-bytes",
+                                         "65536", "--max-metadata-bytes", "8192", "--max-priority", "10"}});
     ASSERT_TRUE(s.ok()) << s;
   }
   static void TearDownTestSuite() {
@@ -155,7 +155,7 @@ TEST_F(RouterApiTest, MalformedCallsGetAClearStatusAndOthersAreStillServed) {
       {"id outside the vocabulary", [](auto& r) { r.set_prompt_token_ids(0, 1 << 20); },
        grpc::StatusCode::INVALID_ARGUMENT, "prompt_token_ids[0]"},
       {"unknown model", [](auto& r) { r.mutable_options()->set_model("gpt-9"); }, grpc::StatusCode::NOT_FOUND,
-       "'tiny'"},
+       "'gpt-9' is not served here; this router serves tiny"},
       {"prompt over the context",
        [](auto& r) {
          for (int i = 0; i < kTinyContext; ++i) r.add_prompt_token_ids(5);

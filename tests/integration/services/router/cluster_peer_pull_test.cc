@@ -98,7 +98,9 @@ TEST(ClusterPeerPullTest, AnIdleWorkerPullsTheBusyHoldersPrefixWithTheSameTokens
             16);
   absl::StatusOr<PrometheusScrape> router = cluster.ScrapeRouter();
   ASSERT_TRUE(router.ok());
-  EXPECT_EQ(router->Value("kvfleet_router_kv_pull_decisions_total", {{"decision", "pull"}}).value_or(0), 1);
+  EXPECT_EQ(
+      router->Value("kvfleet_router_kv_pull_decisions_total", {{"model", "tiny"}, {"decision", "pull"}}).value_or(0),
+      1);
   busy.Release();
 }
 

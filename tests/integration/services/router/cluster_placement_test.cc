@@ -52,14 +52,14 @@ TEST(RouterPlacementTest, RequestsSharingALongPrefixLandOnTheWorkerHoldingIt) {
   }
   absl::StatusOr<PrometheusScrape> scrape = cluster.ScrapeRouter();
   ASSERT_TRUE(scrape.ok());
-  EXPECT_GE(
-      scrape->Value("kvfleet_router_routing_decisions_total", {{"policy", "prefix_aware"}, {"reason", "prefix_hit"}})
-              .value_or(0) +
-          scrape
-              ->Value("kvfleet_router_routing_decisions_total",
-                      {{"policy", "prefix_aware"}, {"reason", "recent_decision"}})
-              .value_or(0),
-      6);
+  EXPECT_GE(scrape->Value("kvfleet_router_routing_decisions_total",
+                          {{"model", "tiny"}, {"policy", "prefix_aware"}, {"reason", "prefix_hit"}})
+                    .value_or(0) +
+                scrape
+                    ->Value("kvfleet_router_routing_decisions_total",
+                            {{"model", "tiny"}, {"policy", "prefix_aware"}, {"reason", "recent_decision"}})
+                    .value_or(0),
+            6);
 }
 
 // The honest load signal end to end: a worker admits a request and at once
@@ -71,8 +71,8 @@ TEST(RouterPlacementTest, AWorkersLoadReportCarriesTheRoutersTicketWhileTheReque
   RouterCluster cluster;
   ASSERT_TRUE(cluster.Start({.workers = 2}).ok());
   bool checked = false;
-  const TextStreamResult long_one = cluster.Generate(
-      TinyTextRequest(700, 30, 4000), std::nullopt, [&](const TextStreamResult& partial) {
+  const TextStreamResult long_one =
+      cluster.Generate(TinyTextRequest(700, 30, 4000), std::nullopt, [&](const TextStreamResult& partial) {
         if (partial.tokens.size() < 3 || checked) return checked;
         checked = true;
         uint64_t router = 0, ticket = 0;

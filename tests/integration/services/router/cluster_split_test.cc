@@ -88,14 +88,19 @@ TEST(ClusterSplitTest, ALongPromptIsPrefilledThereAndDecodedHereWithTheTokensOfO
     }
   }
   EXPECT_EQ(RouterValue(cluster, "kvfleet_router_split_decisions_total",
-                        {{"decision", "split"}, {"reason", "long_uncached"}}),
+                        {{"model", "tiny"}, {"decision", "split"}, {"reason", "long_uncached"}}),
             2);
-  EXPECT_EQ(RouterValue(cluster, "kvfleet_router_split_decisions_total", {{"decision", "whole"}, {"reason", "short"}}),
+  EXPECT_EQ(RouterValue(cluster, "kvfleet_router_split_decisions_total",
+                        {{"model", "tiny"}, {"decision", "whole"}, {"reason", "short"}}),
             1);
   absl::StatusOr<PrometheusScrape> router = cluster.ScrapeRouter();
   ASSERT_TRUE(router.ok());
-  EXPECT_EQ(router->Value("kvfleet_router_time_to_first_token_seconds_count", {{"path", "split"}}).value_or(0), 2);
-  EXPECT_EQ(router->Value("kvfleet_router_time_to_first_token_seconds_count", {{"path", "whole"}}).value_or(0), 1);
+  EXPECT_EQ(router->Value("kvfleet_router_time_to_first_token_seconds_count", {{"model", "tiny"}, {"path", "split"}})
+                .value_or(0),
+            2);
+  EXPECT_EQ(router->Value("kvfleet_router_time_to_first_token_seconds_count", {{"model", "tiny"}, {"path", "whole"}})
+                .value_or(0),
+            1);
   WorkerHarness& prefill = cluster.worker(0);
   EXPECT_EQ(Value(prefill, "kvfleet_worker_requests_total", {{"finish_reason", "handoff"}}), 2);
   EXPECT_EQ(Value(prefill, "kvfleet_worker_kv_leases_total", {{"outcome", "released"}}), 2);
@@ -174,7 +179,7 @@ TEST(ClusterSplitTest, ChaosTheDecodeWorkerKilledDuringItsPullResumesOnTheOther)
   EXPECT_EQ(r.tokens, reference[0]);
   const std::string survivor = killed == 1 ? "worker-2" : "worker-1";
   EXPECT_EQ(r.worker_ids.back(), survivor);
-  EXPECT_GE(RouterValue(cluster, "kvfleet_router_resumptions_total", {}), 1);
+  EXPECT_GE(RouterValue(cluster, "kvfleet_router_resumptions_total", {{"model", "tiny"}}), 1);
   std::printf("chaos o: the decode worker (worker-%d) killed during its pull: resumed on %s, tokens unchanged\n",
               killed.load(), survivor.c_str());
 }

@@ -66,8 +66,8 @@ absl::Status RouterCluster::Start(const RouterClusterOptions& options) {
 }
 
 absl::Status RouterCluster::StartRouter(const std::string& listen) {
-  std::vector<std::string> args = {"--model",        model_path_, "--listen",       listen,
-                                   "--metrics-port", "0",         "--cachemanager", cachemanager_.address};
+  std::vector<std::string> args = {"--listen", listen, "--metrics-port", "0", "--cachemanager", cachemanager_.address};
+  if (options_.router_reads_model) args.insert(args.end(), {"--model", model_path_});
   args.insert(args.end(), options_.router_args.begin(), options_.router_args.end());
   ASSIGN_OR_RETURN(router_,
                    StartServiceProcess("kvfleet-router", ServiceBinary("kvfleet-router", KVFLEET_ROUTER_BINARY), args,
@@ -107,7 +107,8 @@ absl::Status RouterCluster::StartWorker(int index) {
   if (!options_.kv_disk_size.empty()) {
     args.insert(args.end(), {"--kv-disk-dir", KvDiskDir(index), "--kv-disk-size", options_.kv_disk_size});
   }
-  RETURN_IF_ERROR(w->Start(args, model_path_));
+  auto own_model = options_.model_path_of.find(index);
+  RETURN_IF_ERROR(w->Start(args, own_model != options_.model_path_of.end() ? own_model->second : model_path_));
   if (index >= static_cast<int>(workers_.size())) workers_.resize(index + 1);
   workers_[index] = std::move(w);
   return absl::OkStatus();
@@ -144,15 +145,22 @@ absl::StatusOr<PrometheusScrape> RouterCluster::ScrapeCacheManager() const {
   return PrometheusScrape::Parse(body);
 }
 
-int RouterCluster::LiveWorkers() const {
+absl::StatusOr<v1::ListModelsResponse> RouterCluster::ListModels() const {
   grpc::ClientContext context;
   if (!options_.bearer_token.empty()) context.AddMetadata("authorization", "Bearer " + options_.bearer_token);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::ListModelsResponse response;
-  if (!Stub()->ListModels(&context, v1::ListModelsRequest(), &response).ok() || response.models_size() != 1) {
-    return -1;
-  }
-  return response.models(0).live_workers();
+  const grpc::Status s = Stub()->ListModels(&context, v1::ListModelsRequest(), &response);
+  if (!s.ok()) return absl::UnavailableError(absl::StrCat("ListModels: ", s.error_message()));
+  return response;
+}
+
+int RouterCluster::LiveWorkers() const {
+  absl::StatusOr<v1::ListModelsResponse> models = ListModels();
+  if (!models.ok()) return -1;
+  int live = 0;
+  for (const v1::ModelInfo& m : models->models()) live += m.live_workers();
+  return live;
 }
 
 bool RouterCluster::WaitForLiveWorkers(int n, std::chrono::milliseconds timeout) const {

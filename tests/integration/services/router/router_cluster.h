@@ -38,6 +38,11 @@ struct RouterClusterOptions {
   int workers = 2;
   // Empty: the harness's tiny model, written for this cluster.
   std::string model_path;
+  // Worker i serves this model instead (another model id: its file's name).
+  std::map<int, std::string> model_path_of;
+  // The router reads the model from model_path (--model) instead of
+  // learning every model from its workers, as a router does by default.
+  bool router_reads_model = false;
   std::vector<std::string> worker_args;                    // appended to every worker's command line
   std::map<int, std::vector<std::string>> worker_args_of;  // then to worker i's (its role, a fault)
   // A disk KV tier per worker of this size (empty: none), in a directory of
@@ -82,10 +87,14 @@ class RouterCluster {
   std::string RouterLogPath() const { return dir_.Path("router.log"); }
   std::string WorkerLogPath(int index) const { return workers_.at(index)->LogPath(); }
   const std::string& router_address() const { return router_.address; }
+  const std::string& cachemanager_address() const { return cachemanager_.address; }
   absl::StatusOr<PrometheusScrape> ScrapeRouter() const;
   absl::StatusOr<PrometheusScrape> ScrapeCacheManager() const;
-  // live_workers of the model, per the router; -1 when ListModels fails.
+  // live_workers of every model together (ListModels lists the models with
+  // live workers), per the router; -1 when ListModels fails.
   int LiveWorkers() const;
+  // The router's ListModels.
+  absl::StatusOr<v1::ListModelsResponse> ListModels() const;
   bool WaitForLiveWorkers(int n, std::chrono::milliseconds timeout) const;
 
   // Streams one Generate call; `cancel_when` is asked after every message

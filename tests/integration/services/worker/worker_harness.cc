@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "tests/testing/service_process.h"
 #include "tests/testing/http_get.h"
+#include "tests/testing/service_process.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::testing {
@@ -84,6 +84,16 @@ absl::StatusOr<v1::WorkerStats> WorkerHarness::Stats() const {
   const grpc::Status s = Stub()->GetStats(&context, v1::GetStatsRequest(), &stats);
   if (!s.ok()) return absl::UnavailableError(absl::StrCat("GetStats: ", s.error_message()));
   return stats;
+}
+
+absl::StatusOr<v1::WorkerInfo> WorkerHarness::Info() const {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.set_wait_for_ready(true);
+  v1::WorkerInfo info;
+  const grpc::Status s = Stub()->GetInfo(&context, v1::GetInfoRequest(), &info);
+  if (!s.ok()) return absl::UnavailableError(absl::StrCat("GetInfo: ", s.error_message()));
+  return info;
 }
 
 absl::StatusOr<PrometheusScrape> WorkerHarness::ScrapeMetrics() const {

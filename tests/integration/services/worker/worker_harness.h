@@ -58,6 +58,7 @@ class WorkerHarness {
                         const std::function<bool(const StreamResult&)>& cancel_when = nullptr) const;
 
   absl::StatusOr<v1::WorkerStats> Stats() const;
+  absl::StatusOr<v1::WorkerInfo> Info() const;
   absl::StatusOr<PrometheusScrape> ScrapeMetrics() const;
   // grpc.health.v1 Check for `service` ("" is the whole server) at
   // `address` (empty: the worker's gRPC port).

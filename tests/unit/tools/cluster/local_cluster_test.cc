@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/testing/temp_dir.h"
 
@@ -16,6 +18,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::UnorderedElementsAre;
 
 // A stand-in for every kvfleet service: records its command line, prints the
@@ -56,7 +59,7 @@ class LocalClusterTest : public ::testing::Test {
     options_.binaries = {.cachemanager = bins_.Path("kvfleet-cachemanager"),
                          .worker = bins_.Path("kvfleet-worker"),
                          .router = bins_.Path("kvfleet-router")};
-    options_.model_path = "m.gguf";
+    options_.models = {"m.gguf"};
     options_.log_dir = logs_.path();
     options_.ready_timeout = absl::Seconds(20);
     options_.stop_timeout = absl::Seconds(20);
@@ -86,7 +89,8 @@ TEST_F(LocalClusterTest, StartsInDependencyOrderAndStopsInReverse) {
   ASSERT_EQ(argv.size(), 4u);
   EXPECT_THAT(argv[0], HasSubstr("cachemanager --listen 127.0.0.1:50050"));
   EXPECT_THAT(argv[1], HasSubstr("--cachemanager " + cm));
-  EXPECT_THAT(argv[3], HasSubstr("router --model m.gguf --listen 127.0.0.1:50060"));
+  EXPECT_THAT(argv[3], HasSubstr("router --listen 127.0.0.1:50060"));
+  EXPECT_THAT(argv[3], Not(HasSubstr("--model"))) << "the router learns the model from the workers";
   EXPECT_THAT(argv[3], HasSubstr("--cachemanager " + cm));
 
   EXPECT_TRUE((*cluster)->CheckRunning().ok());
@@ -152,7 +156,7 @@ TEST_F(LocalClusterTest, HurryingKillsWhatIsLeftAtOnce) {
 
 TEST(LocalClusterArgsTest, WorkersJoinTheCachemanagerOnFreeLoopbackPorts) {
   LocalClusterOptions o;
-  o.model_path = "models/m.gguf";
+  o.models = {"models/m.gguf"};
   o.threads_per_worker = 3;
   o.kv_cache_memory = "64MiB";
   EXPECT_THAT(WorkerArgs(o, 1, "127.0.0.1:4000"),
@@ -167,14 +171,31 @@ TEST(LocalClusterArgsTest, WorkersJoinTheCachemanagerOnFreeLoopbackPorts) {
               ElementsAre("--speculation", "self", "--spec-self-layers", "20"));
 }
 
+TEST(LocalClusterArgsTest, EachModelGetsItsWorkersInTurn) {
+  LocalClusterOptions o;
+  o.models = {"a.gguf", "b.gguf"};
+  o.workers = 3;
+  o.prefill_workers = 1;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(WorkerModel(o, i), i < 3 ? "a.gguf" : "b.gguf") << i;
+    const std::vector<std::string> args = WorkerArgs(o, i, "127.0.0.1:4000");
+    EXPECT_EQ(args[1], WorkerModel(o, i));
+    EXPECT_EQ(args[3], absl::StrCat("worker-", i)) << "ids run on across models";
+    auto role = std::find(args.begin(), args.end(), "--role");
+    ASSERT_NE(role, args.end());
+    EXPECT_EQ(*(role + 1), i % 3 == 0 ? "prefill" : "decode") << "each model has its prefill worker";
+  }
+}
+
 TEST(LocalClusterArgsTest, TheRouterGetsItsAddressesAndPolicy) {
   LocalClusterOptions o;
-  o.model_path = "m.gguf";
+  o.models = {"m.gguf"};
   o.router_listen = "127.0.0.1:0";
   o.router_metrics_port = 0;
+  // No --model: the router learns the models from the workers.
   EXPECT_THAT(RouterArgs(o, "127.0.0.1:4000"),
-              ElementsAre("--model", "m.gguf", "--listen", "127.0.0.1:0", "--metrics-port", "0", "--metrics-host",
-                          "127.0.0.1", "--cachemanager", "127.0.0.1:4000"));
+              ElementsAre("--listen", "127.0.0.1:0", "--metrics-port", "0", "--metrics-host", "127.0.0.1",
+                          "--cachemanager", "127.0.0.1:4000"));
   o.policy = "round_robin";
   const std::vector<std::string> args = RouterArgs(o, "127.0.0.1:4000");
   EXPECT_THAT(std::vector<std::string>(args.end() - 2, args.end()), ElementsAre("--policy", "round_robin"));
@@ -193,7 +214,7 @@ TEST(LocalClusterArgsTest, DefaultThreadsSplitTheMachine) {
 TEST(LocalClusterOptionsTest, ValidateNamesTheProblem) {
   LocalClusterOptions o;
   o.binaries = {.cachemanager = "c", .worker = "w", .router = "r"};
-  o.model_path = "m.gguf";
+  o.models = {"m.gguf"};
   o.log_dir = "/tmp";
   EXPECT_TRUE(o.Validate().ok());
   LocalClusterOptions bad = o;
@@ -208,6 +229,12 @@ TEST(LocalClusterOptionsTest, ValidateNamesTheProblem) {
   bad = o;
   bad.log_dir.clear();
   EXPECT_FALSE(bad.Validate().ok());
+  bad = o;
+  bad.models.clear();
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("model path"));
+  bad = o;
+  bad.models = {"m.gguf", "m.gguf"};
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("given twice"));
 }
 
 }  // namespace

@@ -87,19 +87,18 @@ class GenerationRunnerTest : public ::testing::Test {
       stubs_[id] = stub;
     }
     pool_ = std::make_unique<WorkerPool>(
-        WorkerPoolOptions{.model_id = model_->id(),
-                          .probe_interval = std::chrono::milliseconds(10),
+        WorkerPoolOptions{.probe_interval = std::chrono::milliseconds(10),
                           .stub_factory = [this](const std::string& endpoint) { return stubs_.at(endpoint); }});
     pool_->Upsert("w0", "w0", 0);
     pool_->Upsert("w1", "w1", 0);
     pool_->Start();
-    for (int i = 0; i < 500 && pool_->Routable().size() < 2; ++i) {
+    for (int i = 0; i < 500 && pool_->Routable("").size() < 2; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ASSERT_EQ(pool_->Routable().size(), 2u);
+    ASSERT_EQ(pool_->Routable("").size(), 2u);
     selector_ = std::make_unique<RouteSelector>(*pool_, placement_, nullptr, metrics_, RouteSelectorOptions{});
-    runner_ = std::make_unique<GenerationRunner>(*model_, *selector_, *pool_, metrics_,
-                                                 GenerationRunnerOptions{.max_attempts = 3});
+    runner_ =
+        std::make_unique<GenerationRunner>(*selector_, *pool_, metrics_, GenerationRunnerOptions{.max_attempts = 3});
   }
   void TearDown() override { pool_->Stop(); }
 
@@ -128,15 +127,15 @@ class GenerationRunnerTest : public ::testing::Test {
     AwaitInfo();
     selector_ = std::make_unique<RouteSelector>(*pool_, placement_, nullptr, metrics_,
                                                 RouteSelectorOptions{.split = {.min_uncached_tokens = split_tokens}});
-    runner_ = std::make_unique<GenerationRunner>(*model_, *selector_, *pool_, metrics_,
-                                                 GenerationRunnerOptions{.max_attempts = 3});
+    runner_ =
+        std::make_unique<GenerationRunner>(*selector_, *pool_, metrics_, GenerationRunnerOptions{.max_attempts = 3});
   }
   void AwaitInfo() {
     ++incarnation_;
     pool_->Upsert("w0", "w0", incarnation_);
     pool_->Upsert("w1", "w1", incarnation_);
     const auto current = [&] {
-      std::vector<PooledWorker> routable = pool_->Routable();
+      std::vector<PooledWorker> routable = pool_->Routable("");
       return routable.size() == 2 && std::all_of(routable.begin(), routable.end(), [&](const PooledWorker& w) {
                return w.numerics == numerics_[w.worker_id] &&
                       w.role == ParseWorkerRole(roles_[w.worker_id]).value_or(WorkerRole::kBoth);
@@ -150,7 +149,7 @@ class GenerationRunnerTest : public ::testing::Test {
     v1::GenerateTextRequest r;
     for (int32_t id : {10, 11, 12, 13, 14, 15}) r.add_prompt_token_ids(id);
     for (std::string& s : stops) r.mutable_options()->add_stop(std::move(s));
-    return *PlanGenerate(*model_, r, 1);
+    return *PlanGenerate(ServedModel{.model = model_}, r, 1);
   }
 
   grpc::Status Run(const GenerationPlan& plan, std::vector<v1::GenerateTextResponse>& out, int accept = 1 << 30) {
@@ -173,7 +172,7 @@ class GenerationRunnerTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  std::unique_ptr<RouterModel> model_;
+  std::shared_ptr<const RouterModel> model_;
   std::map<std::string, std::shared_ptr<NiceMock<v1::MockWorkerStub>>> stubs_;
   std::map<std::string, std::string> numerics_;
   std::map<std::string, std::string> roles_;
@@ -324,7 +323,7 @@ TEST_F(GenerationRunnerTest, TheClientsCancellationSeenByTheWorkerFirstIsNotAWor
 }
 
 TEST_F(GenerationRunnerTest, OneAttemptAllowedMeansNoRetry) {
-  GenerationRunner strict(*model_, *selector_, *pool_, metrics_, {.max_attempts = 1});
+  GenerationRunner strict(*selector_, *pool_, metrics_, {.max_attempts = 1});
   Expect("w0", {.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "gone")});
   ExpectNoCall("w1");
   grpc::ServerContext context;
@@ -405,7 +404,7 @@ TEST_F(GenerationRunnerTest, ALongPromptIsPrefilledOnAPrefillWorkerAndDecodedEls
 std::vector<bool> GenerationRunnerTest::DecodeCalledAtEachMessage(bool stream_first_token_early) {
   SetRoles({{"w0", "prefill"}, {"w1", "decode"}}, /*split_tokens=*/4);
   runner_ = std::make_unique<GenerationRunner>(
-      *model_, *selector_, *pool_, metrics_,
+      *selector_, *pool_, metrics_,
       GenerationRunnerOptions{.max_attempts = 3, .stream_first_token_before_handoff = stream_first_token_early});
   v1::GenerateRequest decode;
   Expect("w0", {.messages = {Final({20}, v1::FINISH_REASON_HANDOFF, 0)}});

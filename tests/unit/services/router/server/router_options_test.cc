@@ -65,9 +65,20 @@ TEST(RouterOptionsTest, SplitKnobs) {
   EXPECT_TRUE(o->split_stream_first_token);
 }
 
+TEST(RouterOptionsTest, WithoutAModelEveryModelIsLearntFromTheWorkers) {
+  absl::StatusOr<RouterOptions> o = ParseRouterOptions({"--cachemanager", "x:1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->model_path.empty());
+  // What only names the file's model is refused without one, saying where it goes instead.
+  for (const char* flag : {"--model-id", "--served-model-name", "--chat-template"}) {
+    const absl::Status s = ParseRouterOptions({"--cachemanager", "x:1", flag, "x"}).status();
+    EXPECT_NE(s.message().find("needs --model"), absl::string_view::npos) << flag << ": " << s;
+    EXPECT_NE(s.message().find("give the workers"), absl::string_view::npos) << s;
+  }
+}
+
 TEST(RouterOptionsTest, BadCommandLinesAreRefused) {
-  EXPECT_FALSE(ParseRouterOptions({"--cachemanager", "x:1"}).ok());  // no model
-  EXPECT_FALSE(ParseRouterOptions({"--model", "m"}).ok());           // no workers at all
+  EXPECT_FALSE(ParseRouterOptions({"--model", "m"}).ok());  // no workers at all
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--cachemanager", "x:1", "--workers", "a:1"}).ok());
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--policy", "random"}).ok());
   EXPECT_FALSE(ParseRouterOptions({"--model", "m", "--workers", "a:1", "--max-attempts", "0"}).ok());

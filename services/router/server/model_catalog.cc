@@ -1,0 +1,177 @@
+#include "services/router/server/model_catalog.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "services/transport/wire/model_card_convert.h"
+
+namespace kvfleet::router {
+namespace {
+
+// Enough of a fingerprint to tell two apart in a message.
+std::string Short(const std::string& fingerprint) {
+  return fingerprint.empty() ? std::string("(none)") : fingerprint.substr(0, 12);
+}
+
+}  // namespace
+
+ModelCatalog::ModelCatalog(ModelCatalogOptions options) : options_(std::move(options)) {
+  // Known from the start, so a request for it before any worker gets
+  // UNAVAILABLE (no worker), not NOT_FOUND.
+  if (options_.fixed != nullptr) models_[options_.fixed->id()].served.model = options_.fixed;
+}
+
+absl::Status ModelCatalog::Admit(const std::string& worker_id, const v1::WorkerInfo& info,
+                                 v1::Worker::StubInterface& stub) {
+  if (options_.fixed != nullptr && info.model_id() != options_.fixed->id()) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", worker_id, " serves model ", info.model_id(),
+                                                      ", and this router serves only ", options_.fixed->id(),
+                                                      " (--model)"));
+  }
+  {
+    // A known model whose weights conflict is refused before anything is fetched.
+    absl::MutexLock lock(&mu_);
+    auto made = made_.find(std::make_pair(info.model_id(), info.model_fingerprint()));
+    if (made != made_.end()) RETURN_IF_ERROR(Conflict(worker_id, info, *made->second));
+  }
+  // Fetched without the lock: requests keep resolving meanwhile.
+  absl::StatusOr<std::shared_ptr<const RouterModel>> model = ModelFor(info, stub);
+  if (!model.ok()) {
+    return absl::Status(model.status().code(), absl::StrCat("model ", info.model_id(), " of worker ", worker_id, ": ",
+                                                            model.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  // Kept even when refused below, so a refused worker's next probe fetches nothing.
+  made_.try_emplace(std::make_pair(info.model_id(), info.model_fingerprint()), *model);
+  RETURN_IF_ERROR(Conflict(worker_id, info, **model));
+  Entry& e = models_[info.model_id()];
+  if (e.holders.empty() && (e.served.model != *model || e.served.fingerprint != info.model_fingerprint())) {
+    if (e.served.model != nullptr && e.served.fingerprint != info.model_fingerprint() &&
+        !e.served.fingerprint.empty()) {
+      KVFLEET_LOG_WARN("model {} is now served with weights {}, no longer {}: its cached prefixes start over",
+                       info.model_id(), Short(info.model_fingerprint()), Short(e.served.fingerprint));
+    } else {
+      KVFLEET_LOG_INFO("serving model {} (weights {}, {} tokens of context), first from worker {}", info.model_id(),
+                       Short(info.model_fingerprint()), (*model)->context_length(), worker_id);
+    }
+    e.served = ServedModel{.model = *model, .fingerprint = info.model_fingerprint()};
+  }
+  e.holders.insert(worker_id);
+  return absl::OkStatus();
+}
+
+void ModelCatalog::Release(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, e] : models_) e.holders.erase(worker_id);
+}
+
+absl::Status ModelCatalog::Conflict(const std::string& worker_id, const v1::WorkerInfo& info,
+                                    const RouterModel& model) const {
+  auto same_id = models_.find(info.model_id());
+  if (same_id != models_.end() && same_id->second.served.fingerprint != info.model_fingerprint()) {
+    const Entry& e = same_id->second;
+    std::vector<std::string> holders(e.holders.begin(), e.holders.end());
+    std::erase(holders, worker_id);
+    if (!holders.empty()) {
+      std::sort(holders.begin(), holders.end());
+      return absl::FailedPreconditionError(
+          absl::StrCat("worker ", worker_id, " serves model ", info.model_id(), " with weights ",
+                       Short(info.model_fingerprint()), ", but worker ", holders.front(), " serves it with weights ",
+                       Short(e.served.fingerprint), ": one model id names one set of weights, so ", worker_id,
+                       " gets no requests until those workers have left; give it its own --model-id"));
+    }
+  }
+  for (const auto& [id, other] : models_) {
+    if (id == model.id() || other.served.model == nullptr) continue;
+    const RouterModel& o = *other.served.model;
+    if (o.served_name() == model.served_name() || id == model.served_name() || o.served_name() == model.id()) {
+      return absl::FailedPreconditionError(absl::StrCat("worker ", worker_id, " serves model ", model.id(), " as '",
+                                                        model.served_name(), "', a name model ", id,
+                                                        " already answers to; give one of them another "
+                                                        "--served-model-name"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const RouterModel>> ModelCatalog::ModelFor(const v1::WorkerInfo& info,
+                                                                          v1::Worker::StubInterface& stub) {
+  if (options_.fixed != nullptr) return options_.fixed;
+  {
+    absl::MutexLock lock(&mu_);
+    auto made = made_.find(std::make_pair(info.model_id(), info.model_fingerprint()));
+    if (made != made_.end()) return made->second;
+  }
+  ASSIGN_OR_RETURN(model::ModelCard card, FetchCard(info, stub));
+  ASSIGN_OR_RETURN(std::unique_ptr<RouterModel> model, RouterModel::Create(std::move(card)));
+  return std::shared_ptr<const RouterModel>(std::move(model));
+}
+
+absl::StatusOr<model::ModelCard> ModelCatalog::FetchCard(const v1::WorkerInfo& info,
+                                                         v1::Worker::StubInterface& stub) const {
+  const auto started = std::chrono::steady_clock::now();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options_.describe_timeout);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::ModelDescriptionChunk>> reader =
+      stub.DescribeModel(&context, v1::DescribeModelRequest());
+  transport::ModelCardReader cards;
+  v1::ModelDescriptionChunk chunk;
+  absl::Status read = absl::OkStatus();
+  while (read.ok() && reader->Read(&chunk)) read = cards.Add(chunk);
+  if (!read.ok()) context.TryCancel();
+  const grpc::Status finished = reader->Finish();
+  if (!read.ok()) return read;
+  if (!finished.ok()) return absl::UnavailableError(absl::StrCat("DescribeModel failed: ", finished.error_message()));
+  ASSIGN_OR_RETURN(model::ModelCard card, cards.Finish());
+  if (card.id != info.model_id() || card.fingerprint != info.model_fingerprint()) {
+    return absl::FailedPreconditionError(absl::StrCat("DescribeModel described model ", card.id, " (weights ",
+                                                      Short(card.fingerprint), "), but GetInfo said ", info.model_id(),
+                                                      " (weights ", Short(info.model_fingerprint()), ")"));
+  }
+  KVFLEET_LOG_INFO(
+      "learnt model {} ({} tokens in its vocabulary) in {} ms", card.id, card.vocabulary.size(),
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
+  return card;
+}
+
+absl::StatusOr<ServedModel> ModelCatalog::Resolve(std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> names;
+  const ServedModel* only = nullptr;
+  for (const auto& [id, e] : models_) {
+    if (e.served.model == nullptr) continue;
+    if (!name.empty() && (e.served.model->served_name() == name || id == name)) return e.served;
+    names.push_back(e.served.model->served_name());
+    only = &e.served;
+  }
+  std::sort(names.begin(), names.end());
+  if (names.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat(name.empty() ? std::string("no model") : absl::StrCat("model '", std::string(name), "'"),
+                     ": this router has learnt no model yet (no worker has been admitted); "
+                     "start a worker, or check the cachemanager (kvfleet workers)"));
+  }
+  if (name.empty()) {
+    if (names.size() == 1) return *only;
+    return absl::InvalidArgumentError(absl::StrCat("no model named: this router serves ", names.size(),
+                                                   " models; name one of ", absl::StrJoin(names, ", ")));
+  }
+  return absl::NotFoundError(absl::StrCat("model '", std::string(name), "' is not served here; this router serves ",
+                                          absl::StrJoin(names, ", ")));
+}
+
+std::vector<ServedModel> ModelCatalog::Models() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ServedModel> out;
+  for (const auto& [id, e] : models_) {
+    if (e.served.model != nullptr) out.push_back(e.served);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ServedModel& a, const ServedModel& b) { return a.model->id() < b.model->id(); });
+  return out;
+}
+
+}  // namespace kvfleet::router
