@@ -43,10 +43,14 @@ def local_greedy_ids(cli, model, prompt, max_tokens, extra=()):
     return [int(t) for t in out.stdout.strip().splitlines()[-1].split(",")]
 
 
-def detokenized(http, ids):
-    """The router's own detokenization of ids (its /detokenize)."""
+def detokenized(http, ids, model=None):
+    """The router's own detokenization of ids (its /detokenize), with
+    `model`'s tokenizer (needed when the router serves several)."""
     import httpx2 as httpx  # the HTTP library the openai package is built on
-    reply = httpx.post(f"http://{http}/detokenize", json={"tokens": ids})
+    body = {"tokens": ids}
+    if model is not None:
+        body["model"] = model
+    reply = httpx.post(f"http://{http}/detokenize", json=body)
     check(reply.status_code == 200, f"/detokenize: {reply.status_code} {reply.text}")
     return reply.json()["prompt"]
 
@@ -58,14 +62,17 @@ def free_port():
 
 
 class Cluster:
-    """`kvfleet up` with one worker; .router (gRPC), .http (OpenAI-compatible),
-    .cachemanager and .worker_metrics (a URL) once ready."""
+    """`kvfleet up` with one worker of each model (`model`: a path, or a list
+    of paths); .router (gRPC), .http (OpenAI-compatible), .cachemanager and
+    .worker_metrics (the first worker's URL) once ready."""
 
     def __init__(self, cli, model, log_dir, workers=1, extra=(), kv_cache_memory="256MiB"):
         self.cachemanager = f"127.0.0.1:{free_port()}"
         self.log_dir = log_dir
+        models = [model] if isinstance(model, str) else list(model)
         self.up = subprocess.Popen(
-            [cli, "up", "--model", model, "--workers", str(workers), "--threads", "2", "--kv-cache-memory", kv_cache_memory,
+            [cli, "up", *[a for m in models for a in ("--model", m)], "--workers", str(workers), "--threads", "2",
+             "--kv-cache-memory", kv_cache_memory,
              "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--cachemanager-listen", self.cachemanager,
              "--metrics-port", "0", "--log-dir", log_dir, *extra],
             stdout=subprocess.PIPE, text=True)
