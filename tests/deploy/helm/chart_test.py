@@ -317,8 +317,13 @@ def check_names_and_labels(f: Failures, vs: str, objects: list[dict], values: di
         template = pod_template(obj)
         if template:
             pod_labels = template["metadata"].get("labels") or {}
-            for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "kvfleet.io/model"):
+            for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component"):
                 f.check(key in pod_labels, vs, who, f"pod label {key} (scrape-time labels come from it)")
+            # A worker's model labels its series at scrape time; routers and the
+            # cachemanager serve every model (the router labels its own series).
+            worker = component_of(obj) == "worker"
+            f.check(("kvfleet.io/model" in pod_labels) == worker, vs, who,
+                    f"pod label kvfleet.io/model {'present' if worker else 'absent'}", str(pod_labels.get("kvfleet.io/model")))
 
 
 def containers_of(template: dict, init: bool = False) -> list[dict]:
@@ -941,6 +946,8 @@ def check_auth(f: Failures, vs: str, objects: list[dict], values: dict, chart, u
                 stripped = copy.deepcopy(container)
                 stripped["args"] = without_flags(args, {"--auth-tokens"})
                 stripped["volumeMounts"] = [m for m in container.get("volumeMounts") or [] if m["name"] != volume["name"]]
+                if not stripped["volumeMounts"]:
+                    stripped.pop("volumeMounts")  # a router with no other mount renders none
                 f.check(stripped == twin_containers.get("router"), vs, cwho,
                         "the container without auth plus --auth-tokens and the mount alone (probes, env, ports unchanged)")
             f.check([v for v in volumes if v is not volume] == (twin_spec.get("volumes") or []), vs, who,
@@ -1012,8 +1019,11 @@ def check_http(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
                 if on:
                     f.check(arg_after(args, "--http-request-timeout") == str(http["requestTimeoutSeconds"] * 1000),
                             vs, who, "--http-request-timeout in ms", " ".join(args))
-                f.check(arg_after(args, "--served-model-name") == (served if router and served else None), vs, who,
-                        f"--served-model-name {served!r}", " ".join(args))
+                if router:
+                    # The routers name model.* only when they read it; its workers announce the name.
+                    reads = values["router"].get("readModelFile", False)
+                    f.check(arg_after(args, "--served-model-name") == (served if reads and served else None), vs, who,
+                            f"--served-model-name {served!r}" if reads else "no --served-model-name", " ".join(args))
         if kind == "Service" and component_of(obj) == "router" and "grpc" in {p["name"] for p in obj["spec"]["ports"]}:
             ports = {p["name"]: p for p in obj["spec"]["ports"]}
             f.check(("http" in ports) == http["enabled"], vs, who, "port http" if http["enabled"] else "no http port")
@@ -1200,6 +1210,14 @@ def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict)
         stripped = next(c for c in containers_of(template) if c["name"] == "worker")
         stripped["args"] = without_flags(stripped["args"], ROLE_FLAGS | {"--threads"})
         stripped.pop("resources", None)
+        if any("model" in g for g in values["workerGroups"]):
+            # Groups of several models: each group's model flags, volume, label and copy step are its
+            # model's (check_security_and_model checks them); the rest is alike.
+            stripped["args"] = without_flags(stripped["args"], {"--model", "--model-id", "--served-model-name"})
+            template["metadata"]["labels"].pop("kvfleet.io/model", None)
+            template["spec"].pop("initContainers", None)
+            template["spec"]["volumes"] = [v for v in template["spec"].get("volumes") or [] if v["name"] != "model"]
+            stripped["volumeMounts"] = [m for m in stripped.get("volumeMounts") or [] if m["name"] != "model"]
         alike[who] = template
     if len(alike) > 1:
         first = next(iter(alike.values()))
@@ -1287,9 +1305,32 @@ def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
         f.check(env.get("POD_IP") == "status.podIP", vs, who, "POD_IP from the downward API (status.podIP)")
 
 
+def group_model(values: dict, statefulset: str) -> tuple[dict, bool]:
+    """The model a worker StatefulSet serves (its group's laid over model.*), and whether the group has its own."""
+    for group in values["workerGroups"]:
+        name = f"{fullname(values)}-worker" + (f"-{group['name']}" if group["name"] else "")
+        if name == statefulset:
+            return laid_over(values["model"], group.get("model") or {}), "model" in group
+    return values["model"], False
+
+
 def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
-    model_path = f"/models/{values['model']['file']}"
+    release_values = values
     for obj in objects:
+        values = release_values
+        if component_of(obj) == "worker" and obj["kind"] == "StatefulSet":
+            model, own = group_model(release_values, obj["metadata"]["name"])
+            values = {**release_values, "model": model}
+            container = next(c for c in containers_of(pod_template(obj)) if c["name"] == "worker")
+            model_id = model.get("id") or model["file"][: -len(".gguf")]
+            f.check(arg_after(container["args"], "--model-id") == model_id, vs, name_of(obj), f"--model-id {model_id}")
+            served = release_values["router"].get("servedModelName") or ""
+            want = served if served and not own else None
+            f.check(arg_after(container["args"], "--served-model-name") == want, vs, name_of(obj),
+                    f"--served-model-name {want} (router.servedModelName, for model.*'s workers)", str(container["args"]))
+            labels = pod_template(obj)["metadata"].get("labels") or {}
+            f.check(labels.get("kvfleet.io/model") == model_id, vs, name_of(obj), f"pod label kvfleet.io/model {model_id}")
+        model_path = f"/models/{values['model']['file']}"
         template = pod_template(obj)
         if not template:
             continue
@@ -1303,7 +1344,16 @@ def check_security_and_model(f: Failures, vs: str, objects: list[dict], values: 
             f.check(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
                     and "ALL" in ((sc.get("capabilities") or {}).get("drop") or []), vs, f"{who} container {container['name']}",
                     "container securityContext: read-only root, no privilege escalation, drop ALL", str(sc))
-        if component_of(obj) in ("router", "worker"):
+        if component_of(obj) == "router" and not values["router"].get("readModelFile"):
+            # The routers learn every model from the workers: no model file, volume or name.
+            container = next(c for c in containers_of(template) if c["name"] == "router")
+            f.check(not [m for m in container.get("volumeMounts") or [] if m["mountPath"] == "/models"], vs, who,
+                    "no model mounted (router.readModelFile false)")
+            f.check(not [v for v in spec.get("volumes") or [] if v["name"] == "model"], vs, who, "no model volume")
+            for flag in ("--model", "--model-id", "--served-model-name"):
+                f.check(arg_after(container["args"], flag) is None, vs, who, f"no {flag}", str(container["args"]))
+            f.check(not spec.get("initContainers"), vs, who, "no model-copy init container")
+        elif component_of(obj) in ("router", "worker"):
             container = next(c for c in containers_of(template) if c["name"] == component_of(obj))
             mounts = [m for m in container.get("volumeMounts") or [] if m["mountPath"] == "/models"]
             f.check(len(mounts) == 1 and mounts[0].get("readOnly") is True, vs, who, "model mounted read-only at /models", str(mounts))
@@ -1545,6 +1595,16 @@ def check_lint(f: Failures, vs: str, chart_dir: str, values: dict) -> None:
 
 REFUSALS = [
     # (what, values, where the refusal comes from, text the message must contain)
+    ("a router reading model.* while a group serves another model",
+     {"router": {"readModelFile": True},
+      "workerGroups": [{"name": "chat", "role": "both"},
+                       {"name": "coder", "role": "both", "model": {"file": "coder.gguf"}}]},
+     "template", 'worker group "coder": the group serves a model of its own and router.readModelFile is true'),
+    ("a group's model without its source's required field",
+     {"workerGroups": [{"name": "coder", "role": "both", "model": {"file": "coder.gguf", "source": {"type": "hostPath"}}}]},
+     "template", 'worker group "coder": model.source.type is hostPath: set model.source.hostPath.path'),
+    ("a group's model file that is a path", {"workerGroups": [{"name": "a", "role": "both", "model": {"file": "x/y.gguf"}}]},
+     "schema", "/workerGroups/0/model/file"),
     ("a calibration that is not a record's JSON", {"model": {"calibration": "models/x.calibration.json"}}, "template",
      "model.calibration must be a calibration record's JSON text"),
     ("an unknown activation mode", {"worker": {"cpuActivations": "q4"}}, "schema", "/worker/cpuActivations"),
@@ -1726,6 +1786,12 @@ ACCEPTED = [
 # stay behind), runbook URLs, the args, env and annotations every service shares, and
 # words YAML 1.1 would read as booleans (--speculation off, a prompt "off").
 INLINE_VALUE_SETS = {
+    # Routers that read model.* themselves (--model): they mount it and name it.
+    "inline-router-reads-model": {
+        "router": {"readModelFile": True, "servedModelName": "smol"},
+        "model": {"source": {"type": "image", "image": {"repository": "models/smollm2", "tag": "1",
+                                                        "path": "/model/SmolLM2-135M-Instruct.Q4_1.gguf"}}},
+    },
     "inline-loadbalancer": {
         "router": {"service": {"type": "LoadBalancer", "annotations": {"example.com/load-balancer": "internal"}},
                    "extraArgs": ["--decision-memory", "10000", "--policy", "least_loaded"],

@@ -89,8 +89,10 @@ kvfleet.io/worker-group: {{ . }}
 {{- end }}
 {{- end -}}
 
-{{/* Every label of a component's objects and pods. kvfleet.io/model feeds the
-scrape-time "model" label (docs/metrics.md); a named worker group adds
+{{/* Every label of a component's objects and pods. A worker's kvfleet.io/model
+(its group's model) feeds the scrape-time "model" label (docs/metrics.md);
+routers and the cachemanager serve every model and carry none (the
+router's series label their model themselves). A named worker group adds
 kvfleet.io/worker-role. */}}
 {{- define "kvfleet.labels" -}}
 helm.sh/chart: {{ include "kvfleet.chart" .root }}
@@ -98,7 +100,9 @@ helm.sh/chart: {{ include "kvfleet.chart" .root }}
 app.kubernetes.io/part-of: kvfleet
 app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- if eq .component "worker" }}
 kvfleet.io/model: {{ include "kvfleet.modelId" .root | quote }}
+{{- end }}
 {{- with .root.Group }}{{ if .name }}
 kvfleet.io/worker-role: {{ .role }}
 {{- end }}{{ end }}
@@ -112,7 +116,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/part-of: kvfleet
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-kvfleet.io/model: {{ include "kvfleet.modelId" . | quote }}
 {{- end -}}
 
 {{/* Pod labels: the user's podLabels, then the chart's (which win). The test

@@ -138,7 +138,10 @@ with a root of the group's own:
   .Values.worker  worker.* with the group's fields (replicas, resources,
                   keda) laid over it key by key, so what a group leaves out
                   is worker.*'s
-  .Group          the group's name and role
+  .Values.model   model.* with the group's model laid over it the same way:
+                  a group may serve a model of its own (routers learn every
+                  model from its workers)
+  .Group          the group's name and role, and ownModel (it has one)
 Every helper that reads .Values.worker then reads the group's. A group with
 an empty name keeps the names and labels of a chart without groups
 ("<fullname>-worker"); a named group's objects are
@@ -156,9 +159,11 @@ with the group's root, and joins the non-empty renders as YAML documents
 {{- $root := .root -}}
 {{- $renders := list -}}
 {{- range $group := $root.Values.workerGroups -}}
-{{- $worker := mergeOverwrite (deepCopy $root.Values.worker) (deepCopy (omit $group "name" "role")) -}}
-{{- $groupRoot := set (omit $root "Values") "Values" (set (omit $root.Values "worker") "worker" $worker) -}}
-{{- $_ := set $groupRoot "Group" (pick $group "name" "role") -}}
+{{- $worker := mergeOverwrite (deepCopy $root.Values.worker) (deepCopy (omit $group "name" "role" "model")) -}}
+{{- $model := mergeOverwrite (deepCopy $root.Values.model) (deepCopy ($group.model | default dict)) -}}
+{{- $values := set (set (omit $root.Values "worker" "model") "worker" $worker) "model" $model -}}
+{{- $groupRoot := set (omit $root "Values") "Values" $values -}}
+{{- $_ := set $groupRoot "Group" (merge (pick $group "name" "role") (dict "ownModel" (hasKey $group "model"))) -}}
 {{- $text := include $.template $groupRoot -}}
 {{- if trim $text -}}
 {{- $renders = append $renders $text -}}
