@@ -79,7 +79,7 @@ struct LoadedModel {
 
 // The model as routers learn it: the card (with --served-model-name and
 // --chat-template), cut into DescribeModel's chunks once.
-std::shared_ptr<const ModelCardChunks> DescribeModel(const WorkerOptions& o, const model::Model& m,
+std::shared_ptr<const ModelCardChunks> ChunkedCardOf(const WorkerOptions& o, const model::Model& m,
                                                      const std::string& fingerprint, const std::string& chat_template) {
   model::ModelCard card = model::CardOf(m, o.model_id, fingerprint);
   card.served_name = o.served_model_name;
@@ -100,7 +100,7 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
       "model {} fingerprint {} ({} ms)", o.model_id, m.fingerprint,
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - fingerprint_started)
           .count());
-  m.card = DescribeModel(o, *m.model, m.fingerprint, chat_template);
+  m.card = ChunkedCardOf(o, *m.model, m.fingerprint, chat_template);
   m.scheduler = checked.scheduler;
   const engine::Device device = checked.device;
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
@@ -323,6 +323,7 @@ absl::Status Run(const WorkerOptions& o) {
   v1::WorkerInfo info = MakeInfo(o, m);
   info.set_kv_transfer_endpoint(KvTransferEndpoint(o, transfer_server));
   info.set_model_fingerprint(m.fingerprint);
+  info.set_model_card_digest(m.card->front().card_digest());
   service.Attach(engine, std::move(info), m.card);
   HealthWatchdog watchdog([&engine] { return engine.Heartbeat(); }, {.stall_timeout = o.stall_timeout},
                           [&server](HealthVerdict health) {

@@ -10,7 +10,8 @@ namespace kvfleet::tools {
 namespace {
 
 constexpr char kUsage[] =
-    R"(usage: kvfleet chat TEXT [--system TEXT] [--router HOST:PORT [--tls-ca PEM]] [--stop TEXT]... [--cache-salt S]
+    R"(usage: kvfleet chat TEXT [--system TEXT] [--router HOST:PORT [--tls-ca PEM]] [--model-name NAME] [--stop TEXT]...
+                    [--cache-salt S]
                     [--speculation P] [--timeout SECONDS] [sampling flags as for kvfleet generate]
        kvfleet chat --message TEXT ...
 
@@ -18,6 +19,8 @@ Sends TEXT as the user's message, rendered through the served model's chat
 template by the router (--router, default 127.0.0.1:50060; start a cluster
 with `kvfleet up`), and streams the answer to stdout; a summary goes to
 stderr. Text starting with -- goes after a lone --, or in --message.
+--model-name names the model (its served name or id; `kvfleet models` lists
+them) when the router serves several.
 --output ids prints the generated token ids as one comma-separated line.
 --tls-ca PEM calls the router over TLS, its certificate checked against that
 CA (`kvfleet up --tls` prints the flag to use). A router with --auth-tokens

@@ -26,7 +26,7 @@ namespace kvfleet::tools {
 namespace {
 constexpr char kUsage[] =
     R"(usage: kvfleet generate (--prompt TEXT | --prompt-token-ids 1,2,3) [--router HOST:PORT [--tls-ca PEM]]
-                        [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
+                        [--model-name NAME] [--stop TEXT]... [--cache-salt S] [--speculation P] [--timeout SECONDS] [sampling flags]
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [--cpu-activations f32|q8]
                         [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3] [--tensor-parallel N]
@@ -37,7 +37,8 @@ sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--mi
                 [--seed N] [--stop-token-ids 1,2] [--ignore-eos] [--output text|ids]
 
 Without --local the prompt goes to the router's Generate (--router, default
-127.0.0.1:50060; start a cluster with `kvfleet up`). --stop ends generation
+127.0.0.1:50060; start a cluster with `kvfleet up`); --model-name names the
+model when the router serves several (`kvfleet models` lists them). --stop ends generation
 at a string (repeat it for several; the string itself is not printed);
 --cache-salt keeps this caller's cached prefixes apart from others';
 --speculation picks the worker's speculative proposer for this request
@@ -124,7 +125,7 @@ absl::Status RunThroughRouter(const Flags& flags) {
 }
 
 absl::Status RunLocally(const Flags& flags) {
-  RETURN_IF_ERROR(RejectFlags(flags, {"router", "stop", "cache-salt", "timeout"},
+  RETURN_IF_ERROR(RejectFlags(flags, {"router", "model-name", "stop", "cache-salt", "timeout"},
                               "applies only through the router (drop --local)"));
   const std::string output = flags.GetString("output", "text");
   if (output != "text" && output != "ids") {

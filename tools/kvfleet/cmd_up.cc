@@ -258,6 +258,10 @@ void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, cons
   const std::string& router = cluster.router().endpoints.grpc_address;
   std::string router_flag = router == kDefaultRouter ? "" : absl::StrCat(" --router ", router);
   if (!router_call.tls_ca.empty()) absl::StrAppend(&router_flag, " --tls-ca ", router_call.tls_ca);
+  // With several models a request must name one: the examples name the first.
+  if (model_ids.size() > 1) absl::StrAppend(&router_flag, " --model-name ", model_id);
+  const std::string grpc_model =
+      model_ids.size() > 1 ? absl::StrCat("\"options\":{\"model\":\"", model_id, "\"},") : "";
   std::vector<std::string> worker_metrics;
   for (const ClusterMember& w : cluster.workers()) worker_metrics.push_back(MetricsUrl(w));
   std::printf("kvfleet up: cluster ready — router %s (model%s %s, %d worker%s each)\n", router.c_str(),
@@ -269,9 +273,9 @@ void PrintBanner(const LocalCluster& cluster, const LocalClusterOptions& o, cons
   const std::string grpcurl_tls =
       router_call.tls_ca.empty() ? "-plaintext" : absl::StrCat("-cacert ", router_call.tls_ca);
   std::printf(
-      "  grpcurl %s -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}' %s "
+      "  grpcurl %s -d '{%s\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}' %s "
       "kvfleet.v1.Inference/Chat\n",
-      grpcurl_tls.c_str(), router.c_str());
+      grpcurl_tls.c_str(), grpc_model.c_str(), router.c_str());
   const std::string& http = cluster.router().endpoints.http_address;
   const std::string scheme = router_call.tls_ca.empty() ? "http" : "https";
   const std::string curl_tls = router_call.tls_ca.empty() ? "" : absl::StrCat(" --cacert ", router_call.tls_ca);

@@ -106,9 +106,9 @@ absl::Status Drain(grpc::ClientReader<v1::GenerateTextResponse>& reader, const C
 }  // namespace
 
 std::set<std::string> WithRouterFlags(std::set<std::string> extra) {
-  for (const char* name :
-       {"router", "tls-ca", "token-file", "timeout", "output", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repetition-penalty",
-        "presence-penalty", "frequency-penalty", "seed", "stop-token-ids", "stop", "cache-salt", "speculation"}) {
+  for (const char* name : {"router", "model-name", "tls-ca", "token-file", "timeout", "output", "max-tokens",
+                           "temperature", "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
+                           "frequency-penalty", "seed", "stop-token-ids", "stop", "cache-salt", "speculation"}) {
     extra.insert(name);
   }
   return extra;
@@ -161,6 +161,8 @@ absl::StatusOr<v1::GenerationOptions> GenerationOptionsFromFlags(const Flags& fl
     options.add_stop(stop);
   }
   options.set_cache_salt(flags.GetString("cache-salt", ""));
+  // The router's model by its served name or id; empty: its only one.
+  options.set_model(flags.GetString("model-name", ""));
   // The worker checks the name against the proposers it loaded.
   if (flags.Has("speculation")) options.mutable_speculation()->set_proposer(flags.GetString("speculation", ""));
   return options;

@@ -34,7 +34,7 @@ absl::Status ModelCatalog::Admit(const std::string& worker_id, const v1::WorkerI
   {
     // A known model whose weights conflict is refused before anything is fetched.
     absl::MutexLock lock(&mu_);
-    auto made = made_.find(std::make_pair(info.model_id(), info.model_fingerprint()));
+    auto made = made_.find(KeyOf(info));
     if (made != made_.end()) RETURN_IF_ERROR(Conflict(worker_id, info, *made->second));
   }
   // Fetched without the lock: requests keep resolving meanwhile.
@@ -45,10 +45,11 @@ absl::Status ModelCatalog::Admit(const std::string& worker_id, const v1::WorkerI
   }
   absl::MutexLock lock(&mu_);
   // Kept even when refused below, so a refused worker's next probe fetches nothing.
-  made_.try_emplace(std::make_pair(info.model_id(), info.model_fingerprint()), *model);
+  made_.try_emplace(KeyOf(info), *model);
   RETURN_IF_ERROR(Conflict(worker_id, info, **model));
   Entry& e = models_[info.model_id()];
   if (e.holders.empty() && (e.served.model != *model || e.served.fingerprint != info.model_fingerprint())) {
+    e.card_digest = std::get<2>(KeyOf(info));
     if (e.served.model != nullptr && e.served.fingerprint != info.model_fingerprint() &&
         !e.served.fingerprint.empty()) {
       KVFLEET_LOG_WARN("model {} is now served with weights {}, no longer {}: its cached prefixes start over",
@@ -68,9 +69,26 @@ void ModelCatalog::Release(const std::string& worker_id) {
   for (auto& [id, e] : models_) e.holders.erase(worker_id);
 }
 
+ModelCatalog::ModelKey ModelCatalog::KeyOf(const v1::WorkerInfo& info) const {
+  return {info.model_id(), info.model_fingerprint(), fixed() ? std::string() : info.model_card_digest()};
+}
+
 absl::Status ModelCatalog::Conflict(const std::string& worker_id, const v1::WorkerInfo& info,
                                     const RouterModel& model) const {
   auto same_id = models_.find(info.model_id());
+  if (same_id != models_.end() && same_id->second.served.fingerprint == info.model_fingerprint() &&
+      same_id->second.card_digest != std::get<2>(KeyOf(info))) {
+    std::vector<std::string> holders(same_id->second.holders.begin(), same_id->second.holders.end());
+    std::erase(holders, worker_id);
+    if (!holders.empty()) {
+      std::sort(holders.begin(), holders.end());
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker ", worker_id, " describes model ", info.model_id(), " otherwise than worker ", holders.front(),
+          " (the same weights, another chat template or served name): it gets no requests until the workers "
+          "describing it the old way have left; give every worker of a model the same --chat-template and "
+          "--served-model-name"));
+    }
+  }
   if (same_id != models_.end() && same_id->second.served.fingerprint != info.model_fingerprint()) {
     const Entry& e = same_id->second;
     std::vector<std::string> holders(e.holders.begin(), e.holders.end());
@@ -85,7 +103,8 @@ absl::Status ModelCatalog::Conflict(const std::string& worker_id, const v1::Work
     }
   }
   for (const auto& [id, other] : models_) {
-    if (id == model.id() || other.served.model == nullptr) continue;
+    // A model whose workers all left gives its name up (the fixed one never has workers to lose).
+    if (id == model.id() || other.served.model == nullptr || other.holders.empty()) continue;
     const RouterModel& o = *other.served.model;
     if (o.served_name() == model.served_name() || id == model.served_name() || o.served_name() == model.id()) {
       return absl::FailedPreconditionError(absl::StrCat("worker ", worker_id, " serves model ", model.id(), " as '",
@@ -102,7 +121,7 @@ absl::StatusOr<std::shared_ptr<const RouterModel>> ModelCatalog::ModelFor(const 
   if (options_.fixed != nullptr) return options_.fixed;
   {
     absl::MutexLock lock(&mu_);
-    auto made = made_.find(std::make_pair(info.model_id(), info.model_fingerprint()));
+    auto made = made_.find(KeyOf(info));
     if (made != made_.end()) return made->second;
   }
   ASSIGN_OR_RETURN(model::ModelCard card, FetchCard(info, stub));
@@ -139,19 +158,29 @@ absl::StatusOr<model::ModelCard> ModelCatalog::FetchCard(const v1::WorkerInfo& i
 
 absl::StatusOr<ServedModel> ModelCatalog::Resolve(std::string_view name) const {
   absl::MutexLock lock(&mu_);
+  // A name resolves to a model with workers before one whose workers all
+  // left (which still resolves, so its requests get UNAVAILABLE); only the
+  // models with workers, or the fixed one, count as "the only model".
   std::vector<std::string> names;
   const ServedModel* only = nullptr;
+  const ServedModel* named_without_workers = nullptr;
   for (const auto& [id, e] : models_) {
     if (e.served.model == nullptr) continue;
-    if (!name.empty() && (e.served.model->served_name() == name || id == name)) return e.served;
+    const bool serving = !e.holders.empty() || fixed();
+    if (!name.empty() && (e.served.model->served_name() == name || id == name)) {
+      if (serving) return e.served;
+      named_without_workers = &e.served;
+    }
+    if (!serving) continue;
     names.push_back(e.served.model->served_name());
     only = &e.served;
   }
+  if (named_without_workers != nullptr) return *named_without_workers;
   std::sort(names.begin(), names.end());
   if (names.empty()) {
     return absl::NotFoundError(
         absl::StrCat(name.empty() ? std::string("no model") : absl::StrCat("model '", std::string(name), "'"),
-                     ": this router has learnt no model yet (no worker has been admitted); "
+                     ": this router serves no model now (no worker of any is admitted); "
                      "start a worker, or check the cachemanager (kvfleet workers)"));
   }
   if (name.empty()) {

@@ -8,13 +8,15 @@
 // workers with the same fingerprint reuse it. Router models are kept by
 // fingerprint, so a model whose workers come back is not fetched again.
 //
-// One id, one set of weights. Block hashes chain from the model id and
-// the fingerprint (common/block_hash.h), and the router hashes a request
-// once for every worker it may go to, so a worker that reports a model id
-// already served with other weights is refused, naming both workers,
-// until every worker holding the old weights has left. A served name
-// (--served-model-name) that another model already answers to is refused
-// the same way.
+// One id, one set of weights, one card. Block hashes chain from the model
+// id and the fingerprint (common/block_hash.h), and the router hashes a
+// request once for every worker it may go to, so a worker that reports a
+// model id already served with other weights is refused, naming both
+// workers, until every worker holding the old weights has left. So is one
+// whose card differs (another --chat-template or --served-model-name: the
+// card's digest, WorkerInfo.model_card_digest), so that a changed template
+// reaches the router once the old workers are gone. A served name that
+// another model with workers answers to is refused the same way.
 //
 // Fixed. A router given --model reads the model from that file, admits
 // workers of that id only, and takes the fingerprint from them.
@@ -31,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -48,7 +51,7 @@ struct ModelCatalogOptions {
   // --model: the one model this router serves, read from that file.
   std::shared_ptr<const RouterModel> fixed;
   // A whole DescribeModel call (a card of a few MB).
-  std::chrono::milliseconds describe_timeout{30000};
+  std::chrono::milliseconds describe_timeout{10000};
 };
 
 class ModelCatalog final : public ModelAdmission {
@@ -73,8 +76,13 @@ class ModelCatalog final : public ModelAdmission {
  private:
   struct Entry {
     ServedModel served;
-    absl::flat_hash_set<std::string> holders;  // admitted workers with these weights
+    std::string card_digest;                   // of the card served: the workers' model_card_digest
+    absl::flat_hash_set<std::string> holders;  // admitted workers with these weights and this card
   };
+  // A worker's model as the catalog keys it: id, weights and card (the
+  // card's digest is "" for a router given --model, whose card is the file).
+  using ModelKey = std::tuple<std::string, std::string, std::string>;
+  ModelKey KeyOf(const v1::WorkerInfo& info) const;
 
   // The router model for a worker's weights: the fixed one, one made
   // before, or one made from the card the worker describes.
@@ -88,10 +96,9 @@ class ModelCatalog final : public ModelAdmission {
   const ModelCatalogOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> models_ ABSL_GUARDED_BY(mu_);  // by model id
-  // Router models by model id and fingerprint, kept after their workers
-  // leave, so a model that comes back is not fetched again.
-  absl::flat_hash_map<std::pair<std::string, std::string>, std::shared_ptr<const RouterModel>> made_
-      ABSL_GUARDED_BY(mu_);
+  // Router models by key, kept after their workers leave, so a model that
+  // comes back, or a refused worker asked again, fetches nothing.
+  absl::flat_hash_map<ModelKey, std::shared_ptr<const RouterModel>> made_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kvfleet::router

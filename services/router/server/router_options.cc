@@ -135,7 +135,7 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
             absl::StrCat("--", only_with_model,
                          " needs --model: without it the router learns each model from its workers, so "
                          "give the workers --",
-                         std::string(only_with_model) == "model-id" ? "model-id" : only_with_model, " instead"));
+                         only_with_model, " instead"));
       }
     }
   }

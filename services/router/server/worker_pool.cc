@@ -1,5 +1,7 @@
 #include "services/router/server/worker_pool.h"
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "services/transport/grpc/grpc_channel.h"
 
@@ -88,9 +90,17 @@ void WorkerPool::ReportFailure(const std::string& worker_id) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return;
   if (it->second.reachable) KVFLEET_LOG_WARN("worker {} unreachable: out of rotation until it answers", worker_id);
-  it->second.reachable = false;
+  Unreachable(worker_id, it->second);
   ++it->second.failures;
   wake_ = true;
+}
+
+void WorkerPool::Unreachable(const std::string& worker_id, Entry& e) {
+  e.reachable = false;
+  if (e.info.has_value() && e.refusal.empty() && !e.recheck) {
+    e.recheck = true;
+    Release(worker_id);
+  }
 }
 
 void WorkerPool::Release(const std::string& worker_id) const {
@@ -154,8 +164,9 @@ void WorkerPool::ProbeLoop() {
       if (stopping_) return;
       wake_ = false;
       for (const auto& [id, e] : workers_) {
-        // A refused worker is asked again: what refused it may have left.
-        targets.push_back({id, e.generation, e.failures, e.stub, !e.info.has_value() || !e.refusal.empty()});
+        // A refused worker is asked again (what refused it may have left), after its backoff.
+        const bool refused_and_due = !e.refusal.empty() && std::chrono::steady_clock::now() >= e.next_admission;
+        targets.push_back({id, e.generation, e.failures, e.stub, !e.info.has_value() || e.recheck || refused_and_due});
       }
     }
     for (const ProbeTarget& t : targets) {
@@ -197,7 +208,7 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
   if (status.ok() && e.failures != target.failures) return;  // a call failed since this probe began
   if (!status.ok()) {
     if (e.reachable) KVFLEET_LOG_WARN("worker {} probe failed: {}", target.worker_id, status.error_message());
-    e.reachable = false;
+    Unreachable(target.worker_id, e);
     return;
   }
   if (info.has_value()) {
@@ -208,6 +219,14 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
       KVFLEET_LOG_INFO("worker {} admitted: model {}", target.worker_id, info->model_id());
     }
     e.refusal = admitted.ok() ? std::string() : refusal;
+    e.recheck = false;
+    if (admitted.ok()) {
+      e.admission_backoff = std::chrono::milliseconds(0);
+    } else {
+      e.admission_backoff =
+          std::clamp(2 * e.admission_backoff, options_.admission_retry_first, options_.admission_retry_most);
+      e.next_admission = std::chrono::steady_clock::now() + e.admission_backoff;
+    }
     if (admitted.ok()) {
       for (const auto& [id, other] : workers_) {
         if (id == target.worker_id || !other.info.has_value() || !other.refusal.empty() ||

@@ -48,6 +48,10 @@ struct WorkerPoolOptions {
   ModelAdmission* admission = nullptr;
   std::chrono::milliseconds probe_interval{250};
   std::chrono::milliseconds probe_timeout{500};
+  // A refused worker is asked again after the first, the wait doubling up
+  // to the second: admission may fetch a model card, on the one prober thread.
+  std::chrono::milliseconds admission_retry_first{1000};
+  std::chrono::milliseconds admission_retry_most{30000};
   // Makes the stub for an endpoint; unset: a channel from
   // transport::CreateClientChannel. Tests put fake workers here.
   std::function<std::shared_ptr<v1::Worker::StubInterface>(const std::string& endpoint)> stub_factory;
@@ -125,7 +129,14 @@ class WorkerPool {
     v1::WorkerStats stats;
     bool reachable = false;
     bool draining = false;
-    std::string refusal;      // why admission said no; empty: admitted (with info) or not asked yet
+    std::string refusal;  // why admission said no; empty: admitted (with info) or not asked yet
+    // When a refused worker is asked again (WorkerPoolOptions::admission_retry_*).
+    std::chrono::steady_clock::time_point next_admission{};
+    std::chrono::milliseconds admission_backoff{0};
+    // Unreachable since its admission: released, and re-described (GetInfo,
+    // admission) when it answers again, in case it came back with other
+    // weights at the same address.
+    bool recheck = false;
     uint64_t generation = 0;  // bumped on every Upsert that replaces the channel
     uint64_t failures = 0;    // ReportFailure calls: a probe begun before one must not undo it
 
@@ -149,6 +160,8 @@ class WorkerPool {
   // The admission's verdict on a worker GetInfo just described; OK without one.
   absl::Status Admit(const ProbeTarget& target, const v1::WorkerInfo& info) const;
   void Release(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the worker unreachable, releasing its admission once.
+  void Unreachable(const std::string& worker_id, Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerPoolOptions options_;
   mutable absl::Mutex mu_;

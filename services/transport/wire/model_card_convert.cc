@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 
 namespace kvfleet::transport {
 namespace {
@@ -131,6 +132,7 @@ std::vector<v1::ModelDescriptionChunk> ChunkModelCard(const model::ModelCard& ca
     if (at == 0) {
       c.set_total_bytes(static_cast<int64_t>(bytes.size()));
       c.set_model_fingerprint(card.fingerprint);
+      c.set_card_digest(kvfleet::Sha256Hex(bytes));
     }
   }
   return chunks;
@@ -144,7 +146,9 @@ absl::Status ModelCardReader::Add(const v1::ModelDescriptionChunk& chunk) {
     }
     total_bytes_ = chunk.total_bytes();
     fingerprint_ = chunk.model_fingerprint();
-    bytes_.reserve(static_cast<size_t>(total_bytes_));
+    digest_ = chunk.card_digest();
+    // What the announcement may claim is not trusted with memory up front.
+    bytes_.reserve(static_cast<size_t>(std::min<int64_t>(total_bytes_, int64_t{8} << 20)));
   }
   if (static_cast<int64_t>(bytes_.size() + chunk.data().size()) > total_bytes_) {
     return absl::InvalidArgumentError(
@@ -159,6 +163,10 @@ absl::StatusOr<model::ModelCard> ModelCardReader::Finish() const {
   if (static_cast<int64_t>(bytes_.size()) != total_bytes_) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model description ended after ", bytes_.size(), " of ", total_bytes_, " bytes"));
+  }
+  if (kvfleet::Sha256Hex(bytes_) != digest_) {
+    return absl::DataLossError(absl::StrCat("the model description's SHA-256 is not the ", digest_,
+                                            " its first chunk announced: its bytes changed on the way"));
   }
   v1::ModelDescription d;
   if (!d.ParseFromString(bytes_)) return absl::InvalidArgumentError("the model description does not parse");

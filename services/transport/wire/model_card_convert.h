@@ -5,8 +5,9 @@
 // 150,000-token vocabulary with its merges is about 5 MB, over gRPC's
 // default message size); ModelCardReader puts the chunks back together,
 // refuses more bytes than the first chunk announced (or than a cap), and
-// checks the card is whole: every token has a type, every special id is in
-// the vocabulary, and the fingerprint is the one announced.
+// checks the card is whole: its SHA-256 is the one announced, every token
+// has a type, every special id is in the vocabulary, and the fingerprint is
+// the one announced.
 //
 //   for (const v1::ModelDescriptionChunk& c : ChunkModelCard(card)) writer->Write(c);
 //   ModelCardReader reader;
@@ -40,13 +41,14 @@ class ModelCardReader {
 
   absl::Status Add(const v1::ModelDescriptionChunk& chunk);
   // The card; INVALID_ARGUMENT when bytes are missing, do not parse or the
-  // card is inconsistent.
+  // card is inconsistent; DATA_LOSS when they are not the bytes announced.
   absl::StatusOr<model::ModelCard> Finish() const;
 
  private:
   std::string bytes_;
   int64_t total_bytes_ = -1;  // -1: no chunk yet
   std::string fingerprint_;
+  std::string digest_;
 };
 
 }  // namespace kvfleet::transport

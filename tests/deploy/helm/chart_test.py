@@ -1306,11 +1306,15 @@ def check_worker_identity(f: Failures, vs: str, objects: list[dict]) -> None:
 
 
 def group_model(values: dict, statefulset: str) -> tuple[dict, bool]:
-    """The model a worker StatefulSet serves (its group's laid over model.*), and whether the group has its own."""
+    """The model a worker StatefulSet serves (its group's own, which takes model.*'s source and nothing else
+    of it), and whether the group has its own."""
     for group in values["workerGroups"]:
         name = f"{fullname(values)}-worker" + (f"-{group['name']}" if group["name"] else "")
         if name == statefulset:
-            return laid_over(values["model"], group.get("model") or {}), "model" in group
+            if "model" not in group:
+                return values["model"], False
+            own = {"id": "", "draftFile": "", "draftHeadsDir": "", "calibration": "", "source": values["model"]["source"]}
+            return laid_over(own, group["model"]), True
     return values["model"], False
 
 
@@ -1605,6 +1609,13 @@ REFUSALS = [
      "template", 'worker group "coder": model.source.type is hostPath: set model.source.hostPath.path'),
     ("a group's model file that is a path", {"workerGroups": [{"name": "a", "role": "both", "model": {"file": "x/y.gguf"}}]},
      "schema", "/workerGroups/0/model/file"),
+    ("a group's model without a file", {"workerGroups": [{"name": "a", "role": "both", "model": {"id": "x"}}]},
+     "schema", "file"),
+    ("two models under one id",
+     {"model": {"id": "llm"},
+      "workerGroups": [{"name": "a", "role": "both"},
+                       {"name": "b", "role": "both", "model": {"id": "llm", "file": "other.gguf"}}]},
+     "template", 'model id "llm" names both SmolLM2-135M-Instruct.Q4_1.gguf and other.gguf'),
     ("a calibration that is not a record's JSON", {"model": {"calibration": "models/x.calibration.json"}}, "template",
      "model.calibration must be a calibration record's JSON text"),
     ("an unknown activation mode", {"worker": {"cpuActivations": "q4"}}, "schema", "/worker/cpuActivations"),

@@ -138,9 +138,9 @@ with a root of the group's own:
   .Values.worker  worker.* with the group's fields (replicas, resources,
                   keda) laid over it key by key, so what a group leaves out
                   is worker.*'s
-  .Values.model   model.* with the group's model laid over it the same way:
-                  a group may serve a model of its own (routers learn every
-                  model from its workers)
+  .Values.model   model.*, or the group's own model (routers learn every
+                  model from its workers), which takes model.*'s source
+                  unless it gives one, and nothing else of it
   .Group          the group's name and role, and ownModel (it has one)
 Every helper that reads .Values.worker then reads the group's. A group with
 an empty name keeps the names and labels of a chart without groups
@@ -160,7 +160,13 @@ with the group's root, and joins the non-empty renders as YAML documents
 {{- $renders := list -}}
 {{- range $group := $root.Values.workerGroups -}}
 {{- $worker := mergeOverwrite (deepCopy $root.Values.worker) (deepCopy (omit $group "name" "role" "model")) -}}
-{{- $model := mergeOverwrite (deepCopy $root.Values.model) (deepCopy ($group.model | default dict)) -}}
+{{- /* A group's own model is its own: only model.*'s source (the volume) is
+inherited; its id, draft and calibration never belong to another model. */ -}}
+{{- $model := deepCopy $root.Values.model -}}
+{{- if hasKey $group "model" -}}
+{{- $own := dict "id" "" "draftFile" "" "draftHeadsDir" "" "calibration" "" "source" (deepCopy $root.Values.model.source) -}}
+{{- $model = mergeOverwrite $own (deepCopy $group.model) -}}
+{{- end -}}
 {{- $values := set (set (omit $root.Values "worker" "model") "worker" $worker) "model" $model -}}
 {{- $groupRoot := set (omit $root "Values") "Values" $values -}}
 {{- $_ := set $groupRoot "Group" (merge (pick $group "name" "role") (dict "ownModel" (hasKey $group "model"))) -}}

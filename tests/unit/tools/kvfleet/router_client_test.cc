@@ -34,6 +34,7 @@ TEST(GenerationOptionsTest, DefaultsAreGreedyWithAMaxTokensBound) {
   EXPECT_FALSE(o->stopping().ignore_eos());
   EXPECT_TRUE(o->stop().empty());
   EXPECT_EQ(o->cache_salt(), "");
+  EXPECT_EQ(o->model(), "") << "the router's only model";
 }
 
 TEST(GenerationOptionsTest, EveryFlagLandsInItsField) {
@@ -63,7 +64,9 @@ TEST(GenerationOptionsTest, EveryFlagLandsInItsField) {
                                                                               "--stop",
                                                                               "a,b",
                                                                               "--cache-salt",
-                                                                              "tenant"}));
+                                                                              "tenant",
+                                                                              "--model-name",
+                                                                              "coder"}));
   ASSERT_TRUE(o.ok()) << o.status();
   const v1::SamplingParams& s = o->sampling();
   EXPECT_FLOAT_EQ(s.temperature(), 0.7f);
@@ -79,6 +82,7 @@ TEST(GenerationOptionsTest, EveryFlagLandsInItsField) {
   EXPECT_TRUE(o->stopping().ignore_eos());
   EXPECT_THAT(o->stop(), ElementsAre("\n\n", "a,b")) << "each --stop is one string, commas included";
   EXPECT_EQ(o->cache_salt(), "tenant");
+  EXPECT_EQ(o->model(), "coder");
 }
 
 TEST(GenerationOptionsTest, MalformedValuesNameTheFlag) {

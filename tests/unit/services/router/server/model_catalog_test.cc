@@ -47,6 +47,7 @@ struct FakeWorker {
     v1::WorkerInfo info;
     info.set_model_id(card.id);
     info.set_model_fingerprint(card.fingerprint);
+    info.set_model_card_digest(transport::ChunkModelCard(card).front().card_digest());
     info.set_block_size(16);
     return info;
   }
@@ -82,7 +83,7 @@ class ModelCatalogTest : public ::testing::Test {
 TEST_F(ModelCatalogTest, AModelIsLearntFromItsFirstWorkerAndReused) {
   ModelCatalog catalog({});
   EXPECT_EQ(catalog.Resolve("tiny").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(catalog.Resolve("").status().message().find("learnt no model yet"), absl::string_view::npos);
+  EXPECT_NE(catalog.Resolve("").status().message().find("serves no model now"), absl::string_view::npos);
   FakeWorker w1(Card("tiny", 'a', "tiny-chat")), w2(Card("tiny", 'a', "tiny-chat"));
   ASSERT_TRUE(Admit(catalog, "w1", w1).ok()) << Admit(catalog, "w1", w1);
   ASSERT_TRUE(Admit(catalog, "w2", w2).ok());
@@ -127,6 +128,23 @@ TEST_F(ModelCatalogTest, OneIdNamesOneSetOfWeightsUntilItsWorkersLeave) {
   EXPECT_FALSE(Admit(catalog, "old-1", old1).ok()) << "and now the old weights are the ones refused";
 }
 
+TEST_F(ModelCatalogTest, ANewChatTemplateReachesTheRouterOnceTheOldWorkersLeave) {
+  ModelCatalog catalog({});
+  model::ModelCard with_new_template = Card("tiny", 'a');
+  with_new_template.vocabulary.chat_template = "{{ messages[0].content }}!";
+  FakeWorker old(Card("tiny", 'a')), fresh(with_new_template);
+  ASSERT_TRUE(Admit(catalog, "old", old).ok());
+  const absl::Status refused = Admit(catalog, "fresh", fresh);
+  EXPECT_NE(refused.message().find("worker fresh describes model tiny otherwise than worker old"),
+            absl::string_view::npos)
+      << refused;
+  catalog.Release("old");
+  ASSERT_TRUE(Admit(catalog, "fresh", fresh).ok());
+  EXPECT_EQ(fresh.described, 1) << "its own card, fetched once (kept while refused)";
+  EXPECT_NE(catalog.Resolve("tiny")->model, nullptr);
+  EXPECT_FALSE(Admit(catalog, "old", old).ok()) << "now the old card is the one refused";
+}
+
 TEST_F(ModelCatalogTest, SeveralModelsResolveByTheirNamesAndAnEmptyNameIsRefused) {
   ModelCatalog catalog({});
   FakeWorker chat(Card("chat", 'a')), coder(Card("coder", 'c', "coder-1"));
@@ -149,6 +167,21 @@ TEST_F(ModelCatalogTest, SeveralModelsResolveByTheirNamesAndAnEmptyNameIsRefused
   FakeWorker clash(Card("other", 'd', "chat"));
   const absl::Status s = Admit(catalog, "w3", clash);
   EXPECT_NE(s.message().find("a name model chat already answers to"), absl::string_view::npos) << s;
+}
+
+TEST_F(ModelCatalogTest, AModelWhoseWorkersAllLeftGivesUpItsNameButStillResolves) {
+  ModelCatalog catalog({});
+  FakeWorker old(Card("chat-v1", 'a', "chat")), kept(Card("coder", 'c'));
+  ASSERT_TRUE(Admit(catalog, "w1", old).ok());
+  ASSERT_TRUE(Admit(catalog, "w2", kept).ok());
+  catalog.Release("w1");
+  // Still known (UNAVAILABLE from the pool, not NOT_FOUND), but no longer one of "the" models.
+  EXPECT_EQ(catalog.Resolve("chat-v1")->model->id(), "chat-v1");
+  EXPECT_EQ(catalog.Resolve("")->model->id(), "coder") << "the one model with workers";
+  // A redeployment under a new id takes the name over at once.
+  FakeWorker fresh(Card("chat-v2", 'b', "chat"));
+  ASSERT_TRUE(Admit(catalog, "w3", fresh).ok()) << Admit(catalog, "w3", fresh);
+  EXPECT_EQ(catalog.Resolve("chat")->model->id(), "chat-v2");
 }
 
 TEST_F(ModelCatalogTest, AWorkerThatCannotDescribeItsModelIsRefusedSayingWhy) {

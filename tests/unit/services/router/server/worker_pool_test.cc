@@ -97,6 +97,8 @@ class WorkerPoolTest : public ::testing::Test {
     pool_ = std::make_unique<WorkerPool>(
         WorkerPoolOptions{.admission = &admission_,
                           .probe_interval = std::chrono::milliseconds(10),
+                          .admission_retry_first = std::chrono::milliseconds(10),
+                          .admission_retry_most = std::chrono::milliseconds(40),
                           .stub_factory = [this](const std::string& e) { return workers_.at(e)->stub; }});
     pool_->Start();
   }
@@ -155,6 +157,20 @@ TEST_F(WorkerPoolTest, ARefusedWorkerIsAskedAgainUntilAdmittedAndReleasedWhenItL
   ASSERT_TRUE(Eventually([&] { return Routable() == 1 && admission_.Asked("a") > asked; }));
   EXPECT_TRUE(pool_->Remove("a", 2));
   EXPECT_EQ(admission_.Released(), (std::vector<std::string>{"a", "a"}));
+}
+
+TEST_F(WorkerPoolTest, AWorkerBackFromUnreachableIsDescribedAndAdmittedAfresh) {
+  pool_->Upsert("a", "a", 0);  // a static --workers entry: the same incarnation whatever it runs
+  ASSERT_TRUE(Eventually([&] { return Routable() == 1; }));
+  workers_["a"]->up = false;
+  pool_->ReportFailure("a");
+  EXPECT_EQ(admission_.Released(), (std::vector<std::string>{"a"})) << "it no longer holds its model";
+  // It comes back at the same address serving another model.
+  workers_["a"]->model = "other";
+  workers_["a"]->up = true;
+  ASSERT_TRUE(Eventually([&] { return pool_->Routable("other").size() == 1; }));
+  EXPECT_EQ(Routable(), 0u);
+  EXPECT_GE(admission_.Asked("a"), 2);
 }
 
 TEST_F(WorkerPoolTest, AFailedCallTakesAWorkerOutUntilAProbeSucceeds) {

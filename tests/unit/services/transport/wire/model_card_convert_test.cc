@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sha256.h"
 #include "model/model.h"
 #include "tests/testing/temp_dir.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -92,6 +93,10 @@ TEST_F(ModelCardConvertTest, AReaderRefusesMissingExtraAndOtherBytesSayingWhich)
   other.front().set_model_fingerprint(std::string(64, 'b'));
   EXPECT_NE(Read(other).status().message().find("not the 'bbbb"), absl::string_view::npos) << Read(other).status();
 
+  std::vector<v1::ModelDescriptionChunk> changed = chunks;
+  (*changed[1].mutable_data())[0] ^= 1;
+  EXPECT_EQ(Read(changed).status().code(), absl::StatusCode::kDataLoss) << Read(changed).status();
+
   std::vector<v1::ModelDescriptionChunk> huge = chunks;
   huge.front().set_total_bytes(ModelCardReader::kMaxBytes + 1);
   EXPECT_EQ(Read(huge).status().code(), absl::StatusCode::kInvalidArgument);
@@ -101,6 +106,7 @@ TEST_F(ModelCardConvertTest, AReaderRefusesMissingExtraAndOtherBytesSayingWhich)
   v1::ModelDescriptionChunk garbage;
   garbage.set_data("\xff\xff\xff\xff");
   garbage.set_total_bytes(4);
+  garbage.set_card_digest(Sha256Hex(garbage.data()));
   EXPECT_NE(Read({garbage}).status().message().find("does not parse"), absl::string_view::npos);
 }
 
