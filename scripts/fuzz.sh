@@ -30,7 +30,7 @@ for arg in "$@"; do
   esac
 done
 [[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors hf_config tokenizer detokenizer chat_template jinja_template stop_string worker_request router_request openai_request
-                                        cachemanager_events kv_transfer)
+                                        cachemanager_events kv_transfer peft_adapter)
 if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found: apt-get install clang libclang-rt-14-dev (scripts/setup.sh does)" >&2
   exit $((skip_without_clang ? 77 : 1))
