@@ -26,8 +26,8 @@ absl::StatusOr<std::unique_ptr<DraftModel>> ProposerSet::LoadDraftModel(const Pr
   if (config.draft_model_path.empty()) return std::unique_ptr<DraftModel>();
   absl::StatusOr<std::unique_ptr<model::Model>> loaded = model::Model::Load(config.draft_model_path);
   if (!loaded.ok()) {
-    return absl::Status(loaded.status().code(), absl::StrCat("the draft model (--spec-draft-model) did not load: ",
-                                                             loaded.status().message()));
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("the draft model (--spec-draft-model) did not load: ", loaded.status().message()));
   }
   if (absl::Status same = model::SameTokenizer(target_model.model.vocabulary(), (*loaded)->vocabulary()); !same.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -75,8 +75,9 @@ absl::StatusOr<ProposerSet> ProposerSet::Build(const ProposerConfig& config, Mod
   if (!config.draft_heads_path.empty()) {
     ASSIGN_OR_RETURN(
         std::shared_ptr<const model::DraftHeads> heads,
-        model::DraftHeads::Load(config.draft_heads_path, target_model.model, target_model.path,
-                                model::CachedModelFingerprint(target_model.model, target_model.fingerprint_cache_dir)));
+        model::DraftHeads::Load(
+            config.draft_heads_path, target_model.model, target_model.path,
+            target_model.fingerprint.empty() ? model::ModelFingerprint(target_model.model) : target_model.fingerprint));
     KVFLEET_LOG_INFO("draft heads {}: {} heads over a draft vocabulary of {} tokens, on the target's executor",
                      config.draft_heads_path, heads->num_heads(), heads->vocab_size());
     ASSIGN_OR_RETURN(std::unique_ptr<HeadsProposer> proposer,

@@ -33,11 +33,11 @@ namespace kvfleet::engine::spec {
 struct ProposerConfig {
   NgramProposerOptions ngram;
   SuffixProposerOptions suffix;
-  int32_t self_layers = 0;        // > 0: load "self" with the target's first self_layers layers
-  std::string draft_model_path;   // non-empty: load "draft" from this GGUF
-  std::string draft_heads_path;   // non-empty: load "heads" from this directory (model/draft_heads.h)
-  int32_t heads_top_k = 1;        // > 1: the heads draft a tree of each head's top k (heads_proposer.h)
-  int num_threads = 0;            // the draft model's CPU threads (0: all)
+  int32_t self_layers = 0;       // > 0: load "self" with the target's first self_layers layers
+  std::string draft_model_path;  // non-empty: load "draft" from this GGUF
+  std::string draft_heads_path;  // non-empty: load "heads" from this directory (model/draft_heads.h)
+  int32_t heads_top_k = 1;       // > 1: the heads draft a tree of each head's top k (heads_proposer.h)
+  int num_threads = 0;           // the draft model's CPU threads (0: all)
   // The draft model's activations on the CPU: the target's, so the two
   // compute alike (--cpu-activations).
   CpuActivations cpu_activations = CpuActivations::kF32;
@@ -51,9 +51,9 @@ struct ProposerConfig {
 struct TargetModel {
   const model::Model& model;
   std::string_view path;
-  // Where the target's fingerprint is remembered between starts
-  // (model/model_fingerprint.h); empty: computed every time.
-  std::string fingerprint_cache_dir;
+  // The target's fingerprint (model/model_fingerprint.h), which the
+  // worker computes once at start; empty: computed here when heads need it.
+  std::string fingerprint;
 };
 
 // A draft model's weights and its executor (on the target's device).

@@ -134,9 +134,9 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   proposers_config.cpu_activations = m.mode.activations;
   ASSIGN_OR_RETURN(
       std::unique_ptr<engine::spec::DraftModel> draft,
-      engine::spec::ProposerSet::LoadDraftModel(
-          proposers_config, m.executor->info(),
-          {.model = *m.model, .path = o.model_path, .fingerprint_cache_dir = o.cache_dir}, engine::CreateExecutor));
+      engine::spec::ProposerSet::LoadDraftModel(proposers_config, m.executor->info(),
+                                                {.model = *m.model, .path = o.model_path, .fingerprint = m.fingerprint},
+                                                engine::CreateExecutor));
   ASSIGN_OR_RETURN(engine::MemoryPlan plan,
                    engine::PlanMemory({.kv_cache_memory = o.kv_cache_memory,
                                        .target = m.executor.get(),
@@ -147,11 +147,10 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
   if (draft != nullptr) RETURN_IF_ERROR(draft->executor->AllocateKvCache(plan.num_blocks));
   metrics.SetMemoryPlan(plan.Components());
   metrics.SetDevice(m.executor->info().device.ToString(), m.executor->info().numerics, m.mode.source);
-  ASSIGN_OR_RETURN(
-      engine::spec::ProposerSet proposers,
-      engine::spec::ProposerSet::Build(proposers_config, *m.executor,
-                                       {.model = *m.model, .path = o.model_path, .fingerprint_cache_dir = o.cache_dir},
-                                       std::move(draft)));
+  ASSIGN_OR_RETURN(engine::spec::ProposerSet proposers,
+                   engine::spec::ProposerSet::Build(
+                       proposers_config, *m.executor,
+                       {.model = *m.model, .path = o.model_path, .fingerprint = m.fingerprint}, std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
   return m;
 }

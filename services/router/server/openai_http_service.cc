@@ -131,8 +131,8 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
     }
     return out.Write(formatter.StreamEvents(message));
   };
-  PublicApi::Outcome outcome = chat ? api_.Chat(*context, tenant, call.chat, arrival, sink, &call.sent)
-                                    : api_.Generate(*context, tenant, call.completion, arrival, sink);
+  PublicApi::Outcome outcome = chat ? api_.Chat(*context, tenant, call.chat, arrival, sink, &call.sent, &*served)
+                                    : api_.Generate(*context, tenant, call.completion, arrival, sink, &*served);
   absl::Status status = transport::FromGrpcStatus(outcome.status);
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     status = absl::DeadlineExceededError(

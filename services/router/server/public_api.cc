@@ -102,23 +102,24 @@ PublicApi::Outcome PublicApi::RunPlan(const CallContext& call, const std::string
 
 PublicApi::Outcome PublicApi::Generate(const CallContext& call, const std::string& tenant,
                                        const v1::GenerateTextRequest& request, Clock::time_point arrival,
-                                       const Sink& sink) {
+                                       const Sink& sink, const ServedModel* resolved) {
   absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::GenerateTextRequest own = request;
   *own.mutable_options() = *std::move(options);
-  absl::StatusOr<ServedModel> model = Resolve(own.options().model());
+  absl::StatusOr<ServedModel> model = resolved != nullptr ? *resolved : Resolve(own.options().model());
   if (!model.ok()) return RunPlan(call, tenant, arrival, model.status(), sink);
   return RunPlan(call, tenant, arrival, PlanGenerate(*model, own, FreshSeed(), limits_), sink);
 }
 
 PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& tenant, const v1::ChatRequest& request,
-                                   Clock::time_point arrival, const Sink& sink, const openai::SentConversation* sent) {
+                                   Clock::time_point arrival, const Sink& sink, const openai::SentConversation* sent,
+                                   const ServedModel* resolved) {
   absl::StatusOr<v1::GenerationOptions> options = ForTenant(tenant, request.options());
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::ChatRequest own = request;
   *own.mutable_options() = *std::move(options);
-  absl::StatusOr<ServedModel> model = Resolve(own.options().model());
+  absl::StatusOr<ServedModel> model = resolved != nullptr ? *resolved : Resolve(own.options().model());
   if (!model.ok()) return RunPlan(call, tenant, arrival, model.status(), sink);
   return RunPlan(call, tenant, arrival, PlanChat(*model, own, FreshSeed(), limits_, sent), sink);
 }

@@ -64,12 +64,15 @@ class PublicApi {
 
   // Generating calls for an authenticated tenant: every message went
   // through `sink` before the outcome, the last with finish_reason and usage.
+  // `model`: the request's model when the caller already resolved it
+  // (Resolve); null: resolved here.
   Outcome Generate(const CallContext& call, const std::string& tenant, const v1::GenerateTextRequest& request,
-                   Clock::time_point arrival, const Sink& sink);
+                   Clock::time_point arrival, const Sink& sink, const ServedModel* model = nullptr);
   // `sent`: the conversation as the client sent it (the OpenAI-compatible
   // API), which the template then renders; null: built from `request`.
   Outcome Chat(const CallContext& call, const std::string& tenant, const v1::ChatRequest& request,
-               Clock::time_point arrival, const Sink& sink, const openai::SentConversation* sent = nullptr);
+               Clock::time_point arrival, const Sink& sink, const openai::SentConversation* sent = nullptr,
+               const ServedModel* model = nullptr);
 
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) const;
   // A chat request's prompt, as Chat would send it (its messages, tools and
