@@ -15,9 +15,11 @@
 #include "common/kv_sizing.h"
 #include "common/status_macros.h"
 #include "engine/executor/model_executor.h"
+#include "kernels/common/lora_segment.h"
 #include "kernels/common/paged_kv.h"
 #include "kernels/common/rope_tables.h"
 #include "model/arch/activations.h"
+#include "model/arch/op_set.h"
 #include "model/draft_heads.h"
 #include "model/model.h"
 
@@ -31,6 +33,19 @@ struct BatchArrays {
   // Group g's block table and kv_slots are group 0's advanced by g times these.
   int64_t group_table_stride = 0;
   int64_t group_slots_stride = 0;
+};
+
+// A step's LoRA segments in the backend's memory (LoraSlots' table):
+// `count` per site, sites in layer × kProjections + projection order; count
+// 0 when no row of the step runs under an adapter.
+struct LoraStep {
+  const kernels::LoraSegment* table = nullptr;
+  int32_t count = 0;
+  int64_t rows = 0;  // what a site's segments cover in all
+
+  const kernels::LoraSegment* Site(const model::LoraSite& s) const {
+    return table + (static_cast<int64_t>(s.layer) * model::kProjections + static_cast<int>(s.projection)) * count;
+  }
 };
 
 // The K and V tensors of the cache, in the backend's memory: one per layer

@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/common/lora_segment.h"
 
 namespace kvfleet::engine {
 
@@ -70,6 +71,13 @@ absl::Status ExecutorOptions::Validate() const {
     return absl::InvalidArgumentError(
         "the int8_rotated_scaled KV cache needs the model's key channel scales, which its calibration record "
         "holds (kvfleet eval --calibrate writes them; pass the record with --calibration)");
+  }
+  if (lora.max_loras < 0 || lora.max_loras > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-loras must be in [0, 1024], got ", lora.max_loras));
+  }
+  if (lora.max_rank < 1 || lora.max_rank > kernels::kMaxLoraRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-lora-rank must be in [1, ", kernels::kMaxLoraRank, "], got ", lora.max_rank));
   }
   return limits.Validate();
 }

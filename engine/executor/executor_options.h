@@ -56,6 +56,12 @@ struct ExecutorLimits {
   absl::Status Validate() const;
 };
 
+// LoRA adapters an executor holds resident at once (ModelExecutor::LoadLora).
+struct LoraLimits {
+  int32_t max_loras = 0;  // slots; 0: no adapters
+  int32_t max_rank = 16;  // the largest rank a slot takes: what the memory plan reserves per slot
+};
+
 struct TensorParallelRankFault {
   int32_t rank = -1;  // -1: none
   int64_t at_step = 0;
@@ -83,6 +89,7 @@ struct ExecutorOptions {
   // For chaos tests (kvfleet-worker --fault-tensor-parallel-rank R:N):
   // rank R fails its N-th forward pass (from 1) as a device error would.
   TensorParallelRankFault rank_fault;
+  LoraLimits lora;
   ExecutorLimits limits;
 
   absl::Status Validate() const;

@@ -43,6 +43,10 @@ absl::Status ForwardBatch::Validate(int64_t vocab_size, int64_t context_length, 
     }
   }
   if (!tree_masks.empty()) RETURN_IF_ERROR(ValidateTrees());
+  if (!chunk_lora.empty() && static_cast<int32_t>(chunk_lora.size()) != num_chunks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the batch names LoRA slots for ", chunk_lora.size(), " chunks of ", num_chunks()));
+  }
   for (int32_t t : token_ids) {
     if (t < 0 || t >= vocab_size) {
       return absl::InvalidArgumentError(
@@ -111,6 +115,7 @@ void ForwardBatchBuilder::Clear(int32_t num_layers) {
   batch_.chunk_logits_starts.assign(1, 0);
   batch_.logits_tokens.clear();
   batch_.tree_masks.clear();
+  batch_.chunk_lora.clear();
   staged_slots_.clear();
   staged_tables_.clear();
   staged_table_starts_.assign(1, 0);
@@ -118,8 +123,11 @@ void ForwardBatchBuilder::Clear(int32_t num_layers) {
 
 void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32_t start_position,
                                    std::span<const BlockId> block_table, LogitsWanted logits,
-                                   std::span<const int32_t> tree_parents) {
+                                   std::span<const int32_t> tree_parents, int32_t lora_slot) {
   const int32_t chunk = batch_.num_chunks();
+  // Slots start with the first adapter's chunk: every earlier one is the base model's.
+  if (lora_slot >= 0 && batch_.chunk_lora.empty()) batch_.chunk_lora.assign(static_cast<size_t>(chunk), -1);
+  if (!batch_.chunk_lora.empty()) batch_.chunk_lora.push_back(lora_slot);
   const int32_t first_token = batch_.num_tokens();
   const int64_t end = static_cast<int64_t>(start_position) + static_cast<int64_t>(tokens.size());
   const size_t groups = static_cast<size_t>(kv_groups_);

@@ -21,6 +21,9 @@
 //                                      entries name the null page
 //   chunk_logits_starts                [C + 1]: chunk c's logits rows are [chunk_logits_starts[c], ...[c + 1])
 //   logits_tokens                      [R]  the token (index into T) each logits row projects; ascending
+//   chunk_lora                         [C] int32, or empty: the executor's LoRA slot each chunk
+//                                      runs under (ModelExecutor::LoadLora), -1 for the base
+//                                      model; empty when every chunk runs the base model
 //   tree_masks                         [T] uint64, or empty: which nodes of its tree verify chunk a
 //                                      token sees (kernels/common/paged_kv.h, "Tree verification");
 //                                      empty when no chunk is a tree
@@ -65,11 +68,14 @@ struct ForwardBatch {
   std::vector<int32_t> chunk_logits_starts{0};
   std::vector<int32_t> logits_tokens;
   std::vector<uint64_t> tree_masks;
+  std::vector<int32_t> chunk_lora;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_chunks() const { return static_cast<int32_t>(chunk_starts.size()) - 1; }
   int32_t num_logits_rows() const { return static_cast<int32_t>(logits_tokens.size()); }
   int32_t chunk_size(int32_t c) const { return chunk_starts[c + 1] - chunk_starts[c]; }
+  // Chunk c's LoRA slot; -1: the base model.
+  int32_t lora_slot(int32_t c) const { return chunk_lora.empty() ? -1 : chunk_lora[c]; }
   // The logits row of chunk c's first row (its last token's, for kLast).
   int32_t first_logits_row(int32_t c) const { return chunk_logits_starts[c]; }
   // One past the chunk's last cache index: how far its KV reaches (a tree
@@ -121,8 +127,11 @@ class ForwardBatchBuilder {
   // tokens[0] is the root and tree_parents[i] the node index of token i's
   // parent (-1 for the root, else below i). Node i is stored at
   // start_position + i and sits at position start_position + its depth.
+  //
+  // `lora_slot` (-1: the base model) is the executor's slot of the adapter
+  // the chunk's request runs under.
   void AddChunk(std::span<const model::TokenId> tokens, int32_t start_position, std::span<const BlockId> block_table,
-                LogitsWanted logits, std::span<const int32_t> tree_parents = {});
+                LogitsWanted logits, std::span<const int32_t> tree_parents = {}, int32_t lora_slot = -1);
   // Clear() sets it back to true.
   void SetWantHidden(bool want) { batch_.want_hidden = want; }
   const ForwardBatch& Finish();

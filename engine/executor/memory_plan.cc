@@ -24,6 +24,7 @@ std::string MiB(int64_t bytes) { return absl::StrCat(bytes / (1 << 20), " MiB");
 std::vector<std::pair<std::string, int64_t>> MemoryPlan::Components() const {
   return {{"weights", weight_bytes},
           {"scratch", scratch_bytes},
+          {"lora_adapters", lora_bytes},
           {"draft_weights", draft_weight_bytes},
           {"draft_scratch", draft_scratch_bytes},
           {"draft_kv_cache", draft_kv_cache_bytes},
@@ -53,6 +54,7 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
   MemoryPlan plan{.device = info.device.ToString(),
                   .weight_bytes = target.weight_bytes,
                   .scratch_bytes = target.scratch_bytes,
+                  .lora_bytes = target.lora_bytes,
                   .draft_weight_bytes = draft.weight_bytes,
                   .draft_scratch_bytes = draft.scratch_bytes,
                   .block_size = info.block_size,
@@ -61,8 +63,8 @@ absl::StatusOr<MemoryPlan> PlanMemoryFrom(const MemoryPlanInput& input, const De
                   .num_layers = info.num_layers};
   // What is not resident yet: resident bytes are already out of a free
   // figure that does not exclude own allocations.
-  const int64_t own = target.weight_bytes + target.scratch_bytes + draft.weight_bytes + draft.scratch_bytes -
-                      target.resident_bytes - draft.resident_bytes;
+  const int64_t own = target.weight_bytes + target.scratch_bytes + target.lora_bytes + draft.weight_bytes +
+                      draft.scratch_bytes - target.resident_bytes - draft.resident_bytes;
   plan.free_bytes = std::max<int64_t>(0, free.excludes_own_allocations ? free.free_bytes : free.free_bytes - own);
   if (info.device.kind == DeviceKind::kCpu && input.host_kv_tier_bytes > 0) {
     // Its pages are only touched as blocks land there, so no free figure

@@ -40,6 +40,7 @@ struct MemoryPlan {
   int64_t free_bytes = 0;  // the device's free memory once weights and scratch are in place
   int64_t weight_bytes = 0;
   int64_t scratch_bytes = 0;
+  int64_t lora_bytes = 0;  // room for the resident LoRA adapters (--max-loras at --max-lora-rank)
   int64_t draft_weight_bytes = 0;
   int64_t draft_scratch_bytes = 0;
   int64_t host_kv_tier_bytes = 0;  // a CPU worker's host tier, set aside before the KV budget
@@ -56,7 +57,7 @@ struct MemoryPlan {
   int64_t num_layers = 0;
 
   // (component, bytes) rows for logs and the memory metric: weights,
-  // scratch, draft_weights, draft_scratch, draft_kv_cache, host_kv_tier, kv_cache.
+  // scratch, lora_adapters, draft_weights, draft_scratch, draft_kv_cache, host_kv_tier, kv_cache.
   std::vector<std::pair<std::string, int64_t>> Components() const;
   std::string ToString() const;
 };

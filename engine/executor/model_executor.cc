@@ -24,6 +24,22 @@ absl::StatusOr<std::span<const float>> ModelExecutor::RunDraftHeads(std::span<co
   return absl::UnimplementedError("this executor cannot run draft heads");
 }
 
+absl::Status ModelExecutor::LoadLora(int32_t, std::shared_ptr<const model::LoraAdapter>) {
+  return absl::UnimplementedError("this executor cannot run LoRA adapters");
+}
+
+absl::Status ModelExecutor::UnloadLora(int32_t) {
+  return absl::UnimplementedError("this executor cannot run LoRA adapters");
+}
+
+int64_t LoraSlotBytes(const model::ModelConfig& c, int32_t rank) {
+  const int64_t q = c.num_heads * c.head_dim;
+  const int64_t kv = c.num_kv_heads * c.head_dim;
+  // (out + in) per projection: B is [out, rank], A [rank, in].
+  const int64_t per_layer = (q + c.hidden_size) * 2 + (kv + c.hidden_size) * 2 + (c.ffn_size + c.hidden_size) * 3;
+  return per_layer * c.num_layers * rank * static_cast<int64_t>(sizeof(float));
+}
+
 std::shared_ptr<uint8_t> ModelExecutor::AllocateHostMemory(size_t bytes) {
   // Untouched pages cost nothing until a block lands in them.
   return std::shared_ptr<uint8_t>(new (std::nothrow) uint8_t[bytes], std::default_delete<uint8_t[]>());

@@ -29,6 +29,7 @@
 #include "engine/executor/executor_options.h"
 #include "engine/executor/forward_batch.h"
 #include "model/arch/kv_page_groups.h"
+#include "model/arch/model_config.h"
 
 namespace kvfleet::model {
 class Model;
@@ -36,6 +37,7 @@ class Model;
 
 namespace kvfleet::model {
 class DraftHeads;
+struct LoraAdapter;
 }  // namespace kvfleet::model
 
 namespace kvfleet::engine {
@@ -45,6 +47,9 @@ struct ExecutorMemory {
   int64_t weight_bytes = 0;
   int64_t scratch_bytes = 0;  // activations, logits, batch staging, tables
   int64_t kv_cache_bytes = 0;
+  // Room for options.lora.max_loras adapters of options.lora.max_rank on
+  // every projection (what resident adapters may take at most).
+  int64_t lora_bytes = 0;
   // Of weight_bytes and scratch_bytes, what is already written, so that a
   // free figure taken now (DeviceFreeMemory) has it out already: the CPU's
   // packed weights for 8-bit activations.
@@ -151,7 +156,22 @@ class ModelExecutor {
   virtual absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads);
   virtual absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
                                                                int32_t num_heads);
+
+  // LoRA adapters (model/lora/): up to options.lora.max_loras resident, each
+  // in a slot that a batch's chunks name (ForwardBatch::chunk_lora).
+  // LoadLora puts `adapter` in `slot`, replacing what was there; the
+  // executor keeps it alive (a GPU copies it to the device). INVALID_ARGUMENT
+  // for a slot out of range, a rank over options.lora.max_rank, or pairs
+  // that do not fit the model's weights; FAILED_PRECONDITION when the
+  // executor was made without slots. Between steps only. UNIMPLEMENTED on
+  // executors without adapters.
+  virtual absl::Status LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter);
+  virtual absl::Status UnloadLora(int32_t slot);
 };
+
+// Bytes one adapter of `rank` on every projection of the model takes in
+// float32: what a LoRA slot reserves.
+int64_t LoraSlotBytes(const model::ModelConfig& config, int32_t rank);
 
 // CreateExecutor's signature (executor_factory.h), for libraries that make
 // executors (the draft model's) without linking any backend themselves.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/executor/backend_common.h"
+#include "model/lora/shard_lora_adapter.h"
 
 namespace kvfleet::engine {
 
@@ -17,6 +18,7 @@ absl::StatusOr<std::unique_ptr<TensorParallelExecutor>> TensorParallelExecutor::
                                                             model::ShardAlignmentOf(model.source().tensors())));
   std::unique_ptr<TensorParallelExecutor> tp(new TensorParallelExecutor(std::move(plan), std::move(backend)));
   tp->injected_ = options.rank_fault;
+  tp->whole_config_ = &model.config();
   for (int32_t r = 0; r < tp->plan_.degree; ++r) {
     auto shard = model.Shard(tp->plan_, r);
     if (!shard.ok()) return shard.status();
@@ -68,6 +70,7 @@ ExecutorMemory TensorParallelExecutor::memory() const {
     total.scratch_bytes += m.scratch_bytes;
     total.kv_cache_bytes += m.kv_cache_bytes;
     total.resident_bytes += m.resident_bytes;
+    total.lora_bytes += m.lora_bytes;
   }
   return total;
 }
@@ -174,6 +177,24 @@ absl::Status TensorParallelExecutor::MoveKvSlots(std::span<const int64_t> from, 
 
 absl::Status TensorParallelExecutor::LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) {
   return ranks_[0]->LoadDraftHeads(std::move(heads));
+}
+
+absl::Status TensorParallelExecutor::LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter) {
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    auto share =
+        std::make_shared<const model::LoraAdapter>(model::ShardLoraAdapter(*adapter, *whole_config_, plan_.ranks[r]));
+    if (absl::Status s = ranks_[r]->LoadLora(slot, std::move(share)); !s.ok()) {
+      // No rank keeps a share the others lack.
+      for (size_t q = 0; q < r; ++q) (void)ranks_[q]->UnloadLora(slot);
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TensorParallelExecutor::UnloadLora(int32_t slot) {
+  for (const auto& rank : ranks_) RETURN_IF_ERROR(rank->UnloadLora(slot));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::span<const float>> TensorParallelExecutor::RunDraftHeads(std::span<const float> hidden,

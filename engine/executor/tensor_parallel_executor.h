@@ -90,6 +90,9 @@ class TensorParallelExecutor : public ModelExecutor {
   absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) override;
   absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
                                                        int32_t num_heads) override;
+  // Each rank holds its share of the adapter (model/lora/shard_lora_adapter.h).
+  absl::Status LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter) override;
+  absl::Status UnloadLora(int32_t slot) override;
 
   const model::ShardPlan& plan() const { return plan_; }
   // What the ranks' meetings have cost so far (the benchmark's breakdown).
@@ -102,7 +105,8 @@ class TensorParallelExecutor : public ModelExecutor {
   size_t PieceOffset(int32_t rank) const;
 
   model::ShardPlan plan_;
-  std::unique_ptr<RankBackend> backend_;  // outlives the ranks it made
+  const model::ModelConfig* whole_config_ = nullptr;  // the whole model's: where adapters are cut
+  std::unique_ptr<RankBackend> backend_;              // outlives the ranks it made
   InProcessGroup group_;
   RankThreads threads_;
   std::vector<std::unique_ptr<model::Model>> shards_;

@@ -25,12 +25,24 @@ void NormInput(Ops& ops, const ModelConfig& c, const WeightView& weight, const A
   ops.RmsNorm(a.x, weight.f32(), a.xn, T, c.hidden_size);
 }
 
-// q, k, v = a.xn · W{q,k,v}ᵀ.
+// out = in · Wᵀ for layer l's projection p, plus the low-rank change of
+// each row's adapter (none for the base model's rows).
 template <OpSet Ops>
-void ProjectQkv(Ops& ops, const LayerWeights& w, const Activations& a, int64_t T) {
-  ops.MatMul(w.attn_q, a.xn, T, a.q);
-  ops.MatMul(w.attn_k, a.xn, T, a.k);
-  ops.MatMul(w.attn_v, a.xn, T, a.v);
+void Project(Ops& ops, int32_t l, Projection p, const WeightView& w, const float* in, int64_t T, float* out) {
+  ops.MatMul(w, in, T, out);
+  ops.AddLora({.layer = l, .projection = p}, w, in, T, out);
+}
+
+// q, k, v = in · W{q,k,v}ᵀ (in: a.xn unless the layer reads the residual itself).
+template <OpSet Ops>
+void ProjectQkv(Ops& ops, int32_t l, const LayerWeights& w, const Activations& a, int64_t T, const float* in) {
+  Project(ops, l, Projection::kAttnQ, w.attn_q, in, T, a.q);
+  Project(ops, l, Projection::kAttnK, w.attn_k, in, T, a.k);
+  Project(ops, l, Projection::kAttnV, w.attn_v, in, T, a.v);
+}
+template <OpSet Ops>
+void ProjectQkv(Ops& ops, int32_t l, const LayerWeights& w, const Activations& a, int64_t T) {
+  ProjectQkv(ops, l, w, a, T, a.xn);
 }
 
 // q, k, v += their biases (Qwen2).
@@ -62,30 +74,37 @@ void RotateAndAttend(Ops& ops, const ModelConfig& c, int32_t layer, const Activa
 
 // a.proj = a.attn · Woᵀ, summed over the ranks' heads.
 template <OpSet Ops>
-void ProjectAttention(Ops& ops, const LayerWeights& w, const Activations& a, int64_t T) {
-  ops.MatMul(w.attn_output, a.attn, T, a.proj);
+void ProjectAttention(Ops& ops, int32_t l, const LayerWeights& w, const Activations& a, int64_t T) {
+  Project(ops, l, Projection::kAttnOutput, w.attn_output, a.attn, T, a.proj);
   ops.AllReduce(a.proj, T * w.attn_output.rows);
 }
 
 // a.proj = a.gate · Wdownᵀ, summed over the ranks' feed-forward columns.
 template <OpSet Ops>
-void ProjectDown(Ops& ops, const LayerWeights& w, const Activations& a, int64_t T) {
-  ops.MatMul(w.ffn_down, a.gate, T, a.proj);
+void ProjectDown(Ops& ops, int32_t l, const LayerWeights& w, const Activations& a, int64_t T) {
+  Project(ops, l, Projection::kFfnDown, w.ffn_down, a.gate, T, a.proj);
   ops.AllReduce(a.proj, T * w.ffn_down.rows);
 }
 
-// a.proj = down(act(gate · a.xn) · (up · a.xn)), act SiLU or tanh-GELU.
+// a.proj = down(act(gate · in) · (up · in)), act SiLU or tanh-GELU (in:
+// a.xn unless the layer reads the residual itself).
 enum class Gate { kSilu, kGeluTanh };
 template <OpSet Ops>
-void FeedForward(Ops& ops, const ModelConfig& c, const LayerWeights& w, const Activations& a, int64_t T, Gate gate) {
-  ops.MatMul(w.ffn_gate, a.xn, T, a.gate);
-  ops.MatMul(w.ffn_up, a.xn, T, a.up);
+void FeedForward(Ops& ops, const ModelConfig& c, int32_t l, const LayerWeights& w, const Activations& a, int64_t T,
+                 Gate gate, const float* in) {
+  Project(ops, l, Projection::kFfnGate, w.ffn_gate, in, T, a.gate);
+  Project(ops, l, Projection::kFfnUp, w.ffn_up, in, T, a.up);
   if (gate == Gate::kSilu) {
     ops.SwiGlu(a.gate, a.up, a.gate, T * c.ffn_size);
   } else {
     ops.GeluTanhMul(a.gate, a.up, a.gate, T * c.ffn_size);
   }
-  ProjectDown(ops, w, a, T);
+  ProjectDown(ops, l, w, a, T);
+}
+template <OpSet Ops>
+void FeedForward(Ops& ops, const ModelConfig& c, int32_t l, const LayerWeights& w, const Activations& a, int64_t T,
+                 Gate gate) {
+  FeedForward(ops, c, l, w, a, T, gate, a.xn);
 }
 
 // a.proj = RmsNorm(a.proj) · weight (Gemma 3's post-attention and post-feed-forward norms).

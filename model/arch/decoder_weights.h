@@ -38,6 +38,11 @@ struct WeightView {
   int64_t bytes() const { return rows * RowBytes(dtype, cols); }
 };
 
+// The seven matrices a token multiplies through in a layer, in
+// LayerWeights::Matrices() order: what a LoRA adapter may change.
+enum class Projection { kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnGate, kFfnUp, kFfnDown };
+inline constexpr int kProjections = 7;
+
 struct LayerWeights {
   WeightView attn_norm;                              // [hidden]
   WeightView attn_q, attn_k, attn_v;                 // [heads·head_dim | kv_heads·head_dim, hidden]
@@ -51,14 +56,14 @@ struct LayerWeights {
   WeightView post_ffn_norm;                          // [hidden] on the feed-forward output (Gemma 3)
 
   // The seven matrices a token multiplies through in this layer.
-  std::array<const WeightView*, 7> Matrices() const {
+  std::array<const WeightView*, kProjections> Matrices() const {
     return {&attn_q, &attn_k, &attn_v, &attn_output, &ffn_gate, &ffn_up, &ffn_down};
   }
   // Every role, present or not (for backends that copy the weights).
   std::array<WeightView*, 16> All() {
-    return {&attn_norm,   &attn_q,      &attn_k,         &attn_v,   &attn_q_bias, &attn_k_bias,
-            &attn_v_bias, &attn_q_norm, &attn_k_norm,    &attn_output, &post_attn_norm, &ffn_norm,
-            &ffn_gate,    &ffn_up,      &ffn_down,       &post_ffn_norm};
+    return {&attn_norm,   &attn_q,      &attn_k,      &attn_v,       &attn_q_bias,    &attn_k_bias,
+            &attn_v_bias, &attn_q_norm, &attn_k_norm, &attn_output,  &post_attn_norm, &ffn_norm,
+            &ffn_gate,    &ffn_up,      &ffn_down,    &post_ffn_norm};
   }
 };
 

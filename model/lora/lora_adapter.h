@@ -21,11 +21,13 @@
 #include <string_view>
 #include <vector>
 
+#include "model/arch/decoder_weights.h"
+
 namespace kvfleet::model {
 
-// The projections an adapter may change, in LayerWeights::Matrices() order.
-enum class LoraTarget { kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnGate, kFfnUp, kFfnDown };
-inline constexpr int kLoraTargets = 7;
+// The projections an adapter may change: a layer's seven matrices.
+using LoraTarget = Projection;
+inline constexpr int kLoraTargets = kProjections;
 
 // The Hugging Face module name of a target ("q_proj", ..., "down_proj").
 std::string_view LoraTargetModule(LoraTarget target);

@@ -55,7 +55,8 @@ CpuExecutor::CpuExecutor(const model::Model& model, const ExecutorOptions& optio
       info_(ExecutorInfoFor(model, options)),
       own_pool_(rank.shared_pool == nullptr ? std::make_unique<ThreadPool>(options.num_threads) : nullptr),
       pool_(rank.shared_pool != nullptr ? *rank.shared_pool : *own_pool_),
-      ops_config_(CpuOps::Config::For(model.config())) {
+      ops_config_(CpuOps::Config::For(model.config())),
+      lora_slots_(options.lora.max_loras, model.config().num_layers, options.limits.max_batch_chunks) {
   info_.numerics = CpuNumericsFor(options);
   ops_config_.collective = rank.collective;
 
@@ -99,6 +100,7 @@ ExecutorMemory CpuExecutor::memory() const {
           .scratch_bytes = scratch_floats_ * static_cast<int64_t>(sizeof(float)) +
                            q8_scratch_blocks_ * static_cast<int64_t>(sizeof(kernels::BlockQ8A)),
           .kv_cache_bytes = KvPagesAllocated(info_, info_.num_blocks) * info_.kv_block_bytes,
+          .lora_bytes = options_.lora.max_loras * LoraSlotBytes(config_, options_.lora.max_rank),
           .resident_bytes = q8_weights_ ? q8_weights_->bytes() : 0};
 }
 
@@ -155,6 +157,22 @@ absl::StatusOr<std::span<const float>> CpuExecutor::RunDraftHeads(std::span<cons
   return std::span<const float>(heads_logits_);
 }
 
+absl::Status CpuExecutor::LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter) {
+  if (lora_slots_.num_slots() == 0) {
+    return absl::FailedPreconditionError("this executor holds no LoRA adapters (start it with --max-loras N)");
+  }
+  RETURN_IF_ERROR(lora_slots_.CheckSlot(slot));
+  RETURN_IF_ERROR(LoraSlots::CheckFits(*adapter, model_.weights(), options_.lora.max_rank));
+  lora_slots_.Set(slot, ResidentLora::InPlace(std::move(adapter)));
+  return absl::OkStatus();
+}
+
+absl::Status CpuExecutor::UnloadLora(int32_t slot) {
+  RETURN_IF_ERROR(lora_slots_.CheckSlot(slot));
+  lora_slots_.Clear(slot);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
   if (info_.num_blocks == 0) return absl::FailedPreconditionError("Forward before AllocateKvCache");
   // The calling thread runs kernel chunks too, and it need not be the one
@@ -170,8 +188,14 @@ absl::StatusOr<ForwardOutput> CpuExecutor::Forward(const ForwardBatch& batch) {
                        .v = v_layers_.data(),
                        .groups = &info_.kv_groups,
                        .key_scales = key_scales_.empty() ? nullptr : key_scales_.data()};
-  CpuOps ops(pool_, ops_config_, {.arrays = HostArrays(batch), .kv = kv, .num_tokens = batch.num_tokens()},
-             rope_scratch_);
+  ASSIGN_OR_RETURN(const int32_t lora_segments, lora_slots_.BuildSegments(batch));
+  CpuOps ops(
+      pool_, ops_config_,
+      {.arrays = HostArrays(batch),
+       .kv = kv,
+       .num_tokens = batch.num_tokens(),
+       .lora = {.table = lora_slots_.table().data(), .count = lora_segments, .rows = lora_slots_.segment_rows()}},
+      rope_scratch_);
   ops.Prepare();
   forward_(ops, config_, model_.weights(), StepOf(batch, config_), activations_);
   return ForwardOutput{.vocab_size = info_.vocab_size,

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "common/thread_pool.h"
 #include "engine/executor/cpu/cpu_ops.h"
+#include "engine/executor/lora_slots.h"
 #include "engine/executor/model_executor.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "model/arch/forward.h"
@@ -61,6 +62,8 @@ class CpuExecutor : public ModelExecutor {
   absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) override;
   absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
                                                        int32_t num_heads) override;
+  absl::Status LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter) override;
+  absl::Status UnloadLora(int32_t slot) override;
 
  private:
   CpuExecutor(const model::Model& model, const ExecutorOptions& options, CpuRank rank);
@@ -98,6 +101,8 @@ class CpuExecutor : public ModelExecutor {
   // Draft heads: their weights read in place, their states and logits.
   std::shared_ptr<const model::DraftHeads> draft_heads_;
   std::vector<float> heads_states_, heads_logits_;
+  // Resident LoRA adapters, read in place from their host copies.
+  LoraSlots lora_slots_;
 };
 
 }  // namespace kvfleet::engine

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/lora.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_q8.h"
 #include "kernels/cpu/paged_attention.h"
@@ -70,6 +71,11 @@ void CpuOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float
     }
   }
   kernels::MatMul({.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y}, pool_);
+}
+
+void CpuOps::AddLora(const model::LoraSite& site, const model::WeightView& w, const float* x, int64_t, float* y) {
+  if (step_.lora.count == 0) return;
+  kernels::AddLora({step_.lora.Site(site), static_cast<size_t>(step_.lora.count)}, x, w.cols, y, w.rows, pool_);
 }
 
 void CpuOps::AddBias(float* y, const float* bias, int64_t rows, int64_t n) { kernels::AddBias(y, bias, rows, n); }

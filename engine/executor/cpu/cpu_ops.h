@@ -55,6 +55,7 @@ class CpuOps {
     BatchArrays arrays;
     KvCacheView kv;
     int64_t num_tokens = 0;
+    LoraStep lora;
   };
 
   // rope_scratch holds Config::RopeScratchFloats(step.num_tokens) floats.
@@ -71,6 +72,7 @@ class CpuOps {
   // the ranks, scale its n values. On one rank, RmsNorm itself.
   void RmsNormAcrossRanks(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
   void MatMul(const model::WeightView& w, const float* x, int64_t m, float* y);
+  void AddLora(const model::LoraSite& site, const model::WeightView& w, const float* x, int64_t m, float* y);
   void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
   void Scale(float* x, int64_t count, float s);
   void Rope(float* x, int64_t tokens, int64_t heads, int32_t rope);

@@ -69,7 +69,8 @@ CudaExecutor::CudaExecutor(const model::Model& model, const ExecutorOptions& opt
       options_(options),
       info_(ExecutorInfoFor(model, options)),
       device_weights_(model.weights()),
-      ops_config_(CudaOps::Config::For(model.config())) {}
+      ops_config_(CudaOps::Config::For(model.config())),
+      lora_slots_(options.lora.max_loras, model.config().num_layers, options.limits.max_batch_chunks) {}
 
 CudaExecutor::~CudaExecutor() {
   if (stream_ != nullptr) {
@@ -95,6 +96,7 @@ absl::Status CudaExecutor::Init() {
   RETURN_IF_ERROR(UploadRopeTables());
   RETURN_IF_ERROR(UploadKeyScales());
   RETURN_IF_ERROR(AllocateScratch());
+  RETURN_IF_ERROR(AllocateLoraSlots());
   RETURN_IF_ERROR(cu::Synchronize(stream_));
   KVFLEET_LOG_INFO("CUDA executor on {} ({}, sm_{}{}, {} multiprocessors): weights {} MiB, scratch {} MiB",
                    options_.device.ToString(), props.name, props.major, props.minor, props.multiprocessors,
@@ -207,10 +209,56 @@ absl::Status CudaExecutor::AllocateScratch() {
   return absl::OkStatus();
 }
 
+absl::Status CudaExecutor::AllocateLoraSlots() {
+  if (options_.lora.max_loras == 0) return absl::OkStatus();
+  lora_slot_bytes_ = LoraSlotBytes(config_, options_.lora.max_rank);
+  ASSIGN_OR_RETURN(lora_weights_, cu::DeviceBuffer::Allocate(static_cast<size_t>(lora_slot_bytes_) *
+                                                             static_cast<size_t>(options_.lora.max_loras)));
+  ASSIGN_OR_RETURN(lora_table_,
+                   cu::DeviceBuffer::Allocate(static_cast<size_t>(config_.num_layers) * model::kProjections *
+                                              info_.limits.max_batch_chunks * sizeof(kernels::LoraSegment)));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter) {
+  if (lora_slots_.num_slots() == 0) {
+    return absl::FailedPreconditionError("this executor holds no LoRA adapters (start it with --max-loras N)");
+  }
+  RETURN_IF_ERROR(lora_slots_.CheckSlot(slot));
+  RETURN_IF_ERROR(LoraSlots::CheckFits(*adapter, device_weights_, options_.lora.max_rank));
+  RETURN_IF_ERROR(cu::SetDevice(options_.device.index));
+  // The pairs one after another in the slot's region (CheckFits bounds
+  // them by what the region was sized for).
+  lora_slots_.Clear(slot);
+  float* at = reinterpret_cast<float*>(lora_weights_.as<uint8_t>() + slot * lora_slot_bytes_);
+  ResidentLora placed{.adapter = adapter};
+  placed.layers.resize(adapter->layers.size());
+  for (size_t l = 0; l < adapter->layers.size(); ++l) {
+    for (int p = 0; p < model::kProjections; ++p) {
+      const std::optional<model::LoraPair>& pair = adapter->layers[l][static_cast<size_t>(p)];
+      if (!pair.has_value()) continue;
+      RETURN_IF_ERROR(cu::CopyToDevice(at, pair->a.data(), pair->a.size() * sizeof(float), stream_));
+      RETURN_IF_ERROR(cu::CopyToDevice(at + pair->a.size(), pair->b.data(), pair->b.size() * sizeof(float), stream_));
+      placed.layers[l][static_cast<size_t>(p)] = {.a = at, .b = at + pair->a.size()};
+      at += pair->a.size() + pair->b.size();
+    }
+  }
+  RETURN_IF_ERROR(cu::Synchronize(stream_));
+  lora_slots_.Set(slot, std::move(placed));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::UnloadLora(int32_t slot) {
+  RETURN_IF_ERROR(lora_slots_.CheckSlot(slot));
+  lora_slots_.Clear(slot);
+  return absl::OkStatus();
+}
+
 ExecutorMemory CudaExecutor::memory() const {
   return {.weight_bytes = weight_bytes_,
           .scratch_bytes = scratch_bytes_,
-          .kv_cache_bytes = KvPagesAllocated(info_, info_.num_blocks) * info_.kv_block_bytes};
+          .kv_cache_bytes = KvPagesAllocated(info_, info_.num_blocks) * info_.kv_block_bytes,
+          .lora_bytes = static_cast<int64_t>(lora_weights_.size() + lora_table_.size())};
 }
 
 absl::StatusOr<DeviceFreeMemory> CudaExecutor::FreeMemory() const {
@@ -296,7 +344,19 @@ absl::StatusOr<ForwardOutput> CudaExecutor::Forward(const ForwardBatch& batch) {
                        .v = v_layers_.data(),
                        .groups = &info_.kv_groups,
                        .key_scales = key_scales_.size() > 0 ? key_scales_.as<float>() : nullptr};
-  CudaOps ops(stream_, ops_config_, {.batch = &batch, .arrays = arrays, .kv = kv}, attention_);
+  ASSIGN_OR_RETURN(const int32_t lora_segments, lora_slots_.BuildSegments(batch));
+  if (lora_segments > 0) {
+    RETURN_IF_ERROR(cu::CopyToDevice(lora_table_.get(), lora_slots_.table().data(),
+                                     lora_slots_.table().size() * sizeof(kernels::LoraSegment), stream_));
+  }
+  CudaOps ops(stream_, ops_config_,
+              {.batch = &batch,
+               .arrays = arrays,
+               .kv = kv,
+               .lora = {.table = lora_table_.as<kernels::LoraSegment>(),
+                        .count = lora_segments,
+                        .rows = lora_slots_.segment_rows()}},
+              attention_);
   ops.Prepare();
   forward_(ops, config_, device_weights_, StepOf(batch, config_), activations_);
   RETURN_IF_ERROR(ops.status());

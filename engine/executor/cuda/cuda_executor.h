@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/executor/cuda/cuda_ops.h"
+#include "engine/executor/lora_slots.h"
 #include "engine/executor/model_executor.h"
 #include "kernels/cuda/device_buffer.h"
 #include "model/arch/draft_heads_forward.h"
@@ -64,6 +65,8 @@ class CudaExecutor : public ModelExecutor {
   absl::Status LoadDraftHeads(std::shared_ptr<const model::DraftHeads> heads) override;
   absl::StatusOr<std::span<const float>> RunDraftHeads(std::span<const float> hidden, int64_t rows,
                                                        int32_t num_heads) override;
+  absl::Status LoadLora(int32_t slot, std::shared_ptr<const model::LoraAdapter> adapter) override;
+  absl::Status UnloadLora(int32_t slot) override;
 
  private:
   // Where each batch array sits in the staging buffer (and its device twin).
@@ -78,6 +81,7 @@ class CudaExecutor : public ModelExecutor {
   absl::Status UploadRopeTables();
   absl::Status UploadKeyScales();
   absl::Status AllocateScratch();
+  absl::Status AllocateLoraSlots();
   BatchLayout LayoutFor(int64_t tokens, int64_t chunks, int64_t width, int64_t logits_rows, int64_t groups) const;
   absl::StatusOr<BatchArrays> StageBatch(const ForwardBatch& batch);
 
@@ -113,6 +117,12 @@ class CudaExecutor : public ModelExecutor {
   int64_t scratch_bytes_ = 0;
   std::vector<::kvfleet::cuda::DeviceBuffer> k_cache_, v_cache_;
   std::vector<uint8_t*> k_layers_, v_layers_;
+  // LoRA: each slot's pairs in its own region of lora_weights_ (room for
+  // every projection at the largest rank), and the step's segment table.
+  LoraSlots lora_slots_;
+  ::kvfleet::cuda::DeviceBuffer lora_weights_;
+  int64_t lora_slot_bytes_ = 0;
+  ::kvfleet::cuda::DeviceBuffer lora_table_;
 };
 
 }  // namespace KVFLEET_CUDA_BUILD

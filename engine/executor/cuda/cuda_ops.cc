@@ -7,6 +7,7 @@
 #include "kernels/cuda/device_runtime.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/lora.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/rope.h"
@@ -85,6 +86,11 @@ void CudaOps::RmsNormAcrossRanks(const float* x, const float* weight, float* y, 
 
 void CudaOps::MatMul(const model::WeightView& w, const float* x, int64_t m, float* y) {
   kc::LaunchMatMul({.w_type = w.dtype, .w = w.data, .n = w.rows, .k = w.cols, .x = x, .m = m, .y = y}, stream_);
+}
+
+void CudaOps::AddLora(const model::LoraSite& site, const model::WeightView& w, const float* x, int64_t, float* y) {
+  if (step_.lora.count == 0) return;
+  kc::LaunchAddLora(step_.lora.Site(site), step_.lora.count, step_.lora.rows, x, w.cols, y, w.rows, stream_);
 }
 
 void CudaOps::AddBias(float* y, const float* bias, int64_t rows, int64_t n) {

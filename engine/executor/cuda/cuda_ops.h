@@ -75,6 +75,7 @@ class CudaOps {
     const ForwardBatch* batch = nullptr;
     BatchArrays arrays;
     KvCacheView kv;
+    LoraStep lora;  // its table in device memory
   };
 
   CudaOps(::kvfleet::cuda::Stream stream, const Config& config, const Step& step, CudaAttentionWorkspace& workspace)
@@ -93,6 +94,7 @@ class CudaOps {
   // refuses a model that needs it): the step fails, on every rank alike.
   void RmsNormAcrossRanks(const float* x, const float* weight, float* y, int64_t rows, int64_t n);
   void MatMul(const model::WeightView& w, const float* x, int64_t m, float* y);
+  void AddLora(const model::LoraSite& site, const model::WeightView& w, const float* x, int64_t m, float* y);
   void AddBias(float* y, const float* bias, int64_t rows, int64_t n);
   void Scale(float* x, int64_t count, float s);
   void Rope(float* x, int64_t tokens, int64_t heads, int32_t rope);

@@ -62,21 +62,16 @@ struct Olmo2 {
     const int64_t T = step.num_tokens;
     blocks::RunDecoder(ops, c, w, step, a, [&](int32_t l, const LayerWeights& lw) {
       // Attention reads the residual stream itself.
-      ops.MatMul(lw.attn_q, a.x, T, a.q);
-      ops.MatMul(lw.attn_k, a.x, T, a.k);
-      ops.MatMul(lw.attn_v, a.x, T, a.v);
+      blocks::ProjectQkv(ops, l, lw, a, T, a.x);
       // Over every head: across the ranks when the heads are split.
       ops.RmsNormAcrossRanks(a.q, lw.attn_q_norm.f32(), a.q, T, c.num_heads * c.head_dim);
       ops.RmsNormAcrossRanks(a.k, lw.attn_k_norm.f32(), a.k, T, c.num_kv_heads * c.head_dim);
       blocks::RotateAndAttend(ops, c, l, a, T);
-      blocks::ProjectAttention(ops, lw, a, T);
+      blocks::ProjectAttention(ops, l, lw, a, T);
       blocks::NormOutput(ops, c, lw.post_attn_norm, a, T);
       blocks::AddResidual(ops, c, a, T);
       // So does the feed-forward block.
-      ops.MatMul(lw.ffn_gate, a.x, T, a.gate);
-      ops.MatMul(lw.ffn_up, a.x, T, a.up);
-      ops.SwiGlu(a.gate, a.up, a.gate, T * c.ffn_size);
-      blocks::ProjectDown(ops, lw, a, T);
+      blocks::FeedForward(ops, c, l, lw, a, T, blocks::Gate::kSilu, a.x);
       blocks::NormOutput(ops, c, lw.post_ffn_norm, a, T);
       blocks::AddResidual(ops, c, a, T);
     });

@@ -43,13 +43,13 @@ struct Qwen3 {
     const int64_t T = step.num_tokens;
     blocks::RunDecoder(ops, c, w, step, a, [&](int32_t l, const LayerWeights& lw) {
       blocks::NormInput(ops, c, lw.attn_norm, a, T);
-      blocks::ProjectQkv(ops, lw, a, T);
+      blocks::ProjectQkv(ops, l, lw, a, T);
       blocks::NormHeads(ops, c, lw, a, T);
       blocks::RotateAndAttend(ops, c, l, a, T);
-      blocks::ProjectAttention(ops, lw, a, T);
+      blocks::ProjectAttention(ops, l, lw, a, T);
       blocks::AddResidual(ops, c, a, T);
       blocks::NormInput(ops, c, lw.ffn_norm, a, T);
-      blocks::FeedForward(ops, c, lw, a, T, blocks::Gate::kSilu);
+      blocks::FeedForward(ops, c, l, lw, a, T, blocks::Gate::kSilu);
       blocks::AddResidual(ops, c, a, T);
     });
   }

@@ -29,6 +29,25 @@ class CpuOpBackend : public OpBackend {
     Ops().MatMul(View(w), x.data(), m, y.data());
     return y;
   }
+  std::vector<float> MatMulWithLora(const HostWeights& w, const std::vector<float>& x, int64_t m,
+                                    const std::vector<HostLoraSegment>& segments) override {
+    std::vector<float> y(static_cast<size_t>(m * w.rows));
+    std::vector<kernels::LoraSegment> table;
+    int64_t rows = 0;
+    for (const HostLoraSegment& s : segments) {
+      table.push_back({.first_row = s.first_row,
+                       .rows = s.rows,
+                       .rank = s.rank,
+                       .scale = s.scale,
+                       .a = s.a.empty() ? nullptr : s.a.data(),
+                       .b = s.b.empty() ? nullptr : s.b.data()});
+      rows += s.rows;
+    }
+    CpuOps ops = Ops({}, {.lora = {.table = table.data(), .count = static_cast<int32_t>(table.size()), .rows = rows}});
+    ops.MatMul(View(w), x.data(), m, y.data());
+    ops.AddLora({.layer = 0, .projection = model::Projection::kAttnQ}, View(w), x.data(), m, y.data());
+    return y;
+  }
   std::vector<float> RmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
                              float eps) override {
     std::vector<float> y(x.size());

@@ -42,6 +42,32 @@ class CudaOpBackend : public OpBackend {
     Ops().MatMul(View(w, d_w), d_x.as<float>(), m, y.as<float>());
     return Down<float>(y, m * w.rows);
   }
+  std::vector<float> MatMulWithLora(const HostWeights& w, const std::vector<float>& x, int64_t m,
+                                    const std::vector<HostLoraSegment>& segments) override {
+    const cu::DeviceBuffer d_w = Up(w.bytes), d_x = Up(x);
+    cu::DeviceBuffer y = Poisoned<float>(m * w.rows);
+    std::vector<cu::DeviceBuffer> pairs;
+    std::vector<kernels::LoraSegment> table;
+    int64_t rows = 0;
+    for (const HostLoraSegment& s : segments) {
+      kernels::LoraSegment seg{.first_row = s.first_row, .rows = s.rows, .rank = s.rank, .scale = s.scale};
+      if (!s.a.empty()) {
+        pairs.push_back(Up(s.a));
+        seg.a = pairs.back().as<float>();
+        pairs.push_back(Up(s.b));
+        seg.b = pairs.back().as<float>();
+      }
+      table.push_back(seg);
+      rows += s.rows;
+    }
+    const cu::DeviceBuffer d_table = Up(table);
+    CudaOps ops = Ops({}, {.lora = {.table = d_table.as<kernels::LoraSegment>(),
+                                    .count = static_cast<int32_t>(table.size()),
+                                    .rows = rows}});
+    ops.MatMul(View(w, d_w), d_x.as<float>(), m, y.as<float>());
+    ops.AddLora({.layer = 0, .projection = model::Projection::kAttnQ}, View(w, d_w), d_x.as<float>(), m, y.as<float>());
+    return Down<float>(y, m * w.rows);
+  }
   std::vector<float> RmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
                              float eps) override {
     cu::DeviceBuffer d_x = Up(x);

@@ -45,6 +45,16 @@ struct AttentionCase {
   std::vector<float> key_scales;
 };
 
+// One run of rows under a LoRA adapter: A [rank, in], B [out, rank];
+// empty pairs when the adapter leaves the projection alone.
+struct HostLoraSegment {
+  int32_t first_row = 0;
+  int32_t rows = 0;
+  int32_t rank = 0;
+  float scale = 1.0f;
+  std::vector<float> a, b;
+};
+
 class OpBackend {
  public:
   virtual ~OpBackend() = default;
@@ -53,6 +63,9 @@ class OpBackend {
   virtual std::vector<float> Embed(const HostWeights& table, const std::vector<int32_t>& ids,
                                    int64_t first_row = 0) = 0;
   virtual std::vector<float> MatMul(const HostWeights& w, const std::vector<float>& x, int64_t m) = 0;
+  // MatMul, then AddLora of the segments' adapters (one projection's site).
+  virtual std::vector<float> MatMulWithLora(const HostWeights& w, const std::vector<float>& x, int64_t m,
+                                            const std::vector<HostLoraSegment>& segments) = 0;
   virtual std::vector<float> RmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows,
                                      float eps) = 0;
   virtual std::vector<float> Rope(const kernels::RopeParams& p, const std::vector<float>& x,

@@ -105,6 +105,48 @@ TEST_P(OpHarnessTest, MatMulOfEveryWeightTypeMatchesTheReferenceAtEveryBatchSize
   }
 }
 
+inline const bool kCoversAddLora = Covers({model::Op::kAddLora});
+TEST_P(OpHarnessTest, MatMulWithMixedLoraAdaptersMatchesTheMergedReferenceRowByRow) {
+  // A step of three adapters and the base model, as the engine lays it out:
+  // runs of rows under one adapter each, base rows between them, and one
+  // adapter that leaves this projection alone.
+  const auto adapter = [](int32_t first, int32_t rows, int32_t rank, float scale, int64_t in, int64_t out,
+                          uint32_t seed) {
+    return HostLoraSegment{.first_row = first,
+                           .rows = rows,
+                           .rank = rank,
+                           .scale = scale,
+                           .a = testing::RandomFloats(rank * in, seed, 0.5f),
+                           .b = testing::RandomFloats(out * rank, seed + 1, 0.5f)};
+  };
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_K}) {
+    const int64_t n = 136, k = RoundUpToBlock(dtype, 256), m = 23;
+    SCOPED_TRACE(DTypeName(dtype));
+    const HostWeights w = RandomWeights(dtype, n, k, 31);
+    const std::vector<float> x = testing::RandomFloats(m * k, 17, 2.0f);
+    std::vector<HostLoraSegment> segments = {adapter(0, 5, 8, 2.0f, k, n, 40), adapter(7, 9, 16, 0.25f, k, n, 50),
+                                             HostLoraSegment{.first_row = 16, .rows = 3, .rank = 4},
+                                             adapter(19, 4, 1, 1.5f, k, n, 60)};
+    const std::vector<float> y = backend_->MatMulWithLora(w, x, m, segments);
+    EXPECT_LT(Nmse(y, RefMergedLoraMatMul(w, x, m, segments)), kMatMulTolerance);
+    // Rows 5, 6 are the base model's: MatMul alone, bit for bit.
+    EXPECT_EQ(Slice(y, 5, 2, n), Slice(backend_->MatMul(w, x, m), 5, 2, n));
+    // Each adapted row alone, as its request would run by itself: the same bits.
+    for (int64_t row : {0, 4, 7, 15, 17, 19, 22}) {
+      const HostLoraSegment* s = nullptr;
+      for (const HostLoraSegment& seg : segments) {
+        if (row >= seg.first_row && row < seg.first_row + seg.rows) s = &seg;
+      }
+      HostLoraSegment alone = *s;
+      alone.first_row = 0;
+      alone.rows = 1;
+      EXPECT_EQ(backend_->MatMulWithLora(w, Slice(x, row, 1, k), 1, {alone}), Slice(y, row, 1, n)) << "row " << row;
+    }
+    // The adapter changed what it should: not the base's product.
+    EXPECT_NE(Slice(y, 0, 1, n), Slice(backend_->MatMul(w, x, m), 0, 1, n));
+  }
+}
+
 inline const bool kCoversRmsNorm = Covers({model::Op::kRmsNorm});
 TEST_P(OpHarnessTest, RmsNormMatchesTheReferenceRowByRow) {
   // Per-head norms (64, 128, 256: Qwen3 and Gemma 3 over head_dim) and hidden widths.

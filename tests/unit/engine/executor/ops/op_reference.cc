@@ -52,6 +52,34 @@ std::vector<double> RefMatMul(const HostWeights& w, const std::vector<float>& x,
   return y;
 }
 
+std::vector<double> RefMergedLoraMatMul(const HostWeights& w, const std::vector<float>& x, int64_t m,
+                                        const std::vector<HostLoraSegment>& segments) {
+  const std::vector<float> wd = DequantizedRows(w);
+  std::vector<double> y(static_cast<size_t>(m * w.rows));
+  for (int64_t i = 0; i < m; ++i) {
+    const HostLoraSegment* seg = nullptr;
+    for (const HostLoraSegment& s : segments) {
+      if (!s.a.empty() && i >= s.first_row && i < s.first_row + s.rows) seg = &s;
+    }
+    for (int64_t j = 0; j < w.rows; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < w.cols; ++k) {
+        double merged = wd[j * w.cols + k];
+        if (seg != nullptr) {
+          double ba = 0;
+          for (int32_t r = 0; r < seg->rank; ++r) {
+            ba += static_cast<double>(seg->b[j * seg->rank + r]) * seg->a[r * w.cols + k];
+          }
+          merged += static_cast<double>(seg->scale) * ba;
+        }
+        acc += merged * x[i * w.cols + k];
+      }
+      y[i * w.rows + j] = acc;
+    }
+  }
+  return y;
+}
+
 std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows, float eps) {
   const int64_t n = static_cast<int64_t>(weight.size());
   std::vector<double> y(x.size());

@@ -13,6 +13,10 @@ namespace kvfleet::engine::ops_test {
 
 std::vector<double> RefEmbed(const HostWeights& table, const std::vector<int32_t>& ids);
 std::vector<double> RefMatMul(const HostWeights& w, const std::vector<float>& x, int64_t m);
+// x · W'ᵀ with each segment's adapter merged into W for its rows:
+// W' = W + scale · B·A, all in float64.
+std::vector<double> RefMergedLoraMatMul(const HostWeights& w, const std::vector<float>& x, int64_t m,
+                                        const std::vector<HostLoraSegment>& segments);
 std::vector<double> RefRmsNorm(const std::vector<float>& x, const std::vector<float>& weight, int64_t rows, float eps);
 std::vector<double> RefRope(const kernels::RopeParams& p, const std::vector<float>& x,
                             const std::vector<int32_t>& positions, int64_t heads);
