@@ -15,8 +15,10 @@
 // `u64(x)` is 8 bytes, `i32(x)` is 4 bytes (two's complement).
 //
 //   root  = SHA-256( "kvfleet-root" 0x00
-//                    ‖ u64(len(model_id))   ‖ model_id bytes
-//                    ‖ u64(len(cache_salt)) ‖ cache_salt bytes )
+//                    ‖ u64(len(model_id))    ‖ model_id bytes
+//                    ‖ u64(len(fingerprint)) ‖ fingerprint bytes
+//                    ‖ u64(len(cache_salt))  ‖ cache_salt bytes
+//                    [‖ u64(len(adapter))    ‖ adapter bytes, only under a LoRA adapter] )
 //   chain = SHA-256( u64(parent.hi) ‖ u64(parent.lo)
 //                    ‖ u64(number of tokens) ‖ i32(token) for each token
 //                    ‖ u64(len(extra)) ‖ extra bytes )
@@ -102,7 +104,8 @@ std::optional<BlockHash> BlockHash::FromBytes(std::string_view bytes) {
   return h;
 }
 
-BlockHash RootBlockHash(std::string_view model_id, std::string_view model_fingerprint, std::string_view cache_salt) {
+BlockHash RootBlockHash(std::string_view model_id, std::string_view model_fingerprint, std::string_view cache_salt,
+                        std::string_view adapter) {
   static constexpr std::string_view kTag("kvfleet-root\0", 13);
   std::string input;
   input.reserve(kTag.size() + 24 + model_id.size() + model_fingerprint.size() + cache_salt.size());
@@ -110,6 +113,9 @@ BlockHash RootBlockHash(std::string_view model_id, std::string_view model_finger
   AppendBytes(input, model_id);
   AppendBytes(input, model_fingerprint);
   AppendBytes(input, cache_salt);
+  // Every field is length-prefixed, so one more after the salt cannot make
+  // an input another's: a base model's roots stay what they were.
+  if (!adapter.empty()) AppendBytes(input, adapter);
   return Digest(input);
 }
 

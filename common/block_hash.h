@@ -47,7 +47,13 @@ struct BlockHash {
   static std::optional<BlockHash> FromBytes(std::string_view bytes);
 };
 
-BlockHash RootBlockHash(std::string_view model_id, std::string_view model_fingerprint, std::string_view cache_salt);
+// `adapter` is the identity of the LoRA adapter a request runs under
+// (LoraAdapter::identity(): its name and a digest of its weights), empty
+// for the base model, whose roots it leaves as they were: KV computed under
+// an adapter is shared only with requests under the same adapter, the same
+// weights included.
+BlockHash RootBlockHash(std::string_view model_id, std::string_view model_fingerprint, std::string_view cache_salt,
+                        std::string_view adapter = {});
 // No fingerprint known (tools, tests, benchmarks): the same with an empty one.
 inline BlockHash RootBlockHash(std::string_view model_id, std::string_view cache_salt) {
   return RootBlockHash(model_id, std::string_view(), cache_salt);

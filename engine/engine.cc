@@ -44,7 +44,9 @@ Engine::Engine(ModelExecutor& executor, const EngineOptions& options, KvEventLis
           executor.info().kv_groups.group_window.empty() ? std::vector<int64_t>{0}
                                                          : executor.info().kv_groups.group_window,
           options.model_fingerprint),
-      scheduler_(options.scheduler, kv_),
+      lora_(executor.info().lora_slots > 0 ? std::make_unique<LoraResidency>(executor, executor.info().lora_slots)
+                                           : nullptr),
+      scheduler_(options.scheduler, kv_, lora_.get()),
       speculator_(options.speculation, options.proposers, kv_),
       batch_builder_(BatchBuilderFor(executor.info())),
       kv_leases_(pool_, pool_.num_blocks() / 2) {
@@ -99,6 +101,19 @@ absl::Status Engine::Validate(const EngineRequest& r) const {
                                                    " tokens and max_tokens is ", r.stopping.max_tokens,
                                                    ": nothing is left to generate"));
   }
+  if (r.lora != nullptr) {
+    if (lora_ == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("this worker serves no LoRA adapters (start it with --max-loras N); "
+                       "adapter '",
+                       r.lora->name, "' cannot run here"));
+    }
+    if (r.lora->rank > info.max_lora_rank || static_cast<int64_t>(r.lora->layers.size()) != info.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "adapter '", r.lora->name, "' (rank ", r.lora->rank, ", ", r.lora->layers.size(),
+          " layers) does not fit this worker (rank up to ", info.max_lora_rank, ", ", info.num_layers, " layers)"));
+    }
+  }
   const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.stopping.max_tokens;
   if (total > info.context_length) {
     return absl::InvalidArgumentError(absl::StrCat("the prompt has ", r.prompt.size(), " tokens and max_tokens is ",
@@ -121,7 +136,9 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   RETURN_IF_ERROR(Validate(request));
   const uint64_t seed = request.sampling.seed.value_or(std::random_device{}());
   auto req = std::make_unique<Request>(std::move(request), seed, 0, sink);
-  req->cache_root = RootBlockHash(options_.model_id, options_.model_fingerprint, req->params.cache_salt);
+  if (req->params.lora != nullptr) req->lora_identity = req->params.lora->identity();
+  req->cache_root =
+      RootBlockHash(options_.model_id, options_.model_fingerprint, req->params.cache_salt, req->lora_identity);
   req->prompt_block_hashes = HashFullBlocks(req->cache_root, req->params.prompt, kv_.block_size());
   const RequestId id = req->id();
   const std::optional<KvPeerSource> peer = req->params.kv_peer;
@@ -277,6 +294,7 @@ absl::Status Engine::Step() {
   DrainInbox();
   speculator_.Plan(scheduler_.running(), options_.scheduler.max_num_batched_tokens);
   const SchedulerOutput scheduled = scheduler_.Schedule();
+  for (Request* failed : scheduled.failed) Finish(*failed, FinishReason::kError);
   if (!queued_handoffs_.empty()) RenewQueuedHandoffLeases(std::chrono::steady_clock::now());
   last_step_empty_ = scheduled.empty();
   if (scheduled.empty()) {
@@ -332,13 +350,13 @@ const ForwardBatch& Engine::BuildForwardBatch(const SchedulerOutput& scheduled) 
         verify_parents_.push_back(-1);
         for (int32_t i = 0; i < c.num_draft_tokens; ++i) verify_parents_.push_back(r.draft_parents[i] + 1);
       }
-      batch_builder_.AddChunk(verify_tokens_, r.num_computed_tokens, r.block_table, LogitsWanted::kAll,
-                              verify_parents_);
+      batch_builder_.AddChunk(verify_tokens_, r.num_computed_tokens, r.block_table, LogitsWanted::kAll, verify_parents_,
+                              r.lora_slot);
       continue;
     }
     const bool reaches_end = r.num_computed_tokens + c.num_tokens == r.num_tokens();
     batch_builder_.AddChunk(std::span(r.tokens).subspan(r.num_computed_tokens, c.num_tokens), r.num_computed_tokens,
-                            r.block_table, reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone);
+                            r.block_table, reaches_end ? LogitsWanted::kLast : LogitsWanted::kNone, {}, r.lora_slot);
   }
   bool want_hidden = false;
   for (const ScheduledChunk& c : scheduled.chunks)

@@ -42,6 +42,7 @@
 #include "engine/kv/tiers/kv_tier_manager.h"
 #include "engine/kv/transfer/kv_block_stream.h"
 #include "engine/kv/transfer/kv_peer_fetcher.h"
+#include "engine/lora/lora_residency.h"
 #include "engine/pending_prefill.h"
 #include "engine/request/request.h"
 #include "engine/request/speculation_options.h"
@@ -288,6 +289,9 @@ class Engine {
   PendingPrefill pending_prefill_;  // the pool's listener; forwards to listener_
   BlockPool pool_;
   KvCacheManager kv_;
+  // Which LoRA adapters the executor's slots hold (null: it has none); the
+  // scheduler's run gate, so declared before it.
+  std::unique_ptr<LoraResidency> lora_;
   Scheduler scheduler_;
   Speculator speculator_;
   MaskPrefetcher mask_prefetcher_;             // constrained requests' masks, during the forward pass

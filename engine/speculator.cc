@@ -45,9 +45,7 @@ std::vector<std::string> Speculator::available() const {
   return names;
 }
 
-absl::Status Speculator::Validate(const spec::SpeculationParams& params) const {
-  return params.Validate(available());
-}
+absl::Status Speculator::Validate(const spec::SpeculationParams& params) const { return params.Validate(available()); }
 
 const Speculator::Loaded* Speculator::Find(std::string_view name) const {
   for (const Loaded& l : loaded_) {
@@ -99,8 +97,8 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Loaded* l = &Of(candidates[i]->proposer);
     // Before a measurement, a proposer model costs its share of a target step.
-    const double cost = l->measured_cost ? l->seconds_per_token
-                                         : l->proposer->relative_cost() * step_cost_.Seconds(1.0);
+    const double cost =
+        l->measured_cost ? l->seconds_per_token : l->proposer->relative_cost() * step_cost_.Seconds(1.0);
     // A draft model that is behind must first run the text it missed; that
     // pays off over the rest of the request (about two tokens per step), so
     // each step carries its share.
@@ -118,10 +116,11 @@ std::vector<int32_t> Speculator::DraftLengths(const std::vector<Request*>& candi
   }
   std::vector<int32_t> lengths = spec::ChooseDraftLengths(offers, step_cost_, plain);
   if (!candidates.empty()) {
-    KVFLEET_LOG_DEBUG("speculation: step cost {:.2f} ms + {:.3f} ms/token, {} tokens, {} decoding; first candidate "
-                      "r={:.2f} propose {:.3f} ms/token -> k={}",
-                      step_cost_.fixed_seconds() * 1e3, step_cost_.seconds_per_token() * 1e3, plain.tokens,
-                      plain.produced, offers[0].acceptance, offers[0].propose_seconds_per_token * 1e3, lengths[0]);
+    KVFLEET_LOG_DEBUG(
+        "speculation: step cost {:.2f} ms + {:.3f} ms/token, {} tokens, {} decoding; first candidate "
+        "r={:.2f} propose {:.3f} ms/token -> k={}",
+        step_cost_.fixed_seconds() * 1e3, step_cost_.seconds_per_token() * 1e3, plain.tokens, plain.produced,
+        offers[0].acceptance, offers[0].propose_seconds_per_token * 1e3, lengths[0]);
   }
   const double step_seconds = step_cost_.Seconds(plain.tokens);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -217,6 +216,7 @@ void Speculator::Draft(Loaded& loaded, const std::vector<Request*>& requests, co
                      .context = r.tokens,
                      .num_computed = r.num_computed_tokens,
                      .block_table = r.block_table,
+                     .lora_slot = r.lora_slot,
                      .max_tokens = lengths[i],
                      .hidden = r.last_hidden});
     owners.push_back(&r);

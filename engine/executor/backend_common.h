@@ -158,6 +158,8 @@ inline ExecutorInfo ExecutorInfoFor(const model::Model& model, const ExecutorOpt
                     .weight_bytes = model.weight_bytes(),
                     .kv_bytes_per_token = KvBytesPerCachedToken(c, options),
                     .kv_groups = model::KvPageGroupsFor(c, options.free_window_blocks),
+                    .lora_slots = options.lora.max_loras,
+                    .max_lora_rank = options.lora.max_rank,
                     .limits = options.limits};
   info.kv_block_bytes = 2 * info.kv_groups.layers_per_page * KvLayoutFor(c, options, 1).BytesPerLayer();
   info.limits.max_logits_rows = options.limits.logits_rows();

@@ -126,8 +126,10 @@ void ForwardBatchBuilder::AddChunk(std::span<const model::TokenId> tokens, int32
                                    std::span<const int32_t> tree_parents, int32_t lora_slot) {
   const int32_t chunk = batch_.num_chunks();
   // Slots start with the first adapter's chunk: every earlier one is the base model's.
-  if (lora_slot >= 0 && batch_.chunk_lora.empty()) batch_.chunk_lora.assign(static_cast<size_t>(chunk), -1);
-  if (!batch_.chunk_lora.empty()) batch_.chunk_lora.push_back(lora_slot);
+  if (lora_slot >= 0 || !batch_.chunk_lora.empty()) {
+    batch_.chunk_lora.resize(static_cast<size_t>(chunk), -1);
+    batch_.chunk_lora.push_back(lora_slot);
+  }
   const int32_t first_token = batch_.num_tokens();
   const int64_t end = static_cast<int64_t>(start_position) + static_cast<int64_t>(tokens.size());
   const size_t groups = static_cast<size_t>(kv_groups_);

@@ -90,6 +90,10 @@ struct ExecutorInfo {
   // Ranks the model is split across (model/arch/shard_plan.h); 1: whole.
   // A block holds every rank's share of its KV heads.
   int32_t tensor_parallel = 1;
+  // LoRA adapters it can hold at once (options.lora.max_loras) and the
+  // largest rank each slot takes.
+  int32_t lora_slots = 0;
+  int32_t max_lora_rank = 0;
   ExecutorLimits limits;  // resolved: max_logits_rows is set
 };
 

@@ -203,7 +203,7 @@ void KvCacheManager::ReleasePassedWindowPages(Request& req) {
 }
 
 BlockHash KvCacheManager::RootFor(const Request& req) const {
-  return RootBlockHash(model_id_, model_fingerprint_, req.params.cache_salt);
+  return RootBlockHash(model_id_, model_fingerprint_, req.params.cache_salt, req.lora_identity);
 }
 
 BlockHash KvCacheManager::HashOfBlock(const Request& req, int32_t b, const BlockHash& parent) const {

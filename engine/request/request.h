@@ -24,6 +24,10 @@
 #include "engine/sampler/token_constraint.h"
 #include "model/token_id.h"
 
+namespace kvfleet::model {
+struct LoraAdapter;
+}  // namespace kvfleet::model
+
 namespace kvfleet::engine {
 
 namespace spec {
@@ -65,6 +69,9 @@ struct EngineRequest {
   // (EngineOptions::kv_lease_duration) for a decode worker's pull.
   bool prefill_only = false;
   std::string kv_lease_id;
+  // The LoRA adapter it runs under (model/lora/); null: the base model. Its
+  // identity roots the request's block hashes.
+  std::shared_ptr<const model::LoraAdapter> lora;
 };
 
 struct Usage {
@@ -166,6 +173,12 @@ struct Request {
   // Requests admitted ahead of it while it did not fit (Scheduler's bounded
   // bypass); reset when it is admitted.
   int32_t admissions_bypassed = 0;
+  // Its LoRA adapter's identity (LoraAdapter::identity(), set at Submit;
+  // empty for the base model): part of its cache root.
+  std::string lora_identity;
+  // The executor's slot holding its LoRA adapter while it runs (pinned
+  // there by the scheduler's run gate); -1: none held.
+  int32_t lora_slot = -1;
 
   // Speculative decoding (see Speculator).
   spec::Proposer* proposer = nullptr;  // null: this request never speculates (unless auto_proposer)

@@ -24,7 +24,8 @@ SchedulerConfig SchedulerConfig::DefaultsFor(DeviceKind device) {
   return {};
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv) : config_(config), kv_(kv) {}
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, RunGate* gate)
+    : config_(config), kv_(kv), gate_(gate) {}
 
 void Scheduler::Add(Request* req) {
   CHECK(req->block_table.empty());
@@ -36,6 +37,7 @@ void Scheduler::Remove(Request* req) {
   waiting_.erase(req);
   running_.remove(req);
   kv_.Free(*req);
+  if (gate_ != nullptr) gate_->Release(*req);
 }
 
 SchedulerOutput Scheduler::Schedule() {
@@ -91,6 +93,7 @@ Request* Scheduler::PreemptNewest(SchedulerOutput& out) {
   Request* victim = running_.back();
   running_.pop_back();
   kv_.Free(*victim);
+  if (gate_ != nullptr) gate_->Release(*victim);
   victim->ClearDraft();
   victim->kv_load_tried = false;  // its blocks may go down a tier before it returns
   victim->state = RequestState::kWaiting;
@@ -135,9 +138,23 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int32_t& budget) {
       ++it;
       continue;
     }
+    if (fits && gate_ != nullptr) {
+      const RunGate::Verdict verdict = gate_->Acquire(*req);
+      if (verdict != RunGate::Verdict::kAdmit) {
+        kv_.Free(*req);
+        if (verdict == RunGate::Verdict::kFail) {
+          it = waiting_.erase(it);
+          out.failed.push_back(req);
+        } else {
+          ++it;  // its slot frees when another adapter's request stops; the others go ahead
+        }
+        continue;
+      }
+    }
     const int32_t n = std::min(req->num_pending_tokens(), budget);
     if (!fits || !kv_.Allocate(*req, n) || kv_.num_free_blocks() < reserve) {
       kv_.Free(*req);  // give the blocks and the cached prefix back; try again next step
+      if (gate_ != nullptr) gate_->Release(*req);
       if (req->admissions_bypassed >= config_.admission_bypass_limit) break;
       blocked.push_back(req);
       if (blocked.size() >= kMaxBlockedPerStep) break;

@@ -60,6 +60,22 @@ struct SchedulerConfig {
   static SchedulerConfig DefaultsFor(DeviceKind device);
 };
 
+// What a request needs besides KV blocks to run, held from admission until
+// it stops running (preempted, finished): its LoRA adapter resident in one
+// of the executor's slots (engine/lora/lora_residency.h).
+class RunGate {
+ public:
+  enum class Verdict {
+    kAdmit,  // held: admit it
+    kWait,   // not now (every slot is busy): the others go ahead
+    kFail,   // never (the adapter cannot be loaded): the engine finishes it with an error
+  };
+  virtual ~RunGate() = default;
+  virtual Verdict Acquire(Request& req) = 0;
+  // Idempotent: nothing for a request that holds nothing.
+  virtual void Release(Request& req) = 0;
+};
+
 struct ScheduledChunk {
   Request* request;
   int32_t num_tokens;  // computed this step, from request->num_computed_tokens on
@@ -71,13 +87,16 @@ struct ScheduledChunk {
 struct SchedulerOutput {
   std::vector<ScheduledChunk> chunks;
   std::vector<Request*> preempted;
+  // Waiting requests the run gate refused for good (out of the queue).
+  std::vector<Request*> failed;
   int32_t num_tokens = 0;
   bool empty() const { return chunks.empty(); }
 };
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+  // `gate` (may be null: nothing else needed) must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, RunGate* gate = nullptr);
 
   // Queues a request (state kWaiting, no blocks).
   void Add(Request* req);
@@ -108,6 +127,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   KvCacheManager& kv_;
+  RunGate* gate_;
   std::list<Request*> running_;  // in admission order
   std::set<Request*, WaitingOrder> waiting_;
   int64_t num_preemptions_ = 0;

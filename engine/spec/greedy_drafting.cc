@@ -33,7 +33,7 @@ absl::Status CatchUp(ModelExecutor& executor, int32_t num_layers, std::span<Gree
       const int32_t take = std::min(n - next[i], budget);
       const bool last = next[i] + take == n;
       builder.AddChunk(slot.context.subspan(next[i], take), next[i], sequences[i].block_table,
-                       last ? LogitsWanted::kLast : LogitsWanted::kNone);
+                       last ? LogitsWanted::kLast : LogitsWanted::kNone, {}, sequences[i].lora_slot);
       if (last) finishing.push_back(i);
       slot.rows_computed += take;
       next[i] += take;
@@ -75,7 +75,7 @@ absl::Status DraftGreedily(ModelExecutor& executor, int32_t num_layers, std::spa
         if (j >= slot.max_tokens) continue;
         const int32_t n = static_cast<int32_t>(slot.context.size());
         builder.AddChunk(std::span(slot.draft).subspan(j - 1, 1), n + j - 1, drafting[i].block_table,
-                         LogitsWanted::kLast);
+                         LogitsWanted::kLast, {}, drafting[i].lora_slot);
         in_batch.push_back(&slot);
       }
       if (in_batch.empty()) continue;

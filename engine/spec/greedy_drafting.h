@@ -23,8 +23,9 @@ namespace kvfleet::engine::spec {
 
 struct GreedyDraftSequence {
   DraftSlot* slot;
-  int32_t start = 0;  // the model's KV covers context[0, start); start < context.size()
+  int32_t start = 0;                     // the model's KV covers context[0, start); start < context.size()
   std::span<const BlockId> block_table;  // covers context.size() + max_tokens - 1 positions
+  int32_t lora_slot = -1;                // the executor's LoRA slot to draft under (-1: none)
 };
 
 // Replaces each slot's draft. num_layers as in ForwardBatch.

@@ -49,6 +49,9 @@ struct DraftSlot {
   // The target's block table; it covers context.size() + max_tokens - 1
   // positions when the proposer uses_target_kv().
   std::span<const BlockId> block_table;
+  // The target's LoRA slot the request runs under (-1: the base model): a
+  // proposer that runs the target's own layers runs them under it too.
+  int32_t lora_slot = -1;
   int32_t max_tokens = 0;
   // The target's hidden state (its output head's input) at the row that
   // sampled the pending token, when the proposer needs_hidden_state();
@@ -65,7 +68,7 @@ struct DraftSlot {
   // (its whole path accepted), non-increasing. With them the engine sizes
   // the draft guess by guess, instead of from the request's acceptance rate.
   std::vector<double> worths;
-  int32_t rows_computed = 0;          // out: tokens a proposer model ran for this slot (catch-up included)
+  int32_t rows_computed = 0;  // out: tokens a proposer model ran for this slot (catch-up included)
   // out: how strong the draft's evidence is, for a lookup proposer the
   // length of the match it copied from (0: not reported). The engine learns
   // acceptance per evidence level across requests, so a long match earns a

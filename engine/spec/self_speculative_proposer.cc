@@ -25,7 +25,8 @@ absl::Status SelfSpeculativeProposer::Propose(std::span<DraftSlot> slots) {
   for (DraftSlot& slot : slots) {
     slot.draft.clear();
     if (slot.max_tokens <= 0) continue;
-    sequences.push_back({.slot = &slot, .start = slot.num_computed, .block_table = slot.block_table});
+    sequences.push_back(
+        {.slot = &slot, .start = slot.num_computed, .block_table = slot.block_table, .lora_slot = slot.lora_slot});
   }
   if (sequences.empty()) return absl::OkStatus();
   return DraftGreedily(target_, num_layers_, sequences);

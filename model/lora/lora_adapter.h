@@ -53,6 +53,8 @@ struct LoraAdapter {
     const std::optional<LoraPair>& p = layers.at(static_cast<size_t>(layer))[static_cast<size_t>(target)];
     return p.has_value() ? &*p : nullptr;
   }
+  // What block hashes are salted with: "name@digest".
+  std::string identity() const { return name + "@" + digest; }
   // Float32 values it holds (what it costs resident: 4 bytes each).
   int64_t parameters() const;
 };

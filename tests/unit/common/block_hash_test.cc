@@ -72,6 +72,12 @@ TEST(BlockHashTest, SaltAndModelIdSeparateRoots) {
   // One id over two sets of weights: two roots.
   EXPECT_NE(RootBlockHash(kModel, "aaaa", ""), RootBlockHash(kModel, "bbbb", ""));
   EXPECT_EQ(RootBlockHash(kModel, "", "s"), RootBlockHash(kModel, "s"));
+  // A LoRA adapter's identity roots its own tree; the base model's roots
+  // are what they were before adapters existed.
+  EXPECT_EQ(RootBlockHash(kModel, "fp", "s", ""), RootBlockHash(kModel, "fp", "s"));
+  EXPECT_NE(RootBlockHash(kModel, "fp", "s", "sql@1234"), RootBlockHash(kModel, "fp", "s"));
+  EXPECT_NE(RootBlockHash(kModel, "fp", "s", "sql@1234"), RootBlockHash(kModel, "fp", "s", "sql@5678"));
+  EXPECT_NE(RootBlockHash(kModel, "fp", "", "s"), RootBlockHash(kModel, "fp", "s", ""));
 
   // The same tokens under different roots hash differently at every block.
   const std::vector<int32_t> tokens = Iota(32);

@@ -14,6 +14,7 @@
 #include "engine/executor/cpu/cpu_ranks.h"
 #include "engine/executor/tensor_parallel_executor.h"
 #include "tests/testing/temp_dir.h"
+#include "tools/tiny_model/tiny_lora.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace {
@@ -65,8 +66,12 @@ TEST_P(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
   // worker does (it loads the model, then its engine thread runs it).
   absl::StatusOr<std::unique_ptr<ModelExecutor>> ex = absl::UnknownError("not created");
   std::thread([&] {
-    const ExecutorOptions options{
-        .num_blocks = 64, .block_size = 4, .num_threads = 2, .cpu_activations = activations, .tensor_parallel = degree};
+    const ExecutorOptions options{.num_blocks = 64,
+                                  .block_size = 4,
+                                  .num_threads = 2,
+                                  .cpu_activations = activations,
+                                  .tensor_parallel = degree,
+                                  .lora = {.max_loras = 2, .max_rank = 4}};
     if (degree == 1) {
       auto whole = CpuExecutor::Create(**model, options);
       ex = whole.ok() ? absl::StatusOr<std::unique_ptr<ModelExecutor>>(std::move(*whole)) : whole.status();
@@ -84,8 +89,14 @@ TEST_P(CpuExecutorAllocationTest, AWarmForwardAllocatesNothing) {
   for (int32_t b = 0; b < 32; ++b) table.emplace_back(b);
   std::vector<model::TokenId> prompt(100);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<model::TokenId>(i * 7 % 250);
+  // The prefill runs under a LoRA adapter (its segment table and kernel
+  // too must allocate nothing), the decode on the base model.
+  ASSERT_TRUE((*ex)
+                  ->LoadLora(1, std::make_shared<const model::LoraAdapter>(
+                                    tools::RandomLoraAdapter(**model, {.name = "a", .rank = 4})))
+                  .ok());
   ForwardBatchBuilder prefill(4), decode(4);
-  prefill.AddChunk(prompt, 0, table, LogitsWanted::kAll);
+  prefill.AddChunk(prompt, 0, table, LogitsWanted::kAll, {}, /*lora_slot=*/1);
   const model::TokenId next[] = {5};
   decode.AddChunk(next, 100, table, LogitsWanted::kLast);
   const ForwardBatch& prefill_batch = prefill.Finish();

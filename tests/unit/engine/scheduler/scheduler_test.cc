@@ -12,11 +12,12 @@ namespace {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  void Init(SchedulerConfig config, int32_t num_blocks, std::vector<int64_t> group_windows = {0}) {
+  void Init(SchedulerConfig config, int32_t num_blocks, std::vector<int64_t> group_windows = {0},
+            RunGate* gate = nullptr) {
     config_ = config;
     pool_ = std::make_unique<BlockPool>(num_blocks, nullptr);
     kv_ = std::make_unique<KvCacheManager>(*pool_, 4, "m", true, std::move(group_windows));
-    scheduler_ = std::make_unique<Scheduler>(config, *kv_);
+    scheduler_ = std::make_unique<Scheduler>(config, *kv_, gate);
   }
 
   Request* Add(int prompt_len, int max_tokens, int priority = 0) {
@@ -257,6 +258,42 @@ void SchedulerTest::ExpectBlocksToAdmitIsWhatAnAdmissionTakes(const std::vector<
     Step();
   }
   EXPECT_GT(checked, 100);
+}
+
+// A run gate that admits by priority: 0 admit, 1 wait, 2 fail; counts what it holds.
+class PriorityGate : public RunGate {
+ public:
+  Verdict Acquire(Request& req) override {
+    if (req.params.priority == 1) return Verdict::kWait;
+    if (req.params.priority == 2) return Verdict::kFail;
+    if (req.lora_slot < 0) ++held;
+    req.lora_slot = 0;
+    return Verdict::kAdmit;
+  }
+  void Release(Request& req) override {
+    if (req.lora_slot >= 0) --held;
+    req.lora_slot = -1;
+  }
+  int held = 0;
+};
+
+TEST_F(SchedulerTest, TheRunGateHoldsBackRefusesOrAdmitsAndIsReleasedWhenARequestStops) {
+  PriorityGate gate;
+  Init({.max_num_batched_tokens = 64, .admission_bypass_limit = 16}, 64, {0}, &gate);
+  // Lower priorities run first: the waiting and failing ones come first here.
+  Request* failing = Add(4, 2, /*priority=*/2);
+  Request* waiting = Add(4, 2, /*priority=*/1);
+  Request* admitted = Add(4, 2, /*priority=*/0);
+  const SchedulerOutput out = Step();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].request, admitted);
+  EXPECT_EQ(out.failed, std::vector<Request*>{failing});
+  EXPECT_EQ(scheduler_->num_waiting(), 1) << "the waiting one stays queued";
+  EXPECT_EQ(waiting->lora_slot, -1);
+  EXPECT_EQ(kv_->HeldBlocks(*waiting), 0) << "a request the gate holds back keeps no blocks";
+  EXPECT_EQ(gate.held, 1);
+  while (admitted->state != RequestState::kFinished) Step();
+  EXPECT_EQ(gate.held, 0) << "released when it finished";
 }
 
 }  // namespace
