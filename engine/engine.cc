@@ -196,6 +196,14 @@ void Engine::RequestKvSnapshot() {
   wake_.notify_one();
 }
 
+void Engine::EvictLora(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.lora_evictions.push_back(name);
+  }
+  wake_.notify_one();
+}
+
 bool Engine::HasWork() const {
   if (!requests_.empty()) return true;
   std::lock_guard<std::mutex> lock(mu_);
@@ -210,6 +218,9 @@ void Engine::DrainInbox() {
     drained_requests_ += static_cast<int32_t>(inbox.submitted.size());
     drained_pending_tokens_ += inbox_pending_tokens_;
     inbox_pending_tokens_ = 0;
+  }
+  if (lora_ != nullptr) {
+    for (const std::string& name : inbox.lora_evictions) lora_->Evict(name);
   }
   for (auto& req : inbox.submitted) {
     req->arrival = next_arrival_++;

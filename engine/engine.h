@@ -127,6 +127,10 @@ class Engine {
   // Thread-safe. At the next step (even when idle) the engine thread calls
   // the KV event listener's OnSnapshot with every cached block.
   void RequestKvSnapshot();
+  // Thread-safe. At the next step (even when idle) the adapters of this
+  // name leave the executor's slots; one a running request uses leaves when
+  // the last such request stops (an unloaded adapter's memory goes back).
+  void EvictLora(const std::string& name);
   // Thread-safe: a peer's pull (engine/kv/transfer). At the next step (even
   // when idle) the engine thread copies out the blocks of `hashes`, in
   // order, from the device or host memory (the executor's own bytes),
@@ -196,10 +200,11 @@ class Engine {
       int64_t bytes = 0;
     };
     std::vector<StagedServed> staged_served;
-    std::vector<std::string> renewals;  // RenewKvLease
+    std::vector<std::string> renewals;        // RenewKvLease
+    std::vector<std::string> lora_evictions;  // EvictLora
     bool empty() const {
       return submitted.empty() && cancelled.empty() && !snapshot && exports.empty() && pulled.empty() &&
-             staged_served.empty() && renewals.empty();
+             staged_served.empty() && renewals.empty() && lora_evictions.empty();
     }
   };
 

@@ -62,6 +62,10 @@ void Engine::PublishStats(int64_t last_step_tokens) {
   s.pending_prefill_tokens = pending_prefill_.tokens();
   s.prefill_tokens_per_second = prefill_tokens_per_second_;
   s.mask_wait_seconds = mask_wait_seconds_;
+  if (lora_ != nullptr) {
+    s.lora = lora_->stats();
+    s.resident_lora = lora_->resident();
+  }
   s.kv_peer = kv_peer_stats_;
   s.kv_block_bytes = executor_.info().kv_block_bytes;
   s.kv_leases = kv_leases_.size();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/kv/kv_leases.h"
+#include "engine/lora/lora_stats.h"
 
 namespace kvfleet::engine {
 
@@ -73,6 +74,10 @@ struct EngineStats {
   // Seconds steps waited after their forward pass for constrained requests'
   // masks (MaskPrefetcher): the mask time the forward pass did not hide.
   double mask_wait_seconds = 0.0;
+  // LoRA adapters: the executor's slots' counters, and the identities
+  // ("name@digest") of the adapters in them now.
+  LoraResidencyStats lora;
+  std::vector<std::string> resident_lora;
   int64_t kv_block_bytes = 0;                 // one block's bytes as a peer receives it
   std::vector<SpeculationStats> speculation;  // one per loaded proposer
   KvPeerStats kv_peer;

@@ -22,18 +22,11 @@
 #include <vector>
 
 #include "engine/executor/model_executor.h"
+#include "engine/lora/lora_stats.h"
 #include "engine/scheduler/scheduler.h"
 #include "model/lora/lora_adapter.h"
 
 namespace kvfleet::engine {
-
-struct LoraResidencyStats {
-  int64_t loads = 0;         // adapters put into a slot
-  int64_t evictions = 0;     // loads that replaced another adapter
-  double load_seconds = 0;   // summed over loads
-  int32_t resident = 0;      // adapters in slots now
-  int32_t slots = 0;
-};
 
 class LoraResidency : public RunGate {
  public:

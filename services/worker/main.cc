@@ -75,6 +75,7 @@ struct LoadedModel {
   std::unique_ptr<GrammarCompiler> grammar;     // structured output
   std::string fingerprint;                      // roots the block hashes, with the id
   std::shared_ptr<const ModelCardChunks> card;  // what DescribeModel streams
+  std::unique_ptr<LoraRegistry> loras;          // null without --max-loras
 };
 
 // The model as routers learn it: the card (with --served-model-name and
@@ -117,17 +118,19 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
         "f16 where answers must match",
         kernels::KvCacheDtypeName(m.mode.kv));
   }
-  ASSIGN_OR_RETURN(m.executor, engine::CreateExecutor(*m.model, {.device = device,
-                                                                 .block_size = o.block_size,
-                                                                 .num_threads = o.threads,
-                                                                 .cpu_activations = m.mode.activations,
-                                                                 .kv_cache_dtype = m.mode.kv,
-                                                                 .key_channel_scales = m.mode.key_channel_scales,
-                                                                 .free_window_blocks = o.free_window_blocks,
-                                                                 .tensor_parallel = o.tensor_parallel,
-                                                                 .rank_fault = o.fault_tensor_parallel_rank,
-                                                                 .limits = engine::EngineOptions::ExecutorLimitsFor(
-                                                                     m.scheduler, o.speculation.max_draft_tokens)}));
+  ASSIGN_OR_RETURN(m.executor,
+                   engine::CreateExecutor(*m.model, {.device = device,
+                                                     .block_size = o.block_size,
+                                                     .num_threads = o.threads,
+                                                     .cpu_activations = m.mode.activations,
+                                                     .kv_cache_dtype = m.mode.kv,
+                                                     .key_channel_scales = m.mode.key_channel_scales,
+                                                     .free_window_blocks = o.free_window_blocks,
+                                                     .tensor_parallel = o.tensor_parallel,
+                                                     .rank_fault = o.fault_tensor_parallel_rank,
+                                                     .lora = {.max_loras = o.max_loras, .max_rank = o.max_lora_rank},
+                                                     .limits = engine::EngineOptions::ExecutorLimitsFor(
+                                                         m.scheduler, o.speculation.max_draft_tokens)}));
   engine::spec::ProposerConfig proposers_config = o.proposers;
   // A draft model takes the target's activation mode (its KV cache stays
   // float16: drafts are proposals, and verification keeps tokens exact).
@@ -152,6 +155,23 @@ absl::StatusOr<LoadedModel> LoadModel(const WorkerOptions& o, CheckedStart check
                        proposers_config, *m.executor,
                        {.model = *m.model, .path = o.model_path, .fingerprint = m.fingerprint}, std::move(draft)));
   m.proposers = std::make_unique<engine::spec::ProposerSet>(std::move(proposers));
+  if (o.max_loras > 0) {
+    std::vector<std::string> reserved = {o.model_id};
+    if (!o.served_model_name.empty()) reserved.push_back(o.served_model_name);
+    m.loras = std::make_unique<LoraRegistry>(*m.model, LoraRegistryOptions{.max_rank = o.max_lora_rank,
+                                                                           .base_fingerprint = m.fingerprint,
+                                                                           .adapter_dir = o.lora_dir,
+                                                                           .reserved_names = std::move(reserved)});
+    for (const auto& [name, path] : o.loras) {
+      absl::StatusOr<LoadedLora> loaded = m.loras->Load(name, path);
+      if (!loaded.ok()) {
+        return absl::Status(loaded.status().code(),
+                            absl::StrCat("--lora ", name, "=", path, ": ", loaded.status().message()));
+      }
+      KVFLEET_LOG_INFO("LoRA adapter '{}' from {}: rank {}, {:.1f} MiB, read in {:.3f} s", name, path,
+                       loaded->adapter->rank, loaded->adapter->parameters() * 4.0 / (1 << 20), loaded->load_seconds);
+    }
+  }
   return m;
 }
 
@@ -186,6 +206,8 @@ v1::WorkerInfo MakeInfo(const WorkerOptions& o, const LoadedModel& m) {
   info.set_mode_source(m.mode.source);
   info.set_mode_reason(m.mode.reason);
   info.set_role(std::string(WorkerRoleName(o.role)));
+  info.set_max_loras(e.lora_slots);
+  info.set_max_lora_rank(e.lora_slots > 0 ? e.max_lora_rank : 0);
   return info;
 }
 
@@ -316,6 +338,7 @@ absl::Status Run(const WorkerOptions& o) {
   auto grammar_stats = std::make_shared<GrammarStatsCollector>(*m.grammar);
   exposer->RegisterCollectable(grammar_stats);
   service.SetGrammarCompiler(m.grammar.get());
+  service.SetLoraRegistry(m.loras.get());
   engine.Start();
   transfer.Serve(engine, identity);
   if (publisher) service.OnAdmission([p = publisher.get()] { p->NotifyLoadChanged(); });

@@ -19,6 +19,22 @@ GenerateReactor::GenerateReactor(WorkerService& service, engine::Engine& engine,
     Refuse(converted.status());
     return;
   }
+  if (!request.lora_adapter().empty()) {
+    // Read here on first use from --lora-dir, on a gRPC thread, never on the engine's.
+    if (service_.lora() == nullptr) {
+      Refuse(
+          absl::FailedPreconditionError(absl::StrCat("this worker serves no LoRA adapters (start it with "
+                                                     "--max-loras N); adapter '",
+                                                     request.lora_adapter().substr(0, 128), "' cannot run here")));
+      return;
+    }
+    absl::StatusOr<std::shared_ptr<const model::LoraAdapter>> lora = service_.lora()->Find(request.lora_adapter());
+    if (!lora.ok()) {
+      Refuse(lora.status());
+      return;
+    }
+    converted->lora = *std::move(lora);
+  }
   if (request.has_constraint()) {
     // Compiled here, on a gRPC thread (cached per constraint), never on the engine's.
     if (service_.grammar() == nullptr) {

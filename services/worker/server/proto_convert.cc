@@ -154,6 +154,7 @@ v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, cons
   out.set_steps(s.steps);
   out.set_prefill_tokens_per_second(load.prefill_tokens_per_second);
   *out.mutable_admitted() = out.load_report().admitted();
+  for (const std::string& identity : s.resident_lora) out.add_resident_lora_adapters(identity);
   return out;
 }
 

@@ -137,6 +137,14 @@ std::vector<prometheus::MetricFamily> EngineStatsCollector::Collect() const {
   out.Counter("kvfleet_worker_preemptions_total", "Running requests preempted for lack of KV blocks",
               static_cast<double>(s.preemptions));
   out.Counter("kvfleet_worker_engine_steps_total", "Engine steps that ran the model", static_cast<double>(s.steps));
+  out.Gauge("kvfleet_worker_lora_slots", "LoRA adapters the device holds at once (--max-loras)", s.lora.slots);
+  out.Gauge("kvfleet_worker_lora_adapters_resident", "LoRA adapters in the device's slots now", s.lora.resident);
+  out.Counter("kvfleet_worker_lora_loads_total", "LoRA adapters put into a device slot",
+              static_cast<double>(s.lora.loads));
+  out.Counter("kvfleet_worker_lora_evictions_total", "LoRA slot loads that replaced another adapter",
+              static_cast<double>(s.lora.evictions));
+  out.Counter("kvfleet_worker_lora_load_seconds_total", "Time spent putting LoRA adapters into device slots",
+              s.lora.load_seconds);
   const engine::KvPeerStats& peer = s.kv_peer;
   auto pulls = out.Family("kvfleet_worker_kv_peer_pulls_total",
                           "Prefix pulls from peer workers by outcome: done, partial (the peer held fewer), or a "

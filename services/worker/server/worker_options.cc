@@ -52,6 +52,15 @@ const char kUsageTail[] =
   --kv-disk-size SIZE          the disk tier's bytes (required with --kv-disk-dir)
   --threads N                  CPU threads for the model (default: one per CPU this process may use: its
                                affinity mask and cgroup CPU limit, e.g. a pod's, not the node's cores)
+  --lora NAME=PATH             serve the LoRA adapter in PATH (PEFT: adapter_config.json and
+                               adapter_model.safetensors) as model NAME; repeatable. More load at run time
+                               (LoadLoraAdapter, the router's POST /v1/load_lora_adapter)
+  --max-loras N                adapters held on the device at once (default: the --lora count, 1 with only
+                               --lora-dir, else 0: no adapters). A step mixes requests of all of them and the
+                               base model; others load into the least recently used slot no request pins
+  --max-lora-rank R            the largest adapter rank served (default 16); the memory plan reserves
+                               --max-loras slots of this rank on every projection
+  --lora-dir DIR               an adapter named NAME and not loaded yet is read from DIR/NAME on first use
   --tensor-parallel N          split the model across N ranks (also --tensor-parallel-size; default 1): each
                                holds its share of the heads, feed-forward and vocabulary, and of every KV
                                block. A degree the model cannot split is refused with the ones it can. The
@@ -188,7 +197,11 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
                                                                 "kv-transfer-max-peer-bytes",
                                                                 "fault-kv-transfer",
                                                                 "role",
-                                                                "kv-lease-seconds"})),
+                                                                "kv-lease-seconds",
+                                                                "lora",
+                                                                "max-loras",
+                                                                "max-lora-rank",
+                                                                "lora-dir"})),
           transport::WithTransportSwitches({"no-prefix-caching", "no-spec-adaptive", "keep-window-blocks"})));
   WorkerOptions o;
   ASSIGN_OR_RETURN(o.model_path, f.GetString("model"));
@@ -217,6 +230,26 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   }
   ASSIGN_OR_RETURN(int64_t threads, f.GetInt("threads", 0));
   o.threads = static_cast<int>(threads);
+  for (const std::string& spec : f.GetStrings("lora")) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lora takes NAME=PATH (a PEFT adapter directory), got '", spec, "'"));
+    }
+    o.loras.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+  }
+  o.lora_dir = f.GetString("lora-dir", "");
+  const int64_t default_loras = !o.loras.empty() ? static_cast<int64_t>(o.loras.size()) : !o.lora_dir.empty() ? 1 : 0;
+  ASSIGN_OR_RETURN(const int64_t max_loras, f.GetInt("max-loras", default_loras));
+  ASSIGN_OR_RETURN(const int64_t max_lora_rank, f.GetInt("max-lora-rank", 16));
+  if (max_loras < 0 || max_loras > 1024 || max_lora_rank < 1 || max_lora_rank > 512) {
+    return absl::InvalidArgumentError("--max-loras must be in [0, 1024] and --max-lora-rank in [1, 512]");
+  }
+  if (max_loras == 0 && (!o.loras.empty() || !o.lora_dir.empty())) {
+    return absl::InvalidArgumentError("--lora and --lora-dir need --max-loras of at least 1");
+  }
+  o.max_loras = static_cast<int32_t>(max_loras);
+  o.max_lora_rank = static_cast<int32_t>(max_lora_rank);
   ASSIGN_OR_RETURN(int64_t tensor_parallel, f.GetIntOrAlias("tensor-parallel", "tensor-parallel-size", 1));
   if (tensor_parallel < 1 || tensor_parallel > 64) {
     return absl::InvalidArgumentError(

@@ -92,6 +92,14 @@ struct WorkerOptions {
   // pull (engine::EngineOptions::kv_lease_duration).
   WorkerRole role = WorkerRole::kBoth;
   std::chrono::milliseconds kv_lease{30000};
+  // LoRA adapters: those loaded at start (--lora NAME=PATH, in order), how
+  // many the executor holds at once and their largest rank (the memory plan
+  // reserves that much), and a directory whose DIR/NAME adapters load on
+  // first use.
+  std::vector<std::pair<std::string, std::string>> loras;
+  int32_t max_loras = 0;
+  int32_t max_lora_rank = 16;
+  std::string lora_dir;
 };
 
 // --help: the worker's flags and the shared transport flags.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "services/transport/grpc/grpc_status.h"
 #include "services/worker/server/generate_reactor.h"
 #include "services/worker/server/proto_convert.h"
 
@@ -16,6 +17,16 @@ class RefusedStream final : public grpc::ServerWriteReactor<Message> {
   explicit RefusedStream(const grpc::Status& status) { this->Finish(status); }
   void OnDone() override { delete this; }
 };
+
+v1::LoraAdapterInfo ToProto(const LoadedLora& loaded) {
+  v1::LoraAdapterInfo out;
+  out.set_name(loaded.adapter->name);
+  out.set_digest(loaded.adapter->digest);
+  out.set_rank(loaded.adapter->rank);
+  out.set_path(loaded.path);
+  out.set_load_seconds(loaded.load_seconds);
+  return out;
+}
 
 }  // namespace
 
@@ -96,6 +107,9 @@ grpc::ServerUnaryReactor* WorkerService::GetInfo(grpc::CallbackServerContext* co
     return reactor;
   }
   *response = info_;
+  if (lora_ != nullptr) {
+    for (const LoadedLora& loaded : lora_->List()) *response->add_lora_adapters() = ToProto(loaded);
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -112,6 +126,44 @@ grpc::ServerUnaryReactor* WorkerService::GetStats(grpc::CallbackServerContext* c
   const engine::EngineStats stats = engine->Stats();
   *response = ToProto(stats, info_.max_num_seqs(), LoadOf(stats, draining_.load(), admitted));
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::LoadLoraAdapter(grpc::CallbackServerContext* context,
+                                                         const v1::LoadLoraAdapterRequest* request,
+                                                         v1::LoraAdapterInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (lora_ == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                 "this worker serves no LoRA adapters; start it with --max-loras N"));
+    return reactor;
+  }
+  // Read on this gRPC thread; the engine sees the adapter only when a request names it.
+  absl::StatusOr<LoadedLora> loaded = lora_->Load(request->name(), request->path());
+  if (!loaded.ok()) {
+    reactor->Finish(transport::ToGrpcStatus(loaded.status()));
+    return reactor;
+  }
+  // Requests that come after it must not find the old weights resident.
+  if (engine::Engine* engine = engine_.load()) engine->EvictLora(request->name());
+  KVFLEET_LOG_INFO("LoRA adapter '{}' loaded from {} in {:.3f} s (rank {}, digest {})", request->name(),
+                   request->path(), loaded->load_seconds, loaded->adapter->rank, loaded->adapter->digest.substr(0, 12));
+  *response = ToProto(*loaded);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::UnloadLoraAdapter(grpc::CallbackServerContext* context,
+                                                           const v1::UnloadLoraAdapterRequest* request,
+                                                           v1::UnloadLoraAdapterResponse*) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const absl::Status unloaded =
+      lora_ != nullptr ? lora_->Unload(request->name()) : absl::NotFoundError("this worker serves no LoRA adapters");
+  if (unloaded.ok()) {
+    if (engine::Engine* engine = engine_.load()) engine->EvictLora(request->name());
+    KVFLEET_LOG_INFO("LoRA adapter '{}' unloaded", request->name());
+  }
+  reactor->Finish(transport::ToGrpcStatus(unloaded));
   return reactor;
 }
 

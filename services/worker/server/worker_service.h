@@ -26,6 +26,7 @@
 #include "kvfleet/v1/worker.grpc.pb.h"
 #include "services/limits/request_limits.h"
 #include "services/worker/grammar/grammar_compiler.h"
+#include "services/worker/lora/lora_registry.h"
 #include "services/worker/server/admitted_tickets.h"
 #include "services/worker/server/model_card_stream.h"
 #include "services/worker/server/worker_metrics.h"
@@ -73,6 +74,17 @@ class WorkerService final : public v1::Worker::CallbackService {
   // constrained request is refused).
   void SetGrammarCompiler(GrammarCompiler* compiler) { grammar_ = compiler; }
   GrammarCompiler* grammar() const { return grammar_; }
+  // The adapters it serves; set before Attach (null: it serves none, and
+  // a request naming one is refused).
+  void SetLoraRegistry(LoraRegistry* registry) { lora_ = registry; }
+  LoraRegistry* lora() const { return lora_; }
+
+  grpc::ServerUnaryReactor* LoadLoraAdapter(grpc::CallbackServerContext* context,
+                                            const v1::LoadLoraAdapterRequest* request,
+                                            v1::LoraAdapterInfo* response) override;
+  grpc::ServerUnaryReactor* UnloadLoraAdapter(grpc::CallbackServerContext* context,
+                                              const v1::UnloadLoraAdapterRequest* request,
+                                              v1::UnloadLoraAdapterResponse* response) override;
 
  private:
   grpc::ServerWriteReactor<v1::GenerateResponse>* Unavailable(const char* why);
@@ -88,6 +100,7 @@ class WorkerService final : public v1::Worker::CallbackService {
   AdmittedTickets admitted_;
   std::function<void()> on_admission_;
   GrammarCompiler* grammar_ = nullptr;
+  LoraRegistry* lora_ = nullptr;
 
   mutable std::mutex mu_;
   absl::flat_hash_set<RequestId> active_ ABSL_GUARDED_BY(mu_);

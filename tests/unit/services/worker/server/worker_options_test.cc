@@ -121,5 +121,25 @@ TEST(WorkerOptionsTest, ModesDefaultToAutoAndTakeTheCalibrationRecordsPath) {
       << bad.status();
 }
 
+TEST(WorkerOptionsTest, LoraAdaptersTheirSlotsAndRankAreCheckedByName) {
+  const absl::StatusOr<WorkerOptions> none = ParseWorkerOptions(Args({}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->max_loras, 0) << "no adapters unless asked";
+  const absl::StatusOr<WorkerOptions> two =
+      ParseWorkerOptions(Args({"--lora", "sql=/a/sql", "--lora", "chat=/a/chat", "--max-lora-rank", "8"}));
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->loras, (std::vector<std::pair<std::string, std::string>>{{"sql", "/a/sql"}, {"chat", "/a/chat"}}));
+  EXPECT_EQ(two->max_loras, 2) << "one slot per adapter given";
+  EXPECT_EQ(two->max_lora_rank, 8);
+  const absl::StatusOr<WorkerOptions> dir = ParseWorkerOptions(Args({"--lora-dir", "/adapters"}));
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(dir->max_loras, 1);
+  const absl::StatusOr<WorkerOptions> malformed = ParseWorkerOptions(Args({"--lora", "sql"}));
+  EXPECT_NE(malformed.status().message().find("NAME=PATH"), std::string_view::npos) << malformed.status();
+  const absl::StatusOr<WorkerOptions> no_slots = ParseWorkerOptions(Args({"--lora", "a=/a", "--max-loras", "0"}));
+  EXPECT_NE(no_slots.status().message().find("--max-loras"), std::string_view::npos) << no_slots.status();
+  EXPECT_FALSE(ParseWorkerOptions(Args({"--max-lora-rank", "1024"})).ok());
+}
+
 }  // namespace
 }  // namespace kvfleet::worker
