@@ -60,7 +60,13 @@ absl::Status Run(const RouterOptions& o) {
                    transport::StartMetricsExposer(o.transport.metrics_host, o.transport.metrics_port));
   exposer->RegisterCollectable(metrics.registry());
 
-  WorkerPool pool({.admission = &catalog, .probe_interval = o.probe_interval, .channel = WorkerChannelOptions(o)});
+  WorkerPool pool({.admission = &catalog,
+                   .observers = {&catalog},
+                   .probe_interval = o.probe_interval,
+                   .channel = WorkerChannelOptions(o)});
+  // Keeps every worker of a model on the LoRA adapters admins loaded.
+  AdapterAdmin adapter_admin(pool, {});
+  pool.AddObserver(&adapter_admin);
   auto pool_collector = std::make_shared<WorkerPoolCollector>(pool);
   exposer->RegisterCollectable(pool_collector);
   Placement placement(o.placement);
@@ -87,6 +93,9 @@ absl::Status Run(const RouterOptions& o) {
   std::unique_ptr<TenantQuotas> quotas;
   if (o.quotas.any()) quotas = std::make_unique<TenantQuotas>(o.quotas);
   PublicApi api(catalog, runner, pool, metrics, tokens.get(), o.limits, quotas.get());
+  ASSIGN_OR_RETURN(std::unique_ptr<AdminIdentity> admins,
+                   AdminIdentity::Create({.tokens_path = o.admin_tokens, .peers = o.admin_peers}));
+  api.SetAdapterAdmin(&adapter_admin, admins.get());
   InferenceService service(api, metrics);
   OpenAiHttpService http_service(api, pool, metrics, {.request_timeout = o.http_request_timeout});
 

@@ -2,6 +2,7 @@
 // --local one prompt or chat turn through the model on this machine (GPU or CPU);
 // streamed to stdout as it is generated either way.
 #include <cstdio>
+#include <filesystem>
 #include <initializer_list>
 #include <iostream>
 #include <random>
@@ -13,6 +14,8 @@
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
 #include "engine/request/request.h"
+#include "kernels/common/lora_segment.h"
+#include "model/lora/peft_adapter_reader.h"
 #include "model/tokenizer/chat_encoding.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
@@ -30,7 +33,7 @@ constexpr char kUsage[] =
        kvfleet generate --local [--model PATH] (--chat TEXT | --prompt TEXT | --prompt-token-ids 1,2,3)
                         [--system TEXT] [--device auto|cpu|cuda[:N]] [--threads N] [--cpu-activations f32|q8]
                         [--kv-cache-dtype f16|int8|int8_rotated|fp8_e4m3] [--tensor-parallel N]
-                       [sampling flags]
+                        [--lora DIR] [sampling flags]
 
 sampling flags: [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
                 [--repetition-penalty R] [--presence-penalty P] [--frequency-penalty F]
@@ -51,7 +54,10 @@ message); --prompt continues raw text. --model defaults to
 models/SmolLM2-135M-Instruct.Q4_1.gguf; --device auto (the default) takes
 GPU 0 when one is usable, else the CPU, and says which. --tensor-parallel N
 (or --tensor-parallel-size) splits the model across N ranks, which the CPU
-runs in turn: the same tokens at a given N, close ones across Ns.
+runs in turn: the same tokens at a given N, close ones across Ns. --lora DIR
+runs under the LoRA adapter in DIR (PEFT's format): the tokens a worker gives
+a request under it.
+With --model-name naming a LoRA adapter, the router runs the request under it.
 
 Text streams to stdout as it is generated; a summary goes to stderr.
 --output ids prints the generated token ids as one comma-separated line
@@ -113,10 +119,10 @@ absl::Status RejectFlags(const Flags& flags, std::initializer_list<const char*> 
 }
 
 absl::Status RunThroughRouter(const Flags& flags) {
-  RETURN_IF_ERROR(RejectFlags(
-      flags,
-      {"model", "threads", "device", "cpu-activations", "kv-cache-dtype", "tensor-parallel", "tensor-parallel-size"},
-      "needs --local (the router serves its own model)"));
+  RETURN_IF_ERROR(RejectFlags(flags,
+                              {"model", "threads", "device", "cpu-activations", "kv-cache-dtype", "tensor-parallel",
+                               "tensor-parallel-size", "lora"},
+                              "needs --local (the router serves its own model)"));
   RETURN_IF_ERROR(
       RejectFlags(flags, {"chat", "system"}, "needs --local; to chat through the router use `kvfleet chat`"));
   ASSIGN_OR_RETURN(CallSettings call, CallSettingsFromFlags(flags));
@@ -142,6 +148,16 @@ absl::Status RunLocally(const Flags& flags) {
   const std::string path = flags.GetString("model", kDefaultModel);
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
+  engine::LoraLimits lora_limits;
+  if (flags.Has("lora")) {
+    // One adapter, in the one slot: what a worker computes for a request under it.
+    const std::string dir = flags.GetString("lora", "");
+    ASSIGN_OR_RETURN(model::LoraAdapter adapter,
+                     model::ReadPeftAdapter(dir, std::filesystem::path(dir).filename().string(), *m.model,
+                                            {.max_rank = kernels::kMaxLoraRank}));
+    lora_limits = {.max_loras = 1, .max_rank = adapter.rank};
+    request.lora = std::make_shared<const model::LoraAdapter>(std::move(adapter));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, m.model->vocabulary()));
   const std::span<const model::TokenId> stops = tok->StopTokens();
@@ -155,9 +171,10 @@ absl::Status RunLocally(const Flags& flags) {
       std::shared_ptr<const engine::KeyChannelScales> scales,
       engine::KeyScalesForModes(*m.model, engine::CalibrationPathFor(path), false, device.kind, activations, kv_dtype));
   ASSIGN_OR_RETURN(
-      m.executor, CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
-                                      static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
-                                      activations, kv_dtype, std::move(scales), static_cast<int32_t>(tensor_parallel)));
+      m.executor,
+      CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
+                          static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens, activations,
+                          kv_dtype, std::move(scales), static_cast<int32_t>(tensor_parallel), lora_limits));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {
@@ -195,7 +212,7 @@ absl::Status RunGenerate(const Args& args) {
   ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
                                              WithRouterFlags({"model", "chat", "system", "prompt", "prompt-token-ids",
                                                               "threads", "device", "cpu-activations", "kv-cache-dtype",
-                                                              "tensor-parallel", "tensor-parallel-size"}),
+                                                              "tensor-parallel", "tensor-parallel-size", "lora"}),
                                              {"ignore-eos", "local"}));
   return flags.GetSwitch("local") ? RunLocally(flags) : RunThroughRouter(flags);
 }

@@ -76,6 +76,10 @@ kills what is still running.
   --kv-host-memory SIZE   every worker's host-memory KV tier below its device cache (default: none)
   --kv-disk-dir DIR       a disk KV tier per worker in DIR/worker-<i>, of --kv-disk-size SIZE each; a
                           restarted cluster finds and serves what its workers left there
+  --lora NAME=PATH        every worker serves the LoRA adapter in PATH as model NAME (repeatable; one
+                          --model); --max-loras N, --max-lora-rank R and --lora-dir DIR pass to the workers
+  --admin-tokens FILE     the router's admin tokens: who may load and unload adapters at run time
+                          (kvfleet-router --help)
   --keep-window-blocks    every worker keeps a sliding-window model's passed window blocks (see
                           kvfleet-worker --help; for measuring what freeing them saves)
   --listen HOST:PORT      the router's gRPC address (default 127.0.0.1:50060; port 0 picks a free one)
@@ -193,6 +197,27 @@ absl::StatusOr<LocalClusterOptions> OptionsFromFlags(const Flags& flags) {
     }
   }
   if (flags.GetSwitch("keep-window-blocks")) o.worker_extra_args.push_back("--keep-window-blocks");
+  // LoRA adapters: every worker of the one model loads them; the router's admins may load more.
+  const std::vector<std::string> loras = flags.GetStrings("lora");
+  if (!loras.empty() && o.models.size() > 1) {
+    return absl::InvalidArgumentError(
+        "--lora names an adapter of one base model; with several --model, load adapters at run time "
+        "(POST /v1/load_lora_adapter with \"model\")");
+  }
+  for (const std::string& lora : loras) {
+    o.worker_extra_args.push_back("--lora");
+    o.worker_extra_args.push_back(lora);
+  }
+  for (const char* name : {"max-loras", "max-lora-rank", "lora-dir"}) {
+    if (flags.Has(name)) {
+      o.worker_extra_args.push_back(absl::StrCat("--", name));
+      o.worker_extra_args.push_back(flags.GetString(name, ""));
+    }
+  }
+  if (flags.Has("admin-tokens")) {
+    o.router_extra_args.push_back("--admin-tokens");
+    o.router_extra_args.push_back(flags.GetString("admin-tokens", ""));
+  }
   o.kv_disk_dir = flags.GetString("kv-disk-dir", "");
   if (o.kv_disk_dir.empty() != !flags.Has("kv-disk-size")) {
     return absl::InvalidArgumentError("--kv-disk-dir and --kv-disk-size go together");
@@ -443,7 +468,12 @@ absl::Status RunUp(const Args& args) {
                                  "spec-draft-heads",
                                  "spec-heads-top-k",
                                  "prometheus-port",
-                                 "prometheus-rules"},
+                                 "prometheus-rules",
+                                 "lora",
+                                 "max-loras",
+                                 "max-lora-rank",
+                                 "lora-dir",
+                                 "admin-tokens"},
                                 {"exit-after-ask", "prometheus", "tls", "internal-token", "keep-window-blocks"}));
   if (flags.GetSwitch("exit-after-ask") && !flags.Has("ask")) {
     return absl::InvalidArgumentError("--exit-after-ask needs --ask TEXT");

@@ -22,6 +22,7 @@ absl::Status RunCapacity(const Args& args);
 absl::Status RunLogits(const Args& args);
 absl::Status RunEval(const Args& args);
 absl::Status RunTinyModel(const Args& args);
+absl::Status RunRandomLora(const Args& args);
 absl::Status RunMakeDraft(const Args& args);
 absl::Status RunDumpHidden(const Args& args);
 absl::Status RunExportHf(const Args& args);

@@ -56,7 +56,8 @@ engine::SchedulerConfig OneSequenceScheduler(int64_t tokens) {
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
     const model::Model& model, const engine::Device& device, int threads, int64_t max_sequence_tokens,
     engine::CpuActivations activations, kernels::KvCacheDtype kv_cache_dtype,
-    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales, int32_t tensor_parallel) {
+    std::shared_ptr<const engine::KeyChannelScales> key_channel_scales, int32_t tensor_parallel,
+    engine::LoraLimits lora) {
   const int64_t tokens = std::clamp<int64_t>(max_sequence_tokens, 1, model.config().context_length);
   const int64_t block_size = 16;
   return engine::CreateExecutor(model,
@@ -71,6 +72,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
                                  // logits) lay its block table out themselves.
                                  .free_window_blocks = false,
                                  .tensor_parallel = tensor_parallel,
+                                 .lora = lora,
                                  .limits = engine::EngineOptions::ExecutorLimitsFor(OneSequenceScheduler(tokens), 0)});
 }
 

@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> CreateLocalExecutor(
     engine::CpuActivations activations = engine::CpuActivations::kF32,
     kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16,
     std::shared_ptr<const engine::KeyChannelScales> key_channel_scales = nullptr,  // KeyScalesForModes
-    int32_t tensor_parallel = 1);
+    int32_t tensor_parallel = 1, engine::LoraLimits lora = {});
 
 // Loads the model and creates its executor.
 absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine::Device& device, int threads,

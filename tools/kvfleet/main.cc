@@ -28,6 +28,7 @@ constexpr Command kCommands[] = {
     {"logits", "write the next-token logits after a prompt (float32 file)", kvfleet::tools::RunLogits},
     {"eval", "teacher-forced perplexity of a text, and KL divergence from a saved reference", kvfleet::tools::RunEval},
     {"tiny-model", "write a small random-weight GGUF for tests", kvfleet::tools::RunTinyModel},
+    {"random-lora", "write a random-weight LoRA adapter (PEFT) for a model, for tests", kvfleet::tools::RunRandomLora},
     {"make-draft", "write a speculative-decoding draft: a model's first N layers, optionally requantized",
      kvfleet::tools::RunMakeDraft},
     {"dump-hidden", "answer prompts greedily and write the hidden states draft heads train on (tools/heads)",

@@ -101,6 +101,13 @@ class RouterModel {
 struct ServedModel {
   std::shared_ptr<const RouterModel> model;
   std::string fingerprint;
+  // A LoRA adapter of the model the request runs under (its name, and the
+  // digest of the weights its workers hold); empty: the base model.
+  std::string lora;
+  std::string lora_digest;
+
+  // What block hashes are salted with ("name@digest"; empty for the base).
+  std::string LoraIdentity() const { return lora.empty() ? std::string() : lora + "@" + lora_digest; }
 };
 
 }  // namespace kvfleet::router

@@ -45,8 +45,8 @@ Json ErrorJson(int status, std::string_view message, std::string_view param) {
 
 }  // namespace
 
-CompletionFormatter::CompletionFormatter(const CompletionCall& call, std::string id, int64_t created,
-                                         std::string model, const model::Tokenizer& tokenizer)
+CompletionFormatter::CompletionFormatter(const CompletionCall& call, std::string id, int64_t created, std::string model,
+                                         const model::Tokenizer& tokenizer)
     : call_(call), id_(std::move(id)), created_(created), model_(std::move(model)), tokenizer_(tokenizer) {
   if (call_.endpoint == Endpoint::kChat) {
     logprobs_ = {{"content", Json::array()}};
@@ -154,14 +154,20 @@ std::string CompletionFormatter::StreamEvents(const v1::GenerateTextResponse& me
   // writes them when the worker enforces the call's shape).
   for (const v1::ToolCallDelta& call : message.tool_calls()) {
     if (!call.name().empty()) {
-      Json head = {{"index", call.index()}, {"id", call.id()}, {"type", "function"},
+      Json head = {{"index", call.index()},
+                   {"id", call.id()},
+                   {"type", "function"},
                    {"function", {{"name", call.name()}, {"arguments", ""}}}};
-      out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({head})}}}, {"logprobs", nullptr},
+      out += Event({{"index", 0},
+                    {"delta", {{"tool_calls", Json::array({head})}}},
+                    {"logprobs", nullptr},
                     {"finish_reason", nullptr}});
     }
     if (call.arguments_delta().empty()) continue;
     Json args = {{"index", call.index()}, {"function", {{"arguments", call.arguments_delta()}}}};
-    out += Event({{"index", 0}, {"delta", {{"tool_calls", Json::array({args})}}}, {"logprobs", nullptr},
+    out += Event({{"index", 0},
+                  {"delta", {{"tool_calls", Json::array({args})}}},
+                  {"logprobs", nullptr},
                   {"finish_reason", nullptr}});
   }
   if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
@@ -197,8 +203,8 @@ void CompletionFormatter::Add(const v1::GenerateTextResponse& message) {
   reasoning_ += message.reasoning_text();
   for (const v1::ToolCallDelta& call : message.tool_calls()) {
     if (call.index() >= static_cast<int32_t>(tool_calls_.size())) {
-      tool_calls_.push_back({{"id", call.id()}, {"type", "function"},
-                             {"function", {{"name", call.name()}, {"arguments", ""}}}});
+      tool_calls_.push_back(
+          {{"id", call.id()}, {"type", "function"}, {"function", {{"name", call.name()}, {"arguments", ""}}}});
     }
     tool_calls_[call.index()]["function"]["arguments"] =
         tool_calls_[call.index()]["function"]["arguments"].get<std::string>() + call.arguments_delta();
@@ -285,11 +291,24 @@ std::string HealthBody(int live_workers) {
 }
 
 std::string ModelBody(const v1::ModelInfo& model, int64_t created) {
+  // vLLM's shape: a base model is its own root; an adapter's parent is its base.
   return Dump({{"id", model.id()},
                {"object", "model"},
                {"created", created},
                {"owned_by", "kvfleet"},
+               {"root", model.parent().empty() ? model.id() : model.parent()},
+               {"parent", model.parent().empty() ? Json(nullptr) : Json(model.parent())},
                {"max_model_len", model.max_context()}});
+}
+
+std::string LoraAdapterChangeBody(const v1::LoraAdapterChange& change, bool loaded) {
+  return Dump({{"object", loaded ? "lora_adapter.loaded" : "lora_adapter.unloaded"},
+               {"lora_name", change.lora_name()},
+               {"parent", change.parent()},
+               {"digest", change.digest()},
+               {"rank", change.rank()},
+               {"workers", change.workers()},
+               {"seconds", change.seconds()}});
 }
 
 std::string ModelListBody(const v1::ListModelsResponse& models, int64_t created) {

@@ -16,9 +16,8 @@
 //   responder.Write(out.StreamEvents(message));  ...  responder.Write(out.StreamEnd());
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +84,8 @@ std::string HealthBody(int live_workers);
 
 // GET /v1/models and /v1/models/{id}.
 std::string ModelListBody(const v1::ListModelsResponse& models, int64_t created);
+// The answer to POST /v1/load_lora_adapter (loaded) or /v1/unload_lora_adapter.
+std::string LoraAdapterChangeBody(const v1::LoraAdapterChange& change, bool loaded);
 std::string ModelBody(const v1::ModelInfo& model, int64_t created);
 
 }  // namespace kvfleet::router::openai

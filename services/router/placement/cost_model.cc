@@ -66,6 +66,14 @@ CandidateScore ScoreCandidate(const PlacementOptions& options, const PlacementRe
                           disk * LowerTierBlockCost(c.load.disk_load_seconds_per_block, c.load, block_size);
     s.uncached_prefill_blocks += s.lower_tier_blocks;
   }
+  // An adapter not in its device slots is loaded first: its measured time, in prefill blocks.
+  if (!c.lora_resident) {
+    const double seconds = c.lora_load_seconds > 0.0 ? c.lora_load_seconds : options.lora_load_assumed_seconds;
+    s.lora_load_blocks = c.load.prefill_tokens_per_second > 0.0
+                             ? InPrefillBlocks(seconds, c.load.prefill_tokens_per_second, block_size)
+                             : 1.0;  // a block's worth until the worker's prefill rate is known
+    s.uncached_prefill_blocks += s.lora_load_blocks;
+  }
   const double uncached_computing = s.uncached_prefill_blocks;
   if (source != nullptr && source->worker_id != c.worker_id) {
     // The last prompt token is always computed, so no hit covers a block

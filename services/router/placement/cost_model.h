@@ -8,7 +8,11 @@
 //   tier_cost(t) = min(1, load_seconds_per_block(t) / (block_size / prefill_tokens_per_second)),
 //              both measured by the worker (the disk's first figure: one
 //              adopted block read at start); 1 (a recompute) until measured
+//   lora     = (request under a LoRA adapter not resident on the worker)
+//              lora_load_seconds(w) / (block_size / prefill_tokens_per_second), measured by the worker
+//              (lora_load_assumed_seconds before its first load; 1 block while its prefill rate is unknown)
 //   uncached_prefill_blocks = (prompt_tokens - matched · block_size + pending_prefill_tokens) / block_size + lower
+//              + lora
 //   decode_load_blocks      = blocks_used + in-flight blocks + new
 //   kv_penalty = kv_pressure_weight · max(0, decode_load_blocks - kv_pressure_threshold · blocks_total)
 //   cost = prefill_weight · uncached_prefill_blocks + decode_weight · decode_load_blocks + kv_penalty

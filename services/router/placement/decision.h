@@ -32,12 +32,13 @@ std::string_view ReasonName(Reason reason);
 // One candidate as the cost model saw it (README.md, "Cost model").
 struct CandidateScore {
   std::string worker_id;
-  int32_t reported_blocks = 0;    // matched blocks per the cachemanager
-  int32_t remembered_blocks = 0;  // matched blocks per the router's recent decisions
-  int32_t matched_blocks = 0;     // the larger of the two
-  int32_t new_blocks = 0;         // KV blocks the request would add on this worker
+  int32_t reported_blocks = 0;           // matched blocks per the cachemanager
+  int32_t remembered_blocks = 0;         // matched blocks per the router's recent decisions
+  int32_t matched_blocks = 0;            // the larger of the two
+  int32_t new_blocks = 0;                // KV blocks the request would add on this worker
   double uncached_prefill_blocks = 0.0;  // lower-tier hits included, at their load cost
   double lower_tier_blocks = 0.0;        // of those, what the matched blocks below the device cost
+  double lora_load_blocks = 0.0;         // of those, loading the request's LoRA adapter into a slot
   int32_t peer_blocks = 0;               // blocks it would pull from the peer source (0: none)
   double pull_blocks = 0.0;              // of uncached_prefill_blocks, what pulling them costs
   bool pull_priced_out = false;          // the source held more, but pulling was priced no faster than computing
@@ -45,11 +46,11 @@ struct CandidateScore {
   double kv_penalty = 0.0;
   double cost = 0.0;
   double cost_computing = 0.0;  // the cost had it computed what it would pull (= cost without a pull)
-  int32_t load = 0;         // running + waiting + in-flight requests
-  int64_t used_blocks = 0;  // blocks_used + in-flight blocks
-  bool fits = true;         // its free blocks can hold the request's new blocks
-  bool saturated = false;   // load >= max_num_seqs (when known): the request would queue
-  bool over_guard = false;  // prefix_aware: the affinity guard rules it out
+  int32_t load = 0;             // running + waiting + in-flight requests
+  int64_t used_blocks = 0;      // blocks_used + in-flight blocks
+  bool fits = true;             // its free blocks can hold the request's new blocks
+  bool saturated = false;       // load >= max_num_seqs (when known): the request would queue
+  bool over_guard = false;      // prefix_aware: the affinity guard rules it out
 };
 
 // Where the chosen worker pulls the prompt's leading blocks from.

@@ -46,6 +46,10 @@ struct WorkerCandidate {
   // Where other workers can pull its KV blocks from (GetInfo); empty: it
   // serves none.
   std::string kv_transfer_endpoint;
+  // Under a LoRA adapter: whether its device slots hold it now, and its
+  // measured mean seconds to put one there (0: not measured yet).
+  bool lora_resident = true;
+  double lora_load_seconds = 0.0;
 };
 
 // The prefill worker of a split request, holding the prompt's KV under a

@@ -81,6 +81,11 @@ struct PlacementOptions {
   bool peer_pull = true;
   double peer_pull_assumed_bytes_per_second = 1e9;
 
+  // LoRA adapters: a candidate whose device slots do not hold the request's
+  // adapter pays the worker's measured slot load time, in prefill blocks;
+  // this many seconds until the worker has measured one.
+  double lora_load_assumed_seconds = 0.01;
+
   // This router's id in the tickets it sends workers; 0: a random one.
   uint64_t router_instance = 0;
 

@@ -42,6 +42,7 @@ absl::StatusOr<GenerationPlan> Plan(const ServedModel& served, std::vector<int32
   if (w.sampling().temperature() > 0 && !w.sampling().has_seed()) w.mutable_sampling()->set_seed(fresh_seed);
   *w.mutable_stopping() = options.stopping();
   w.set_cache_salt(options.cache_salt());
+  w.set_lora_adapter(served.lora);
   w.set_priority(options.priority());
   w.set_logprobs(options.logprobs());
   w.set_top_logprobs(options.top_logprobs());

@@ -133,7 +133,8 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
                 .text = *std::move(text)};
   if (plan.is_chat) stream.chat_output.emplace(model.chat_output_format(), plan.chat_output);
   PromptBlocks blocks{.prompt = plan.prompt,
-                      .root = RootBlockHash(model.id(), plan.model.fingerprint, plan.worker_request.cache_salt()),
+                      .root = RootBlockHash(model.id(), plan.model.fingerprint, plan.worker_request.cache_salt(),
+                                            plan.model.LoraIdentity()),
                       .session_id = plan.session_id};
   absl::flat_hash_set<std::string> exclude;
   int failures_in_a_row = 0;
@@ -144,7 +145,9 @@ grpc::Status GenerationRunner::Run(const CallContext& context, const GenerationP
     // numerics continue the stream token for token.
     const RouteAsk ask{.numerics = stream.generated.empty() ? std::string() : stream.numerics,
                        .may_split = stream.generated.empty(),
-                       .handoff = stream.handoff};
+                       .handoff = stream.handoff,
+                       .lora = plan.model.lora,
+                       .lora_digest = plan.model.lora_digest};
     absl::StatusOr<Route> route = selector_.Choose(model.id(), blocks, exclude, ask);
     if (!route.ok()) {
       // RESOURCE_EXHAUSTED invites a retry, which after tokens went out

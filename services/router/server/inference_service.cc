@@ -1,9 +1,35 @@
 #include "services/router/server/inference_service.h"
 
+#include <grpc/grpc_security_constants.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace kvfleet::router {
 namespace {
 
 absl::StatusCode ToAbslCode(grpc::StatusCode code) { return static_cast<absl::StatusCode>(code); }
+
+// The names the caller's verified client certificate carries (none without mutual TLS).
+std::vector<std::string> PeerNames(const grpc::ServerContext& context) {
+  std::vector<std::string> names;
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return names;
+  for (const char* property : {GRPC_X509_SAN_PROPERTY_NAME, GRPC_X509_CN_PROPERTY_NAME}) {
+    for (const grpc::string_ref& value : auth->FindPropertyValues(property))
+      names.emplace_back(value.data(), value.size());
+  }
+  return names;
+}
+
+// The authorization metadata's value, if sent.
+std::optional<std::string> Authorization(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
 
 }  // namespace
 
@@ -61,6 +87,24 @@ grpc::Status InferenceService::Tokenize(grpc::ServerContext* context, const v1::
 grpc::Status InferenceService::Detokenize(grpc::ServerContext* context, const v1::DetokenizeRequest* request,
                                           v1::DetokenizeResponse* response) {
   return Answering("Detokenize", *context, *response, [&] { return api_.Detokenize(*request); });
+}
+
+grpc::Status InferenceService::LoadLoraAdapter(grpc::ServerContext* context, const v1::LoraAdapterLoad* request,
+                                               v1::LoraAdapterChange* response) {
+  const std::optional<std::string> authorization = Authorization(*context);
+  absl::StatusOr<v1::LoraAdapterChange> change =
+      api_.LoadLoraAdapter(authorization ? &*authorization : nullptr, PeerNames(*context), *request);
+  if (change.ok()) *response = *std::move(change);
+  return Done("LoadLoraAdapter", transport::ToGrpcStatus(change.status()));
+}
+
+grpc::Status InferenceService::UnloadLoraAdapter(grpc::ServerContext* context, const v1::LoraAdapterUnload* request,
+                                                 v1::LoraAdapterChange* response) {
+  const std::optional<std::string> authorization = Authorization(*context);
+  absl::StatusOr<v1::LoraAdapterChange> change =
+      api_.UnloadLoraAdapter(authorization ? &*authorization : nullptr, PeerNames(*context), *request);
+  if (change.ok()) *response = *std::move(change);
+  return Done("UnloadLoraAdapter", transport::ToGrpcStatus(change.status()));
 }
 
 grpc::Status InferenceService::ListModels(grpc::ServerContext* context, const v1::ListModelsRequest* request,

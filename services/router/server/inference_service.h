@@ -46,6 +46,10 @@ class InferenceService final : public v1::Inference::Service {
                           v1::DetokenizeResponse* response) override;
   grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest* request,
                           v1::ListModelsResponse* response) override;
+  grpc::Status LoadLoraAdapter(grpc::ServerContext* context, const v1::LoraAdapterLoad* request,
+                               v1::LoraAdapterChange* response) override;
+  grpc::Status UnloadLoraAdapter(grpc::ServerContext* context, const v1::LoraAdapterUnload* request,
+                                 v1::LoraAdapterChange* response) override;
 
  private:
   // Records the call's status in the metrics and returns it.

@@ -30,4 +30,14 @@ class ModelAdmission {
   virtual void Release(const std::string& worker_id) = 0;
 };
 
+// Told of every probe of an admitted worker: its model and stats (the LoRA
+// adapters it holds now), and its stub. Called on the pool's prober thread,
+// without the pool's lock; a slow observer delays the next probes.
+class WorkerObserver {
+ public:
+  virtual ~WorkerObserver() = default;
+  virtual void Observe(const std::string& worker_id, const v1::WorkerInfo& info, const v1::WorkerStats& stats,
+                       v1::Worker::StubInterface& stub) = 0;
+};
+
 }  // namespace kvfleet::router

@@ -1,6 +1,7 @@
 #include "services/router/server/model_catalog.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -67,6 +68,70 @@ absl::Status ModelCatalog::Admit(const std::string& worker_id, const v1::WorkerI
 void ModelCatalog::Release(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   for (auto& [id, e] : models_) e.holders.erase(worker_id);
+  worker_adapters_.erase(worker_id);
+}
+
+void ModelCatalog::Observe(const std::string& worker_id, const v1::WorkerInfo&, const v1::WorkerStats& stats,
+                           v1::Worker::StubInterface&) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::LoraAdapterInfo>& adapters = worker_adapters_[worker_id];
+  adapters.assign(stats.lora_adapters().begin(), stats.lora_adapters().end());
+}
+
+std::vector<ModelCatalog::ServedAdapter> ModelCatalog::AdaptersLocked(const std::string& model_id) const {
+  auto model = models_.find(model_id);
+  if (model == models_.end()) return {};
+  // Per name: each digest's holders, in worker order (a stable choice).
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> by_name;
+  std::map<std::string, int32_t> ranks;
+  std::vector<std::string> holders(model->second.holders.begin(), model->second.holders.end());
+  std::sort(holders.begin(), holders.end());
+  for (const std::string& worker : holders) {
+    auto it = worker_adapters_.find(worker);
+    if (it == worker_adapters_.end()) continue;
+    for (const v1::LoraAdapterInfo& a : it->second) {
+      by_name[a.name()][a.digest()].push_back(worker);
+      ranks[a.name()] = a.rank();
+    }
+  }
+  std::vector<ServedAdapter> out;
+  for (const auto& [name, digests] : by_name) {
+    ServedAdapter a{.name = name, .rank = ranks[name]};
+    size_t most = 0;
+    for (const auto& [digest, workers] : digests) {
+      if (workers.size() > most) {
+        most = workers.size();
+        a.digest = digest;
+      }
+      a.holders.insert(a.holders.end(), workers.begin(), workers.end());
+    }
+    std::sort(a.holders.begin(), a.holders.end());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<ModelCatalog::ServedAdapter> ModelCatalog::Adapters(const std::string& model_id) const {
+  absl::MutexLock lock(&mu_);
+  return AdaptersLocked(model_id);
+}
+
+absl::StatusOr<ServedModel> ModelCatalog::ResolveAdapter(const ServedModel& base, std::string_view lora) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> names;
+  for (const ServedAdapter& a : AdaptersLocked(base.model->id())) {
+    if (a.name == lora) {
+      ServedModel served = base;
+      served.lora = a.name;
+      served.lora_digest = a.digest;
+      return served;
+    }
+    names.push_back(a.name);
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "model '", base.model->served_name(), "' has no LoRA adapter '", std::string(lora), "' loaded on any worker",
+      names.empty() ? std::string(" (it has none)") : absl::StrCat(" (it has ", absl::StrJoin(names, ", "), ")"),
+      "; load it with POST /v1/load_lora_adapter"));
 }
 
 ModelCatalog::ModelKey ModelCatalog::KeyOf(const v1::WorkerInfo& info) const {
@@ -177,6 +242,29 @@ absl::StatusOr<ServedModel> ModelCatalog::Resolve(std::string_view name) const {
   }
   if (named_without_workers != nullptr) return *named_without_workers;
   std::sort(names.begin(), names.end());
+  // Not a model: a LoRA adapter of one?
+  if (!name.empty()) {
+    std::vector<ServedModel> under;
+    for (const auto& [id, e] : models_) {
+      if (e.served.model == nullptr || e.holders.empty()) continue;
+      for (const ServedAdapter& a : AdaptersLocked(id)) {
+        if (a.name != name) continue;
+        ServedModel served = e.served;
+        served.lora = a.name;
+        served.lora_digest = a.digest;
+        under.push_back(std::move(served));
+      }
+    }
+    if (under.size() == 1) return under.front();
+    if (under.size() > 1) {
+      std::vector<std::string> bases;
+      for (const ServedModel& s : under) bases.push_back(s.model->served_name());
+      std::sort(bases.begin(), bases.end());
+      return absl::InvalidArgumentError(absl::StrCat("LoRA adapter '", std::string(name), "' is loaded for ",
+                                                     absl::StrJoin(bases, " and "),
+                                                     "; name the model and the adapter apart (lora_adapter)"));
+    }
+  }
   if (names.empty()) {
     return absl::NotFoundError(
         absl::StrCat(name.empty() ? std::string("no model") : absl::StrCat("model '", std::string(name), "'"),

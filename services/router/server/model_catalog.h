@@ -18,6 +18,11 @@
 // reaches the router once the old workers are gone. A served name that
 // another model with workers answers to is refused the same way.
 //
+// Adapters. Each admitted worker's probe reports the LoRA adapters it has
+// loaded (WorkerStats.lora_adapters); an adapter's name resolves to its
+// base model with that adapter, its digest the one most of its holders
+// report (a name reloaded with new weights moves over as workers do).
+//
 // Fixed. A router given --model reads the model from that file, admits
 // workers of that id only, and takes the fingerprint from them.
 //
@@ -54,19 +59,37 @@ struct ModelCatalogOptions {
   std::chrono::milliseconds describe_timeout{10000};
 };
 
-class ModelCatalog final : public ModelAdmission {
+class ModelCatalog final : public ModelAdmission, public WorkerObserver {
  public:
   explicit ModelCatalog(ModelCatalogOptions options);
 
   absl::Status Admit(const std::string& worker_id, const v1::WorkerInfo& info,
                      v1::Worker::StubInterface& stub) override;
   void Release(const std::string& worker_id) override;
+  void Observe(const std::string& worker_id, const v1::WorkerInfo& info, const v1::WorkerStats& stats,
+               v1::Worker::StubInterface& stub) override;
 
   // The model a request names, by id or served name; an empty name is the
   // router's only model. NOT_FOUND naming the models there are (or saying
   // none has been learnt yet); INVALID_ARGUMENT for an empty name when there
   // are several.
+  // A name no model answers to but a LoRA adapter of one does resolves to
+  // that model under the adapter (INVALID_ARGUMENT when adapters of two
+  // models have it).
   absl::StatusOr<ServedModel> Resolve(std::string_view name) const;
+  // `base` under its adapter `lora` (GenerationOptions.lora_adapter);
+  // NOT_FOUND naming the adapters it has.
+  absl::StatusOr<ServedModel> ResolveAdapter(const ServedModel& base, std::string_view lora) const;
+
+  // A LoRA adapter of a model as its workers report it.
+  struct ServedAdapter {
+    std::string name;
+    std::string digest;  // the one most holders report
+    int32_t rank = 0;
+    std::vector<std::string> holders;  // admitted workers that have it loaded (any digest)
+  };
+  // A model's adapters, by name.
+  std::vector<ServedAdapter> Adapters(const std::string& model_id) const;
   // Every model known, by id; those whose workers all left included (a
   // request for one gets UNAVAILABLE from the pool, not NOT_FOUND).
   std::vector<ServedModel> Models() const;
@@ -99,6 +122,9 @@ class ModelCatalog final : public ModelAdmission {
   // Router models by key, kept after their workers leave, so a model that
   // comes back, or a refused worker asked again, fetches nothing.
   absl::flat_hash_map<ModelKey, std::shared_ptr<const RouterModel>> made_ ABSL_GUARDED_BY(mu_);
+  // Each admitted worker's loaded adapters, from its last probe.
+  absl::flat_hash_map<std::string, std::vector<v1::LoraAdapterInfo>> worker_adapters_ ABSL_GUARDED_BY(mu_);
+  std::vector<ServedAdapter> AdaptersLocked(const std::string& model_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace kvfleet::router

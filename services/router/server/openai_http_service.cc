@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "services/router/openai/openai_response.h"
+#include "services/router/openai/request_fields.h"
 #include "services/router/server/generation_plan.h"
 #include "services/router/server/http_call_context.h"
 #include "services/transport/grpc/grpc_status.h"
@@ -62,9 +63,14 @@ int OpenAiHttpService::Route(const HttpRequest& request, HttpResponder& out, std
     const char* path;
     const char* method;
   };
-  static constexpr Known kRoutes[] = {
-      {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/models", "GET"}, {"/tokenize", "POST"},
-      {"/detokenize", "POST"},          {"/health", "GET"}};
+  static constexpr Known kRoutes[] = {{"/v1/chat/completions", "POST"},
+                                      {"/v1/completions", "POST"},
+                                      {"/v1/models", "GET"},
+                                      {"/tokenize", "POST"},
+                                      {"/detokenize", "POST"},
+                                      {"/health", "GET"},
+                                      {"/v1/load_lora_adapter", "POST"},
+                                      {"/v1/unload_lora_adapter", "POST"}};
   const char* method = nullptr;
   for (const Known& k : kRoutes) {
     if (path == k.path) {
@@ -82,13 +88,18 @@ int OpenAiHttpService::Route(const HttpRequest& request, HttpResponder& out, std
     return Send(out, 404,
                 openai::ErrorBody(404, absl::StrCat("no endpoint ", request.method, " ", path,
                                                     "; this server has /v1/chat/completions, /v1/completions, "
-                                                    "/v1/models, /tokenize, /detokenize and /health")));
+                                                    "/v1/models, /tokenize, /detokenize, /health, "
+                                                    "/v1/load_lora_adapter and /v1/unload_lora_adapter")));
   }
   if (request.method != method) {
     return Send(out, 405, openai::ErrorBody(405, absl::StrCat(path, " takes ", method, ", not ", request.method)),
                 {{"Allow", method}});
   }
   if (endpoint == "/health") return Health(out);
+  // Admin calls carry an admin token, not a tenant's.
+  if (endpoint == "/v1/load_lora_adapter" || endpoint == "/v1/unload_lora_adapter") {
+    return LoraAdmin(endpoint == "/v1/load_lora_adapter", request, out);
+  }
   absl::StatusOr<std::string> tenant = api_.Authenticate(request.Header("authorization"));
   if (!tenant.ok()) return Fail(out, tenant.status(), {{"WWW-Authenticate", "Bearer"}});
   if (endpoint == "/v1/chat/completions") return Completions(openai::Endpoint::kChat, request, *tenant, out);
@@ -118,7 +129,9 @@ int OpenAiHttpService::Completions(openai::Endpoint endpoint, const HttpRequest&
 
   auto context = std::make_shared<HttpCallContext>(std::chrono::system_clock::now() + options_.request_timeout);
   out.OnClientGone([context] { context->Cancel(); });
-  openai::CompletionFormatter formatter(call, id, UnixSeconds(), model.served_name(), model.tokenizer());
+  // The name the client asked for: an adapter's own, not its base's.
+  openai::CompletionFormatter formatter(call, id, UnixSeconds(),
+                                        served->lora.empty() ? model.served_name() : served->lora, model.tokenizer());
   bool started = false;
   const PublicApi::Sink sink = [&](const v1::GenerateTextResponse& message) {
     if (!call.stream) {
@@ -192,12 +205,47 @@ int OpenAiHttpService::Models(const std::string& id, HttpResponder& out) {
   if (id.empty()) return Send(out, 200, openai::ModelListBody(models, UnixSeconds()));
   absl::StatusOr<ServedModel> served = api_.Resolve(id);
   if (!served.ok()) return Fail(out, served.status());
+  const std::string name = served->lora.empty() ? served->model->served_name() : served->lora;
   for (const v1::ModelInfo& m : models.models()) {
-    if (m.id() == served->model->served_name()) return Send(out, 200, openai::ModelBody(m, UnixSeconds()));
+    if (m.id() == name) return Send(out, 200, openai::ModelBody(m, UnixSeconds()));
   }
   // Known, with no live worker now: requests for it get 503 until one returns.
   return Fail(out, absl::UnavailableError(
                        absl::StrCat("model '", served->model->served_name(), "' has no live worker now; retry later")));
+}
+
+int OpenAiHttpService::LoraAdmin(bool load, const HttpRequest& request, HttpResponder& out) {
+  // vLLM's bodies: {"lora_name": ..., "lora_path": ...}; "model" names the base when the router serves several.
+  const openai::Json body = openai::Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  const auto field = [&](const char* key) -> absl::StatusOr<std::string> {
+    if (!body.is_object() || !body.contains(key) || body[key].is_null()) return std::string();
+    if (!body[key].is_string()) return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be a string"));
+    return body[key].get<std::string>();
+  };
+  if (!body.is_object()) {
+    return Fail(
+        out, absl::InvalidArgumentError(
+                 "the body must be a JSON object such as {\"lora_name\": \"sql\", \"lora_path\": \"/adapters/sql\"}"));
+  }
+  absl::StatusOr<std::string> model = field("model"), name = field("lora_name"), path = field("lora_path");
+  for (const absl::StatusOr<std::string>* f : {&model, &name, &path}) {
+    if (!f->ok()) return Fail(out, f->status());
+  }
+  absl::StatusOr<v1::LoraAdapterChange> change;
+  if (load) {
+    v1::LoraAdapterLoad call;
+    call.set_model(*model);
+    call.set_lora_name(*name);
+    call.set_lora_path(*path);
+    change = api_.LoadLoraAdapter(request.Header("authorization"), {}, call);
+  } else {
+    v1::LoraAdapterUnload call;
+    call.set_model(*model);
+    call.set_lora_name(*name);
+    change = api_.UnloadLoraAdapter(request.Header("authorization"), {}, call);
+  }
+  if (!change.ok()) return Fail(out, change.status());
+  return Send(out, 200, openai::LoraAdapterChangeBody(*change, load));
 }
 
 int OpenAiHttpService::Health(HttpResponder& out) {

@@ -7,6 +7,7 @@
 //   GET  /v1/models             GET  /v1/models/{id}
 //   POST /tokenize              POST /detokenize       (vLLM's shapes)
 //   GET  /health                (no token: 200 while a worker is routable, else 503)
+//   POST /v1/load_lora_adapter  POST /v1/unload_lora_adapter  (vLLM's; an admin token, never a tenant's)
 //
 // Every other endpoint requires `Authorization: Bearer <token>` when the
 // router has tenant tokens, exactly as gRPC does; the Host header is never
@@ -57,6 +58,8 @@ class OpenAiHttpService {
   int Detokenize(const transport::HttpRequest& request, transport::HttpResponder& out);
   int Models(const std::string& id, transport::HttpResponder& out);
   int Health(transport::HttpResponder& out);
+  // POST /v1/load_lora_adapter (load) and /v1/unload_lora_adapter: admin only.
+  int LoraAdmin(bool load, const transport::HttpRequest& request, transport::HttpResponder& out);
   // An error response: OpenAI's body, the status for `status`'s code.
   static int Fail(transport::HttpResponder& out, const absl::Status& status, transport::HttpHeaders headers = {});
 

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "model/tokenizer/incremental_detokenizer.h"
 #include "services/transport/grpc/grpc_status.h"
@@ -107,7 +108,7 @@ PublicApi::Outcome PublicApi::Generate(const CallContext& call, const std::strin
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::GenerateTextRequest own = request;
   *own.mutable_options() = *std::move(options);
-  absl::StatusOr<ServedModel> model = resolved != nullptr ? *resolved : Resolve(own.options().model());
+  absl::StatusOr<ServedModel> model = resolved != nullptr ? *resolved : Resolve(own.options());
   if (!model.ok()) return RunPlan(call, tenant, arrival, model.status(), sink);
   return RunPlan(call, tenant, arrival, PlanGenerate(*model, own, FreshSeed(), limits_), sink);
 }
@@ -119,7 +120,7 @@ PublicApi::Outcome PublicApi::Chat(const CallContext& call, const std::string& t
   if (!options.ok()) return ForTenantOutcome(tenant, transport::ToGrpcStatus(options.status()));
   v1::ChatRequest own = request;
   *own.mutable_options() = *std::move(options);
-  absl::StatusOr<ServedModel> model = resolved != nullptr ? *resolved : Resolve(own.options().model());
+  absl::StatusOr<ServedModel> model = resolved != nullptr ? *resolved : Resolve(own.options());
   if (!model.ok()) return RunPlan(call, tenant, arrival, model.status(), sink);
   return RunPlan(call, tenant, arrival, PlanChat(*model, own, FreshSeed(), limits_, sent), sink);
 }
@@ -168,6 +169,73 @@ absl::StatusOr<ServedModel> PublicApi::Resolve(const std::string& name) const {
   return model;
 }
 
+absl::StatusOr<ServedModel> PublicApi::Resolve(const v1::GenerationOptions& options) const {
+  ASSIGN_OR_RETURN(ServedModel model, Resolve(options.model()));
+  if (options.lora_adapter().empty() || options.lora_adapter() == model.lora) return model;
+  if (!model.lora.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", options.model(), "' is itself a LoRA adapter; name its ",
+                                                   "base model with lora_adapter '", options.lora_adapter(), "'"));
+  }
+  return models_.ResolveAdapter(model, options.lora_adapter());
+}
+
+namespace {
+
+// The base model an admin call names: a model, not an adapter.
+absl::StatusOr<ServedModel> AdminBase(const PublicApi& api, const std::string& name) {
+  ASSIGN_OR_RETURN(ServedModel base, api.Resolve(name));
+  if (!base.lora.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is a LoRA adapter of '", base.model->served_name(), "'; name the base model"));
+  }
+  return base;
+}
+
+v1::LoraAdapterChange ToProto(const AdapterChange& c, const ServedModel& base) {
+  v1::LoraAdapterChange out;
+  out.set_lora_name(c.name);
+  out.set_parent(base.model->served_name());
+  out.set_digest(c.digest);
+  out.set_rank(c.rank);
+  out.set_workers(c.workers);
+  out.set_seconds(c.seconds);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::LoraAdapterChange> PublicApi::LoadLoraAdapter(const std::string* authorization,
+                                                                 const std::vector<std::string>& peer_names,
+                                                                 const v1::LoraAdapterLoad& request) {
+  if (adapter_admin_ == nullptr || admin_identity_ == nullptr) {
+    return absl::FailedPreconditionError("this router does not manage LoRA adapters");
+  }
+  ASSIGN_OR_RETURN(const std::string admin, admin_identity_->Check(authorization, peer_names));
+  if (request.lora_name().empty() || request.lora_path().empty()) {
+    return absl::InvalidArgumentError("loading a LoRA adapter needs lora_name and lora_path");
+  }
+  ASSIGN_OR_RETURN(const ServedModel base, AdminBase(*this, request.model()));
+  KVFLEET_LOG_INFO("admin {} loads LoRA adapter '{}' from {} for model {}", admin, request.lora_name(),
+                   request.lora_path(), base.model->id());
+  ASSIGN_OR_RETURN(const AdapterChange change,
+                   adapter_admin_->Load(base.model->id(), request.lora_name(), request.lora_path()));
+  return ToProto(change, base);
+}
+
+absl::StatusOr<v1::LoraAdapterChange> PublicApi::UnloadLoraAdapter(const std::string* authorization,
+                                                                   const std::vector<std::string>& peer_names,
+                                                                   const v1::LoraAdapterUnload& request) {
+  if (adapter_admin_ == nullptr || admin_identity_ == nullptr) {
+    return absl::FailedPreconditionError("this router does not manage LoRA adapters");
+  }
+  ASSIGN_OR_RETURN(const std::string admin, admin_identity_->Check(authorization, peer_names));
+  if (request.lora_name().empty()) return absl::InvalidArgumentError("unloading a LoRA adapter needs lora_name");
+  ASSIGN_OR_RETURN(const ServedModel base, AdminBase(*this, request.model()));
+  KVFLEET_LOG_INFO("admin {} unloads LoRA adapter '{}' of model {}", admin, request.lora_name(), base.model->id());
+  ASSIGN_OR_RETURN(const AdapterChange change, adapter_admin_->Unload(base.model->id(), request.lora_name()));
+  return ToProto(change, base);
+}
+
 v1::ListModelsResponse PublicApi::ListModels() const {
   v1::ListModelsResponse response;
   for (const ServedModel& served : models_.Models()) {
@@ -179,6 +247,15 @@ v1::ListModelsResponse PublicApi::ListModels() const {
     m.set_max_context(model.context_length());
     m.set_vocab_size(model.vocab_size());
     m.set_live_workers(live);
+    for (const ModelCatalog::ServedAdapter& a : models_.Adapters(model.id())) {
+      v1::ModelInfo& adapter = *response.add_models();
+      adapter.set_id(a.name);
+      adapter.set_max_context(model.context_length());
+      adapter.set_vocab_size(model.vocab_size());
+      adapter.set_live_workers(static_cast<int32_t>(a.holders.size()));
+      adapter.set_parent(model.served_name());
+      adapter.set_lora_digest(a.digest);
+    }
   }
   return response;
 }

@@ -32,10 +32,12 @@
 #include "absl/status/statusor.h"
 #include "kvfleet/v1/inference.pb.h"
 #include "services/limits/request_limits.h"
+#include "services/router/frontend/admin_identity.h"
 #include "services/router/frontend/router_model.h"
 #include "services/router/frontend/tenant_quota.h"
 #include "services/router/frontend/tenant_tokens.h"
 #include "services/router/openai/openai_request.h"
+#include "services/router/server/adapter_admin.h"
 #include "services/router/server/call_context.h"
 #include "services/router/server/generation_runner.h"
 #include "services/router/server/model_catalog.h"
@@ -75,6 +77,22 @@ class PublicApi {
                const ServedModel* model = nullptr);
 
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) const;
+
+  // The admin calls: the admin identity is checked first (`authorization`
+  // as for Authenticate, `peer_names` from the caller's verified client
+  // certificate), then the base model resolved, then every worker asked
+  // (adapter_admin.h). FAILED_PRECONDITION without SetAdapterAdmin.
+  absl::StatusOr<v1::LoraAdapterChange> LoadLoraAdapter(const std::string* authorization,
+                                                        const std::vector<std::string>& peer_names,
+                                                        const v1::LoraAdapterLoad& request);
+  absl::StatusOr<v1::LoraAdapterChange> UnloadLoraAdapter(const std::string* authorization,
+                                                          const std::vector<std::string>& peer_names,
+                                                          const v1::LoraAdapterUnload& request);
+  // Both must outlive the API; set before serving.
+  void SetAdapterAdmin(AdapterAdmin* admin, const AdminIdentity* identity) {
+    adapter_admin_ = admin;
+    admin_identity_ = identity;
+  }
   // A chat request's prompt, as Chat would send it (its messages, tools and
   // kwargs through the template).
   absl::StatusOr<std::vector<int32_t>> TokenizeChat(const v1::ChatRequest& request,
@@ -86,6 +104,8 @@ class PublicApi {
   // The model a request names (ModelCatalog::Resolve): NOT_FOUND, saying
   // where the served ones are listed, for a name no worker serves.
   absl::StatusOr<ServedModel> Resolve(const std::string& name) const;
+  // The model, under options.lora_adapter when it names one.
+  absl::StatusOr<ServedModel> Resolve(const v1::GenerationOptions& options) const;
   const limits::RequestLimits& limits() const { return limits_; }
 
  private:
@@ -106,6 +126,8 @@ class PublicApi {
   TenantTokens* tokens_;
   const limits::RequestLimits limits_;
   TenantQuotas* quotas_;
+  AdapterAdmin* adapter_admin_ = nullptr;
+  const AdminIdentity* admin_identity_ = nullptr;
 };
 
 }  // namespace kvfleet::router

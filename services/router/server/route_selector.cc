@@ -107,6 +107,18 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
     return absl::UnavailableError(absl::StrCat("no worker of model ", model_id,
                                                " is reachable; start one or check the cachemanager (kvfleet workers)"));
   }
+  if (!ask.lora.empty()) {
+    // Only workers with the adapter's weights: any other would compute other tokens.
+    std::erase_if(workers, [&](const PooledWorker& w) {
+      return std::none_of(
+          w.stats.lora_adapters().begin(), w.stats.lora_adapters().end(),
+          [&](const v1::LoraAdapterInfo& a) { return a.name() == ask.lora && a.digest() == ask.lora_digest; });
+    });
+    if (workers.empty()) {
+      return absl::UnavailableError(absl::StrCat("no reachable worker of model ", model_id, " has LoRA adapter '",
+                                                 ask.lora, "' loaded; load it with POST /v1/load_lora_adapter"));
+    }
+  }
   const std::string& numerics = ask.numerics;
   if (!numerics.empty()) {
     std::erase_if(workers, [&](const PooledWorker& w) { return w.numerics != numerics; });
@@ -124,6 +136,14 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   absl::flat_hash_map<std::string, const PooledWorker*> by_worker;
   {
     std::vector<WorkerCandidate> all = Candidates(workers, overlaps);
+    if (!ask.lora.empty()) {
+      const std::string identity = ask.lora + "@" + ask.lora_digest;
+      for (size_t i = 0; i < workers.size(); ++i) {
+        const auto& resident = workers[i].stats.resident_lora_adapters();
+        all[i].lora_resident = std::find(resident.begin(), resident.end(), identity) != resident.end();
+        all[i].lora_load_seconds = workers[i].stats.lora_slot_load_seconds();
+      }
+    }
     for (size_t i = 0; i < workers.size(); ++i) {
       by_worker[workers[i].worker_id] = &workers[i];
       (Decodes(workers[i].role) ? decoders : prefillers).push_back(std::move(all[i]));

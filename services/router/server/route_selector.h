@@ -68,6 +68,11 @@ struct RouteAsk {
   bool may_split = false;
   // The decode half of a split: the prefill worker to pull the prompt from.
   std::optional<HandoffSource> handoff;
+  // A LoRA adapter (empty: the base model): only workers that have it
+  // loaded with this digest serve; one where it is not resident in a device
+  // slot is charged its measured slot load.
+  std::string lora;
+  std::string lora_digest;
 };
 
 struct Route {

@@ -64,6 +64,11 @@ const char kUsageTail[] =
   --auth-tokens FILE           require `authorization: Bearer <token>` on every call; FILE maps
                                sha256(token) in hex to a tenant, one "<digest> <tenant>" a line,
                                re-read when it changes. Each tenant's prefix cache is its own
+  --admin-tokens FILE          admin bearer tokens (the --auth-tokens file's format: sha256 of each token and a
+                               name): only an admin may load and unload LoRA adapters (POST
+                               /v1/load_lora_adapter, /v1/unload_lora_adapter, and their gRPC twins)
+  --admin-peers NAMES          with mutual TLS: client certificate names (comma-separated) that are admins over
+                               gRPC
   --tenant-requests-per-second R  each tenant's request rate (default 0: no limit); over it,
                                RESOURCE_EXHAUSTED with a grpc-retry-pushback-ms trailer
   --tenant-request-burst N     requests a tenant may send at once (default: one second's worth)
@@ -112,6 +117,8 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
                                                                                 "split-min-uncached-tokens",
                                                                                 "worker-tls-name",
                                                                                 "auth-tokens",
+                                                                                "admin-tokens",
+                                                                                "admin-peers",
                                                                                 "tenant-requests-per-second",
                                                                                 "tenant-request-burst",
                                                                                 "tenant-tokens-per-second",
@@ -149,6 +156,10 @@ absl::StatusOr<RouterOptions> ParseRouterOptions(const std::vector<std::string>&
   ASSIGN_OR_RETURN(o.limits, limits::ParseRequestLimits(f));
   o.worker_tls_name = f.GetString("worker-tls-name", "");
   o.auth_tokens = f.GetString("auth-tokens", "");
+  o.admin_tokens = f.GetString("admin-tokens", "");
+  for (absl::string_view name : absl::StrSplit(f.GetString("admin-peers", ""), ',', absl::SkipWhitespace())) {
+    o.admin_peers.emplace_back(name);
+  }
   TenantQuotaOptions& q = o.quotas;
   ASSIGN_OR_RETURN(q.requests_per_second, f.GetDouble("tenant-requests-per-second", q.requests_per_second));
   ASSIGN_OR_RETURN(q.request_burst, f.GetDouble("tenant-request-burst", q.request_burst));

@@ -36,6 +36,10 @@ struct RouterOptions {
   // Empty: the address's host itself.
   std::string worker_tls_name;
   std::string auth_tokens;  // the tenants' token file; empty: no auth on the public API
+  // The admin identity (admin_identity.h): its token file, and the client
+  // certificate names that are admins over gRPC with mutual TLS.
+  std::string admin_tokens;
+  std::vector<std::string> admin_peers;
   limits::RequestLimits limits;
   TenantQuotaOptions quotas;      // per tenant ("" with auth off); all 0: none
   int metrics_max_tenants = 100;  // distinct `tenant` label values before "other"

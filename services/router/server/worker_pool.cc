@@ -20,7 +20,7 @@ void WorkerPool::Entry::CountInto(WorkerPoolCounts& c) const {
   }
 }
 
-WorkerPool::WorkerPool(WorkerPoolOptions options) : options_(std::move(options)) {}
+WorkerPool::WorkerPool(WorkerPoolOptions options) : options_(std::move(options)), observers_(options_.observers) {}
 
 WorkerPool::~WorkerPool() { Stop(); }
 
@@ -197,7 +197,30 @@ void WorkerPool::ProbeOne(const ProbeTarget& target) {
     ctx.set_deadline(std::chrono::system_clock::now() + options_.probe_timeout);
     status = target.stub->GetStats(&ctx, v1::GetStatsRequest(), &stats);
   }
+  // The observers hear of an admitted worker's stats before the stats make
+  // it routable (a router knows a worker's adapters before it sends it
+  // requests for them).
+  std::optional<v1::WorkerInfo> admitted_model;
+  if (status.ok() && !observers_.empty()) {
+    if (info.has_value()) {
+      if (admitted.ok()) admitted_model = info;
+    } else {
+      absl::MutexLock lock(&mu_);
+      auto it = workers_.find(target.worker_id);
+      if (it != workers_.end() && it->second.generation == target.generation && it->second.refusal.empty()) {
+        admitted_model = it->second.info;
+      }
+    }
+  }
+  if (admitted_model.has_value()) {
+    for (WorkerObserver* o : observers_) o->Observe(target.worker_id, *admitted_model, stats, *target.stub);
+  }
   absl::MutexLock lock(&mu_);
+  Record(target, info, admitted, status, stats);
+}
+
+void WorkerPool::Record(const ProbeTarget& target, std::optional<v1::WorkerInfo>& info, const absl::Status& admitted,
+                        const grpc::Status& status, v1::WorkerStats& stats) {
   auto it = workers_.find(target.worker_id);
   if (it == workers_.end() || it->second.generation != target.generation) {
     // Removed or replaced meanwhile: what was just admitted holds nothing.

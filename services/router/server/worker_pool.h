@@ -46,6 +46,8 @@ namespace kvfleet::router {
 struct WorkerPoolOptions {
   // Asked before a worker is routable; null: every worker that answers is.
   ModelAdmission* admission = nullptr;
+  // Told of each probe of an admitted worker, in order (may be empty).
+  std::vector<WorkerObserver*> observers;
   std::chrono::milliseconds probe_interval{250};
   std::chrono::milliseconds probe_timeout{500};
   // A refused worker is asked again after the first, the wait doubling up
@@ -87,6 +89,9 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   void Start();
+  // Adds an observer told of each probe of an admitted worker (after those
+  // of the options); before Start only.
+  void AddObserver(WorkerObserver* observer) { observers_.push_back(observer); }
   void Stop();
 
   // Adds a worker, or updates it; a new endpoint or incarnation gets a
@@ -159,11 +164,15 @@ class WorkerPool {
   void ProbeOne(const ProbeTarget& target);
   // The admission's verdict on a worker GetInfo just described; OK without one.
   absl::Status Admit(const ProbeTarget& target, const v1::WorkerInfo& info) const;
+  // What a probe learnt, into the worker's entry (if it is still the one probed).
+  void Record(const ProbeTarget& target, std::optional<v1::WorkerInfo>& info, const absl::Status& admitted,
+              const grpc::Status& status, v1::WorkerStats& stats) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks the worker unreachable, releasing its admission once.
   void Unreachable(const std::string& worker_id, Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerPoolOptions options_;
+  std::vector<WorkerObserver*> observers_;  // the options', then AddObserver's
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;

@@ -155,6 +155,7 @@ v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, cons
   out.set_prefill_tokens_per_second(load.prefill_tokens_per_second);
   *out.mutable_admitted() = out.load_report().admitted();
   for (const std::string& identity : s.resident_lora) out.add_resident_lora_adapters(identity);
+  if (s.lora.loads > 0) out.set_lora_slot_load_seconds(s.lora.load_seconds / static_cast<double>(s.lora.loads));
   return out;
 }
 

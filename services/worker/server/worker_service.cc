@@ -125,6 +125,9 @@ grpc::ServerUnaryReactor* WorkerService::GetStats(grpc::CallbackServerContext* c
   const std::vector<v1::PlacementTicket> admitted = admitted_.Snapshot();  // before the stats: see LoadOf
   const engine::EngineStats stats = engine->Stats();
   *response = ToProto(stats, info_.max_num_seqs(), LoadOf(stats, draining_.load(), admitted));
+  if (lora_ != nullptr) {
+    for (const LoadedLora& loaded : lora_->List()) *response->add_lora_adapters() = ToProto(loaded);
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
