@@ -145,5 +145,24 @@ TEST(CostModelTest, LowerTierHitsCostTheirMeasuredLoadTime) {
   EXPECT_DOUBLE_EQ(ScoreCandidate(o, r, host, 9, {}).lower_tier_blocks, 0.0);
 }
 
+TEST(CostModelTest, ALoraAdapterNotInTheSlotsCostsItsMeasuredLoadInPrefillBlocks) {
+  const PlacementRequest r = MakeRequest(Tokens(1, 4, kBs), kBs);
+  WorkerCandidate resident = Busy("w", 0, 0, 100);
+  resident.load.prefill_tokens_per_second = 1600.0;  // a block in 10 ms
+  const double base = ScoreCandidate(PlacementOptions{}, r, resident, 0, {}).cost;
+  WorkerCandidate cold = resident;
+  cold.lora_resident = false;
+  cold.lora_load_seconds = 0.05;  // measured: 5 blocks' prefill
+  const CandidateScore s = ScoreCandidate(PlacementOptions{}, r, cold, 0, {});
+  EXPECT_DOUBLE_EQ(s.lora_load_blocks, 5.0);
+  EXPECT_DOUBLE_EQ(s.cost, base + 5.0);
+  // Before its first load: the assumed time; before any prefill: one block.
+  cold.lora_load_seconds = 0.0;
+  EXPECT_DOUBLE_EQ(ScoreCandidate(PlacementOptions{.lora_load_assumed_seconds = 0.02}, r, cold, 0, {}).lora_load_blocks,
+                   2.0);
+  cold.load.prefill_tokens_per_second = 0.0;
+  EXPECT_DOUBLE_EQ(ScoreCandidate(PlacementOptions{}, r, cold, 0, {}).lora_load_blocks, 1.0);
+}
+
 }  // namespace
 }  // namespace kvfleet::router

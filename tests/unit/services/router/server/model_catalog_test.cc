@@ -217,5 +217,55 @@ TEST_F(ModelCatalogTest, ARouterGivenAModelAdmitsItsWorkersOnlyAndTakesTheirFing
       << s;
 }
 
+v1::WorkerStats WithAdapters(std::initializer_list<std::pair<const char*, char>> adapters) {
+  v1::WorkerStats stats;
+  for (const auto& [name, digest] : adapters) {
+    v1::LoraAdapterInfo& a = *stats.add_lora_adapters();
+    a.set_name(name);
+    a.set_digest(std::string(64, digest));
+    a.set_rank(8);
+  }
+  return stats;
+}
+
+TEST_F(ModelCatalogTest, AnAdapterNameResolvesToItsBaseUnderItsHoldersWeights) {
+  ModelCatalog catalog({});
+  FakeWorker w1(Card("tiny", 'a')), w2(Card("tiny", 'a')), w3(Card("tiny", 'a')), other(Card("big", 'b'));
+  for (auto [id, w] : {std::pair<const char*, FakeWorker*>{"w1", &w1}, {"w2", &w2}, {"w3", &w3}, {"o", &other}}) {
+    ASSERT_TRUE(Admit(catalog, id, *w).ok());
+  }
+  EXPECT_EQ(catalog.Resolve("sql").status().code(), absl::StatusCode::kNotFound);
+  // Two workers hold sql's new weights ('n'), one still the old ('o').
+  catalog.Observe("w1", w1.Info(), WithAdapters({{"sql", 'n'}, {"chat", 'c'}}), *w1.stub);
+  catalog.Observe("w2", w2.Info(), WithAdapters({{"sql", 'n'}}), *w2.stub);
+  catalog.Observe("w3", w3.Info(), WithAdapters({{"sql", 'o'}}), *w3.stub);
+  absl::StatusOr<ServedModel> sql = catalog.Resolve("sql");
+  ASSERT_TRUE(sql.ok()) << sql.status();
+  EXPECT_EQ(sql->model->id(), "tiny");
+  EXPECT_EQ(sql->lora, "sql");
+  EXPECT_EQ(sql->lora_digest, std::string(64, 'n')) << "the digest most holders report";
+  EXPECT_EQ(sql->LoraIdentity(), "sql@" + std::string(64, 'n'));
+  EXPECT_TRUE(catalog.Resolve("tiny")->lora.empty());
+  const std::vector<ModelCatalog::ServedAdapter> adapters = catalog.Adapters("tiny");
+  ASSERT_EQ(adapters.size(), 2u);
+  EXPECT_EQ(adapters[1].name, "sql");
+  EXPECT_EQ(adapters[1].holders, (std::vector<std::string>{"w1", "w2", "w3"}));
+
+  // Named apart: the base by name, the adapter by field.
+  ASSERT_TRUE(catalog.ResolveAdapter(*catalog.Resolve("tiny"), "chat").ok());
+  const absl::Status missing = catalog.ResolveAdapter(*catalog.Resolve("tiny"), "nope").status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("it has chat, sql"), absl::string_view::npos) << missing;
+
+  // The same name on another model's workers: ambiguous.
+  catalog.Observe("o", other.Info(), WithAdapters({{"sql", 'x'}}), *other.stub);
+  EXPECT_EQ(catalog.Resolve("sql").status().code(), absl::StatusCode::kInvalidArgument);
+  // Workers that leave take their adapters with them.
+  catalog.Release("o");
+  catalog.Release("w1");
+  EXPECT_EQ(catalog.Resolve("chat").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(catalog.Resolve("sql").ok());
+}
+
 }  // namespace
 }  // namespace kvfleet::router
