@@ -36,6 +36,11 @@ On the default model (the executor of --device auto|cpu|cuda[:N], default auto):
                        bench/engine_vs_llamacpp.py compares it with llama.cpp)
                        [--streams 1,4,8,16,32 --prompt-tokens 32 --gen-tokens 32
                         --repeats 3 --threads 2 --seed 1]
+  lora-decode          aggregate decode of N streams spread over A LoRA adapters and the
+                       base model, against N base-only streams (alternated, same run);
+                       also each adapter's read, slot load and unload times
+                       [--streams 16 --adapters 8 --rank 8 --targets q_proj,k_proj,v_proj,o_proj
+                        --prompt-tokens 32 --gen-tokens 32 --repeats 5 --threads 2 --seed 1]
 Every model subcommand takes --model PATH (default: the project's default model),
 --device (default auto: GPU 0 when one is usable, else the CPU) and
 --cpu-activations f32|q8 (default f32) and --kv-cache-dtype f16|int8|int8_rotated|int8_rotated_scaled|fp8_e4m3
@@ -68,6 +73,9 @@ int main(int argc, char** argv) {
       {"aggregate-decode",
        {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "streams", "prompt-tokens", "gen-tokens",
         "repeats", "seed"}},
+      {"lora-decode",
+       {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "streams", "adapters", "rank", "targets",
+        "prompt-tokens", "gen-tokens", "repeats", "seed"}},
   };
   const auto known = accepted.find(command);
   if (known == accepted.end()) {
@@ -90,6 +98,8 @@ int main(int argc, char** argv) {
     status = kvfleet::bench::RunSharedPrefix(*flags);
   } else if (command == "aggregate-decode") {
     status = kvfleet::bench::RunAggregateDecode(*flags);
+  } else if (command == "lora-decode") {
+    status = kvfleet::bench::RunLoraDecode(*flags);
   }
   if (!status.ok()) {
     std::fprintf(stderr, "engine_bench %s: %s\n", command.c_str(), status.ToString().c_str());

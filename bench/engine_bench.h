@@ -23,10 +23,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "model/model.h"
+#include "common/flags/flags.h"
 #include "engine/executor/model_executor.h"
 #include "engine/scheduler/scheduler.h"
-#include "common/flags/flags.h"
+#include "model/lora/lora_adapter.h"
+#include "model/model.h"
 
 namespace kvfleet::bench {
 
@@ -48,7 +49,8 @@ double Percentile(std::vector<double> values, double p);
 absl::StatusOr<std::unique_ptr<model::Model>> LoadModel(const std::string& path);
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::Model& model,
                                                                     int64_t num_blocks, int num_threads,
-                                                                    const engine::ExecutorLimits& limits);
+                                                                    const engine::ExecutorLimits& limits,
+                                                                    engine::LoraLimits lora = {});
 
 // N greedy streams of random prompts: one step prefills every prompt (the
 // token budget holds them all) and samples each stream's first token; every
@@ -60,8 +62,10 @@ struct DecodeRun {
   int64_t decode_steps = 0;
 };
 engine::SchedulerConfig DecodeScheduler(int64_t streams, int64_t prompt_len);
+// `loras` (may be empty): stream i runs under loras[i % size] (null: the base model).
 absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t streams, int64_t prompt_len, int64_t gen,
-                                     std::mt19937_64& rng, int64_t vocab);
+                                     std::mt19937_64& rng, int64_t vocab,
+                                     const std::vector<std::shared_ptr<const model::LoraAdapter>>& loras = {});
 
 // The subcommands; each parses its own flags.
 absl::Status RunKvWaste(const Flags& flags);
@@ -69,5 +73,6 @@ absl::Status RunConcurrency(const Flags& flags);
 absl::Status RunContinuousVsStatic(const Flags& flags);
 absl::Status RunSharedPrefix(const Flags& flags);
 absl::Status RunAggregateDecode(const Flags& flags);
+absl::Status RunLoraDecode(const Flags& flags);
 
 }  // namespace kvfleet::bench

@@ -289,12 +289,12 @@ absl::Status RunContinuousVsStatic(const Flags& flags) {
   // of the longest prompts in one step, so static batches are always full.
   const int64_t num_blocks = c.max_num_seqs * BlocksFor(c.prompt_max + c.output_max) + c.max_num_seqs;
   const int32_t batched_tokens = static_cast<int32_t>(std::max<int64_t>(512, c.max_num_seqs * c.prompt_max));
-  ASSIGN_OR_RETURN(auto executor,
-                   MakeExecutor(flags, *model, num_blocks, static_cast<int>(c.threads),
-                                engine::EngineOptions::ExecutorLimitsFor(
-                                    {.max_num_batched_tokens = batched_tokens,
-                                     .max_num_seqs = static_cast<int32_t>(c.max_num_seqs)},
-                                    /*max_draft_tokens=*/0)));
+  ASSIGN_OR_RETURN(
+      auto executor,
+      MakeExecutor(flags, *model, num_blocks, static_cast<int>(c.threads),
+                   engine::EngineOptions::ExecutorLimitsFor(
+                       {.max_num_batched_tokens = batched_tokens, .max_num_seqs = static_cast<int32_t>(c.max_num_seqs)},
+                       /*max_draft_tokens=*/0)));
   const std::vector<Job> jobs = MakeCvsJobs(c, model->config().vocab_size);
   const std::string arrivals = c.arrival_rate > 0 ? absl::StrCat("Poisson arrivals at ", c.arrival_rate, " req/s")
                                                   : std::string("all arriving at t=0");
@@ -357,7 +357,6 @@ absl::Status RunSharedPrefix(const Flags& flags) {
   return absl::OkStatus();
 }
 
-
 // N streams: one step prefills every prompt (the token budget holds them
 // all) and samples each stream's first token; every later step decodes one
 // token per stream. Only those later steps are timed.
@@ -367,14 +366,17 @@ engine::SchedulerConfig DecodeScheduler(int64_t streams, int64_t prompt_len) {
 }
 
 absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t streams, int64_t prompt_len, int64_t gen,
-                                     std::mt19937_64& rng, int64_t vocab) {
-  engine::Engine engine(executor, {.model_id = "bench",
-                                   .scheduler = DecodeScheduler(streams, prompt_len),
-                                   .enable_prefix_caching = false});
+                                     std::mt19937_64& rng, int64_t vocab,
+                                     const std::vector<std::shared_ptr<const model::LoraAdapter>>& loras) {
+  engine::Engine engine(
+      executor,
+      {.model_id = "bench", .scheduler = DecodeScheduler(streams, prompt_len), .enable_prefix_caching = false});
   std::vector<TimingSink> sinks(static_cast<size_t>(streams));
   for (int64_t i = 0; i < streams; ++i) {
     const Job job{.prompt = RandomTokens(rng, prompt_len, vocab), .max_tokens = static_cast<int32_t>(gen)};
-    RETURN_IF_ERROR(engine.Submit(MakeRequest(static_cast<size_t>(i), job), &sinks[static_cast<size_t>(i)]));
+    engine::EngineRequest request = MakeRequest(static_cast<size_t>(i), job);
+    if (!loras.empty()) request.lora = loras[static_cast<size_t>(i) % loras.size()];
+    RETURN_IF_ERROR(engine.Submit(std::move(request), &sinks[static_cast<size_t>(i)]));
   }
   DecodeRun run;
   const Clock::time_point t0 = Clock::now();

@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<model::Model>> LoadModel(const std::string& path)
 
 absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags& flags, const model::Model& model,
                                                                     int64_t num_blocks, int num_threads,
-                                                                    const engine::ExecutorLimits& limits) {
+                                                                    const engine::ExecutorLimits& limits,
+                                                                    engine::LoraLimits lora) {
   ASSIGN_OR_RETURN(engine::Device device, engine::ResolveDevice(flags.GetString("device", "auto")));
   ASSIGN_OR_RETURN(engine::CpuActivations activations,
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
@@ -73,6 +74,7 @@ absl::StatusOr<std::unique_ptr<engine::ModelExecutor>> MakeExecutor(const Flags&
                                         .cpu_activations = activations,
                                         .kv_cache_dtype = kv,
                                         .key_channel_scales = std::move(scales),
+                                        .lora = lora,
                                         .limits = limits});
 }
 
