@@ -73,6 +73,12 @@ model). Deterministic for a seed; every policy sees the same trace.
                            by default it waits for the decode worker's, and the handoff is in the TTFT
   --ttft-objective S --itl-objective-ms MS   goodput's objectives: TTFT and the request's own p99
                            inter-token gap (default 1 s and 50 ms gpu, 10 s and 500 ms cpu)
+  --adapters N             LoRA adapters: each group's requests (tenant, session, prefix) run under adapter
+                           group mod N, its KV its own (default 0: the base model only)
+  --max-loras N --lora-load-ms MS  each worker's adapter slots and a load's time, added to its next
+                           step (default 4 and 20)
+  --lora-placement L       aware (the router's: residency priced by the load time), unaware (as if every
+                           adapter were resident everywhere), or both (default aware)
   --admission-bypass N     admissions that may pass a waiting request that does not fit (default 16; 0: strict order)
   --json                   one JSON object on stdout (the table goes to stderr)
 )";
@@ -94,7 +100,8 @@ struct Flags {
   std::vector<PullSetting> pulls;
   std::vector<double> network_gbps;
   bool crossover = false;
-  std::vector<RolesSpec> roles;  // --prefill-workers: the roles sweep instead of the policies table
+  std::vector<RolesSpec> roles;           // --prefill-workers: the roles sweep instead of the policies table
+  std::vector<bool> lora_aware = {true};  // --lora-placement: each policy runs once per entry
 };
 
 absl::Status ReadPullFlags(const flags::Flags& f, Flags& o) {
@@ -196,7 +203,11 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
                                         "split-min-uncached-tokens",
                                         "lease-seconds",
                                         "ttft-objective",
-                                        "itl-objective-ms"},
+                                        "itl-objective-ms",
+                                        "adapters",
+                                        "max-loras",
+                                        "lora-load-ms",
+                                        "lora-placement"},
                                        {"json", "sessions-off", "crossover", "split-stream-first-token", "help"}));
   if (f.GetSwitch("help")) return absl::CancelledError(kUsage);
   Flags o;
@@ -282,6 +293,20 @@ absl::StatusOr<Flags> ReadFlags(const std::vector<std::string>& args) {
   p.affinity_guard_margin = static_cast<int32_t>(margin);
   RETURN_IF_ERROR(p.Validate());
   o.json = f.GetSwitch("json");
+  ASSIGN_OR_RETURN(w.adapters, f.GetInt("adapters", 0));
+  ASSIGN_OR_RETURN(int64_t max_loras, f.GetInt("max-loras", o.sim.max_loras));
+  ASSIGN_OR_RETURN(o.sim.lora_load_ms, f.GetDouble("lora-load-ms", o.sim.lora_load_ms));
+  if (w.adapters < 0 || max_loras < 1 || max_loras > 1024 || o.sim.lora_load_ms < 0) {
+    return absl::InvalidArgumentError("--adapters >= 0, --max-loras in [1, 1024] and --lora-load-ms >= 0");
+  }
+  o.sim.max_loras = static_cast<int32_t>(max_loras);
+  const std::string placement = f.GetString("lora-placement", "aware");
+  if (placement == "aware" || placement == "unaware" || placement == "both") {
+    o.lora_aware = placement == "both" ? std::vector<bool>{true, false} : std::vector<bool>{placement == "aware"};
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lora-placement takes aware, unaware or both, not '", placement, "'"));
+  }
   return o;
 }
 
@@ -331,9 +356,11 @@ void PrintRun(const Flags& o, const Run& run, FILE* out) {
                WorkloadName(o.workload.kind).c_str(), static_cast<long long>(run.workers), run.load, run.oracle.bound,
                run.oracle.capacity_estimate, run.seconds);
   const bool pulls = AnyPulls(o);
+  const bool adapters = o.workload.adapters > 0;
   std::fprintf(out, "%-24s %9s %9s %9s %11s %6s %6s %7s %12s %9s %9s %8s %8s", "policy", "TTFT p50", "p90 s", "p99 s",
                "tok/s", "hit", "lower", "/oracle", "computed", "run max", "run mean", "max/mean", "preempt");
   if (pulls) std::fprintf(out, " %9s %8s %10s %10s %9s", "pull dec", "pulls", "blocks", "blocks hit", "declined");
+  if (adapters) std::fprintf(out, " %9s %8s %8s", "slot hit", "loads", "waits");
   std::fprintf(out, "\n");
   for (size_t k = 0; k < run.results.size(); ++k) {
     const SimResult& r = run.results[k];
@@ -347,6 +374,10 @@ void PrintRun(const Flags& o, const Run& run, FILE* out) {
                    static_cast<long long>(r.pulls), static_cast<long long>(r.blocks_pulled),
                    static_cast<long long>(r.pulled_blocks_hit), static_cast<long long>(r.pulls_declined));
     }
+    if (adapters) {
+      std::fprintf(out, " %9.3f %8lld %8lld", r.lora_slot_hit_ratio, static_cast<long long>(r.lora_loads),
+                   static_cast<long long>(r.lora_waits));
+    }
     std::fprintf(out, "%s\n", r.audit.empty() ? "" : ("  AUDIT: " + r.audit).c_str());
   }
   auto compare = [out](const std::string& name, const SimResult& r, const std::string& base_name,
@@ -357,7 +388,7 @@ void PrintRun(const Flags& o, const Run& run, FILE* out) {
   };
   // Policies against the first, each with pulls as the first ran; pulls
   // on against off for the same policy.
-  const size_t per_policy = o.pulls.size();
+  const size_t per_policy = o.pulls.size() * o.lora_aware.size();
   for (size_t k = per_policy; k < run.results.size(); k += per_policy) {
     compare(RunName(run.results[k], run.pulls[k]), run.results[k], RunName(run.results[0], run.pulls[0]),
             run.results[0]);
@@ -366,6 +397,11 @@ void PrintRun(const Flags& o, const Run& run, FILE* out) {
     const size_t first = k - k % per_policy;
     if (run.pulls[k].on && !run.pulls[first].on) {
       compare(RunName(run.results[k], run.pulls[k]), run.results[k], "pulls off", run.results[first]);
+    }
+    // Placing by adapter residency against not, for the same policy and pulls.
+    if (o.lora_aware.size() == 2 && k % 2 == 1) {
+      compare(RunName(run.results[k - 1], run.pulls[k - 1]), run.results[k - 1], RunName(run.results[k], run.pulls[k]),
+              run.results[k]);
     }
   }
 }
@@ -392,6 +428,10 @@ nlohmann::json ToJson(const SimResult& r) {
           {"pulls_declined", r.pulls_declined},
           {"itl_p99_s", r.itl_p99_s},
           {"goodput_share", r.goodput_share},
+          {"lora_admissions", r.lora_admissions},
+          {"lora_slot_hit_ratio", r.lora_slot_hit_ratio},
+          {"lora_loads", r.lora_loads},
+          {"lora_waits", r.lora_waits},
           {"audit", r.audit}};
 }
 
@@ -415,9 +455,13 @@ absl::Status RunPolicies(const Flags& o, SimOptions sim, double load, FILE* tabl
     for (const Flags::PullSetting& pull : o.pulls) {
       sim.peer_pull = pull.on;
       if (pull.on) sim.network_gbps = pull.gbps;
-      ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
-      run.results.push_back(std::move(r));
-      run.pulls.push_back(pull);
+      for (bool aware : o.lora_aware) {
+        sim.lora_aware = aware;
+        ASSIGN_OR_RETURN(SimResult r, Simulate(workload, sim));
+        if (o.workload.adapters > 0 && !aware) r.policy += " (adapters unaware)";
+        run.results.push_back(std::move(r));
+        run.pulls.push_back(pull);
+      }
     }
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -97,6 +97,9 @@ struct WorkloadOptions {
   double doc_share = 0.2;
   int64_t doc_tokens = 3000;
   int64_t doc_output_min = 16, doc_output_max = 64;
+  // LoRA adapters: > 0 puts each group's requests (tenant, session,
+  // prefix) under adapter group mod adapters; 0: the base model only.
+  int64_t adapters = 0;
 };
 
 // One request of the trace. Token ids are real (prefix caching hashes them);
@@ -106,6 +109,7 @@ struct SimRequest {
   double arrival_s = 0;
   int64_t group = -1;      // the tenant, session or prefix it shares with (-1: none)
   std::string session_id;  // multi-turn only
+  int64_t adapter = -1;    // the LoRA adapter it runs under (-1: the base model)
   // The prompt is *prefix then suffix; prefixes are shared between requests
   // (a tenant's context, the conversation so far) to keep the trace small.
   std::shared_ptr<const std::vector<int32_t>> prefix;
@@ -208,6 +212,13 @@ struct SimOptions {
   // gap (nearest rank; none for a single token) are within these.
   double ttft_objective_s = 1.0;
   double itl_objective_s = 0.05;
+  // LoRA adapters (a workload with adapters): each worker's device slots,
+  // the seconds a load into one adds to the worker's next step, and
+  // whether the router places by residency (its measured load time in the
+  // cost) or as though every adapter were resident everywhere.
+  int32_t max_loras = 4;
+  double lora_load_ms = 20.0;
+  bool lora_aware = true;
 };
 
 struct SimResult {
@@ -248,6 +259,10 @@ struct SimResult {
   double handoff_pull_mean_s = 0, handoff_gap_p50_s = 0, handoff_gap_p90_s = 0;
   int64_t leases_expired = 0, leases_displaced = 0;
   std::string audit;  // empty when the block accounting balanced
+  // Admissions under an adapter, of those the share that found it in a
+  // slot, loads, and admission tries that found every slot in use.
+  int64_t lora_admissions = 0, lora_loads = 0, lora_waits = 0;
+  double lora_slot_hit_ratio = 0;
 };
 
 absl::StatusOr<SimResult> Simulate(const Workload& workload, const SimOptions& options);

@@ -161,7 +161,8 @@ std::vector<cachemanager::WorkerOverlapInfo> Simulation::Overlaps(const std::vec
 }
 
 std::vector<router::WorkerCandidate> Simulation::Candidates(
-    const std::vector<size_t>& workers, const std::vector<cachemanager::WorkerOverlapInfo>& matched) const {
+    const std::string& lora, const std::vector<size_t>& workers,
+    const std::vector<cachemanager::WorkerOverlapInfo>& matched) const {
   std::vector<router::WorkerCandidate> candidates;
   candidates.reserve(workers.size());
   for (size_t k : workers) {
@@ -186,6 +187,10 @@ std::vector<router::WorkerCandidate> Simulation::Candidates(
       c.kv_transfer_endpoint = TransferEndpoint(w.id);
       c.load.kv_block_bytes = block_bytes_;
     }
+    if (!lora.empty() && o_.lora_aware) {  // the worker's stats: its resident adapters, its slot load time
+      c.lora_resident = std::find(l.resident_lora.begin(), l.resident_lora.end(), lora) != l.resident_lora.end();
+      c.lora_load_seconds = o_.lora_load_ms / 1000;
+    }
     candidates.push_back(std::move(c));
   }
   return candidates;
@@ -197,8 +202,10 @@ std::unique_ptr<engine::Request> Simulation::NewRequest(size_t i, Phase phase) c
   params.stopping = {.max_tokens = static_cast<int32_t>(r.answer.size()), .ignore_eos = true};
   if (phase == Phase::kDecode) params.resumed_output = {r.answer.front()};
   auto request = std::make_unique<engine::Request>(std::move(params), 0, 0, nullptr);
-  request->prompt_block_hashes =
-      HashFullBlocks(RootBlockHash(kModelId, ""), request->params.prompt, o_.cluster.block_size);
+  // An adapter's requests hash under its identity, as the engine and the router do.
+  if (r.adapter >= 0) request->lora_identity = absl::StrCat("adapter-", r.adapter, "@sim");
+  request->prompt_block_hashes = HashFullBlocks(RootBlockHash(kModelId, "", "", request->lora_identity),
+                                                request->params.prompt, o_.cluster.block_size);
   return request;
 }
 
@@ -216,7 +223,7 @@ absl::Status Simulation::Route(size_t i) {
   const router::PlacementRequest pr = PlacementRequestFor(i, *request);
   const std::vector<cachemanager::WorkerOverlapInfo> matched = Overlaps(pr.block_hashes);
   if (!prefillers_.empty()) return RouteWithRoles(i, std::move(request), pr, matched);
-  absl::StatusOr<router::Decision> d = placement_->Choose(pr, Candidates(decoders_, matched));
+  absl::StatusOr<router::Decision> d = placement_->Choose(pr, Candidates(request->lora_identity, decoders_, matched));
   if (!d.ok()) return d.status();
   Dispatch(i, std::move(request), *std::move(d), Phase::kWhole);
   return absl::OkStatus();
@@ -253,7 +260,8 @@ LoadSnapshot Simulation::Snapshot(const SimWorker& w) const {
                    .blocks_total = pool.total,
                    .pending_prefill_tokens = w.pending.tokens(),
                    .peer_pull_seconds_per_block = w.pull_seconds_per_block},
-          .admitted_ticket = w.admitted_ticket};
+          .admitted_ticket = w.admitted_ticket,
+          .resident_lora = w.lora.Resident()};
 }
 
 void Simulation::NoteRunning(SimWorker& w) {
@@ -299,7 +307,7 @@ void Simulation::StartStep(size_t worker) {
   for (const engine::ScheduledChunk& c : w.step.chunks) kv_read += c.request->num_computed_tokens + c.num_tokens;
   w.busy = true;
   // Blocks the admissions loaded from a lower tier delay the step.
-  const double load = w.tiers.TakeLoadSeconds();
+  const double load = w.tiers.TakeLoadSeconds() + w.lora.TakeLoadSeconds();
   Push(now_ + load + o_.cluster.model.Seconds(w.step.num_tokens, kv_read), EventKind::kStepEnd, 0, worker);
 }
 

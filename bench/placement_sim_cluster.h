@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "bench/placement_sim.h"
+#include "bench/placement_sim_lora.h"
 #include "bench/placement_sim_tiers.h"
 #include "common/block_hash.h"
 #include "common/worker_role.h"
@@ -52,6 +53,7 @@ inline constexpr char kModelId[] = "sim";
 struct LoadSnapshot {
   WorkerLoad load;
   uint64_t admitted_ticket = 0;
+  std::vector<std::string> resident_lora;  // the identities in its LoRA slots
 };
 
 struct KvEvent {
@@ -93,10 +95,11 @@ struct SimWorker {
         pending(o.cluster.block_size, TiersOn(o) ? static_cast<engine::KvEventListener*>(&tiers) : &recorder),
         pool(num_blocks, &pending),
         kv(pool, o.cluster.block_size, kModelId, /*enable_prefix_caching=*/true),
+        lora(o.max_loras, o.lora_load_ms / 1000),
         scheduler({.max_num_batched_tokens = o.cluster.max_num_batched_tokens,
                    .max_num_seqs = o.cluster.max_num_seqs,
                    .admission_bypass_limit = o.cluster.admission_bypass_limit},
-                  kv),
+                  kv, &lora),
         leases(pool, num_blocks / 2) {  // the engine's bound: half the pool
     pending.Attach(pool);
     if (TiersOn(o)) {
@@ -113,6 +116,7 @@ struct SimWorker {
   engine::PendingPrefill pending;  // the engine's own load figure
   engine::BlockPool pool;
   engine::KvCacheManager kv;
+  SimLoraSlots lora;  // the scheduler's run gate, so before it
   engine::Scheduler scheduler;
   // A prefill worker's prompts held for decode workers' pulls (declared
   // after the pool: its blocks go back before the pool goes).
@@ -198,7 +202,9 @@ class Simulation {
   void ApplyVisibleEvents();
   std::vector<cachemanager::WorkerOverlapInfo> Overlaps(const std::vector<BlockHash>& hashes) const;
   // The router's candidates among `workers` (indices), as route_selector builds them.
-  std::vector<router::WorkerCandidate> Candidates(const std::vector<size_t>& workers,
+  // `lora`: the identity of the request's adapter (empty: none), whose
+  // residency the candidates report when the router places by it.
+  std::vector<router::WorkerCandidate> Candidates(const std::string& lora, const std::vector<size_t>& workers,
                                                   const std::vector<cachemanager::WorkerOverlapInfo>& matched) const;
   // The trace request's engine request; a decode half also carries the
   // first token, as resumed output (what the router sends after a handoff).

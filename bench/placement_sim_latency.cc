@@ -91,6 +91,7 @@ SimResult Simulation::Summarize() {
       prompt_tokens_ > 0 ? static_cast<double>(loaded * o_.cluster.block_size) / static_cast<double>(prompt_tokens_)
                          : 0;
   double sum = 0;
+  int64_t lora_hits = 0;
   for (auto& w : workers_) {
     NoteRunning(*w);
     const double mean = s.makespan_s > 0 ? w->running_area / s.makespan_s : 0;
@@ -99,6 +100,10 @@ SimResult Simulation::Summarize() {
     s.preemptions += w->scheduler.num_preemptions();
     s.leases_expired += w->leases.counters().expired;
     s.leases_displaced += w->leases.counters().displaced;
+    s.lora_admissions += w->lora.acquires();
+    s.lora_loads += w->lora.loads();
+    s.lora_waits += w->lora.waits();
+    lora_hits += w->lora.hits();
     const engine::BlockPoolStats stats = w->pool.Stats(), recount = w->pool.Recount();
     if (stats.used != 0 || stats.cached != recount.cached || stats.empty != recount.empty || recount.used != 0) {
       s.audit = absl::StrCat(w->id, ": ", stats.used, " blocks still in use after every request finished (",
@@ -106,6 +111,8 @@ SimResult Simulation::Summarize() {
     }
   }
   s.mean_running = sum / static_cast<double>(workers_.size());
+  s.lora_slot_hit_ratio =
+      s.lora_admissions > 0 ? static_cast<double>(lora_hits) / static_cast<double>(s.lora_admissions) : 0;
   if (finished_ != s.requests && s.audit.empty()) {
     s.audit = absl::StrCat(s.requests - finished_, " requests never finished");
   }

@@ -19,7 +19,7 @@ namespace kvfleet::bench::placement_sim::detail {
 absl::Status Simulation::RouteWithRoles(size_t i, std::unique_ptr<engine::Request> request,
                                         const router::PlacementRequest& pr,
                                         const std::vector<cachemanager::WorkerOverlapInfo>& matched) {
-  std::vector<router::WorkerCandidate> decoders = Candidates(decoders_, matched);
+  std::vector<router::WorkerCandidate> decoders = Candidates(request->lora_identity, decoders_, matched);
   const std::vector<router::WorkerCandidate> decode_candidates = decoders;  // for the split's price
   absl::StatusOr<router::Decision> decode = placement_->Choose(pr, std::move(decoders));
   if (!decode.ok()) return decode.status();
@@ -34,7 +34,7 @@ absl::Status Simulation::RouteWithRoles(size_t i, std::unique_ptr<engine::Reques
     Dispatch(i, std::move(request), *std::move(decode), Phase::kWhole);
     return absl::OkStatus();
   }
-  std::vector<router::WorkerCandidate> prefillers = Candidates(prefillers_, matched);
+  std::vector<router::WorkerCandidate> prefillers = Candidates(request->lora_identity, prefillers_, matched);
   for (router::WorkerCandidate& c : prefillers) c.kv_transfer_endpoint.clear();
   absl::StatusOr<router::Decision> prefill = placement_->Choose(pr, std::move(prefillers));
   if (!prefill.ok()) return prefill.status();
@@ -80,7 +80,8 @@ absl::Status Simulation::RouteDecodeHalf(size_t i) {
                                             .endpoint = TransferEndpoint(prefill.id),
                                             .blocks = static_cast<int32_t>(pr.block_hashes.size()),
                                             .prefill_tokens_per_second = o_.cluster.PeakTokensPerSecond()};
-  absl::StatusOr<router::Decision> d = placement_->Choose(pr, Candidates(decoders_, Overlaps(pr.block_hashes)));
+  absl::StatusOr<router::Decision> d =
+      placement_->Choose(pr, Candidates(request->lora_identity, decoders_, Overlaps(pr.block_hashes)));
   if (!d.ok()) return d.status();
   const bool from_prefill = d->peer_pull.has_value() && d->peer_pull->worker_id == prefill.id;
   Dispatch(i, std::move(request), *std::move(d), Phase::kDecode);

@@ -34,7 +34,7 @@ struct RolesRun {
   int64_t workers = 0;
   double load = 0;
   double network_gbps = 0;  // the handoff pulls' links
-  double seconds = 0;  // to simulate them all
+  double seconds = 0;       // to simulate them all
   std::vector<RolesSpec> specs;
   std::vector<int32_t> prefill_workers;  // each entry's
   std::vector<SimResult> results;

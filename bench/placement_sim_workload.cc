@@ -110,6 +110,13 @@ std::string WorkloadName(WorkloadKind kind) {
   return "unknown";
 }
 
+// Each group's requests under adapter group mod adapters: requests that
+// share a prefix share their adapter, as a tenant's fine-tune would.
+static void AssignAdapters(Workload& w) {
+  if (w.options.adapters <= 0) return;
+  for (SimRequest& r : w.requests) r.adapter = r.group >= 0 ? r.group % w.options.adapters : -1;
+}
+
 Workload BuildWorkload(const WorkloadOptions& o, double load, const ClusterShape& cluster) {
   std::mt19937_64 rng(o.seed);
   Workload w{.options = o, .load = load};
@@ -192,6 +199,7 @@ Workload BuildWorkload(const WorkloadOptions& o, double load, const ClusterShape
       std::stable_sort(w.requests.begin(), w.requests.end(),
                        [](const SimRequest& a, const SimRequest& b) { return a.arrival_s < b.arrival_s; });
       w.offered_rate = load * cluster_peak;
+      AssignAdapters(w);
       return w;
     }
   }
@@ -200,6 +208,7 @@ Workload BuildWorkload(const WorkloadOptions& o, double load, const ClusterShape
   const double request_rate = load * cluster_peak / mean_tokens;
   for (SimRequest& r : w.requests) r.arrival_s /= request_rate;
   w.offered_rate = load * cluster_peak;
+  AssignAdapters(w);
   return w;
 }
 

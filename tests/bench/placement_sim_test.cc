@@ -289,5 +289,28 @@ TEST(PlacementSimTest, BadInputIsRefusedWithTheFix) {
   EXPECT_FALSE(NamedStepModel("tpu").ok());
 }
 
+TEST(PlacementSimTest, AdaptersTakeTurnsInSlotsAndPlacementByResidencyLoadsFewer) {
+  const ClusterShape cluster = SmallCluster(4);
+  WorkloadOptions options = Small(WorkloadKind::kMultiTenant);
+  options.adapters = 8;  // 12 tenants over 8 adapters, 4 workers of 2 slots
+  const Workload w = BuildWorkload(options, 0.8, cluster);
+  SimOptions sim{.cluster = cluster, .policy = Policy::kPrefixAware, .max_loras = 2, .lora_load_ms = 20};
+  absl::StatusOr<SimResult> aware = Simulate(w, sim);
+  sim.lora_aware = false;
+  absl::StatusOr<SimResult> unaware = Simulate(w, sim);
+  ASSERT_TRUE(aware.ok() && unaware.ok());
+  for (const SimResult* r : {&*aware, &*unaware}) {
+    EXPECT_EQ(r->finished, r->requests) << r->audit;
+    EXPECT_TRUE(r->audit.empty()) << r->audit;
+    EXPECT_GE(r->lora_admissions, r->requests) << "every request runs under an adapter";
+    EXPECT_GT(r->lora_loads, 0);
+    EXPECT_GT(r->lora_slot_hit_ratio, 0.0);
+    EXPECT_LT(r->lora_slot_hit_ratio, 1.0);
+  }
+  EXPECT_LE(aware->lora_loads, unaware->lora_loads) << "placing by residency loads no more adapters";
+  // A tenant's requests share its adapter, so its context still hits under it.
+  EXPECT_GT(aware->hit_ratio, 0.0);
+}
+
 }  // namespace
 }  // namespace kvfleet::bench::placement_sim
