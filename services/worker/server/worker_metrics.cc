@@ -56,7 +56,7 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                        .Name("kvfleet_worker_memory_bytes")
                        .Help(
                            "The memory plan at start: bytes on the device by component (weights, scratch, "
-                           "draft_weights, draft_scratch, draft_kv_cache, kv_cache)")
+                           "draft_weights, draft_scratch, draft_kv_cache, kv_cache, lora_adapters)")
                        .Register(r);
   device_info_ = &prometheus::BuildGauge()
                       .Name("kvfleet_worker_device_info")
