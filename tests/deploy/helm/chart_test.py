@@ -25,10 +25,15 @@ else changes, probes included; the auth wiring: the routers alone mount
 the tokens Secret, whole, and --auth-tokens names the file in it, the test
 Job mounts the test token alone and passes --token-file to both steps,
 nothing else changes, and with auth off nothing of it renders; the chart
-renders no Secret; the worker groups: per group a StatefulSet, headless
+renders no Secret; the LoRA wiring: each worker group's --lora NAME=PATH per
+adapter, --max-loras, --max-lora-rank and --lora-dir from its lora (none of
+worker.lora for a group with a model of its own), the adapters volume
+mounted read-only at /adapters, and nothing of it anywhere else; the admin
+wiring: the routers alone mount the admin tokens Secret, whole, --admin-tokens
+names the file in it, --admin-peers lists auth.admin.peers; the worker groups: per group a StatefulSet, headless
 Service, PodDisruptionBudget and ScaledObject whose selectors pick its own
 pods alone, named as before groups for the default group, its replicas,
-resources and keda laid over worker.*, --role and --kv-lease-seconds by
+resources, keda and lora laid over worker.*, --role and --kv-lease-seconds by
 role, the router's split flags exactly while a group is prefill, and
 NetworkPolicies covering every group). The same for a few value sets
 written inline (INLINE_VALUE_SETS). Then a group's fallback to worker.*,
@@ -89,6 +94,12 @@ TLS_FLAGS_OF = {
 AUTH_DIR = "/etc/kvfleet/auth"
 AUTH_TEST_TOKEN_DIR = "/etc/kvfleet/test-token"
 AUTH_FLAGS = {"--auth-tokens", "--token-file"}
+# worker.lora: the workers' LoRA flags and where worker.lora.volume is mounted.
+LORA_FLAGS = {"--lora", "--max-loras", "--max-lora-rank", "--lora-dir"}
+LORA_DIR = "/adapters"
+# auth.admin: routers read the admin token file from the admin tokens Secret mounted here.
+ADMIN_DIR = "/etc/kvfleet/admin"
+ADMIN_FLAGS = {"--admin-tokens", "--admin-peers"}
 # worker.kvTransfer: the workers' KV transfer port and its flags (KV_TRANSFER_TLS_FLAGS on top
 # with tls.enabled).
 KV_TRANSFER_FLAGS = {"--kv-transfer-listen", "--kv-transfer-deadline", "--kv-transfer-max-pulls"}
@@ -206,6 +217,15 @@ def auth_names(values: dict) -> dict:
             "test": auth["testTokenSecret"] or f"{prefix}-auth-test-token"}
 
 
+def admin_secret(values: dict) -> str:
+    """The admin tokens Secret, the chart's documented default filled in where the values leave it empty."""
+    return values["auth"]["admin"]["tokensSecret"] or f"{fullname(values)}-admin-tokens"
+
+
+# What a worker group with a model of its own starts from instead of worker.lora (the worker's defaults).
+LORA_OFF = {"maxLoras": 0, "maxRank": 16, "adapters": [], "dir": "", "volume": {}}
+
+
 def laid_over(base, over):
     """`over` laid over `base` key by key, at every depth (how a worker group's fields fall back to worker.*)."""
     if not (isinstance(base, dict) and isinstance(over, dict)):
@@ -218,11 +238,13 @@ def laid_over(base, over):
 
 def worker_groups(values: dict) -> list[dict]:
     """Each of workerGroups: its name, role, StatefulSet name ("<fullname>-worker", "-<name>" for a named
-    group) and worker values (its replicas, resources and keda laid over worker.*)."""
+    group) and worker values (its replicas, resources, keda and lora laid over worker.*; a group with a
+    model of its own lays its lora over the worker's defaults instead of worker.lora)."""
     groups = []
     for group in values["workerGroups"]:
         own = {k: v for k, v in group.items() if k not in ("name", "role")}
-        groups.append({"name": group["name"], "role": group["role"], "worker": laid_over(values["worker"], own),
+        base = values["worker"] if "model" not in group else {**values["worker"], "lora": LORA_OFF}
+        groups.append({"name": group["name"], "role": group["role"], "worker": laid_over(base, own),
                        "statefulset": f"{fullname(values)}-worker" + (f"-{group['name']}" if group["name"] else "")})
     return groups
 
@@ -637,6 +659,9 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
     # So have the auth Secrets ("<fullname>-auth-tokens", "<fullname>-auth-test-token").
     tls_defaults |= {name for key, name in auth_names(values).items()
                      if values["auth"]["enabled"] and not values["auth"][{"tokens": "tokensSecret", "test": "testTokenSecret"}[key]]}
+    # And the admin tokens Secret ("<fullname>-admin-tokens").
+    if values["auth"]["admin"]["enabled"] and not values["auth"]["admin"]["tokensSecret"]:
+        tls_defaults.add(admin_secret(values))
 
     def exists(kind: str, name: str, who: str, what: str, user_supplied_ok: bool) -> None:
         ok = name in present[kind] or (user_supplied_ok and name in user_strings)
@@ -652,7 +677,8 @@ def check_references(f: Failures, vs: str, objects: list[dict], values: dict) ->
                 f.check(secret["name"] in pull_secrets, vs, who, f"imagePullSecret {secret['name']} is named in values.imagePullSecrets")
             for volume in spec.get("volumes") or []:
                 if "configMap" in volume:
-                    exists("ConfigMap", volume["configMap"]["name"], who, "volume", False)
+                    # worker.lora.volume is the user's: a ConfigMap of adapters they made.
+                    exists("ConfigMap", volume["configMap"]["name"], who, "volume", volume["name"] == "adapters")
                 if "secret" in volume:
                     # Secrets are the user's (or cert-manager's): the chart renders none.
                     secret = volume["secret"]["secretName"]
@@ -763,9 +789,13 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
     f.check(not any(o["kind"] == "Secret" for o in objects), vs, "Secret", "none rendered: the user or cert-manager creates the TLS Secrets")
     # The auth Secrets' volumes are check_auth's; here, the TLS ones.
     auth_secrets = set(auth_names(values).values()) if values["auth"]["enabled"] else set()
-    # The same values without TLS: everything but the TLS wiring must come out the same.
+    if values["auth"]["admin"]["enabled"]:
+        auth_secrets.add(admin_secret(values))  # and the admin tokens', check_lora's
+    # The same values without TLS: everything but the TLS wiring must come out the same. Admin
+    # certificates (auth.admin.peers, --admin-peers) exist only over TLS, so they go too.
     plain_values = copy.deepcopy(user_values)
     plain_values.setdefault("tls", {})["enabled"] = False
+    plain_values.get("auth", {}).get("admin", {}).pop("peers", None)
     plain = {(o["kind"], o["metadata"]["name"]): o for o in render(chart, plain_values)}
     admitted = {"worker": [names["router_client"]], "cachemanager": sorted([names["router_client"], names["worker_client"]])}
     transfer = bool(values["worker"]["kvTransfer"]["enabled"])
@@ -821,7 +851,8 @@ def check_tls(f: Failures, vs: str, objects: list[dict], values: dict, chart, us
             handler = (container.get(probe) or {}).get("grpc") or {}
             f.check(container.get(probe) == twin_container.get(probe) and handler.get("port") == HEALTH_PORT, vs, who,
                     f"{probe} unchanged by TLS: gRPC on the plaintext health port {HEALTH_PORT}", str(container.get(probe)))
-        f.check(without_tls_flags(args) == twin_container.get("args"), vs, who, "args are the plaintext ones plus the TLS flags alone")
+        f.check(without_flags(args, TLS_FLAGS | {"--admin-peers"}) == twin_container.get("args"), vs, who,
+                "args are the plaintext ones plus the TLS flags (and the router's --admin-peers) alone")
         f.check(container.get("ports") == twin_container.get("ports"), vs, who, "container ports unchanged by TLS")
     for job in (o for o in objects if o["kind"] == "Job"):
         template, who = job["spec"]["template"], name_of(job)
@@ -1112,6 +1143,116 @@ def check_kv_transfer(f: Failures, vs: str, objects: list[dict], values: dict) -
                     f"{peers} selects {sorted(chosen)}")
 
 
+# What the value set tests/deploy/helm/values/lora.yaml must render, spelled out (check_lora derives the
+# same from the values for every set): the worker's flags as (flag, value) pairs, and the router's.
+LORA_SET_WORKER_ARGS = [("--lora", "sql=/adapters/sql"), ("--lora", "support/v2=/adapters/support-v2"),
+                        ("--max-loras", "4"), ("--max-lora-rank", "32"), ("--lora-dir", "/adapters")]
+LORA_SET_ROUTER_ARGS = [("--admin-tokens", "/etc/kvfleet/admin/tokens")]
+LORA_SET_ADMIN_SECRET = "llm-admin-tokens"
+
+
+def flag_pairs(args: list[str], flags: set[str]) -> list[tuple[str, str | None]]:
+    """(flag, value) for each of `flags` in args, in order."""
+    return [(a, args[i + 1] if i + 1 < len(args) else None) for i, a in enumerate(args) if a in flags]
+
+
+def check_lora(f: Failures, vs: str, objects: list[dict], values: dict) -> None:
+    """worker.lora (a group's lora laid over it; none of it for a group with a model of its own): each
+    worker gets --lora NAME=PATH per adapter in order, --max-loras while maxLoras is above 0,
+    --max-lora-rank while adapters are on at all (adapters, dir or maxLoras), --lora-dir with dir, all
+    before worker.extraArgs; with a volume, the pod's volume "adapters" is that volume source and the
+    worker container alone mounts it, whole and read-only, at /adapters. auth.admin: the router alone
+    gets --admin-tokens naming the key `tokens` of the admin tokens Secret, mounted whole, read-only,
+    0440, and --admin-peers joining auth.admin.peers, before router.extraArgs. Nothing of either
+    anywhere else, or when off."""
+    groups = {g["statefulset"]: g["worker"] for g in worker_groups(values)}
+    admin = values["auth"]["admin"]
+    secret = admin_secret(values)
+    for obj in objects:
+        template = pod_template(obj)
+        if not template:
+            continue
+        who, spec = name_of(obj), template["spec"]
+        volumes = spec.get("volumes") or []
+        lora = groups[obj["metadata"]["name"]]["lora"] if obj["kind"] == "StatefulSet" else None
+        router = obj["kind"] == "Deployment" and component_of(obj) == "router"
+        adapters_volumes = [v for v in volumes if v["name"] == "adapters"]
+        admin_volumes = [v for v in volumes if (v.get("secret") or {}).get("secretName") == secret]
+        if not (lora and lora["volume"]):
+            f.check(not adapters_volumes, vs, who, "no adapters volume (no worker.lora.volume)", str(adapters_volumes))
+        if not (router and admin["enabled"]):
+            f.check(not admin_volumes, vs, who, f"no admin tokens Secret {secret!r} (the routers' alone, with auth.admin.enabled)",
+                    str(admin_volumes))
+        for container in containers_of(template, init=True):
+            cwho = f"{who} container {container['name']}"
+            args = (container.get("command") or []) + (container.get("args") or [])
+            mounts = container.get("volumeMounts") or []
+            own_worker = lora is not None and container["name"] == "worker"
+            own_router = router and container["name"] == "router"
+            if not own_worker:
+                f.check(not LORA_FLAGS & set(args), vs, cwho, "no LoRA flag (workers' alone)", str(sorted(LORA_FLAGS & set(args))))
+                f.check(not [m for m in mounts if m["name"] == "adapters" or m["mountPath"] == LORA_DIR], vs, cwho,
+                        f"nothing mounted at {LORA_DIR} (workers' alone)")
+            if not own_router:
+                f.check(not ADMIN_FLAGS & set(args), vs, cwho, "no admin flag (the router's alone)", str(sorted(ADMIN_FLAGS & set(args))))
+                f.check(not [m for m in mounts if m["mountPath"] == ADMIN_DIR or m["name"] in {v["name"] for v in admin_volumes}],
+                        vs, cwho, f"nothing mounted at {ADMIN_DIR} (the routers' alone)")
+            if own_worker:
+                on = bool(lora["adapters"] or lora["dir"] or lora["maxLoras"] > 0)
+                wanted = [("--lora", f"{a['name']}={a['path']}") for a in lora["adapters"]]
+                if lora["maxLoras"] > 0:
+                    wanted.append(("--max-loras", str(lora["maxLoras"])))
+                if on:
+                    wanted.append(("--max-lora-rank", str(lora["maxRank"])))
+                if lora["dir"]:
+                    wanted.append(("--lora-dir", lora["dir"]))
+                extra = len(values["worker"].get("extraArgs") or [])
+                chart_args = container["args"][:-extra] if extra else container["args"]
+                f.check(flag_pairs(chart_args, LORA_FLAGS) == wanted, vs, cwho,
+                        "LoRA flags from the group's lora, before worker.extraArgs" if on else "no LoRA flag (adapters off)",
+                        f"{flag_pairs(chart_args, LORA_FLAGS)} vs {wanted}")
+                f.check(flag_pairs(container["args"], LORA_FLAGS) == wanted, vs, cwho, "no LoRA flag but the chart's",
+                        str(flag_pairs(container["args"], LORA_FLAGS)))
+                lora_mounts = [m for m in mounts if m["name"] == "adapters" or m["mountPath"] == LORA_DIR]
+                if lora["volume"]:
+                    f.check(adapters_volumes == [{"name": "adapters", **lora["volume"]}], vs, who,
+                            "volume adapters is worker.lora.volume (the group's lora)", str(adapters_volumes))
+                    f.check(lora_mounts == [{"name": "adapters", "mountPath": LORA_DIR, "readOnly": True}], vs, cwho,
+                            f"adapters mounted whole and read-only at {LORA_DIR}", str(lora_mounts))
+                else:
+                    f.check(not lora_mounts, vs, cwho, f"nothing mounted at {LORA_DIR} without worker.lora.volume", str(lora_mounts))
+                if vs == "lora":
+                    f.check(flag_pairs(container["args"], LORA_FLAGS) == LORA_SET_WORKER_ARGS, vs, cwho,
+                            f"renders {LORA_SET_WORKER_ARGS}", str(flag_pairs(container["args"], LORA_FLAGS)))
+            if own_router:
+                wanted = ([("--admin-tokens", f"{ADMIN_DIR}/tokens")] if admin["enabled"] else []) \
+                    + ([("--admin-peers", ",".join(admin["peers"]))] if admin["peers"] else [])
+                extra = len(values["router"].get("extraArgs") or [])
+                chart_args = container["args"][:-extra] if extra else container["args"]
+                f.check(flag_pairs(chart_args, ADMIN_FLAGS) == wanted and flag_pairs(container["args"], ADMIN_FLAGS) == wanted,
+                        vs, cwho, f"admin flags {wanted}, before router.extraArgs", str(flag_pairs(container["args"], ADMIN_FLAGS)))
+                admin_mounts = [m for m in mounts if m["mountPath"] == ADMIN_DIR or m["name"] in {v["name"] for v in admin_volumes}]
+                if admin["enabled"]:
+                    f.check(len(admin_volumes) == 1 and admin_volumes[0]["secret"] == {
+                                "secretName": secret, "defaultMode": 0o440, "items": [{"key": "tokens", "path": "tokens"}]},
+                            vs, who, f"the admin tokens Secret {secret!r} once: its key tokens alone, 0440, not optional",
+                            str(admin_volumes))
+                    f.check(len(admin_mounts) == 1 and admin_mounts[0] == {"name": admin_volumes[0]["name"] if admin_volumes else None,
+                                                                           "mountPath": ADMIN_DIR, "readOnly": True}, vs, cwho,
+                            f"{secret!r} mounted whole and read-only at {ADMIN_DIR} (no subPath: updates reach the router)",
+                            str(admin_mounts))
+                    path = arg_after(container["args"], "--admin-tokens")
+                    f.check(secret_files(template, container).get(path) == (secret, "tokens"), vs, cwho,
+                            f"--admin-tokens {path} is the key tokens of the mounted Secret {secret!r}",
+                            str(secret_files(template, container).get(path)))
+                    if vs == "lora":
+                        f.check(flag_pairs(container["args"], ADMIN_FLAGS) == LORA_SET_ROUTER_ARGS and secret == LORA_SET_ADMIN_SECRET,
+                                vs, cwho, f"renders {LORA_SET_ROUTER_ARGS} from Secret {LORA_SET_ADMIN_SECRET!r}",
+                                f"{flag_pairs(container['args'], ADMIN_FLAGS)} from {secret!r}")
+                else:
+                    f.check(not admin_mounts, vs, cwho, f"nothing mounted at {ADMIN_DIR} without auth.admin.enabled", str(admin_mounts))
+
+
 GROUP_LABELS = ("kvfleet.io/worker-group", "kvfleet.io/worker-role")
 ROLE_FLAGS = {"--role", "--kv-lease-seconds"}
 SPLIT_FLAGS = {"--split-min-uncached-tokens", "--no-split", "--split-stream-first-token"}
@@ -1218,6 +1359,12 @@ def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict)
             template["spec"].pop("initContainers", None)
             template["spec"]["volumes"] = [v for v in template["spec"].get("volumes") or [] if v["name"] != "model"]
             stripped["volumeMounts"] = [m for m in stripped.get("volumeMounts") or [] if m["name"] != "model"]
+        if any("model" in g or "lora" in g for g in values["workerGroups"]):
+            # Groups with LoRA adapters of their own (a group's lora, or none of worker.lora for a group
+            # of its own model): check_lora checks each group's; the rest is alike.
+            stripped["args"] = without_flags(stripped["args"], LORA_FLAGS)
+            template["spec"]["volumes"] = [v for v in template["spec"].get("volumes") or [] if v["name"] != "adapters"]
+            stripped["volumeMounts"] = [m for m in stripped.get("volumeMounts") or [] if m["name"] != "adapters"]
         alike[who] = template
     if len(alike) > 1:
         first = next(iter(alike.values()))
@@ -1254,14 +1401,15 @@ def check_worker_groups(f: Failures, vs: str, objects: list[dict], values: dict)
 
 
 def check_group_fallback(f: Failures, chart) -> None:
-    """A group's replicas, resources and keda fall back to worker.* key by key: one unnamed group of role
-    both that sets them renders what worker.* set to the same renders, and the default (one such group,
-    nothing set) what an empty workerGroups entry would."""
+    """A group's replicas, resources, keda and lora fall back to worker.* key by key: one unnamed group of
+    role both that sets them renders what worker.* set to the same renders, and the default (one such
+    group, nothing set) what an empty workerGroups entry would."""
     vs = "worker groups"
-    own = {"replicas": 5, "resources": {"requests": {"cpu": "6"}}, "keda": {"enabled": True, "maxReplicas": 9}}
+    own = {"replicas": 5, "resources": {"requests": {"cpu": "6"}}, "keda": {"enabled": True, "maxReplicas": 9},
+           "lora": {"maxLoras": 2, "adapters": [{"name": "sql", "path": "/adapters/sql"}], "volume": {"configMap": {"name": "a"}}}}
     as_group = render(chart, {"workerGroups": [{"name": "", "role": "both", **own}]})
     as_worker = render(chart, {"worker": own})
-    f.check(as_group == as_worker, vs, "chart", "a sole unnamed group's replicas, resources and keda render as worker.*'s",
+    f.check(as_group == as_worker, vs, "chart", "a sole unnamed group's replicas, resources, keda and lora render as worker.*'s",
             str(sorted({name_of(o) for o in as_group} ^ {name_of(o) for o in as_worker}) or "objects differ"))
     f.check(render(chart, {}) == render(chart, {"workerGroups": [{"name": "", "role": "both"}]}), vs, "chart",
             "the default is one unnamed group of role both")
@@ -1658,6 +1806,52 @@ REFUSALS = [
      {"tls": {"enabled": True, "worker": {"serverName": "kvf-kvfleet-router"}}}, "render", "tls.worker.serverName"),
     ("TLS without an fsGroup to read the 0440 key files",
      {"tls": {"enabled": True}, "podSecurityContext": {"fsGroup": None}}, "render", "podSecurityContext.fsGroup"),
+    ("two LoRA adapters of one name",
+     {"worker": {"lora": {"adapters": [{"name": "sql", "path": "/adapters/sql"}, {"name": "sql", "path": "/adapters/sql-v2"}]}}},
+     "render", 'worker.lora.adapters: two adapters are named "sql"'),
+    ("two LoRA adapters of one name in a group's own lora",
+     {"workerGroups": [{"name": "chat", "role": "both"},
+                       {"name": "coder", "role": "both", "model": {"file": "coder.gguf"},
+                        "lora": {"adapters": [{"name": "py", "path": "/a/py"}, {"name": "py", "path": "/a/py2"}]}}]},
+     "render", 'worker group "coder": worker.lora.adapters: two adapters are named "py"'),
+    ("a LoRA adapter named as the model's served name",
+     {"router": {"servedModelName": "chat"}, "worker": {"lora": {"adapters": [{"name": "chat", "path": "/adapters/chat"}]}}},
+     "render", 'the adapter name "chat" is the model\'s own name'),
+    ("an adapters volume no adapter can load from",
+     {"worker": {"lora": {"volume": {"persistentVolumeClaim": {"claimName": "adapters"}}}}},
+     "render", "worker.lora.volume is mounted but the workers serve no adapters"),
+    ("a LoRA rank over 512", {"worker": {"lora": {"maxRank": 1024}}}, "schema", "/worker/lora/maxRank"),
+    ("a LoRA rank of 0", {"worker": {"lora": {"maxRank": 0}}}, "schema", "/worker/lora/maxRank"),
+    ("more LoRA slots than a worker takes", {"worker": {"lora": {"maxLoras": 2048}}}, "schema", "/worker/lora/maxLoras"),
+    ("a LoRA adapter name starting with a dot", {"worker": {"lora": {"adapters": [{"name": "../sql", "path": "/adapters/sql"}]}}},
+     "schema", "/worker/lora/adapters/0/name"),
+    ("a LoRA adapter name holding '=' (--lora NAME=PATH)",
+     {"worker": {"lora": {"adapters": [{"name": "sql=v2", "path": "/adapters/sql"}]}}}, "schema", "/worker/lora/adapters/0/name"),
+    ("a relative LoRA adapter path", {"worker": {"lora": {"adapters": [{"name": "sql", "path": "adapters/sql"}]}}}, "schema",
+     "/worker/lora/adapters/0/path"),
+    ("an adapter without a path", {"worker": {"lora": {"adapters": [{"name": "sql"}]}}}, "schema", "path"),
+    ("an adapters volume of two sources",
+     {"worker": {"lora": {"dir": "/adapters", "volume": {"nfs": {"server": "nfs", "path": "/a"}, "configMap": {"name": "a"}}}}},
+     "schema", "/worker/lora/volume"),
+    ("an adapters volume that names itself (the chart names it)",
+     {"worker": {"lora": {"dir": "/adapters", "volume": {"name": "mine"}}}}, "schema", "/worker/lora"),
+    ("an unknown key under worker.lora", {"worker": {"lora": {"rank": 8}}}, "schema", "rank"),
+    ("an unknown key in a group's lora", {"workerGroups": [{"name": "a", "role": "both", "lora": {"loras": []}}]}, "schema",
+     "/workerGroups/0/lora"),
+    ("admin certificates without TLS", {"auth": {"admin": {"peers": ["ops.llm.internal"]}}}, "render",
+     "auth.admin.peers names client certificates"),
+    ("an admin certificate name holding a comma (--admin-peers is a list)",
+     {"tls": {"enabled": True}, "auth": {"admin": {"peers": ["ops,oncall"]}}}, "schema", "/auth/admin/peers/0"),
+    ("an admin tokens Secret name that is not a DNS name", {"auth": {"admin": {"tokensSecret": "Admin_Tokens"}}}, "schema",
+     "/auth/admin/tokensSecret"),
+    ("the tenants' token file as the admins'",
+     {"auth": {"enabled": True, "tokensSecret": "llm-tokens", "admin": {"enabled": True, "tokensSecret": "llm-tokens"}}},
+     "render", 'auth.admin.tokensSecret and auth.tokensSecret are both "llm-tokens"'),
+    ("the helm test's plain token as the admins' token file",
+     {"auth": {"testTokenSecret": "llm-test-token", "admin": {"enabled": True, "tokensSecret": "llm-test-token"}}},
+     "render", "auth.admin.tokensSecret and auth.testTokenSecret"),
+    ("admin tokens without an fsGroup to read the 0440 file",
+     {"auth": {"admin": {"enabled": True}}, "podSecurityContext": {"fsGroup": None}}, "render", "auth.admin.enabled: the admin token file"),
     ("a CPU worker holding a GPU", {"worker": {"device": "cpu"}}, "render", "gpusPerWorker"),
     ("fewer GPUs than tensor-parallel ranks", {"worker": {"gpusPerWorker": 2, "tensorParallelSize": 4}}, "render",
      "a GPU for each rank"),
@@ -1787,6 +1981,10 @@ ACCEPTED = [
     ("a worker group scaled to 0, next to one that decodes",
      {"workerGroups": [{"name": "prefill", "role": "prefill", "replicas": 0}, {"name": "decode", "role": "decode"}]}),
     ("a named group of role both alone", {"workerGroups": [{"name": "main", "role": "both"}]}),
+    ("LoRA slots alone, for adapters an admin loads at run time", {"worker": {"lora": {"maxLoras": 2}}}),
+    ("a LoRA adapter name of 128 characters with ':' and '/'",
+     {"worker": {"lora": {"adapters": [{"name": "org/sql:v2" + "x" * 118, "path": "/adapters/sql"}]}}}),
+    ("admin tokens without tenant tokens", {"auth": {"admin": {"enabled": True}}}),
     ("a worker group name as long as a 40-character fullname allows",
      {"fullnameOverride": "a" * 40, "workerGroups": [{"name": "pref", "role": "prefill"}, {"name": "deco", "role": "decode"}]}),
 ]
@@ -1871,6 +2069,25 @@ INLINE_VALUE_SETS = {
         "router": {"split": {"enabled": False}, "extraArgs": ["--decision-memory", "10000"]},
         "tls": {"enabled": True},
         "metrics": {"podMonitor": {"enabled": True}},
+    },
+    # LoRA adapters in worker groups of two models: the chat group takes worker.lora's adapter and
+    # volume with slots and a rank of its own; the coder group, of its own model, none of worker.lora
+    # (its adapters are another base's), only its own lora.
+    "inline-lora-groups": {
+        "worker": {"lora": {"adapters": [{"name": "sql", "path": "/adapters/sql"}],
+                            "volume": {"nfs": {"server": "nfs.llm.internal", "path": "/exports/adapters", "readOnly": True}}}},
+        "workerGroups": [{"name": "chat", "role": "both", "lora": {"maxLoras": 3, "maxRank": 8}},
+                         {"name": "coder", "role": "both", "model": {"file": "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf"},
+                          "lora": {"maxLoras": 2, "dir": "/models/coder-adapters"}}],
+    },
+    # Admins by token (the Secret's default name) and by certificate over TLS, next to tenant tokens;
+    # slots for adapters loaded at run time from a claim, none listed; extra args still come last.
+    "inline-lora-admin-tls": {
+        "tls": {"enabled": True},
+        "auth": {"enabled": True, "admin": {"enabled": True, "peers": ["ops.llm.internal", "kvfleet admin"]}},
+        "worker": {"lora": {"maxLoras": 8, "maxRank": 64,
+                            "volume": {"persistentVolumeClaim": {"claimName": "llm-adapters", "readOnly": True}}}},
+        "router": {"extraArgs": ["--decision-memory", "10000"]},
     },
     "inline-nodeport": {
         "router": {"service": {"type": "NodePort"}, "http": {"enabled": False, "requestTimeoutSeconds": 600},
@@ -2011,6 +2228,7 @@ def main() -> int:
         check_quotas(f, vs, objects, values)
         check_http(f, vs, objects, values)
         check_kv_transfer(f, vs, objects, values)
+        check_lora(f, vs, objects, values)
         check_worker_groups(f, vs, objects, values)
         check_security_and_model(f, vs, objects, values)
         check_worker_sizing(f, vs, objects, values)

@@ -624,3 +624,60 @@ token Secret, mode 0440. */}}
   mountPath: {{ include "kvfleet.auth.testTokenDir" . }}
   readOnly: true
 {{- end -}}
+
+{{/*
+Admins (auth.admin; docs/security.md, "Admin identity"): only they may load
+and unload LoRA adapters at run time. Two ways, either or both:
+  auth.admin.enabled       --admin-tokens: the admin token file (the tenant
+                           token file's format: digests and names, never a
+                           token), key "tokens" of auth.admin.tokensSecret,
+                           the user's; mounted by the router pods only, at
+                           kvfleet.auth.adminDir, read-only as a whole
+                           volume (no subPath: the router re-reads the file
+                           when it changes)
+  auth.admin.peers         --admin-peers: client certificate names that are
+                           admins over gRPC with mutual TLS (tls.enabled)
+*/}}
+
+{{/* Where router pods mount the admin tokens Secret, and the file --admin-tokens names. */}}
+{{- define "kvfleet.auth.adminDir" -}}/etc/kvfleet/admin{{- end -}}
+{{- define "kvfleet.auth.adminTokensFile" -}}{{ include "kvfleet.auth.adminDir" . }}/tokens{{- end -}}
+
+{{/* The Secret holding the admin token file: auth.admin.tokensSecret, else "<fullname>-admin-tokens". */}}
+{{- define "kvfleet.auth.adminTokensSecret" -}}
+{{- default (printf "%s-admin-tokens" (include "kvfleet.fullname" .)) .Values.auth.admin.tokensSecret -}}
+{{- end -}}
+
+{{/* The router's admin flags (list items; empty without admins). */}}
+{{- define "kvfleet.auth.adminArgs" -}}
+{{- if .Values.auth.admin.enabled }}
+- --admin-tokens
+- {{ include "kvfleet.auth.adminTokensFile" . }}
+{{- end }}
+{{- with .Values.auth.admin.peers }}
+- --admin-peers
+- {{ join "," . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The pod volume "admin-tokens" of the routers: the key "tokens" of the
+admin tokens Secret, mode 0440 (owner root, group the pod's fsGroup). Not
+optional: a router told to take admin tokens must not start without them. */}}
+{{- define "kvfleet.auth.adminTokensVolume" -}}
+- name: admin-tokens
+  secret:
+    secretName: {{ include "kvfleet.auth.adminTokensSecret" . }}
+    # 0440: readable by the pod's fsGroup, not by others.
+    defaultMode: 288
+    items:
+      - key: tokens
+        path: tokens
+{{- end -}}
+
+{{/* The router container's mount of "admin-tokens": read-only, the whole
+volume (no subPath, so an updated Secret reaches the router). */}}
+{{- define "kvfleet.auth.adminTokensVolumeMount" -}}
+- name: admin-tokens
+  mountPath: {{ include "kvfleet.auth.adminDir" . }}
+  readOnly: true
+{{- end -}}

@@ -111,6 +111,45 @@ requests = limits = gpusPerWorker in GPU mode. */}}
 {{- toYaml $resources -}}
 {{- end -}}
 
+{{/*
+LoRA adapters (worker.lora, laid over by a group's lora). The worker takes
+--lora NAME=PATH per adapter, --max-loras (passed when above 0: else the
+worker's own default, one per --lora, 1 with only --lora-dir), --max-lora-rank
+(while adapters are on at all) and --lora-dir. Paths are as the pod sees
+them; worker.lora.volume is mounted read-only at kvfleet.worker.loraDir.
+*/}}
+
+{{/* Where worker pods mount worker.lora.volume. */}}
+{{- define "kvfleet.worker.loraDir" -}}/adapters{{- end -}}
+
+{{/* "true" while a worker serves LoRA adapters: listed ones, a directory of
+them, or slots for adapters loaded at run time; else empty. */}}
+{{- define "kvfleet.worker.loraOn" -}}
+{{- $lora := .Values.worker.lora -}}
+{{- if or $lora.adapters $lora.dir (gt (int $lora.maxLoras) 0) -}}true{{- end -}}
+{{- end -}}
+
+{{/* A worker's LoRA flags (list items; empty while adapters are off). */}}
+{{- define "kvfleet.worker.loraArgs" -}}
+{{- $lora := .Values.worker.lora -}}
+{{- if include "kvfleet.worker.loraOn" . }}
+{{- range $lora.adapters }}
+- --lora
+- {{ printf "%s=%s" .name .path | quote }}
+{{- end }}
+{{- if gt (int $lora.maxLoras) 0 }}
+- --max-loras
+- {{ $lora.maxLoras | quote }}
+{{- end }}
+- --max-lora-rank
+- {{ $lora.maxRank | quote }}
+{{- with $lora.dir }}
+- --lora-dir
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* Startup probe failures allowed: ceil(modelLoadSeconds / periodSeconds),
 so the probe's budget is never shorter than the load time. */}}
 {{- define "kvfleet.worker.startupFailures" -}}
@@ -136,8 +175,10 @@ decode"). Each group is a StatefulSet of its own, with its headless Service,
 PodDisruptionBudget and ScaledObject, rendered by kvfleet.worker.eachGroup
 with a root of the group's own:
   .Values.worker  worker.* with the group's fields (replicas, resources,
-                  keda) laid over it key by key, so what a group leaves out
-                  is worker.*'s
+                  keda, lora) laid over it key by key, so what a group
+                  leaves out is worker.*'s; a group with a model of its own
+                  lays its lora over none (the worker's defaults) instead
+                  of worker.lora, whose adapters are model.*'s
   .Values.model   model.*, or the group's own model (routers learn every
                   model from its workers), which takes model.*'s source
                   unless it gives one, and nothing else of it
@@ -159,7 +200,13 @@ with the group's root, and joins the non-empty renders as YAML documents
 {{- $root := .root -}}
 {{- $renders := list -}}
 {{- range $group := $root.Values.workerGroups -}}
-{{- $worker := mergeOverwrite (deepCopy $root.Values.worker) (deepCopy (omit $group "name" "role" "model")) -}}
+{{- $base := deepCopy $root.Values.worker -}}
+{{- /* LoRA adapters belong to one base model: a group with its own takes
+none of worker.lora, only its own lora (over the worker's defaults). */ -}}
+{{- if hasKey $group "model" -}}
+{{- $_ := set $base "lora" (dict "maxLoras" 0 "maxRank" 16 "adapters" (list) "dir" "" "volume" (dict)) -}}
+{{- end -}}
+{{- $worker := mergeOverwrite $base (deepCopy (omit $group "name" "role" "model")) -}}
 {{- /* A group's own model is its own: only model.*'s source (the volume) is
 inherited; its id, draft and calibration never belong to another model. */ -}}
 {{- $model := deepCopy $root.Values.model -}}
