@@ -9,7 +9,24 @@
 
 namespace kvfleet::router {
 
-AdapterAdmin::AdapterAdmin(const WorkerPool& pool, AdapterAdminOptions options) : pool_(pool), options_(options) {}
+AdapterAdmin::AdapterAdmin(WorkerPool& pool, AdapterAdminOptions options) : pool_(pool), options_(options) {}
+
+void AdapterAdmin::Settle(const std::string& model_id, const std::vector<std::string>& workers, const std::string& name,
+                          bool loaded) const {
+  pool_.ProbeSoon();
+  const auto deadline = std::chrono::steady_clock::now() + options_.settle_timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    size_t settled = 0;
+    for (const PooledWorker& w : pool_.Routable(model_id)) {
+      if (std::find(workers.begin(), workers.end(), w.worker_id) == workers.end()) continue;
+      const bool has = std::any_of(w.stats.lora_adapters().begin(), w.stats.lora_adapters().end(),
+                                   [&](const v1::LoraAdapterInfo& a) { return a.name() == name; });
+      settled += has == loaded ? 1 : 0;
+    }
+    if (settled >= workers.size()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
 
 AdapterAdmin::Answer AdapterAdmin::Call(const std::string& worker_id, v1::Worker::StubInterface& stub,
                                         const std::string& name, const std::string* path) const {
@@ -51,11 +68,12 @@ absl::StatusOr<AdapterChange> AdapterAdmin::Load(const std::string& model_id, co
   }
   const std::vector<Answer> answers = CallAll(workers, name, &path);
   AdapterChange change{.name = name};
-  std::vector<std::string> failures;
+  std::vector<std::string> failures, loaded_on;
   const grpc::Status* first_error = nullptr;
   for (const Answer& a : answers) {
     if (a.status.ok()) {
       ++change.workers;
+      loaded_on.push_back(a.worker_id);
       change.digest = a.info.digest();
       change.rank = a.info.rank();
     } else {
@@ -63,6 +81,7 @@ absl::StatusOr<AdapterChange> AdapterAdmin::Load(const std::string& model_id, co
       if (first_error == nullptr) first_error = &a.status;
     }
   }
+  if (change.workers > 0) Settle(model_id, loaded_on, name, /*loaded=*/true);
   change.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (change.workers == 0) {
     // Every worker refused the same files: a bad adapter, not a bad worker.
@@ -96,14 +115,16 @@ absl::StatusOr<AdapterChange> AdapterAdmin::Unload(const std::string& model_id, 
     w.unloaded.insert(name);
   }
   AdapterChange change{.name = name};
-  std::vector<std::string> failures;
+  std::vector<std::string> failures, unloaded_from;
   for (const Answer& a : CallAll(workers, name, nullptr)) {
     if (a.status.ok()) {
       ++change.workers;
+      unloaded_from.push_back(a.worker_id);
     } else if (a.status.error_code() != grpc::StatusCode::NOT_FOUND) {
       failures.push_back(absl::StrCat(a.worker_id, ": ", a.status.error_message()));
     }
   }
+  if (!unloaded_from.empty()) Settle(model_id, unloaded_from, name, /*loaded=*/false);
   change.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!failures.empty()) {
     return absl::UnavailableError(

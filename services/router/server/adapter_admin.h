@@ -3,6 +3,10 @@
 // and their gRPC twins). The calls go to the workers at once, in parallel;
 // the answer says how many now serve it and how long that took.
 //
+// A call returns once the router's own view (the workers' next probe)
+// shows the change, so a request sent right after the answer finds the
+// adapter (or no longer does).
+//
 // What was asked is remembered per model, and every probe of a worker
 // reconciles it (this is a WorkerObserver): a worker that joins later or
 // restarts gets the adapters loaded, and one that still holds an unloaded
@@ -34,6 +38,9 @@ namespace kvfleet::router {
 struct AdapterAdminOptions {
   std::chrono::milliseconds call_timeout{60000};  // one worker's load
   std::chrono::milliseconds retry_after{30000};   // after a worker's failed reconciling load
+  // How long a call waits for the router's view of the workers (their next
+  // probe) to show the change, so a request right after it finds it.
+  std::chrono::milliseconds settle_timeout{3000};
 };
 
 struct AdapterChange {
@@ -46,7 +53,7 @@ struct AdapterChange {
 
 class AdapterAdmin : public WorkerObserver {
  public:
-  AdapterAdmin(const WorkerPool& pool, AdapterAdminOptions options);
+  AdapterAdmin(WorkerPool& pool, AdapterAdminOptions options);
 
   // On every routable worker of the model. INVALID_ARGUMENT or NOT_FOUND
   // as the workers answered when all refused (nothing is remembered);
@@ -75,8 +82,12 @@ class AdapterAdmin : public WorkerObserver {
                               const std::string* path) const;
   Answer Call(const std::string& worker_id, v1::Worker::StubInterface& stub, const std::string& name,
               const std::string* path) const;
+  // Probes the workers now and waits (up to settle_timeout) until each of
+  // `workers` reports `name` loaded (or, with !loaded, not).
+  void Settle(const std::string& model_id, const std::vector<std::string>& workers, const std::string& name,
+              bool loaded) const;
 
-  const WorkerPool& pool_;
+  WorkerPool& pool_;
   const AdapterAdminOptions options_;
   mutable absl::Mutex mu_;
   std::map<std::string, Wanted> wanted_ ABSL_GUARDED_BY(mu_);  // by model id

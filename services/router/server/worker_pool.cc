@@ -54,6 +54,11 @@ void WorkerPool::Upsert(const std::string& worker_id, const std::string& endpoin
   wake_ = true;
 }
 
+void WorkerPool::ProbeSoon() {
+  absl::MutexLock lock(&mu_);
+  wake_ = true;
+}
+
 void WorkerPool::SetDraining(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);

@@ -98,6 +98,9 @@ class WorkerPool {
   // fresh channel and a fresh GetInfo. Wakes the prober so a new worker is
   // routable within one probe round trip.
   void Upsert(const std::string& worker_id, const std::string& endpoint, uint64_t incarnation);
+  // Probes every worker now rather than at the next interval (what they
+  // serve just changed).
+  void ProbeSoon();
   void SetDraining(const std::string& worker_id);
   // Removes the worker if `incarnation` is its current one (0 matches any),
   // so a LEFT for a replaced incarnation does not remove its successor.

@@ -95,10 +95,20 @@ TEST_F(ClusterAuthTest, TenantsNeverShareTheirCachedPrefixes) {
 TEST_F(ClusterAuthTest, TheLoadToolAuthenticatesWithATokenFile) {
   std::ofstream(dir_.Path("my-token")) << kTokenB << "\n";
   const auto load = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"load", "--target", cluster_.router_address(), "--requests", "2",
-                                     "--prompt-tokens", "8", "--max-tokens", "2", "--warmup", "0"};
+    std::vector<std::string> args = {"load",
+                                     "--target",
+                                     cluster_.router_address(),
+                                     "--requests",
+                                     "2",
+                                     "--prompt-tokens",
+                                     "8",
+                                     "--max-tokens",
+                                     "2",
+                                     "--warmup",
+                                     "0"};
     args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<ChildProcess>> cli = ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
+    absl::StatusOr<std::unique_ptr<ChildProcess>> cli =
+        ChildProcess::Start(KVFLEET_CLI_BINARY, args, dir_.Path("cli.log"));
     if (!cli.ok()) return -1;
     absl::StatusOr<int> code = (*cli)->Wait(absl::Seconds(60));
     return code.ok() ? *code : -1;
@@ -117,8 +127,8 @@ TEST(ClusterInternalTokenTest, TheClusterServesWithTheTokenAndAWorkerRefusesCall
   std::ofstream(token_file) << "cluster-internal-7c1d9e0b2a44\n";
   const std::vector<std::string> token = {"--internal-token-file", token_file};
   RouterCluster cluster;
-  ASSERT_TRUE(cluster.Start({.workers = 1, .worker_args = token, .router_args = token, .cachemanager_args = token})
-                  .ok());
+  ASSERT_TRUE(
+      cluster.Start({.workers = 1, .worker_args = token, .router_args = token, .cachemanager_args = token}).ok());
   const TextStreamResult served = cluster.Generate(TinyTextRequest(3, 8, 4));
   EXPECT_TRUE(served.status.ok()) << served.status.error_message();
   EXPECT_EQ(served.tokens.size(), 4u);

@@ -133,9 +133,10 @@ TEST(RouterFailoverTest, ChaosA_TwoOfThreeWorkersKilledUnderThirtyTwoStreamsLose
     moved += disturbed[i].worker_ids.front() != disturbed[i].worker_ids.back();
   }
   const double resumptions = RouterCounter(cluster, "kvfleet_router_resumptions_total");
-  std::printf("chaos a: %d streams, 2 of 3 workers killed; %d lost, %d with a token missing, duplicated or changed, "
-              "%d served by more than one worker, %.0f resumptions\n",
-              kStreams, lost, changed, moved, resumptions);
+  std::printf(
+      "chaos a: %d streams, 2 of 3 workers killed; %d lost, %d with a token missing, duplicated or changed, "
+      "%d served by more than one worker, %.0f resumptions\n",
+      kStreams, lost, changed, moved, resumptions);
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(changed, 0);
   // The kills must have happened mid-stream for the test to mean anything.
@@ -205,9 +206,10 @@ TEST(RouterFailoverTest, ChaosD_OverloadEndsEveryRequestOkOrResourceExhaustedInT
   int after_ok = 0;
   for (int i = 0; i < 4; ++i) after_ok += cluster.Generate(TinyTextRequest(350 + i, 10, 8)).status.ok();
   EXPECT_EQ(after_ok, 4);
-  std::printf("chaos d: %zu requests on room for 4 running and 4 waiting: %d ok, %d resource_exhausted, 0 hung; "
-              "%d of 4 ok right after\n",
-              requests.size(), finished_ok.load(), refused, after_ok);
+  std::printf(
+      "chaos d: %zu requests on room for 4 running and 4 waiting: %d ok, %d resource_exhausted, 0 hung; "
+      "%d of 4 ok right after\n",
+      requests.size(), finished_ok.load(), refused, after_ok);
 }
 
 // Case b.
@@ -254,9 +256,10 @@ TEST(RouterFailoverTest, ChaosB_ACacheManagerRestartUnderLoadFailsNoRequestAndTh
   const auto load_stopped = std::chrono::steady_clock::now();
   EXPECT_TRUE(IndexMatchesWorkers(cluster, 2, milliseconds(10000)));
   const double converged = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_stopped).count();
-  std::printf("chaos b: %d requests served across a cachemanager kill and restart, %zu failed; the index matched "
-              "every worker's block count %.2f s after the load stopped\n",
-              served.load(), failures.size(), converged);
+  std::printf(
+      "chaos b: %d requests served across a cachemanager kill and restart, %zu failed; the index matched "
+      "every worker's block count %.2f s after the load stopped\n",
+      served.load(), failures.size(), converged);
 }
 
 // Case c: SIGTERM drains a worker; the router stops sending it work as soon
@@ -303,9 +306,10 @@ TEST(RouterFailoverTest, ChaosC_ADrainingWorkerFinishesItsStreamsAndIsSentNothin
   for (std::thread& t : clients) t.join();
   absl::StatusOr<int> exit_code = cluster.worker(0).worker().process().Wait(absl::Seconds(60));
   ASSERT_TRUE(exit_code.ok()) << exit_code.status();
-  std::printf("chaos c: %d requests, %zu failed across a SIGTERM; %d started after the drain was seen, %d of them "
-              "on the draining worker; it exited %d\n",
-              served.load(), failures.size(), after_drain.load(), after_drain_on_it.load(), *exit_code);
+  std::printf(
+      "chaos c: %d requests, %zu failed across a SIGTERM; %d started after the drain was seen, %d of them "
+      "on the draining worker; it exited %d\n",
+      served.load(), failures.size(), after_drain.load(), after_drain_on_it.load(), *exit_code);
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures.front();
   EXPECT_EQ(after_drain_on_it.load(), 0);
   EXPECT_GT(after_drain.load(), 0);
@@ -376,8 +380,9 @@ TEST(RouterFailoverTest, ChaosF_ALostEventBatchIsRepairedAndTheIndexEndsExact) {
       << "the fault was not injected";
   EXPECT_TRUE(IndexMatchesWorkers(cluster, 1, milliseconds(10000)));
   absl::StatusOr<v1::ListWorkersResponse> index = cluster.CacheManagerWorkers();
-  std::printf("chaos f: 1 event batch lost; %.0f gap seen, index holds %lld blocks, as the worker does\n", gaps,
-              index.ok() && index->workers_size() > 0 ? static_cast<long long>(index->workers(0).indexed_blocks()) : -1);
+  std::printf(
+      "chaos f: 1 event batch lost; %.0f gap seen, index holds %lld blocks, as the worker does\n", gaps,
+      index.ok() && index->workers_size() > 0 ? static_cast<long long>(index->workers(0).indexed_blocks()) : -1);
 }
 
 // Case g.

@@ -42,9 +42,9 @@ class ClusterGpuTest : public ::testing::Test {
 
 TEST_F(ClusterGpuTest, ACudaWorkerServesThroughTheRouterDeterministicallyAndSaysWhatItRuns) {
   RouterCluster gpu;
-  ASSERT_TRUE(gpu.Start({.workers = 1, .model_path = model_, .worker_args = {"--device", "cuda", "--kv-cache-memory",
-                                                                            "2GiB"}})
-                  .ok());
+  ASSERT_TRUE(
+      gpu.Start({.workers = 1, .model_path = model_, .worker_args = {"--device", "cuda", "--kv-cache-memory", "2GiB"}})
+          .ok());
   const v1::GenerateTextRequest request = TinyTextRequest(7, 300, 48);
   const TextStreamResult first = gpu.Generate(request);
   ASSERT_TRUE(first.status.ok()) << first.status.error_message();
@@ -66,7 +66,8 @@ TEST_F(ClusterGpuTest, ACudaWorkerServesThroughTheRouterDeterministicallyAndSays
   bool on_gpu = false;
   for (const Sample& sample : scrape->samples()) {
     if (sample.name != "kvfleet_worker_device_info") continue;
-    on_gpu = on_gpu || (sample.labels.at("device") == "cuda:0" && sample.labels.at("numerics").rfind("cuda-sm", 0) == 0);
+    on_gpu =
+        on_gpu || (sample.labels.at("device") == "cuda:0" && sample.labels.at("numerics").rfind("cuda-sm", 0) == 0);
   }
   EXPECT_TRUE(on_gpu) << "the worker reports device cuda:0 and a cuda-sm numerics identity";
 

@@ -49,8 +49,8 @@ TEST(ClusterSessionTest, AConversationStaysOnItsWorkerAndReusesEachTurnsKv) {
       // The previous turn's full blocks: its KV, up to the last token
       // (whose KV is never computed), in whole blocks.
       const int64_t reusable = ((previous_tokens - 1) / kBlockSize) * kBlockSize;
-      std::printf("session turn %d: %d of %lld reusable tokens of turn %d (prompt + answer) found cached\n",
-                  turn + 1, r.usage.cached_prompt_tokens(), static_cast<long long>(reusable), turn);
+      std::printf("session turn %d: %d of %lld reusable tokens of turn %d (prompt + answer) found cached\n", turn + 1,
+                  r.usage.cached_prompt_tokens(), static_cast<long long>(reusable), turn);
       EXPECT_GE(r.usage.cached_prompt_tokens(), reusable) << "turn " << turn + 1;
     }
     previous_tokens = r.usage.prompt_tokens() + r.usage.generated_tokens();

@@ -5,7 +5,6 @@
 // is refused with a clear status.
 #include <gtest/gtest.h>
 
-
 #include "tests/integration/services/router/router_cluster.h"
 #include "tests/testing/default_model.h"
 

@@ -159,7 +159,8 @@ int RouterCluster::LiveWorkers() const {
   absl::StatusOr<v1::ListModelsResponse> models = ListModels();
   if (!models.ok()) return -1;
   int live = 0;
-  for (const v1::ModelInfo& m : models->models()) live += m.live_workers();
+  // Base models only: a LoRA adapter's entry counts its base's workers again.
+  for (const v1::ModelInfo& m : models->models()) live += m.parent().empty() ? m.live_workers() : 0;
   return live;
 }
 

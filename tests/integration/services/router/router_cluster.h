@@ -90,8 +90,9 @@ class RouterCluster {
   const std::string& cachemanager_address() const { return cachemanager_.address; }
   absl::StatusOr<PrometheusScrape> ScrapeRouter() const;
   absl::StatusOr<PrometheusScrape> ScrapeCacheManager() const;
-  // live_workers of every model together (ListModels lists the models with
-  // live workers), per the router; -1 when ListModels fails.
+  // live_workers of every base model together (ListModels lists the models
+  // with live workers, and their LoRA adapters), per the router; -1 when
+  // ListModels fails.
   int LiveWorkers() const;
   // The router's ListModels.
   absl::StatusOr<v1::ListModelsResponse> ListModels() const;
