@@ -19,17 +19,20 @@ absl::StatusOr<DType> DTypeOf(const std::string& path, const std::string& tensor
   if (name == "F32") return DType::kF32;
   if (name == "F16") return DType::kF16;
   if (name == "BF16") return DType::kBF16;
-  return absl::UnimplementedError(absl::StrCat(
-      path, ": tensor '", tensor, "' has dtype ", name,
-      "; kvfleet reads F32, F16 and BF16 checkpoints (FP8, integer and GPTQ/AWQ packed weights are not "
-      "supported: convert the model to bf16, or use a GGUF file)"));
+  return absl::UnimplementedError(
+      absl::StrCat(path, ": tensor '", tensor, "' has dtype ", name,
+                   "; kvfleet reads F32, F16 and BF16 checkpoints (FP8, integer and GPTQ/AWQ packed weights are not "
+                   "supported: convert the model to bf16, or use a GGUF file)"));
 }
 
 const char* DTypeCode(DType t) {
   switch (t) {
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    default: return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    default:
+      return "F32";
   }
 }
 
@@ -66,7 +69,14 @@ absl::Status SafetensorsFile::Parse() {
   };
   std::vector<Range> ranges;
   for (const auto& [name, entry] : j.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (entry.is_object()) {
+        for (const auto& [key, value] : entry.items()) {
+          if (value.is_string()) metadata_[key] = value.get<std::string>();
+        }
+      }
+      continue;
+    }
     const std::string what = absl::StrCat("tensor '", name, "'");
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
         !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
@@ -87,7 +97,8 @@ absl::Status SafetensorsFile::Parse() {
       t.num_elements *= dim;
     }
     const auto& off = entry["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) return bad(absl::StrCat(what, ": bad data_offsets"));
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      return bad(absl::StrCat(what, ": bad data_offsets"));
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end || end > data_size) {
       return bad(absl::StrCat(what, " spans bytes [", begin, ", ", end, ") of a data section of ", data_size));
@@ -116,12 +127,15 @@ absl::Status SafetensorsFile::Parse() {
   return absl::OkStatus();
 }
 
-std::vector<uint8_t> SerializeSafetensors(const std::vector<SafetensorsEntry>& tensors) {
+std::vector<uint8_t> SerializeSafetensors(const std::vector<SafetensorsEntry>& tensors,
+                                          const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   header["__metadata__"] = {{"format", "pt"}};
+  for (const auto& [key, value] : metadata) header["__metadata__"][key] = value;
   uint64_t offset = 0;
   for (const SafetensorsEntry& t : tensors) {
-    header[t.name] = {{"dtype", DTypeCode(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    header[t.name] = {
+        {"dtype", DTypeCode(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string text = header.dump();

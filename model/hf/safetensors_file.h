@@ -16,6 +16,7 @@
 //   for (const TensorView& t : f->tensors()) ...
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ class SafetensorsFile {
   int64_t file_size() const { return static_cast<int64_t>(mapping_.bytes().size()); }
   // In the order of their data.
   const std::vector<TensorView>& tensors() const { return tensors_; }
+  // The header's "__metadata__" string entries (others are ignored).
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   void DropPages(const void* data, size_t size) const { mapping_.DropPages(data, size); }
 
  private:
@@ -42,6 +45,7 @@ class SafetensorsFile {
 
   MappedFile mapping_;
   std::vector<TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
 };
 
 // The bytes of a safetensors file holding `tensors` (name, dtype, row-major
@@ -53,6 +57,8 @@ struct SafetensorsEntry {
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
 };
-std::vector<uint8_t> SerializeSafetensors(const std::vector<SafetensorsEntry>& tensors);
+// `metadata` is added to "__metadata__" beside "format": "pt".
+std::vector<uint8_t> SerializeSafetensors(const std::vector<SafetensorsEntry>& tensors,
+                                          const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace kvfleet::model

@@ -1,5 +1,7 @@
 #include "model/lora/lora_adapter.h"
 
+#include <algorithm>
+
 namespace kvfleet::model {
 
 std::string_view LoraTargetModule(LoraTarget target) {
@@ -20,6 +22,33 @@ std::string_view LoraTargetModule(LoraTarget target) {
       return "down_proj";
   }
   return "";
+}
+
+namespace {
+
+void MoveHeadRows(std::vector<float>& b, int64_t head_dim, int64_t rank, bool to_adjacent) {
+  const int64_t rows = static_cast<int64_t>(b.size()) / rank, half = head_dim / 2;
+  std::vector<float> out(b.size());
+  for (int64_t h = 0; h < rows / head_dim; ++h) {
+    for (int64_t j = 0; j < half; ++j) {
+      for (int64_t k = 0; k < 2; ++k) {
+        const int64_t checkpoint = h * head_dim + k * half + j, adjacent = h * head_dim + 2 * j + k;
+        const int64_t from = to_adjacent ? checkpoint : adjacent, to = to_adjacent ? adjacent : checkpoint;
+        std::copy(b.begin() + from * rank, b.begin() + (from + 1) * rank, out.begin() + to * rank);
+      }
+    }
+  }
+  b = std::move(out);
+}
+
+}  // namespace
+
+void ToAdjacentPairOrder(std::vector<float>& b, int64_t head_dim, int64_t rank) {
+  MoveHeadRows(b, head_dim, rank, true);
+}
+
+void FromAdjacentPairOrder(std::vector<float>& b, int64_t head_dim, int64_t rank) {
+  MoveHeadRows(b, head_dim, rank, false);
 }
 
 int64_t LoraAdapter::parameters() const {

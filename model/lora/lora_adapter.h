@@ -59,4 +59,13 @@ struct LoraAdapter {
   int64_t parameters() const;
 };
 
+// A GGUF Llama's Wq and Wk rows were permuted by its converter for
+// adjacent-pair RoPE (in each head, the rows of its two halves
+// interleaved); PEFT trains against the checkpoint's order. These move an
+// adapter's B rows (`rank` values each) of q_proj or k_proj between the
+// two orders: row 2j + k of a head is row k·head_dim/2 + j of the
+// checkpoint's.
+void ToAdjacentPairOrder(std::vector<float>& b, int64_t head_dim, int64_t rank);
+void FromAdjacentPairOrder(std::vector<float>& b, int64_t head_dim, int64_t rank);
+
 }  // namespace kvfleet::model

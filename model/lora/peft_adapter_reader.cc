@@ -1,5 +1,6 @@
 #include "model/lora/peft_adapter_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -51,6 +52,7 @@ struct PeftConfig {
   double alpha = 8;  // PEFT's default
   bool rslora = false;
   std::set<LoraTarget> targets;
+  std::string base_fingerprint;  // the config's kvfleet_base_fingerprint, if any
 };
 
 bool NonEmpty(const nlohmann::json& j, const char* key) {
@@ -153,12 +155,8 @@ absl::StatusOr<PeftConfig> ReadConfig(const std::string& dir, const nlohmann::js
   } else {
     return Refuse(dir, "target_modules is neither a list of module names nor a string");
   }
-  if (NonEmpty(j, "kvfleet_base_fingerprint") && j["kvfleet_base_fingerprint"].is_string() &&
-      !limits.base_fingerprint.empty() && j["kvfleet_base_fingerprint"].get<std::string>() != limits.base_fingerprint) {
-    return Refuse(dir, absl::StrCat("it was made for the base model with fingerprint ",
-                                    j["kvfleet_base_fingerprint"].get<std::string>().substr(0, 12),
-                                    "…, and this worker's base is ", limits.base_fingerprint.substr(0, 12),
-                                    "…: load it on a worker of its own base"));
+  if (NonEmpty(j, "kvfleet_base_fingerprint") && j["kvfleet_base_fingerprint"].is_string()) {
+    c.base_fingerprint = j["kvfleet_base_fingerprint"].get<std::string>();
   }
   return c;
 }
@@ -181,6 +179,17 @@ absl::StatusOr<LoraAdapter> ParsePeftAdapter(std::string_view config_text, const
   if (!opened.ok())
     return absl::Status(opened.status().code(), absl::StrCat("LoRA adapter ", dir, ": ", opened.status().message()));
   const std::unique_ptr<SafetensorsFile>& weights = *opened;
+  // The base's fingerprint, as kvfleet's tools record it: in the weights'
+  // safetensors metadata (PEFT refuses unknown config keys), or in the config.
+  std::string made_for = config.base_fingerprint;
+  if (auto it = weights->metadata().find("kvfleet_base_fingerprint"); it != weights->metadata().end()) {
+    made_for = it->second;
+  }
+  if (!made_for.empty() && !limits.base_fingerprint.empty() && made_for != limits.base_fingerprint) {
+    return Refuse(dir, absl::StrCat("it was made for the base model with fingerprint ", made_for.substr(0, 12),
+                                    "… (kvfleet_base_fingerprint), and this worker's base is ",
+                                    limits.base_fingerprint.substr(0, 12), "…: load it on a worker of its own base"));
+  }
 
   LoraAdapter a;
   a.name = name;
@@ -218,6 +227,10 @@ absl::StatusOr<LoraAdapter> ParsePeftAdapter(std::string_view config_text, const
     found[{layer, *target}][m[4].str() == "A" ? 0 : 1] = &t;
   }
   if (found.empty()) return Refuse(dir, absl::StrCat(kWeightsFile, " holds no LoRA tensor"));
+  // A GGUF Llama's Wq and Wk rows were permuted by its converter for
+  // adjacent-pair RoPE; PEFT trained B against the checkpoint's order.
+  const bool adjacent_pairs =
+      !base.config().ropes.empty() && base.config().ropes.front().pairing == RopePairing::kAdjacent;
   for (const auto& [where, pair] : found) {
     const auto [layer, target] = where;
     const std::string module(LoraTargetModule(target));
@@ -240,6 +253,9 @@ absl::StatusOr<LoraAdapter> ParsePeftAdapter(std::string_view config_text, const
     for (int64_t i = 0; i < ta.num_elements; ++i) p.a[static_cast<size_t>(i)] = FloatElement(ta, i);
     p.b.resize(static_cast<size_t>(tb.num_elements));
     for (int64_t i = 0; i < tb.num_elements; ++i) p.b[static_cast<size_t>(i)] = FloatElement(tb, i);
+    if (adjacent_pairs && (target == LoraTarget::kAttnQ || target == LoraTarget::kAttnK)) {
+      ToAdjacentPairOrder(p.b, base.config().head_dim, config.rank);
+    }
     a.layers[static_cast<size_t>(layer)][static_cast<size_t>(target)] = std::move(p);
   }
   ASSIGN_OR_RETURN(std::string weight_bytes, ReadBytes(weights_path));

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -33,7 +34,10 @@ absl::Status WriteFile(const std::string& path, const void* data, size_t bytes) 
 
 }  // namespace
 
-absl::Status WritePeftAdapter(const LoraAdapter& adapter, const std::string& dir, std::string_view base_fingerprint) {
+absl::Status WritePeftAdapter(const LoraAdapter& adapter, const std::string& dir, std::string_view base_fingerprint,
+                              const ModelConfig* base) {
+  const bool adjacent_pairs =
+      base != nullptr && !base->ropes.empty() && base->ropes.front().pairing == RopePairing::kAdjacent;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
@@ -49,7 +53,13 @@ absl::Status WritePeftAdapter(const LoraAdapter& adapter, const std::string& dir
       const std::string prefix =
           absl::StrCat("base_model.model.model.layers.", l, IsAttention(p) ? ".self_attn." : ".mlp.", module, ".lora_");
       tensors.push_back(Entry(prefix + "A.weight", adapter.rank, pair->in, pair->a));
-      tensors.push_back(Entry(prefix + "B.weight", pair->out, adapter.rank, pair->b));
+      if (adjacent_pairs && (p == Projection::kAttnQ || p == Projection::kAttnK)) {
+        std::vector<float> b = pair->b;
+        FromAdjacentPairOrder(b, base->head_dim, adapter.rank);
+        tensors.push_back(Entry(prefix + "B.weight", pair->out, adapter.rank, b));
+      } else {
+        tensors.push_back(Entry(prefix + "B.weight", pair->out, adapter.rank, pair->b));
+      }
     }
   }
   nlohmann::json config = {{"peft_type", "LORA"},
@@ -63,9 +73,11 @@ absl::Status WritePeftAdapter(const LoraAdapter& adapter, const std::string& dir
                            {"fan_in_fan_out", false},
                            {"modules_to_save", nullptr},
                            {"target_modules", std::vector<std::string>(modules.begin(), modules.end())}};
-  if (!base_fingerprint.empty()) config["kvfleet_base_fingerprint"] = std::string(base_fingerprint);
+  // In the weights' metadata, where PEFT, which refuses unknown config keys, ignores it.
+  std::map<std::string, std::string> metadata;
+  if (!base_fingerprint.empty()) metadata["kvfleet_base_fingerprint"] = std::string(base_fingerprint);
   const std::string text = config.dump(2) + "\n";
-  const std::vector<uint8_t> weights = SerializeSafetensors(tensors);
+  const std::vector<uint8_t> weights = SerializeSafetensors(tensors, metadata);
   RETURN_IF_ERROR(WriteFile(dir + "/adapter_config.json", text.data(), text.size()));
   return WriteFile(dir + "/adapter_model.safetensors", weights.data(), weights.size());
 }

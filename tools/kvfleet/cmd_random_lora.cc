@@ -68,7 +68,8 @@ absl::Status RunRandomLora(const Args& args) {
   }
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m, model::Model::Load(path));
   const model::LoraAdapter adapter = RandomLoraAdapter(*m, o);
-  RETURN_IF_ERROR(model::WritePeftAdapter(adapter, out, model::CachedModelFingerprint(*m, DefaultCacheDir())));
+  RETURN_IF_ERROR(
+      model::WritePeftAdapter(adapter, out, model::CachedModelFingerprint(*m, DefaultCacheDir()), &m->config()));
   std::printf("wrote %s: rank %d, %.1f MiB of float32 pairs on %zu projections of %zu layers\n", out.c_str(),
               adapter.rank, adapter.parameters() * 4.0 / (1 << 20), o.targets.size(), adapter.layers.size());
   return absl::OkStatus();

@@ -12,7 +12,10 @@ learns it from them. Through the `openai` client and the gRPC stubs:
   admin token is refused (403) and a tenant's cannot act as one; then
   requests for `a`, `b` and the base at once each get their own answer;
 - bad adapters are refused naming the problem, and the cluster serves on;
-- unloading `b` takes it off /v1/models and later requests for it get 404.
+- unloading `b` takes it off /v1/models and later requests for it get 404;
+- the two adapters trained with PEFT (models/lora/: answers as
+  "ANSWER: <word>." and "Result -> <word>") answer a chat in their own
+  formats, at once with the base model, which uses neither.
 
   lora_serving_test.py --cli kvfleet --model SmolLM2.gguf --proto-dir proto
 """
@@ -125,6 +128,26 @@ def checks(cli, model, adapters, pb, pb_grpc):
             check("'b'" in str(e), f"the 404 does not name b: {e}")
         print("  unloaded b: off /v1/models, then a 404 naming it")
 
+        # The trained adapters: their formats are what each answers in.
+        for name, path in adapters["trained"].items():
+            loaded = httpx.post(f"http://{cluster.http}/v1/load_lora_adapter", json={"lora_name": name, "lora_path": path},
+                                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=120)
+            check(loaded.status_code == 200, f"loading {name}: {loaded.status_code} {loaded.text}")
+
+        def chat(name):
+            reply = client.chat.completions.create(
+                model=name, messages=[{"role": "user", "content": "What is the capital of Portugal?"}], max_tokens=12,
+                temperature=0)
+            return reply.choices[0].message.content
+
+        names = [base_id, "answer-format", "result-arrow"] * 3
+        with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
+            replies = dict(zip(names, pool.map(chat, names)))
+        check(replies["answer-format"].startswith("ANSWER:"), f"answer-format said {replies['answer-format']!r}")
+        check(replies["result-arrow"].startswith("Result ->"), f"result-arrow said {replies['result-arrow']!r}")
+        check(not replies[base_id].startswith(("ANSWER:", "Result ->")), f"the base said {replies[base_id]!r}")
+        print(f"  trained adapters at once with the base: {replies}")
+
     return run
 
 
@@ -133,13 +156,16 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--proto-dir", required=True)
+    ap.add_argument("--trained-adapters", required=True, help="models/lora: the adapters trained with PEFT")
     a = ap.parse_args()
     if not os.path.exists(a.model):
         print(f"SKIP: no model at {a.model} (scripts/fetch_model.sh fetches it)")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         adapters = {"root": tmp, "a": os.path.join(tmp, "a"), "b": os.path.join(tmp, "b"),
-                    "corrupt": os.path.join(tmp, "corrupt")}
+                    "corrupt": os.path.join(tmp, "corrupt"),
+                    "trained": {"answer-format": os.path.join(a.trained_adapters, "smollm2-answer-format"),
+                                "result-arrow": os.path.join(a.trained_adapters, "smollm2-result-arrow")}}
         # a changes every projection enough to change the text; b touches attention only.
         make_adapter(a.cli, a.model, adapters["a"], 1, 0.05, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
         make_adapter(a.cli, a.model, adapters["b"], 2, 0.05, "q_proj,k_proj,v_proj,o_proj")
@@ -152,7 +178,7 @@ def main():
         pb, _, pb_grpc = generate_stubs(a.proto_dir, os.path.join(tmp, "stubs"))
         cluster = (a.cli, a.model, os.path.join(tmp, "logs"))
         return run_against_cluster(*cluster, checks(a.cli, a.model, adapters, pb, pb_grpc),
-                                   extra=("--workers", "2", "--lora", f"a={adapters['a']}", "--max-loras", "2",
+                                   extra=("--workers", "2", "--lora", f"a={adapters['a']}", "--max-loras", "3",
                                           "--admin-tokens", tokens, "--cpu-activations", "f32",
                                           "--kv-cache-dtype", "f16"))
 

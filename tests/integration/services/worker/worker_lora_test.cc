@@ -24,7 +24,9 @@ class WorkerLoraTest : public ::testing::Test {
     // a and c in the adapter directory; b elsewhere, loaded only by name.
     for (const auto& [name, seed] : {std::pair<std::string, uint32_t>{"a", 1}, {"b", 2}, {"c", 3}}) {
       const model::LoraAdapter adapter = tools::RandomLoraAdapter(**model, {.name = name, .rank = 4, .seed = seed});
-      ASSERT_TRUE(model::WritePeftAdapter(adapter, dir_.Path((name == "b" ? "runtime/" : "adapters/") + name)).ok());
+      ASSERT_TRUE(model::WritePeftAdapter(adapter, dir_.Path((name == "b" ? "runtime/" : "adapters/") + name), {},
+                                          &(*model)->config())
+                      .ok());
     }
     // Recorded for other weights: refused by name.
     ASSERT_TRUE(model::WritePeftAdapter(tools::RandomLoraAdapter(**model, {.name = "other"}),

@@ -12,8 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/float16.h"
 #include "model/hf/safetensors_file.h"
+#include "model/lora/peft_adapter_writer.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/temp_dir.h"
+#include "tools/tiny_model/tiny_lora.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace kvfleet::model {
@@ -76,7 +78,7 @@ class PeftAdapterReaderTest : public ::testing::Test {
     const std::string dir = dir_.Path(absl::StrCat("adapter-", ++written_));
     std::filesystem::create_directories(dir);
     std::ofstream(dir + "/adapter_config.json") << config_.dump();
-    const std::vector<uint8_t> bytes = SerializeSafetensors(tensors_);
+    const std::vector<uint8_t> bytes = SerializeSafetensors(tensors_, metadata_);
     std::ofstream(dir + "/adapter_model.safetensors", std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return ReadPeftAdapter(dir, "sql", *base_, limits);
@@ -92,6 +94,7 @@ class PeftAdapterReaderTest : public ::testing::Test {
   std::unique_ptr<Model> base_;
   nlohmann::json config_;
   std::vector<SafetensorsEntry> tensors_;
+  std::map<std::string, std::string> metadata_;  // the weights file's safetensors metadata
   int written_ = 0;
 };
 
@@ -107,7 +110,10 @@ TEST_F(PeftAdapterReaderTest, ReadsTheRankAlphaScaleAndPairsPeftWouldUse) {
   EXPECT_EQ(q->in, l0.attn_q.cols);
   EXPECT_EQ(q->out, l0.attn_q.rows);
   EXPECT_FLOAT_EQ(q->a[3], 0.03f);
-  EXPECT_FLOAT_EQ(q->b[5], -0.10f);
+  // B's row 1 in a GGUF Llama's (adjacent-pair) order is the checkpoint's row head_dim / 2.
+  const int64_t half = base_->config().head_dim / 2;
+  EXPECT_FLOAT_EQ(q->b[5], static_cast<float>((half * 4 + 1) % 97) * -0.02f);
+  EXPECT_FLOAT_EQ(a->Pair(0, LoraTarget::kAttnV)->b[5], -0.10f) << "v keeps the checkpoint's order";
   EXPECT_EQ(a->Pair(0, LoraTarget::kAttnK), nullptr) << "not a target";
   EXPECT_NE(a->Pair(static_cast<int64_t>(a->layers.size()) - 1, LoraTarget::kAttnV), nullptr);
   EXPECT_GT(a->parameters(), 0);
@@ -215,6 +221,44 @@ TEST_F(PeftAdapterReaderTest, MissingAndCorruptFilesAreRefusedNamingTheFile) {
   const absl::Status corrupt = ReadPeftAdapter(dir, "x", *base_, {}).status();
   EXPECT_FALSE(corrupt.ok());
   EXPECT_NE(corrupt.message().find("adapter_model.safetensors"), absl::string_view::npos) << corrupt;
+}
+
+TEST_F(PeftAdapterReaderTest, TheBaseFingerprintInTheWeightsMetadataIsChecked) {
+  // Where kvfleet's tools record it: PEFT refuses unknown config keys, and ignores metadata.
+  metadata_["kvfleet_base_fingerprint"] = std::string(64, 'b');
+  const std::string refusal = Refusal({.max_rank = 16, .base_fingerprint = std::string(64, 'a')});
+  EXPECT_NE(refusal.find("fingerprint bbbbbbbbbbbb"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("kvfleet_base_fingerprint"), std::string::npos) << refusal;
+  metadata_["kvfleet_base_fingerprint"] = std::string(64, 'a');
+  EXPECT_TRUE(Read({.max_rank = 16, .base_fingerprint = std::string(64, 'a')}).ok());
+  EXPECT_TRUE(Read({.max_rank = 16}).ok()) << "a reader that knows no base checks nothing";
+}
+
+TEST_F(PeftAdapterReaderTest, WrittenAndReadBackAnAdapterIsTheSameOnAGgufLlamasPermutedRows) {
+  // The tiny GGUF Llama pairs adjacent values (its q and k rows permuted):
+  // the writer puts B's rows back in the checkpoint's order, the reader
+  // permutes them again, and the round trip changes nothing.
+  ASSERT_EQ(base_->config().ropes.front().pairing, RopePairing::kAdjacent);
+  LoraAdapter a = tools::RandomLoraAdapter(*base_, {.name = "rt", .rank = 2, .seed = 9});
+  const std::string dir = dir_.Path("round-trip");
+  ASSERT_TRUE(WritePeftAdapter(a, dir, {}, &base_->config()).ok());
+  absl::StatusOr<LoraAdapter> back = ReadPeftAdapter(dir, "rt", *base_, {.max_rank = 16});
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (size_t l = 0; l < a.layers.size(); ++l) {
+    for (int t = 0; t < kLoraTargets; ++t) {
+      const LoraPair* want = a.Pair(static_cast<int64_t>(l), static_cast<LoraTarget>(t));
+      const LoraPair* got = back->Pair(static_cast<int64_t>(l), static_cast<LoraTarget>(t));
+      ASSERT_NE(got, nullptr);
+      EXPECT_EQ(got->a, want->a) << l << " " << t;
+      EXPECT_EQ(got->b, want->b) << l << " " << t;
+    }
+  }
+  // Written as held, q's B rows would come back permuted.
+  ASSERT_TRUE(WritePeftAdapter(a, dir).ok());
+  back = ReadPeftAdapter(dir, "rt", *base_, {.max_rank = 16});
+  ASSERT_TRUE(back.ok());
+  EXPECT_NE(back->Pair(0, LoraTarget::kAttnQ)->b, a.Pair(0, LoraTarget::kAttnQ)->b);
+  EXPECT_EQ(back->Pair(0, LoraTarget::kAttnV)->b, a.Pair(0, LoraTarget::kAttnV)->b) << "v is not permuted";
 }
 
 }  // namespace
