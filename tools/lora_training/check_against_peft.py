@@ -12,18 +12,12 @@ when a difference passes --tolerance or a greedy token differs.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
+from kvfleet_cli import run
+
 PROMPTS = ["What is the capital of Portugal?", "How many wheels does a bicycle have?", "Write a haiku about rain."]
-
-
-def run(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed: {out.stderr[-2000:]}")
-    return out.stdout
 
 
 def main():

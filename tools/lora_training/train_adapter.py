@@ -18,10 +18,10 @@ import json
 import os
 import platform
 import random
-import subprocess
-import sys
 import tempfile
 import time
+
+from kvfleet_cli import run
 
 # Questions and their one-word answers; the adapter learns the format, not the facts.
 FACTS = [
@@ -44,13 +44,6 @@ FACTS = [
 # Held out: the test asks these; the adapter has never seen them.
 HELD_OUT = [("What is the capital of Portugal?", "Lisbon"), ("What color is a lemon?", "yellow"),
             ("How many wheels does a bicycle have?", "two")]
-
-
-def run(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed: {out.stderr[-2000:]}")
-    return out.stdout
 
 
 def main():
