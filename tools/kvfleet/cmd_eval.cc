@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,8 @@
 #include "engine/calibration/key_channel_maxima.h"
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
+#include "kernels/common/lora_segment.h"
+#include "model/lora/peft_adapter_reader.h"
 #include "model/model_fingerprint.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tools/eval/distribution_stats.h"
@@ -31,7 +34,7 @@ constexpr char kUsage[] =
     R"(usage: kvfleet eval --model PATH (--text FILE | --tokens FILE) [--ctx 512] [--max-windows N]
                     [--save-reference FILE] [--reference FILE]
                     [--threads N] [--device auto] [--cpu-activations f32|q8] [--kv-cache-dtype f16|...]
-                    [--calibration RECORD] [--tensor-parallel N]
+                    [--calibration RECORD] [--tensor-parallel N] [--lora DIR]
        kvfleet eval --model PATH (--text FILE | --tokens FILE) --reference FILE --calibrate OUT
                     --activations-gate KL --kv-gate KL [--gate-source TEXT] [--reference-source TEXT]
 
@@ -49,7 +52,9 @@ of the text's next token. --kv-cache-dtype int8_rotated_scaled takes its
 key channel scales from the model's calibration record (--calibration, or
 the one beside the model). --tensor-parallel N runs the model split across
 N ranks (on the CPU, in turn): against a reference saved at 1, the KL
-divergence is what the split's sums in another order cost.
+divergence is what the split's sums in another order cost. --lora DIR
+runs every window under the LoRA adapter in DIR (PEFT's format): a mode
+under an adapter is judged against a reference saved under it.
 
 --calibrate runs every CPU mode (float32 and 8-bit activations, each KV
 format) against --reference, which should be float64 distributions, and
@@ -102,6 +107,8 @@ struct EvalInput {
   int threads = 0;
   int32_t tensor_parallel = 1;
   std::string reference_path;  // empty: no divergence measured
+  // --lora: every window runs under this adapter (null: the base model).
+  std::shared_ptr<const model::LoraAdapter> lora;
 };
 
 struct ModeResult {
@@ -146,7 +153,9 @@ absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations 
                            .key_channel_scales = std::move(scales),
                            .free_window_blocks = false,
                            .tensor_parallel = in.tensor_parallel,
+                           .lora = {.max_loras = in.lora ? 1 : 0, .max_rank = in.lora ? in.lora->rank : 16},
                            .limits = {.max_batch_tokens = chunk, .max_batch_chunks = 1, .max_logits_rows = chunk}}));
+  if (in.lora) RETURN_IF_ERROR(executor->LoadLora(0, in.lora));
   std::vector<BlockId> table;
   for (int64_t b = 0; b < executor->info().num_blocks; ++b) table.emplace_back(static_cast<int32_t>(b));
 
@@ -176,7 +185,7 @@ absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations 
       const int64_t n = std::min<int64_t>(chunk, w.length - at);
       engine::ForwardBatchBuilder batch = engine::BatchBuilderFor(executor->info());
       batch.AddChunk(std::span<const model::TokenId>(ids).subspan(static_cast<size_t>(at), static_cast<size_t>(n)),
-                     static_cast<int32_t>(at), table, engine::LogitsWanted::kAll);
+                     static_cast<int32_t>(at), table, engine::LogitsWanted::kAll, {}, in.lora ? 0 : -1);
       ASSIGN_OR_RETURN(engine::ForwardOutput out, executor->Forward(batch.Finish()));
       for (int64_t r = 0; r < n; ++r) {
         const int64_t pos = at + r;
@@ -294,13 +303,28 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
 
 absl::Status RunEval(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(
-      Flags flags,
-      Flags::Parse(args,
-                   {"model", "text", "tokens", "ctx", "max-windows", "save-reference", "reference", "threads", "device",
-                    "cpu-activations", "kv-cache-dtype", "calibrate", "activations-gate", "kv-gate", "gate-source",
-                    "reference-source", "calibration", "tensor-parallel", "tensor-parallel-size"},
-                   {}));
+  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args,
+                                             {"model",
+                                              "text",
+                                              "tokens",
+                                              "ctx",
+                                              "max-windows",
+                                              "save-reference",
+                                              "reference",
+                                              "threads",
+                                              "device",
+                                              "cpu-activations",
+                                              "kv-cache-dtype",
+                                              "calibrate",
+                                              "activations-gate",
+                                              "kv-gate",
+                                              "gate-source",
+                                              "reference-source",
+                                              "calibration",
+                                              "tensor-parallel",
+                                              "tensor-parallel-size",
+                                              "lora"},
+                                             {}));
   if (flags.Has("text") == flags.Has("tokens")) return absl::InvalidArgumentError("give one of --text and --tokens");
   ASSIGN_OR_RETURN(std::string path, flags.GetString("model"));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0));
@@ -331,7 +355,19 @@ absl::Status RunEval(const Args& args) {
   if (flags.Has("reference")) {
     ASSIGN_OR_RETURN(in.reference_path, flags.GetString("reference"));
   }
+  if (flags.Has("lora")) {
+    const std::string dir = flags.GetString("lora", "");
+    ASSIGN_OR_RETURN(model::LoraAdapter adapter,
+                     model::ReadPeftAdapter(dir, std::filesystem::path(dir).filename().string(), *m,
+                                            {.max_rank = kernels::kMaxLoraRank}));
+    in.lora = std::make_shared<const model::LoraAdapter>(std::move(adapter));
+  }
   if (flags.Has("calibrate")) {
+    if (in.lora) {
+      return absl::InvalidArgumentError(
+          "--calibrate writes the base model's record; to judge a mode under an adapter, save a reference with --lora "
+          "and compare the mode against it (--reference, --lora)");
+    }
     if (flags.Has("save-reference") || flags.Has("cpu-activations") || flags.Has("kv-cache-dtype")) {
       return absl::InvalidArgumentError(
           "--calibrate runs every mode itself: drop --save-reference, --cpu-activations and --kv-cache-dtype");
