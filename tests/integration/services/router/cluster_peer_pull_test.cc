@@ -1,7 +1,8 @@
 // Peer prefix fetch through a real cluster: the router's price sends a
 // request to an idle worker with a hint to pull the prefix a busy worker
 // holds, the idle worker copies it over the workers' KV transfer ports,
-// and the tokens are those of computing it; and the chaos case, the source
+// and the tokens are those of computing it (also under a LoRA adapter,
+// whose blocks hash under its identity); and the chaos case, the source
 // SIGKILLed in the middle of the pull (docs/operations.md, "Faults the
 // cluster survives"): the request computes the prefix instead, with the
 // same tokens, and the stream that was on the dead worker resumes.
@@ -10,7 +11,10 @@
 #include <atomic>
 #include <thread>
 
+#include "model/lora/peft_adapter_writer.h"
+#include "model/model.h"
 #include "tests/integration/services/router/router_cluster.h"
+#include "tools/tiny_model/tiny_lora.h"
 
 namespace kvfleet::testing {
 namespace {
@@ -102,6 +106,51 @@ TEST(ClusterPeerPullTest, AnIdleWorkerPullsTheBusyHoldersPrefixWithTheSameTokens
       router->Value("kvfleet_router_kv_pull_decisions_total", {{"model", "tiny"}, {"decision", "pull"}}).value_or(0),
       1);
   busy.Release();
+}
+
+TEST(ClusterPeerPullTest, APrefixComputedUnderALoraAdapterIsPulledAndUsedUnderItOnly) {
+  // Both workers serve adapter sql; a request under it, pulled to the idle
+  // worker, gets the holder's blocks of the same adapter and weights (the
+  // hashes it names chain from the adapter's identity) and the same tokens.
+  TempDir dir;
+  const std::string model_path = dir.Path("tiny.gguf");
+  ASSERT_TRUE(WriteHarnessModel(model_path).ok());
+  {
+    auto model = model::Model::Load(model_path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ASSERT_TRUE(model::WritePeftAdapter(tools::RandomLoraAdapter(**model, {.name = "sql", .rank = 4, .seed = 7}),
+                                        dir.Path("sql"), {}, &(*model)->config())
+                    .ok());
+  }
+  RouterClusterOptions options = PullingCluster({"--lora", "sql=" + dir.Path("sql"), "--max-loras", "2"});
+  options.model_path = model_path;
+  RouterCluster cluster;
+  ASSERT_TRUE(cluster.Start(options).ok());
+  v1::GenerateTextRequest prompt = TinyTextRequest(4343, 256 + 5, 8);  // 16 full blocks
+  prompt.mutable_options()->set_model("sql");
+  const TextStreamResult first = cluster.Generate(prompt);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  const std::string holder = first.worker_ids.front();
+  std::this_thread::sleep_for(milliseconds(300));  // its blocks reach the cachemanager
+  HeldStream busy(cluster, prompt);
+  ASSERT_EQ(busy.first_worker(), holder) << "the long stream follows the adapter's prefix";
+
+  const TextStreamResult pulled = cluster.Generate(prompt);
+  ASSERT_TRUE(pulled.status.ok()) << pulled.status.error_message();
+  const std::string puller = pulled.worker_ids.front();
+  EXPECT_NE(puller, holder);
+  EXPECT_EQ(pulled.tokens, first.tokens);
+  EXPECT_EQ(pulled.usage.cached_prompt_tokens(), 256) << "the pulled blocks were the request's prefix hit";
+  EXPECT_EQ(
+      WorkerValue(cluster.worker(WorkerIndex(puller)), "kvfleet_worker_kv_peer_pulls_total", {{"outcome", "done"}}), 1);
+  busy.Release();
+  // The base model's request for the same prompt finds none of it.
+  v1::GenerateTextRequest base = prompt;
+  base.mutable_options()->clear_model();
+  const TextStreamResult plain = cluster.Generate(base);
+  ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
+  EXPECT_EQ(plain.usage.cached_prompt_tokens(), 0);
+  EXPECT_NE(plain.tokens, first.tokens);
 }
 
 TEST(ClusterPeerPullTest, ChaosTheSourceKilledMidPullLeavesTheTokensUnchanged) {
