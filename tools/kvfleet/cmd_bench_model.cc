@@ -92,19 +92,20 @@ absl::Status RunBenchModel(const Args& args) {
     double weights = 0;  // multiply-adds per token: every matrix element once
     const model::DecoderWeights& w = m.model->weights();
     for (const model::LayerWeights& l : w.layers) {
-      for (const model::WeightView* v : l.Matrices()) weights += static_cast<double>(v->rows) * static_cast<double>(v->cols);
+      for (const model::WeightView* v : l.Matrices())
+        weights += static_cast<double>(v->rows) * static_cast<double>(v->cols);
     }
     weights += static_cast<double>(w.output.rows) * static_cast<double>(w.output.cols);
     const double bytes = static_cast<double>(m.executor->info().weight_bytes);
     const double bandwidth_bound = c.read_bytes_per_s / bytes;
-    const double compute_bound = activations == engine::CpuActivations::kQ8 ? c.int8_macs_per_s / weights
-                                                                            : c.fma_flops_per_s / (2 * weights);
+    const double compute_bound =
+        activations == engine::CpuActivations::kQ8 ? c.int8_macs_per_s / weights : c.fma_flops_per_s / (2 * weights);
     ceilings = absl::StrFormat(
         ", \"read_gb_per_s\": %.2f, \"fma_gflops\": %.1f, \"int8_gmacs\": %.1f, \"int8_isa\": \"%s\", "
         "\"weight_bytes_per_token\": %.0f, \"decode_bandwidth_bound\": %.1f, \"decode_compute_bound\": %.1f, "
         "\"decode_share_of_bound\": %.3f",
-        c.read_bytes_per_s / 1e9, c.fma_flops_per_s / 1e9, c.int8_macs_per_s / 1e9, c.int8_isa, bytes,
-        bandwidth_bound, compute_bound, Median(decode) / std::min(bandwidth_bound, compute_bound));
+        c.read_bytes_per_s / 1e9, c.fma_flops_per_s / 1e9, c.int8_macs_per_s / 1e9, c.int8_isa, bytes, bandwidth_bound,
+        compute_bound, Median(decode) / std::min(bandwidth_bound, compute_bound));
   }
   std::printf(
       "{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, \"cpu_activations\": \"%s\", "

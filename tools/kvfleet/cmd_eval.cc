@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -18,14 +17,13 @@
 #include "engine/calibration/key_channel_maxima.h"
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
-#include "kernels/common/lora_segment.h"
-#include "model/lora/peft_adapter_reader.h"
 #include "model/model_fingerprint.h"
 #include "model/tokenizer/tokenizer.h"
 #include "tools/eval/distribution_stats.h"
 #include "tools/eval/eval_windows.h"
 #include "tools/eval/reference_file.h"
 #include "tools/kvfleet/commands.h"
+#include "tools/kvfleet/local_model.h"
 
 namespace kvfleet::tools {
 namespace {
@@ -153,7 +151,7 @@ absl::StatusOr<ModeResult> EvalMode(const EvalInput& in, engine::CpuActivations 
                            .key_channel_scales = std::move(scales),
                            .free_window_blocks = false,
                            .tensor_parallel = in.tensor_parallel,
-                           .lora = {.max_loras = in.lora ? 1 : 0, .max_rank = in.lora ? in.lora->rank : 16},
+                           .lora = LocalLoraLimits(in.lora.get()),
                            .limits = {.max_batch_tokens = chunk, .max_batch_chunks = 1, .max_logits_rows = chunk}}));
   if (in.lora) RETURN_IF_ERROR(executor->LoadLora(0, in.lora));
   std::vector<BlockId> table;
@@ -355,13 +353,7 @@ absl::Status RunEval(const Args& args) {
   if (flags.Has("reference")) {
     ASSIGN_OR_RETURN(in.reference_path, flags.GetString("reference"));
   }
-  if (flags.Has("lora")) {
-    const std::string dir = flags.GetString("lora", "");
-    ASSIGN_OR_RETURN(model::LoraAdapter adapter,
-                     model::ReadPeftAdapter(dir, std::filesystem::path(dir).filename().string(), *m,
-                                            {.max_rank = kernels::kMaxLoraRank}));
-    in.lora = std::make_shared<const model::LoraAdapter>(std::move(adapter));
-  }
+  ASSIGN_OR_RETURN(in.lora, ReadLocalLora(flags, *m));
   if (flags.Has("calibrate")) {
     if (in.lora) {
       return absl::InvalidArgumentError(

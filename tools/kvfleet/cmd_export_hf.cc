@@ -10,7 +10,8 @@
 namespace kvfleet::tools {
 
 namespace {
-constexpr char kUsage[] = R"usage(usage: kvfleet export-hf --model PATH.gguf --out DIR [--dtype bf16|f16|f32] [--shards N]
+constexpr char kUsage[] =
+    R"usage(usage: kvfleet export-hf --model PATH.gguf --out DIR [--dtype bf16|f16|f32] [--shards N]
                          [--tokenizer-only] [--config-extra JSON]
 
 Writes DIR as a Hugging Face checkpoint of the GGUF model: config.json, the
@@ -26,7 +27,8 @@ frequency factors).
 
 absl::Status RunExportHf(const Args& args) {
   if (WantsHelp(args)) return PrintHelp(kUsage);
-  ASSIGN_OR_RETURN(Flags flags, Flags::Parse(args, {"model", "out", "dtype", "shards", "config-extra"}, {"tokenizer-only"}));
+  ASSIGN_OR_RETURN(Flags flags,
+                   Flags::Parse(args, {"model", "out", "dtype", "shards", "config-extra"}, {"tokenizer-only"}));
   ASSIGN_OR_RETURN(std::string model_path, flags.GetString("model"));
   ASSIGN_OR_RETURN(std::string out, flags.GetString("out"));
   HfExportOptions o;

@@ -2,7 +2,6 @@
 // --local one prompt or chat turn through the model on this machine (GPU or CPU);
 // streamed to stdout as it is generated either way.
 #include <cstdio>
-#include <filesystem>
 #include <initializer_list>
 #include <iostream>
 #include <random>
@@ -14,8 +13,6 @@
 #include "engine/calibration/mode_choice.h"
 #include "engine/executor/executor_factory.h"
 #include "engine/request/request.h"
-#include "kernels/common/lora_segment.h"
-#include "model/lora/peft_adapter_reader.h"
 #include "model/tokenizer/chat_encoding.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/incremental_detokenizer.h"
@@ -148,16 +145,8 @@ absl::Status RunLocally(const Flags& flags) {
   const std::string path = flags.GetString("model", kDefaultModel);
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
-  engine::LoraLimits lora_limits;
-  if (flags.Has("lora")) {
-    // One adapter, in the one slot: what a worker computes for a request under it.
-    const std::string dir = flags.GetString("lora", "");
-    ASSIGN_OR_RETURN(model::LoraAdapter adapter,
-                     model::ReadPeftAdapter(dir, std::filesystem::path(dir).filename().string(), *m.model,
-                                            {.max_rank = kernels::kMaxLoraRank}));
-    lora_limits = {.max_loras = 1, .max_rank = adapter.rank};
-    request.lora = std::make_shared<const model::LoraAdapter>(std::move(adapter));
-  }
+  // One adapter, in the one slot: what a worker computes for a request under it.
+  ASSIGN_OR_RETURN(request.lora, ReadLocalLora(flags, *m.model));
   ASSIGN_OR_RETURN(std::unique_ptr<model::Tokenizer> tok, model::CreateTokenizer(m.model->vocabulary()));
   ASSIGN_OR_RETURN(request.prompt, BuildPrompt(flags, *tok, m.model->vocabulary()));
   const std::span<const model::TokenId> stops = tok->StopTokens();
@@ -170,11 +159,11 @@ absl::Status RunLocally(const Flags& flags) {
   ASSIGN_OR_RETURN(
       std::shared_ptr<const engine::KeyChannelScales> scales,
       engine::KeyScalesForModes(*m.model, engine::CalibrationPathFor(path), false, device.kind, activations, kv_dtype));
-  ASSIGN_OR_RETURN(
-      m.executor,
-      CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
-                          static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens, activations,
-                          kv_dtype, std::move(scales), static_cast<int32_t>(tensor_parallel), lora_limits));
+  ASSIGN_OR_RETURN(m.executor,
+                   CreateLocalExecutor(*m.model, device, static_cast<int>(threads),
+                                       static_cast<int64_t>(request.prompt.size()) + request.stopping.max_tokens,
+                                       activations, kv_dtype, std::move(scales), static_cast<int32_t>(tensor_parallel),
+                                       LocalLoraLimits(request.lora.get())));
 
   model::IncrementalDetokenizer detok(*tok, {.skip_special = true});
   auto on_token = [&](model::TokenId id) -> absl::Status {

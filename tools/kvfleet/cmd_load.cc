@@ -145,8 +145,8 @@ absl::StatusOr<Target> Connect(const std::string& address, const transport::Clie
   kvfleet::v1::WorkerInfo info;
   const grpc::Status status = t.worker->GetInfo(&context, kvfleet::v1::GetInfoRequest(), &info);
   if (status.ok()) {
-    std::cerr << "kvfleet load: worker " << address << " serves " << info.model_id() << " (vocab "
-              << info.vocab_size() << ", max_num_seqs " << info.max_num_seqs() << ")\n";
+    std::cerr << "kvfleet load: worker " << address << " serves " << info.model_id() << " (vocab " << info.vocab_size()
+              << ", max_num_seqs " << info.max_num_seqs() << ")\n";
     t.vocab_size = info.vocab_size();
     t.generation = std::make_unique<load::WorkerTarget>(*t.worker);
     return t;
@@ -180,8 +180,7 @@ std::vector<load::LoadRequest> Take(const std::vector<load::LoadRequest>& worklo
   return out;
 }
 
-absl::StatusOr<std::vector<load::LoadRequest>> BuildWorkload(const Flags& f, const LoadCommand& c,
-                                                             int32_t vocab_size) {
+absl::StatusOr<std::vector<load::LoadRequest>> BuildWorkload(const Flags& f, const LoadCommand& c, int32_t vocab_size) {
   if (f.Has("workload")) return load::ReadWorkloadFile(f.GetString("workload", ""));
   int64_t most = 1;
   for (int32_t level : c.levels) most = std::max(most, c.RequestsAt(level));
@@ -224,8 +223,8 @@ absl::Status RunLoadClient(const Args& args) {
   ASSIGN_OR_RETURN(
       Flags f, Flags::Parse(args,
                             {"target", "concurrency", "requests", "workload", "prompt-tokens", "shared-prefix-tokens",
-                             "max-tokens", "temperature", "seed", "deadline-seconds", "warmup", "cache-salt",
-                             "tls-ca", "tls-cert", "tls-key", "tls-name", "token-file"},
+                             "max-tokens", "temperature", "seed", "deadline-seconds", "warmup", "cache-salt", "tls-ca",
+                             "tls-cert", "tls-key", "tls-name", "token-file"},
                             {"ignore-eos", "json"}));
   ASSIGN_OR_RETURN(LoadCommand c, ReadCommand(f));
   ASSIGN_OR_RETURN(transport::ClientChannelOptions tls, ClientTlsFromFlags(f));
@@ -245,7 +244,8 @@ absl::Status RunLoadClient(const Args& args) {
                                     .cache_salt = SaltFor(c, nonce, absl::StrCat("level", i)),
                                     .request_id_prefix = absl::StrCat("load-c", level, "-"),
                                     .bearer_token = c.bearer_token};
-    ASSIGN_OR_RETURN(load::LoadReport report, load::RunLoad(*target.generation, Take(workload, c.RequestsAt(level)), options));
+    ASSIGN_OR_RETURN(load::LoadReport report,
+                     load::RunLoad(*target.generation, Take(workload, c.RequestsAt(level)), options));
     std::fputs(c.json ? (load::FormatJson(report) + "\n").c_str() : load::FormatTableRow(report).c_str(), stdout);
     std::fflush(stdout);
     PrintErrors(report);

@@ -1,14 +1,11 @@
 // kvfleet logits: the next-token logits after a prompt, for reference tests.
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/flags/flags.h"
 #include "common/status_macros.h"
 #include "engine/executor/executor_factory.h"
-#include "kernels/common/lora_segment.h"
-#include "model/lora/peft_adapter_reader.h"
 #include "tools/kvfleet/commands.h"
 #include "tools/kvfleet/local_model.h"
 
@@ -40,18 +37,10 @@ absl::Status RunLogits(const Args& args) {
                    engine::ParseCpuActivations(flags.GetString("cpu-activations", "f32")));
   LocalModel m;
   ASSIGN_OR_RETURN(m.model, model::Model::Load(path));
-  std::shared_ptr<const model::LoraAdapter> lora;
-  if (flags.Has("lora")) {
-    const std::string dir = flags.GetString("lora", "");
-    ASSIGN_OR_RETURN(model::LoraAdapter adapter,
-                     model::ReadPeftAdapter(dir, std::filesystem::path(dir).filename().string(), *m.model,
-                                            {.max_rank = kernels::kMaxLoraRank}));
-    lora = std::make_shared<const model::LoraAdapter>(std::move(adapter));
-  }
-  ASSIGN_OR_RETURN(m.executor,
-                   CreateLocalExecutor(*m.model, device, static_cast<int>(threads), static_cast<int64_t>(prompt.size()),
-                                       activations, kernels::KvCacheDtype::kF16, nullptr, 1,
-                                       {.max_loras = lora ? 1 : 0, .max_rank = lora ? lora->rank : 16}));
+  ASSIGN_OR_RETURN(const std::shared_ptr<const model::LoraAdapter> lora, ReadLocalLora(flags, *m.model));
+  ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(
+                                   *m.model, device, static_cast<int>(threads), static_cast<int64_t>(prompt.size()),
+                                   activations, kernels::KvCacheDtype::kF16, nullptr, 1, LocalLoraLimits(lora.get())));
   if (lora) RETURN_IF_ERROR(m.executor->LoadLora(0, lora));
 
   std::vector<BlockId> table;

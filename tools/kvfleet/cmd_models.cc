@@ -11,7 +11,8 @@
 namespace kvfleet::tools {
 namespace {
 
-constexpr char kUsage[] = R"(usage: kvfleet models [--router HOST:PORT] [--tls-ca PEM] [--token-file FILE] [--timeout SECONDS]
+constexpr char kUsage[] =
+    R"(usage: kvfleet models [--router HOST:PORT] [--tls-ca PEM] [--token-file FILE] [--timeout SECONDS]
 
 Lists the models the router serves (--router, default 127.0.0.1:50060): id,
 context length, vocabulary size and live workers (--tls-ca: over TLS, the
@@ -39,7 +40,8 @@ absl::Status RunModels(const Args& args) {
     if (m.live_workers() > 0) ++serving;
   }
   if (serving == 0) {
-    return absl::UnavailableError(absl::StrCat("router ", router, " has no model with a live worker; are the workers "
+    return absl::UnavailableError(absl::StrCat("router ", router,
+                                               " has no model with a live worker; are the workers "
                                                "up and registered with the cachemanager?"));
   }
   return absl::OkStatus();

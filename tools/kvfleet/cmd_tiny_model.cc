@@ -85,7 +85,9 @@ absl::Status RunTinyModel(const Args& args) {
   RETURN_IF_ERROR(WriteTinyModel(o, out));
   if (flags.Has("hf-out")) {
     const std::string hf_dtype = flags.GetString("hf-dtype", "f32");
-    HfExportOptions e{.dtype = hf_dtype == "bf16" ? DType::kBF16 : hf_dtype == "f16" ? DType::kF16 : DType::kF32,
+    HfExportOptions e{.dtype = hf_dtype == "bf16"  ? DType::kBF16
+                               : hf_dtype == "f16" ? DType::kF16
+                                                   : DType::kF32,
                       .shards = 1,
                       .config_extras = nlohmann::json::parse(TinyHfConfigExtras(o))};
     RETURN_IF_ERROR(ExportHfCheckpoint(out, flags.GetString("hf-out", ""), e));

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "common/cache_dir.h"
 #include "common/status_macros.h"
 #include "engine/calibration/mode_choice.h"
 #include "engine/engine.h"
 #include "engine/executor/executor_factory.h"
+#include "kernels/common/lora_segment.h"
+#include "model/lora/peft_adapter_reader.h"
 
 namespace kvfleet::tools {
 namespace {
@@ -87,6 +90,20 @@ absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine:
   ASSIGN_OR_RETURN(m.executor, CreateLocalExecutor(*m.model, device, threads, max_sequence_tokens, activations,
                                                    kv_cache_dtype, std::move(scales)));
   return m;
+}
+
+absl::StatusOr<std::shared_ptr<const model::LoraAdapter>> ReadLocalLora(const flags::Flags& flags,
+                                                                        const model::Model& model) {
+  if (!flags.Has("lora")) return nullptr;
+  const std::string dir = flags.GetString("lora", "");
+  ASSIGN_OR_RETURN(model::LoraAdapter adapter,
+                   model::ReadPeftAdapter(dir, std::filesystem::path(dir).filename().string(), model,
+                                          {.max_rank = kernels::kMaxLoraRank}));
+  return std::make_shared<const model::LoraAdapter>(std::move(adapter));
+}
+
+engine::LoraLimits LocalLoraLimits(const model::LoraAdapter* lora) {
+  return lora != nullptr ? engine::LoraLimits{.max_loras = 1, .max_rank = lora->rank} : engine::LoraLimits{};
 }
 
 absl::StatusOr<OneRequestResult> RunOneRequest(LocalModel& m, engine::EngineRequest request,

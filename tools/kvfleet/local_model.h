@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/flags/flags.h"
 #include "engine/executor/model_executor.h"
 #include "engine/request/request.h"
+#include "model/lora/lora_adapter.h"
 #include "model/model.h"
 
 namespace kvfleet::tools {
@@ -38,6 +40,14 @@ absl::StatusOr<LocalModel> LoadLocalModel(const std::string& path, const engine:
                                           int64_t max_sequence_tokens,
                                           engine::CpuActivations activations = engine::CpuActivations::kF32,
                                           kernels::KvCacheDtype kv_cache_dtype = kernels::KvCacheDtype::kF16);
+
+// --lora DIR of the local commands (generate, logits, eval): the PEFT
+// adapter in DIR, named after the directory, read against `model`; null
+// without the flag. And the executor's slots for it: one at its rank (none
+// without one).
+absl::StatusOr<std::shared_ptr<const model::LoraAdapter>> ReadLocalLora(const flags::Flags& flags,
+                                                                        const model::Model& model);
+engine::LoraLimits LocalLoraLimits(const model::LoraAdapter* lora);
 
 struct OneRequestResult {
   std::vector<model::TokenId> tokens;
