@@ -185,7 +185,7 @@ absl::Status Measure(const Settings& s, const Served& served) {
     std::promise<absl::Status> p;
     const Clock::time_point start = Clock::now();
     int64_t got = 0;
-    client.Fetch(served.pull_address, hashes, /*lease_id=*/"",
+    client.Fetch(served.pull_address, /*adapter=*/"", hashes, /*lease_id=*/"",
                  [&](std::vector<engine::KvBlockBytes> b, absl::Status status) {
                    got = static_cast<int64_t>(b.size());
                    p.set_value(status);

@@ -142,6 +142,7 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
   req->prompt_block_hashes = HashFullBlocks(req->cache_root, req->params.prompt, kv_.block_size());
   const RequestId id = req->id();
   const std::optional<KvPeerSource> peer = req->params.kv_peer;
+  const std::string lora_identity = req->lora_identity;
   std::vector<BlockHash> early_pull;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -176,7 +177,7 @@ absl::Status Engine::Submit(EngineRequest request, OutputSink* sink) {
     inbox_.submitted.push_back(std::move(req));
   }
   wake_.notify_one();
-  if (!early_pull.empty()) FetchFromPeer(id, *peer, std::move(early_pull));
+  if (!early_pull.empty()) FetchFromPeer(id, *peer, lora_identity, std::move(early_pull));
   return absl::OkStatus();
 }
 

@@ -249,7 +249,7 @@ class Engine {
   std::vector<BlockHash> PeerHitPages(const Request& req) const;
   // Asks the transport for `wanted` from `peer`; the blocks reach the inbox
   // (any thread; the caller counted the pull in pulls_in_flight_).
-  void FetchFromPeer(RequestId id, const KvPeerSource& peer, std::vector<BlockHash> wanted);
+  void FetchFromPeer(RequestId id, const KvPeerSource& peer, const std::string& adapter, std::vector<BlockHash> wanted);
   // Renews the leases of queued split requests that are due (engine
   // thread, each step); forgets those whose pull started or that ended.
   void RenewQueuedHandoffLeases(std::chrono::steady_clock::time_point now);

@@ -95,15 +95,16 @@ bool Engine::StartPeerPull(Request& req) {
     std::lock_guard<std::mutex> lock(mu_);
     ++pulls_in_flight_;
   }
-  FetchFromPeer(req.id(), *req.params.kv_peer, std::move(wanted));
+  FetchFromPeer(req.id(), *req.params.kv_peer, req.lora_identity, std::move(wanted));
   return true;
 }
 
-void Engine::FetchFromPeer(RequestId id, const KvPeerSource& peer, std::vector<BlockHash> wanted) {
+void Engine::FetchFromPeer(RequestId id, const KvPeerSource& peer, const std::string& adapter,
+                           std::vector<BlockHash> wanted) {
   const int64_t asked = static_cast<int64_t>(wanted.size());
   const auto started = std::chrono::steady_clock::now();
   options_.kv_peer_fetcher->Fetch(
-      peer.endpoint, std::move(wanted), peer.lease_id,
+      peer.endpoint, adapter, std::move(wanted), peer.lease_id,
       [this, id, asked, started](std::vector<KvBlockBytes> blocks, absl::Status status) {
         {
           std::lock_guard<std::mutex> lock(mu_);

@@ -23,10 +23,12 @@ class KvPeerFetcher {
   // peer held no more), each failure's reason for the metrics.
   using Done = std::function<void(std::vector<KvBlockBytes> blocks, absl::Status status)>;
   // Pulls `hashes` from the peer at `endpoint` (naming the lease it holds
-  // them under, when not empty); returns at once and calls `done` exactly
-  // once, on any thread, within the fetcher's deadline.
-  virtual void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
-                     Done done) = 0;
+  // them under, when not empty), blocks computed under `adapter` (the
+  // request's LoRA identity, "name@digest"; empty: the base model), which
+  // the handshake names; returns at once and calls `done` exactly once, on
+  // any thread, within the fetcher's deadline.
+  virtual void Fetch(const std::string& endpoint, const std::string& adapter, std::vector<BlockHash> hashes,
+                     const std::string& lease_id, Done done) = 0;
   // Asks the peer at `endpoint` to keep lease `lease_id` for another of its
   // lease durations (a split request queued here will pull it later).
   // Returns at once; a renewal that fails is not retried: the next one, or

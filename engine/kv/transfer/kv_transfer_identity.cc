@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -31,6 +32,22 @@ absl::Status CheckKvTransferCompatible(const KvTransferIdentity& ours, const KvT
       absl::StrCat("KV blocks cannot move between these workers: ", absl::StrJoin(differences, "; "),
                    ". Both must run the same model file, backend, KV format and block size; the request "
                    "recomputes its prefix instead."));
+}
+
+absl::Status CheckKvAdapterIdentity(std::string_view adapter) {
+  if (adapter.empty()) return absl::OkStatus();
+  const size_t at = adapter.rfind('@');
+  const std::string_view name = at == std::string_view::npos ? std::string_view() : adapter.substr(0, at);
+  const std::string_view digest = at == std::string_view::npos ? adapter : adapter.substr(at + 1);
+  const bool hex = digest.size() == 64 &&
+                   absl::c_all_of(digest, [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (at == std::string_view::npos || name.empty() || name.size() > 128 || !hex) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the pull's adapter identity \"", std::string(adapter.substr(0, 200)),
+                     "\" is not name@digest (a name of 1 to 128 bytes and a SHA-256 digest in 64 lowercase hex "
+                     "digits); the puller is out of date or damaged"));
+  }
+  return absl::OkStatus();
 }
 
 std::string DescribeKvPageGroups(int32_t layers_per_page, std::span<const int64_t> group_windows) {

@@ -16,7 +16,13 @@
 //                   (DescribeKvPageGroups); empty for one group
 //   tensor_parallel ranks the model is split across (a block holds
 //                   every rank's share; numerics names the split too)
-//   adapter         reserved for adapters (empty: the base model)
+//   adapter         the LoRA adapter the pulled blocks were computed under,
+//                   "name@digest" (empty: the base model). A worker's own
+//                   identity leaves it empty; each pull names its request's
+//                   and the peer's answer repeats it. The block hashes are
+//                   salted with it already, so this is the handshake's
+//                   plain statement of it: a peer that does not repeat it
+//                   is refused, and a refusal names it.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -24,6 +30,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 
@@ -43,6 +50,11 @@ struct KvTransferIdentity {
 // OK when a block of `theirs` may be copied into a cache of `ours`; else
 // FAILED_PRECONDITION naming every field that differs with both values.
 absl::Status CheckKvTransferCompatible(const KvTransferIdentity& ours, const KvTransferIdentity& theirs);
+
+// OK when `adapter` is empty or an adapter identity: a name of 1 to 128
+// bytes, "@", and a SHA-256 digest in 64 lowercase hex digits; else
+// INVALID_ARGUMENT saying so.
+absl::Status CheckKvAdapterIdentity(std::string_view adapter);
 
 // A page layout in one string: "3 layers per page; windows 0,512,512"
 // (window 0: full attention). Empty for a single group of every layer.

@@ -43,8 +43,8 @@ void KvPeerClient::Release(const Pull& pull) {
   if ((it->second -= pull.bytes) == 0) peer_bytes_in_flight_.erase(it);
 }
 
-void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
-                         Done done) {
+void KvPeerClient::Fetch(const std::string& endpoint, const std::string& adapter, std::vector<BlockHash> hashes,
+                         const std::string& lease_id, Done done) {
   absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -61,7 +61,7 @@ void KvPeerClient::Fetch(const std::string& endpoint, std::vector<BlockHash> has
     } else {
       hashes.resize(fit);
       const int64_t bytes = static_cast<int64_t>(fit) * std::max<int64_t>(options_.identity.block_bytes, 1);
-      queue_.push_back({endpoint, std::move(hashes), std::move(done), bytes, lease_id});
+      queue_.push_back({endpoint, std::move(hashes), std::move(done), bytes, lease_id, adapter});
       ready_.notify_one();
       return;
     }
@@ -112,8 +112,12 @@ void KvPeerClient::Run(Pull& pull) {
   const std::unique_ptr<v1::KvTransfer::Stub> stub = v1::KvTransfer::NewStub(ChannelTo(pull.endpoint));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+  // This worker's identity, under the adapter the blocks were computed
+  // with: the peer repeats it in its answer, or refuses.
+  engine::KvTransferIdentity identity = options_.identity;
+  identity.adapter = pull.adapter;
   v1::PullBlocksRequest request;
-  ToProto(options_.identity, request.mutable_identity());
+  ToProto(identity, request.mutable_identity());
   for (const BlockHash& h : pull.hashes) request.add_block_hashes(h.ToBytes());
   request.set_max_chunk_bytes(options_.max_chunk_bytes);
   request.set_lease_id(pull.lease_id);
@@ -126,7 +130,7 @@ void KvPeerClient::Run(Pull& pull) {
   while (failure.ok() && reader->Read(&message)) {
     if (message.has_identity()) {
       failure = identified ? absl::DataLossError("the peer sent its identity twice")
-                           : engine::CheckKvTransferCompatible(options_.identity, FromProto(message.identity()));
+                           : engine::CheckKvTransferCompatible(identity, FromProto(message.identity()));
       identified = true;
     } else if (!identified) {
       failure = absl::DataLossError("the peer sent blocks before its identity");

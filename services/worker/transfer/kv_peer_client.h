@@ -46,8 +46,8 @@ class KvPeerClient final : public engine::KvPeerFetcher {
   explicit KvPeerClient(KvPeerClientOptions options);
   ~KvPeerClient() override;
 
-  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
-             Done done) override;
+  void Fetch(const std::string& endpoint, const std::string& adapter, std::vector<BlockHash> hashes,
+             const std::string& lease_id, Done done) override;
   // An asynchronous call under its own short deadline, beside the pulls.
   void RenewLease(const std::string& endpoint, const std::string& lease_id) override;
 
@@ -58,6 +58,7 @@ class KvPeerClient final : public engine::KvPeerFetcher {
     Done done;
     int64_t bytes = 0;  // reserved against the limits until it ends
     std::string lease_id;
+    std::string adapter;  // the blocks' LoRA identity; empty: the base
   };
   // Of `wanted` blocks from `endpoint`, how many the byte limits let in
   // now; reserves their bytes. Under mu_.

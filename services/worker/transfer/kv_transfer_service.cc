@@ -50,9 +50,13 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   }
   absl::StatusOr<std::vector<BlockHash>> hashes = HashesFromProto(*request, options_.max_blocks_per_pull);
   if (!hashes.ok()) return transport::ToGrpcStatus(hashes.status());
-  if (absl::Status s = engine::CheckKvTransferCompatible(identity_, FromProto(request->identity())); !s.ok()) {
-    return transport::ToGrpcStatus(s);
-  }
+  // This worker's identity under the adapter the pull names: the blocks'
+  // hashes are salted with it, and the answer repeats it.
+  const engine::KvTransferIdentity pulled = FromProto(request->identity());
+  if (absl::Status s = engine::CheckKvAdapterIdentity(pulled.adapter); !s.ok()) return transport::ToGrpcStatus(s);
+  engine::KvTransferIdentity ours = identity_;
+  ours.adapter = pulled.adapter;
+  if (absl::Status s = engine::CheckKvTransferCompatible(ours, pulled); !s.ok()) return transport::ToGrpcStatus(s);
   if (in_flight_.fetch_add(1) >= options_.max_concurrent_pulls) {
     in_flight_.fetch_sub(1);
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -82,7 +86,8 @@ grpc::Status KvTransferService::PullBlocks(grpc::ServerContext* context, const v
   }
 
   v1::PullBlocksResponse message;
-  ToProto(identity_, message.mutable_identity());
+  if (options_.fault == "forget-adapter") ours.adapter.clear();
+  ToProto(ours, message.mutable_identity());
   if (!writer->Write(message)) return grpc::Status(grpc::StatusCode::CANCELLED, "the puller went away");
   if (options_.fault == "stall") {
     // A peer that hangs mid-pull (or is killed in it: the chaos case).

@@ -36,7 +36,8 @@ struct KvTransferServiceOptions {
   // block's first chunk after its checksum was taken; "truncate-block"
   // ends the stream half way through the first block's first chunk;
   // "stall" holds every stream 3 s after the identity (a hung peer, or one
-  // killed mid-pull). Empty in production.
+  // killed mid-pull); "forget-adapter" answers with an empty adapter
+  // identity (a peer that does not know the field). Empty in production.
   std::string fault;
 };
 

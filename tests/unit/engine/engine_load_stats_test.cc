@@ -107,7 +107,7 @@ TEST_F(EngineLoadStatsTest, ACachedPrefixIsNotPending) {
 // A fetcher that holds every pull until the test answers it.
 class HeldFetcher final : public KvPeerFetcher {
  public:
-  void Fetch(const std::string&, std::vector<BlockHash>, const std::string&, Done done) override {
+  void Fetch(const std::string&, const std::string&, std::vector<BlockHash>, const std::string&, Done done) override {
     held.push_back(std::move(done));
   }
   void RenewLease(const std::string&, const std::string&) override {}

@@ -29,10 +29,12 @@ class EngineFetcher final : public engine::KvPeerFetcher {
   std::vector<size_t> asked;
   std::vector<std::string> leases;
   std::vector<std::string> renewals;
+  std::vector<std::string> adapters;  // each pull's, as its handshake names it
 
-  void Fetch(const std::string& endpoint, std::vector<BlockHash> hashes, const std::string& lease_id,
-             Done done) override {
+  void Fetch(const std::string& endpoint, const std::string& adapter, std::vector<BlockHash> hashes,
+             const std::string& lease_id, Done done) override {
     endpoints.push_back(endpoint);
+    adapters.push_back(adapter);
     asked.push_back(hashes.size());
     leases.push_back(lease_id);
     std::vector<engine::KvBlockBytes> got;

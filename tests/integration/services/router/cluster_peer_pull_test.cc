@@ -111,7 +111,9 @@ TEST(ClusterPeerPullTest, AnIdleWorkerPullsTheBusyHoldersPrefixWithTheSameTokens
 TEST(ClusterPeerPullTest, APrefixComputedUnderALoraAdapterIsPulledAndUsedUnderItOnly) {
   // Both workers serve adapter sql; a request under it, pulled to the idle
   // worker, gets the holder's blocks of the same adapter and weights (the
-  // hashes it names chain from the adapter's identity) and the same tokens.
+  // hashes it names chain from the adapter's identity, and the handshake
+  // names it: the holder must repeat it, or the pull is refused) and the
+  // same tokens.
   TempDir dir;
   const std::string model_path = dir.Path("tiny.gguf");
   ASSERT_TRUE(WriteHarnessModel(model_path).ok());

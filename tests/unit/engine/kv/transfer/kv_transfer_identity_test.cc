@@ -53,6 +53,21 @@ TEST(KvTransferIdentityTest, EveryFieldTakesPart) {
   EXPECT_TRUE(refused([](KvTransferIdentity& i) { i.adapter = "sql-lora"; }));
 }
 
+TEST(KvTransferIdentityTest, AnAdapterIdentityIsANameAndASha256Digest) {
+  const std::string digest(64, 'a');
+  EXPECT_TRUE(CheckKvAdapterIdentity("").ok()) << "the base model";
+  EXPECT_TRUE(CheckKvAdapterIdentity("sql@" + digest).ok());
+  EXPECT_TRUE(CheckKvAdapterIdentity("team@sql@" + digest).ok()) << "the digest follows the last @";
+  EXPECT_TRUE(CheckKvAdapterIdentity(std::string(128, 'n') + "@" + digest).ok());
+  for (const std::string& bad : std::vector<std::string>{
+           "sql", "sql@", "@" + digest, "sql@" + digest.substr(1), "sql@" + digest + "0", "sql@" + std::string(64, 'A'),
+           "sql@" + std::string(64, 'g'), std::string(129, 'n') + "@" + digest}) {
+    const absl::Status s = CheckKvAdapterIdentity(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("not name@digest"), std::string::npos) << s;
+  }
+}
+
 TEST(KvTransferIdentityTest, PageGroupsAreDescribedOnlyWhenThereAreSeveral) {
   const std::vector<int64_t> one = {0};
   EXPECT_EQ(DescribeKvPageGroups(30, one), "");

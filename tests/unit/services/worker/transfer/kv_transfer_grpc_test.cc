@@ -4,16 +4,22 @@
 // itself. Every fault falls back to computing, with the same tokens: a
 // peer whose port is gone, a chunk corrupted in flight, a stream cut
 // inside a block, and a peer of another KV format (refused, naming both).
+// A pull names the adapter its blocks were computed under, and the peer's
+// answer repeats it.
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "engine/engine.h"
+#include "kvfleet/v1/kv_transfer.grpc.pb.h"
+#include "services/transport/grpc/grpc_channel.h"
 #include "services/transport/grpc/grpc_server.h"
 #include "services/worker/transfer/kv_peer_client.h"
+#include "services/worker/transfer/kv_transfer_convert.h"
 #include "services/worker/transfer/kv_transfer_service.h"
 #include "tests/testing/collecting_sink.h"
 #include "tests/testing/temp_dir.h"
@@ -187,6 +193,47 @@ TEST_F(KvTransferGrpcTest, ALeaseRenewalReachesThePrefillWorker) {
   }
   EXPECT_EQ(a->engine->Stats().kv_lease_counters.renewed, 1);
   EXPECT_EQ(a->engine->Stats().kv_leases, 1);
+}
+
+// The handshake names the adapter a pull's blocks were computed under: the
+// peer repeats it, refuses one that is not name@digest, and a peer that
+// answers without it is refused by the puller, naming the adapter.
+TEST_F(KvTransferGrpcTest, ThePullNamesItsAdapterAndThePeerRepeatsIt) {
+  std::unique_ptr<PeerA> a = StartPeer();
+  const std::string adapter = "sql@" + std::string(64, 'c');
+  const auto pull = [&](const std::string& named, v1::PullBlocksResponse* first) {
+    auto stub = v1::KvTransfer::NewStub(transport::CreateClientChannel(a->server.address));
+    engine::KvTransferIdentity identity = KvTransferIdentityOf(a->executor->info(), "tiny", "f16");
+    identity.adapter = named;
+    v1::PullBlocksRequest request;
+    ToProto(identity, request.mutable_identity());
+    request.add_block_hashes(std::string(16, '\x01'));
+    grpc::ClientContext context;
+    auto reader = stub->PullBlocks(&context, request);
+    while (reader->Read(first)) {
+    }
+    return reader->Finish();
+  };
+  v1::PullBlocksResponse answer;
+  ASSERT_TRUE(pull(adapter, &answer).ok());
+  EXPECT_EQ(answer.identity().adapter(), adapter);
+  ASSERT_TRUE(pull("", &answer).ok());
+  EXPECT_EQ(answer.identity().adapter(), "");
+  for (const std::string& bad : std::vector<std::string>{"sql", "sql@" + std::string(63, 'c'),
+                                                         "@" + std::string(64, 'c'), "sql@" + std::string(64, 'C')}) {
+    const grpc::Status refused = pull(bad, &answer);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(refused.error_message().find("not name@digest"), std::string::npos) << refused.error_message();
+  }
+
+  std::unique_ptr<PeerA> forgetful = StartPeer("forget-adapter");
+  KvPeerClient client({.identity = KvTransferIdentityOf(a->executor->info(), "tiny", "f16")});
+  std::promise<absl::Status> done;
+  client.Fetch(forgetful->server.address, adapter, {BlockHash::FromBytes(std::string(16, '\x01')).value()}, "",
+               [&](std::vector<engine::KvBlockBytes>, absl::Status status) { done.set_value(status); });
+  const absl::Status status = done.get_future().get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("adapter: here \"" + adapter + "\", peer \"\""), std::string::npos) << status;
 }
 
 }  // namespace
