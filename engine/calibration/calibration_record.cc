@@ -123,6 +123,9 @@ absl::StatusOr<CalibrationRecord> ParseRecord(const model::JsonConfigReader& r) 
   CalibrationRecord rec;
   ASSIGN_OR_RETURN(rec.model_fingerprint, r.String("model_fingerprint"));
   ASSIGN_OR_RETURN(rec.backend, r.String("backend"));
+  if (r.Has("adapter")) {
+    ASSIGN_OR_RETURN(rec.adapter, r.String("adapter"));
+  }
   ASSIGN_OR_RETURN(rec.text.name, r.String("text.name"));
   ASSIGN_OR_RETURN(rec.text.sha256, r.String("text.sha256"));
   ASSIGN_OR_RETURN(rec.text.positions, r.Int("text.positions"));
@@ -217,6 +220,7 @@ absl::Status WriteCalibrationRecord(const std::string& path, const CalibrationRe
              {"source", rec.gate.source}}},
            {"modes", std::move(modes)},
            {"command", rec.command}};
+  if (!rec.adapter.empty()) doc["adapter"] = rec.adapter;
   if (rec.key_channel_scales) doc["key_channel_scales"] = ScalesToJson(*rec.key_channel_scales, rec.key_scale_rule);
   return WriteFile(path, doc.dump(2) + "\n");
 }

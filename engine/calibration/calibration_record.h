@@ -7,6 +7,8 @@
 // "kvfleet-calibration.json" inside a checkpoint directory):
 //   {"format": "kvfleet-calibration-v1",
 //    "model_fingerprint": hex,           the weights it was measured on
+//    "adapter": "name@digest",           only when measured under a LoRA
+//                                        adapter (workers never choose by it)
 //    "backend": "cpu",
 //    "text": {"name", "sha256", "positions", "context"},
 //    "reference": "how the float64 distributions were made",
@@ -66,6 +68,12 @@ struct CalibrationText {
 
 struct CalibrationRecord {
   std::string model_fingerprint;
+  // The LoRA adapter every mode ran under ("name@digest"), its float64
+  // reference merging the adapter into the weights; empty: the base
+  // model. A worker's modes follow its base model's record only: an
+  // adapter's record says whether the mode that record picks also holds
+  // under the adapter.
+  std::string adapter;
   std::string backend = "cpu";
   CalibrationText text;
   std::string reference;

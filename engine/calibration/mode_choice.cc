@@ -74,6 +74,10 @@ ChosenMode ChooseMode(const ModeSetting& setting, const absl::StatusOr<Calibrati
     return Exact(setting, absl::StrCat(record_path, " was measured on the ", r.backend,
                                        " backend; this worker runs on ", match.backend));
   }
+  if (!r.adapter.empty()) {
+    return Exact(setting, absl::StrCat(record_path, " was measured under the LoRA adapter ", r.adapter,
+                                       "; a worker's modes follow its base model's record"));
+  }
   if (r.model_fingerprint != match.model_fingerprint) {
     return Exact(setting, absl::StrCat(record_path, " was measured on other weights (fingerprint ",
                                        r.model_fingerprint.substr(0, 12), ", this model's ",
@@ -126,6 +130,8 @@ absl::StatusOr<ChosenMode> ResolveMode(const ModeRequest& q) {
     why = absl::IsNotFound(record.status()) ? "there is none" : std::string(record.status().message());
   } else if (record->backend != q.backend) {
     why = absl::StrCat("it was measured on the ", record->backend, " backend");
+  } else if (!record->adapter.empty()) {
+    why = absl::StrCat("it was measured under the LoRA adapter ", record->adapter);
   } else if (record->model_fingerprint != match.model_fingerprint) {
     why = "it was measured on other weights";
   } else if (!record->key_channel_scales) {

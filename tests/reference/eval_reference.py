@@ -20,6 +20,16 @@ numerics identity, the exact mode must pass with the f32 run's figures,
 and each mode's verdict must follow the gate given (here the gate
 llama.cpp measured for SmolLM2 on the pinned texts; the texts differ, so
 the verdicts here prove the rule, not the model's record).
+
+With --lora DIR, all of it runs under a PEFT adapter: the float64 reference
+merges the adapter into the weights (lora_numpy.py) and every kvfleet run
+takes --lora, so the f32 mode must meet the same bar against the merged
+weights, and the record (which must name the adapter) judges every mode
+under it by the same gate. A run without the adapter must be far from the
+adapter's reference, so an adapter that changed nothing cannot pass.
+
+  eval_reference.py --kvfleet build/tools/kvfleet/kvfleet --model M.gguf [--lora DIR]
+      [--text FILE]... [--tokens N] [--ctx N] [--gate-record M.gguf.calibration.json]
 """
 
 import argparse
@@ -35,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_numpy  # noqa: E402
+import lora_numpy  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -57,11 +68,17 @@ def run_eval(kvfleet, model, ids_path, ctx, extra):
     return ppl, float(kl.group(1)) if kl else None, float(top.group(1)) if top else None
 
 
-def check_record(record, gate, f32_kl, shape):
+def check_record(record, gate, f32_kl, shape, adapter=None):
     """The record's modes, their identities and verdicts against the gate,
-    and the key channel scales of a model of `shape` (layers, KV heads,
-    head_dim)."""
+    the key channel scales of a model of `shape` (layers, KV heads,
+    head_dim), and the adapter it names (`adapter`: the directory's name,
+    None: none)."""
     problems = []
+    named = record.get("adapter", "")
+    if adapter is None and named:
+        problems.append(f"the base model's record names adapter {named!r}")
+    if adapter is not None and not re.fullmatch(re.escape(adapter) + r"@[0-9a-f]{64}", named):
+        problems.append(f"the record names adapter {named!r}, not {adapter}@<its digest>")
     modes = {(m["cpu_activations"], m["kv_cache_dtype"]): m for m in record["modes"]}
     kvs = ("f16", "int8", "int8_rotated", "int8_rotated_scaled", "fp8_e4m3")
     want = {(a, kv) for a in ("f32", "q8") for kv in kvs}
@@ -100,15 +117,25 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kvfleet", required=True)
     ap.add_argument("--model", required=True)
-    ap.add_argument("--text", default=os.path.join(ROOT, "docs", "design.md"))
-    ap.add_argument("--tokens", type=int, default=1024)
+    ap.add_argument("--text", action="append", help="repeatable (default: docs/design.md)")
+    ap.add_argument("--tokens", type=int, default=1024, help="of each text, cut to whole windows")
     ap.add_argument("--ctx", type=int, default=256)
+    ap.add_argument("--lora", metavar="DIR", help="run everything under this PEFT adapter")
+    ap.add_argument("--gate-record", metavar="RECORD", help="take the gate from this calibration record")
     args = ap.parse_args()
 
     ref = llama_numpy.LlamaReference(args.model, np.float64)
+    lora_flags, adapter = [], None
+    if args.lora:
+        merged = lora_numpy.merge_peft_adapter(ref, args.lora)
+        lora_flags, adapter = ["--lora", args.lora], os.path.basename(os.path.normpath(args.lora))
+        print(f"float64 reference under {adapter}: {merged} weights merged")
     tok = llama_numpy.build_tokenizer(ref.reader)
-    with open(args.text, encoding="utf-8") as f:
-        ids = tok.encode(f.read(), add_special_tokens=False).ids[: args.tokens]
+    ids = []
+    for path in args.text or [os.path.join(ROOT, "docs", "design.md")]:
+        with open(path, encoding="utf-8") as f:
+            text_ids = tok.encode(f.read(), add_special_tokens=False).ids[: args.tokens]
+        ids += text_ids[: len(text_ids) // args.ctx * args.ctx]
     vocab = ref.hp.n_vocab
     bos = llama_numpy.field(ref.reader, "tokenizer.ggml.bos_token_id")
     add_bos = llama_numpy.field(ref.reader, "tokenizer.ggml.add_bos_token", False) and bos is not None
@@ -138,21 +165,32 @@ def main():
             f.write(struct.pack("<q", positions))
         ppl_np = float(np.exp(np.mean(nll)))
         print(f"numpy float64: perplexity {ppl_np:.6f} over {positions} positions")
-        ppl, kl, top = run_eval(args.kvfleet, args.model, ids_path, ctx, ["--reference", ref_path])
+        ppl, kl, top = run_eval(args.kvfleet, args.model, ids_path, ctx, ["--reference", ref_path] + lora_flags)
+        apart_ok = True
+        if args.lora:
+            _, base_kl, _ = run_eval(args.kvfleet, args.model, ids_path, ctx, ["--reference", ref_path])
+            apart_ok = base_kl > 100 * max(kl, 1e-7)
+            print(f"the base model against the adapter's reference: mean KL {base_kl:.3g} "
+                  f"({'far' if apart_ok else 'NOT far'} from the adapter's {kl:.3g})")
         record_path = os.path.join(tmp, "record.json")
         gate = {"activations": 0.00296, "kv": 0.00328}
+        if args.gate_record:
+            with open(args.gate_record) as f:
+                given = json.load(f)["gate"]
+            gate = {"activations": given["activations_mean_kl"], "kv": given["kv_mean_kl"]}
         out = subprocess.run([args.kvfleet, "eval", "--model", args.model, "--tokens", ids_path, "--ctx", str(ctx),
                               "--threads", "2", "--reference", ref_path, "--calibrate", record_path,
-                              "--activations-gate", str(gate["activations"]), "--kv-gate", str(gate["kv"])],
-                             capture_output=True, text=True)
+                              "--activations-gate", repr(gate["activations"]), "--kv-gate", repr(gate["kv"])]
+                             + lora_flags, capture_output=True, text=True)
         print(out.stdout.strip())
         if out.returncode != 0:
             sys.exit(f"FAIL: kvfleet eval --calibrate: {out.stderr}")
         with open(record_path) as f:
             record = json.load(f)
-    calibration_ok = check_record(record, gate, kl, (ref.hp.n_layer, ref.hp.n_head_kv, ref.hp.head_dim))
-    ok = abs(ppl - ppl_np) / ppl_np < 1e-3 and kl is not None and kl < 1e-4 and top >= 98.0 and calibration_ok
-    print(f"f32 against float64: perplexity {ppl:.6f} vs {ppl_np:.6f}, mean KL {kl:.3g}, same top {top:.2f}%: "
+    calibration_ok = check_record(record, gate, kl, (ref.hp.n_layer, ref.hp.n_head_kv, ref.hp.head_dim), adapter)
+    ok = abs(ppl - ppl_np) / ppl_np < 1e-3 and kl is not None and kl < 1e-4 and top >= 98.0 and calibration_ok \
+        and apart_ok
+    print(f"f32{' under ' + adapter if adapter else ''} against float64: perplexity {ppl:.6f} vs {ppl_np:.6f}, mean KL {kl:.3g}, same top {top:.2f}%: "
           f"{'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 

@@ -35,6 +35,7 @@ constexpr char kUsage[] =
                     [--calibration RECORD] [--tensor-parallel N] [--lora DIR]
        kvfleet eval --model PATH (--text FILE | --tokens FILE) --reference FILE --calibrate OUT
                     --activations-gate KL --kv-gate KL [--gate-source TEXT] [--reference-source TEXT]
+                    [--lora DIR [--calibration RECORD]]
 
 Teacher-forced evaluation, in process, of the model in the mode given.
 The text (tokenized without special tokens) or the token ids (a file of
@@ -67,6 +68,14 @@ int8_rotated_scaled uses (engine/calibration/key_channel_maxima.h); the
 record keeps them. Workers with
 --cpu-activations auto and --kv-cache-dtype auto (their defaults) run the
 fastest passing mode.
+
+--calibrate with --lora DIR judges every mode under the adapter, against
+a float64 reference that merges it into the weights
+(tests/reference/lora_numpy.py), by the same gate, and says whether the
+mode a worker takes from the base's record (--calibration, or the one
+beside the model) passes under it; int8_rotated_scaled keeps that
+record's key scales, as a worker does. The record names the adapter, and
+workers never choose their mode from it.
 )";
 
 absl::StatusOr<std::vector<model::TokenId>> ReadTokens(const Flags& flags, const model::Model& m) {
@@ -107,6 +116,7 @@ struct EvalInput {
   std::string reference_path;  // empty: no divergence measured
   // --lora: every window runs under this adapter (null: the base model).
   std::shared_ptr<const model::LoraAdapter> lora;
+  std::string model_path;  // where its calibration record sits by default
 };
 
 struct ModeResult {
@@ -257,17 +267,31 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
   rec.text.context = in.ctx;
   rec.command = absl::StrCat("kvfleet eval ", absl::StrJoin(args, " "));
   // The exact mode runs first and measures the keys that int8_rotated_scaled's
-  // scales come from; the modes after it use them.
+  // scales come from; the modes after it use them. Under an adapter, a
+  // worker keeps its base model's scales: they are judged here when the
+  // base's record has them.
   const model::ModelConfig& c = in.model.config();
   engine::KeyChannelMaxima maxima(c.num_layers, c.num_kv_heads, c.head_dim);
   std::shared_ptr<const engine::KeyChannelScales> scales;
+  if (in.lora) {
+    rec.adapter = in.lora->identity();
+    const std::string base_record = flags.GetString("calibration", engine::CalibrationPathFor(in.model_path));
+    absl::StatusOr<std::shared_ptr<const engine::KeyChannelScales>> base_scales =
+        engine::KeyScalesForModes(in.model, base_record, /*record_required=*/false, engine::DeviceKind::kCpu,
+                                  engine::CpuActivations::kF32, kernels::KvCacheDtype::kInt8RotatedScaled);
+    if (base_scales.ok() && *base_scales != nullptr) {
+      scales = *base_scales;
+      rec.key_channel_scales = *scales;
+      rec.key_scale_rule = absl::StrCat(engine::kKeyScaleRule, " (the base model's, from ", base_record, ")");
+    }
+  }
   for (engine::CpuActivations a : {engine::CpuActivations::kF32, engine::CpuActivations::kQ8}) {
     for (kernels::KvCacheDtype kv :
          {kernels::KvCacheDtype::kF16, kernels::KvCacheDtype::kInt8, kernels::KvCacheDtype::kInt8Rotated,
           kernels::KvCacheDtype::kInt8RotatedScaled, kernels::KvCacheDtype::kFp8E4M3}) {
       const bool exact = a == engine::CpuActivations::kF32 && kv == kernels::KvCacheDtype::kF16;
       ASSIGN_OR_RETURN(ModeResult r, EvalMode(in, a, kv, nullptr, exact ? &maxima : nullptr, scales));
-      if (exact) {
+      if (exact && scales == nullptr) {
         scales = std::make_shared<const engine::KeyChannelScales>(maxima.Scales());
         rec.key_channel_scales = *scales;
         rec.key_scale_rule = engine::kKeyScaleRule;
@@ -291,9 +315,23 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
     }
   }
   RETURN_IF_ERROR(engine::WriteCalibrationRecord(out, rec));
-  const engine::ChosenMode chosen = engine::ChooseMode(
-      {}, rec, out, {.model_fingerprint = rec.model_fingerprint, .backend = "cpu", .numerics_of = engine::CpuNumerics});
-  std::printf("wrote %s; a worker's default: %s\n", out.c_str(), chosen.reason.c_str());
+  const engine::CalibrationMatch match{
+      .model_fingerprint = rec.model_fingerprint, .backend = "cpu", .numerics_of = engine::CpuNumerics};
+  if (!in.lora) {
+    const engine::ChosenMode chosen = engine::ChooseMode({}, rec, out, match);
+    std::printf("wrote %s; a worker's default: %s\n", out.c_str(), chosen.reason.c_str());
+    return absl::OkStatus();
+  }
+  // A worker serving the adapter runs the mode its base's record picks:
+  // does that mode hold under the adapter?
+  const std::string base_record = flags.GetString("calibration", engine::CalibrationPathFor(in.model_path));
+  const engine::ChosenMode chosen =
+      engine::ChooseMode({}, engine::ReadCalibrationRecord(base_record), base_record, match);
+  for (const engine::ModeFigures& f : rec.modes) {
+    if (f.cpu_activations != chosen.activations || f.kv_cache_dtype != chosen.kv) continue;
+    std::printf("wrote %s, under the adapter %s; a worker's default (%s) here: mean KL %.3g, %s the gate\n",
+                out.c_str(), rec.adapter.c_str(), chosen.reason.c_str(), f.mean_kl, f.passes ? "passes" : "fails");
+  }
   return absl::OkStatus();
 }
 
@@ -342,7 +380,8 @@ absl::Status RunEval(const Args& args) {
                .ctx = ctx,
                .device = device,
                .threads = static_cast<int>(threads),
-               .tensor_parallel = static_cast<int32_t>(tensor_parallel)};
+               .tensor_parallel = static_cast<int32_t>(tensor_parallel),
+               .model_path = path};
   ASSIGN_OR_RETURN(in.tokens, ReadTokens(flags, *m));
   in.windows = EvalWindows(static_cast<int64_t>(in.tokens.size()), ctx);
   if (in.windows.empty()) {
@@ -355,11 +394,6 @@ absl::Status RunEval(const Args& args) {
   }
   ASSIGN_OR_RETURN(in.lora, ReadLocalLora(flags, *m));
   if (flags.Has("calibrate")) {
-    if (in.lora) {
-      return absl::InvalidArgumentError(
-          "--calibrate writes the base model's record; to judge a mode under an adapter, save a reference with --lora "
-          "and compare the mode against it (--reference, --lora)");
-    }
     if (flags.Has("save-reference") || flags.Has("cpu-activations") || flags.Has("kv-cache-dtype")) {
       return absl::InvalidArgumentError(
           "--calibrate runs every mode itself: drop --save-reference, --cpu-activations and --kv-cache-dtype");

@@ -77,6 +77,18 @@ TEST(CalibrationRecordTest, ReadsBackWhatItWrote) {
   EXPECT_DOUBLE_EQ(q8.same_top1, 0.97);
   EXPECT_TRUE(q8.passes);
   EXPECT_EQ(r->command, "kvfleet eval --calibrate");
+  EXPECT_EQ(r->adapter, "") << "the base model's record names no adapter";
+}
+
+TEST(CalibrationRecordTest, ARecordUnderAnAdapterNamesIt) {
+  testing::TempDir dir;
+  const std::string path = dir.Path("sql.calibration.json");
+  CalibrationRecord under = TwoModes();
+  under.adapter = "sql@" + std::string(64, 'b');
+  ASSERT_TRUE(WriteCalibrationRecord(path, under).ok());
+  absl::StatusOr<CalibrationRecord> r = ReadCalibrationRecord(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->adapter, under.adapter);
 }
 
 TEST(CalibrationRecordTest, AMissingFileIsNotFound) {

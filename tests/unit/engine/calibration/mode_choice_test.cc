@@ -135,6 +135,9 @@ TEST(ModeChoiceTest, ARecordForOtherWeightsBackendOrKernelsIsNotUsed) {
   CalibrationMatch other_weights = kCpu;
   other_weights.model_fingerprint = "fq";
   expect_exact(ChooseMode(kAuto, good, "r.json", other_weights), "measured on other weights");
+  CalibrationRecord under_adapter = good;
+  under_adapter.adapter = "sql@" + std::string(64, 'b');
+  expect_exact(ChooseMode(kAuto, under_adapter, "r.json", kCpu), "measured under the LoRA adapter sql@bbbb");
   CalibrationMatch gpu = kCpu;
   gpu.backend = "cuda";
   expect_exact(ChooseMode(kAuto, good, "r.json", gpu), "measured on the cpu backend; this worker runs on cuda");
@@ -180,6 +183,14 @@ TEST(ModeChoiceTest, ScaledKeysTakeTheRecordsScalesOrAreRefused) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.message().find("measured on other weights"), std::string::npos) << refused;
   EXPECT_NE(refused.message().find("kvfleet eval --calibrate"), std::string::npos) << refused;
+  // A record measured under an adapter gives no worker its scales.
+  CalibrationRecord under_adapter = r;
+  under_adapter.adapter = "sql@" + std::string(64, 'b');
+  ASSERT_TRUE(WriteCalibrationRecord(dir.Path("sql.json"), under_adapter).ok());
+  q.fingerprint = [] { return std::string(64, 'f'); };
+  q.record_path = dir.Path("sql.json");
+  refused = ResolveMode(q).status();
+  EXPECT_NE(refused.message().find("measured under the LoRA adapter sql@"), std::string::npos) << refused;
   q.record_path = dir.Path("none.json");
   refused = ResolveMode(q).status();
   EXPECT_NE(refused.message().find("there is none"), std::string::npos) << refused;
