@@ -18,6 +18,11 @@ cut to whole windows so that no window spans two texts):
     llama.cpp's two mean KL divergences as the gate and writes the model's
     calibration record (docs/operations.md, "Choosing a mode").
 
+With --lora DIR (a PEFT adapter) all three run under it: float64 with the
+adapter merged into the weights, llama.cpp with it written as its LoRA GGUF
+(tests/reference/lora_numpy.py), kvfleet with --lora. The gate is then
+llama.cpp's divergence under the same adapter, and the record names it.
+
 Prints perplexity and KL divergence from float64 for each. Not run in CI: llama-cpp-python
 is a benchmark dependency (scripts/setup.sh --with-benchmarks builds it
 without AMX, which crashes on VMs that report it). llama.cpp runs in a
@@ -42,6 +47,7 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import llama_numpy  # noqa: E402
+import lora_numpy  # noqa: E402
 from activation_accuracy import encoder_for  # noqa: E402  (bench/, the script's own folder)
 
 # Run under llama-cpp-python's interpreter: every window's logits, saved as .npy.
@@ -53,6 +59,8 @@ from llama_cpp import Llama
 args = json.loads(sys.argv[1])
 extra = {"type_k": llama_cpp.GGML_TYPE_Q8_0, "type_v": llama_cpp.GGML_TYPE_Q8_0, "flash_attn": True} \
     if args["kv"] == "q8_0" else {}
+if args["lora"]:
+    extra["lora_path"] = args["lora"]
 llm = Llama(model_path=args["model"], n_ctx=args["ctx"], logits_all=True, n_threads=args["threads"],
             n_batch=args["ctx"], verbose=False, **extra)
 for i, window in enumerate(args["windows"]):
@@ -86,6 +94,7 @@ def main():
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--calibrate", metavar="OUT", help="write the model's calibration record here")
+    ap.add_argument("--lora", metavar="DIR", help="run everything under this PEFT adapter")
     ap.add_argument("--tokenize-dump", default=os.path.join(ROOT, "build", "tests", "reference", "tokenize_dump"),
                     help="kvfleet's tokenizer, for vocabularies the numpy reference cannot build (SentencePiece)")
     ap.add_argument("--keep", metavar="DIR",
@@ -121,7 +130,8 @@ def main():
         key = {"model": os.path.abspath(args.model), "model_bytes": os.path.getsize(args.model),
                "model_mtime_ns": os.stat(args.model).st_mtime_ns,
                "texts": [os.path.abspath(t) for t in texts], "tokens": args.tokens, "ctx": ctx, "ids": len(ids),
-               "ids_hash": hash(tuple(ids)) & 0xFFFFFFFF}
+               "ids_hash": hash(tuple(ids)) & 0xFFFFFFFF,
+               "lora": os.path.abspath(args.lora) if args.lora else None}
         kept_path = os.path.join(work, "kept.json")
         kept = None
         if args.keep and os.path.exists(kept_path):
@@ -135,13 +145,19 @@ def main():
             rows, gates, llama_version, positions = kept["rows"], kept["gates"], kept["llama_version"], kept["positions"]
         else:
             llama_version = ""
+            lora_gguf = None
+            if args.lora:
+                lora_gguf = os.path.join(tmp, "lora.gguf")
+                lora_numpy.write_llama_cpp_lora(args.lora, hp, lora_gguf)
             for _, kv in LLAMA_PATHS:
                 out = subprocess.run([args.llama_python, "-c", LLAMA_SNIPPET,
                                       json.dumps({"model": args.model, "ctx": ctx, "threads": args.threads,
-                                                  "windows": windows, "out": tmp, "kv": kv})],
+                                                  "windows": windows, "out": tmp, "kv": kv, "lora": lora_gguf})],
                                      check=True, capture_output=True, text=True)
                 llama_version = out.stdout.strip().splitlines()[-1]
             ref = llama_numpy.LlamaReference(args.model, np.float64)
+            if args.lora:
+                lora_numpy.merge_peft_adapter(ref, args.lora)
             nll64 = []
             llama = {kv: {"nll": [], "kl": [], "top": []} for _, kv in LLAMA_PATHS}
             with open(ref_path, "wb") as f:
@@ -179,7 +195,7 @@ def main():
         with open(ids_path, "w") as f:
             f.write(",".join(str(i) for i in ids))
         common = [args.kvfleet, "eval", "--model", args.model, "--tokens", ids_path, "--ctx", str(ctx),
-                  "--threads", str(args.threads), "--reference", ref_path]
+                  "--threads", str(args.threads), "--reference", ref_path] + (["--lora", args.lora] if args.lora else [])
         text_name = " + ".join(f"{os.path.basename(t)} ({args.tokens} tokens)" for t in texts)
         if args.calibrate:
             # --calibrate measures every mode itself: the table comes from its record.
@@ -187,9 +203,11 @@ def main():
                 common + ["--calibrate", args.calibrate, "--activations-gate", repr(gates["f16"]),
                           "--kv-gate", repr(gates["q8_0"]),
                           "--gate-source", f"llama.cpp {llama_version} (llama-cpp-python) on the same GGUF, text and "
-                                           f"windows: its default CPU path, and with a q8_0 KV cache",
-                          "--reference-source", "float64 numpy forward (tests/reference/llama_numpy.py), "
-                                                "distributions stored as float16"],
+                                           f"windows{', under the same adapter' if args.lora else ''}: its default CPU "
+                                           f"path, and with a q8_0 KV cache",
+                          "--reference-source", "float64 numpy forward (tests/reference/llama_numpy.py"
+                                                + (", the adapter merged by lora_numpy.py" if args.lora else "")
+                                                + "), distributions stored as float16"],
                 capture_output=True, text=True)
             if out.returncode != 0:
                 sys.exit(f"kvfleet eval --calibrate failed: {out.stderr}")
@@ -212,7 +230,8 @@ def main():
                 speed = float(re.search(r"([\d.]+) tokens/s", out).group(1))
                 rows.append((name, float(re.search(r"perplexity ([\d.]+)", out).group(1)), float(m.group(1)),
                              float(m.group(2)), float(re.search(r"same top token ([\d.]+)%", out).group(1)), speed))
-        print(f"{os.path.basename(args.model)}, {text_name}, {len(windows)} windows of {ctx}, "
+        under = f" under {os.path.basename(os.path.normpath(args.lora))}" if args.lora else ""
+        print(f"{os.path.basename(args.model)}{under}, {text_name}, {len(windows)} windows of {ctx}, "
               f"{positions} positions; KL divergence from float64; llama.cpp {llama_version}")
         print("| path | perplexity | mean KL | p99 KL | same top-1 | eval tokens/s |")
         print("|---|---|---|---|---|---|")

@@ -10,6 +10,10 @@ adjacent-pair RoPE; PEFT trained B against the Hugging Face checkpoint's
 order, so those B rows are permuted the same way before the merge (as
 model/lora/peft_adapter_reader.cc does).
 
+write_llama_cpp_lora writes the same adapter as llama.cpp reads one (a
+GGUF of general.type "adapter"), so that llama.cpp's divergence under it
+can be measured too (bench/eval_vs_llamacpp.py --lora).
+
   ref = llama_numpy.LlamaReference(model, np.float64)
   merge_peft_adapter(ref, "models/lora/smollm2-answer-format")
 """
@@ -68,9 +72,10 @@ def to_adjacent_pairs(rows, head_dim):
     return rows.reshape(heads, 2, head_dim // 2, -1).transpose(0, 2, 1, 3).reshape(rows.shape)
 
 
-def merge_peft_adapter(ref, adapter_dir):
-    """Adds scale * B @ A to every weight the adapter adapts; returns the
-    number of weights changed."""
+def read_peft_adapter(adapter_dir, hp):
+    """(scale, {(layer, GGUF name): (A, B)}) of a PEFT adapter for a model of
+    hyperparameters `hp` (llama_numpy.Hparams), B's q and k rows in the
+    GGUF's order."""
     with open(os.path.join(adapter_dir, "adapter_config.json")) as f:
         config = json.load(f)
     rank = int(config["r"])
@@ -82,13 +87,44 @@ def merge_peft_adapter(ref, adapter_dir):
         if m is None or m.group(2) not in GGUF_NAME:
             raise ValueError(f"{adapter_dir}: tensor {name} is not a LoRA A or B of a layer's projection")
         pairs.setdefault((int(m.group(1)), m.group(2)), {})[m.group(3)] = arr
-    adjacent_pairs = not ref.hp.rope_neox
+    out = {}
     for (layer, module), ab in sorted(pairs.items()):
-        delta = scale * (ab["B"] @ ab["A"])
-        if adjacent_pairs and module in ("q_proj", "k_proj"):
-            delta = to_adjacent_pairs(delta, ref.hp.head_dim)
-        key = f"blk.{layer}.{GGUF_NAME[module]}.weight"
+        b = ab["B"]
+        if not hp.rope_neox and module in ("q_proj", "k_proj"):
+            b = to_adjacent_pairs(b, hp.head_dim)
+        out[(layer, GGUF_NAME[module])] = (ab["A"], b)
+    return scale, out
+
+
+def write_llama_cpp_lora(adapter_dir, hp, path):
+    """The adapter as llama.cpp's LoRA GGUF: lora_a [r, in] and lora_b
+    [out, r] per weight (numpy's order), alpha chosen so that llama.cpp's
+    alpha / r is this adapter's scale (rsLoRA included)."""
+    import gguf
+
+    scale, pairs = read_peft_adapter(adapter_dir, hp)
+    rank = next(iter(pairs.values()))[0].shape[0]
+    w = gguf.GGUFWriter(path, hp.arch)
+    w.add_string("general.type", "adapter")
+    w.add_string("adapter.type", "lora")
+    w.add_float32("adapter.lora.alpha", float(scale * rank))
+    for (layer, name), (a, b) in pairs.items():
+        w.add_tensor(f"blk.{layer}.{name}.weight.lora_a", np.ascontiguousarray(a, dtype=np.float32))
+        w.add_tensor(f"blk.{layer}.{name}.weight.lora_b", np.ascontiguousarray(b, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def merge_peft_adapter(ref, adapter_dir):
+    """Adds scale * B @ A to every weight the adapter adapts; returns the
+    number of weights changed."""
+    scale, pairs = read_peft_adapter(adapter_dir, ref.hp)
+    for (layer, name), (a, b) in pairs.items():
+        delta = scale * (b @ a)
+        key = f"blk.{layer}.{name}.weight"
         if ref.w[key].shape != delta.shape:
-            raise ValueError(f"{adapter_dir}: layer {layer} {module} is {delta.shape}, the base's {ref.w[key].shape}")
+            raise ValueError(f"{adapter_dir}: {key} changes by {delta.shape}, and the base's is {ref.w[key].shape}")
         ref.w[key] = ref.w[key] + delta.astype(ref.w[key].dtype)
     return len(pairs)
