@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kvfleet {
@@ -27,6 +28,8 @@ struct WorkerLoad {
   // A report lists at most this many routers (the worker's own bound);
   // more are cut, so one report cannot grow anyone's memory.
   static constexpr size_t kMaxAdmittedRouters = 64;
+  // And at most this many resident adapters (far more than any device's slots).
+  static constexpr size_t kMaxResidentLora = 256;
 
   int32_t running = 0;
   int32_t waiting = 0;
@@ -49,6 +52,11 @@ struct WorkerLoad {
   double peer_pull_seconds_per_block = 0.0;
   int64_t kv_block_bytes = 0;
   std::vector<AdmittedTicket> admitted;
+  // The LoRA adapters in the device slots now ("name@digest"), and the mean
+  // measured time to load one there (0 before the first): a request under
+  // an adapter placed where it is not resident waits for that load.
+  std::vector<std::string> resident_lora;
+  double lora_slot_load_seconds = 0.0;
 
   bool operator==(const WorkerLoad&) const = default;
 };

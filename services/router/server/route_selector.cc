@@ -137,11 +137,13 @@ absl::StatusOr<Route> RouteSelector::Choose(const std::string& model_id, PromptB
   {
     std::vector<WorkerCandidate> all = Candidates(workers, overlaps);
     if (!ask.lora.empty()) {
+      // From the load the cachemanager answered with, fresher than the
+      // worker's last probe when there is one.
       const std::string identity = ask.lora + "@" + ask.lora_digest;
-      for (size_t i = 0; i < workers.size(); ++i) {
-        const auto& resident = workers[i].stats.resident_lora_adapters();
-        all[i].lora_resident = std::find(resident.begin(), resident.end(), identity) != resident.end();
-        all[i].lora_load_seconds = workers[i].stats.lora_slot_load_seconds();
+      for (WorkerCandidate& c : all) {
+        c.lora_resident =
+            std::find(c.load.resident_lora.begin(), c.load.resident_lora.end(), identity) != c.load.resident_lora.end();
+        c.lora_load_seconds = c.load.lora_slot_load_seconds;
       }
     }
     for (size_t i = 0; i < workers.size(); ++i) {

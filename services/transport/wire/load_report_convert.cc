@@ -23,6 +23,8 @@ v1::LoadReport ToProto(const WorkerLoad& l) {
     a.set_router(t.router);
     a.set_ticket(t.ticket);
   }
+  for (const std::string& identity : l.resident_lora) out.add_resident_lora(identity);
+  out.set_lora_slot_load_seconds(l.lora_slot_load_seconds);
   return out;
 }
 
@@ -45,6 +47,9 @@ WorkerLoad FromProto(const v1::LoadReport& l) {
     const v1::PlacementTicket& t = l.admitted(static_cast<int>(i));
     out.admitted.push_back({.router = t.router(), .ticket = t.ticket()});
   }
+  const size_t resident = std::min<size_t>(static_cast<size_t>(l.resident_lora_size()), WorkerLoad::kMaxResidentLora);
+  out.resident_lora.assign(l.resident_lora().begin(), l.resident_lora().begin() + static_cast<int>(resident));
+  out.lora_slot_load_seconds = l.lora_slot_load_seconds();
   return out;
 }
 

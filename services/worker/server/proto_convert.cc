@@ -135,6 +135,8 @@ WorkerLoad LoadOf(const engine::EngineStats& s, bool draining, const std::vector
                  .peer_pull_seconds_per_block = s.kv_peer.seconds_per_block,
                  .kv_block_bytes = s.kv_block_bytes};
   for (const v1::PlacementTicket& t : admitted) out.admitted.push_back({.router = t.router(), .ticket = t.ticket()});
+  out.resident_lora = s.resident_lora;
+  if (s.lora.loads > 0) out.lora_slot_load_seconds = s.lora.load_seconds / static_cast<double>(s.lora.loads);
   return out;
 }
 
@@ -154,8 +156,8 @@ v1::WorkerStats ToProto(const engine::EngineStats& s, int32_t max_num_seqs, cons
   out.set_steps(s.steps);
   out.set_prefill_tokens_per_second(load.prefill_tokens_per_second);
   *out.mutable_admitted() = out.load_report().admitted();
-  for (const std::string& identity : s.resident_lora) out.add_resident_lora_adapters(identity);
-  if (s.lora.loads > 0) out.set_lora_slot_load_seconds(s.lora.load_seconds / static_cast<double>(s.lora.loads));
+  for (const std::string& identity : load.resident_lora) out.add_resident_lora_adapters(identity);
+  out.set_lora_slot_load_seconds(load.lora_slot_load_seconds);
   return out;
 }
 

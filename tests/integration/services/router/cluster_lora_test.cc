@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "model/lora/peft_adapter_writer.h"
 #include "model/model.h"
 #include "services/router/frontend/tenant_tokens.h"
@@ -53,6 +55,29 @@ TEST_F(ClusterLoraTest, StreamsUnderAnAdapterResumeOnAnotherWorkerWithNoTokenCha
   }
   const std::vector<TextStreamResult> reference = RunConcurrently(cluster, requests, nullptr);
   for (const TextStreamResult& r : reference) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  // The workers that ran them report the adapter resident to the
+  // cachemanager, whose answers the router places by.
+  const auto resident_in_cachemanager = [&] {
+    v1::FindOverlapsRequest request;
+    request.set_model_id("tiny");
+    request.add_block_hashes(std::string(16, '\x01'));
+    auto stub = v1::CacheManager::NewStub(NewTestChannel(cluster.cachemanager_address()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::FindOverlapsResponse response;
+    std::set<std::string> out;
+    if (!stub->FindOverlaps(&context, request, &response).ok()) return out;
+    for (const v1::WorkerOverlap& w : response.workers()) {
+      for (const std::string& identity : w.load().resident_lora()) {
+        if (absl::StartsWith(identity, "sql@") && identity.size() == 4 + 64) out.insert(w.worker_id());
+      }
+    }
+    return out;
+  };
+  std::set<std::string> ran;
+  for (const TextStreamResult& r : reference) ran.insert(r.worker_ids.front());
+  ASSERT_TRUE(WaitUntil([&] { return resident_in_cachemanager() == ran; }, milliseconds(10000)))
+      << "the cachemanager does not see sql resident where it ran";
   // The base model answers otherwise.
   v1::GenerateTextRequest base = requests.front();
   base.mutable_options()->clear_model();

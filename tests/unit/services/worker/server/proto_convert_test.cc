@@ -115,14 +115,17 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   v1::PlacementTicket ticket;
   ticket.set_router(7);
   ticket.set_ticket(42);
-  const engine::EngineStats stats{.running = 4,
-                                  .waiting = 4,
-                                  .blocks_total = 10,
-                                  .blocks_used = 5,
-                                  .blocks_free = 5,
-                                  .pending_prefill_tokens = 30,
-                                  .prefill_tokens_per_second = 900,
-                                  .host_load_seconds_per_block = 0.002};
+  engine::EngineStats stats{.running = 4,
+                            .waiting = 4,
+                            .blocks_total = 10,
+                            .blocks_used = 5,
+                            .blocks_free = 5,
+                            .pending_prefill_tokens = 30,
+                            .prefill_tokens_per_second = 900,
+                            .host_load_seconds_per_block = 0.002};
+  stats.resident_lora = {"sql@" + std::string(64, 'a'), "chat@" + std::string(64, 'b')};
+  stats.lora.loads = 4;
+  stats.lora.load_seconds = 0.002;
   const WorkerLoad load = LoadOf(stats, true, {ticket});
   EXPECT_EQ(load.running, 4);
   EXPECT_EQ(load.blocks_free, 5);
@@ -131,7 +134,11 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   EXPECT_DOUBLE_EQ(load.host_load_seconds_per_block, 0.002);
   ASSERT_EQ(load.admitted.size(), 1u);
   EXPECT_EQ(load.admitted[0], (AdmittedTicket{.router = 7, .ticket = 42}));
+  EXPECT_EQ(load.resident_lora, stats.resident_lora) << "the cachemanager learns the resident adapters";
+  EXPECT_DOUBLE_EQ(load.lora_slot_load_seconds, 0.0005);
   const v1::WorkerStats s = ToProto(stats, 8, load);
+  EXPECT_EQ(s.resident_lora_adapters_size(), 2);
+  EXPECT_DOUBLE_EQ(s.lora_slot_load_seconds(), 0.0005);
   EXPECT_DOUBLE_EQ(s.prefill_tokens_per_second(), 900);
   ASSERT_EQ(s.admitted_size(), 1);
   EXPECT_EQ(s.admitted(0).ticket(), 42u);
@@ -140,6 +147,15 @@ TEST(ProtoConvertTest, StatsDeriveLoadAndUsage) {
   EXPECT_TRUE(s.draining());
   // The load report inside is the cachemanager's form, field for field.
   EXPECT_EQ(transport::FromProto(s.load_report()), load);
+}
+
+// A report read from the wire keeps at most WorkerLoad's bounds.
+TEST(ProtoConvertTest, AReportOfTooManyResidentAdaptersIsCut) {
+  v1::LoadReport report;
+  for (size_t i = 0; i < WorkerLoad::kMaxResidentLora + 10; ++i) report.add_resident_lora("a" + std::to_string(i));
+  const WorkerLoad load = transport::FromProto(report);
+  ASSERT_EQ(load.resident_lora.size(), WorkerLoad::kMaxResidentLora);
+  EXPECT_EQ(load.resident_lora.front(), "a0");
 }
 
 // A worker may be called without a router in front: it checks the limits
