@@ -1,5 +1,7 @@
 #include "services/worker/lora/lora_registry.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -9,6 +11,21 @@
 #include "model/lora/peft_adapter_reader.h"
 
 namespace kvfleet::worker {
+namespace {
+
+// An unloaded adapter's memory should leave the process. glibc keeps what
+// is freed for reuse instead: reading a large weights file raises its mmap
+// threshold, so the adapter's matrices come from the heap, and freeing
+// them left most of it in the process (measured: 4 adapters of 75 MiB
+// unloaded, RSS 513 -> 301 MiB against 149 before any; 164 with this).
+// malloc_trim hands the free pages back; it runs once per adapter destroyed, on whichever thread lets
+// go of it last (a registry call, or the engine evicting its slot).
+void FreeAndReturnToTheSystem(const model::LoraAdapter* adapter) {
+  delete adapter;
+  malloc_trim(0);
+}
+
+}  // namespace
 
 LoraRegistry::LoraRegistry(const model::Model& base, LoraRegistryOptions options)
     : base_(base), options_(std::move(options)) {}
@@ -42,7 +59,8 @@ absl::StatusOr<LoadedLora> LoraRegistry::Load(const std::string& name, const std
   ASSIGN_OR_RETURN(model::LoraAdapter adapter,
                    model::ReadPeftAdapter(path, name, base_,
                                           {.max_rank = options_.max_rank, .base_fingerprint = options_.base_fingerprint}));
-  LoadedLora loaded{.adapter = std::make_shared<const model::LoraAdapter>(std::move(adapter)),
+  LoadedLora loaded{.adapter = std::shared_ptr<const model::LoraAdapter>(new model::LoraAdapter(std::move(adapter)),
+                                                                         FreeAndReturnToTheSystem),
                     .path = path,
                     .load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
   std::lock_guard<std::mutex> lock(mu_);
