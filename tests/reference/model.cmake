@@ -89,11 +89,12 @@ add_test(NAME reference.eval.smollm2
 set_tests_properties(reference.eval.smollm2 PROPERTIES LABELS reference TIMEOUT 300)
 
 # The same under a trained LoRA adapter on all seven projections
-# (models/lora/smollm2-result-arrow): float64 with the adapter merged into
-# the weights (lora_numpy.py) against kvfleet eval --lora, and every mode
-# judged under it by the gate (its record names the adapter).
+# (models/lora/smollm2-result-arrow), on 512 tokens: float64 with the
+# adapter merged into the weights (lora_numpy.py) against kvfleet eval
+# --lora, and every mode judged under it by the gate (its record names the
+# adapter).
 add_test(NAME reference.eval.smollm2_lora
   COMMAND ${KVFLEET_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/eval_reference.py
-          --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_DEFAULT_MODEL}
+          --kvfleet $<TARGET_FILE:kvfleet> --model ${KVFLEET_DEFAULT_MODEL} --tokens 512
           --lora ${PROJECT_SOURCE_DIR}/models/lora/smollm2-result-arrow)
 set_tests_properties(reference.eval.smollm2_lora PROPERTIES LABELS reference TIMEOUT 300)
