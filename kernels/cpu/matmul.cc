@@ -3,18 +3,31 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "common/check.h"
 #include "kernels/cpu/dequant_block.h"
+#include "kernels/cpu/matmul_f32_avx512.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/simd.h"
 
 namespace kvfleet::kernels {
 namespace {
 
-// Weight rows dequantized together; each shares every load of x.
+// Weight rows dequantized together; each shares every load of x. The
+// AVX-512 kernel takes twice as many (two rows a register).
 constexpr int64_t kRowTile = 4;
+constexpr int64_t kWideRowTile = 8;
+
+bool CpuHasAvx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+std::atomic<FloatDotIsa>& ActiveIsa() {
+  static std::atomic<FloatDotIsa> isa{CpuHasAvx512() ? FloatDotIsa::kAvx512 : FloatDotIsa::kAvx2};
+  return isa;
+}
 
 // Dot products of four dequantized weight rows (w, w + k, w + 2k, w + 3k)
 // with one x row. Each pair has its own accumulator that walks k in steps of
@@ -186,16 +199,36 @@ void FusedMatMulFewRows(const MatMulParams& p, int64_t row_begin, int64_t row_en
       const float* x = p.x + i0 * p.k;
       float* y = p.y + i0 * p.n + j;
       switch (std::min(kXTile, p.m - i0)) {
-        case 1: FusedRowTile<T, 1>(row, x, p.k, blocks, y, p.n); break;
-        case 2: FusedRowTile<T, 2>(row, x, p.k, blocks, y, p.n); break;
-        case 3: FusedRowTile<T, 3>(row, x, p.k, blocks, y, p.n); break;
-        case 4: FusedRowTile<T, 4>(row, x, p.k, blocks, y, p.n); break;
-        case 5: FusedRowTile<T, 5>(row, x, p.k, blocks, y, p.n); break;
-        case 6: FusedRowTile<T, 6>(row, x, p.k, blocks, y, p.n); break;
-        case 7: FusedRowTile<T, 7>(row, x, p.k, blocks, y, p.n); break;
-        case 8: FusedRowTile<T, 8>(row, x, p.k, blocks, y, p.n); break;
-        case 9: FusedRowTile<T, 9>(row, x, p.k, blocks, y, p.n); break;
-        default: FusedRowTile<T, 10>(row, x, p.k, blocks, y, p.n); break;
+        case 1:
+          FusedRowTile<T, 1>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 2:
+          FusedRowTile<T, 2>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 3:
+          FusedRowTile<T, 3>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 4:
+          FusedRowTile<T, 4>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 5:
+          FusedRowTile<T, 5>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 6:
+          FusedRowTile<T, 6>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 7:
+          FusedRowTile<T, 7>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 8:
+          FusedRowTile<T, 8>(row, x, p.k, blocks, y, p.n);
+          break;
+        case 9:
+          FusedRowTile<T, 9>(row, x, p.k, blocks, y, p.n);
+          break;
+        default:
+          FusedRowTile<T, 10>(row, x, p.k, blocks, y, p.n);
+          break;
       }
     }
   }
@@ -218,10 +251,19 @@ std::vector<float>& RowScratch() {
 
 void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
   std::vector<float>& scratch = RowScratch();
-  scratch.resize(static_cast<size_t>(kRowTile * p.k));
+  scratch.resize(static_cast<size_t>(kWideRowTile * p.k));
   const int64_t row_bytes = RowBytes(p.w_type, p.k);
   const auto* w_bytes = static_cast<const uint8_t*>(p.w);
-  for (int64_t j = row_begin; j < row_end; j += kRowTile) {
+  int64_t j = row_begin;
+  if (ActiveIsa().load(std::memory_order_relaxed) == FloatDotIsa::kAvx512) {
+    for (; j + kWideRowTile <= row_end; j += kWideRowTile) {
+      for (int64_t r = 0; r < kWideRowTile; ++r) {
+        DequantizeRow(p.w_type, w_bytes + (j + r) * row_bytes, scratch.data() + r * p.k, p.k);
+      }
+      DotEightRowsAvx512(scratch.data(), p.x, p.k, p.m, p.y + j, p.n);
+    }
+  }
+  for (; j < row_end; j += kRowTile) {
     const int64_t rows = std::min(kRowTile, row_end - j);
     for (int64_t r = 0; r < rows; ++r) {
       DequantizeRow(p.w_type, w_bytes + (j + r) * row_bytes, scratch.data() + r * p.k, p.k);
@@ -247,7 +289,17 @@ void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
 
 float DotReference(const float* w, const float* x, int64_t k) { return DotOne(w, x, k); }
 
-void ReserveMatMulScratch(int64_t max_k) { RowScratch().reserve(static_cast<size_t>(kRowTile * max_k)); }
+void ReserveMatMulScratch(int64_t max_k) { RowScratch().reserve(static_cast<size_t>(kWideRowTile * max_k)); }
+
+FloatDotIsa ActiveFloatDotIsa() { return ActiveIsa().load(); }
+
+bool ForceFloatDotIsa(FloatDotIsa isa) {
+  if (isa == FloatDotIsa::kAvx512 && !CpuHasAvx512()) return false;
+  ActiveIsa().store(isa);
+  return true;
+}
+
+std::string_view FloatDotIsaName(FloatDotIsa isa) { return isa == FloatDotIsa::kAvx2 ? "avx2" : "avx512"; }
 
 void MatMul(const MatMulParams& p, ThreadPool& pool) {
   CHECK(p.k % 32 == 0) << "matmul inner dimension " << p.k << " must be a multiple of 32";
@@ -255,8 +307,10 @@ void MatMul(const MatMulParams& p, ThreadPool& pool) {
     pool.ParallelFor(
         p.n, [&p](int64_t begin, int64_t end) { FusedMatMul(p, begin, end); }, kRowTile);
   } else {
+    // Threads take whole 8-row tiles where the AVX-512 kernel runs.
+    const int64_t grain = ActiveIsa().load(std::memory_order_relaxed) == FloatDotIsa::kAvx512 ? kWideRowTile : kRowTile;
     pool.ParallelFor(
-        p.n, [&p](int64_t begin, int64_t end) { MatMulRows(p, begin, end); }, kRowTile);
+        p.n, [&p](int64_t begin, int64_t end) { MatMulRows(p, begin, end); }, grain);
   }
 }
 

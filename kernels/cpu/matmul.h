@@ -10,14 +10,17 @@
 // tiled, or on the thread count. So a token's result is identical whether it
 // is computed alone or in a batch (docs/design.md, Exactness).
 //
-// Weights stay in their storage type; each thread dequantizes a few rows at a
-// time into a small scratch buffer.
+// Weights stay in their storage type. Up to 10 x rows, each weight block is
+// dequantized into registers and used by every row; past that, each thread
+// dequantizes 4 (AVX2) or 8 (AVX-512) rows at a time into a small scratch
+// buffer and multiplies every x row against them.
 //
 //   MatMulParams p{.w_type = DType::kQ4_1, .w = data, .n = 1536, .k = 576, .x = x, .m = 7, .y = y};
 //   MatMul(p, pool);
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "common/dtype.h"
 #include "common/thread_pool.h"
@@ -28,13 +31,22 @@ struct MatMulParams {
   DType w_type = DType::kF32;
   const void* w = nullptr;  // [n, k]
   int64_t n = 0;
-  int64_t k = 0;            // multiple of 32
-  const float* x = nullptr; // [m, k]
+  int64_t k = 0;             // multiple of 32
+  const float* x = nullptr;  // [m, k]
   int64_t m = 0;
-  float* y = nullptr;       // [m, n]
+  float* y = nullptr;  // [m, n]
 };
 
 void MatMul(const MatMulParams& p, ThreadPool& pool);
+
+// The instruction set of the many-token kernel (more than 10 x rows): AVX2,
+// or AVX-512 where CPUID finds F, DQ and VL, two rows' 8-lane chains per
+// register. Both give the same bits; chosen at first use, and forced by
+// tests and benchmarks (false where this CPU cannot run it).
+enum class FloatDotIsa { kAvx2, kAvx512 };
+FloatDotIsa ActiveFloatDotIsa();
+bool ForceFloatDotIsa(FloatDotIsa isa);
+std::string_view FloatDotIsaName(FloatDotIsa isa);
 
 // Sizes the calling thread's dequantization scratch for inner dimensions up
 // to max_k, so no later MatMul on it allocates (run it on each pool thread).

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/quantize.h"
@@ -18,11 +20,13 @@ struct Case {
 
 class MatMulTest : public ::testing::TestWithParam<DType> {};
 
-TEST_P(MatMulTest, EqualsReferenceBitForBitAndIsBatchInvariant) {
-  const DType t = GetParam();
-  // m up to 10 takes the fused kernels; past it, the scratch kernels with their
-  // 4x3 and single-token tiles (m = 14: four 4x3 tiles and two left over; m = 13: one left over).
-  for (Case c : {Case{7, 64, 1}, Case{33, 96, 5}, Case{64, 576, 9}, Case{37, 96, 13}, Case{40, 64, 14}}) {
+void ExpectReferenceBitsAtEveryBatch(DType t) {
+  // m up to 10 takes the fused kernels; past it, the scratch kernels: on
+  // AVX2 their 4x3 and single-token tiles (m = 14: four 4x3 tiles and two
+  // left over; m = 13: one left over), on AVX-512 8 rows by 6 tokens (m = 17:
+  // two such and 5 left over; n = 37: rows past the last 8 on AVX2's tiles).
+  for (Case c : {Case{7, 64, 1}, Case{33, 96, 5}, Case{64, 576, 9}, Case{37, 96, 13}, Case{40, 64, 14},
+                 Case{37, 96, 17}, Case{16, 64, 64}}) {
     c.k = RoundUpToBlock(t, c.k);  // a K-quant's rows are whole super-blocks of 256
     const std::vector<float> wf = RandomFloats(c.n * c.k, 1, 1.0f);
     std::vector<uint8_t> w(RowBytes(t, c.n * c.k));
@@ -56,6 +60,24 @@ TEST_P(MatMulTest, EqualsReferenceBitForBitAndIsBatchInvariant) {
       }
     }
   }
+}
+
+// On every instruction set this CPU has, forced in turn.
+TEST_P(MatMulTest, EqualsReferenceBitForBitAndIsBatchInvariant) {
+  const DType t = GetParam();
+  const FloatDotIsa original = ActiveFloatDotIsa();
+  int isas = 0;
+  for (FloatDotIsa isa : {FloatDotIsa::kAvx2, FloatDotIsa::kAvx512}) {
+    if (!ForceFloatDotIsa(isa)) {
+      std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", std::string(FloatDotIsaName(isa)).c_str());
+      continue;
+    }
+    ++isas;
+    SCOPED_TRACE(std::string(FloatDotIsaName(isa)));
+    ExpectReferenceBitsAtEveryBatch(t);
+  }
+  ForceFloatDotIsa(original);
+  EXPECT_GE(isas, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulTest, ::testing::ValuesIn(kAllDTypes),

@@ -1,0 +1,98 @@
+// The float path's many-token kernel on AVX-512, compiled with AVX-512 flags
+// (kernels/cpu/CMakeLists.txt) and called only where CPUID finds them
+// (matmul.cc). Each 512-bit register holds two weight rows' 8-lane
+// accumulators side by side, so an instruction advances two rows' chains;
+// every lane still does DotOne's fused multiply-adds in DotOne's order, and
+// each half is summed in HorizontalSum's order: the same bits as the AVX2
+// kernels.
+#include "kernels/cpu/matmul_f32_avx512.h"
+
+#include <immintrin.h>
+
+// GCC 12 takes the "undefined" pass-through operand of 512-bit inserts for
+// an uninitialized read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace kvfleet::kernels {
+namespace {
+
+// HorizontalSum's order (simd.h), here with internal linkage: an inline
+// function of a shared header compiled in this file could be the copy the
+// linker keeps for the AVX2 path, and fault on a CPU without AVX-512.
+float HalfSum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Rows 2p and 2p + 1 of the eight, values [i, i + 8) of each.
+inline __m512 RowPair(const float* w, int64_t k, int p, int64_t i) {
+  const float* a = w + 2 * p * k + i;
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm256_loadu_ps(a + k), 1);
+}
+
+// Eight rows against T tokens: 4·T accumulators (T ≤ 6 leaves registers
+// for the four row pairs and x).
+template <int T>
+void EightRowsTokens(const float* w, const float* x, int64_t k, float* y, int64_t y_stride) {
+  __m512 acc[4][T];
+#pragma GCC unroll 6
+  for (int t = 0; t < T; ++t) {
+    acc[0][t] = acc[1][t] = acc[2][t] = acc[3][t] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; i += 8) {
+    const __m512 w0 = RowPair(w, k, 0, i), w1 = RowPair(w, k, 1, i), w2 = RowPair(w, k, 2, i), w3 = RowPair(w, k, 3, i);
+#pragma GCC unroll 6
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + t * k + i));
+      acc[0][t] = _mm512_fmadd_ps(w0, xv, acc[0][t]);
+      acc[1][t] = _mm512_fmadd_ps(w1, xv, acc[1][t]);
+      acc[2][t] = _mm512_fmadd_ps(w2, xv, acc[2][t]);
+      acc[3][t] = _mm512_fmadd_ps(w3, xv, acc[3][t]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int t = 0; t < T; ++t) {
+    for (int p = 0; p < 4; ++p) {
+      y[t * y_stride + 2 * p] = HalfSum(_mm512_castps512_ps256(acc[p][t]));
+      y[t * y_stride + 2 * p + 1] = HalfSum(_mm512_extractf32x8_ps(acc[p][t], 1));
+    }
+  }
+}
+
+}  // namespace
+
+void DotEightRowsAvx512(const float* w, const float* x, int64_t k, int64_t m, float* y, int64_t y_stride) {
+  constexpr int64_t kTokens = 6;
+  int64_t t0 = 0;
+  for (; t0 + kTokens <= m; t0 += kTokens) {
+    EightRowsTokens<kTokens>(w, x + t0 * k, k, y + t0 * y_stride, y_stride);
+  }
+  const float* xt = x + t0 * k;
+  float* yt = y + t0 * y_stride;
+  switch (m - t0) {
+    case 1:
+      EightRowsTokens<1>(w, xt, k, yt, y_stride);
+      break;
+    case 2:
+      EightRowsTokens<2>(w, xt, k, yt, y_stride);
+      break;
+    case 3:
+      EightRowsTokens<3>(w, xt, k, yt, y_stride);
+      break;
+    case 4:
+      EightRowsTokens<4>(w, xt, k, yt, y_stride);
+      break;
+    case 5:
+      EightRowsTokens<5>(w, xt, k, yt, y_stride);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace kvfleet::kernels
