@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_f32_avx512.h"
 #include "kernels/cpu/matmul_q8.h"
 
 namespace kvfleet::kernels {
@@ -111,8 +113,12 @@ MachineCeilings MeasureMachineCeilings(ThreadPool& pool, size_t buffer_bytes) {
   c.read_bytes_per_s = static_cast<double>(slice * threads * sizeof(float)) / read_s;
 
   constexpr int64_t kIterations = 4'000'000;
-  const double fma_s = BestParallel(pool, kPasses, [&] { g_sink = g_sink + FmaLoop(kIterations); });
-  c.fma_flops_per_s = 2.0 * 10 * 8 * kIterations * threads / fma_s;
+  // With the instruction set the float matmul runs (matmul.h).
+  const bool wide = ActiveFloatDotIsa() == FloatDotIsa::kAvx512;
+  c.fma_isa = std::string(FloatDotIsaName(ActiveFloatDotIsa()));
+  const double fma_s = BestParallel(
+      pool, kPasses, [&] { g_sink = g_sink + (wide ? Avx512FmaLoop(kIterations) : FmaLoop(kIterations)); });
+  c.fma_flops_per_s = 2.0 * 10 * (wide ? 16 : 8) * kIterations * threads / fma_s;
 
   const Q8DotIsa isa = ActiveQ8DotIsa();
   c.int8_isa = std::string(Q8DotIsaName(isa));

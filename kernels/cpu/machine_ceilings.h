@@ -18,7 +18,8 @@ namespace kvfleet::kernels {
 
 struct MachineCeilings {
   double read_bytes_per_s = 0;  // all threads reading, each its own slice
-  double fma_flops_per_s = 0;   // float32, 2 flops per lane per FMA
+  double fma_flops_per_s = 0;   // float32, 2 flops per lane per FMA, the float matmul's instruction set
+  std::string fma_isa;          // "avx2" or "avx512"
   double int8_macs_per_s = 0;   // int8 multiply-adds, the active Q8 dot instruction set
   std::string int8_isa;         // "avx2" or "avx512-vnni"
 };

@@ -66,6 +66,19 @@ void EightRowsTokens(const float* w, const float* x, int64_t k, float* y, int64_
 
 }  // namespace
 
+double Avx512FmaLoop(int64_t iterations) {
+  __m512 a[10];
+  for (int i = 0; i < 10; ++i) a[i] = _mm512_set1_ps(1.0f + 1e-7f * static_cast<float>(i));
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+  for (int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 10
+    for (int i = 0; i < 10; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+  }
+  __m512 s = a[0];
+  for (int i = 1; i < 10; ++i) s = _mm512_add_ps(s, a[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
 void DotEightRowsAvx512(const float* w, const float* x, int64_t k, int64_t m, float* y, int64_t y_stride) {
   constexpr int64_t kTokens = 6;
   int64_t t0 = 0;

@@ -11,4 +11,8 @@ namespace kvfleet::kernels {
 // dequantized rows r of w and the m tokens of x.
 void DotEightRowsAvx512(const float* w, const float* x, int64_t k, int64_t m, float* y, int64_t y_stride);
 
+// machine_ceilings.cc: `iterations` rounds of 10 independent 512-bit FMA
+// chains (16 lanes each), the float path's widest instruction.
+double Avx512FmaLoop(int64_t iterations);
+
 }  // namespace kvfleet::kernels

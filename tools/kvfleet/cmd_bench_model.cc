@@ -101,11 +101,12 @@ absl::Status RunBenchModel(const Args& args) {
     const double compute_bound =
         activations == engine::CpuActivations::kQ8 ? c.int8_macs_per_s / weights : c.fma_flops_per_s / (2 * weights);
     ceilings = absl::StrFormat(
-        ", \"read_gb_per_s\": %.2f, \"fma_gflops\": %.1f, \"int8_gmacs\": %.1f, \"int8_isa\": \"%s\", "
+        ", \"read_gb_per_s\": %.2f, \"fma_gflops\": %.1f, \"fma_isa\": \"%s\", \"int8_gmacs\": %.1f, \"int8_isa\": "
+        "\"%s\", "
         "\"weight_bytes_per_token\": %.0f, \"decode_bandwidth_bound\": %.1f, \"decode_compute_bound\": %.1f, "
         "\"decode_share_of_bound\": %.3f",
-        c.read_bytes_per_s / 1e9, c.fma_flops_per_s / 1e9, c.int8_macs_per_s / 1e9, c.int8_isa, bytes, bandwidth_bound,
-        compute_bound, Median(decode) / std::min(bandwidth_bound, compute_bound));
+        c.read_bytes_per_s / 1e9, c.fma_flops_per_s / 1e9, c.fma_isa, c.int8_macs_per_s / 1e9, c.int8_isa, bytes,
+        bandwidth_bound, compute_bound, Median(decode) / std::min(bandwidth_bound, compute_bound));
   }
   std::printf(
       "{\"threads\": %lld, \"prompt_tokens\": %lld, \"gen_tokens\": %lld, \"cpu_activations\": \"%s\", "
