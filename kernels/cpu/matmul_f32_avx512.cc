@@ -9,6 +9,8 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/simd.h"
+
 // GCC 12 takes the "undefined" pass-through operand of 512-bit inserts for
 // an uninitialized read.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -16,18 +18,6 @@
 
 namespace kvfleet::kernels {
 namespace {
-
-// HorizontalSum's order (simd.h), here with internal linkage: an inline
-// function of a shared header compiled in this file could be the copy the
-// linker keeps for the AVX2 path, and fault on a CPU without AVX-512.
-float HalfSum(__m256 v) {
-  const __m128 lo = _mm256_castps256_ps128(v);
-  const __m128 hi = _mm256_extractf128_ps(v, 1);
-  __m128 s = _mm_add_ps(lo, hi);
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Rows 2p and 2p + 1 of the eight, values [i, i + 8) of each.
 inline __m512 RowPair(const float* w, int64_t k, int p, int64_t i) {
@@ -58,8 +48,8 @@ void EightRowsTokens(const float* w, const float* x, int64_t k, float* y, int64_
 #pragma GCC unroll 6
   for (int t = 0; t < T; ++t) {
     for (int p = 0; p < 4; ++p) {
-      y[t * y_stride + 2 * p] = HalfSum(_mm512_castps512_ps256(acc[p][t]));
-      y[t * y_stride + 2 * p + 1] = HalfSum(_mm512_extractf32x8_ps(acc[p][t], 1));
+      y[t * y_stride + 2 * p] = HorizontalSum(_mm512_castps512_ps256(acc[p][t]));
+      y[t * y_stride + 2 * p + 1] = HorizontalSum(_mm512_extractf32x8_ps(acc[p][t], 1));
     }
   }
 }

@@ -1,6 +1,11 @@
 // Small AVX2 helpers shared by the CPU kernels. HorizontalSum fixes the
 // order in which the eight lanes are added, which the exactness guarantee of
 // every kernel relies on.
+//
+// Each has internal linkage (`static`): a file compiled with AVX-512 flags
+// (matmul_f32_avx512.cc) includes them too, and an ordinary inline
+// function's copy from that file could be the one the linker keeps for the
+// AVX2 files, and fault on a CPU without AVX-512.
 #pragma once
 
 #include <immintrin.h>
@@ -8,7 +13,7 @@
 namespace kvfleet::kernels {
 
 // ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)), always in this order.
-inline float HorizontalSum(__m256 v) {
+static inline float HorizontalSum(__m256 v) {
   const __m128 lo = _mm256_castps256_ps128(v);
   const __m128 hi = _mm256_extractf128_ps(v, 1);
   __m128 s = _mm_add_ps(lo, hi);
@@ -18,7 +23,7 @@ inline float HorizontalSum(__m256 v) {
 }
 
 // Σ a[i]·b[i] for n a multiple of 8, one accumulator, fixed order.
-inline float Dot8(const float* a, const float* b, int n) {
+static inline float Dot8(const float* a, const float* b, int n) {
   __m256 acc = _mm256_setzero_ps();
   for (int i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
   return HorizontalSum(acc);
