@@ -249,13 +249,14 @@ std::vector<float>& RowScratch() {
   return scratch;
 }
 
-void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end) {
+// `wide`: the 8-row tiles of the AVX-512 kernel first.
+void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end, bool wide) {
   std::vector<float>& scratch = RowScratch();
   scratch.resize(static_cast<size_t>(kWideRowTile * p.k));
   const int64_t row_bytes = RowBytes(p.w_type, p.k);
   const auto* w_bytes = static_cast<const uint8_t*>(p.w);
   int64_t j = row_begin;
-  if (ActiveIsa().load(std::memory_order_relaxed) == FloatDotIsa::kAvx512) {
+  if (wide) {
     for (; j + kWideRowTile <= row_end; j += kWideRowTile) {
       for (int64_t r = 0; r < kWideRowTile; ++r) {
         DequantizeRow(p.w_type, w_bytes + (j + r) * row_bytes, scratch.data() + r * p.k, p.k);
@@ -308,9 +309,10 @@ void MatMul(const MatMulParams& p, ThreadPool& pool) {
         p.n, [&p](int64_t begin, int64_t end) { FusedMatMul(p, begin, end); }, kRowTile);
   } else {
     // Threads take whole 8-row tiles where the AVX-512 kernel runs.
-    const int64_t grain = ActiveIsa().load(std::memory_order_relaxed) == FloatDotIsa::kAvx512 ? kWideRowTile : kRowTile;
+    const bool wide = ActiveIsa().load(std::memory_order_relaxed) == FloatDotIsa::kAvx512;
     pool.ParallelFor(
-        p.n, [&p](int64_t begin, int64_t end) { MatMulRows(p, begin, end); }, grain);
+        p.n, [&p, wide](int64_t begin, int64_t end) { MatMulRows(p, begin, end, wide); },
+        wide ? kWideRowTile : kRowTile);
   }
 }
 

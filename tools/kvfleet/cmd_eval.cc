@@ -273,9 +273,10 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
   const model::ModelConfig& c = in.model.config();
   engine::KeyChannelMaxima maxima(c.num_layers, c.num_kv_heads, c.head_dim);
   std::shared_ptr<const engine::KeyChannelScales> scales;
+  // The base model's record: a worker under an adapter keeps its mode and scales.
+  const std::string base_record = flags.GetString("calibration", engine::CalibrationPathFor(in.model_path));
   if (in.lora) {
     rec.adapter = in.lora->identity();
-    const std::string base_record = flags.GetString("calibration", engine::CalibrationPathFor(in.model_path));
     absl::StatusOr<std::shared_ptr<const engine::KeyChannelScales>> base_scales =
         engine::KeyScalesForModes(in.model, base_record, /*record_required=*/false, engine::DeviceKind::kCpu,
                                   engine::CpuActivations::kF32, kernels::KvCacheDtype::kInt8RotatedScaled);
@@ -324,7 +325,6 @@ absl::Status Calibrate(const Flags& flags, const Args& args, const EvalInput& in
   }
   // A worker serving the adapter runs the mode its base's record picks:
   // does that mode hold under the adapter?
-  const std::string base_record = flags.GetString("calibration", engine::CalibrationPathFor(in.model_path));
   const engine::ChosenMode chosen =
       engine::ChooseMode({}, engine::ReadCalibrationRecord(base_record), base_record, match);
   for (const engine::ModeFigures& f : rec.modes) {
