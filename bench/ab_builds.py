@@ -10,6 +10,7 @@ Prints, per figure, the median of --rounds runs for each build, B/A, and
 the range of the rounds' own B/A (each round runs A and B back to back).
 
   bench/ab_builds.py --a /tmp/before --b build [--rounds 5] [--threads 2]
+                     [--cpu-activations f32|q8] [--model PATH] [--streams 1,8,16]
 
 --a and --b are either build trees (build/tools/kvfleet/kvfleet and
 build/bench/engine_bench) or directories holding the two binaries. Not part
@@ -44,15 +45,20 @@ def json_lines(cmd: list[str]) -> list[dict]:
     return [json.loads(line) for line in p.stdout.splitlines() if line.strip().startswith("{")]
 
 
-def bench_model(root: str, model: str, threads: int, prompt: int, gen: int) -> dict[str, float]:
+def mode_flags(activations: str) -> list[str]:
+    return ["--cpu-activations", activations] if activations else []
+
+
+def bench_model(root: str, model: str, threads: int, prompt: int, gen: int, activations: str) -> dict[str, float]:
     (r,) = json_lines([binary(root, "kvfleet"), "bench-model", "--model", model, "--threads", str(threads),
-                       "--prompt-tokens", str(prompt), "--gen-tokens", str(gen), "--repeats", "1"])
+                       "--prompt-tokens", str(prompt), "--gen-tokens", str(gen), "--repeats", "1"] +
+                      mode_flags(activations))
     return {"prefill tok/s (1 stream)": r["prefill_tokens_per_s"], "decode tok/s (1 stream)": r["decode_tokens_per_s"]}
 
 
-def aggregate_decode(root: str, model: str, threads: int, streams: str) -> dict[str, float]:
+def aggregate_decode(root: str, model: str, threads: int, streams: str, activations: str) -> dict[str, float]:
     rows = json_lines([binary(root, "engine_bench"), "aggregate-decode", "--model", model, "--threads",
-                       str(threads), "--streams", streams, "--repeats", "1"])
+                       str(threads), "--streams", streams, "--repeats", "1"] + mode_flags(activations))
     return {f"aggregate decode tok/s ({r['streams']} streams)": r["decode_tokens_per_s"] for r in rows}
 
 
@@ -66,6 +72,9 @@ def main(argv=None) -> int:
     ap.add_argument("--streams", default="1,8,16")
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--cpu-activations", default="", choices=["", "f32", "q8"],
+                    help="the activation mode of both builds (default: the model's own choice)")
+    ap.add_argument("--skip-single", action="store_true", help="aggregate decode only, no bench-model")
     args = ap.parse_args(argv)
 
     samples: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
@@ -74,13 +83,15 @@ def main(argv=None) -> int:
         order = ("a", "b") if r % 2 == 0 else ("b", "a")
         for which in order:
             root = getattr(args, which)
-            figures = bench_model(root, args.model, args.threads, args.prompt_tokens, args.gen_tokens)
-            figures.update(aggregate_decode(root, args.model, args.threads, args.streams))
+            figures = {} if args.skip_single else bench_model(root, args.model, args.threads, args.prompt_tokens,
+                                                              args.gen_tokens, args.cpu_activations)
+            figures.update(aggregate_decode(root, args.model, args.threads, args.streams, args.cpu_activations))
             for k, v in figures.items():
                 samples[which].setdefault(k, []).append(v)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
 
-    print(f"\n{os.path.basename(args.model)}, {args.threads} threads, median of {args.rounds} alternated rounds")
+    mode = f", --cpu-activations {args.cpu_activations}" if args.cpu_activations else ""
+    print(f"\n{os.path.basename(args.model)}, {args.threads} threads{mode}, median of {args.rounds} alternated rounds")
     print(f"A = {args.a}\nB = {args.b}")
     print(f"{'figure':<38} {'A':>10} {'B':>10} {'B/A':>7}   B/A round by round (min-max)")
     for k in samples["a"]:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/sampler/argmax.h"
 #include "engine/sampler/philox.h"
 
 namespace kvfleet::engine {
@@ -40,13 +41,18 @@ void Sampler::AdjustLogits(std::span<float> logits) const {
   }
 }
 
+bool Sampler::AdjustsLogits() const {
+  return !params_.greedy() || !params_.logit_bias.empty() || params_.repetition_penalty != 1.0f ||
+         params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+}
+
 model::TokenId Sampler::Sample(std::span<const float> raw_logits, int64_t position) const {
+  // Plain greedy decoding reads the row where it is: copying a large
+  // vocabulary's logits cost as much as choosing from them.
+  if (!AdjustsLogits()) return Argmax(raw_logits);
   std::vector<float> logits(raw_logits.begin(), raw_logits.end());
   AdjustLogits(logits);
-  if (params_.greedy()) {
-    // max_element returns the first maximum: ties go to the lowest id.
-    return static_cast<model::TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  }
+  if (params_.greedy()) return Argmax(logits);  // ties go to the lowest id
 
   // Candidates in a total order (logit descending, id ascending) so the
   // draw is deterministic.

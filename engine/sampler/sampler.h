@@ -20,8 +20,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "model/token_id.h"
 #include "engine/sampler/sampling_params.h"
+#include "model/token_id.h"
 
 namespace kvfleet::engine {
 
@@ -42,6 +42,9 @@ class Sampler {
   void AdjustLogits(std::span<float> logits) const;
 
  private:
+  // Whether AdjustLogits changes anything (false for plain greedy decoding).
+  bool AdjustsLogits() const;
+
   SamplingParams params_;
   uint64_t seed_;
   absl::flat_hash_set<model::TokenId> prompt_tokens_;

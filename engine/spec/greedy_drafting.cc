@@ -4,14 +4,10 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "engine/sampler/argmax.h"
 
 namespace kvfleet::engine::spec {
 namespace {
-
-model::TokenId Argmax(std::span<const float> row) {
-  // First maximum: ties go to the lowest id, as in the sampler.
-  return static_cast<model::TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
-}
 
 // The model's KV catches up with each sequence's context in pieces that fit
 // the executor's batch limits; the piece that reaches the end of a context

@@ -106,14 +106,40 @@ void CpuOps::Attention(const model::AttentionCall& call, const float* q, float* 
                           pool_);
 }
 
-void CpuOps::SwiGlu(const float* gate, const float* up, float* out, int64_t count) {
-  kernels::SwiGlu(gate, up, out, count);
+namespace {
+
+// The gated activations call exp or tanh per element: a batch's worth
+// (16 tokens of a 8,960-wide MLP: 143 k calls a layer) took a tenth of a
+// decode step on one thread while the others waited. Split across the
+// pool past this many elements (below it the hand-off costs more than the
+// work); each element's arithmetic is the same whoever computes it.
+constexpr int64_t kParallelActivationElements = 4096;
+
+// f(begin, end) over [0, count), on the pool's threads for a large count.
+template <class F>
+void ForActivationRange(ThreadPool& pool, int64_t count, const F& f) {
+  if (count < kParallelActivationElements || pool.num_threads() == 1) {
+    f(0, count);
+    return;
+  }
+  const F* fp = &f;  // one pointer: ParallelFor's std::function does not allocate
+  pool.ParallelFor(
+      count, [fp](int64_t begin, int64_t end) { (*fp)(begin, end); }, /*grain=*/1024);
 }
 
-void CpuOps::Silu(const float* x, float* out, int64_t count) { kernels::Silu(x, out, count); }
+}  // namespace
+
+void CpuOps::SwiGlu(const float* gate, const float* up, float* out, int64_t count) {
+  ForActivationRange(pool_, count, [&](int64_t b, int64_t e) { kernels::SwiGlu(gate + b, up + b, out + b, e - b); });
+}
+
+void CpuOps::Silu(const float* x, float* out, int64_t count) {
+  ForActivationRange(pool_, count, [&](int64_t b, int64_t e) { kernels::Silu(x + b, out + b, e - b); });
+}
 
 void CpuOps::GeluTanhMul(const float* gate, const float* up, float* out, int64_t count) {
-  kernels::GeluTanhMul(gate, up, out, count);
+  ForActivationRange(pool_, count,
+                     [&](int64_t b, int64_t e) { kernels::GeluTanhMul(gate + b, up + b, out + b, e - b); });
 }
 
 void CpuOps::Add(float* y, const float* x, int64_t count) { kernels::AddInPlace(y, x, count); }
