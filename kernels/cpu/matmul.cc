@@ -259,7 +259,15 @@ void MatMulRows(const MatMulParams& p, int64_t row_begin, int64_t row_end, bool 
   if (wide) {
     for (; j + kWideRowTile <= row_end; j += kWideRowTile) {
       for (int64_t r = 0; r < kWideRowTile; ++r) {
-        DequantizeRow(p.w_type, w_bytes + (j + r) * row_bytes, scratch.data() + r * p.k, p.k);
+        DequantizeRowInChunks(p.w_type, w_bytes + (j + r) * row_bytes, scratch.data() + EightRowTileOffset(r, p.k), p.k,
+                              kEightRowTileChunkStride);
+      }
+      // The next tile's weights, towards L2 while this one is multiplied:
+      // filling a tile waited on memory (an alternated A/B on a 1.5B model
+      // at 16 streams: 1.06x the step rate with this).
+      if (j + 2 * kWideRowTile <= row_end) {
+        const char* next = reinterpret_cast<const char*>(w_bytes + (j + kWideRowTile) * row_bytes);
+        for (int64_t b = 0; b < kWideRowTile * row_bytes; b += 64) _mm_prefetch(next + b, _MM_HINT_T1);
       }
       DotEightRowsAvx512(scratch.data(), p.x, p.k, p.m, p.y + j, p.n);
     }

@@ -19,23 +19,24 @@
 namespace kvfleet::kernels {
 namespace {
 
-// Rows 2p and 2p + 1 of the eight, values [i, i + 8) of each.
-inline __m512 RowPair(const float* w, int64_t k, int p, int64_t i) {
-  const float* a = w + 2 * p * k + i;
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm256_loadu_ps(a + k), 1);
+// Rows 2p and 2p + 1 of the eight, values [i, i + 8) of each (i a
+// multiple of 8): one load in the tile's layout.
+inline __m512 RowPair(const float* tile, int64_t k, int p, int64_t i) {
+  return _mm512_loadu_ps(tile + EightRowTileOffset(2 * p, k) + i / 8 * kEightRowTileChunkStride);
 }
 
 // Eight rows against T tokens: 4·T accumulators (T ≤ 6 leaves registers
 // for the four row pairs and x).
 template <int T>
-void EightRowsTokens(const float* w, const float* x, int64_t k, float* y, int64_t y_stride) {
+void EightRowsTokens(const float* tile, const float* x, int64_t k, float* y, int64_t y_stride) {
   __m512 acc[4][T];
 #pragma GCC unroll 6
   for (int t = 0; t < T; ++t) {
     acc[0][t] = acc[1][t] = acc[2][t] = acc[3][t] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < k; i += 8) {
-    const __m512 w0 = RowPair(w, k, 0, i), w1 = RowPair(w, k, 1, i), w2 = RowPair(w, k, 2, i), w3 = RowPair(w, k, 3, i);
+    const __m512 w0 = RowPair(tile, k, 0, i), w1 = RowPair(tile, k, 1, i), w2 = RowPair(tile, k, 2, i),
+                 w3 = RowPair(tile, k, 3, i);
 #pragma GCC unroll 6
     for (int t = 0; t < T; ++t) {
       const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + t * k + i));
@@ -69,29 +70,29 @@ double Avx512FmaLoop(int64_t iterations) {
   return _mm512_reduce_add_ps(s);
 }
 
-void DotEightRowsAvx512(const float* w, const float* x, int64_t k, int64_t m, float* y, int64_t y_stride) {
+void DotEightRowsAvx512(const float* tile, const float* x, int64_t k, int64_t m, float* y, int64_t y_stride) {
   constexpr int64_t kTokens = 6;
   int64_t t0 = 0;
   for (; t0 + kTokens <= m; t0 += kTokens) {
-    EightRowsTokens<kTokens>(w, x + t0 * k, k, y + t0 * y_stride, y_stride);
+    EightRowsTokens<kTokens>(tile, x + t0 * k, k, y + t0 * y_stride, y_stride);
   }
   const float* xt = x + t0 * k;
   float* yt = y + t0 * y_stride;
   switch (m - t0) {
     case 1:
-      EightRowsTokens<1>(w, xt, k, yt, y_stride);
+      EightRowsTokens<1>(tile, xt, k, yt, y_stride);
       break;
     case 2:
-      EightRowsTokens<2>(w, xt, k, yt, y_stride);
+      EightRowsTokens<2>(tile, xt, k, yt, y_stride);
       break;
     case 3:
-      EightRowsTokens<3>(w, xt, k, yt, y_stride);
+      EightRowsTokens<3>(tile, xt, k, yt, y_stride);
       break;
     case 4:
-      EightRowsTokens<4>(w, xt, k, yt, y_stride);
+      EightRowsTokens<4>(tile, xt, k, yt, y_stride);
       break;
     case 5:
-      EightRowsTokens<5>(w, xt, k, yt, y_stride);
+      EightRowsTokens<5>(tile, xt, k, yt, y_stride);
       break;
     default:
       break;

@@ -19,6 +19,11 @@ namespace kvfleet::kernels {
 
 // n must be a multiple of the type's block size.
 void DequantizeRow(DType type, const void* src, float* dst, int64_t n);
+
+// The same values, each run of 8 at its own place: values [8c, 8c + 8) to
+// dst + c · chunk_stride (8: DequantizeRow's layout). The float path's
+// AVX-512 tile interleaves its rows this way (matmul_f32_avx512.h).
+void DequantizeRowInChunks(DType type, const void* src, float* dst, int64_t n, int64_t chunk_stride);
 void QuantizeRow(DType type, const float* src, void* dst, int64_t n);
 
 }  // namespace kvfleet::kernels
