@@ -35,7 +35,8 @@ On the default model (the executor of --device auto|cpu|cuda[:N], default auto):
   aggregate-decode     aggregate decode tokens/s for N streams (one JSON line per N;
                        bench/engine_vs_llamacpp.py compares it with llama.cpp)
                        [--streams 1,4,8,16,32 --prompt-tokens 32 --gen-tokens 32
-                        --repeats 3 --threads 2 --seed 1]
+                        --repeats 3 --threads 2 --seed 1 --isa best|avx2 (AVX2
+                        kernels on an AVX-512 machine)]
   lora-decode          aggregate decode of N streams spread over A LoRA adapters and the
                        base model, against N base-only streams (alternated, same run);
                        also each adapter's read, slot load and unload times
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
         "max-num-batched-tokens", "seed"}},
       {"aggregate-decode",
        {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "streams", "prompt-tokens", "gen-tokens",
-        "repeats", "seed"}},
+        "repeats", "seed", "isa"}},
       {"lora-decode",
        {"model", "device", "cpu-activations", "kv-cache-dtype", "threads", "streams", "adapters", "rank", "targets",
         "prompt-tokens", "gen-tokens", "repeats", "seed"}},

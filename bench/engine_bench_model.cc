@@ -14,6 +14,8 @@
 #include "bench/engine_bench.h"
 #include "common/status_macros.h"
 #include "engine/engine.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_q8.h"
 
 namespace kvfleet::bench {
 namespace {
@@ -398,8 +400,19 @@ absl::StatusOr<DecodeRun> DecodeOnce(engine::ModelExecutor& executor, int64_t st
   return run;
 }
 
+// --isa avx2 runs the float and the 8-bit kernels on AVX2 on a machine that
+// has AVX-512 too: both sets' figures from one machine.
+absl::Status ForceIsaFlag(const std::string& isa) {
+  if (isa.empty() || isa == "best") return absl::OkStatus();
+  if (isa != "avx2") return absl::InvalidArgumentError("--isa takes avx2 or best, not \"" + isa + "\"");
+  kernels::ForceFloatDotIsa(kernels::FloatDotIsa::kAvx2);
+  kernels::ForceQ8DotIsa(kernels::Q8DotIsa::kAvx2);
+  return absl::OkStatus();
+}
+
 absl::Status RunAggregateDecode(const Flags& flags) {
   const std::string path = flags.GetString("model", DefaultModelPath());
+  RETURN_IF_ERROR(ForceIsaFlag(flags.GetString("isa", "")));
   ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 2));
   ASSIGN_OR_RETURN(std::vector<int64_t> streams, flags.GetIntList("streams", "1,4,8,16,32"));
   ASSIGN_OR_RETURN(int64_t prompt_len, flags.GetInt("prompt-tokens", 32));

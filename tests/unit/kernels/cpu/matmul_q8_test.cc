@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
-#include <cstring>
 #include <vector>
 
 #include "common/float16.h"
@@ -32,10 +32,10 @@ bool SameBlocks(const std::vector<BlockQ8A>& a, const std::vector<BlockQ8A>& b) 
 
 TEST(QuantizeActivationsTest, TheAvx2PathIsTheScalarDefinitionBitForBit) {
   std::vector<float> x = RandomFloats(32 * 64, 5, 3.0f);
-  x[200] = std::numeric_limits<float>::infinity();  // an infinity: poisoned like a NaN, not -128
+  x[200] = std::numeric_limits<float>::infinity();                  // an infinity: poisoned like a NaN, not -128
   for (int i = 0; i < 32; ++i) x[i] = 0.0f;                         // an all-zero block: d = 0, q = 0
   for (int i = 32; i < 64; ++i) x[i] = static_cast<float>(i - 48);  // exact ties at .5 after scaling
-  x[64] = 1e-30f;                                                    // a tiny block
+  x[64] = 1e-30f;                                                   // a tiny block
   for (int i = 65; i < 96; ++i) x[i] = 0.0f;
   x[96] = -65504.0f;  // a large negative maximum: q = -127
   x[128] = 1e-38f;    // a maximum too small to invert: a block of zeros
@@ -151,14 +151,16 @@ TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAnd
     ++isas;
     const bool k_quant = IsKQuant(t);
     for (Case c : {Case{7, k_quant ? 256 : 64, 1}, Case{37, 256, 1}, Case{33, k_quant ? 512 : 96, 5}, Case{41, 768, 13},
-                   Case{16, 256, 9}, Case{24, k_quant ? 256 : 128, 64},
+                   Case{16, 256, 9}, Case{17, 256, 10}, Case{8, 256, 12}, Case{16, 256, 14}, Case{11, 256, 15},
+                   Case{24, k_quant ? 256 : 128, 64},
                    Case{9, k_quant ? 256 : 64, 131}}) {  // past a pass of the AVX2 kernels' 128 tokens
       const std::vector<uint8_t> w = Weights(c.n, c.k, 11);
       const std::vector<uint8_t> panels = Panels(w, c.n, c.k);
       const Q8PanelWeights pw{t, c.n, c.k, panels.data()};
       const std::vector<float> x = RandomFloats(c.m * c.k, 12, 2.0f);
       std::vector<BlockQ8A> xq(c.m * c.k / 32);
-      for (int64_t i = 0; i < c.m; ++i) QuantizeActivationRowReference(x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
+      for (int64_t i = 0; i < c.m; ++i)
+        QuantizeActivationRowReference(x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
       for (int threads : {1, 3}) {
         ThreadPool pool(threads);
         std::vector<float> y(c.m * c.n);
@@ -169,8 +171,8 @@ TEST_P(MatMulQ8Test, EveryInstructionSetEqualsTheReferenceBitForBitAtAnyBatchAnd
           MatMulQ8(pw, x.data() + i * c.k, 1, alone.data(), pool);
           for (int64_t j = 0; j < c.n; ++j) {
             const float ref = DotQ8Reference(t, w.data() + j * RowBytes(t, c.k), xq.data() + i * c.k / 32, c.k);
-            ASSERT_EQ(y[i * c.n + j], ref) << DTypeName(t) << " " << Q8DotIsaName(isa) << " token " << i << " row "
-                                           << j << " of " << c.n << "x" << c.k << ", m " << c.m;
+            ASSERT_EQ(y[i * c.n + j], ref) << DTypeName(t) << " " << Q8DotIsaName(isa) << " token " << i << " row " << j
+                                           << " of " << c.n << "x" << c.k << ", m " << c.m;
             ASSERT_EQ(alone[j], ref) << "alone, token " << i << " row " << j;
           }
         }
