@@ -16,7 +16,8 @@ void Q8PanelRowsVnni(DType w_type, const uint8_t* w, int64_t n, int64_t k, const
 
 namespace {
 
-// Fewer tokens than this take the AVX2 kernels on a VNNI machine (MatMulQ8).
+// Fewer tokens than this take the AVX2 kernels for a K-quant on a VNNI
+// machine (MatMulQ8).
 constexpr int64_t kVnniMinTokens = 8;
 
 struct Avx2Dot {
@@ -130,13 +131,15 @@ void MatMulQ8(const Q8PanelWeights& w, const float* x, int64_t m, float* y, Thre
     own.resize(static_cast<size_t>(m * blocks));
     scratch = own.data();
   }
-  // Below 8 tokens the AVX2 kernels run even where VNNI is chosen: their
-  // order (a panel's values formed once per block, one panel read at a
-  // time) reads the weights near the bandwidth ceiling, where the 512-bit
-  // kernels' two panels at once read at half of it (Q4_K, 8960 × 1536, one
-  // token on a Zen 5 VM: 157 µs against 305; 291 against 418 at four
-  // tokens; from eight, VNNI's 452 against 575). Both give the same bits.
-  const bool vnni = ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni && m >= kVnniMinTokens;
+  // Below 8 tokens a K-quant takes the AVX2 kernels even where VNNI is
+  // chosen: their order (a panel's values formed once per block, one panel
+  // read at a time) reads the weights near the bandwidth ceiling, where the
+  // 512-bit kernels' two panels at once read at half of it (Q4_K, 8960 ×
+  // 1536, one token on a Zen 5 VM: 157 µs against 305; 291 against 418 at
+  // four tokens; from eight, VNNI's 452 against 575). The 32-value formats
+  // measured equal (Q4_1) or lose the held order (Q8_0's signed values), so
+  // they stay on VNNI. Both give the same bits.
+  const bool vnni = ActiveQ8DotIsa() == Q8DotIsa::kAvx512Vnni && (m >= kVnniMinTokens || !PanelLayout(w.type).super);
   const Call call{w, x, m, y, blocks, scratch, vnni ? Q8PanelRowsVnni : Q8PanelRowsAvx2};
   const Call* c = &call;
   if (m == 1) {

@@ -6,9 +6,9 @@
 // float (matmul.h). Threads split the panels (output features), never k.
 //
 // The instruction set is chosen at run time from CPUID: AVX-512 VNNI where
-// the CPU has it (512-bit vpdpbusd over two panels at once) for 8 tokens
-// and more, else AVX2 (vpmaddubsw + vpmaddwd over one, whose order reads
-// the weights faster for a few tokens); both give identical bits
+// the CPU has it (512-bit vpdpbusd over two panels at once; for a K-quant
+// from 8 tokens), else AVX2 (vpmaddubsw + vpmaddwd over one, whose order
+// reads a K-quant's weights faster for a few tokens); both give identical bits
 // (matmul_q8_kernel.h says why), so a stream may resume on a node with the
 // other. Every result depends only on its token and its
 // weight row: batch invariant, as MatMul.
