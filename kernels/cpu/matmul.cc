@@ -198,38 +198,8 @@ void FusedMatMulFewRows(const MatMulParams& p, int64_t row_begin, int64_t row_en
     for (int64_t i0 = 0; i0 < p.m; i0 += kXTile) {
       const float* x = p.x + i0 * p.k;
       float* y = p.y + i0 * p.n + j;
-      switch (std::min(kXTile, p.m - i0)) {
-        case 1:
-          FusedRowTile<T, 1>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 2:
-          FusedRowTile<T, 2>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 3:
-          FusedRowTile<T, 3>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 4:
-          FusedRowTile<T, 4>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 5:
-          FusedRowTile<T, 5>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 6:
-          FusedRowTile<T, 6>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 7:
-          FusedRowTile<T, 7>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 8:
-          FusedRowTile<T, 8>(row, x, p.k, blocks, y, p.n);
-          break;
-        case 9:
-          FusedRowTile<T, 9>(row, x, p.k, blocks, y, p.n);
-          break;
-        default:
-          FusedRowTile<T, 10>(row, x, p.k, blocks, y, p.n);
-          break;
-      }
+      WithCount<kXTile>(std::min(kXTile, p.m - i0),
+                        [&](auto rows) { FusedRowTile<T, decltype(rows)::value>(row, x, p.k, blocks, y, p.n); });
     }
   }
 }

@@ -78,24 +78,9 @@ void DotEightRowsAvx512(const float* tile, const float* x, int64_t k, int64_t m,
   }
   const float* xt = x + t0 * k;
   float* yt = y + t0 * y_stride;
-  switch (m - t0) {
-    case 1:
-      EightRowsTokens<1>(tile, xt, k, yt, y_stride);
-      break;
-    case 2:
-      EightRowsTokens<2>(tile, xt, k, yt, y_stride);
-      break;
-    case 3:
-      EightRowsTokens<3>(tile, xt, k, yt, y_stride);
-      break;
-    case 4:
-      EightRowsTokens<4>(tile, xt, k, yt, y_stride);
-      break;
-    case 5:
-      EightRowsTokens<5>(tile, xt, k, yt, y_stride);
-      break;
-    default:
-      break;
+  if (m > t0) {
+    WithCount<kTokens - 1>(m - t0,
+                           [&](auto tokens) { EightRowsTokens<decltype(tokens)::value>(tile, xt, k, yt, y_stride); });
   }
 }
 

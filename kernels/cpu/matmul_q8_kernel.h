@@ -33,6 +33,7 @@
 #include "kernels/cpu/formats/all_formats.h"  // kQ8Panels, read only at compile time here
 #include "kernels/cpu/q8_panels.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "kernels/cpu/simd.h"
 
 namespace kvfleet::kernels {
 namespace {  // NOLINT: one copy per instruction set, on purpose
@@ -358,13 +359,14 @@ inline void PanelTokensHeld(const uint8_t* panel, int64_t stride, int64_t blocks
 // alone): the panels stay in L1 while every group of Dot::kTokens tokens
 // passes over them.
 template <class Dot, DType T>
-void Q8PanelRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y,
-                 int64_t panel_begin, int64_t panel_end) {
+void Q8PanelRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int64_t m, float* y, int64_t panel_begin,
+                 int64_t panel_end) {
   constexpr int kTok = Dot::kTokens;
   constexpr int kPanels = Dot::V::kPanels;
   constexpr Q8PanelLayout kL = kQ8Panels<T>;
   const int64_t blocks = k / 32;
-  const int64_t panel_bytes = kL.super ? (blocks / 8) * (kL.header_bytes + 8 * kL.block_bytes) : blocks * kL.block_bytes;
+  const int64_t panel_bytes =
+      kL.super ? (blocks / 8) * (kL.header_bytes + 8 * kL.block_bytes) : blocks * kL.block_bytes;
   for (int64_t p = panel_begin; p < panel_end; p += kPanels) {
     const uint8_t* panel = w + p * panel_bytes;
     const bool together = kPanels == 2 && p + 1 < panel_end;
@@ -382,38 +384,9 @@ void Q8PanelRows(const uint8_t* w, int64_t n, int64_t k, const BlockQ8A* xq, int
     for (int64_t t0 = 0; t0 < m; t0 += kTok) {
       const BlockQ8A* x = xq + t0 * blocks;
       float* out = y + t0 * n + 8 * p;
-      switch (m - t0 < kTok ? m - t0 : kTok) {
-        case 1:
-          PanelTokens<Dot, T, 1>(panel, stride, blocks, x, blocks, out, n, rows);
-          break;
-        case 2:
-          PanelTokens<Dot, T, 2>(panel, stride, blocks, x, blocks, out, n, rows);
-          break;
-        case 3:
-          PanelTokens<Dot, T, 3>(panel, stride, blocks, x, blocks, out, n, rows);
-          break;
-        case 4:
-          PanelTokens<Dot, T, 4>(panel, stride, blocks, x, blocks, out, n, rows);
-          break;
-        default:
-          if constexpr (kTok > 4) {
-            switch (m - t0 < kTok ? m - t0 : kTok) {
-              case 5:
-                PanelTokens<Dot, T, 5>(panel, stride, blocks, x, blocks, out, n, rows);
-                break;
-              case 6:
-                PanelTokens<Dot, T, 6>(panel, stride, blocks, x, blocks, out, n, rows);
-                break;
-              case 7:
-                PanelTokens<Dot, T, 7>(panel, stride, blocks, x, blocks, out, n, rows);
-                break;
-              default:
-                PanelTokens<Dot, T, kTok>(panel, stride, blocks, x, blocks, out, n, rows);
-                break;
-            }
-          }
-          break;
-      }
+      WithCount<kTok>(m - t0 < kTok ? m - t0 : kTok, [&](auto tokens) {
+        PanelTokens<Dot, T, decltype(tokens)::value>(panel, stride, blocks, x, blocks, out, n, rows);
+      });
     }
   }
 }

@@ -10,6 +10,9 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+#include <type_traits>
+
 namespace kvfleet::kernels {
 
 // ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)), always in this order.
@@ -27,6 +30,16 @@ static inline float Dot8(const float* a, const float* b, int n) {
   __m256 acc = _mm256_setzero_ps();
   for (int i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
   return HorizontalSum(acc);
+}
+
+// Calls f(std::integral_constant<int, n>{}) for a run-time n in [1, N]: a
+// kernel's row or token count as a template argument, so its loops unroll.
+template <int N, class F>
+static inline __attribute__((always_inline)) void WithCount(int64_t n, F&& f) {
+  if constexpr (N > 1) {
+    if (n < N) return WithCount<N - 1>(n, f);
+  }
+  f(std::integral_constant<int, N>{});
 }
 
 }  // namespace kvfleet::kernels
